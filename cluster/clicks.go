@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// clickCounter aggregates this node's redirects between flushes. The hot
+// path only increments a map entry under a short lock; two maps alternate so
+// a flush never allocates a new one.
+type clickCounter struct {
+	node string
+	fsm  *fsm.FSM
+
+	mu     sync.Mutex
+	counts map[string]uint64
+	spare  map[string]uint64
+
+	flushMu sync.Mutex      // one flush at a time
+	pending *fsm.ClickBatch // proposed but not known to be applied
+	lastSeq uint64
+}
+
+func newClickCounter(node string, f *fsm.FSM) *clickCounter {
+	return &clickCounter{node: node, fsm: f, counts: map[string]uint64{}, spare: map[string]uint64{}}
+}
+
+// RecordClick counts one redirect of code. code should be the string the FSM
+// returned (fsm.Target.Code) so that counting allocates nothing.
+func (n *Node) RecordClick(code string) {
+	c := n.clicks
+	c.mu.Lock()
+	c.counts[code]++
+	c.mu.Unlock()
+}
+
+// PendingClicks is the number of clicks counted here and not yet flushed.
+func (n *Node) PendingClicks() uint64 {
+	c := n.clicks
+	var total uint64
+	c.mu.Lock()
+	for _, v := range c.counts {
+		total += v
+	}
+	c.mu.Unlock()
+	c.flushMu.Lock()
+	if c.pending != nil {
+		for _, cc := range c.pending.Counts {
+			total += cc.Count
+		}
+	}
+	c.flushMu.Unlock()
+	return total
+}
+
+// take moves the aggregated counts into a new batch, or returns nil when
+// there is nothing to flush. Called with flushMu held.
+//
+// The batch sequence must exceed every sequence this node id ever had
+// applied, across restarts and even a wiped data dir: it is the largest of
+// the previous one plus one, the wall clock in nanoseconds, and what the
+// local FSM has applied for this node plus one.
+func (c *clickCounter) take(now time.Time) *fsm.ClickBatch {
+	c.mu.Lock()
+	counts := c.counts
+	c.counts, c.spare = c.spare, counts
+	c.mu.Unlock()
+	if len(counts) == 0 {
+		return nil
+	}
+	b := &fsm.ClickBatch{Node: c.node, Now: now.UnixMilli(), Counts: make([]fsm.ClickCount, 0, len(counts))}
+	for code, n := range counts {
+		b.Counts = append(b.Counts, fsm.ClickCount{Code: code, Count: n})
+	}
+	clear(counts)
+	slices.SortFunc(b.Counts, func(x, y fsm.ClickCount) int { return cmp.Compare(x.Code, y.Code) })
+	b.Seq = max(c.lastSeq+1, uint64(now.UnixNano()), c.fsm.ClickSeq(c.node)+1)
+	c.lastSeq = b.Seq
+	return b
+}
+
+// FlushClicks proposes the aggregated clicks. A batch whose outcome is
+// unknown stays pending and is proposed again, with the same sequence, by
+// the next flush: the FSM applies it at most once, and we keep retrying
+// until it has been applied at least once.
+func (n *Node) FlushClicks(ctx context.Context) error {
+	c := n.clicks
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	// Two rounds: a retried batch first, then the clicks counted since.
+	for range 2 {
+		if c.pending == nil {
+			c.pending = c.take(time.Now())
+			if c.pending == nil {
+				return nil
+			}
+		}
+		if err := n.waitLeader(ctx); err != nil {
+			return err
+		}
+		if _, err := n.apply(fsm.EncodeClicks(*c.pending)); err != nil {
+			return err
+		}
+		c.pending = nil
+	}
+	return nil
+}
+
+func (n *Node) runClickFlusher() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.ClickFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.closing:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+			if err := n.FlushClicks(ctx); err != nil {
+				n.log.Warn("click flush failed; will retry", "err", err)
+			}
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/codes"
+)
+
+const (
+	leaderDutyInterval = 250 * time.Millisecond
+	purgeInterval      = time.Minute
+	// requestWindow is how long a create's request ID is remembered, so a
+	// retry within it returns the first outcome instead of a second link.
+	requestWindow = 10 * time.Minute
+)
+
+// runLeaderDuties does, while this node leads, what only the leader should:
+// create the code key once per cluster and purge expired state.
+func (n *Node) runLeaderDuties() {
+	defer n.wg.Done()
+	t := time.NewTicker(leaderDutyInterval)
+	defer t.Stop()
+	var lastPurge time.Time
+	for {
+		select {
+		case <-n.closing:
+			return
+		case <-t.C:
+		}
+		if !n.IsLeader() {
+			continue
+		}
+		if !n.fsm.Initialized() {
+			if err := n.initKey(); err != nil {
+				n.log.Warn("initialising the code key failed; will retry", "err", err)
+			}
+			continue
+		}
+		if time.Since(lastPurge) >= purgeInterval {
+			lastPurge = time.Now()
+			if err := n.purge(lastPurge); err != nil {
+				n.log.Warn("purge failed; will retry", "err", err)
+			}
+		}
+	}
+}
+
+// initKey proposes a fresh random key after a barrier, so a key applied by
+// an earlier leader is seen first. The FSM keeps only the first key applied.
+func (n *Node) initKey() error {
+	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	if n.fsm.Initialized() {
+		return nil
+	}
+	var key codes.Key
+	if _, err := rand.Read(key[:]); err != nil {
+		return fmt.Errorf("random key: %w", err)
+	}
+	if _, err := n.apply(fsm.EncodeInit(fsm.InitCommand{Key: key})); err != nil {
+		return fmt.Errorf("apply init: %w", err)
+	}
+	n.log.Info("code key initialised")
+	return nil
+}
+
+func (n *Node) purge(now time.Time) error {
+	cmd := fsm.PurgeCommand{
+		ExpiredBefore:  now.Add(-n.cfg.ExpiredRetention).UnixMilli(),
+		RequestsBefore: now.Add(-requestWindow).UnixMilli(),
+	}
+	if !n.fsm.NeedsPurge(cmd) {
+		return nil
+	}
+	if _, err := n.apply(fsm.EncodePurge(cmd)); err != nil {
+		return fmt.Errorf("apply purge: %w", err)
+	}
+	return nil
+}

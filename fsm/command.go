@@ -1,0 +1,215 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/linkraft/linkraft/fsm/codes"
+)
+
+// commandType is the first byte of every log entry this FSM applies.
+type commandType byte
+
+const (
+	cmdInit commandType = iota + 1
+	cmdCreate
+	cmdDelete
+	cmdClicks
+	cmdPurge
+)
+
+// Strategy chooses how a create without a custom code gets its code.
+type Strategy byte
+
+const (
+	// StrategyCounter permutes the replicated counter (SPEC §5).
+	StrategyCounter Strategy = iota
+	// StrategyHash derives the code from the canonical URL and workspace.
+	StrategyHash
+)
+
+// InitCommand sets the permutation key. It is proposed once by the first
+// leader; later ones are ignored so every node keeps the first key applied.
+type InitCommand struct {
+	Key codes.Key
+}
+
+// CreateRequest is one create inside a CreateBatch. Its fields are already
+// validated by the HTTP layer; Apply still rejects what would corrupt state.
+type CreateRequest struct {
+	// RequestID makes a retried create idempotent: a second request with the
+	// same ID inside the idempotency window returns the first one's link.
+	RequestID  string
+	URL        string
+	Workspace  string
+	CustomCode string
+	Strategy   Strategy
+	Dedupe     bool
+	ExpiresAt  int64 // unix milliseconds, 0 for never
+	CodeLength int   // counter code length for this create
+}
+
+// CreateBatch carries many creates in one log entry, all stamped with the
+// leader's clock.
+type CreateBatch struct {
+	Now   int64 // unix milliseconds
+	Items []CreateRequest
+}
+
+// DeleteCommand removes a link and tombstones its code.
+type DeleteCommand struct {
+	Code string
+	Now  int64
+}
+
+// ClickCount is the number of redirects one node served for one code.
+type ClickCount struct {
+	Code  string
+	Count uint64
+}
+
+// ClickBatch is one node's aggregated clicks. Seq increases by one per batch
+// from that node; a batch whose Seq is not above the last applied one from
+// the same node is a retry and is ignored, which makes flushes exactly-once.
+type ClickBatch struct {
+	Node   string
+	Seq    uint64
+	Now    int64 // the flushing node's clock: becomes last_accessed_at
+	Counts []ClickCount
+}
+
+// PurgeCommand tombstones links that expired before ExpiredBefore and forgets
+// idempotency records older than RequestsBefore.
+type PurgeCommand struct {
+	ExpiredBefore  int64
+	RequestsBefore int64
+}
+
+// EncodeInit, EncodeCreate, ... produce the log entry bytes for a command.
+func EncodeInit(c InitCommand) []byte {
+	e := encoder{buf: make([]byte, 0, 1+len(c.Key))}
+	e.byte(byte(cmdInit))
+	e.fixed(c.Key[:])
+	return e.buf
+}
+
+func EncodeCreate(c CreateBatch) []byte {
+	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
+	e.byte(byte(cmdCreate))
+	e.varint(c.Now)
+	e.uvarint(uint64(len(c.Items)))
+	for _, it := range c.Items {
+		e.string(it.RequestID)
+		e.string(it.URL)
+		e.string(it.Workspace)
+		e.string(it.CustomCode)
+		e.byte(byte(it.Strategy))
+		e.bool(it.Dedupe)
+		e.varint(it.ExpiresAt)
+		e.uvarint(uint64(it.CodeLength))
+	}
+	return e.buf
+}
+
+func EncodeDelete(c DeleteCommand) []byte {
+	var e encoder
+	e.byte(byte(cmdDelete))
+	e.string(c.Code)
+	e.varint(c.Now)
+	return e.buf
+}
+
+func EncodeClicks(c ClickBatch) []byte {
+	e := encoder{buf: make([]byte, 0, 32+len(c.Counts)*12)}
+	e.byte(byte(cmdClicks))
+	e.string(c.Node)
+	e.uvarint(c.Seq)
+	e.varint(c.Now)
+	e.uvarint(uint64(len(c.Counts)))
+	for _, cc := range c.Counts {
+		e.string(cc.Code)
+		e.uvarint(cc.Count)
+	}
+	return e.buf
+}
+
+func EncodePurge(c PurgeCommand) []byte {
+	var e encoder
+	e.byte(byte(cmdPurge))
+	e.varint(c.ExpiredBefore)
+	e.varint(c.RequestsBefore)
+	return e.buf
+}
+
+// DecodeCommand parses a log entry into one of the command types above.
+func DecodeCommand(data []byte) (any, error) {
+	if len(data) == 0 {
+		return nil, errors.New("decode command: empty entry")
+	}
+	d := decoder{buf: data[1:]}
+	var cmd any
+	switch commandType(data[0]) {
+	case cmdInit:
+		var c InitCommand
+		d.fixed(c.Key[:])
+		cmd = c
+	case cmdCreate:
+		cmd = decodeCreate(&d)
+	case cmdDelete:
+		cmd = DeleteCommand{Code: d.string(), Now: d.varint()}
+	case cmdClicks:
+		cmd = decodeClicks(&d)
+	case cmdPurge:
+		cmd = PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
+	default:
+		return nil, fmt.Errorf("decode command: unknown type %d", data[0])
+	}
+	if d.err == nil && len(d.buf) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("decode command type %d: %w", data[0], d.err)
+	}
+	return cmd, nil
+}
+
+// minCreateItemSize is the smallest encoding of one CreateRequest: four empty
+// strings, strategy, dedupe, expiry and length.
+const minCreateItemSize = 8
+
+func decodeCreate(d *decoder) CreateBatch {
+	c := CreateBatch{Now: d.varint()}
+	n := d.count(minCreateItemSize)
+	c.Items = make([]CreateRequest, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		it := CreateRequest{
+			RequestID:  d.string(),
+			URL:        d.string(),
+			Workspace:  d.string(),
+			CustomCode: d.string(),
+			Strategy:   Strategy(d.byte()),
+			Dedupe:     d.bool(),
+			ExpiresAt:  d.varint(),
+		}
+		length := d.uvarint()
+		if length > codes.MaxCounterLength {
+			d.fail(fmt.Errorf("code length %d", length))
+		}
+		it.CodeLength = int(length)
+		if it.Strategy > StrategyHash {
+			d.fail(fmt.Errorf("unknown strategy %d", it.Strategy))
+		}
+		c.Items = append(c.Items, it)
+	}
+	return c
+}
+
+func decodeClicks(d *decoder) ClickBatch {
+	c := ClickBatch{Node: d.string(), Seq: d.uvarint(), Now: d.varint()}
+	n := d.count(2)
+	c.Counts = make([]ClickCount, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		c.Counts = append(c.Counts, ClickCount{Code: d.string(), Count: d.uvarint()})
+	}
+	return c
+}

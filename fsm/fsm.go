@@ -1,0 +1,156 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// FSM is the Raft state machine. Raft calls Apply, ApplyBatch, Snapshot and
+// Restore from one goroutine; HTTP handlers read concurrently through the
+// read methods, which see either the old or the new state, never a mix.
+type FSM struct {
+	mu sync.RWMutex
+	s  *state
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// New returns an empty FSM.
+func New() *FSM { return &FSM{s: newState()} }
+
+// Apply applies one committed log entry.
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies committed entries under one lock acquisition. Results
+// are []CreateResult for a create batch, error for a delete, bool for a
+// click batch, and an error for an entry that does not decode.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	results := make([]any, len(logs))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			results[i] = f.s.apply(l.Data)
+		}
+	}
+	return results
+}
+
+// Target is what a redirect needs to know about a code.
+type Target struct {
+	Code      string // the stored code string, safe to keep as a map key
+	URL       string
+	ExpiresAt int64
+}
+
+// Lookup finds the redirect target of code. It does not allocate.
+func (f *FSM) Lookup(code []byte) (Target, bool) {
+	f.mu.RLock()
+	l := f.s.links[string(code)]
+	var t Target
+	if l != nil {
+		t = Target{Code: l.Code, URL: l.URL, ExpiresAt: l.ExpiresAt}
+	}
+	f.mu.RUnlock()
+	return t, l != nil
+}
+
+// Get returns a copy of the link with this code.
+func (f *FSM) Get(code string) (Link, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if l := f.s.links[code]; l != nil {
+		return *l, true
+	}
+	return Link{}, false
+}
+
+// List returns up to limit links of a workspace, newest first, with IDs
+// below before (0: from the newest). next is the cursor for the following
+// page, 0 when there is none.
+func (f *FSM) List(workspace string, before uint64, limit int) (links []Link, next uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	ws := f.s.byWorkspace[workspace]
+	end := len(ws)
+	if before != 0 {
+		end = sort.Search(len(ws), func(i int) bool { return ws[i].ID >= before })
+	}
+	for i := end - 1; i >= 0 && len(links) < limit; i-- {
+		links = append(links, *ws[i])
+	}
+	if n := len(links); n == limit && end-n > 0 {
+		next = links[n-1].ID
+	}
+	return links, next
+}
+
+// Len is the number of live links (expired ones included until purged).
+func (f *FSM) Len() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.links)
+}
+
+// Initialized reports whether the code key has been applied.
+func (f *FSM) Initialized() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.hasKey
+}
+
+// NeedsPurge reports whether the purge command would change anything, so
+// the leader proposes purges only when they do work.
+func (f *FSM) NeedsPurge(c PurgeCommand) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if log := f.s.requestLog; len(log) > 0 && log[0].at < c.RequestsBefore {
+		return true
+	}
+	for _, l := range f.s.links {
+		if l.ExpiresAt != 0 && l.ExpiresAt < c.ExpiredBefore {
+			return true
+		}
+	}
+	return false
+}
+
+// ClickSeq is the last click batch sequence applied for node.
+func (f *FSM) ClickSeq(node string) uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.clickSeqs[node]
+}
+
+// Snapshot copies the state so Persist can encode it while Apply goes on.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.copy(), nil
+}
+
+// Restore replaces the whole state with a snapshot. The new state is built
+// aside and swapped in at once, so readers never see a partial state.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	s, err := ReadSnapshot(rc)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	f.mu.Lock()
+	f.s = s.state()
+	f.mu.Unlock()
+	return nil
+}
+
+// WriteBackup writes a consistent snapshot of the current state to w.
+func (f *FSM) WriteBackup(w io.Writer) error {
+	f.mu.RLock()
+	snap := f.s.copy()
+	f.mu.RUnlock()
+	return snap.writeTo(w)
+}

@@ -1,0 +1,215 @@
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
+)
+
+const (
+	defaultWorkspace = "default"
+	maxExpiry        = 100 * 365 * 24 * time.Hour
+	maxExpirySeconds = int64(maxExpiry / time.Second)
+	maxExpiryHours   = int64(maxExpiry / time.Hour)
+)
+
+// createFields is a create request as submitted, JSON or form.
+type createFields struct {
+	OriginalURL      *string      `json:"original_url"`
+	URL              *string      `json:"url"`
+	CustomCode       *string      `json:"custom_code"`
+	ExpiresInSeconds *json.Number `json:"expires_in_seconds"`
+	ExpiresInHours   *json.Number `json:"expires_in_hours"`
+	ExpiresAt        *string      `json:"expires_at"`
+	Workspace        *string      `json:"workspace"`
+	Dedupe           *bool        `json:"dedupe"`
+	Strategy         *string      `json:"strategy"`
+}
+
+// badRequest is an input error with the status it maps to.
+type badRequest struct {
+	status int
+	msg    string
+}
+
+func (e *badRequest) Error() string { return e.msg }
+
+func invalid(format string, args ...any) error {
+	return &badRequest{status: fasthttp.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// parseCreate reads the body by its content type and validates every field
+// into a CreateRequest. Nothing is stored unless this succeeds.
+func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time) (fsm.CreateRequest, error) {
+	var f createFields
+	mediaType, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
+	switch {
+	case err == nil && (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")):
+		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
+			return fsm.CreateRequest{}, err
+		}
+	case err == nil && mediaType == "application/x-www-form-urlencoded":
+		if err := decodeFormBody(ctx.PostArgs(), &f); err != nil {
+			return fsm.CreateRequest{}, err
+		}
+	default:
+		return fsm.CreateRequest{}, &badRequest{status: fasthttp.StatusUnsupportedMediaType,
+			msg: "send the body as application/json or application/x-www-form-urlencoded"}
+	}
+	if ws, ok := ctx.UserValue("workspace").(string); ok {
+		f.Workspace = &ws
+	}
+	return s.validateCreate(&f, now)
+}
+
+func decodeJSONBody(body []byte, f *createFields) error {
+	if !utf8.Valid(body) {
+		return invalid("body is not valid UTF-8")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return invalid("body is empty: send a JSON object with an \"original_url\"")
+	}
+	if err := json.Unmarshal(body, f); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return invalid("field %q has the wrong type: want %s", typeErr.Field, typeErr.Type)
+		}
+		return invalid("body is not a valid JSON object: %v", err)
+	}
+	return nil
+}
+
+func decodeFormBody(args *fasthttp.Args, f *createFields) error {
+	str := func(key string) *string {
+		if !args.Has(key) {
+			return nil
+		}
+		v := string(args.Peek(key))
+		return &v
+	}
+	num := func(key string) *json.Number {
+		if v := str(key); v != nil {
+			n := json.Number(*v)
+			return &n
+		}
+		return nil
+	}
+	f.OriginalURL, f.URL, f.CustomCode = str("original_url"), str("url"), str("custom_code")
+	f.ExpiresInSeconds, f.ExpiresInHours, f.ExpiresAt = num("expires_in_seconds"), num("expires_in_hours"), str("expires_at")
+	f.Workspace, f.Strategy = str("workspace"), str("strategy")
+	if v := str("dedupe"); v != nil {
+		switch *v {
+		case "1", "true", "on", "yes":
+			f.Dedupe = new(bool)
+			*f.Dedupe = true
+		case "", "0", "false", "off", "no":
+			f.Dedupe = new(bool)
+		default:
+			return invalid("dedupe must be true or false")
+		}
+	}
+	return nil
+}
+
+func (s *Server) validateCreate(f *createFields, now time.Time) (fsm.CreateRequest, error) {
+	req := fsm.CreateRequest{Workspace: defaultWorkspace, CodeLength: s.cfg.CodeLength}
+	raw := f.OriginalURL
+	if raw == nil {
+		raw = f.URL
+	}
+	if raw == nil {
+		return req, invalid("original_url (or url) is required")
+	}
+	target, err := input.Target(*raw, s.cfg.AllowPrivateTargets)
+	if errors.Is(err, input.ErrURLTooLong) {
+		return req, &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+	}
+	if err != nil {
+		return req, invalid("%s", err.Error())
+	}
+	req.URL = target
+
+	if f.CustomCode != nil && *f.CustomCode != "" {
+		if err := input.CustomCode(*f.CustomCode); err != nil {
+			return req, invalid("%s", err.Error())
+		}
+		req.CustomCode = *f.CustomCode
+	}
+	if f.Workspace != nil {
+		if err := input.Workspace(*f.Workspace); err != nil {
+			return req, invalid("%s", err.Error())
+		}
+		req.Workspace = *f.Workspace
+	}
+	if f.Dedupe != nil {
+		req.Dedupe = *f.Dedupe
+	}
+	if f.Strategy != nil {
+		switch *f.Strategy {
+		case "", "counter":
+		case "hash":
+			req.Strategy, req.Dedupe = fsm.StrategyHash, true
+		default:
+			return req, invalid("strategy must be \"counter\" or \"hash\"")
+		}
+	}
+	if req.ExpiresAt, err = expiry(f, now); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// expiry turns the one optional expiry field into unix milliseconds.
+func expiry(f *createFields, now time.Time) (int64, error) {
+	set := 0
+	for _, present := range []bool{f.ExpiresInSeconds != nil, f.ExpiresInHours != nil, f.ExpiresAt != nil} {
+		if present {
+			set++
+		}
+	}
+	switch {
+	case set == 0:
+		return 0, nil
+	case set > 1:
+		return 0, invalid("give at most one of expires_in_seconds, expires_in_hours and expires_at")
+	case f.ExpiresInSeconds != nil:
+		n, err := boundedInt("expires_in_seconds", *f.ExpiresInSeconds, maxExpirySeconds)
+		return now.Add(time.Duration(n) * time.Second).UnixMilli(), err
+	case f.ExpiresInHours != nil:
+		n, err := boundedInt("expires_in_hours", *f.ExpiresInHours, maxExpiryHours)
+		return now.Add(time.Duration(n) * time.Hour).UnixMilli(), err
+	}
+	at, err := time.Parse(time.RFC3339, *f.ExpiresAt)
+	if err != nil {
+		return 0, invalid("expires_at must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
+	}
+	if !at.After(now) {
+		return 0, invalid("expires_at is in the past")
+	}
+	if at.Sub(now) > maxExpiry {
+		return 0, invalid("expires_at is more than 100 years away")
+	}
+	return at.UnixMilli(), nil
+}
+
+func boundedInt(field string, v json.Number, max int64) (int64, error) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, invalid("%s must be a whole number", field)
+	}
+	if n < 1 || n > max {
+		return 0, invalid("%s must be between 1 and %d", field, max)
+	}
+	return n, nil
+}

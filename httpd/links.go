@@ -1,0 +1,250 @@
+package httpd
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/skip2/go-qrcode"
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// linkJSON is a link as the API shows it after a create.
+type linkJSON struct {
+	ID          uint64  `json:"id"`
+	ShortCode   string  `json:"short_code"`
+	ShortURL    string  `json:"short_url"`
+	OriginalURL string  `json:"original_url"`
+	Workspace   string  `json:"workspace"`
+	CreatedAt   string  `json:"created_at"`
+	ExpiresAt   *string `json:"expires_at"`
+	Existing    bool    `json:"existing,omitempty"`
+}
+
+// linkReadJSON is a link as the read and list endpoints show it.
+type linkReadJSON struct {
+	linkJSON
+	ClickCount     uint64  `json:"click_count"`
+	LastAccessedAt *string `json:"last_accessed_at"`
+}
+
+// timestamp formats unix milliseconds as RFC 3339 UTC.
+func timestamp(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func optionalTimestamp(ms int64) *string {
+	if ms == 0 {
+		return nil
+	}
+	t := timestamp(ms)
+	return &t
+}
+
+func (s *Server) shortURL(ctx *fasthttp.RequestCtx, code string) string {
+	if s.cfg.BaseURL != "" {
+		return s.cfg.BaseURL + "/" + code
+	}
+	return "http://" + string(ctx.Host()) + "/" + code
+}
+
+func (s *Server) linkView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkJSON {
+	return linkJSON{
+		ID: l.ID, ShortCode: l.Code, ShortURL: s.shortURL(ctx, l.Code), OriginalURL: l.URL,
+		Workspace: l.Workspace, CreatedAt: timestamp(l.CreatedAt), ExpiresAt: optionalTimestamp(l.ExpiresAt),
+	}
+}
+
+func (s *Server) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSON {
+	return linkReadJSON{linkJSON: s.linkView(ctx, l), ClickCount: l.Clicks, LastAccessedAt: optionalTimestamp(l.LastAccess)}
+}
+
+func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
+	if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
+		writeProblem(ctx, fasthttp.StatusTooManyRequests, "too many creates from this address; retry after "+strconv.Itoa(wait)+" s")
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
+		return
+	}
+	req, err := s.parseCreate(ctx, time.Now())
+	if err != nil {
+		var bad *badRequest
+		if errors.As(err, &bad) {
+			writeProblem(ctx, bad.status, bad.msg)
+			return
+		}
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	req.RequestID = string(ctx.Request.Header.Peek("Idempotency-Key"))
+
+	res, err := s.node.Create(context.Background(), req)
+	if err != nil {
+		s.writeWriteError(ctx, err)
+		return
+	}
+	switch {
+	case res.Err == nil && res.Existing:
+		writeJSON(ctx, fasthttp.StatusOK, s.linkView(ctx, &res.Link))
+	case res.Err == nil:
+		writeJSON(ctx, fasthttp.StatusCreated, s.linkView(ctx, &res.Link))
+	default:
+		s.writeCreateError(ctx, req, res.Err)
+	}
+}
+
+func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateRequest, err error) {
+	switch {
+	case errors.Is(err, fsm.ErrReserved):
+		writeProblem(ctx, fasthttp.StatusConflict, "custom_code "+req.CustomCode+" is a reserved word")
+	case errors.Is(err, fsm.ErrCodeTaken):
+		writeProblem(ctx, fasthttp.StatusConflict, "custom_code "+req.CustomCode+" is already taken")
+	case errors.Is(err, fsm.ErrHashCollision), errors.Is(err, fsm.ErrCodeSpaceExhausted), errors.Is(err, fsm.ErrNotInitialized):
+		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	case errors.Is(err, fsm.ErrInvalidRequest):
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	default:
+		s.log.Error("create failed", "err", err)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
+	}
+}
+
+// writeWriteError answers a write the cluster could not complete.
+func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed):
+		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	default:
+		s.log.Error("write failed", "err", err)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "write failed")
+	}
+}
+
+// lookupLink finds the {code} of the route, answering 404/410 itself.
+func (s *Server) lookupLink(ctx *fasthttp.RequestCtx) (fsm.Link, bool) {
+	code, _ := ctx.UserValue("code").(string)
+	l, ok := s.fsm.Get(code)
+	if !ok {
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+		return l, false
+	}
+	if l.Expired(time.Now().UnixMilli()) {
+		writeProblem(ctx, fasthttp.StatusGone, "short link "+code+" has expired")
+		return l, false
+	}
+	return l, true
+}
+
+func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
+	if l, ok := s.lookupLink(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &l))
+	}
+}
+
+func (s *Server) handleStats(ctx *fasthttp.RequestCtx) {
+	if l, ok := s.lookupLink(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
+			"short_code": l.Code, "original_url": l.URL, "clicks": l.Clicks,
+			"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
+		})
+	}
+}
+
+func (s *Server) handleShortStats(ctx *fasthttp.RequestCtx) {
+	if l, ok := s.lookupLink(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
+			"short_code": l.Code, "original_url": l.URL, "click_count": l.Clicks,
+			"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
+		})
+	}
+}
+
+func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
+	code, _ := ctx.UserValue("code").(string)
+	err := s.node.Delete(context.Background(), code)
+	switch {
+	case err == nil:
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	case errors.Is(err, fsm.ErrNotFound):
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+	default:
+		s.writeWriteError(ctx, err)
+	}
+}
+
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	ws := defaultWorkspace
+	if args.Has("workspace") {
+		ws = string(args.Peek("workspace"))
+	}
+	limit := defaultListLimit
+	if args.Has("limit") {
+		n, err := strconv.Atoi(string(args.Peek("limit")))
+		if err != nil || n < 1 || n > maxListLimit {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "limit must be a whole number from 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	var before uint64
+	if c := args.Peek("cursor"); len(c) > 0 {
+		n, err := strconv.ParseUint(string(c), 10, 64)
+		if err != nil || n == 0 {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "cursor is not one this API returned")
+			return
+		}
+		before = n
+	}
+	links, next := s.fsm.List(ws, before, limit)
+	views := make([]linkReadJSON, len(links))
+	for i := range links {
+		views[i] = s.linkReadView(ctx, &links[i])
+	}
+	var nextCursor *string
+	if next != 0 {
+		c := strconv.FormatUint(next, 10)
+		nextCursor = &c
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"links": views, "next_cursor": nextCursor})
+}
+
+const (
+	defaultQRSize = 256
+	minQRSize     = 64
+	maxQRSize     = 2048
+)
+
+func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
+	size := defaultQRSize
+	if v := ctx.QueryArgs().Peek("size"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < minQRSize || n > maxQRSize {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "size must be a whole number of pixels from 64 to 2048")
+			return
+		}
+		size = n
+	}
+	l, ok := s.lookupLink(ctx)
+	if !ok {
+		return
+	}
+	png, err := qrcode.Encode(s.shortURL(ctx, l.Code), qrcode.Medium, size)
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "QR encoding failed")
+		return
+	}
+	ctx.SetContentType("image/png")
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=86400")
+	ctx.SetBody(png)
+}

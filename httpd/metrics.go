@@ -1,0 +1,119 @@
+package httpd
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/linkraft/linkraft/cluster"
+)
+
+// metrics holds this server's Prometheus registry. Per-route children are
+// resolved once and cached so that instrumenting a request allocates nothing.
+type metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+
+	mu     sync.RWMutex
+	routes map[string]*routeMetrics
+
+	redirectRoute *routeMetrics
+}
+
+type routeMetrics struct {
+	name     string
+	latency  prometheus.Observer
+	requests *prometheus.CounterVec
+
+	mu       sync.RWMutex
+	byStatus map[int]prometheus.Counter
+}
+
+func newMetrics(node *cluster.Node) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "linkraft_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "linkraft_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		routes: map[string]*routeMetrics{},
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.registry.MustRegister(
+		m.requests, m.latency,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		gauge("linkraft_raft_leader", "1 if this node is the Raft leader.", func() float64 {
+			if node.IsLeader() {
+				return 1
+			}
+			return 0
+		}),
+		gauge("linkraft_raft_term", "Current Raft term.", func() float64 { return float64(node.Term()) }),
+		gauge("linkraft_raft_commit_index", "Last committed Raft index.", func() float64 { return float64(node.CommitIndex()) }),
+		gauge("linkraft_raft_applied_index", "Last Raft index applied to the state machine.", func() float64 { return float64(node.AppliedIndex()) }),
+		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(node.FSM().Len()) }),
+		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(node.PendingClicks()) }),
+	)
+	m.redirectRoute = m.route("redirect")
+	return m
+}
+
+func (m *metrics) route(name string) *routeMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.routes[name]; ok {
+		return r
+	}
+	r := &routeMetrics{
+		name: name, latency: m.latency.WithLabelValues(name), requests: m.requests,
+		byStatus: map[int]prometheus.Counter{},
+	}
+	m.routes[name] = r
+	return r
+}
+
+func (r *routeMetrics) observe(status int, start time.Time) {
+	r.latency.Observe(time.Since(start).Seconds())
+	r.mu.RLock()
+	c, ok := r.byStatus[status]
+	r.mu.RUnlock()
+	if !ok {
+		c = r.requests.WithLabelValues(r.name, strconv.Itoa(status))
+		r.mu.Lock()
+		r.byStatus[status] = c
+		r.mu.Unlock()
+	}
+	c.Inc()
+}
+
+// instrument wraps a routed handler with request counting and latency.
+func (m *metrics) instrument(name string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	r := m.route(name)
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		h(ctx)
+		r.observe(ctx.Response.StatusCode(), start)
+	}
+}
+
+// instrumentRedirect is instrument for the redirect path, without a closure.
+func (m *metrics) instrumentRedirect(ctx *fasthttp.RequestCtx, code []byte, h func(*fasthttp.RequestCtx, []byte)) {
+	start := time.Now()
+	h(ctx, code)
+	m.redirectRoute.observe(ctx.Response.StatusCode(), start)
+}
+
+func (m *metrics) handler() fasthttp.RequestHandler {
+	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+}

@@ -1,0 +1,138 @@
+package httpd
+
+import (
+	"bytes"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/time/rate"
+)
+
+// ipLimiter is a token bucket per client IP for creates. Buckets that have
+// refilled completely are dropped by a sweeper, so memory follows the number
+// of recently active clients.
+type ipLimiter struct {
+	limit rate.Limit
+	burst int
+
+	mu      sync.Mutex
+	buckets map[netip.Addr]*rate.Limiter
+	done    chan struct{}
+	once    sync.Once
+}
+
+const limiterSweepInterval = time.Minute
+
+func newIPLimiter(perSecond float64, burst int) *ipLimiter {
+	l := &ipLimiter{limit: rate.Limit(perSecond), burst: max(burst, 1), buckets: map[netip.Addr]*rate.Limiter{}, done: make(chan struct{})}
+	if perSecond > 0 {
+		go l.sweep()
+	}
+	return l
+}
+
+// allow takes a token for ip. When none is left it returns how many whole
+// seconds to wait before the next one.
+func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
+	if l.limit <= 0 {
+		return 0, true
+	}
+	l.mu.Lock()
+	b, found := l.buckets[ip]
+	if !found {
+		b = rate.NewLimiter(l.limit, l.burst)
+		l.buckets[ip] = b
+	}
+	l.mu.Unlock()
+	now := time.Now()
+	r := b.ReserveN(now, 1)
+	if delay := r.DelayFrom(now); delay > 0 {
+		r.CancelAt(now)
+		return int(math.Ceil(delay.Seconds())), false
+	}
+	return 0, true
+}
+
+func (l *ipLimiter) sweep() {
+	t := time.NewTicker(limiterSweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case now := <-t.C:
+			l.mu.Lock()
+			for ip, b := range l.buckets {
+				if b.TokensAt(now) >= float64(l.burst) {
+					delete(l.buckets, ip)
+				}
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *ipLimiter) stop() { l.once.Do(func() { close(l.done) }) }
+
+// clientIP is the address a create is attributed to: the peer, or, when the
+// peer is a trusted proxy, the nearest untrusted address in X-Forwarded-For.
+func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	peer = peer.Unmap()
+	if !s.trusted(peer) {
+		return peer
+	}
+	xff := ctx.Request.Header.Peek("X-Forwarded-For")
+	for len(xff) > 0 {
+		i := bytes.LastIndexByte(xff, ',')
+		hop := bytes.TrimSpace(xff[i+1:])
+		xff = xff[:max(i, 0)]
+		addr, err := netip.ParseAddr(string(hop))
+		if err != nil {
+			return peer // malformed: do not trust anything further left
+		}
+		addr = addr.Unmap()
+		if !s.trusted(addr) {
+			return addr
+		}
+		peer = addr
+		if i < 0 {
+			break
+		}
+	}
+	return peer
+}
+
+func (s *Server) trusted(ip netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTrustedProxies parses a comma-separated list of IPs and CIDRs.
+func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range bytes.Split([]byte(list), []byte(",")) {
+		item = bytes.TrimSpace(item)
+		if len(item) == 0 {
+			continue
+		}
+		if p, err := netip.ParsePrefix(string(item)); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(string(item))
+		if err != nil {
+			return nil, &net.ParseError{Type: "IP address or CIDR", Text: string(item)}
+		}
+		out = append(out, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+	}
+	return out, nil
+}

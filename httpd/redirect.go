@@ -1,0 +1,66 @@
+package httpd
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+const cacheControlNoStore = "private, no-cache, no-store, must-revalidate"
+
+// maxCodeLen is the longest code any strategy produces (custom codes).
+const maxCodeLen = 64
+
+// redirectCode returns the code of a GET or HEAD for "/{code}", where code
+// has only the characters codes can have. Everything else is for the router.
+func redirectCode(ctx *fasthttp.RequestCtx) ([]byte, bool) {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		return nil, false
+	}
+	path := ctx.Path()
+	if len(path) < 2 || len(path) > maxCodeLen+1 || path[0] != '/' {
+		return nil, false
+	}
+	code := path[1:]
+	for _, c := range code {
+		if !isCodeByte(c) {
+			return nil, false
+		}
+	}
+	return code, !isRoute(code)
+}
+
+// isRoute reports whether a code-shaped path is one of the service's own
+// pages. These words are reserved, so no link can have them as its code.
+func isRoute(code []byte) bool {
+	switch string(code) {
+	case "api", "admin", "health", "metrics", "ui", "stats", "shorten", "static":
+		return true
+	}
+	return false
+}
+
+func isCodeByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-'
+}
+
+// redirect answers GET/HEAD /{code} from local state. A GET that redirects
+// counts a click; HEAD does not.
+func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
+	t, ok := s.fsm.Lookup(code)
+	if !ok {
+		writeBrowserError(ctx, fasthttp.StatusNotFound, "short link "+string(code)+" does not exist")
+		return
+	}
+	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
+		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+t.Code+" has expired")
+		return
+	}
+	ctx.SetStatusCode(s.cfg.RedirectStatus)
+	h := &ctx.Response.Header
+	h.Set(fasthttp.HeaderLocation, t.URL)
+	h.Set(fasthttp.HeaderCacheControl, cacheControlNoStore)
+	if ctx.IsGet() {
+		s.node.RecordClick(t.Code)
+	}
+}

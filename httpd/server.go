@@ -1,0 +1,187 @@
+package httpd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Limits on requests. Bodies are small JSON except a restore, which carries
+// a whole backup.
+const (
+	maxBodyBytes    = 64 << 10
+	maxRestoreBytes = 1 << 30
+)
+
+// Config is the HTTP layer's part of the node's flags.
+type Config struct {
+	BaseURL             string // prefix of short_url; empty: http://<request Host>
+	HTTPAdvertise       string // this node's HTTP address as other nodes see it
+	RedirectStatus      int
+	CodeLength          int
+	AllowPrivateTargets bool
+	AdminToken          string
+	CreateRate          float64 // per client IP per second; 0 turns limiting off
+	CreateBurst         int
+	TrustedProxies      []netip.Prefix
+	ReadTimeout         time.Duration
+	WriteTimeout        time.Duration
+	IdleTimeout         time.Duration
+	Version             string
+	Logger              *slog.Logger
+}
+
+// Server serves the public API of one node.
+type Server struct {
+	cfg     Config
+	node    *cluster.Node
+	fsm     *fsm.FSM
+	router  *router.Router
+	metrics *metrics
+	limiter *ipLimiter
+	srv     *fasthttp.Server
+	log     *slog.Logger
+}
+
+// New builds the server; call Serve to start it.
+func New(cfg Config, node *cluster.Node) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:     cfg,
+		node:    node,
+		fsm:     node.FSM(),
+		router:  router.New(),
+		metrics: newMetrics(node),
+		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
+		log:     cfg.Logger,
+	}
+	s.routes()
+	s.srv = &fasthttp.Server{
+		Handler:               s.Handler,
+		ErrorHandler:          s.handleTransportError,
+		HeaderReceived:        s.requestLimits,
+		Name:                  "linkraft",
+		NoDefaultServerHeader: true,
+		ReadTimeout:           orDefault(cfg.ReadTimeout, 10*time.Second),
+		WriteTimeout:          orDefault(cfg.WriteTimeout, 30*time.Second),
+		IdleTimeout:           orDefault(cfg.IdleTimeout, 60*time.Second),
+		MaxRequestBodySize:    maxBodyBytes,
+		ReadBufferSize:        8 << 10,
+		CloseOnShutdown:       true,
+		Logger:                slogPrinter{cfg.Logger},
+	}
+	return s
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (s *Server) routes() {
+	r := s.router
+	r.RedirectTrailingSlash = true // "/ui" → "/ui/"
+	r.HandleMethodNotAllowed = true
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		writeBrowserError(ctx, fasthttp.StatusNotFound, "no such page or short link")
+	}
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
+	}
+	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
+		s.log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "internal error")
+	}
+
+	handle := func(method, path, route string, h fasthttp.RequestHandler) {
+		r.Handle(method, path, s.metrics.instrument(route, h))
+	}
+	handle("GET", "/", "root", s.handleRoot)
+	handle("GET", "/health", "health", s.handleHealth)
+	handle("GET", "/metrics", "metrics", s.metrics.handler())
+	handle("GET", "/ui/", "ui", s.handleUI)
+
+	handle("POST", "/shorten", "create", s.handleCreate)
+	handle("POST", "/api/v1/urls", "create", s.handleCreate)
+	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", s.handleCreate)
+	handle("GET", "/api/v1/urls", "list", s.handleList)
+	handle("GET", "/api/v1/urls/{code}", "read", s.handleRead)
+	handle("DELETE", "/api/v1/urls/{code}", "delete", s.handleDelete)
+	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.handleStats)
+	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
+	handle("GET", "/stats/{code}", "stats", s.handleShortStats)
+
+	admin := func(method, path, route string, h fasthttp.RequestHandler) {
+		handle(method, path, route, s.requireAdmin(h))
+	}
+	admin("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
+	admin("GET", "/admin/backup", "admin_backup", s.handleBackup)
+	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
+}
+
+// Handler is the server's root handler. Anything that can be a short code
+// goes straight to the redirect; the rest goes through the router.
+func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
+	if code, ok := redirectCode(ctx); ok {
+		s.metrics.instrumentRedirect(ctx, code, s.redirect)
+		return
+	}
+	s.router.Handler(ctx)
+}
+
+// requestLimits gives restores a larger body limit than everything else,
+// and only to requests that carry the admin token when one is set, so an
+// anonymous client cannot make the node buffer a huge body.
+func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if h.IsPost() && string(h.RequestURI()) == "/admin/restore" && s.tokenOK(h) {
+		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
+	}
+	return fasthttp.RequestConfig{}
+}
+
+// handleTransportError answers requests fasthttp could not read.
+func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
+			fmt.Sprintf("request body is larger than %d bytes", maxBodyBytes))
+	default:
+		var timeout interface{ Timeout() bool }
+		if errors.As(err, &timeout) && timeout.Timeout() {
+			writeProblem(ctx, fasthttp.StatusRequestTimeout, "request was not received in time")
+			return
+		}
+		writeProblem(ctx, fasthttp.StatusBadRequest, "malformed HTTP request")
+	}
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting, waits for in-flight requests (bounded by ctx)
+// and closes idle connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.limiter.stop()
+	return s.srv.ShutdownWithContext(ctx)
+}
+
+// slogPrinter adapts slog to fasthttp's Printf logger.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Printf(format string, args ...any) {
+	p.log.Debug(fmt.Sprintf(format, args...), "component", "http")
+}
