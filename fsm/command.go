@@ -39,8 +39,12 @@ type InitCommand struct {
 type CreateRequest struct {
 	// RequestID makes a retried create idempotent: a second request with the
 	// same ID inside the idempotency window returns the first one's link.
-	RequestID  string
-	URL        string
+	RequestID string
+	URL       string
+	// Canonical is the canonical form of URL (codes.Canonicalize), required
+	// for dedupe and hash creates. It is computed before proposing so that
+	// every replica uses the same bytes whatever its Go version parses.
+	Canonical  string
 	Workspace  string
 	CustomCode string
 	Strategy   Strategy
@@ -101,6 +105,7 @@ func EncodeCreate(c CreateBatch) []byte {
 	for _, it := range c.Items {
 		e.string(it.RequestID)
 		e.string(it.URL)
+		e.string(it.Canonical)
 		e.string(it.Workspace)
 		e.string(it.CustomCode)
 		e.byte(byte(it.Strategy))
@@ -173,9 +178,9 @@ func DecodeCommand(data []byte) (any, error) {
 	return cmd, nil
 }
 
-// minCreateItemSize is the smallest encoding of one CreateRequest: four empty
+// minCreateItemSize is the smallest encoding of one CreateRequest: five empty
 // strings, strategy, dedupe, expiry and length.
-const minCreateItemSize = 8
+const minCreateItemSize = 9
 
 func decodeCreate(d *decoder) CreateBatch {
 	c := CreateBatch{Now: d.varint()}
@@ -185,6 +190,7 @@ func decodeCreate(d *decoder) CreateBatch {
 		it := CreateRequest{
 			RequestID:  d.string(),
 			URL:        d.string(),
+			Canonical:  d.string(),
 			Workspace:  d.string(),
 			CustomCode: d.string(),
 			Strategy:   Strategy(d.byte()),

@@ -131,13 +131,12 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		return CreateResult{Err: ErrInvalidRequest}
 	}
 	dedupe := r.Dedupe || r.Strategy == StrategyHash
-	var canonical string
-	if dedupe {
-		c, err := codes.Canonicalize(r.URL)
-		if err != nil {
-			return CreateResult{Err: fmt.Errorf("%w: %v", ErrInvalidRequest, err)}
-		}
-		canonical = c
+	canonical := r.Canonical
+	if dedupe && canonical == "" {
+		return CreateResult{Err: fmt.Errorf("%w: dedupe without a canonical URL", ErrInvalidRequest)}
+	}
+	if !dedupe {
+		canonical = ""
 	}
 	same := func(l *Link) bool {
 		return dedupe && l.Workspace == r.Workspace && l.Canonical == canonical && !l.Expired(now)

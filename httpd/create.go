@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd/input"
 )
 
@@ -166,6 +167,11 @@ func (s *Server) validateCreate(f *createFields, now time.Time) (fsm.CreateReque
 	}
 	if req.ExpiresAt, err = expiry(f, now); err != nil {
 		return req, err
+	}
+	if req.Dedupe {
+		if req.Canonical, err = codes.Canonicalize(req.URL); err != nil {
+			return req, invalid("url cannot be canonicalised for dedupe: %v", err)
+		}
 	}
 	return req, nil
 }

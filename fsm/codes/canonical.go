@@ -34,12 +34,14 @@ var ErrInvalidURL = errors.New("codes: invalid URL")
 //     every other byte, including other escapes and their hex case, as
 //     written (repeated until stable, see decodeUnreserved);
 //  7. drop a trailing '/' unless the path is just "/";
-//  8. percent-encode each space in the raw query as %20 (net/url keeps them
-//     raw there, and a trailing one would be trimmed by step 1 on the next
-//     pass, breaking idempotency); split the query on '&', drop empty parameters, stable-sort by key (the
-//     bytes before the first '='), rejoin with '&', and omit '?' when
-//     nothing is left;
-//  9. drop the fragment; keep userinfo.
+//  8. percent-encode each space in the query as %20 (net/url keeps spaces
+//     raw there, and one that sorts last would be trimmed by step 1 on the
+//     next pass, breaking idempotency);
+//  9. split the query on '&', drop empty parameters, stable-sort by key
+//     (the bytes before the first '='), rejoin with '&', and omit '?' when
+//     nothing is left.
+//
+// The fragment is dropped and userinfo is kept as parsed.
 //
 // Canonicalize is idempotent: its output, fed back in, comes out unchanged.
 // Input whose canonical form net/url would not parse is rejected.

@@ -2,6 +2,7 @@ package codes
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,7 +63,7 @@ func TestHalfBitsIsSmallestEvenWidth(t *testing.T) {
 
 func TestCounterCodeIsBijection(t *testing.T) {
 	for _, length := range []int{1, 2, 3} {
-		t.Run(string(rune('0'+length)), func(t *testing.T) {
+		t.Run("length="+strconv.Itoa(length), func(t *testing.T) {
 			space := CounterSpace(length)
 			seen := make([]bool, space)
 			for n := uint64(0); n < space; n++ {
@@ -252,7 +253,7 @@ func FuzzCounterCode(f *testing.F) {
 
 func BenchmarkCounterCode(b *testing.B) {
 	for _, length := range []int{1, 7, 10} {
-		b.Run(string(rune('0'+length%10))+"chars", func(b *testing.B) {
+		b.Run("length="+strconv.Itoa(length), func(b *testing.B) {
 			space := CounterSpace(length)
 			b.ReportAllocs()
 			var n uint64

@@ -18,9 +18,8 @@ const HashLength = 10
 // collides with a different URL; HashCode itself accepts any salt.
 const MaxHashSalt = 10
 
-// base58Width is the number of base58 digits in any 128-bit value
-// (58^21 < 2^128 <= 58^22). Padding to this fixed width, rather than to the
-// value's own length, keeps each code position tied to one place value.
+// base58Width is the most base58 digits a 128-bit value can have
+// (58^21 < 2^128 <= 58^22).
 const base58Width = 22
 
 // HashCode derives the content-addressed code for a canonical URL within a
@@ -35,11 +34,14 @@ const base58Width = 22
 //   - d = SHA-256(message); v = d[0:16] read as a big-endian unsigned 128-bit
 //     integer;
 //   - s = v in base 58 over Base58Alphabet, most significant digit first,
-//     left-padded with '1' (digit zero) to exactly 22 digits;
+//     without leading zero digits, then left-padded with '1' (digit zero)
+//     only up to 10 characters (the reference pseudocode pads to the target
+//     length, not to the 22-digit width of a 128-bit value);
 //   - the code is s[0:10].
 func HashCode(canonicalURL, workspace string, salt int) string {
-	msg := make([]byte, 0, len(canonicalURL)+len(workspace)+2+20)
-	msg = append(msg, canonicalURL...)
+	// Typical messages fit the stack buffer; longer ones grow onto the heap.
+	var buf [256]byte
+	msg := append(buf[:0], canonicalURL...)
 	msg = append(msg, '|')
 	msg = append(msg, workspace...)
 	if salt > 0 {
@@ -51,11 +53,17 @@ func HashCode(canonicalURL, workspace string, salt int) string {
 	lo := binary.BigEndian.Uint64(d[8:16])
 
 	var digits [base58Width]byte
-	for i := base58Width - 1; i >= 0; i-- {
+	i := base58Width
+	for hi != 0 || lo != 0 {
 		var r uint64
 		hi, r = hi/58, hi%58
 		lo, r = bits.Div64(r, lo, 58)
+		i--
 		digits[i] = Base58Alphabet[r]
 	}
-	return string(digits[:HashLength])
+	for base58Width-i < HashLength {
+		i--
+		digits[i] = Base58Alphabet[0]
+	}
+	return string(digits[i : i+HashLength])
 }

@@ -24,8 +24,8 @@ func referenceHashCode(canonicalURL, workspace string, salt int) string {
 		v.DivMod(v, base, mod)
 		digits = append([]byte{Base58Alphabet[mod.Int64()]}, digits...)
 	}
-	// 58^22 > 2^128, so 22 digits hold any 128-bit value.
-	s := strings.Repeat("1", 22-len(digits)) + string(digits)
+	// Pad only up to the code length, as the reference pseudocode does.
+	s := strings.Repeat("1", max(0, 10-len(digits))) + string(digits)
 	return s[:10]
 }
 
@@ -58,25 +58,29 @@ func TestHashCodeMatchesReference(t *testing.T) {
 	}
 }
 
-// TestHashCodeLeadingZeroDigit covers inputs whose 128-bit value is below
-// 58^21 and so starts with the padding digit '1'; the reference search is
-// what proves the padding width is 22 digits rather than the value's own
-// length.
-func TestHashCodeLeadingZeroDigit(t *testing.T) {
+// TestHashCodeShortEncoding covers inputs whose 128-bit value has only 21
+// base58 digits (about 3 % of URLs): the code is the first 10 of those
+// digits, with no padding digit in front.
+func TestHashCodeShortEncoding(t *testing.T) {
+	limit := new(big.Int).Exp(big.NewInt(58), big.NewInt(21), nil)
 	found := 0
 	for i := 0; found < 3 && i < 10000; i++ {
 		u := "http://example.com/" + strconv.Itoa(i)
-		want := referenceHashCode(u, "w", 0)
-		if want[0] != '1' {
+		d := sha256.Sum256([]byte(u + "|w"))
+		if new(big.Int).SetBytes(d[:16]).Cmp(limit) >= 0 {
 			continue
 		}
 		found++
-		if got := HashCode(u, "w", 0); got != want {
+		if got, want := HashCode(u, "w", 0), referenceHashCode(u, "w", 0); got != want {
 			t.Errorf("HashCode(%q, w, 0) = %q, want %q", u, got, want)
 		}
 	}
 	if found == 0 {
-		t.Fatal("no input with a leading padding digit found; the search is broken")
+		t.Fatal("no input with a 21-digit value found; the search is broken")
+	}
+	// Pinned from an independent Python implementation of the pseudocode.
+	if got := HashCode("http://example.com/20", "w", 0); got != "mszWTWmckP" {
+		t.Errorf("HashCode(http://example.com/20, w, 0) = %q, want mszWTWmckP", got)
 	}
 }
 

@@ -53,8 +53,8 @@ func TestCustomCode(t *testing.T) {
 			t.Errorf("CustomCode(%q) = nil; want error containing %q", tc.in, tc.want)
 		case tc.want != "" && !strings.Contains(err.Error(), tc.want):
 			t.Errorf("CustomCode(%q) = %q; want it to contain %q", tc.in, err, tc.want)
-		case err != nil && !strings.HasPrefix(err.Error(), "code: "):
-			t.Errorf("CustomCode(%q) = %q; want it to start with %q", tc.in, err, "code: ")
+		case err != nil && !strings.HasPrefix(err.Error(), "custom_code: "):
+			t.Errorf("CustomCode(%q) = %q; want it to start with %q", tc.in, err, "custom_code: ")
 		}
 	}
 }

@@ -87,8 +87,9 @@ func checkAccepted(t *testing.T, raw, got string, allowPrivate bool) {
 	}
 	ip := net.ParseIP(host)
 	if ip == nil {
-		// A lone decimal number is an IPv4 address to browsers.
-		if n, err := strconv.ParseUint(host, 10, 32); err == nil {
+		// A lone decimal number is an IPv4 address to browsers; with a
+		// leading zero it is octal, which this check leaves alone.
+		if n, err := strconv.ParseUint(host, 10, 32); err == nil && host[0] != '0' {
 			ip = net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 		}
 	}

@@ -34,7 +34,7 @@ var ErrURLTooLong = errors.New("url: too long; the limit is 2048 bytes")
 // compared byte for byte, so anything that would need escaping or Unicode
 // normalisation is refused. Reserved words are checked elsewhere.
 func CustomCode(code string) error {
-	return token("code", code, 3, 64)
+	return token("custom_code", code, 3, 64)
 }
 
 // Workspace checks the syntax of a workspace name: 1 to 64 ASCII letters,

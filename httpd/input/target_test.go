@@ -70,6 +70,7 @@ var internalTargets = []string{
 	"http://0.0.0.0/",
 	"http://0/",
 	"http://0x0/",
+	"http://012/", // octal 0.0.0.10
 	"http://0.1.2.3/",
 	// Broadcast, multicast, reserved and special-purpose IPv4.
 	"http://255.255.255.255/",
@@ -315,6 +316,7 @@ var publicTargets = []string{
 	"http://134744072/",
 	"http://0x8.0x8.0x8.0x8/",
 	"http://010.010.010.010/",
+	"http://0170000000/", // octal 1.224.0.0, not decimal 10.33.254.128
 	"http://8.526344/",
 	"http://172.15.255.255/",
 	"http://172.32.0.0/",

@@ -1,0 +1,37 @@
+# The README's test command is `make test`: formatting, vet, the race-enabled
+# unit and end-to-end tests, and a short run of every fuzz target.
+GO ?= go
+FUZZTIME ?= 5s
+
+# package:target for every fuzz target.
+FUZZ_TARGETS = \
+	./fsm:FuzzDecodeCommand \
+	./fsm:FuzzReadSnapshot \
+	./fsm/codes:FuzzCanonicalize \
+	./fsm/codes:FuzzCounterCode \
+	./httpd/input:FuzzTarget
+
+.PHONY: test check unit fuzz build bench
+
+test: check unit fuzz
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o linkraft ./cmd/linkraft
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./fsm/... ./httpd/...

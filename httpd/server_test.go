@@ -1,0 +1,153 @@
+package httpd
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// newTestServer starts a real single-node cluster in a temporary directory
+// and the HTTP layer on top of it, without a listener: tests call Handler.
+func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
+	tb.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	node, err := cluster.Open(cluster.Config{
+		ID: "test", DataDir: tb.TempDir(), RaftAddr: freeAddr(tb), Logger: log,
+		ClickFlushInterval: time.Hour, RaftLogLevel: "off",
+	}, fsm.New())
+	if err != nil {
+		tb.Fatalf("open node: %v", err)
+	}
+	tb.Cleanup(func() { node.Close() })
+	cfg := Config{RedirectStatus: 302, CodeLength: 7, Version: "test", Logger: log}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s := New(cfg, node)
+	tb.Cleanup(func() { s.Shutdown(context.Background()) })
+	return s
+}
+
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// do runs one request through the server's root handler.
+func do(s *Server, method, uri, contentType, body string, headers ...string) *fasthttp.RequestCtx {
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5555}, nil)
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI(uri)
+	ctx.Request.Header.SetHost("sho.rt")
+	if contentType != "" {
+		ctx.Request.Header.SetContentType(contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		ctx.Request.Header.Set(headers[i], headers[i+1])
+	}
+	ctx.Request.SetBodyString(body)
+	s.Handler(&ctx)
+	return &ctx
+}
+
+func mustCreate(tb testing.TB, s *Server, body string) string {
+	tb.Helper()
+	ctx := do(s, "POST", "/api/v1/urls", "application/json", body)
+	if ctx.Response.StatusCode() != 201 {
+		tb.Fatalf("create: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	code := string(ctx.Response.Body())
+	const key = `"short_code":"`
+	i := len(key) + indexOf(code, key)
+	return code[i : i+indexOf(code[i:], `"`)]
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestRedirectPath(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.RedirectStatus = 308 })
+	target := "https://example.com/a%20b?q=1&r=a+b#frag"
+	code := mustCreate(t, s, `{"url":"`+target+`"}`)
+	expiring := mustCreate(t, s, `{"url":"https://example.com/e","expires_in_seconds":1}`)
+
+	tests := []struct {
+		name, method, path, accept string
+		status                     int
+		location, contentType      string
+	}{
+		{"redirect", "GET", "/" + code, "", 308, target, ""},
+		{"head redirects too", "HEAD", "/" + code, "", 308, target, ""},
+		{"unknown code", "GET", "/zzzzzzz", "", 404, "", "application/problem+json"},
+		{"unknown code, browser", "GET", "/zzzzzzz", "text/html", 404, "", "text/html; charset=utf-8"},
+		{"not a code", "GET", "/a.b/c", "", 404, "", "application/problem+json"},
+		{"reserved word is a route", "GET", "/health", "", 200, "", "application/json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := do(s, tt.method, tt.path, "", "", "Accept", tt.accept)
+			r := &ctx.Response
+			if r.StatusCode() != tt.status || string(r.Header.Peek("Location")) != tt.location {
+				t.Fatalf("got %d Location %q, want %d %q", r.StatusCode(), r.Header.Peek("Location"), tt.status, tt.location)
+			}
+			if tt.contentType != "" && string(r.Header.ContentType()) != tt.contentType {
+				t.Fatalf("content type %q, want %q", r.Header.ContentType(), tt.contentType)
+			}
+		})
+	}
+	if got := s.node.PendingClicks(); got != 1 {
+		t.Fatalf("pending clicks = %d, want 1 (GET counts, HEAD does not)", got)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if ctx := do(s, "GET", "/"+expiring, "", ""); ctx.Response.StatusCode() != 410 {
+		t.Fatalf("expired link: %d", ctx.Response.StatusCode())
+	}
+}
+
+func TestHTMLErrorPageEscapes(t *testing.T) {
+	s := newTestServer(t, nil)
+	ctx := do(s, "GET", "/<script>alert(1)</script>", "", "", "Accept", "text/html")
+	if body := string(ctx.Response.Body()); indexOf(body, "<script>") >= 0 {
+		t.Fatalf("unescaped user input in page: %s", body)
+	}
+}
+
+// BenchmarkRedirect measures the redirect hot path through the root handler
+// (routing, lookup, headers, click count, metrics) on a real node.
+func BenchmarkRedirect(b *testing.B) {
+	s := newTestServer(b, nil)
+	code := mustCreate(b, s, `{"url":"https://example.com/some/long/path?with=query"}`)
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5555}, nil)
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI("/" + code)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ctx.Response.Reset()
+		s.Handler(&ctx)
+		if ctx.Response.StatusCode() != 302 {
+			b.Fatalf("status %d", ctx.Response.StatusCode())
+		}
+	}
+}
