@@ -108,10 +108,11 @@ func (m *metrics) instrument(name string, h fasthttp.RequestHandler) fasthttp.Re
 }
 
 // instrumentRedirect is instrument for the redirect path, without a closure.
+// The start time is the one fasthttp took when the request arrived, which
+// saves a clock read on the hottest path.
 func (m *metrics) instrumentRedirect(ctx *fasthttp.RequestCtx, code []byte, h func(*fasthttp.RequestCtx, []byte)) {
-	start := time.Now()
 	h(ctx, code)
-	m.redirectRoute.observe(ctx.Response.StatusCode(), start)
+	m.redirectRoute.observe(ctx.Response.StatusCode(), ctx.Time())
 }
 
 func (m *metrics) handler() fasthttp.RequestHandler {

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 )
@@ -57,10 +58,16 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 		return
 	}
 	ctx.SetStatusCode(s.cfg.RedirectStatus)
+	// SetCanonical skips key normalisation and a second copy of the value;
+	// stored URLs never contain CR or LF (input.Target refuses them).
 	h := &ctx.Response.Header
-	h.Set(fasthttp.HeaderLocation, t.URL)
-	h.Set(fasthttp.HeaderCacheControl, cacheControlNoStore)
+	h.SetCanonical(bytesOf(fasthttp.HeaderLocation), bytesOf(t.URL))
+	h.SetCanonical(bytesOf(fasthttp.HeaderCacheControl), bytesOf(cacheControlNoStore))
 	if ctx.IsGet() {
 		s.node.RecordClick(t.Code)
 	}
 }
+
+// bytesOf views s as bytes without copying. Only for passing to functions
+// that read or copy their argument, never for writing.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
