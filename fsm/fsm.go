@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -87,6 +89,18 @@ func (f *FSM) List(workspace string, before uint64, limit int) (links []Link, ne
 		next = links[n-1].ID
 	}
 	return links, next
+}
+
+// Links returns a copy of every link, oldest first.
+func (f *FSM) Links() []Link {
+	f.mu.RLock()
+	links := make([]Link, 0, len(f.s.links))
+	for _, l := range f.s.links {
+		links = append(links, *l)
+	}
+	f.mu.RUnlock()
+	slices.SortFunc(links, func(a, b Link) int { return cmp.Compare(a.ID, b.ID) })
+	return links
 }
 
 // Len is the number of live links (expired ones included until purged).

@@ -131,6 +131,8 @@ func (s *Server) routes() {
 	admin("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
 	admin("GET", "/admin/backup", "admin_backup", s.handleBackup)
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
+	admin("GET", "/admin/export", "admin_export", s.handleExport)
+	admin("POST", "/admin/import", "admin_import", s.handleImport)
 }
 
 // Handler is the server's root handler. Anything that can be a short code
@@ -143,11 +145,12 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	s.router.Handler(ctx)
 }
 
-// requestLimits gives restores a larger body limit than everything else,
+// requestLimits gives restores and imports a larger body limit than everything else,
 // and only to requests that carry the admin token when one is set, so an
 // anonymous client cannot make the node buffer a huge body.
 func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if h.IsPost() && string(h.RequestURI()) == "/admin/restore" && s.tokenOK(h) {
+	uri := string(h.RequestURI())
+	if h.IsPost() && (uri == "/admin/restore" || uri == "/admin/import") && s.tokenOK(h) {
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}
 	return fasthttp.RequestConfig{}
