@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 
 	"github.com/valyala/fasthttp"
@@ -76,4 +77,65 @@ func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
 	default:
 		s.writeWriteError(ctx, err)
 	}
+}
+
+// decodeAdminBody reads a JSON admin request body into v.
+func decodeAdminBody(ctx *fasthttp.RequestCtx, v any) bool {
+	if err := json.Unmarshal(ctx.PostBody(), v); err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "body must be a JSON object: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// writeMembershipError maps a refused membership change to its status.
+func (s *Server) writeMembershipError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, cluster.ErrInvalidServer):
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	case errors.Is(err, cluster.ErrUnknownServer):
+		writeProblem(ctx, fasthttp.StatusNotFound, err.Error())
+	case errors.Is(err, cluster.ErrServerConflict), errors.Is(err, cluster.ErrLastVoter), errors.Is(err, cluster.ErrNoTransferTarget):
+		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
+	default:
+		s.writeWriteError(ctx, err)
+	}
+}
+
+func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
+	var req struct {
+		ID       string `json:"id"`
+		RaftAddr string `json:"raft_addr"`
+		HTTPAddr string `json:"http_addr"`
+	}
+	if !decodeAdminBody(ctx, &req) {
+		return
+	}
+	if err := s.node.Join(req.ID, req.RaftAddr); err != nil {
+		s.writeMembershipError(ctx, err)
+		return
+	}
+	s.handleCluster(ctx)
+}
+
+func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if !decodeAdminBody(ctx, &req) {
+		return
+	}
+	if err := s.node.Leave(req.ID); err != nil {
+		s.writeMembershipError(ctx, err)
+		return
+	}
+	s.handleCluster(ctx)
+}
+
+func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
+	if err := s.node.TransferLeadership(); err != nil {
+		s.writeMembershipError(ctx, err)
+		return
+	}
+	s.handleCluster(ctx)
 }

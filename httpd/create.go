@@ -27,15 +27,15 @@ const (
 
 // createFields is a create request as submitted, JSON or form.
 type createFields struct {
-	OriginalURL      *string      `json:"original_url"`
-	URL              *string      `json:"url"`
-	CustomCode       *string      `json:"custom_code"`
-	ExpiresInSeconds *json.Number `json:"expires_in_seconds"`
-	ExpiresInHours   *json.Number `json:"expires_in_hours"`
-	ExpiresAt        *string      `json:"expires_at"`
-	Workspace        *string      `json:"workspace"`
-	Dedupe           *bool        `json:"dedupe"`
-	Strategy         *string      `json:"strategy"`
+	OriginalURL      *string          `json:"original_url"`
+	URL              *string          `json:"url"`
+	CustomCode       *string          `json:"custom_code"`
+	ExpiresInSeconds *json.RawMessage `json:"expires_in_seconds"` // a JSON number, not a string
+	ExpiresInHours   *json.RawMessage `json:"expires_in_hours"`
+	ExpiresAt        *string          `json:"expires_at"`
+	Workspace        *string          `json:"workspace"`
+	Dedupe           *bool            `json:"dedupe"`
+	Strategy         *string          `json:"strategy"`
 }
 
 // badRequest is an input error with the status it maps to.
@@ -99,9 +99,9 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 		v := string(args.Peek(key))
 		return &v
 	}
-	num := func(key string) *json.Number {
+	num := func(key string) *json.RawMessage {
 		if v := str(key); v != nil {
-			n := json.Number(*v)
+			n := json.RawMessage(*v)
 			return &n
 		}
 		return nil
@@ -142,6 +142,11 @@ func (s *Server) validateCreate(f *createFields, now time.Time) (fsm.CreateReque
 	req.URL = target
 
 	if f.CustomCode != nil && *f.CustomCode != "" {
+		// A reserved word is a conflict (409) even where it is not
+		// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
+		if codes.IsReserved(*f.CustomCode) {
+			return req, &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
+		}
 		if err := input.CustomCode(*f.CustomCode); err != nil {
 			return req, invalid("%s", err.Error())
 		}
@@ -209,7 +214,7 @@ func expiry(f *createFields, now time.Time) (int64, error) {
 	return at.UnixMilli(), nil
 }
 
-func boundedInt(field string, v json.Number, max int64) (int64, error) {
+func boundedInt(field string, v json.RawMessage, max int64) (int64, error) {
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
 		return 0, invalid("%s must be a whole number", field)

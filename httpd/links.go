@@ -88,7 +88,9 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	}
 	switch {
 	case res.Err == nil && res.Existing:
-		writeJSON(ctx, fasthttp.StatusOK, s.linkView(ctx, &res.Link))
+		view := s.linkView(ctx, &res.Link)
+		view.Existing = true
+		writeJSON(ctx, fasthttp.StatusOK, view)
 	case res.Err == nil:
 		writeJSON(ctx, fasthttp.StatusCreated, s.linkView(ctx, &res.Link))
 	default:

@@ -129,6 +129,9 @@ func (s *Server) routes() {
 		handle(method, path, route, s.requireAdmin(h))
 	}
 	admin("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
+	admin("POST", "/admin/join", "admin_join", s.handleJoin)
+	admin("POST", "/admin/leave", "admin_leave", s.handleLeave)
+	admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", s.handleLeadershipTransfer)
 	admin("GET", "/admin/backup", "admin_backup", s.handleBackup)
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
 	admin("GET", "/admin/export", "admin_export", s.handleExport)

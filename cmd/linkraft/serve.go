@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -104,6 +105,12 @@ func (c *serveConfig) validate() error {
 	case c.baseURL != "" && !strings.HasPrefix(c.baseURL, "http://") && !strings.HasPrefix(c.baseURL, "https://"):
 		return errors.New("--base-url must start with http:// or https://")
 	}
+	if c.clusterKey != "" {
+		key, err := base64.StdEncoding.DecodeString(c.clusterKey)
+		if err != nil || len(key) != 32 {
+			return errors.New("--cluster-key must be 32 bytes in base64, as `linkraft keygen` prints")
+		}
+	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
 	return nil
 }
@@ -174,6 +181,9 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if cfg.clusterKey != "" {
+		log.Warn("--cluster-key is validated but does not yet authenticate Raft traffic; run multi-node clusters only on a trusted network")
+	}
 	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
 	stop := make(chan os.Signal, 1)

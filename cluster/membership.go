@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/hashicorp/raft"
+)
+
+// Membership errors; each leaves the configuration unchanged.
+var (
+	ErrUnknownServer    = errors.New("no server with that id in the cluster")
+	ErrServerConflict   = errors.New("id or address already belongs to another server")
+	ErrLastVoter        = errors.New("refusing to remove the last voter: the cluster would have no members")
+	ErrNoTransferTarget = errors.New("no other voter to hand leadership to")
+	ErrInvalidServer    = errors.New("invalid server")
+)
+
+func (n *Node) configuration() ([]raft.Server, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	return f.Configuration().Servers, nil
+}
+
+// Join adds a voter. Joining again with the same id and address is a no-op;
+// an id or address already used by another server is refused.
+func (n *Node) Join(id, raftAddr string) error {
+	if id == "" {
+		return fmt.Errorf("%w: id is required", ErrInvalidServer)
+	}
+	if _, _, err := net.SplitHostPort(raftAddr); err != nil {
+		return fmt.Errorf("%w: raft_addr %q is not host:port", ErrInvalidServer, raftAddr)
+	}
+	if !n.IsLeader() {
+		return ErrNoLeader
+	}
+	servers, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	for _, s := range servers {
+		sameID, sameAddr := s.ID == raft.ServerID(id), s.Address == raft.ServerAddress(raftAddr)
+		switch {
+		case sameID && sameAddr:
+			return nil
+		case sameID || sameAddr:
+			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
+		}
+	}
+	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
+		return fmt.Errorf("add voter %s: %w", id, err)
+	}
+	n.log.Info("server joined", "id", id, "raft_addr", raftAddr)
+	return nil
+}
+
+// Leave removes a server from the configuration. The last voter cannot leave.
+func (n *Node) Leave(id string) error {
+	if !n.IsLeader() {
+		return ErrNoLeader
+	}
+	servers, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	var found *raft.Server
+	voters := 0
+	for i, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+		if s.ID == raft.ServerID(id) {
+			found = &servers[i]
+		}
+	}
+	switch {
+	case found == nil:
+		return ErrUnknownServer
+	case found.Suffrage == raft.Voter && voters == 1:
+		return ErrLastVoter
+	}
+	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
+		return fmt.Errorf("remove server %s: %w", id, err)
+	}
+	n.log.Info("server left", "id", id)
+	return nil
+}
+
+// TransferLeadership hands leadership to another voter.
+func (n *Node) TransferLeadership() error {
+	if !n.IsLeader() {
+		return ErrNoLeader
+	}
+	servers, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	others := 0
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
+			others++
+		}
+	}
+	if others == 0 {
+		return ErrNoTransferTarget
+	}
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("leadership transfer: %w", err)
+	}
+	return nil
+}
