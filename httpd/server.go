@@ -72,6 +72,7 @@ func New(cfg Config, node *cluster.Node) *Server {
 		Handler:               s.Handler,
 		ErrorHandler:          s.handleTransportError,
 		HeaderReceived:        s.requestLimits,
+		ExpectHandler:         s.handleExpectContinue,
 		Name:                  "linkraft",
 		NoDefaultServerHeader: true,
 		ReadTimeout:           orDefault(cfg.ReadTimeout, 10*time.Second),
@@ -157,6 +158,25 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}
 	return fasthttp.RequestConfig{}
+}
+
+// bodyLimit is the largest body the request may carry.
+func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
+	if c := s.requestLimits(h); c.MaxRequestBodySize > 0 {
+		return c.MaxRequestBodySize
+	}
+	return maxBodyBytes
+}
+
+// handleExpectContinue refuses an oversized body before the client sends
+// it: a 413 instead of "100 Continue" followed by a cut connection.
+func (s *Server) handleExpectContinue(ctx *fasthttp.RequestCtx) int {
+	if n := ctx.Request.Header.ContentLength(); n > s.bodyLimit(&ctx.Request.Header) {
+		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
+			fmt.Sprintf("request body of %d bytes is larger than %d bytes", n, s.bodyLimit(&ctx.Request.Header)))
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
 }
 
 // handleTransportError answers requests fasthttp could not read.
