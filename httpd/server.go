@@ -122,9 +122,9 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/urls", "list", s.handleList)
 	handle("GET", "/api/v1/urls/{code}", "read", s.handleRead)
 	handle("DELETE", "/api/v1/urls/{code}", "delete", s.handleDelete)
-	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.handleStats)
+	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsHandler("clicks"))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
-	handle("GET", "/stats/{code}", "stats", s.handleShortStats)
+	handle("GET", "/stats/{code}", "stats", s.statsHandler("click_count"))
 
 	admin := func(method, path, route string, h fasthttp.RequestHandler) {
 		handle(method, path, route, s.requireAdmin(h))
