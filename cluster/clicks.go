@@ -3,6 +3,7 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -100,15 +101,33 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := n.waitLeader(ctx); err != nil {
-			return err
-		}
-		if _, err := n.apply(fsm.EncodeClicks(*c.pending)); err != nil {
+		if err := n.proposeClicks(ctx, fsm.EncodeClicks(*c.pending)); err != nil {
 			return err
 		}
 		c.pending = nil
 	}
 	return nil
+}
+
+// proposeClicks applies a batch here when this node leads and hands it to
+// the leader otherwise, waiting up to ctx for a leader to exist.
+func (n *Node) proposeClicks(ctx context.Context, batch []byte) error {
+	for {
+		err := n.sendClicks(ctx, batch)
+		if errors.Is(err, ErrLeaderIsSelf) {
+			_, err = n.apply(batch)
+		}
+		if !errors.Is(err, ErrNoLeader) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-n.closing:
+			return ErrClosed
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (n *Node) runClickFlusher() {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/linkraft/linkraft/fsm"
-	"github.com/linkraft/linkraft/fsm/codes"
 )
 
 const (
@@ -36,9 +35,12 @@ func (n *Node) runLeaderDuties() {
 		if !n.fsm.Initialized() {
 			if err := n.initKey(); err != nil {
 				n.log.Warn("initialising the code key failed; will retry", "err", err)
+				continue
 			}
-			continue
 		}
+		// Followers forward to this address; record it before anything else
+		// so a new leader is reachable as soon as it can take writes.
+		n.recordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr)
 		if time.Since(lastPurge) >= purgeInterval {
 			lastPurge = time.Now()
 			if err := n.purge(lastPurge); err != nil {
@@ -57,11 +59,14 @@ func (n *Node) initKey() error {
 	if n.fsm.Initialized() {
 		return nil
 	}
-	var key codes.Key
-	if _, err := rand.Read(key[:]); err != nil {
+	var init fsm.InitCommand
+	if _, err := rand.Read(init.Key[:]); err != nil {
 		return fmt.Errorf("random key: %w", err)
 	}
-	if _, err := n.apply(fsm.EncodeInit(fsm.InitCommand{Key: key})); err != nil {
+	if _, err := rand.Read(init.ClusterID[:]); err != nil {
+		return fmt.Errorf("random cluster id: %w", err)
+	}
+	if _, err := n.apply(fsm.EncodeInit(init)); err != nil {
 		return fmt.Errorf("apply init: %w", err)
 	}
 	n.log.Info("code key initialised")

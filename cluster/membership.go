@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/valyala/fasthttp"
 )
 
 // Membership errors; each leaves the configuration unchanged.
@@ -15,6 +18,7 @@ var (
 	ErrLastVoter        = errors.New("refusing to remove the last voter: the cluster would have no members")
 	ErrNoTransferTarget = errors.New("no other voter to hand leadership to")
 	ErrInvalidServer    = errors.New("invalid server")
+	ErrOtherCluster     = errors.New("server belongs to another cluster")
 )
 
 func (n *Node) configuration() ([]raft.Server, error) {
@@ -26,8 +30,10 @@ func (n *Node) configuration() ([]raft.Server, error) {
 }
 
 // Join adds a voter. Joining again with the same id and address is a no-op;
-// an id or address already used by another server is refused.
-func (n *Node) Join(id, raftAddr string) error {
+// an id or address already used by another server is refused, and so is a
+// server that reports (over gossip, or at its HTTP address when given) that
+// it belongs to another cluster.
+func (n *Node) Join(id, raftAddr, httpAddr string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidServer)
 	}
@@ -50,11 +56,50 @@ func (n *Node) Join(id, raftAddr string) error {
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
 	}
+	if other := n.clusterOf(id, httpAddr); other != "" && other != n.fsm.ClusterID() {
+		return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, other)
+	}
+	if err := n.addVoter(id, raftAddr); err != nil {
+		return err
+	}
+	n.recordHTTPAddr(id, httpAddr)
+	return nil
+}
+
+// addVoter adds a voter or, for a known id, updates its address.
+func (n *Node) addVoter(id, raftAddr string) error {
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("add voter %s: %w", id, err)
 	}
 	n.log.Info("server joined", "id", id, "raft_addr", raftAddr)
 	return nil
+}
+
+// clusterOf asks gossip, then the server's HTTP health endpoint, which
+// cluster a server belongs to; empty when it is unknown or none.
+func (n *Node) clusterOf(id, httpAddr string) string {
+	if n.gossip != nil {
+		for _, m := range n.gossip.members() {
+			if m.ID == id && m.Cluster != "" {
+				return m.Cluster
+			}
+		}
+	}
+	if httpAddr == "" {
+		return ""
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + httpAddr + "/health")
+	if err := n.peers.client(httpAddr).DoTimeout(req, resp, 2*time.Second); err != nil {
+		return ""
+	}
+	var health struct {
+		ClusterID string `json:"cluster_id"`
+	}
+	_ = json.Unmarshal(resp.Body(), &health)
+	return health.ClusterID
 }
 
 // Leave removes a server from the configuration. The last voter cannot leave.
@@ -85,6 +130,9 @@ func (n *Node) Leave(id string) error {
 	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, err)
 	}
+	if n.IsLeader() {
+		n.recordHTTPAddr(id, "")
+	}
 	n.log.Info("server left", "id", id)
 	return nil
 }
@@ -94,17 +142,7 @@ func (n *Node) TransferLeadership() error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
-	servers, err := n.configuration()
-	if err != nil {
-		return err
-	}
-	others := 0
-	for _, s := range servers {
-		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
-			others++
-		}
-	}
-	if others == 0 {
+	if n.otherVoters() == 0 {
 		return ErrNoTransferTarget
 	}
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,18 +17,27 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
 )
 
 // Config is what a node needs to start. Zero durations take defaults.
 type Config struct {
-	ID        string
-	DataDir   string
-	RaftAddr  string // address the Raft transport binds
-	Advertise string // host (or host:port) other nodes reach this one at; default RaftAddr's
-	// BootstrapExpect is the number of voters to bootstrap with; 1 (or 0)
-	// bootstraps this node alone on first start.
-	BootstrapExpect    int
+	ID         string
+	DataDir    string
+	RaftAddr   string // address the Raft transport binds
+	GossipAddr string // address memberlist binds; empty: no discovery
+	HTTPAddr   string // this node's HTTP address as the other nodes reach it
+	Advertise  string // host other nodes reach this one at; default: the bind addresses'
+	Join       []string
+	// BootstrapExpect is the number of servers that bootstrap a new cluster
+	// together. With 1 (or 0) and no Join seeds, a node bootstraps alone on
+	// first start; with Join seeds it waits to be added to a cluster.
+	BootstrapExpect int
+	// Key authenticates and encrypts Raft and gossip traffic and signs
+	// internal requests; nil means a trusted network.
+	Key                *secure.Key
+	LeaveOnTerminate   bool
 	WriteTimeout       time.Duration
 	ClickFlushInterval time.Duration
 	// ExpiredRetention is how long an expired link keeps answering 410
@@ -74,6 +84,11 @@ type Node struct {
 	creates chan *createCall
 	clicks  *clickCounter
 
+	gossip     *gossip
+	peers      peers
+	readRounds *roundBatcher
+	readyTerm  atomic.Uint64 // term in which this leader's barrier completed
+
 	closing   chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -97,10 +112,20 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		creates: make(chan *createCall, maxCreateBatch*4),
 		closing: make(chan struct{}),
 	}
-	if err := n.openRaft(); err != nil {
+	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
+	hasState, err := n.openRaft()
+	if err != nil {
 		return nil, err
 	}
 	n.clicks = newClickCounter(cfg.ID, f)
+	if cfg.GossipAddr != "" {
+		if err := n.startGossip(hasState); err != nil {
+			n.shutdownRaft()
+			return nil, err
+		}
+		n.wg.Add(1)
+		go n.runMembership(!hasState && cfg.BootstrapExpect > 1)
+	}
 	n.wg.Add(3)
 	go n.runCreateBatcher()
 	go n.runClickFlusher()
@@ -108,7 +133,8 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	return n, nil
 }
 
-func (n *Node) openRaft() error {
+// openRaft starts Raft and reports whether the data dir held Raft state.
+func (n *Node) openRaft() (bool, error) {
 	dir := n.cfg.DataDir
 	hlog := hclog.New(&hclog.LoggerOptions{
 		Name: "raft", Level: hclog.LevelFromString(n.cfg.RaftLogLevel), Output: os.Stderr,
@@ -120,28 +146,31 @@ func (n *Node) openRaft() error {
 		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
 	})
 	if err != nil {
-		return fmt.Errorf("open raft store: %w", err)
+		return false, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
 	}
 	logs, err := raft.NewLogCache(1024, store)
 	if err != nil {
 		store.Close()
-		return fmt.Errorf("open log cache: %w", err)
+		return false, fmt.Errorf("open log cache: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
 	if err != nil {
 		store.Close()
-		return fmt.Errorf("open snapshot store: %w", err)
+		return false, fmt.Errorf("open snapshot store: %w", err)
 	}
 	advertise, err := advertiseAddr(n.cfg.RaftAddr, n.cfg.Advertise)
 	if err != nil {
 		store.Close()
-		return err
+		return false, err
 	}
-	transport, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, advertise, 3, 10*time.Second, hlog)
+	layer, err := secure.NewStreamLayer(n.cfg.RaftAddr, advertise, n.cfg.Key)
 	if err != nil {
 		store.Close()
-		return fmt.Errorf("open raft transport: %w", err)
+		return false, fmt.Errorf("open raft transport: %w", err)
 	}
+	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+	})
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.ID)
@@ -152,26 +181,27 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		transport.Close()
 		store.Close()
-		return fmt.Errorf("start raft: %w", err)
+		return false, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft, n.transport, n.store = r, transport, store
 
 	hasState, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {
 		n.shutdownRaft()
-		return fmt.Errorf("inspect raft state: %w", err)
+		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	if !hasState && n.cfg.BootstrapExpect <= 1 {
+	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.Join) == 0 {
 		cfg := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
 		}}}
 		if err := r.BootstrapCluster(cfg).Error(); err != nil {
 			n.shutdownRaft()
-			return fmt.Errorf("bootstrap: %w", err)
+			return false, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped a single-voter cluster", "id", n.cfg.ID, "raft_addr", transport.LocalAddr())
+		hasState = true
 	}
-	return nil
+	return hasState, nil
 }
 
 // advertiseAddr returns the address other nodes dial: advertise's host with
@@ -208,20 +238,101 @@ func (n *Node) ID() string { return n.cfg.ID }
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Close flushes pending clicks (bounded by the write timeout), stops the
-// background work and shuts Raft down. Safe to call more than once.
+// background work and shuts Raft down. With LeaveOnTerminate a leader first
+// hands leadership to another voter, and the node leaves the cluster after
+// flushing. Safe to call more than once.
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
+		if n.cfg.LeaveOnTerminate {
+			n.handOffLeadership()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 		if ferr := n.FlushClicks(ctx); ferr != nil {
 			n.log.Warn("final click flush failed", "err", ferr)
 		}
 		cancel()
+		if n.cfg.LeaveOnTerminate {
+			n.leaveCluster()
+		}
 		close(n.closing)
 		n.wg.Wait()
+		if n.gossip != nil {
+			if gerr := n.gossip.shutdown(); gerr != nil {
+				n.log.Warn("gossip shutdown", "err", gerr)
+			}
+		}
 		err = n.shutdownRaft()
 	})
 	return err
+}
+
+// otherVoters counts the voters besides this node.
+func (n *Node) otherVoters() int {
+	servers, err := n.configuration()
+	if err != nil {
+		return 0
+	}
+	others := 0
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
+			others++
+		}
+	}
+	return others
+}
+
+func (n *Node) handOffLeadership() {
+	if !n.IsLeader() || n.otherVoters() == 0 {
+		return
+	}
+	if err := n.TransferLeadership(); err != nil {
+		n.log.Warn("leadership transfer before leaving failed", "err", err)
+		return
+	}
+	n.log.Info("handed leadership over before leaving", "leader", n.Leader())
+}
+
+// leaveCluster removes this node from the Raft configuration: directly when
+// it still leads, otherwise by leaving gossip gracefully, which the leader
+// turns into a removal. It waits, bounded by the write timeout, until the
+// removal is visible here.
+func (n *Node) leaveCluster() {
+	if n.otherVoters() == 0 {
+		n.log.Info("last voter: staying in the configuration")
+		return
+	}
+	if n.IsLeader() {
+		if err := n.Leave(n.cfg.ID); err != nil {
+			n.log.Warn("leader leaving", "err", err)
+		}
+	} else if n.gossip != nil {
+		if err := n.gossip.leave(n.cfg.WriteTimeout); err != nil {
+			n.log.Warn("leaving gossip", "err", err)
+		}
+	}
+	deadline := time.Now().Add(n.cfg.WriteTimeout)
+	for time.Now().Before(deadline) {
+		if !n.inConfiguration() {
+			n.log.Info("left the cluster")
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.log.Warn("still in the Raft configuration after leaving; the leader will remove it when it sees the leave")
+}
+
+func (n *Node) inConfiguration() bool {
+	servers, err := n.configuration()
+	if err != nil {
+		return true
+	}
+	for _, s := range servers {
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) shutdownRaft() error {

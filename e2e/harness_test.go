@@ -221,7 +221,94 @@ type node struct {
 // process is killed and its output logged (on failure) when the test ends.
 func startNode(t *testing.T, opts nodeOptions) *node {
 	t.Helper()
-	id := opts.ID
+	n := newNode(t, opts.ID)
+	// A port picked by "listen :0" can still be grabbed by another process
+	// before the node binds it; retry with fresh ports in that case.
+	for attempt := 1; ; attempt++ {
+		n.args, n.env = n.commandLine(opts)
+		n.launch()
+		err := n.waitLeader()
+		if err == nil {
+			return n
+		}
+		if attempt < 3 && strings.Contains(n.out.String(), "address already in use") {
+			n.kill()
+			fmt.Fprintf(n.out, "\n=== harness: port clash, retrying with new ports ===\n")
+			n.pickPorts(t)
+			continue
+		}
+		t.Fatalf("node %s did not become leader: %v", n.id, err)
+	}
+}
+
+// startCluster starts size nodes that find each other over gossip and
+// bootstrap one Raft cluster (--bootstrap-expect size), then waits until
+// every node knows the leader. settings apply to every node.
+func startCluster(t *testing.T, size int, settings map[string]string) []*node {
+	t.Helper()
+	nodes := make([]*node, size)
+	var gossip []string
+	for i := range nodes {
+		nodes[i] = newNode(t, "node"+itoa(i+1))
+		gossip = append(gossip, nodes[i].gossipAddr)
+	}
+	for _, n := range nodes {
+		all := map[string]string{"bootstrap-expect": itoa(size), "join": strings.Join(gossip, ",")}
+		for k, v := range settings {
+			all[k] = v
+		}
+		n.args, n.env = n.commandLine(nodeOptions{Settings: all})
+		n.launch()
+	}
+	for _, n := range nodes {
+		if err := n.waitReady(leaderKnown); err != nil {
+			t.Fatalf("cluster node %s: %v", n.id, err)
+		}
+	}
+	return nodes
+}
+
+// startJoinedCluster builds a cluster of size nodes with POST /admin/join
+// instead of gossip: node1 bootstraps alone, the others start without
+// bootstrapping (--bootstrap-expect size, no --join seeds, so they wait) and
+// are added as voters through node1.
+func startJoinedCluster(t *testing.T, size int, settings map[string]string) []*node {
+	t.Helper()
+	first := startNode(t, nodeOptions{ID: "node1", Settings: settings})
+	nodes := []*node{first}
+	for i := 2; i <= size; i++ {
+		n := newNode(t, "node"+itoa(i))
+		all := map[string]string{"bootstrap-expect": itoa(size)}
+		for k, v := range settings {
+			all[k] = v
+		}
+		n.args, n.env = n.commandLine(nodeOptions{Settings: all})
+		n.launch()
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes[1:] {
+		// The joiner's HTTP port answers once it listens; join only then so
+		// the leader can reach it.
+		if err := n.waitReady(func(health) bool { return true }); err != nil {
+			t.Fatalf("node %s: %v", n.id, err)
+		}
+		r := first.postJSON(t, "/admin/join", map[string]any{"id": n.id, "raft_addr": n.raftAddr, "http_addr": n.httpAddr})
+		if r.status < 200 || r.status > 299 {
+			t.Fatalf("POST /admin/join %s: want 2xx, got %v", n.id, r)
+		}
+	}
+	for _, n := range nodes {
+		if err := n.waitReady(leaderKnown); err != nil {
+			t.Fatalf("cluster node %s: %v", n.id, err)
+		}
+	}
+	return nodes
+}
+
+// newNode prepares a node (ports, data dir, client, cleanup) without
+// starting it.
+func newNode(t *testing.T, id string) *node {
+	t.Helper()
 	if id == "" {
 		id = "node1"
 	}
@@ -241,26 +328,15 @@ func startNode(t *testing.T, opts nodeOptions) *node {
 			t.Logf("output of node %s (%s):\n%s", n.id, strings.Join(n.args, " "), n.out.String())
 		}
 	})
+	n.pickPorts(t)
+	return n
+}
 
-	// A port picked by "listen :0" can still be grabbed by another process
-	// before the node binds it; retry with fresh ports in that case.
-	for attempt := 1; ; attempt++ {
-		n.httpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, false))
-		n.raftAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, false))
-		n.gossipAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, true))
-		n.args, n.env = n.commandLine(opts)
-		n.launch()
-		err := n.waitLeader()
-		if err == nil {
-			return n
-		}
-		if attempt < 3 && strings.Contains(n.out.String(), "address already in use") {
-			n.kill()
-			fmt.Fprintf(n.out, "\n=== harness: port clash, retrying with new ports ===\n")
-			continue
-		}
-		t.Fatalf("node %s did not become leader: %v", n.id, err)
-	}
+func (n *node) pickPorts(t *testing.T) {
+	t.Helper()
+	n.httpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, false))
+	n.raftAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, false))
+	n.gossipAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, true))
 }
 
 // commandLine turns the options into serve arguments and environment.
@@ -330,9 +406,16 @@ func (n *node) launch() {
 	}()
 }
 
-// waitLeader polls /health until the node reports itself as leader, the
-// process exits, or leaderWaitTimeout passes.
-func (n *node) waitLeader() error {
+// isLeader and leaderKnown are readiness conditions on a /health answer.
+func isLeader(h health) bool    { return h.Role == "leader" }
+func leaderKnown(h health) bool { return h.Leader != "" }
+
+// waitLeader waits until the node reports itself as leader.
+func (n *node) waitLeader() error { return n.waitReady(isLeader) }
+
+// waitReady polls /health until it answers 200 and ready accepts the answer,
+// the process exits, or leaderWaitTimeout passes.
+func (n *node) waitReady(ready func(health) bool) error {
 	probe := &http.Client{Transport: n.transport, Timeout: time.Second}
 	deadline := time.Now().Add(leaderWaitTimeout)
 	last := "no answer yet"
@@ -342,7 +425,7 @@ func (n *node) waitLeader() error {
 		n.mu.Unlock()
 		select {
 		case <-done:
-			return fmt.Errorf("process exited (%v) before becoming leader", n.exitErr())
+			return fmt.Errorf("process exited (%v) before it was ready", n.exitErr())
 		default:
 		}
 		resp, err := probe.Get("http://" + n.httpAddr + "/health")
@@ -351,17 +434,15 @@ func (n *node) waitLeader() error {
 		} else {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			var h struct {
-				Role string `json:"role"`
-			}
-			if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &h) == nil && h.Role == "leader" {
+			var h health
+			if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &h) == nil && ready(h) {
 				return nil
 			}
 			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("not leader after %v; last /health: %s", leaderWaitTimeout, last)
+	return fmt.Errorf("not ready after %v; last /health: %s", leaderWaitTimeout, last)
 }
 
 func (n *node) exitErr() error {
@@ -425,10 +506,17 @@ func (n *node) stop() error {
 // until it is leader.
 func (n *node) restart() {
 	n.t.Helper()
+	n.restartUntil(isLeader)
+}
+
+// restartUntil restarts the node and waits until its /health satisfies
+// ready (cluster members wait for a known leader, not for leading).
+func (n *node) restartUntil(ready func(health) bool) {
+	n.t.Helper()
 	n.kill()
 	fmt.Fprintf(n.out, "\n=== harness: restart ===\n")
 	n.launch()
-	if err := n.waitLeader(); err != nil {
+	if err := n.waitReady(ready); err != nil {
 		n.t.Fatalf("node %s after restart: %v", n.id, err)
 	}
 }

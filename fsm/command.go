@@ -16,6 +16,7 @@ const (
 	cmdDelete
 	cmdClicks
 	cmdPurge
+	cmdServer
 )
 
 // Strategy chooses how a create without a custom code gets its code.
@@ -28,10 +29,12 @@ const (
 	StrategyHash
 )
 
-// InitCommand sets the permutation key. It is proposed once by the first
-// leader; later ones are ignored so every node keeps the first key applied.
+// InitCommand sets the permutation key and the cluster's identity. It is
+// proposed once by the first leader; later ones are ignored so every node
+// keeps the first one applied.
 type InitCommand struct {
-	Key codes.Key
+	Key       codes.Key
+	ClusterID [16]byte // tells this cluster's nodes from another cluster's
 }
 
 // CreateRequest is one create inside a CreateBatch. Its fields are already
@@ -89,11 +92,20 @@ type PurgeCommand struct {
 	RequestsBefore int64
 }
 
+// ServerCommand records the HTTP address of a cluster member, so every node
+// can forward to the leader without depending on gossip. An empty HTTPAddr
+// forgets the member.
+type ServerCommand struct {
+	ID       string
+	HTTPAddr string
+}
+
 // EncodeInit, EncodeCreate, ... produce the log entry bytes for a command.
 func EncodeInit(c InitCommand) []byte {
-	e := encoder{buf: make([]byte, 0, 1+len(c.Key))}
+	e := encoder{buf: make([]byte, 0, 1+len(c.Key)+len(c.ClusterID))}
 	e.byte(byte(cmdInit))
 	e.fixed(c.Key[:])
+	e.fixed(c.ClusterID[:])
 	return e.buf
 }
 
@@ -146,6 +158,14 @@ func EncodePurge(c PurgeCommand) []byte {
 	return e.buf
 }
 
+func EncodeServer(c ServerCommand) []byte {
+	var e encoder
+	e.byte(byte(cmdServer))
+	e.string(c.ID)
+	e.string(c.HTTPAddr)
+	return e.buf
+}
+
 // DecodeCommand parses a log entry into one of the command types above.
 func DecodeCommand(data []byte) (any, error) {
 	if len(data) == 0 {
@@ -157,6 +177,7 @@ func DecodeCommand(data []byte) (any, error) {
 	case cmdInit:
 		var c InitCommand
 		d.fixed(c.Key[:])
+		d.fixed(c.ClusterID[:])
 		cmd = c
 	case cmdCreate:
 		cmd = decodeCreate(&d)
@@ -166,6 +187,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodeClicks(&d)
 	case cmdPurge:
 		cmd = PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
+	case cmdServer:
+		cmd = ServerCommand{ID: d.string(), HTTPAddr: d.string()}
 	default:
 		return nil, fmt.Errorf("decode command: unknown type %d", data[0])
 	}

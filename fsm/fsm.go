@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"slices"
@@ -117,6 +118,17 @@ func (f *FSM) Initialized() bool {
 	return f.s.hasKey
 }
 
+// ClusterID identifies the cluster this state belongs to; empty until the
+// first leader has initialised it.
+func (f *FSM) ClusterID() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if !f.s.hasKey {
+		return ""
+	}
+	return hex.EncodeToString(f.s.clusterID[:])
+}
+
 // NeedsPurge reports whether the purge command would change anything, so
 // the leader proposes purges only when they do work.
 func (f *FSM) NeedsPurge(c PurgeCommand) bool {
@@ -131,6 +143,14 @@ func (f *FSM) NeedsPurge(c PurgeCommand) bool {
 		}
 	}
 	return false
+}
+
+// ServerHTTP is the HTTP address recorded for a cluster member.
+func (f *FSM) ServerHTTP(id string) (string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	addr, ok := f.s.servers[id]
+	return addr, ok
 }
 
 // ClickSeq is the last click batch sequence applied for node.

@@ -58,6 +58,9 @@ func workload() [][]byte {
 		EncodeClicks(ClickBatch{Node: "n1", Seq: 1, Now: 2200, Counts: []ClickCount{{Code: "custom1", Count: 3}}}),
 		create(2300, CreateRequest{URL: "https://example.net/", CustomCode: "soon", ExpiresAt: 2400}),
 		EncodePurge(PurgeCommand{ExpiredBefore: 3000, RequestsBefore: 1010}),
+		EncodeServer(ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}),
+		EncodeServer(ServerCommand{ID: "n2", HTTPAddr: "10.0.0.2:8080"}),
+		EncodeServer(ServerCommand{ID: "n2"}),
 	)
 	return cmds
 }

@@ -38,16 +38,20 @@ type clickSeqEntry struct {
 	seq  uint64
 }
 
+type serverEntry struct{ id, httpAddr string }
+
 // snapshot is a point-in-time copy of state, independent of it.
 type snapshot struct {
 	hasKey     bool
 	key        codes.Key
+	clusterID  [16]byte
 	lastID     uint64
 	counters   []counterEntry
 	links      []Link
 	dedupe     []dedupeEntry
 	tombstones []string
 	clickSeqs  []clickSeqEntry
+	servers    []serverEntry
 	requests   []requestRecord
 }
 
@@ -59,6 +63,7 @@ func (s *state) copy() *snapshot {
 	snap := &snapshot{
 		hasKey:     s.hasKey,
 		key:        s.key,
+		clusterID:  s.clusterID,
 		lastID:     s.lastID,
 		links:      make([]Link, 0, len(s.links)),
 		tombstones: slices.Collect(maps.Keys(s.tombstones)),
@@ -76,6 +81,9 @@ func (s *state) copy() *snapshot {
 	for n, seq := range s.clickSeqs {
 		snap.clickSeqs = append(snap.clickSeqs, clickSeqEntry{n, seq})
 	}
+	for id, addr := range s.servers {
+		snap.servers = append(snap.servers, serverEntry{id, addr})
+	}
 	return snap
 }
 
@@ -85,6 +93,7 @@ func (snap *snapshot) sort() {
 	slices.SortFunc(snap.dedupe, func(a, b dedupeEntry) int { return cmp.Compare(a.key, b.key) })
 	slices.Sort(snap.tombstones)
 	slices.SortFunc(snap.clickSeqs, func(a, b clickSeqEntry) int { return cmp.Compare(a.node, b.node) })
+	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
 }
 
 // Persist writes the snapshot to the Raft snapshot sink.
@@ -119,6 +128,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	e.byte(snapshotVersion)
 	e.bool(snap.hasKey)
 	e.fixed(snap.key[:])
+	e.fixed(snap.clusterID[:])
 	e.uvarint(snap.lastID)
 	e.uvarint(uint64(len(snap.counters)))
 	for _, c := range snap.counters {
@@ -145,6 +155,11 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	for _, c := range snap.clickSeqs {
 		e.string(c.node)
 		e.uvarint(c.seq)
+	}
+	e.uvarint(uint64(len(snap.servers)))
+	for _, sv := range snap.servers {
+		e.string(sv.id)
+		e.string(sv.httpAddr)
 	}
 	e.uvarint(uint64(len(snap.requests)))
 	for _, r := range snap.requests {
@@ -224,6 +239,7 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	}
 	snap := &snapshot{hasKey: d.bool()}
 	d.fixed(snap.key[:])
+	d.fixed(snap.clusterID[:])
 	snap.lastID = d.uvarint()
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		snap.counters = append(snap.counters, counterEntry{length: int(d.uvarint()), next: d.uvarint()})
@@ -241,6 +257,9 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	}
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		snap.clickSeqs = append(snap.clickSeqs, clickSeqEntry{node: d.string(), seq: d.uvarint()})
+	}
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		snap.servers = append(snap.servers, serverEntry{id: d.string(), httpAddr: d.string()})
 	}
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		snap.requests = append(snap.requests, requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint()})
@@ -284,7 +303,7 @@ func (snap *snapshot) check() error {
 func (s *Snapshot) state() *state {
 	snap := s.snap
 	st := newState()
-	st.hasKey, st.key, st.lastID = snap.hasKey, snap.key, snap.lastID
+	st.hasKey, st.key, st.clusterID, st.lastID = snap.hasKey, snap.key, snap.clusterID, snap.lastID
 	for _, c := range snap.counters {
 		st.counters[c.length] = c.next
 	}
@@ -299,6 +318,9 @@ func (s *Snapshot) state() *state {
 	}
 	for _, c := range snap.clickSeqs {
 		st.clickSeqs[c.node] = c.seq
+	}
+	for _, sv := range snap.servers {
+		st.servers[sv.id] = sv.httpAddr
 	}
 	for _, r := range snap.requests {
 		st.requests[r.id] = r

@@ -55,6 +55,7 @@ type requestRecord struct {
 type state struct {
 	hasKey      bool
 	key         codes.Key
+	clusterID   [16]byte
 	lastID      uint64
 	counters    map[int]uint64 // next counter value per code length
 	links       map[string]*Link
@@ -62,6 +63,7 @@ type state struct {
 	dedupe      map[string]string  // workspace + "\x00" + canonical URL → code
 	tombstones  map[string]struct{}
 	clickSeqs   map[string]uint64 // node → last applied click batch sequence
+	servers     map[string]string // server id → HTTP address
 	requests    map[string]requestRecord
 	requestLog  []requestRecord // in apply order, pruned by PurgeCommand
 }
@@ -74,6 +76,7 @@ func newState() *state {
 		dedupe:      map[string]string{},
 		tombstones:  map[string]struct{}{},
 		clickSeqs:   map[string]uint64{},
+		servers:     map[string]string{},
 		requests:    map[string]requestRecord{},
 	}
 }
@@ -89,7 +92,7 @@ func (s *state) apply(data []byte) any {
 	switch c := cmd.(type) {
 	case InitCommand:
 		if !s.hasKey {
-			s.hasKey, s.key = true, c.Key
+			s.hasKey, s.key, s.clusterID = true, c.Key, c.ClusterID
 		}
 		return nil
 	case CreateBatch:
@@ -104,6 +107,13 @@ func (s *state) apply(data []byte) any {
 		return s.addClicks(c)
 	case PurgeCommand:
 		s.purge(c)
+		return nil
+	case ServerCommand:
+		if c.HTTPAddr == "" {
+			delete(s.servers, c.ID)
+		} else {
+			s.servers[c.ID] = c.HTTPAddr
+		}
 		return nil
 	}
 	return fmt.Errorf("apply: unhandled command %T", cmd)

@@ -63,12 +63,22 @@ func (s *Server) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSO
 	return linkReadJSON{linkJSON: s.linkView(ctx, l), ClickCount: l.Clicks, LastAccessedAt: optionalTimestamp(l.LastAccess)}
 }
 
-func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
-	if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
-		writeProblem(ctx, fasthttp.StatusTooManyRequests, "too many creates from this address; retry after "+strconv.Itoa(wait)+" s")
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
-		return
+// limitCreates applies the per-client create rate limit on the node the
+// client talks to; requests forwarded by a peer were limited there.
+func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if !s.fromPeer(ctx) {
+			if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
+				writeProblem(ctx, fasthttp.StatusTooManyRequests, "too many creates from this address; retry after "+strconv.Itoa(wait)+" s")
+				ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
+				return
+			}
+		}
+		h(ctx)
 	}
+}
+
+func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	req, err := s.parseCreate(ctx, time.Now())
 	if err != nil {
 		var bad *badRequest
@@ -79,7 +89,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	req.RequestID = string(ctx.Request.Header.Peek("Idempotency-Key"))
+	req.RequestID = string(ctx.Request.Header.Peek(idempotencyHeader))
 
 	res, err := s.node.Create(context.Background(), req)
 	if err != nil {
@@ -127,10 +137,14 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// lookupLink finds the {code} of the route, answering 404/410 itself.
+// lookupLink finds the {code} of the route, answering 404/410 itself. A
+// local miss is confirmed against the leader first (read-after-write).
 func (s *Server) lookupLink(ctx *fasthttp.RequestCtx) (fsm.Link, bool) {
 	code, _ := ctx.UserValue("code").(string)
 	l, ok := s.fsm.Get(code)
+	if !ok && s.node.CatchUp(context.Background()) == nil {
+		l, ok = s.fsm.Get(code)
+	}
 	if !ok {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return l, false

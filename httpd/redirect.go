@@ -1,10 +1,13 @@
 package httpd
 
 import (
+	"context"
 	"time"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 const cacheControlNoStore = "private, no-cache, no-store, must-revalidate"
@@ -50,6 +53,9 @@ func isCodeByte(c byte) bool {
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	t, ok := s.fsm.Lookup(code)
 	if !ok {
+		t, ok = s.confirmMiss(code)
+	}
+	if !ok {
 		writeBrowserError(ctx, fasthttp.StatusNotFound, "short link "+string(code)+" does not exist")
 		return
 	}
@@ -71,3 +77,13 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 // bytesOf views s as bytes without copying. Only for passing to functions
 // that read or copy their argument, never for writing.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// confirmMiss looks code up again after catching up with the leader, so a
+// code created through any node is never answered 404 here while the
+// leader is reachable. Kept out of redirect so the hit path stays small.
+func (s *Server) confirmMiss(code []byte) (fsm.Target, bool) {
+	if err := s.node.CatchUp(context.Background()); err != nil {
+		return fsm.Target{}, false
+	}
+	return s.fsm.Lookup(code)
+}

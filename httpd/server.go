@@ -116,18 +116,23 @@ func (s *Server) routes() {
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
 
-	handle("POST", "/shorten", "create", s.handleCreate)
-	handle("POST", "/api/v1/urls", "create", s.handleCreate)
-	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", s.handleCreate)
+	create := s.limitCreates(s.toLeader(s.handleCreate))
+	handle("POST", "/shorten", "create", create)
+	handle("POST", "/api/v1/urls", "create", create)
+	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
 	handle("GET", "/api/v1/urls", "list", s.handleList)
 	handle("GET", "/api/v1/urls/{code}", "read", s.handleRead)
-	handle("DELETE", "/api/v1/urls/{code}", "delete", s.handleDelete)
+	handle("DELETE", "/api/v1/urls/{code}", "delete", s.toLeader(s.handleDelete))
 	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsHandler("clicks"))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
 	handle("GET", "/stats/{code}", "stats", s.statsHandler("click_count"))
+	handle("GET", cluster.ReadIndexPath, "internal_read_index", s.handleReadIndex)
+	handle("POST", cluster.ClicksPath, "internal_clicks", s.handleClicks)
 
+	// Admin calls act on the leader's view: the leader alone knows which
+	// servers are reachable and holds the freshest state.
 	admin := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.requireAdmin(h))
+		handle(method, path, route, s.requireAdmin(s.toLeader(h)))
 	}
 	admin("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
 	admin("POST", "/admin/join", "admin_join", s.handleJoin)

@@ -18,6 +18,7 @@ type healthJSON struct {
 	NodeID       string `json:"node_id"`
 	Role         string `json:"role"`
 	Leader       string `json:"leader"`
+	ClusterID    string `json:"cluster_id"`
 	Links        int    `json:"links"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Version      string `json:"version"`
@@ -26,7 +27,7 @@ type healthJSON struct {
 // handleHealth is 200 while this node can serve redirects from its state.
 func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
 	h := healthJSON{
-		Status: "healthy", NodeID: s.node.ID(), Role: s.node.Role(), Leader: s.node.Leader(),
+		Status: "healthy", NodeID: s.node.ID(), Role: s.node.Role(), Leader: s.node.Leader(), ClusterID: s.fsm.ClusterID(),
 		Links: s.fsm.Len(), AppliedIndex: s.node.AppliedIndex(), Version: s.cfg.Version,
 	}
 	status := fasthttp.StatusOK

@@ -18,11 +18,23 @@ const usage = `linkraft: a URL shortener that is its own fault-tolerant database
 
 Usage:
   linkraft serve [flags]   run a node (no flags: a single node on :8080, data in ./data)
+  linkraft status          show the cluster: leader, term, indexes, servers
+  linkraft join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT]
+                           add a server to the cluster as a voter
+  linkraft leave --id ID   remove a server from the cluster
+  linkraft backup [-o FILE]
+                           save a consistent snapshot of all state
+  linkraft restore FILE|-  make the whole cluster take the state in a backup
+  linkraft recover --data-dir DIR --peers FILE
+                           offline: rebuild a cluster that lost quorum
   linkraft keygen          print a new --cluster-key
   linkraft version         print the version
 
-Run "linkraft serve -h" for the flags. Every flag can also be set through an
-environment variable: --http-addr is LINKRAFT_HTTP_ADDR.
+The admin commands (status, join, leave, backup, restore) talk to any node:
+--addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and --admin-token
+(LINKRAFT_ADMIN_TOKEN). Run "linkraft <command> -h" for a command's flags.
+Every serve flag can also be set through an environment variable: --http-addr
+is LINKRAFT_HTTP_ADDR.
 `
 
 func main() {
@@ -37,6 +49,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "status":
+		return adminStatus(args[1:], stdout, stderr)
+	case "join":
+		return adminJoin(args[1:], stdout, stderr)
+	case "leave":
+		return adminLeave(args[1:], stdout, stderr)
+	case "backup":
+		return adminBackup(args[1:], stdout, stderr)
+	case "restore":
+		return adminRestore(args[1:], os.Stdin, stdout, stderr)
+	case "recover":
+		return recoverCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "linkraft", version)
 		return 0

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd"
@@ -34,6 +34,8 @@ type serveConfig struct {
 	createRate                                                   float64
 	createBurst                                                  int
 	trustedProxy, logLevel                                       string
+
+	key *secure.Key // parsed --cluster-key
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -106,10 +108,14 @@ func (c *serveConfig) validate() error {
 		return errors.New("--base-url must start with http:// or https://")
 	}
 	if c.clusterKey != "" {
-		key, err := base64.StdEncoding.DecodeString(c.clusterKey)
-		if err != nil || len(key) != 32 {
-			return errors.New("--cluster-key must be 32 bytes in base64, as `linkraft keygen` prints")
+		key, err := secure.ParseKey(c.clusterKey)
+		if err != nil {
+			return fmt.Errorf("--cluster-key (32 bytes in base64, as `linkraft keygen` prints): %w", err)
 		}
+		c.key = key
+	}
+	if c.bootstrapExpect < 0 {
+		return errors.New("--bootstrap-expect must be >= 0")
 	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
 	return nil
@@ -158,10 +164,12 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}
 	defer ln.Close()
 
+	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	node, err := cluster.Open(cluster.Config{
-		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, Advertise: cfg.advertise,
-		BootstrapExpect: cfg.bootstrapExpect, WriteTimeout: cfg.writeTimeout,
-		ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
+		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
+		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Join: splitList(cfg.join),
+		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
+		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 	}, fsm.New())
 	if err != nil {
 		return err
@@ -173,7 +181,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}()
 
 	srv := httpd.New(httpd.Config{
-		BaseURL: cfg.baseURL, HTTPAdvertise: ln.Addr().String(), RedirectStatus: cfg.redirectStatus,
+		BaseURL: cfg.baseURL, HTTPAdvertise: httpAdvertise, RedirectStatus: cfg.redirectStatus,
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets, AdminToken: cfg.adminToken,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
@@ -181,9 +189,6 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	if cfg.clusterKey != "" {
-		log.Warn("--cluster-key is validated but does not yet authenticate Raft traffic; run multi-node clusters only on a trusted network")
-	}
 	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
 	stop := make(chan os.Signal, 1)
@@ -200,4 +205,34 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// advertisedHTTP is the HTTP address other nodes forward to: the listener's
+// port on the --advertise host, or on the listener's own host, or, when that
+// is unspecified (":8080"), on the Raft address's host.
+func advertisedHTTP(listen net.Addr, advertise, raftAddr string) string {
+	_, port, _ := net.SplitHostPort(listen.String())
+	host := advertise
+	if h, _, err := net.SplitHostPort(advertise); err == nil {
+		host = h
+	}
+	if host == "" {
+		if h, _, err := net.SplitHostPort(listen.String()); err == nil && !net.ParseIP(h).IsUnspecified() {
+			host = h
+		} else if h, _, err := net.SplitHostPort(raftAddr); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -1,0 +1,250 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// memberMeta is what a node tells the others about itself over gossip.
+// memberlist limits it to 512 bytes; ids and addresses are short.
+type memberMeta struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft"`
+	HTTPAddr string `json:"http"`
+	Expect   int    `json:"expect"`
+	HasState bool   `json:"state"`             // has Raft state: bootstrapped or joined
+	Cluster  string `json:"cluster,omitempty"` // cluster id, once initialised
+}
+
+// gossip is this node's memberlist membership and what it has learnt.
+type gossip struct {
+	n      *Node
+	list   *memberlist.Memberlist
+	events chan struct{} // a membership change happened; coalesced
+
+	mu   sync.Mutex
+	left map[string]time.Time // ids seen leaving gracefully
+	meta memberMeta           // what NodeMeta returns
+}
+
+// startGossip creates the memberlist and starts joining the seeds.
+func (n *Node) startGossip(hasState bool) error {
+	host, portStr, err := net.SplitHostPort(n.cfg.GossipAddr)
+	if err != nil {
+		return fmt.Errorf("gossip address %q: %w", n.cfg.GossipAddr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("gossip port %q: %w", portStr, err)
+	}
+	g := &gossip{
+		n:      n,
+		events: make(chan struct{}, 1),
+		left:   map[string]time.Time{},
+		meta: memberMeta{
+			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
+			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
+		},
+	}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = n.cfg.ID
+	mc.BindAddr, mc.BindPort = host, port
+	mc.AdvertisePort = port
+	if adv := advertiseHost(n.cfg.Advertise); adv != "" {
+		mc.AdvertiseAddr = adv
+	}
+	mc.Delegate = g
+	mc.Events = g
+	mc.Logger = log.New(slogWriter{n.log}, "", 0)
+	if n.cfg.Key != nil {
+		// Gossip is encrypted and authenticated; plaintext packets are dropped.
+		mc.SecretKey = n.cfg.Key.GossipKey()
+	}
+	list, err := memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("start gossip: %w", err)
+	}
+	g.list = list
+	n.gossip = g
+	n.wg.Add(1)
+	go g.joinSeeds()
+	return nil
+}
+
+// advertiseHost is the host part of --advertise, which may carry a port.
+func advertiseHost(advertise string) string {
+	if host, _, err := net.SplitHostPort(advertise); err == nil {
+		return host
+	}
+	return advertise
+}
+
+// joinSeeds retries the --join seeds until one answers or the node closes.
+// A restarted node finds its cluster the same way a new one does.
+func (g *gossip) joinSeeds() {
+	defer g.n.wg.Done()
+	seeds := slices.DeleteFunc(slices.Clone(g.n.cfg.Join), func(s string) bool { return s == g.n.cfg.GossipAddr })
+	if len(seeds) == 0 {
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		if _, err := g.list.Join(seeds); err == nil {
+			g.n.log.Info("joined gossip", "seeds", seeds, "members", g.list.NumMembers())
+			return
+		} else if attempt%10 == 0 {
+			g.n.log.Warn("gossip join failed; retrying", "seeds", seeds, "err", err)
+		}
+		select {
+		case <-g.n.closing:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// NodeMeta implements memberlist.Delegate.
+func (g *gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
+	b, _ := json.Marshal(g.meta)
+	g.mu.Unlock()
+	if len(b) > limit {
+		g.n.log.Error("gossip metadata too large; ids or addresses too long", "bytes", len(b), "limit", limit)
+		return nil
+	}
+	return b
+}
+
+func (g *gossip) NotifyMsg([]byte)                           {}
+func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *gossip) LocalState(join bool) []byte                { return nil }
+func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// NotifyJoin, NotifyLeave and NotifyUpdate run under memberlist's lock: they
+// only record and signal, never block.
+func (g *gossip) NotifyJoin(*memberlist.Node)   { g.signal() }
+func (g *gossip) NotifyUpdate(*memberlist.Node) { g.signal() }
+func (g *gossip) NotifyLeave(node *memberlist.Node) {
+	// A graceful leave is StateLeft; a crash or a partition is StateDead
+	// and must not shrink the Raft configuration.
+	if node.State == memberlist.StateLeft {
+		if meta, ok := parseMeta(node); ok {
+			g.mu.Lock()
+			g.left[meta.ID] = time.Now()
+			g.mu.Unlock()
+		}
+	}
+	g.signal()
+}
+
+func (g *gossip) signal() {
+	select {
+	case g.events <- struct{}{}:
+	default:
+	}
+}
+
+func parseMeta(node *memberlist.Node) (memberMeta, bool) {
+	var m memberMeta
+	if err := json.Unmarshal(node.Meta, &m); err != nil || m.ID == "" || m.RaftAddr == "" {
+		return m, false
+	}
+	return m, true
+}
+
+// members returns the metadata of every live member, this node included.
+func (g *gossip) members() []memberMeta {
+	var out []memberMeta
+	for _, node := range g.list.Members() {
+		if m, ok := parseMeta(node); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// updateMeta changes what this node advertises and pushes it out.
+func (g *gossip) updateMeta(change func(*memberMeta)) {
+	g.mu.Lock()
+	before := g.meta
+	change(&g.meta)
+	changed := before != g.meta
+	g.mu.Unlock()
+	if changed {
+		if err := g.list.UpdateNode(time.Second); err != nil {
+			g.n.log.Warn("gossip metadata update", "err", err)
+		}
+	}
+}
+
+// takeLeft returns and forgets the ids seen leaving gracefully.
+func (g *gossip) takeLeft() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ids := make([]string, 0, len(g.left))
+	for id := range g.left {
+		ids = append(ids, id)
+	}
+	clear(g.left)
+	return ids
+}
+
+func (g *gossip) leave(timeout time.Duration) error {
+	if err := g.list.Leave(timeout); err != nil {
+		return fmt.Errorf("gossip leave: %w", err)
+	}
+	return nil
+}
+
+func (g *gossip) shutdown() error { return g.list.Shutdown() }
+
+// httpAddrOf returns the HTTP address of a Raft server: what it advertises
+// over gossip, or else what the replicated state recorded for it.
+func (n *Node) httpAddrOf(id raft.ServerID) (string, bool) {
+	if string(id) == n.cfg.ID {
+		return n.cfg.HTTPAddr, n.cfg.HTTPAddr != ""
+	}
+	if n.gossip != nil {
+		for _, m := range n.gossip.members() {
+			if m.ID == string(id) && m.HTTPAddr != "" {
+				return m.HTTPAddr, true
+			}
+		}
+	}
+	return n.fsm.ServerHTTP(string(id))
+}
+
+// recordHTTPAddr replicates a server's HTTP address when it changed.
+// Leader only.
+func (n *Node) recordHTTPAddr(id, addr string) {
+	if cur, ok := n.fsm.ServerHTTP(id); ok && cur == addr || addr == "" && !ok {
+		return
+	}
+	if _, err := n.apply(fsm.EncodeServer(fsm.ServerCommand{ID: id, HTTPAddr: addr})); err != nil {
+		n.log.Warn("recording a server's HTTP address", "id", id, "err", err)
+	}
+}
+
+// slogWriter sends memberlist's log lines to slog at debug level; its
+// warnings about unreachable peers are routine in a cluster that is
+// changing.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(p), "component", "gossip")
+	return len(p), nil
+}
+
+var _ io.Writer = slogWriter{}

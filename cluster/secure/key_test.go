@@ -1,0 +1,190 @@
+package secure
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// newTestKey returns a fresh random key and its base64 form.
+func newTestKey(t *testing.T) (*Key, string) {
+	t.Helper()
+	raw := make([]byte, KeySize)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	s := base64.StdEncoding.EncodeToString(raw)
+	k, err := ParseKey(s)
+	if err != nil {
+		t.Fatalf("ParseKey: %v", err)
+	}
+	return k, s
+}
+
+func TestParseKey(t *testing.T) {
+	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, n)) }
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // substring; "" means success
+	}{
+		{"valid", b64(32), ""},
+		{"valid with trailing newline", b64(32) + "\n", ""},
+		{"not base64", "this is !!! not base64 at all ###############", "not standard base64"},
+		{"url-safe alphabet", strings.NewReplacer("+", "-", "/", "_").Replace(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 32))), "not standard base64"},
+		{"16 bytes", b64(16), "decodes to 16 bytes, want 32"},
+		{"33 bytes", b64(33), "decodes to 33 bytes, want 32"},
+		{"empty", "", "empty"},
+		{"whitespace only", "  \n", "empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := ParseKey(tt.in)
+			if tt.wantErr == "" {
+				if err != nil || k == nil {
+					t.Fatalf("ParseKey = %v, %v; want a key", k, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ParseKey succeeded; want error containing %q", tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %q does not contain %q", err, tt.wantErr)
+			}
+			if k != nil {
+				t.Fatalf("key returned alongside error")
+			}
+		})
+	}
+}
+
+func TestParseKeyErrorDoesNotEchoKey(t *testing.T) {
+	secret := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x5a}, 31))
+	_, err := ParseKey(secret)
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("error %v leaks the key or is nil", err)
+	}
+}
+
+func TestGossipKey(t *testing.T) {
+	raw := bytes.Repeat([]byte{0x42}, KeySize)
+	s := base64.StdEncoding.EncodeToString(raw)
+	k1, err := ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := k1.GossipKey()
+	if len(g) != 32 {
+		t.Fatalf("GossipKey length %d, want 32", len(g))
+	}
+	if !bytes.Equal(g, k2.GossipKey()) {
+		t.Fatal("GossipKey is not deterministic")
+	}
+	if bytes.Equal(g, raw) {
+		t.Fatal("GossipKey equals the raw cluster key")
+	}
+	if bytes.Equal(g, k1.mac[:]) {
+		t.Fatal("GossipKey equals the HMAC key")
+	}
+	g[0] ^= 0xff
+	if bytes.Equal(g, k1.GossipKey()) {
+		t.Fatal("GossipKey returns shared memory")
+	}
+	other, _ := newTestKey(t)
+	if bytes.Equal(k1.GossipKey(), other.GossipKey()) {
+		t.Fatal("different cluster keys give the same gossip key")
+	}
+}
+
+func TestCertificateDeterministic(t *testing.T) {
+	_, s := newTestKey(t)
+	k1, err := ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := k1.TLSConfig().Certificates[0], k2.TLSConfig().Certificates[0]
+	if !bytes.Equal(c1.Certificate[0], c2.Certificate[0]) {
+		t.Fatal("same key produced different certificates")
+	}
+	if c1.Leaf.Subject.CommonName != "linkraft" {
+		t.Fatalf("CommonName %q", c1.Leaf.Subject.CommonName)
+	}
+	other, _ := newTestKey(t)
+	if bytes.Equal(c1.Certificate[0], other.TLSConfig().Certificates[0].Certificate[0]) {
+		t.Fatal("different keys produced the same certificate")
+	}
+	// The peer check accepts our own certificate and rejects the other one.
+	if err := k1.TLSConfig().VerifyPeerCertificate(c2.Certificate, nil); err != nil {
+		t.Fatalf("own certificate rejected: %v", err)
+	}
+	if err := k1.TLSConfig().VerifyPeerCertificate(other.TLSConfig().Certificates[0].Certificate, nil); err == nil {
+		t.Fatal("foreign certificate accepted")
+	}
+	if err := k1.TLSConfig().VerifyPeerCertificate(nil, nil); err == nil {
+		t.Fatal("empty certificate list accepted")
+	}
+	if err := k1.TLSConfig().VerifyPeerCertificate([][]byte{c1.Certificate[0], c1.Certificate[0]}, nil); err == nil {
+		t.Fatal("two certificates accepted")
+	}
+	if err := k1.TLSConfig().VerifyPeerCertificate([][]byte{[]byte("garbage")}, nil); err == nil {
+		t.Fatal("garbage certificate accepted")
+	}
+}
+
+func TestSignVerify(t *testing.T) {
+	k, _ := newTestKey(t)
+	other, _ := newTestKey(t)
+	msg := []byte("POST /internal/clicks 1700000000")
+	sig := k.Sign(msg)
+	if len(sig) != 64 {
+		t.Fatalf("signature length %d, want 64 hex chars", len(sig))
+	}
+	if sig != k.Sign(msg) {
+		t.Fatal("Sign is not deterministic")
+	}
+	tests := []struct {
+		name string
+		key  *Key
+		msg  []byte
+		sig  string
+		want bool
+	}{
+		{"round trip", k, msg, sig, true},
+		{"uppercase hex", k, msg, strings.ToUpper(sig), true},
+		{"wrong message", k, []byte("POST /internal/clicks 1700000001"), sig, false},
+		{"wrong key", other, msg, sig, false},
+		{"other key's signature", k, msg, other.Sign(msg), false},
+		{"empty signature", k, msg, "", false},
+		{"not hex", k, msg, strings.Repeat("zz", 32), false},
+		{"truncated", k, msg, sig[:62], false},
+		{"extended", k, msg, sig + "00", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.key.Verify(tt.msg, tt.sig); got != tt.want {
+				t.Fatalf("Verify = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyRedacted(t *testing.T) {
+	k, s := newTestKey(t)
+	for _, out := range []string{fmt.Sprint(k), fmt.Sprintf("%v %+v %#v %s", k, k, k, k)} {
+		if strings.Contains(out, s) || !strings.Contains(out, "redacted") {
+			t.Fatalf("formatted key %q is not redacted", out)
+		}
+	}
+}

@@ -1,0 +1,403 @@
+package secure
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// waitLimit bounds every wait in these tests.
+const waitLimit = 5 * time.Second
+
+// loopback is 127.0.0.1, built fresh so tests share no mutable net.IP.
+func loopback() net.IP { return net.IPv4(127, 0, 0, 1) }
+
+func newLayer(t *testing.T, key *Key) *StreamLayer {
+	t.Helper()
+	s, err := NewStreamLayer("127.0.0.1:0", &net.TCPAddr{IP: loopback()}, key)
+	if err != nil {
+		t.Fatalf("NewStreamLayer: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// serverResult is what the accepting side saw on one connection.
+type serverResult struct {
+	got []byte
+	err error
+}
+
+// serve accepts one connection, reads n bytes and, if that worked, writes
+// reply. It reports what it read. The connection gets a deadline so a test
+// failure cannot hang the goroutine.
+func serve(s *StreamLayer, n int, reply []byte) <-chan serverResult {
+	out := make(chan serverResult, 1)
+	go func() {
+		conn, err := s.Accept()
+		if err != nil {
+			out <- serverResult{err: err}
+			return
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(waitLimit))
+		buf := make([]byte, n)
+		m, err := io.ReadFull(conn, buf)
+		if err == nil && reply != nil {
+			_, err = conn.Write(reply)
+		}
+		out <- serverResult{got: buf[:m], err: err}
+	}()
+	return out
+}
+
+func wait(t *testing.T, ch <-chan serverResult) serverResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(2 * waitLimit):
+		t.Fatal("server side did not finish in time")
+		return serverResult{}
+	}
+}
+
+func TestNewStreamLayerAdvertise(t *testing.T) {
+	tests := []struct {
+		name      string
+		bind      string
+		advertise net.Addr
+		wantErr   string
+	}{
+		{"nil", "127.0.0.1:0", nil, "set --advertise"},
+		{"ipv4 unspecified", "127.0.0.1:0", &net.TCPAddr{IP: net.IPv4zero, Port: 7000}, "set --advertise"},
+		{"ipv6 unspecified", "127.0.0.1:0", &net.TCPAddr{IP: net.IPv6unspecified, Port: 7000}, "set --advertise"},
+		{"no ip", "127.0.0.1:0", &net.TCPAddr{Port: 7000}, "set --advertise"},
+		{"not tcp", "127.0.0.1:0", &net.UDPAddr{IP: loopback(), Port: 7000}, "not a TCP address"},
+		{"bad bind", "127.0.0.1:notaport", &net.TCPAddr{IP: loopback(), Port: 7000}, "listen on"},
+		{"fixed port kept", "127.0.0.1:0", &net.TCPAddr{IP: loopback(), Port: 7000}, ""},
+		{"port 0 takes bound port", "127.0.0.1:0", &net.TCPAddr{IP: loopback()}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewStreamLayer(tt.bind, tt.advertise, nil)
+			if tt.wantErr != "" {
+				if err == nil {
+					s.Close()
+					t.Fatalf("NewStreamLayer succeeded; want error containing %q", tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %q does not contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewStreamLayer: %v", err)
+			}
+			defer s.Close()
+			adv := s.Addr().(*net.TCPAddr)
+			want := tt.advertise.(*net.TCPAddr).Port
+			if want == 0 {
+				want = s.listener.Addr().(*net.TCPAddr).Port
+			}
+			if !adv.IP.Equal(loopback()) || adv.Port != want || want == 0 {
+				t.Fatalf("Addr() = %v, want 127.0.0.1:%d", adv, want)
+			}
+		})
+	}
+}
+
+// TestExchange: two layers with the same key, or both without a key,
+// exchange bytes both ways.
+func TestExchange(t *testing.T) {
+	key, _ := newTestKey(t)
+	for _, tt := range []struct {
+		name string
+		key  *Key
+	}{{"same key", key}, {"no key", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := newLayer(t, tt.key), newLayer(t, tt.key)
+			res := serve(b, 4, []byte("pong"))
+			conn, err := a.Dial(raft.ServerAddress(b.Addr().String()), waitLimit)
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(waitLimit))
+			if _, err := conn.Write([]byte("ping")); err != nil {
+				t.Fatalf("client write: %v", err)
+			}
+			reply := make([]byte, 4)
+			if _, err := io.ReadFull(conn, reply); err != nil {
+				t.Fatalf("client read: %v", err)
+			}
+			if string(reply) != "pong" {
+				t.Fatalf("client got %q", reply)
+			}
+			r := wait(t, res)
+			if r.err != nil || string(r.got) != "ping" {
+				t.Fatalf("server got %q, %v", r.got, r.err)
+			}
+			_, isTLS := conn.(*tls.Conn)
+			if isTLS != (tt.key != nil) {
+				t.Fatalf("client conn is TLS: %v, key set: %v", isTLS, tt.key != nil)
+			}
+		})
+	}
+}
+
+// TestRejectedClients: peers without the cluster key never get a byte to the
+// accepting application, however they approach the listener.
+func TestRejectedClients(t *testing.T) {
+	key, _ := newTestKey(t)
+	otherKey, _ := newTestKey(t)
+	payload := []byte("AppendEntries please")
+
+	tests := []struct {
+		name string
+		// dial connects to addr and returns an error if the client itself
+		// already noticed the rejection.
+		dial func(t *testing.T, addr string) error
+		// dialMustFail: the client must see the failure during dial.
+		dialMustFail bool
+	}{
+		{
+			name: "stream layer with a different key",
+			dial: func(t *testing.T, addr string) error {
+				c := newLayer(t, otherKey)
+				conn, err := c.Dial(raft.ServerAddress(addr), waitLimit)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				conn.Write(payload)
+				return nil
+			},
+			dialMustFail: true,
+		},
+		{
+			name: "plain tcp",
+			dial: func(t *testing.T, addr string) error {
+				conn, err := net.DialTimeout("tcp", addr, waitLimit)
+				if err != nil {
+					t.Fatalf("tcp dial: %v", err)
+				}
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(waitLimit))
+				conn.Write(payload)
+				// Wait for the server to hang up so the payload was
+				// certainly delivered to (and refused by) the listener.
+				io.Copy(io.Discard, conn)
+				return nil
+			},
+		},
+		{
+			name: "tls without a client certificate",
+			dial: func(t *testing.T, addr string) error {
+				return tlsAttack(t, addr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}, payload)
+			},
+		},
+		{
+			name: "tls with a foreign certificate, trusting any server",
+			dial: func(t *testing.T, addr string) error {
+				return tlsAttack(t, addr, &tls.Config{
+					InsecureSkipVerify: true,
+					MinVersion:         tls.VersionTLS13,
+					Certificates:       otherKey.TLSConfig().Certificates,
+				}, payload)
+			},
+		},
+		{
+			name: "tls 1.2 with a foreign certificate",
+			dial: func(t *testing.T, addr string) error {
+				return tlsAttack(t, addr, &tls.Config{
+					InsecureSkipVerify: true,
+					MaxVersion:         tls.VersionTLS12,
+					Certificates:       otherKey.TLSConfig().Certificates,
+				}, payload)
+			},
+			dialMustFail: true, // MinVersion 1.3 refuses it in the handshake
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newLayer(t, key)
+			res := serve(srv, len(payload), []byte("secret reply"))
+			dialErr := tt.dial(t, srv.Addr().String())
+			if tt.dialMustFail && dialErr == nil {
+				t.Fatal("client handshake succeeded; want failure")
+			}
+			r := wait(t, res)
+			t.Logf("client: %v; server: %v", dialErr, r.err)
+			if r.err == nil {
+				t.Fatalf("server read %q without error", r.got)
+			}
+			if len(r.got) != 0 {
+				t.Fatalf("server application received %q", r.got)
+			}
+		})
+	}
+}
+
+// tlsAttack dials with cfg, writes payload and reads. It returns an error if
+// the client saw the rejection during the handshake, and fails the test if
+// the server ever answered with application data.
+func tlsAttack(t *testing.T, addr string, cfg *tls.Config, payload []byte) error {
+	t.Helper()
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: waitLimit}, Config: cfg}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitLimit))
+	conn.Write(payload)
+	got, err := io.ReadAll(conn)
+	if len(got) != 0 {
+		t.Fatalf("attacker received %q", got)
+	}
+	if err == nil {
+		return errors.New("server closed the connection")
+	}
+	return nil
+}
+
+// TestSilentClientDoesNotBlockAccept: a client that connects and never
+// speaks neither blocks Accept for the next peer nor holds its connection
+// past the handshake timeout.
+func TestSilentClientDoesNotBlockAccept(t *testing.T) {
+	key, _ := newTestKey(t)
+	srv := newLayer(t, key)
+	srv.handshakeTimeout = 200 * time.Millisecond
+	client := newLayer(t, key)
+
+	silent, err := net.DialTimeout("tcp", srv.Addr().String(), waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	// Two identical acceptors: which one gets the silent connection is up
+	// to the scheduler.
+	res1, res2 := serve(srv, 4, []byte("pong")), serve(srv, 4, []byte("pong"))
+
+	conn, err := client.Dial(raft.ServerAddress(srv.Addr().String()), waitLimit)
+	if err != nil {
+		t.Fatalf("Dial while a silent client is pending: %v", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitLimit))
+	conn.Write([]byte("ping"))
+	reply := make([]byte, 4)
+	if _, err := io.ReadFull(conn, reply); err != nil || string(reply) != "pong" {
+		t.Fatalf("client read %q, %v", reply, err)
+	}
+
+	// Accept order between the two serve goroutines is not fixed; exactly
+	// one must have the good exchange and the other a handshake failure.
+	r1, r2 := wait(t, res1), wait(t, res2)
+	good, bad := r1, r2
+	if r1.err != nil {
+		good, bad = r2, r1
+	}
+	if good.err != nil || string(good.got) != "ping" {
+		t.Fatalf("good connection: %q, %v", good.got, good.err)
+	}
+	if bad.err == nil || len(bad.got) != 0 {
+		t.Fatalf("silent connection: %q, %v; want a handshake error", bad.got, bad.err)
+	}
+}
+
+// TestRaftTransport sends one AppendEntries RPC through raft's
+// NetworkTransport over StreamLayers.
+func TestRaftTransport(t *testing.T) {
+	key, _ := newTestKey(t)
+	otherKey, _ := newTestKey(t)
+	tests := []struct {
+		name       string
+		sender     *Key
+		receiver   *Key
+		wantArrive bool
+	}{
+		{"same key", key, key, true},
+		{"no key", nil, nil, true},
+		{"different keys", key, otherKey, false},
+		{"plain sender, keyed receiver", nil, key, false},
+		{"keyed sender, plain receiver", key, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			send := raft.NewNetworkTransport(newLayer(t, tt.sender), 3, 2*time.Second, io.Discard)
+			defer send.Close()
+			recv := raft.NewNetworkTransport(newLayer(t, tt.receiver), 3, 2*time.Second, io.Discard)
+			defer recv.Close()
+
+			got := make(chan *raft.AppendEntriesRequest, 1)
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case rpc := <-recv.Consumer():
+						if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+							select {
+							case got <- req:
+							default:
+							}
+						}
+						rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+					case <-done:
+						return
+					}
+				}
+			}()
+			defer wg.Wait()
+			defer close(done)
+
+			req := &raft.AppendEntriesRequest{
+				RPCHeader: raft.RPCHeader{ID: []byte("a"), Addr: []byte(send.LocalAddr())},
+				Term:      7,
+				Entries:   []*raft.Log{{Index: 1, Term: 7, Type: raft.LogCommand, Data: []byte("create abc")}},
+			}
+			var resp raft.AppendEntriesResponse
+			err := send.AppendEntries("b", recv.LocalAddr(), req, &resp)
+
+			if !tt.wantArrive {
+				if err == nil {
+					t.Fatal("AppendEntries succeeded; want an error")
+				}
+				t.Logf("AppendEntries: %v", err)
+				select {
+				case r := <-got:
+					t.Fatalf("receiver got an RPC: %+v", r)
+				default:
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("AppendEntries: %v", err)
+			}
+			if !resp.Success || resp.Term != 7 {
+				t.Fatalf("response %+v", resp)
+			}
+			select {
+			case r := <-got:
+				if r.Term != 7 || len(r.Entries) != 1 || !bytes.Equal(r.Entries[0].Data, []byte("create abc")) {
+					t.Fatalf("receiver got %+v", r)
+				}
+			case <-time.After(waitLimit):
+				t.Fatal("receiver never saw the RPC")
+			}
+		})
+	}
+}

@@ -1,0 +1,565 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The admin client subcommands (status, join, leave, backup, restore) talk
+// to a node's /admin API over HTTP. Each exits 0 on success, 1 when the
+// request failed (the node's problem+json detail is printed) and 2 on a
+// usage error.
+
+const defaultAdminAddr = "http://127.0.0.1:8080"
+
+// adminOpts are the flags every admin subcommand shares.
+type adminOpts struct {
+	addr, token string
+	timeout     time.Duration
+}
+
+func (o *adminOpts) register(fs *flag.FlagSet, timeout time.Duration) {
+	fs.StringVar(&o.addr, "addr", defaultAdminAddr, "HTTP address of any node: http(s)://host:port or host:port (env LINKRAFT_ADDR)")
+	fs.StringVar(&o.token, "admin-token", "", "the nodes' --admin-token (env LINKRAFT_ADMIN_TOKEN)")
+	fs.DurationVar(&o.timeout, "timeout", timeout, "give up when the node has not answered within this time (env LINKRAFT_TIMEOUT)")
+}
+
+// applyEnvFor sets the named flags from LINKRAFT_<NAME> when that is set.
+// Only connection flags read the environment: LINKRAFT_ID on a server must
+// not silently choose which server "linkraft leave" removes.
+func applyEnvFor(fs *flag.FlagSet, names ...string) error {
+	var errs []error
+	for _, name := range names {
+		env := "LINKRAFT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseArgs parses flags that may come before, between or after positional
+// arguments, and returns the positional ones. The int is an exit code, or -1
+// to go on.
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer, envFlags ...string) ([]string, int) {
+	if err := applyEnvFor(fs, envFlags...); err != nil {
+		fmt.Fprintf(stderr, "linkraft %s: %v\n", fs.Name(), err)
+		return nil, 2
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0
+			}
+			return nil, 2 // the flag package printed the error and the usage
+		}
+		if fs.NArg() == 0 {
+			return pos, -1
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: linkraft %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// usageError reports a usage error and returns exit code 2.
+func usageError(fs *flag.FlagSet, stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "linkraft %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	fs.Usage()
+	return 2
+}
+
+// normalizeAddr turns --addr into a base URL without a trailing slash:
+// host:port gets http://, a bare :port means this machine.
+func normalizeAddr(addr string) (string, error) {
+	a := strings.TrimSpace(addr)
+	if a == "" {
+		return "", errors.New("--addr is empty")
+	}
+	if !strings.Contains(a, "://") {
+		if strings.HasPrefix(a, ":") {
+			a = "127.0.0.1" + a
+		}
+		a = "http://" + a
+	}
+	u, err := url.Parse(a)
+	if err != nil {
+		return "", fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("--addr %q: scheme must be http or https", addr)
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("--addr %q: want http(s)://host:port or host:port", addr)
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
+}
+
+// adminClient sends admin requests to one node.
+type adminClient struct {
+	cmd     string
+	base    string
+	token   string
+	timeout time.Duration
+	client  *fasthttp.Client
+}
+
+func (o *adminOpts) client(cmd string) (*adminClient, error) {
+	base, err := normalizeAddr(o.addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.timeout <= 0 {
+		return nil, errors.New("--timeout must be positive")
+	}
+	return &adminClient{
+		cmd: cmd, base: base, token: o.token, timeout: o.timeout,
+		client: &fasthttp.Client{
+			Name:                      "linkraft-cli/" + version,
+			ReadTimeout:               o.timeout,
+			WriteTimeout:              o.timeout,
+			MaxConnWaitTimeout:        o.timeout,
+			MaxIdemponentCallAttempts: 1,
+			DisablePathNormalizing:    true,
+		},
+	}, nil
+}
+
+// adminError is a request that failed: the node's answer, or no answer.
+type adminError struct {
+	status int    // 0 when the node did not answer
+	msg    string // "<status> <detail>", or why there was no answer
+	hint   string
+}
+
+func (e *adminError) Error() string { return e.msg }
+
+// do sends one request and returns the body of a 2xx answer; anything else
+// is an *adminError.
+func (c *adminClient) do(method, path, contentType string, body []byte) ([]byte, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+
+	req.SetRequestURI(c.base + path)
+	req.Header.SetMethod(method)
+	req.Header.Set(fasthttp.HeaderAccept, "application/json, application/problem+json, */*")
+	if c.token != "" {
+		req.Header.Set(fasthttp.HeaderAuthorization, "Bearer "+c.token)
+	}
+	if body != nil {
+		req.Header.SetContentType(contentType)
+		req.SetBodyRaw(body)
+	}
+	if err := c.client.DoTimeout(req, resp, c.timeout); err != nil {
+		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
+			return nil, &adminError{msg: fmt.Sprintf("no answer from %s within %s", c.base, c.timeout),
+				hint: "is a linkraft node listening there? (--addr, LINKRAFT_ADDR; --timeout for slow operations)"}
+		}
+		return nil, &adminError{msg: fmt.Sprintf("cannot reach %s: %v", c.base, err),
+			hint: "is a linkraft node listening there? (--addr, LINKRAFT_ADDR)"}
+	}
+	status := resp.StatusCode()
+	if status < 200 || status > 299 {
+		e := &adminError{status: status, msg: fmt.Sprintf("%d %s", status, problemDetail(status, resp.Body()))}
+		switch {
+		case status == fasthttp.StatusUnauthorized && c.token == "":
+			e.hint = "set --admin-token or LINKRAFT_ADMIN_TOKEN to the nodes' --admin-token"
+		case status == fasthttp.StatusForbidden && c.token == "":
+			e.hint = "without --admin-token the nodes answer admin requests only from their own machine"
+		}
+		return nil, e
+	}
+	return append([]byte(nil), resp.Body()...), nil
+}
+
+// problemDetail is the detail of a problem+json body, or the body itself
+// (shortened) when it is something else.
+func problemDetail(status int, body []byte) string {
+	var p struct {
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+		Error  string `json:"error"`
+	}
+	if json.Unmarshal(body, &p) == nil {
+		for _, s := range []string{p.Detail, p.Error, p.Title} {
+			if s != "" {
+				return s
+			}
+		}
+	}
+	text := strings.Join(strings.Fields(string(body)), " ")
+	if text == "" {
+		return fasthttp.StatusMessage(status)
+	}
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	return text
+}
+
+// fail prints err as "linkraft <cmd>: <message>" and returns exit code 1.
+func fail(cmd string, stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "linkraft %s: %v\n", cmd, err)
+	var ae *adminError
+	if errors.As(err, &ae) && ae.hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", ae.hint)
+	}
+	return 1
+}
+
+// clusterDoc is GET /admin/cluster's answer, decoded tolerantly.
+type clusterDoc struct {
+	NodeID         string          `json:"node_id"`
+	Role           string          `json:"role"`
+	Leader         string          `json:"leader"`
+	LeaderRaftAddr string          `json:"leader_raft_addr"`
+	Term           uint64          `json:"term"`
+	CommitIndex    uint64          `json:"commit_index"`
+	AppliedIndex   uint64          `json:"applied_index"`
+	HTTPAddr       string          `json:"http_addr"`
+	Servers        []clusterServer `json:"servers"`
+}
+
+type clusterServer struct {
+	ID          string `json:"id"`
+	RaftAddr    string `json:"raft_addr"`
+	HTTPAddr    string `json:"http_addr"`
+	Suffrage    string `json:"suffrage"`
+	Leader      bool   `json:"leader"`
+	Reachable   bool   `json:"reachable"`
+	LastContact string `json:"last_contact"`
+}
+
+// printCluster writes doc as a readable summary and server table.
+func printCluster(w io.Writer, doc *clusterDoc, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	node := orDash(doc.NodeID)
+	if doc.Role != "" {
+		node += " (" + doc.Role + ")"
+	}
+	if doc.HTTPAddr != "" {
+		node += " http " + doc.HTTPAddr
+	}
+	fmt.Fprintf(tw, "answered by:\t%s\n", node)
+	leader := "none known (no quorum, or an election is under way)"
+	if doc.Leader != "" || doc.LeaderRaftAddr != "" {
+		leader = orDash(doc.Leader)
+		if doc.LeaderRaftAddr != "" {
+			leader += " at " + doc.LeaderRaftAddr
+		}
+	}
+	fmt.Fprintf(tw, "leader:\t%s\n", leader)
+	fmt.Fprintf(tw, "term:\t%d\n", doc.Term)
+	fmt.Fprintf(tw, "commit index:\t%d\n", doc.CommitIndex)
+	fmt.Fprintf(tw, "applied index:\t%d\n", doc.AppliedIndex)
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	if len(doc.Servers) == 0 {
+		fmt.Fprintln(w, "no servers in the configuration")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRAFT ADDR\tHTTP ADDR\tSUFFRAGE\tLEADER\tREACHABLE\tLAST CONTACT")
+	unknown := false
+	for _, s := range doc.Servers {
+		httpAddr := s.HTTPAddr
+		if httpAddr == "" && s.ID == doc.NodeID {
+			httpAddr = doc.HTTPAddr
+		}
+		mark := ""
+		if s.Leader || (s.ID != "" && s.ID == doc.Leader) {
+			mark = "*"
+		}
+		reach := "no"
+		switch {
+		case s.Reachable:
+			reach = "yes"
+		case doc.Role != "leader" && s.ID != doc.NodeID && mark == "" && s.LastContact == "":
+			// Only the leader knows its followers' reachability.
+			reach, unknown = "?", true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(s.ID), orDash(s.RaftAddr), orDash(httpAddr),
+			orDash(strings.ToLower(s.Suffrage)), orDash(mark), reach, lastContact(s.LastContact, now))
+	}
+	tw.Flush()
+	if unknown {
+		fmt.Fprintln(w, "\n? = not known to this node; ask the leader for every server's reachability")
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// lastContact shows an RFC 3339 time as an age ("1.5s ago").
+func lastContact(ts string, now time.Time) string {
+	if ts == "" {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ts
+	}
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		return d.Round(100*time.Millisecond).String() + " ago"
+	default:
+		return d.Round(time.Second).String() + " ago"
+	}
+}
+
+// printClusterAnswer prints a cluster document as a table, or raw with
+// --json.
+func printClusterAnswer(cmd string, stdout, stderr io.Writer, body []byte, raw bool) int {
+	if raw {
+		stdout.Write(body)
+		if !bytes.HasSuffix(body, []byte("\n")) {
+			fmt.Fprintln(stdout)
+		}
+		return 0
+	}
+	var doc clusterDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fail(cmd, stderr, fmt.Errorf("the node's answer is not a cluster document: %v", err))
+	}
+	printCluster(stdout, &doc, time.Now())
+	return 0
+}
+
+// adminStatus is "linkraft status".
+func adminStatus(args []string, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("status", "status [--addr URL] [--admin-token T] [--json]", stderr)
+	o.register(fs, 10*time.Second)
+	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
+	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
+	}
+	c, err := o.client("status")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	body, err := c.do(fasthttp.MethodGet, "/admin/cluster", "", nil)
+	if err != nil {
+		return fail("status", stderr, err)
+	}
+	return printClusterAnswer("status", stdout, stderr, body, *raw)
+}
+
+// adminJoin is "linkraft join".
+func adminJoin(args []string, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("join", "join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT] [--addr URL] [--admin-token T]", stderr)
+	o.register(fs, 30*time.Second)
+	id := fs.String("id", "", "id of the server to add (its --id)")
+	raftAddr := fs.String("raft-addr", "", "Raft address the cluster reaches the server at")
+	httpAddr := fs.String("http-addr", "", "HTTP address of the server (optional)")
+	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
+	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	if code >= 0 {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
+	case *id == "":
+		return usageError(fs, stderr, "--id is required")
+	case *raftAddr == "":
+		return usageError(fs, stderr, "--raft-addr is required")
+	}
+	c, err := o.client("join")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	req, _ := json.Marshal(map[string]string{"id": *id, "raft_addr": *raftAddr, "http_addr": *httpAddr})
+	body, err := c.do(fasthttp.MethodPost, "/admin/join", "application/json", req)
+	if err != nil {
+		return fail("join", stderr, err)
+	}
+	if !*raw {
+		fmt.Fprintf(stdout, "joined %s (raft %s)\n\n", *id, *raftAddr)
+	}
+	return printClusterAnswer("join", stdout, stderr, body, *raw)
+}
+
+// adminLeave is "linkraft leave".
+func adminLeave(args []string, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("leave", "leave --id ID [--addr URL] [--admin-token T]", stderr)
+	o.register(fs, 30*time.Second)
+	id := fs.String("id", "", "id of the server to remove")
+	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
+	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	if code >= 0 {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
+	case *id == "":
+		return usageError(fs, stderr, "--id is required")
+	}
+	c, err := o.client("leave")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	req, _ := json.Marshal(map[string]string{"id": *id})
+	body, err := c.do(fasthttp.MethodPost, "/admin/leave", "application/json", req)
+	if err != nil {
+		return fail("leave", stderr, err)
+	}
+	if !*raw {
+		fmt.Fprintf(stdout, "removed %s\n\n", *id)
+	}
+	return printClusterAnswer("leave", stdout, stderr, body, *raw)
+}
+
+// adminBackup is "linkraft backup".
+func adminBackup(args []string, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("backup", "backup [-o FILE] [--addr URL] [--admin-token T]", stderr)
+	o.register(fs, 5*time.Minute)
+	var out string
+	fs.StringVar(&out, "o", "", "write the backup to FILE (default: standard output)")
+	fs.StringVar(&out, "output", "", "same as -o")
+	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "unexpected arguments: %s (use -o FILE)", strings.Join(pos, " "))
+	}
+	if out == "" || out == "-" {
+		if f, ok := stdout.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				return usageError(fs, stderr, "refusing to write a binary backup to a terminal: use -o FILE or redirect the output")
+			}
+		}
+	}
+	c, err := o.client("backup")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	body, err := c.do(fasthttp.MethodGet, "/admin/backup", "", nil)
+	if err != nil {
+		return fail("backup", stderr, err)
+	}
+	if len(body) == 0 {
+		return fail("backup", stderr, errors.New("the node sent an empty backup"))
+	}
+	if out == "" || out == "-" {
+		if _, err := stdout.Write(body); err != nil {
+			return fail("backup", stderr, err)
+		}
+		return 0
+	}
+	if err := writeFileAtomic(out, body); err != nil {
+		return fail("backup", stderr, err)
+	}
+	fmt.Fprintf(stderr, "wrote %d bytes to %s\n", len(body), out)
+	return 0
+}
+
+// writeFileAtomic writes data to path.tmp, syncs it and renames it over
+// path, so path is either the old file or the complete new one.
+func writeFileAtomic(path string, data []byte) (err error) {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// adminRestore is "linkraft restore".
+func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("restore", "restore FILE|- [--addr URL] [--admin-token T]", stderr)
+	o.register(fs, 5*time.Minute)
+	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, stderr, "want exactly one backup file (or - for standard input)")
+	}
+	c, err := o.client("restore")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	var data []byte
+	if pos[0] == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(pos[0])
+	}
+	if err != nil {
+		return fail("restore", stderr, fmt.Errorf("read backup: %w", err))
+	}
+	if len(data) == 0 {
+		return fail("restore", stderr, fmt.Errorf("backup %s is empty", pos[0]))
+	}
+	body, err := c.do(fasthttp.MethodPost, "/admin/restore", "application/octet-stream", data)
+	if err != nil {
+		return fail("restore", stderr, err)
+	}
+	stdout.Write(body)
+	if !bytes.HasSuffix(body, []byte("\n")) {
+		fmt.Fprintln(stdout)
+	}
+	return 0
+}

@@ -1,0 +1,84 @@
+package httpd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+)
+
+const idempotencyHeader = "Idempotency-Key"
+
+// fromPeer reports whether another node of this cluster sent the request.
+func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
+	return s.node.FromPeer(&ctx.Request, ctx.RemoteIP())
+}
+
+// toLeader serves a write here when this node leads, and otherwise forwards
+// it to the leader and relays the answer. A request that was forwarded
+// once is always served where it lands, so requests never loop.
+func (s *Server) toLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if s.node.IsLeader() || s.fromPeer(ctx) {
+			h(ctx)
+			return
+		}
+		var req fasthttp.Request
+		var resp fasthttp.Response
+		ctx.Request.CopyTo(&req)
+		// The forward may be retried after a lost answer; the key makes a
+		// retried create return the first outcome instead of a second link.
+		if len(req.Header.Peek(idempotencyHeader)) == 0 {
+			req.Header.Set(idempotencyHeader, randomKey())
+		}
+		err := s.node.Forward(&req, &resp)
+		switch {
+		case err == nil:
+			resp.CopyTo(&ctx.Response)
+		case errors.Is(err, cluster.ErrLeaderIsSelf):
+			h(ctx)
+		default:
+			s.writeWriteError(ctx, err)
+		}
+	}
+}
+
+func randomKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// handleReadIndex serves the leader's read index to the other nodes.
+func (s *Server) handleReadIndex(ctx *fasthttp.RequestCtx) {
+	if !s.fromPeer(ctx) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
+		return
+	}
+	index, err := s.node.ReadIndex()
+	if err != nil {
+		s.writeWriteError(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]uint64{"index": index})
+}
+
+// handleClicks applies a click batch another node flushed.
+func (s *Server) handleClicks(ctx *fasthttp.RequestCtx) {
+	if !s.fromPeer(ctx) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
+		return
+	}
+	applied, err := s.node.ApplyClicks(ctx.PostBody())
+	switch {
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed):
+		s.writeWriteError(ctx, err)
+	case err != nil:
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	default:
+		writeJSON(ctx, fasthttp.StatusOK, map[string]bool{"applied": applied})
+	}
+}
