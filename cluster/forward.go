@@ -232,7 +232,7 @@ func (n *Node) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for n.raft.AppliedIndex() < index {
+	for n.appliedIndex() < index {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("catch up to index %d: %w", index, ErrTimeout)
@@ -240,6 +240,14 @@ func (n *Node) CatchUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// appliedIndex is the last index the FSM has applied.
+func (n *Node) appliedIndex() uint64 {
+	if i, ok := n.fsm.Applied(); ok {
+		return i
+	}
+	return n.raft.AppliedIndex()
 }
 
 // ApplyClicks applies a click batch another node sent. Leader only.

@@ -19,6 +19,7 @@ var (
 	ErrNoTransferTarget = errors.New("no other voter to hand leadership to")
 	ErrInvalidServer    = errors.New("invalid server")
 	ErrOtherCluster     = errors.New("server belongs to another cluster")
+	ErrUnreachable      = errors.New("cannot reach the server's raft address")
 )
 
 func (n *Node) configuration() ([]raft.Server, error) {
@@ -59,6 +60,14 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 	if other := n.clusterOf(id, httpAddr); other != "" && other != n.fsm.ClusterID() {
 		return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, other)
 	}
+	// A voter that cannot be reached would count towards the quorum without
+	// ever acknowledging: adding one to a one-node cluster stops all writes.
+	// Dialling through the stream layer also proves it holds the cluster key.
+	conn, err := n.layer.Dial(raft.ServerAddress(raftAddr), 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w %s (is it running, with the same --cluster-key?): %v", ErrUnreachable, raftAddr, err)
+	}
+	conn.Close()
 	if err := n.addVoter(id, raftAddr); err != nil {
 		return err
 	}

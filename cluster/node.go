@@ -78,6 +78,7 @@ type Node struct {
 	log       *slog.Logger
 	fsm       *fsm.FSM
 	raft      *raft.Raft
+	layer     *secure.StreamLayer
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
 
@@ -183,7 +184,7 @@ func (n *Node) openRaft() (bool, error) {
 		store.Close()
 		return false, fmt.Errorf("start raft: %w", err)
 	}
-	n.raft, n.transport, n.store = r, transport, store
+	n.raft, n.layer, n.transport, n.store = r, layer, transport, store
 
 	hasState, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -15,6 +17,7 @@ import (
 type Server struct {
 	ID          string    `json:"id"`
 	RaftAddr    string    `json:"raft_addr"`
+	HTTPAddr    string    `json:"http_addr,omitempty"`
 	Suffrage    string    `json:"suffrage"`
 	Leader      bool      `json:"leader"`
 	Reachable   bool      `json:"reachable"`
@@ -62,33 +65,55 @@ func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 
 // Status reports this node's view of the cluster: roles, indexes and the
-// configuration's servers. A server's reachability is known only to the
-// leader; other nodes report the leader and themselves as reachable.
+// configuration's servers. Each other server is probed at its HTTP health
+// endpoint (concurrently, briefly), so "reachable" means reachable from
+// this node now and last_contact is the time of that answer.
 func (n *Node) Status() (Status, error) {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	st := Status{
 		ID: n.cfg.ID, Role: n.Role(), LeaderID: string(leaderID), LeaderAddr: string(leaderAddr),
 		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.raft.AppliedIndex(),
 	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return st, fmt.Errorf("read configuration: %w", err)
+	servers, err := n.configuration()
+	if err != nil {
+		return st, err
 	}
-	for _, s := range f.Configuration().Servers {
-		srv := Server{
+	st.Servers = make([]Server, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		srv := &st.Servers[i]
+		*srv = Server{
 			ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String(),
 			Leader: s.ID == leaderID,
 		}
-		switch {
-		case s.ID == raft.ServerID(n.cfg.ID):
+		srv.HTTPAddr, _ = n.httpAddrOf(s.ID)
+		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
-		case srv.Leader:
-			srv.LastContact = n.raft.LastContact().UTC()
-			srv.Reachable = time.Since(srv.LastContact) < 5*time.Second
+			continue
 		}
-		st.Servers = append(st.Servers, srv)
+		if srv.HTTPAddr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n.probe(srv.HTTPAddr) {
+				srv.Reachable, srv.LastContact = true, time.Now().UTC()
+			}
+		}()
 	}
+	wg.Wait()
 	return st, nil
+}
+
+// probe reports whether a node answers its health endpoint.
+func (n *Node) probe(httpAddr string) bool {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + httpAddr + "/health")
+	err := n.peers.client(httpAddr).DoTimeout(req, resp, 500*time.Millisecond)
+	return err == nil && resp.StatusCode() == fasthttp.StatusOK
 }
 
 // Backup writes a consistent copy of the whole state to w.
@@ -111,7 +136,13 @@ func (n *Node) Restore(backup []byte) error {
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(backup))}
 	if err := n.raft.Restore(meta, bytes.NewReader(backup), n.cfg.WriteTimeout); err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return fmt.Errorf("restore: %w", raftError(err))
+	}
+	// The backup may come from another cluster and lack this leader's
+	// address; recording it also gives every FSM a known applied index
+	// again, which read-after-write waits on.
+	if _, err := n.apply(fsm.EncodeServer(fsm.ServerCommand{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr})); err != nil {
+		return fmt.Errorf("restore: record leader address: %w", err)
 	}
 	return nil
 }

@@ -137,21 +137,26 @@ func (n *Node) Delete(ctx context.Context, code string) error {
 	return nil
 }
 
-// apply proposes one entry and waits for the FSM's response. Raft errors
-// become ErrNoLeader (not applied: safe to retry) or ErrTimeout (outcome
-// unknown: only an idempotent retry is safe).
+// apply proposes one entry and waits for the FSM's response.
 func (n *Node) apply(cmd []byte) (any, error) {
 	f := n.raft.Apply(cmd, n.cfg.WriteTimeout)
 	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, ErrNoLeader
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, ErrClosed
-		case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipLost):
-			return nil, ErrTimeout
-		}
-		return nil, fmt.Errorf("raft apply: %w", err)
+		return nil, raftError(err)
 	}
 	return f.Response(), nil
+}
+
+// raftError turns Raft's errors into this package's: ErrNoLeader (not
+// applied: safe to retry), ErrTimeout (outcome unknown: only an idempotent
+// retry is safe) or ErrClosed.
+func raftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNoLeader
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipLost):
+		return ErrTimeout
+	}
+	return fmt.Errorf("raft: %w", err)
 }

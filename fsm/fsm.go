@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -18,6 +19,12 @@ import (
 type FSM struct {
 	mu sync.RWMutex
 	s  *state
+
+	// applied is the index of the last log entry applied here, 0 until the
+	// first entry after start or a restore. Raft's own applied index runs
+	// ahead of the FSM (it counts entries handed to the FSM goroutine), so
+	// read-after-write must wait on this one.
+	applied atomic.Uint64
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -40,7 +47,18 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			results[i] = f.s.apply(l.Data)
 		}
 	}
+	if len(logs) > 0 {
+		f.applied.Store(logs[len(logs)-1].Index)
+	}
 	return results
+}
+
+// Applied returns the index of the last log entry this FSM applied, and
+// false when it has applied none since it started or was restored (then
+// Raft's applied index is exact: it is the restored snapshot's).
+func (f *FSM) Applied() (uint64, bool) {
+	i := f.applied.Load()
+	return i, i != 0
 }
 
 // Target is what a redirect needs to know about a code.
@@ -177,6 +195,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.s = s.state()
+	f.applied.Store(0)
 	f.mu.Unlock()
 	return nil
 }

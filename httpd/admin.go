@@ -21,21 +21,19 @@ func (s *Server) tokenOK(h *fasthttp.RequestHeader) bool {
 	return subtle.ConstantTimeCompare(h.Peek(fasthttp.HeaderAuthorization), want) == 1
 }
 
-// requireAdmin guards the admin API: the bearer token when one is set,
-// otherwise loopback clients only.
+// requireAdmin guards the admin API: the bearer token when one is set
+// (forwarded requests carry the operator's header, so the leader checks it
+// too), otherwise loopback clients and requests forwarded by a peer, which
+// checked its own client.
 func (s *Server) requireAdmin(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.fromPeer(ctx) {
-			h(ctx) // the node the operator called checked it
-			return
-		}
 		if s.cfg.AdminToken != "" {
 			if !s.tokenOK(&ctx.Request.Header) {
 				writeProblem(ctx, fasthttp.StatusUnauthorized, "admin endpoints need Authorization: Bearer <admin token>")
 				ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="linkraft admin"`)
 				return
 			}
-		} else if !ctx.RemoteIP().IsLoopback() {
+		} else if !ctx.RemoteIP().IsLoopback() && !s.fromPeer(ctx) {
 			writeProblem(ctx, fasthttp.StatusForbidden, "admin endpoints answer only local clients when no --admin-token is set")
 			return
 		}
@@ -95,7 +93,7 @@ func decodeAdminBody(ctx *fasthttp.RequestCtx, v any) bool {
 // writeMembershipError maps a refused membership change to its status.
 func (s *Server) writeMembershipError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
-	case errors.Is(err, cluster.ErrInvalidServer):
+	case errors.Is(err, cluster.ErrInvalidServer), errors.Is(err, cluster.ErrUnreachable):
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, cluster.ErrUnknownServer):
 		writeProblem(ctx, fasthttp.StatusNotFound, err.Error())

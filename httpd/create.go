@@ -60,6 +60,12 @@ func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time) (fsm.Creat
 		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
 			return fsm.CreateRequest{}, err
 		}
+	case err == nil && mediaType == "application/x-www-form-urlencoded" && looksLikeJSON(ctx.PostBody()):
+		// curl -d '{"url":...}' sends JSON labelled as a form; a form body
+		// cannot start with "{", so take it for what it is.
+		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
+			return fsm.CreateRequest{}, err
+		}
 	case err == nil && mediaType == "application/x-www-form-urlencoded":
 		if err := decodeFormBody(ctx.PostArgs(), &f); err != nil {
 			return fsm.CreateRequest{}, err
@@ -72,6 +78,11 @@ func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time) (fsm.Creat
 		f.Workspace = &ws
 	}
 	return s.validateCreate(&f, now)
+}
+
+func looksLikeJSON(body []byte) bool {
+	b := bytes.TrimSpace(body)
+	return len(b) > 0 && b[0] == '{'
 }
 
 func decodeJSONBody(body []byte, f *createFields) error {

@@ -21,6 +21,17 @@ func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
 // it to the leader and relays the answer. A request that was forwarded
 // once is always served where it lands, so requests never loop.
 func (s *Server) toLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return s.forwarder(h, false)
+}
+
+// preferLeader is toLeader for reads an operator needs most when there is
+// no leader (cluster status, backup, export): without a leader, this node
+// answers from its own state.
+func (s *Server) preferLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return s.forwarder(h, true)
+}
+
+func (s *Server) forwarder(h fasthttp.RequestHandler, localFallback bool) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if s.node.IsLeader() || s.fromPeer(ctx) {
 			h(ctx)
@@ -39,6 +50,9 @@ func (s *Server) toLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 		case err == nil:
 			resp.CopyTo(&ctx.Response)
 		case errors.Is(err, cluster.ErrLeaderIsSelf):
+			h(ctx)
+		case localFallback && errors.Is(err, cluster.ErrNoLeader):
+			ctx.Response.Header.Set("X-Linkraft-Stale", "no leader reachable; this is the answering node's own view")
 			h(ctx)
 		default:
 			s.writeWriteError(ctx, err)

@@ -134,13 +134,16 @@ func (s *Server) routes() {
 	admin := func(method, path, route string, h fasthttp.RequestHandler) {
 		handle(method, path, route, s.requireAdmin(s.toLeader(h)))
 	}
-	admin("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
+	adminRead := func(method, path, route string, h fasthttp.RequestHandler) {
+		handle(method, path, route, s.requireAdmin(s.preferLeader(h)))
+	}
+	adminRead("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
 	admin("POST", "/admin/join", "admin_join", s.handleJoin)
 	admin("POST", "/admin/leave", "admin_leave", s.handleLeave)
 	admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", s.handleLeadershipTransfer)
-	admin("GET", "/admin/backup", "admin_backup", s.handleBackup)
+	adminRead("GET", "/admin/backup", "admin_backup", s.handleBackup)
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
-	admin("GET", "/admin/export", "admin_export", s.handleExport)
+	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
 	admin("POST", "/admin/import", "admin_import", s.handleImport)
 }
 
