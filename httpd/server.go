@@ -98,7 +98,7 @@ func (s *Server) routes() {
 	r.RedirectTrailingSlash = true // "/ui" → "/ui/"
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		writeBrowserError(ctx, fasthttp.StatusNotFound, "no such page or short link")
+		writeBrowserError(ctx, fasthttp.StatusNotFound, "nothing at "+string(ctx.Path())+": no such page or short link")
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
