@@ -65,7 +65,7 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Errors of the write path. Both mean "try again later" to a client.
+// Errors of the write path. Each means "try again later" to a client.
 var (
 	ErrNoLeader = errors.New("no leader available")
 	ErrTimeout  = errors.New("write not confirmed in time; it may still be applied")
@@ -96,8 +96,9 @@ type Node struct {
 }
 
 // Open starts a node on its data dir. On first start with BootstrapExpect
-// of at most 1 it bootstraps a single-voter cluster; later starts recover
-// from the data dir.
+// of at most 1 and no Join seeds it bootstraps a single-voter cluster; with
+// a larger BootstrapExpect it bootstraps together with its gossip peers
+// (see DESIGN.md); later starts recover from the data dir.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	cfg.setDefaults()
 	if cfg.ID == "" {
@@ -351,7 +352,8 @@ func (n *Node) shutdownRaft() error {
 }
 
 // waitLeader blocks until this node leads with an initialised FSM, or ctx
-// ends. Forwarding to another leader comes with multi-node clusters.
+// ends. Writes that reach a follower are forwarded by httpd before they get
+// here; this covers a leader that is still being elected or initialised.
 func (n *Node) waitLeader(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
