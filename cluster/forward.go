@@ -181,9 +181,16 @@ func (n *Node) FromPeer(req *fasthttp.Request, remote net.IP) bool {
 }
 
 // ReadIndex returns an index that covers every write acknowledged before
-// the call: the commit index, taken after this node has committed an entry
-// of its own term (a barrier) and confirmed by a heartbeat round that it is
-// still the leader (the ReadIndex recipe of the Raft thesis, as rqlite does).
+// the call, following the ReadIndex recipe of the Raft thesis (as rqlite
+// does): this node makes sure it has committed an entry of its own term (a
+// barrier, once per term, so every earlier leader's writes are applied
+// here), takes the index, and confirms with a heartbeat round that it is
+// still the leader in the same term.
+//
+// The index is this FSM's applied index rather than the commit index: Raft
+// never hands its own no-op and barrier entries to the FSM, so a commit
+// index that ends on one is an index no FSM ever reports. Every write this
+// leader acknowledged was applied here before it was acknowledged.
 func (n *Node) ReadIndex() (uint64, error) {
 	if !n.IsLeader() {
 		return 0, ErrNoLeader
@@ -195,7 +202,7 @@ func (n *Node) ReadIndex() (uint64, error) {
 		}
 		n.readyTerm.Store(term)
 	}
-	index := n.raft.CommitIndex()
+	index := n.appliedIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil || n.raft.CurrentTerm() != term {
 		return 0, ErrNoLeader
 	}
@@ -204,13 +211,32 @@ func (n *Node) ReadIndex() (uint64, error) {
 
 func (n *Node) readTimeout() time.Duration { return min(n.cfg.WriteTimeout, 2*time.Second) }
 
-// fetchReadIndex asks the leader (possibly this node) for a read index.
+// fetchReadIndex asks the leader (possibly this node) for a read index. It
+// keeps trying until the read timeout: during an election there is no
+// leader for a moment, and a miss must wait for the next one rather than
+// answer 404 for a code that exists.
 func (n *Node) fetchReadIndex() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
+	defer cancel()
+	for {
+		index, err := n.readIndexOnce(ctx)
+		if err == nil {
+			return index, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-n.closing:
+			return 0, ErrClosed
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) readIndexOnce(ctx context.Context) (uint64, error) {
 	if n.IsLeader() {
 		return n.ReadIndex()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
-	defer cancel()
 	var answer struct {
 		Index uint64 `json:"index"`
 	}
@@ -242,7 +268,9 @@ func (n *Node) CatchUp(ctx context.Context) error {
 	return nil
 }
 
-// appliedIndex is the last index the FSM has applied.
+// appliedIndex is the index of the last entry the FSM has applied. Raft's
+// own applied index is used only when the FSM has applied nothing since it
+// started or was restored; then it is the restored snapshot's index.
 func (n *Node) appliedIndex() uint64 {
 	if i, ok := n.fsm.Applied(); ok {
 		return i

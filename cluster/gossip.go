@@ -27,6 +27,10 @@ type memberMeta struct {
 	Expect   int    `json:"expect"`
 	HasState bool   `json:"state"`             // has Raft state: bootstrapped or joined
 	Cluster  string `json:"cluster,omitempty"` // cluster id, once initialised
+	// Leaving announces a graceful leave before the node goes: memberlist's
+	// NotifyLeave cannot tell a leave from a death (the state it passes is
+	// not updated), but it passes the node's last metadata.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // gossip is this node's memberlist membership and what it has learnt.
@@ -137,14 +141,12 @@ func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
 func (g *gossip) NotifyJoin(*memberlist.Node)   { g.signal() }
 func (g *gossip) NotifyUpdate(*memberlist.Node) { g.signal() }
 func (g *gossip) NotifyLeave(node *memberlist.Node) {
-	// A graceful leave is StateLeft; a crash or a partition is StateDead
-	// and must not shrink the Raft configuration.
-	if node.State == memberlist.StateLeft {
-		if meta, ok := parseMeta(node); ok {
-			g.mu.Lock()
-			g.left[meta.ID] = time.Now()
-			g.mu.Unlock()
-		}
+	// Only a node that announced its leave is recorded; a crash or a
+	// partition must not shrink the Raft configuration.
+	if meta, ok := parseMeta(node); ok && meta.Leaving {
+		g.mu.Lock()
+		g.left[meta.ID] = time.Now()
+		g.mu.Unlock()
 	}
 	g.signal()
 }
@@ -201,7 +203,9 @@ func (g *gossip) takeLeft() []string {
 	return ids
 }
 
+// leave announces the leave in this node's metadata, then leaves gossip.
 func (g *gossip) leave(timeout time.Duration) error {
+	g.updateMeta(func(m *memberMeta) { m.Leaving = true })
 	if err := g.list.Leave(timeout); err != nil {
 		return fmt.Errorf("gossip leave: %w", err)
 	}
