@@ -32,8 +32,8 @@ func (n *Node) configuration() ([]raft.Server, error) {
 
 // Join adds a voter. Joining again with the same id and address is a no-op;
 // an id or address already used by another server is refused, and so is a
-// server that reports (over gossip, or at its HTTP address when given) that
-// it belongs to another cluster.
+// server that reports (over gossip, or at its HTTP address when given) a
+// different id or another cluster.
 func (n *Node) Join(id, raftAddr, httpAddr string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidServer)
@@ -57,8 +57,13 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
 	}
-	if other := n.clusterOf(id, httpAddr); other != "" && other != n.fsm.ClusterID() {
-		return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, other)
+	if who, ok := n.identify(raftAddr, httpAddr); ok {
+		if who.ID != id {
+			return fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, who.ID, id)
+		}
+		if who.Cluster != "" && who.Cluster != n.fsm.ClusterID() {
+			return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, who.Cluster)
+		}
 	}
 	// A voter that cannot be reached would count towards the quorum without
 	// ever acknowledging: adding one to a one-node cluster stops all writes.
@@ -84,31 +89,37 @@ func (n *Node) addVoter(id, raftAddr string) error {
 	return nil
 }
 
-// clusterOf asks gossip, then the server's HTTP health endpoint, which
-// cluster a server belongs to; empty when it is unknown or none.
-func (n *Node) clusterOf(id, httpAddr string) string {
+// identity is what a server says about itself.
+type identity struct {
+	ID      string `json:"node_id"`
+	Cluster string `json:"cluster_id"`
+}
+
+// identify asks gossip, then the server's HTTP health endpoint, who the
+// server at raftAddr is and which cluster it belongs to.
+func (n *Node) identify(raftAddr, httpAddr string) (identity, bool) {
 	if n.gossip != nil {
 		for _, m := range n.gossip.members() {
-			if m.ID == id && m.Cluster != "" {
-				return m.Cluster
+			if m.RaftAddr == raftAddr {
+				return identity{ID: m.ID, Cluster: m.Cluster}, true
 			}
 		}
 	}
 	if httpAddr == "" {
-		return ""
+		return identity{}, false
 	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + httpAddr + "/health")
 	if err := n.peers.client(httpAddr).DoTimeout(req, resp, 2*time.Second); err != nil {
-		return ""
+		return identity{}, false
 	}
-	var health struct {
-		ClusterID string `json:"cluster_id"`
+	var who identity
+	if err := json.Unmarshal(resp.Body(), &who); err != nil || who.ID == "" {
+		return identity{}, false
 	}
-	_ = json.Unmarshal(resp.Body(), &health)
-	return health.ClusterID
+	return who, true
 }
 
 // Leave removes a server from the configuration. The last voter cannot leave.
