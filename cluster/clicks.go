@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -146,4 +149,29 @@ func (n *Node) runClickFlusher() {
 			cancel()
 		}
 	}
+}
+
+// ApplyClicks applies a click batch another node sent. Leader only.
+func (n *Node) ApplyClicks(data []byte) (bool, error) {
+	cmd, err := fsm.DecodeCommand(data)
+	if _, ok := cmd.(fsm.ClickBatch); err != nil || !ok {
+		return false, fmt.Errorf("not a click batch: %v", err)
+	}
+	if !n.IsLeader() {
+		return false, ErrNoLeader
+	}
+	resp, err := n.apply(data)
+	if err != nil {
+		return false, err
+	}
+	applied, _ := resp.(bool)
+	return applied, nil
+}
+
+// sendClicks hands a click batch to the leader.
+func (n *Node) sendClicks(ctx context.Context, batch []byte) error {
+	var answer struct {
+		Applied bool `json:"applied"`
+	}
+	return n.callLeader(ctx, fasthttp.MethodPost, ClicksPath, batch, &answer)
 }
