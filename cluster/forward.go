@@ -17,6 +17,7 @@ import (
 const (
 	ReadIndexPath   = "/internal/v1/read-index"
 	ClicksPath      = "/internal/v1/clicks"
+	LinkPath        = "/internal/v1/links/" // + code
 	SignatureHeader = "X-Linkraft-Signature"
 	// ForwardedHeader marks a request a node forwarded to the leader; the
 	// receiver never forwards it again, so leadership changes cannot make

@@ -2,11 +2,15 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // ReadIndex returns an index that covers every write acknowledged before
@@ -80,6 +84,12 @@ func (n *Node) readIndexOnce(ctx context.Context) (uint64, error) {
 // local miss before answering 404. Concurrent callers share one request to
 // the leader per round trip, so a flood of unknown codes costs the leader
 // one request per node at a time.
+//
+// It returns ErrBehind when the leader answered but this node has not
+// applied that far within catchUpWait: a node that was down can wait up to
+// ~10 s for the leader's replication to retry it (hashicorp/raft backs off
+// up to 10.24 s towards a failed peer), so callers then ask the leader for
+// what they need (LeaderLink) instead of answering from stale state.
 func (n *Node) CatchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
 	defer cancel()
@@ -87,7 +97,11 @@ func (n *Node) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(catchUpWait)
 	for n.appliedIndex() < index {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: applied %d, leader confirmed %d", ErrBehind, n.appliedIndex(), index)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("catch up to index %d: %w", index, ErrTimeout)
@@ -95,6 +109,26 @@ func (n *Node) CatchUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// catchUpWait is how long CatchUp waits for local apply before reporting
+// ErrBehind; replication normally takes milliseconds.
+const catchUpWait = 300 * time.Millisecond
+
+// ErrBehind means the leader confirmed writes this node has not applied yet.
+var ErrBehind = errors.New("this node is behind the leader")
+
+// LeaderLink asks the leader for one link, for a node that is behind.
+func (n *Node) LeaderLink(ctx context.Context, code string) (fsm.Link, bool, error) {
+	var answer struct {
+		Found bool     `json:"found"`
+		Link  fsm.Link `json:"link"`
+	}
+	err := n.callLeader(ctx, fasthttp.MethodGet, LinkPath+url.PathEscape(code), nil, &answer)
+	if err != nil {
+		return fsm.Link{}, false, err
+	}
+	return answer.Link, answer.Found, nil
 }
 
 // appliedIndex is the index of the last entry the FSM has applied. Raft's

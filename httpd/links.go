@@ -141,10 +141,7 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 // local miss is confirmed against the leader first (read-after-write).
 func (s *Server) lookupLink(ctx *fasthttp.RequestCtx) (fsm.Link, bool) {
 	code, _ := ctx.UserValue("code").(string)
-	l, ok := s.fsm.Get(code)
-	if !ok && s.node.CatchUp(context.Background()) == nil {
-		l, ok = s.fsm.Get(code)
-	}
+	l, ok := s.findLink(code)
 	if !ok {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return l, false

@@ -1,13 +1,16 @@
 package httpd
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 const idempotencyHeader = "Idempotency-Key"
@@ -95,4 +98,40 @@ func (s *Server) handleClicks(ctx *fasthttp.RequestCtx) {
 	default:
 		writeJSON(ctx, fasthttp.StatusOK, map[string]bool{"applied": applied})
 	}
+}
+
+// handleLeaderLink answers a node that is behind with one link.
+func (s *Server) handleLeaderLink(ctx *fasthttp.RequestCtx) {
+	if !s.fromPeer(ctx) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
+		return
+	}
+	if !s.node.IsLeader() {
+		s.writeWriteError(ctx, cluster.ErrNoLeader) // only the leader's answer is current
+		return
+	}
+	code, _ := ctx.UserValue("code").(string)
+	l, ok := s.fsm.Get(code)
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"found": ok, "link": l})
+}
+
+// findLink looks a code up for a read that must not miss a code acknowledged
+// anywhere: locally, then after catching up with the leader, then, when
+// this node is behind, at the leader itself.
+func (s *Server) findLink(code string) (fsm.Link, bool) {
+	if l, ok := s.fsm.Get(code); ok {
+		return l, true
+	}
+	err := s.node.CatchUp(context.Background())
+	if err == nil || !errors.Is(err, cluster.ErrBehind) {
+		return s.fsm.Get(code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l, ok, err := s.node.LeaderLink(ctx, code)
+	if err != nil {
+		s.log.Debug("asking the leader for a link", "code", code, "err", err)
+		return s.fsm.Get(code)
+	}
+	return l, ok
 }

@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"context"
 	"time"
 	"unsafe"
 
@@ -78,12 +77,13 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 // that read or copy their argument, never for writing.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// confirmMiss looks code up again after catching up with the leader, so a
-// code created through any node is never answered 404 here while the
-// leader is reachable. Kept out of redirect so the hit path stays small.
+// confirmMiss looks a code up again the careful way (findLink), so a code
+// created through any node is never answered 404 here while the leader is
+// reachable. Kept out of redirect so the hit path stays small.
 func (s *Server) confirmMiss(code []byte) (fsm.Target, bool) {
-	if err := s.node.CatchUp(context.Background()); err != nil {
+	l, ok := s.findLink(string(code))
+	if !ok {
 		return fsm.Target{}, false
 	}
-	return s.fsm.Lookup(code)
+	return fsm.Target{Code: l.Code, URL: l.URL, ExpiresAt: l.ExpiresAt}, true
 }

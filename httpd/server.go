@@ -128,6 +128,7 @@ func (s *Server) routes() {
 	handle("GET", "/stats/{code}", "stats", s.statsHandler("click_count"))
 	handle("GET", cluster.ReadIndexPath, "internal_read_index", s.handleReadIndex)
 	handle("POST", cluster.ClicksPath, "internal_clicks", s.handleClicks)
+	handle("GET", cluster.LinkPath+"{code}", "internal_link", s.handleLeaderLink)
 
 	// Admin calls act on the leader's view: the leader alone knows which
 	// servers are reachable and holds the freshest state.
