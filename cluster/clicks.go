@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -151,8 +152,11 @@ func (n *Node) runClickFlusher() {
 	}
 }
 
-// ApplyClicks applies a click batch another node sent. Leader only.
+// ApplyClicks applies a click batch another node sent. Leader only. data
+// is copied: Raft keeps the entry (its log cache serves followers later),
+// while callers' buffers, such as fasthttp's request body, are reused.
 func (n *Node) ApplyClicks(data []byte) (bool, error) {
+	data = bytes.Clone(data)
 	cmd, err := fsm.DecodeCommand(data)
 	if _, ok := cmd.(fsm.ClickBatch); err != nil || !ok {
 		return false, fmt.Errorf("not a click batch: %v", err)
