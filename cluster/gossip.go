@@ -39,10 +39,15 @@ type gossip struct {
 	list   *memberlist.Memberlist
 	events chan struct{} // a membership change happened; coalesced
 
-	mu   sync.Mutex
-	left map[string]time.Time // ids seen leaving gracefully
-	meta memberMeta           // what NodeMeta returns
+	mu       sync.Mutex
+	left     map[string]time.Time // ids seen leaving gracefully
+	departed map[string]time.Time // ids removed at their own request
+	meta     memberMeta           // what NodeMeta returns
 }
+
+// departedGrace is how long a server removed at its own request is not
+// added back from gossip, which may still see it alive for a moment.
+const departedGrace = 10 * time.Second
 
 // startGossip creates the memberlist and starts joining the seeds.
 func (n *Node) startGossip(hasState bool) error {
@@ -55,9 +60,10 @@ func (n *Node) startGossip(hasState bool) error {
 		return fmt.Errorf("gossip port %q: %w", portStr, err)
 	}
 	g := &gossip{
-		n:      n,
-		events: make(chan struct{}, 1),
-		left:   map[string]time.Time{},
+		n:        n,
+		events:   make(chan struct{}, 1),
+		left:     map[string]time.Time{},
+		departed: map[string]time.Time{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
@@ -189,6 +195,25 @@ func (g *gossip) updateMeta(change func(*memberMeta)) {
 			g.n.log.Warn("gossip metadata update", "err", err)
 		}
 	}
+}
+
+// markDeparted remembers that id asked to be removed.
+func (g *gossip) markDeparted(id string) {
+	g.mu.Lock()
+	g.departed[id] = time.Now()
+	g.mu.Unlock()
+}
+
+// recentlyDeparted reports whether id asked to be removed within the grace.
+func (g *gossip) recentlyDeparted(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.departed[id]
+	if ok && time.Since(at) > departedGrace {
+		delete(g.departed, id)
+		return false
+	}
+	return ok
 }
 
 // takeLeft returns and forgets the ids seen leaving gracefully.

@@ -122,6 +122,19 @@ func (n *Node) identify(raftAddr, httpAddr string) (identity, bool) {
 	return who, true
 }
 
+// LeavePath is where a node leaving gracefully asks the leader to remove it.
+const LeavePath = "/internal/v1/leave"
+
+// RemoveDeparted removes a server at its own request. Leader only. The id
+// is kept from being added back from gossip for a moment, since gossip may
+// still see the server alive.
+func (n *Node) RemoveDeparted(id string) error {
+	if n.gossip != nil {
+		n.gossip.markDeparted(id)
+	}
+	return n.Leave(id)
+}
+
 // Leave removes a server from the configuration. The last voter cannot leave.
 func (n *Node) Leave(id string) error {
 	if !n.IsLeader() {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/secure"
@@ -311,14 +313,13 @@ func (n *Node) leaveCluster() {
 		n.log.Info("last voter: staying in the configuration")
 		return
 	}
-	if n.IsLeader() {
-		if err := n.Leave(n.cfg.ID); err != nil {
-			n.log.Warn("leader leaving", "err", err)
-		}
-	} else if n.gossip != nil {
+	if n.gossip != nil {
 		if err := n.gossip.leave(n.cfg.WriteTimeout); err != nil {
 			n.log.Warn("leaving gossip", "err", err)
 		}
+	}
+	if err := n.askRemoval(); err != nil {
+		n.log.Warn("asking the leader to remove this node", "err", err)
 	}
 	deadline := time.Now().Add(n.cfg.WriteTimeout)
 	for time.Now().Before(deadline) {
@@ -329,6 +330,29 @@ func (n *Node) leaveCluster() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	n.log.Warn("still in the Raft configuration after leaving; the leader will remove it when it sees the leave")
+}
+
+// askRemoval has the leader remove this node, or removes it directly when
+// this node still leads, retrying until the write timeout.
+func (n *Node) askRemoval() error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	defer cancel()
+	body, _ := json.Marshal(map[string]string{"id": n.cfg.ID})
+	for {
+		var answer struct{}
+		err := n.callLeader(ctx, fasthttp.MethodPost, LeavePath, body, &answer)
+		if errors.Is(err, ErrLeaderIsSelf) {
+			err = n.Leave(n.cfg.ID)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (n *Node) inConfiguration() bool {

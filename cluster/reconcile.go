@@ -103,6 +103,9 @@ func (n *Node) reconcile() {
 	alive := map[string]bool{}
 	for _, m := range n.gossip.members() {
 		alive[m.ID] = true
+		if m.Leaving || n.gossip.recentlyDeparted(m.ID) {
+			continue
+		}
 		if m.Cluster != "" && cluster != "" && m.Cluster != cluster {
 			n.log.Warn("gossip member belongs to another cluster; not adding it", "member", m.ID)
 			continue

@@ -135,3 +135,27 @@ func (s *Server) findLink(code string) (fsm.Link, bool) {
 	}
 	return l, ok
 }
+
+// handleDeparture removes a node that is leaving gracefully, at its own
+// request: a node can only ask for its own removal.
+func (s *Server) handleDeparture(ctx *fasthttp.RequestCtx) {
+	if !s.fromPeer(ctx) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
+		return
+	}
+	var req struct {
+		ID string `json:"id"`
+	}
+	if !decodeAdminBody(ctx, &req) {
+		return
+	}
+	if req.ID == "" || req.ID != string(ctx.Request.Header.Peek(cluster.ForwardedHeader)) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
+		return
+	}
+	if err := s.node.RemoveDeparted(req.ID); err != nil {
+		s.writeMembershipError(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, struct{}{})
+}

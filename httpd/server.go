@@ -129,6 +129,7 @@ func (s *Server) routes() {
 	handle("GET", cluster.ReadIndexPath, "internal_read_index", s.handleReadIndex)
 	handle("POST", cluster.ClicksPath, "internal_clicks", s.handleClicks)
 	handle("GET", cluster.LinkPath+"{code}", "internal_link", s.handleLeaderLink)
+	handle("POST", cluster.LeavePath, "internal_leave", s.handleDeparture)
 
 	// Admin calls act on the leader's view: the leader alone knows which
 	// servers are reachable and holds the freshest state.
