@@ -20,7 +20,6 @@ type encoder struct{ buf []byte }
 func (e *encoder) byte(b byte)      { e.buf = append(e.buf, b) }
 func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
 func (e *encoder) varint(v int64)   { e.buf = binary.AppendVarint(e.buf, v) }
-func (e *encoder) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.buf = append(e.buf, b...) }
 func (e *encoder) string(s string)  { e.uvarint(uint64(len(s))); e.buf = append(e.buf, s...) }
 func (e *encoder) bool(b bool)      { e.byte(boolByte(b)) }
 func (e *encoder) fixed(b []byte)   { e.buf = append(e.buf, b...) }
