@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,10 +27,15 @@ type clickCounter struct {
 	counts map[string]uint64
 	spare  map[string]uint64
 
-	flushMu sync.Mutex      // one flush at a time
-	pending *fsm.ClickBatch // proposed but not known to be applied
-	lastSeq uint64
+	flushMu      sync.Mutex      // one flush at a time
+	pending      *fsm.ClickBatch // proposed but not known to be applied
+	pendingCount atomic.Uint64   // clicks in pending, readable without flushMu
+	lastSeq      uint64
 }
+
+// maxClickBatchCodes bounds one batch (about 1 MiB with 64-character custom
+// codes); more codes wait for the next flush.
+const maxClickBatchCodes = 16384
 
 func newClickCounter(node string, f *fsm.FSM) *clickCounter {
 	return &clickCounter{node: node, fsm: f, counts: map[string]uint64{}, spare: map[string]uint64{}}
@@ -45,22 +51,27 @@ func (n *Node) RecordClick(code string) {
 }
 
 // PendingClicks is the number of clicks counted here and not yet flushed.
+// It never waits for a flush in progress.
 func (n *Node) PendingClicks() uint64 {
 	c := n.clicks
-	var total uint64
+	total := c.pendingCount.Load()
 	c.mu.Lock()
 	for _, v := range c.counts {
 		total += v
 	}
 	c.mu.Unlock()
-	c.flushMu.Lock()
-	if c.pending != nil {
-		for _, cc := range c.pending.Counts {
+	return total
+}
+
+func (c *clickCounter) setPending(b *fsm.ClickBatch) {
+	c.pending = b
+	var total uint64
+	if b != nil {
+		for _, cc := range b.Counts {
 			total += cc.Count
 		}
 	}
-	c.flushMu.Unlock()
-	return total
+	c.pendingCount.Store(total)
 }
 
 // take moves the aggregated counts into a new batch, or returns nil when
@@ -78,8 +89,14 @@ func (c *clickCounter) take(now time.Time) *fsm.ClickBatch {
 	if len(counts) == 0 {
 		return nil
 	}
-	b := &fsm.ClickBatch{Node: c.node, Now: now.UnixMilli(), Counts: make([]fsm.ClickCount, 0, len(counts))}
+	b := &fsm.ClickBatch{Node: c.node, Now: now.UnixMilli(), Counts: make([]fsm.ClickCount, 0, min(len(counts), maxClickBatchCodes))}
 	for code, n := range counts {
+		if len(b.Counts) == maxClickBatchCodes {
+			c.mu.Lock()
+			c.counts[code] += n // over the batch limit: next flush
+			c.mu.Unlock()
+			continue
+		}
 		b.Counts = append(b.Counts, fsm.ClickCount{Code: code, Count: n})
 	}
 	clear(counts)
@@ -100,15 +117,23 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 	// Two rounds: a retried batch first, then the clicks counted since.
 	for range 2 {
 		if c.pending == nil {
-			c.pending = c.take(time.Now())
+			c.setPending(c.take(time.Now()))
 			if c.pending == nil {
 				return nil
 			}
 		}
-		if err := n.proposeClicks(ctx, fsm.EncodeClicks(*c.pending)); err != nil {
+		err := n.proposeClicks(ctx, fsm.EncodeClicks(*c.pending))
+		if errors.Is(err, ErrRefused) {
+			// Retrying what the leader refuses would hold back every later
+			// click of this node; drop it loudly instead.
+			n.log.Error("leader refused a click batch; dropping it", "clicks", c.pendingCount.Load(), "err", err)
+			c.setPending(nil)
 			return err
 		}
-		c.pending = nil
+		if err != nil {
+			return err
+		}
+		c.setPending(nil)
 	}
 	return nil
 }

@@ -28,6 +28,10 @@ const (
 // ErrLeaderIsSelf tells Forward's caller to serve the request itself.
 var ErrLeaderIsSelf = errors.New("this node is the leader")
 
+// ErrRefused is a leader's permanent refusal of an internal request (a 4xx
+// other than 429): sending it again would be refused again.
+var ErrRefused = errors.New("refused by the leader")
+
 // peers holds one fasthttp HostClient per peer HTTP address.
 type peers struct {
 	mu      sync.Mutex
@@ -129,8 +133,12 @@ func (n *Node) callLeader(ctx context.Context, method, path string, body []byte,
 	if err := n.peers.client(addr).DoDeadline(req, resp, deadline); err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if resp.StatusCode() != fasthttp.StatusOK {
-		return fmt.Errorf("%s %s: leader answered %d: %w", method, path, resp.StatusCode(), ErrNoLeader)
+	switch status := resp.StatusCode(); {
+	case status == fasthttp.StatusOK:
+	case status >= 400 && status < 500 && status != fasthttp.StatusTooManyRequests:
+		return fmt.Errorf("%s %s: leader answered %d %s: %w", method, path, status, resp.Body(), ErrRefused)
+	default:
+		return fmt.Errorf("%s %s: leader answered %d: %w", method, path, status, ErrNoLeader)
 	}
 	if err := json.Unmarshal(resp.Body(), out); err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)

@@ -19,8 +19,9 @@ import (
 // Limits on requests. Bodies are small JSON except a restore, which carries
 // a whole backup.
 const (
-	maxBodyBytes    = 64 << 10
-	maxRestoreBytes = 1 << 30
+	maxBodyBytes       = 64 << 10
+	maxRestoreBytes    = 1 << 30
+	maxClickBatchBytes = 4 << 20
 )
 
 // Config is the HTTP layer's part of the node's flags.
@@ -159,12 +160,18 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	s.router.Handler(ctx)
 }
 
-// requestLimits gives restores and imports a larger body limit than everything else,
-// and only to requests that carry the admin token when one is set, so an
-// anonymous client cannot make the node buffer a huge body.
+// requestLimits gives restores and imports a larger body limit than
+// everything else, and only to requests that carry the admin token when one
+// is set, so an anonymous client cannot make the node buffer a huge body;
+// click batches from other nodes get a limit that fits the largest batch.
 func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	uri := string(h.RequestURI())
-	if h.IsPost() && (uri == "/admin/restore" || uri == "/admin/import") && s.tokenOK(h) {
+	if !h.IsPost() {
+		return fasthttp.RequestConfig{}
+	}
+	switch uri := h.RequestURI(); {
+	case string(uri) == cluster.ClicksPath:
+		return fasthttp.RequestConfig{MaxRequestBodySize: maxClickBatchBytes}
+	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.tokenOK(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}
 	return fasthttp.RequestConfig{}
@@ -194,7 +201,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
-			fmt.Sprintf("request body is larger than %d bytes", maxBodyBytes))
+			fmt.Sprintf("request body is larger than %d bytes", s.bodyLimit(&ctx.Request.Header)))
 	default:
 		var timeout interface{ Timeout() bool }
 		if errors.As(err, &timeout) && timeout.Timeout() {
