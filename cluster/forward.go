@@ -72,13 +72,24 @@ func (n *Node) leaderHTTP() (addr string, self, ok bool) {
 	return addr, false, ok
 }
 
+// ForwardOptions say how long a forwarded request may take and whether it
+// may be sent again once it might have reached the leader.
+type ForwardOptions struct {
+	Timeout time.Duration // 0: the write timeout
+	// Idempotent requests (creates with an idempotency key) are sent again
+	// after any error; others only when the connection was never made.
+	Idempotent bool
+}
+
 // Forward sends req to the leader and fills resp. It waits for a leader
-// until the write timeout and retries a request whose answer was lost on
-// the way, so callers must make forwarded writes idempotent (creates carry
-// an idempotency key). It returns ErrLeaderIsSelf when this node leads and
-// ErrNoLeader when no leader answered in time.
-func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response) error {
-	deadline := time.Now().Add(n.cfg.WriteTimeout)
+// until the timeout. It returns ErrLeaderIsSelf when this node leads,
+// ErrNoLeader when no leader could be reached in time, and ErrTimeout when
+// a request that is not idempotent got no answer: it may have been applied.
+func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts ForwardOptions) error {
+	if opts.Timeout <= 0 {
+		opts.Timeout = n.cfg.WriteTimeout
+	}
+	deadline := time.Now().Add(opts.Timeout)
 	req.Header.Set(ForwardedHeader, n.cfg.ID)
 	n.sign(req)
 	var lastErr error
@@ -91,6 +102,9 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response) error {
 			err := n.peers.client(addr).DoDeadline(req, resp, deadline)
 			if err == nil {
 				return nil
+			}
+			if !opts.Idempotent && !neverSent(err) {
+				return fmt.Errorf("%w: %v", ErrTimeout, err)
 			}
 			lastErr = err
 		}
@@ -106,6 +120,13 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// neverSent reports whether a client error happened before the request
+// could reach the server, so sending it again cannot apply it twice.
+func neverSent(err error) bool {
+	var dial *fasthttp.ErrDialWithUpstream
+	return errors.As(err, &dial) || errors.Is(err, fasthttp.ErrDialTimeout)
 }
 
 // callLeader makes a signed internal request to the leader and decodes its

@@ -83,7 +83,7 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 // addVoter adds a voter or, for a known id, updates its address.
 func (n *Node) addVoter(id, raftAddr string) error {
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
-		return fmt.Errorf("add voter %s: %w", id, err)
+		return fmt.Errorf("add voter %s: %w", id, raftError(err))
 	}
 	n.log.Info("server joined", "id", id, "raft_addr", raftAddr)
 	return nil
@@ -161,7 +161,7 @@ func (n *Node) Leave(id string) error {
 		return ErrLastVoter
 	}
 	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
-		return fmt.Errorf("remove server %s: %w", id, err)
+		return fmt.Errorf("remove server %s: %w", id, raftError(err))
 	}
 	if n.IsLeader() {
 		n.recordHTTPAddr(id, "")
@@ -179,7 +179,7 @@ func (n *Node) TransferLeadership() error {
 		return ErrNoTransferTarget
 	}
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
-		return fmt.Errorf("leadership transfer: %w", err)
+		return fmt.Errorf("leadership transfer: %w", raftError(err))
 	}
 	return nil
 }

@@ -155,7 +155,8 @@ func raftError(err error) error {
 		return ErrNoLeader
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrClosed
-	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipLost):
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrAbortedByRestore):
 		return ErrTimeout
 	}
 	return fmt.Errorf("raft: %w", err)

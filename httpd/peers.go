@@ -24,17 +24,30 @@ func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
 // it to the leader and relays the answer. A request that was forwarded
 // once is always served where it lands, so requests never loop.
 func (s *Server) toLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return s.forwarder(h, false)
+	return s.forwarder(h, forwardWrite)
 }
 
-// preferLeader is toLeader for reads an operator needs most when there is
-// no leader (cluster status, backup, export): without a leader, this node
-// answers from its own state.
-func (s *Server) preferLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return s.forwarder(h, true)
+// forwardMode says how a route's requests are forwarded.
+type forwardMode struct {
+	opts cluster.ForwardOptions
+	// idempotencyKey: give the forwarded request a key if it has none, so
+	// it can be sent again after a lost answer (creates only: the FSM
+	// remembers keys of creates).
+	idempotencyKey bool
+	// localFallback: without a leader, answer from this node's state.
+	localFallback bool
 }
 
-func (s *Server) forwarder(h fasthttp.RequestHandler, localFallback bool) fasthttp.RequestHandler {
+var (
+	forwardWrite  = forwardMode{}
+	forwardCreate = forwardMode{opts: cluster.ForwardOptions{Idempotent: true}, idempotencyKey: true}
+	// Admin operations can outlast a create: joining dials and probes the
+	// new server, restores and imports move whole data sets.
+	forwardAdmin     = forwardMode{opts: cluster.ForwardOptions{Timeout: 5 * time.Minute}}
+	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute}, localFallback: true}
+)
+
+func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if s.node.IsLeader() || s.fromPeer(ctx) {
 			h(ctx)
@@ -43,18 +56,16 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, localFallback bool) fastht
 		var req fasthttp.Request
 		var resp fasthttp.Response
 		ctx.Request.CopyTo(&req)
-		// The forward may be retried after a lost answer; the key makes a
-		// retried create return the first outcome instead of a second link.
-		if len(req.Header.Peek(idempotencyHeader)) == 0 {
+		if mode.idempotencyKey && len(req.Header.Peek(idempotencyHeader)) == 0 {
 			req.Header.Set(idempotencyHeader, randomKey())
 		}
-		err := s.node.Forward(&req, &resp)
+		err := s.node.Forward(&req, &resp, mode.opts)
 		switch {
 		case err == nil:
 			resp.CopyTo(&ctx.Response)
 		case errors.Is(err, cluster.ErrLeaderIsSelf):
 			h(ctx)
-		case localFallback && errors.Is(err, cluster.ErrNoLeader):
+		case mode.localFallback && errors.Is(err, cluster.ErrNoLeader):
 			ctx.Response.Header.Set("X-Linkraft-Stale", "no leader reachable; this is the answering node's own view")
 			h(ctx)
 		default:
@@ -106,8 +117,10 @@ func (s *Server) handleLeaderLink(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
 		return
 	}
-	if !s.node.IsLeader() {
-		s.writeWriteError(ctx, cluster.ErrNoLeader) // only the leader's answer is current
+	// ReadIndex makes sure this leader has applied every earlier leader's
+	// writes and still leads; only then is its answer current.
+	if _, err := s.node.ReadIndex(); err != nil {
+		s.writeWriteError(ctx, err)
 		return
 	}
 	code, _ := ctx.UserValue("code").(string)

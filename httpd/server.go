@@ -104,10 +104,6 @@ func (s *Server) routes() {
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
 	}
-	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
-		s.log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "internal error")
-	}
 
 	handle := func(method, path, route string, h fasthttp.RequestHandler) {
 		r.Handle(method, path, s.metrics.instrument(route, h))
@@ -117,7 +113,7 @@ func (s *Server) routes() {
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
 
-	create := s.limitCreates(s.toLeader(s.handleCreate))
+	create := s.limitCreates(s.forwarder(s.handleCreate, forwardCreate))
 	handle("POST", "/shorten", "create", create)
 	handle("POST", "/api/v1/urls", "create", create)
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
@@ -135,10 +131,12 @@ func (s *Server) routes() {
 	// Admin calls act on the leader's view: the leader alone knows which
 	// servers are reachable and holds the freshest state.
 	admin := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.requireAdmin(s.toLeader(h)))
+		handle(method, path, route, s.requireAdmin(s.forwarder(h, forwardAdmin)))
 	}
+	// Reads an operator needs most when there is no leader (cluster status,
+	// backup, export) fall back to this node's own state.
 	adminRead := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.requireAdmin(s.preferLeader(h)))
+		handle(method, path, route, s.requireAdmin(s.forwarder(h, forwardAdminRead)))
 	}
 	adminRead("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
 	admin("POST", "/admin/join", "admin_join", s.handleJoin)
@@ -153,11 +151,20 @@ func (s *Server) routes() {
 // Handler is the server's root handler. Anything that can be a short code
 // goes straight to the redirect; the rest goes through the router.
 func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
+	defer s.recoverPanic(ctx) // the router's PanicHandler does not cover the redirect path
 	if code, ok := redirectCode(ctx); ok {
 		s.metrics.instrumentRedirect(ctx, code, s.redirect)
 		return
 	}
 	s.router.Handler(ctx)
+}
+
+// recoverPanic answers 500 instead of letting a bug take the node down.
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
+	if v := recover(); v != nil {
+		s.log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "internal error")
+	}
 }
 
 // requestLimits gives restores and imports a larger body limit than

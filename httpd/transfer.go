@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -68,9 +69,14 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 	}
 	sem := make(chan struct{}, importConcurrency)
 	var wg sync.WaitGroup
+	var unavailable atomic.Pointer[error] // set once the cluster cannot take writes
 	for i, raw := range bytes.Split(ctx.PostBody(), []byte("\n")) {
 		line := i + 1
 		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		if stop := unavailable.Load(); stop != nil {
+			fail(line, "not attempted: "+(*stop).Error())
 			continue
 		}
 		req, err := s.parseImportLine(raw)
@@ -83,7 +89,10 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			outcome, msg := s.importOne(req)
+			outcome, msg, err := s.importOne(req)
+			if err != nil {
+				unavailable.CompareAndSwap(nil, &err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch outcome {
@@ -138,18 +147,20 @@ const (
 	skipped
 )
 
-func (s *Server) importOne(req fsm.CreateRequest) (importOutcome, string) {
+// importOne creates one line's link. The error is set when the cluster
+// cannot take writes at all, which ends the import.
+func (s *Server) importOne(req fsm.CreateRequest) (importOutcome, string, error) {
 	res, err := s.node.Create(context.Background(), req)
 	switch {
 	case err != nil:
-		return importFailed, err.Error()
+		return importFailed, err.Error(), err
 	case res.Err == nil:
-		return imported, ""
+		return imported, "", nil
 	case errors.Is(res.Err, fsm.ErrCodeTaken):
 		if l, ok := s.fsm.Get(req.CustomCode); ok && l.URL == req.URL && l.Workspace == req.Workspace {
-			return skipped, ""
+			return skipped, "", nil
 		}
-		return importFailed, "code " + req.CustomCode + " is taken by another link or was deleted"
+		return importFailed, "code " + req.CustomCode + " is taken by another link or was deleted", nil
 	}
-	return importFailed, res.Err.Error()
+	return importFailed, res.Err.Error(), nil
 }
