@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,6 +33,9 @@ type memberMeta struct {
 	// NotifyLeave cannot tell a leave from a death (the state it passes is
 	// not updated), but it passes the node's last metadata.
 	Leaving bool `json:"leaving,omitempty"`
+	// Boot is random per process start: a server removed from the
+	// configuration while running is not added back until it restarts.
+	Boot string `json:"boot"`
 }
 
 // gossip is this node's memberlist membership and what it has learnt.
@@ -40,14 +45,10 @@ type gossip struct {
 	events chan struct{} // a membership change happened; coalesced
 
 	mu       sync.Mutex
-	left     map[string]time.Time // ids seen leaving gracefully
-	departed map[string]time.Time // ids removed at their own request
-	meta     memberMeta           // what NodeMeta returns
+	left     map[string]struct{} // ids seen leaving gracefully
+	departed map[string]string   // id → boot of servers removed while running
+	meta     memberMeta          // what NodeMeta returns
 }
-
-// departedGrace is how long a server removed at its own request is not
-// added back from gossip, which may still see it alive for a moment.
-const departedGrace = 10 * time.Second
 
 // startGossip creates the memberlist and starts joining the seeds.
 func (n *Node) startGossip(hasState bool) error {
@@ -62,11 +63,12 @@ func (n *Node) startGossip(hasState bool) error {
 	g := &gossip{
 		n:        n,
 		events:   make(chan struct{}, 1),
-		left:     map[string]time.Time{},
-		departed: map[string]time.Time{},
+		left:     map[string]struct{}{},
+		departed: map[string]string{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
+			Boot: randomHex(8),
 		},
 	}
 	mc := memberlist.DefaultLANConfig()
@@ -151,7 +153,7 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	// partition must not shrink the Raft configuration.
 	if meta, ok := parseMeta(node); ok && meta.Leaving {
 		g.mu.Lock()
-		g.left[meta.ID] = time.Now()
+		g.left[meta.ID] = struct{}{}
 		g.mu.Unlock()
 	}
 	g.signal()
@@ -197,20 +199,25 @@ func (g *gossip) updateMeta(change func(*memberMeta)) {
 	}
 }
 
-// markDeparted remembers that id asked to be removed.
+// markDeparted remembers that the running process of id was removed, so
+// reconciliation does not add it back until it restarts.
 func (g *gossip) markDeparted(id string) {
-	g.mu.Lock()
-	g.departed[id] = time.Now()
-	g.mu.Unlock()
+	for _, m := range g.members() {
+		if m.ID == id {
+			g.mu.Lock()
+			g.departed[id] = m.Boot
+			g.mu.Unlock()
+		}
+	}
 }
 
-// recentlyDeparted reports whether id asked to be removed within the grace.
-func (g *gossip) recentlyDeparted(id string) bool {
+// departedMember reports whether m is a process that was removed.
+func (g *gossip) departedMember(m memberMeta) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	at, ok := g.departed[id]
-	if ok && time.Since(at) > departedGrace {
-		delete(g.departed, id)
+	boot, ok := g.departed[m.ID]
+	if ok && boot != m.Boot {
+		delete(g.departed, m.ID) // restarted since: it may join again
 		return false
 	}
 	return ok
@@ -264,6 +271,12 @@ func (n *Node) recordHTTPAddr(id, addr string) {
 	if _, err := n.apply(fsm.EncodeServer(fsm.ServerCommand{ID: id, HTTPAddr: addr})); err != nil {
 		n.log.Warn("recording a server's HTTP address", "id", id, "err", err)
 	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // slogWriter sends memberlist's log lines to slog at debug level; its

@@ -125,16 +125,6 @@ func (n *Node) identify(raftAddr, httpAddr string) (identity, bool) {
 // LeavePath is where a node leaving gracefully asks the leader to remove it.
 const LeavePath = "/internal/v1/leave"
 
-// RemoveDeparted removes a server at its own request. Leader only. The id
-// is kept from being added back from gossip for a moment, since gossip may
-// still see the server alive.
-func (n *Node) RemoveDeparted(id string) error {
-	if n.gossip != nil {
-		n.gossip.markDeparted(id)
-	}
-	return n.Leave(id)
-}
-
 // Leave removes a server from the configuration. The last voter cannot leave.
 func (n *Node) Leave(id string) error {
 	if !n.IsLeader() {
@@ -159,6 +149,11 @@ func (n *Node) Leave(id string) error {
 		return ErrUnknownServer
 	case found.Suffrage == raft.Voter && voters == 1:
 		return ErrLastVoter
+	}
+	// Gossip may still see the server alive (it is leaving, or an operator
+	// removed a running server): do not add this process back.
+	if n.gossip != nil {
+		n.gossip.markDeparted(id)
 	}
 	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, raftError(err))

@@ -304,10 +304,9 @@ func (n *Node) handOffLeadership() {
 	n.log.Info("handed leadership over before leaving", "leader", n.Leader())
 }
 
-// leaveCluster removes this node from the Raft configuration: directly when
-// it still leads, otherwise by leaving gossip gracefully, which the leader
-// turns into a removal. It waits, bounded by the write timeout, until the
-// removal is visible here.
+// leaveCluster announces the leave over gossip and has the leader remove
+// this node (askRemoval; directly when it still leads). It waits, bounded
+// by the write timeout, until the removal is visible here.
 func (n *Node) leaveCluster() {
 	if n.otherVoters() == 0 {
 		n.log.Info("last voter: staying in the configuration")

@@ -30,6 +30,8 @@ func (n *Node) runMembership(bootstrapping bool) {
 		})
 		if n.IsLeader() {
 			n.reconcile()
+		} else {
+			n.gossip.takeLeft() // only a leader acts on leaves; drop stale ones
 		}
 		wait := t.C
 		if bootstrapping {
@@ -103,7 +105,7 @@ func (n *Node) reconcile() {
 	alive := map[string]bool{}
 	for _, m := range n.gossip.members() {
 		alive[m.ID] = true
-		if m.Leaving || n.gossip.recentlyDeparted(m.ID) {
+		if m.Leaving || n.gossip.departedMember(m) {
 			continue
 		}
 		if m.Cluster != "" && cluster != "" && m.Cluster != cluster {

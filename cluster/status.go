@@ -55,8 +55,8 @@ func (n *Node) Leader() string {
 	return string(id)
 }
 
-// AppliedIndex is the last log index applied to the FSM.
-func (n *Node) AppliedIndex() uint64 { return n.raft.AppliedIndex() }
+// AppliedIndex is the index of the last log entry the FSM has applied.
+func (n *Node) AppliedIndex() uint64 { return n.appliedIndex() }
 
 // Term is the current Raft term.
 func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
@@ -72,7 +72,7 @@ func (n *Node) Status() (Status, error) {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	st := Status{
 		ID: n.cfg.ID, Role: n.Role(), LeaderID: string(leaderID), LeaderAddr: string(leaderAddr),
-		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.raft.AppliedIndex(),
+		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.appliedIndex(),
 	}
 	servers, err := n.configuration()
 	if err != nil {

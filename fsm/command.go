@@ -75,7 +75,7 @@ type ClickCount struct {
 	Count uint64
 }
 
-// ClickBatch is one node's aggregated clicks. Seq increases by one per batch
+// ClickBatch is one node's aggregated clicks. Seq grows with every batch
 // from that node; a batch whose Seq is not above the last applied one from
 // the same node is a retry and is ignored, which makes flushes exactly-once.
 type ClickBatch struct {

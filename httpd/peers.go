@@ -166,7 +166,7 @@ func (s *Server) handleDeparture(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
 		return
 	}
-	if err := s.node.RemoveDeparted(req.ID); err != nil {
+	if err := s.node.Leave(req.ID); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}

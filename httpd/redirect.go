@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/codes"
 )
 
 const cacheControlNoStore = "private, no-cache, no-store, must-revalidate"
@@ -81,6 +82,9 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // created through any node is never answered 404 here while the leader is
 // reachable. Kept out of redirect so the hit path stays small.
 func (s *Server) confirmMiss(code []byte) (fsm.Target, bool) {
+	if codes.IsReserved(string(code)) {
+		return fsm.Target{}, false // "/API", "/Admin": never a code
+	}
 	l, ok := s.findLink(string(code))
 	if !ok {
 		return fsm.Target{}, false
