@@ -42,7 +42,10 @@ func (n *Node) ReadIndex() (uint64, error) {
 	return index, nil
 }
 
-func (n *Node) readTimeout() time.Duration { return min(n.cfg.WriteTimeout, 2*time.Second) }
+// readTimeout bounds how long a miss waits for a leader to confirm it: as
+// long as a write waits, so a miss during an election waits for the next
+// leader instead of answering 404 for a code that exists.
+func (n *Node) readTimeout() time.Duration { return n.cfg.WriteTimeout }
 
 // fetchReadIndex asks the leader (possibly this node) for a read index. It
 // keeps trying until the read timeout: during an election there is no
@@ -99,14 +102,10 @@ func (n *Node) CatchUp(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(catchUpWait)
 	for n.appliedIndex() < index {
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%w: applied %d, leader confirmed %d", ErrBehind, n.appliedIndex(), index)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("catch up to index %d: %w", index, ErrTimeout)
-		case <-time.After(time.Millisecond):
-		}
+		time.Sleep(time.Millisecond)
 	}
 	return nil
 }
@@ -118,17 +117,39 @@ const catchUpWait = 300 * time.Millisecond
 // ErrBehind means the leader confirmed writes this node has not applied yet.
 var ErrBehind = errors.New("this node is behind the leader")
 
-// LeaderLink asks the leader for one link, for a node that is behind.
-func (n *Node) LeaderLink(ctx context.Context, code string) (fsm.Link, bool, error) {
-	var answer struct {
-		Found bool     `json:"found"`
-		Link  fsm.Link `json:"link"`
+// LeaderLink finds a link for a node that is behind: in its own state once
+// it has caught up, otherwise at the leader. It keeps trying until the
+// read timeout, since the leader that confirmed the index may be gone and
+// its successor not yet elected.
+func (n *Node) LeaderLink(code string) (fsm.Link, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
+	defer cancel()
+	for {
+		if l, ok := n.fsm.Get(code); ok {
+			return l, true, nil
+		}
+		var answer struct {
+			Found bool     `json:"found"`
+			Link  fsm.Link `json:"link"`
+		}
+		err := n.callLeader(ctx, fasthttp.MethodGet, LinkPath+url.PathEscape(code), nil, &answer)
+		if errors.Is(err, ErrLeaderIsSelf) {
+			if _, err = n.ReadIndex(); err == nil {
+				l, ok := n.fsm.Get(code)
+				return l, ok, nil
+			}
+		}
+		if err == nil {
+			return answer.Link, answer.Found, nil
+		}
+		select {
+		case <-ctx.Done():
+			return fsm.Link{}, false, err
+		case <-n.closing:
+			return fsm.Link{}, false, ErrClosed
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	err := n.callLeader(ctx, fasthttp.MethodGet, LinkPath+url.PathEscape(code), nil, &answer)
-	if err != nil {
-		return fsm.Link{}, false, err
-	}
-	return answer.Link, answer.Found, nil
 }
 
 // appliedIndex is the index of the last entry the FSM has applied. Raft's

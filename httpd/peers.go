@@ -135,13 +135,10 @@ func (s *Server) findLink(code string) (fsm.Link, bool) {
 	if l, ok := s.fsm.Get(code); ok {
 		return l, true
 	}
-	err := s.node.CatchUp(context.Background())
-	if err == nil || !errors.Is(err, cluster.ErrBehind) {
+	if err := s.node.CatchUp(context.Background()); !errors.Is(err, cluster.ErrBehind) {
 		return s.fsm.Get(code)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	l, ok, err := s.node.LeaderLink(ctx, code)
+	l, ok, err := s.node.LeaderLink(code)
 	if err != nil {
 		s.log.Debug("asking the leader for a link", "code", code, "err", err)
 		return s.fsm.Get(code)
