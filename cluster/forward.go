@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ const (
 	ClicksPath      = "/internal/v1/clicks"
 	LinkPath        = "/internal/v1/links/" // + code
 	SignatureHeader = "X-Linkraft-Signature"
+	SignedAtHeader  = "X-Linkraft-Signed-At"
 	// ForwardedHeader marks a request a node forwarded to the leader; the
 	// receiver never forwards it again, so leadership changes cannot make
 	// requests loop.
@@ -167,41 +169,55 @@ func (n *Node) callLeader(ctx context.Context, method, path string, body []byte,
 	return nil
 }
 
-// signedMessage is what a node-to-node request's signature covers.
+// signedMessage is what a node-to-node request's signature covers: the
+// sending node, the time it was signed, the method, URI, idempotency key
+// and body. The time bounds how long a captured request could be replayed.
 func signedMessage(req *fasthttp.Request) []byte {
-	msg := append(req.Header.Method(), ' ')
-	msg = append(msg, req.URI().RequestURI()...)
-	msg = append(msg, '\n')
+	var msg []byte
+	for _, part := range [][]byte{
+		req.Header.Peek(ForwardedHeader), req.Header.Peek(SignedAtHeader), req.Header.Method(),
+		req.URI().RequestURI(), req.Header.Peek("Idempotency-Key"),
+	} {
+		msg = append(append(msg, part...), '\n')
+	}
 	return append(msg, req.Body()...)
 }
+
+// signatureWindow is how far a signed request's time may be from the
+// receiver's clock.
+const signatureWindow = time.Minute
 
 // sign adds the cluster key's signature to a node-to-node request.
 func (n *Node) sign(req *fasthttp.Request) {
 	if n.cfg.Key != nil {
+		req.Header.Set(SignedAtHeader, strconv.FormatInt(time.Now().Unix(), 10))
 		req.Header.Set(SignatureHeader, n.cfg.Key.Sign(signedMessage(req)))
 	}
 }
 
 // FromPeer reports whether a request comes from another node of this
-// cluster: it carries the forwarded mark and, when a cluster key is set, a
-// valid signature; without a key it must come from a gossip member's
-// address. Such requests were already rate limited and authorised by the
-// node that received them from the client.
+// cluster: it carries the forwarded mark and, with a cluster key, a valid
+// signature made within the last minute; without a key it must come from
+// the host of a server in the Raft configuration (a trusted network is
+// assumed then). Such requests were already rate limited and authorised by
+// the node that received them from the client.
 func (n *Node) FromPeer(req *fasthttp.Request, remote net.IP) bool {
 	if len(req.Header.Peek(ForwardedHeader)) == 0 {
 		return false
 	}
 	if n.cfg.Key != nil {
+		signedAt, err := strconv.ParseInt(string(req.Header.Peek(SignedAtHeader)), 10, 64)
+		if err != nil || time.Since(time.Unix(signedAt, 0)).Abs() > signatureWindow {
+			return false
+		}
 		return n.cfg.Key.Verify(signedMessage(req), string(req.Header.Peek(SignatureHeader)))
 	}
-	if remote.IsLoopback() {
-		return true
-	}
-	if n.gossip == nil {
+	servers, err := n.configuration()
+	if err != nil {
 		return false
 	}
-	for _, m := range n.gossip.members() {
-		if host, _, err := net.SplitHostPort(m.RaftAddr); err == nil && net.ParseIP(host).Equal(remote) {
+	for _, s := range servers {
+		if host, _, err := net.SplitHostPort(string(s.Address)); err == nil && net.ParseIP(host).Equal(remote) {
 			return true
 		}
 	}
