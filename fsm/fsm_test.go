@@ -229,6 +229,11 @@ func TestRequestIDMakesCreateIdempotent(t *testing.T) {
 	if a.Err != nil || b.Link != a.Link || f.Len() != 1 {
 		t.Fatalf("retry created another link: %+v vs %+v (len %d)", a, b, f.Len())
 	}
+	other := req
+	other.URL = "https://example.com/another"
+	if r := createOne(t, f, 3, other); !errors.Is(r.Err, ErrRequestIDReused) || f.Len() != 1 {
+		t.Fatalf("key reused for another URL: %v (len %d), want ErrRequestIDReused", r.Err, f.Len())
+	}
 	applyAll(t, f, EncodePurge(PurgeCommand{RequestsBefore: 5}))
 	if c := createOne(t, f, 10, req); c.Link.Code == a.Link.Code {
 		t.Fatal("request id still remembered after its window was purged")

@@ -167,6 +167,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.string(r.code)
 		e.bool(r.existing)
 		e.varint(r.at)
+		e.uvarint(r.fingerprint)
 		flush(false)
 	}
 	flush(true)
@@ -261,8 +262,10 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		snap.servers = append(snap.servers, serverEntry{id: d.string(), httpAddr: d.string()})
 	}
-	for n := d.count(4); n > 0 && d.err == nil; n-- {
-		snap.requests = append(snap.requests, requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint()})
+	for n := d.count(5); n > 0 && d.err == nil; n-- {
+		snap.requests = append(snap.requests, requestRecord{
+			id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint(),
+		})
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		return nil, fmt.Errorf("%d trailing bytes", len(d.buf))

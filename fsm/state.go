@@ -3,7 +3,9 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 
 	"github.com/linkraft/linkraft/fsm/codes"
 )
@@ -17,6 +19,7 @@ var (
 	ErrCodeSpaceExhausted = errors.New("every code of this length is taken")
 	ErrHashCollision      = errors.New("hash code collides with other links after every retry")
 	ErrInvalidRequest     = errors.New("invalid create request")
+	ErrRequestIDReused    = errors.New("idempotency key already used for a different request")
 )
 
 // Link is one short link as the FSM stores it. Times are unix milliseconds.
@@ -44,10 +47,23 @@ type CreateResult struct {
 
 // requestRecord remembers the outcome of a create that carried a RequestID.
 type requestRecord struct {
-	id       string
-	code     string
-	existing bool
-	at       int64
+	id          string
+	code        string
+	existing    bool
+	at          int64
+	fingerprint uint64 // of the request, so a key cannot be reused for another
+}
+
+// fingerprint identifies what a create asked for (FNV-1a: deterministic on
+// every node).
+func fingerprint(r CreateRequest) uint64 {
+	h := fnv.New64a()
+	for _, part := range []string{r.URL, r.Workspace, r.CustomCode, strconv.Itoa(int(r.Strategy)),
+		strconv.FormatBool(r.Dedupe), strconv.FormatInt(r.ExpiresAt, 10)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }
 
 // state is the replicated data. Only Apply and Restore change it, and only
@@ -122,6 +138,9 @@ func (s *state) apply(data []byte) any {
 func (s *state) create(now int64, r CreateRequest) CreateResult {
 	if r.RequestID != "" {
 		if rec, ok := s.requests[r.RequestID]; ok {
+			if rec.fingerprint != fingerprint(r) {
+				return CreateResult{Err: ErrRequestIDReused}
+			}
 			if l := s.links[rec.code]; l != nil {
 				return CreateResult{Link: *l, Existing: rec.existing}
 			}
@@ -129,7 +148,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	}
 	res := s.createNew(now, r)
 	if res.Err == nil && r.RequestID != "" {
-		rec := requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now}
+		rec := requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: fingerprint(r)}
 		s.requests[rec.id] = rec
 		s.requestLog = append(s.requestLog, rec)
 	}

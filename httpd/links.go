@@ -119,6 +119,8 @@ func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateReques
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	case errors.Is(err, fsm.ErrInvalidRequest):
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	case errors.Is(err, fsm.ErrRequestIDReused):
+		writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "Idempotency-Key was already used for a different request")
 	default:
 		s.log.Error("create failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
