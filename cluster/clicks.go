@@ -141,22 +141,13 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 // proposeClicks applies a batch here when this node leads and hands it to
 // the leader otherwise, waiting up to ctx for a leader to exist.
 func (n *Node) proposeClicks(ctx context.Context, batch []byte) error {
-	for {
+	return n.retry(ctx, 50*time.Millisecond, func() (bool, error) {
 		err := n.sendClicks(ctx, batch)
 		if errors.Is(err, ErrLeaderIsSelf) {
 			_, err = n.apply(batch)
 		}
-		if !errors.Is(err, ErrNoLeader) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-n.closing:
-			return ErrClosed
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return !errors.Is(err, ErrNoLeader), err
+	})
 }
 
 func (n *Node) runClickFlusher() {

@@ -91,37 +91,28 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	if opts.Timeout <= 0 {
 		opts.Timeout = n.cfg.WriteTimeout
 	}
-	deadline := time.Now().Add(opts.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
 	req.Header.Set(ForwardedHeader, n.cfg.ID)
 	n.sign(req)
-	var lastErr error
-	for {
+	return n.retry(ctx, 50*time.Millisecond, func() (bool, error) {
 		addr, self, ok := n.leaderHTTP()
 		switch {
 		case ok && self:
-			return ErrLeaderIsSelf
-		case ok:
-			err := n.peers.client(addr).DoDeadline(req, resp, deadline)
-			if err == nil {
-				return nil
-			}
-			if !opts.Idempotent && !neverSent(err) {
-				return fmt.Errorf("%w: %v", ErrTimeout, err)
-			}
-			lastErr = err
+			return true, ErrLeaderIsSelf
+		case !ok:
+			return false, ErrNoLeader
 		}
-		if time.Now().Add(50 * time.Millisecond).After(deadline) {
-			if lastErr != nil {
-				return fmt.Errorf("%w: %v", ErrNoLeader, lastErr)
-			}
-			return ErrNoLeader
+		err := n.peers.client(addr).DoDeadline(req, resp, deadline)
+		switch {
+		case err == nil:
+			return true, nil
+		case !opts.Idempotent && !neverSent(err):
+			return true, fmt.Errorf("%w: %v", ErrTimeout, err)
 		}
-		select {
-		case <-n.closing:
-			return ErrClosed
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return false, fmt.Errorf("%w: %v", ErrNoLeader, err)
+	})
 }
 
 // neverSent reports whether a client error happened before the request

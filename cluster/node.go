@@ -337,21 +337,14 @@ func (n *Node) askRemoval() error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]string{"id": n.cfg.ID})
-	for {
+	return n.retry(ctx, 100*time.Millisecond, func() (bool, error) {
 		var answer struct{}
 		err := n.callLeader(ctx, fasthttp.MethodPost, LeavePath, body, &answer)
 		if errors.Is(err, ErrLeaderIsSelf) {
 			err = n.Leave(n.cfg.ID)
 		}
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return err == nil, err
+	})
 }
 
 func (n *Node) inConfiguration() bool {
@@ -379,6 +372,26 @@ func (n *Node) shutdownRaft() error {
 		errs = append(errs, fmt.Errorf("store close: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// retry calls try until it reports done and returns try's error. Between
+// tries it waits every; when ctx ends it returns the last error, and when
+// the node closes, ErrClosed. Every caller waits on something beyond this
+// node (a leader, a peer), so each gives up at its own deadline.
+func (n *Node) retry(ctx context.Context, every time.Duration, try func() (done bool, err error)) error {
+	for {
+		done, err := try()
+		if done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-n.closing:
+			return ErrClosed
+		case <-time.After(every):
+		}
+	}
 }
 
 // waitLeader blocks until this node leads with an initialised FSM, or ctx

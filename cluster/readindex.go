@@ -54,19 +54,13 @@ func (n *Node) readTimeout() time.Duration { return n.cfg.WriteTimeout }
 func (n *Node) fetchReadIndex() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
 	defer cancel()
-	for {
-		index, err := n.readIndexOnce(ctx)
-		if err == nil {
-			return index, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, err
-		case <-n.closing:
-			return 0, ErrClosed
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	var index uint64
+	err := n.retry(ctx, 20*time.Millisecond, func() (bool, error) {
+		var err error
+		index, err = n.readIndexOnce(ctx)
+		return err == nil, err
+	})
+	return index, err
 }
 
 func (n *Node) readIndexOnce(ctx context.Context) (uint64, error) {
@@ -124,32 +118,27 @@ var ErrBehind = errors.New("this node is behind the leader")
 func (n *Node) LeaderLink(code string) (fsm.Link, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
 	defer cancel()
-	for {
+	var answer struct {
+		Found bool     `json:"found"`
+		Link  fsm.Link `json:"link"`
+	}
+	err := n.retry(ctx, 20*time.Millisecond, func() (bool, error) {
 		if l, ok := n.fsm.Get(code); ok {
-			return l, true, nil
-		}
-		var answer struct {
-			Found bool     `json:"found"`
-			Link  fsm.Link `json:"link"`
+			answer.Found, answer.Link = true, l
+			return true, nil
 		}
 		err := n.callLeader(ctx, fasthttp.MethodGet, LinkPath+url.PathEscape(code), nil, &answer)
 		if errors.Is(err, ErrLeaderIsSelf) {
 			if _, err = n.ReadIndex(); err == nil {
-				l, ok := n.fsm.Get(code)
-				return l, ok, nil
+				answer.Link, answer.Found = n.fsm.Get(code)
 			}
 		}
-		if err == nil {
-			return answer.Link, answer.Found, nil
-		}
-		select {
-		case <-ctx.Done():
-			return fsm.Link{}, false, err
-		case <-n.closing:
-			return fsm.Link{}, false, ErrClosed
-		case <-time.After(20 * time.Millisecond):
-		}
+		return err == nil, err
+	})
+	if err != nil {
+		return fsm.Link{}, false, err
 	}
+	return answer.Link, answer.Found, nil
 }
 
 // appliedIndex is the index of the last entry the FSM has applied. Raft's
