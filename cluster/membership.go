@@ -108,15 +108,21 @@ func (n *Node) identify(raftAddr, httpAddr string) (identity, bool) {
 	if httpAddr == "" {
 		return identity{}, false
 	}
+	who, ok := n.health(httpAddr, 2*time.Second)
+	return who, ok && who.ID != ""
+}
+
+// health fetches a node's /health; ok only for a healthy node's answer.
+func (n *Node) health(httpAddr string, timeout time.Duration) (identity, bool) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + httpAddr + "/health")
-	if err := n.peers.client(httpAddr).DoTimeout(req, resp, 2*time.Second); err != nil {
+	if err := n.peers.client(httpAddr).DoTimeout(req, resp, timeout); err != nil || resp.StatusCode() != fasthttp.StatusOK {
 		return identity{}, false
 	}
 	var who identity
-	if err := json.Unmarshal(resp.Body(), &who); err != nil || who.ID == "" {
+	if err := json.Unmarshal(resp.Body(), &who); err != nil {
 		return identity{}, false
 	}
 	return who, true

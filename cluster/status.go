@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -97,23 +96,13 @@ func (n *Node) Status() (Status, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if n.probe(srv.HTTPAddr) {
+			if _, ok := n.health(srv.HTTPAddr, 500*time.Millisecond); ok {
 				srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			}
 		}()
 	}
 	wg.Wait()
 	return st, nil
-}
-
-// probe reports whether a node answers its health endpoint.
-func (n *Node) probe(httpAddr string) bool {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + httpAddr + "/health")
-	err := n.peers.client(httpAddr).DoTimeout(req, resp, 500*time.Millisecond)
-	return err == nil && resp.StatusCode() == fasthttp.StatusOK
 }
 
 // Backup writes a consistent copy of the whole state to w.
