@@ -136,9 +136,11 @@ func (s *state) apply(data []byte) any {
 }
 
 func (s *state) create(now int64, r CreateRequest) CreateResult {
+	var asked uint64
 	if r.RequestID != "" {
+		asked = fingerprint(r)
 		if rec, ok := s.requests[r.RequestID]; ok {
-			if rec.fingerprint != fingerprint(r) {
+			if rec.fingerprint != asked {
 				return CreateResult{Err: ErrRequestIDReused}
 			}
 			if l := s.links[rec.code]; l != nil {
@@ -148,7 +150,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	}
 	res := s.createNew(now, r)
 	if res.Err == nil && r.RequestID != "" {
-		rec := requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: fingerprint(r)}
+		rec := requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: asked}
 		s.requests[rec.id] = rec
 		s.requestLog = append(s.requestLog, rec)
 	}
