@@ -246,11 +246,16 @@ func (g *gossip) leave(timeout time.Duration) error {
 
 func (g *gossip) shutdown() error { return g.list.Shutdown() }
 
-// httpAddrOf returns the HTTP address of a Raft server: what it advertises
-// over gossip, or else what the replicated state recorded for it.
+// httpAddrOf returns the HTTP address of a Raft server: what the replicated
+// state recorded for it (a leader records its own as soon as it leads), or
+// else what it advertises over gossip. Forwarding asks this per request,
+// so the cheap map comes first.
 func (n *Node) httpAddrOf(id raft.ServerID) (string, bool) {
 	if string(id) == n.cfg.ID {
 		return n.cfg.HTTPAddr, n.cfg.HTTPAddr != ""
+	}
+	if addr, ok := n.fsm.ServerHTTP(string(id)); ok {
+		return addr, true
 	}
 	if n.gossip != nil {
 		for _, m := range n.gossip.members() {
@@ -259,7 +264,7 @@ func (n *Node) httpAddrOf(id raft.ServerID) (string, bool) {
 			}
 		}
 	}
-	return n.fsm.ServerHTTP(string(id))
+	return "", false
 }
 
 // recordHTTPAddr replicates a server's HTTP address when it changed.
