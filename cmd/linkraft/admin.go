@@ -127,6 +127,27 @@ type adminClient struct {
 	client  *fasthttp.Client
 }
 
+// parse parses a subcommand's arguments. Only the connection flags read
+// the environment: a LINKRAFT_ID meant for serve must not pick the server
+// that leave removes.
+func (o *adminOpts) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
+	return parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+}
+
+// call makes one admin request. It returns the answer's body and -1, or the
+// exit code after reporting the error.
+func (o *adminOpts) call(cmd string, fs *flag.FlagSet, stderr io.Writer, method, path, contentType string, body []byte) ([]byte, int) {
+	c, err := o.client(cmd)
+	if err != nil {
+		return nil, usageError(fs, stderr, "%v", err)
+	}
+	answer, err := c.do(method, path, contentType, body)
+	if err != nil {
+		return nil, fail(cmd, stderr, err)
+	}
+	return answer, -1
+}
+
 func (o *adminOpts) client(cmd string) (*adminClient, error) {
 	base, err := normalizeAddr(o.addr)
 	if err != nil {
@@ -367,20 +388,16 @@ func adminStatus(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status", "status [--addr URL] [--admin-token T] [--json]", stderr)
 	o.register(fs, 10*time.Second)
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
-	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
 	}
-	c, err := o.client("status")
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
-	body, err := c.do(fasthttp.MethodGet, "/admin/cluster", "", nil)
-	if err != nil {
-		return fail("status", stderr, err)
+	body, code := o.call("status", fs, stderr, fasthttp.MethodGet, "/admin/cluster", "", nil)
+	if code >= 0 {
+		return code
 	}
 	return printClusterAnswer("status", stdout, stderr, body, *raw)
 }
@@ -394,7 +411,7 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 	raftAddr := fs.String("raft-addr", "", "Raft address the cluster reaches the server at")
 	httpAddr := fs.String("http-addr", "", "HTTP address of the server (optional)")
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
-	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -406,14 +423,10 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 	case *raftAddr == "":
 		return usageError(fs, stderr, "--raft-addr is required")
 	}
-	c, err := o.client("join")
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
 	req, _ := json.Marshal(map[string]string{"id": *id, "raft_addr": *raftAddr, "http_addr": *httpAddr})
-	body, err := c.do(fasthttp.MethodPost, "/admin/join", "application/json", req)
-	if err != nil {
-		return fail("join", stderr, err)
+	body, code := o.call("join", fs, stderr, fasthttp.MethodPost, "/admin/join", "application/json", req)
+	if code >= 0 {
+		return code
 	}
 	if !*raw {
 		fmt.Fprintf(stdout, "joined %s (raft %s)\n\n", *id, *raftAddr)
@@ -428,7 +441,7 @@ func adminLeave(args []string, stdout, stderr io.Writer) int {
 	o.register(fs, 30*time.Second)
 	id := fs.String("id", "", "id of the server to remove")
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
-	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -438,14 +451,10 @@ func adminLeave(args []string, stdout, stderr io.Writer) int {
 	case *id == "":
 		return usageError(fs, stderr, "--id is required")
 	}
-	c, err := o.client("leave")
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
 	req, _ := json.Marshal(map[string]string{"id": *id})
-	body, err := c.do(fasthttp.MethodPost, "/admin/leave", "application/json", req)
-	if err != nil {
-		return fail("leave", stderr, err)
+	body, code := o.call("leave", fs, stderr, fasthttp.MethodPost, "/admin/leave", "application/json", req)
+	if code >= 0 {
+		return code
 	}
 	if !*raw {
 		fmt.Fprintf(stdout, "removed %s\n\n", *id)
@@ -461,7 +470,7 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 	var out string
 	fs.StringVar(&out, "o", "", "write the backup to FILE (default: standard output)")
 	fs.StringVar(&out, "output", "", "same as -o")
-	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -475,13 +484,9 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	c, err := o.client("backup")
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
-	body, err := c.do(fasthttp.MethodGet, "/admin/backup", "", nil)
-	if err != nil {
-		return fail("backup", stderr, err)
+	body, code := o.call("backup", fs, stderr, fasthttp.MethodGet, "/admin/backup", "", nil)
+	if code >= 0 {
+		return code
 	}
 	if len(body) == 0 {
 		return fail("backup", stderr, errors.New("the node sent an empty backup"))
@@ -530,18 +535,15 @@ func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	var o adminOpts
 	fs := newFlagSet("restore", "restore FILE|- [--addr URL] [--admin-token T]", stderr)
 	o.register(fs, 5*time.Minute)
-	pos, code := parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) != 1 {
 		return usageError(fs, stderr, "want exactly one backup file (or - for standard input)")
 	}
-	c, err := o.client("restore")
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
 	var data []byte
+	var err error
 	if pos[0] == "-" {
 		data, err = io.ReadAll(stdin)
 	} else {
@@ -553,9 +555,9 @@ func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if len(data) == 0 {
 		return fail("restore", stderr, fmt.Errorf("backup %s is empty", pos[0]))
 	}
-	body, err := c.do(fasthttp.MethodPost, "/admin/restore", "application/octet-stream", data)
-	if err != nil {
-		return fail("restore", stderr, err)
+	body, code := o.call("restore", fs, stderr, fasthttp.MethodPost, "/admin/restore", "application/octet-stream", data)
+	if code >= 0 {
+		return code
 	}
 	stdout.Write(body)
 	if !bytes.HasSuffix(body, []byte("\n")) {
