@@ -54,6 +54,9 @@ func (n *Node) Leader() string {
 	return string(id)
 }
 
+// HTTPAddr is this node's HTTP address as the other nodes reach it.
+func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
+
 // AppliedIndex is the index of the last log entry the FSM has applied.
 func (n *Node) AppliedIndex() uint64 { return n.appliedIndex() }
 

@@ -52,7 +52,7 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, clusterJSON{Status: st, HTTPAddr: s.cfg.HTTPAdvertise})
+	writeJSON(ctx, fasthttp.StatusOK, clusterJSON{Status: st, HTTPAddr: s.node.HTTPAddr()})
 }
 
 func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {

@@ -20,13 +20,6 @@ func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
 	return s.node.FromPeer(&ctx.Request, ctx.RemoteIP())
 }
 
-// toLeader serves a write here when this node leads, and otherwise forwards
-// it to the leader and relays the answer. A request that was forwarded
-// once is always served where it lands, so requests never loop.
-func (s *Server) toLeader(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return s.forwarder(h, forwardWrite)
-}
-
 // forwardMode says how a route's requests are forwarded.
 type forwardMode struct {
 	opts cluster.ForwardOptions
@@ -47,6 +40,9 @@ var (
 	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute}, localFallback: true}
 )
 
+// forwarder serves a request here when this node leads, and otherwise
+// forwards it to the leader and relays the answer. A request that was
+// forwarded once is always served where it lands, so requests never loop.
 func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if s.node.IsLeader() || s.fromPeer(ctx) {

@@ -27,7 +27,6 @@ const (
 // Config is the HTTP layer's part of the node's flags.
 type Config struct {
 	BaseURL             string // prefix of short_url; empty: http://<request Host>
-	HTTPAdvertise       string // this node's HTTP address as other nodes see it
 	RedirectStatus      int
 	CodeLength          int
 	AllowPrivateTargets bool
@@ -119,7 +118,7 @@ func (s *Server) routes() {
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
 	handle("GET", "/api/v1/urls", "list", s.handleList)
 	handle("GET", "/api/v1/urls/{code}", "read", s.handleRead)
-	handle("DELETE", "/api/v1/urls/{code}", "delete", s.toLeader(s.handleDelete))
+	handle("DELETE", "/api/v1/urls/{code}", "delete", s.forwarder(s.handleDelete, forwardWrite))
 	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsHandler("clicks"))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
 	handle("GET", "/stats/{code}", "stats", s.statsHandler("click_count"))

@@ -181,7 +181,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}()
 
 	srv := httpd.New(httpd.Config{
-		BaseURL: cfg.baseURL, HTTPAdvertise: httpAdvertise, RedirectStatus: cfg.redirectStatus,
+		BaseURL: cfg.baseURL, RedirectStatus: cfg.redirectStatus,
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets, AdminToken: cfg.adminToken,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
