@@ -139,12 +139,17 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 }
 
 // proposeClicks applies a batch here when this node leads and hands it to
-// the leader otherwise, waiting up to ctx for a leader to exist.
+// the leader otherwise, waiting up to ctx for a leader to exist. Only a
+// failure to reach a leader is retried here; an unknown outcome is left to
+// the next flush, which proposes the same batch again.
 func (n *Node) proposeClicks(ctx context.Context, batch []byte) error {
-	return n.retry(ctx, 50*time.Millisecond, func() (bool, error) {
-		err := n.sendClicks(ctx, batch)
-		if errors.Is(err, ErrLeaderIsSelf) {
+	return n.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+		var err error
+		if to.self {
 			_, err = n.apply(batch)
+		} else {
+			var answer clicksAnswer
+			err = n.call(ctx, to.addr, fasthttp.MethodPost, clicksPath, batch, &answer)
 		}
 		return !errors.Is(err, ErrNoLeader), err
 	})
@@ -168,14 +173,17 @@ func (n *Node) runClickFlusher() {
 	}
 }
 
-// ApplyClicks applies a click batch another node sent. Leader only. data
+// errNotClickBatch refuses a clicks request whose body is something else.
+var errNotClickBatch = errors.New("not a click batch")
+
+// applyClicks applies a click batch another node sent. Leader only. data
 // is copied: Raft keeps the entry (its log cache serves followers later),
 // while callers' buffers, such as fasthttp's request body, are reused.
-func (n *Node) ApplyClicks(data []byte) (bool, error) {
+func (n *Node) applyClicks(data []byte) (bool, error) {
 	data = bytes.Clone(data)
 	cmd, err := fsm.DecodeCommand(data)
 	if _, ok := cmd.(fsm.ClickBatch); err != nil || !ok {
-		return false, fmt.Errorf("not a click batch: %v", err)
+		return false, fmt.Errorf("%w: %v", errNotClickBatch, err)
 	}
 	if !n.IsLeader() {
 		return false, ErrNoLeader
@@ -186,12 +194,4 @@ func (n *Node) ApplyClicks(data []byte) (bool, error) {
 	}
 	applied, _ := resp.(bool)
 	return applied, nil
-}
-
-// sendClicks hands a click batch to the leader.
-func (n *Node) sendClicks(ctx context.Context, batch []byte) error {
-	var answer struct {
-		Applied bool `json:"applied"`
-	}
-	return n.callLeader(ctx, fasthttp.MethodPost, ClicksPath, batch, &answer)
 }

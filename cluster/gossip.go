@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/raft"
-
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // memberMeta is what a node tells the others about itself over gossip.
@@ -40,14 +37,14 @@ type memberMeta struct {
 
 // gossip is this node's memberlist membership and what it has learnt.
 type gossip struct {
-	n      *Node
-	list   *memberlist.Memberlist
-	events chan struct{} // a membership change happened; coalesced
+	n       *Node
+	list    *memberlist.Memberlist
+	changed broadcast // a member joined, left, died or changed its metadata
 
-	mu       sync.Mutex
-	left     map[string]struct{} // ids seen leaving gracefully
-	departed map[string]string   // id → boot of servers removed while running
-	meta     memberMeta          // what NodeMeta returns
+	mu      sync.Mutex
+	left    map[string]struct{} // ids of members that announced their leave
+	removed map[string]string   // id → boot of servers removed while running
+	meta    memberMeta          // what NodeMeta returns
 }
 
 // startGossip creates the memberlist and starts joining the seeds.
@@ -61,10 +58,9 @@ func (n *Node) startGossip(hasState bool) error {
 		return fmt.Errorf("gossip port %q: %w", portStr, err)
 	}
 	g := &gossip{
-		n:        n,
-		events:   make(chan struct{}, 1),
-		left:     map[string]struct{}{},
-		departed: map[string]string{},
+		n:       n,
+		left:    map[string]struct{}{},
+		removed: map[string]string{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
@@ -146,8 +142,8 @@ func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
 
 // NotifyJoin, NotifyLeave and NotifyUpdate run under memberlist's lock: they
 // only record and signal, never block.
-func (g *gossip) NotifyJoin(*memberlist.Node)   { g.signal() }
-func (g *gossip) NotifyUpdate(*memberlist.Node) { g.signal() }
+func (g *gossip) NotifyJoin(*memberlist.Node)   { g.changed.notify() }
+func (g *gossip) NotifyUpdate(*memberlist.Node) { g.changed.notify() }
 func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	// Only a node that announced its leave is recorded; a crash or a
 	// partition must not shrink the Raft configuration.
@@ -156,14 +152,7 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 		g.left[meta.ID] = struct{}{}
 		g.mu.Unlock()
 	}
-	g.signal()
-}
-
-func (g *gossip) signal() {
-	select {
-	case g.events <- struct{}{}:
-	default:
-	}
+	g.changed.notify()
 }
 
 func parseMeta(node *memberlist.Node) (memberMeta, bool) {
@@ -199,31 +188,31 @@ func (g *gossip) updateMeta(change func(*memberMeta)) {
 	}
 }
 
-// markDeparted remembers that the running process of id was removed, so
+// markRemoved remembers that the running process of id was removed, so
 // reconciliation does not add it back until it restarts.
-func (g *gossip) markDeparted(id string) {
+func (g *gossip) markRemoved(id string) {
 	for _, m := range g.members() {
 		if m.ID == id {
 			g.mu.Lock()
-			g.departed[id] = m.Boot
+			g.removed[id] = m.Boot
 			g.mu.Unlock()
 		}
 	}
 }
 
-// departedMember reports whether m is a process that was removed.
-func (g *gossip) departedMember(m memberMeta) bool {
+// wasRemoved reports whether m is a process that was removed.
+func (g *gossip) wasRemoved(m memberMeta) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	boot, ok := g.departed[m.ID]
+	boot, ok := g.removed[m.ID]
 	if ok && boot != m.Boot {
-		delete(g.departed, m.ID) // restarted since: it may join again
+		delete(g.removed, m.ID) // restarted since: it may join again
 		return false
 	}
 	return ok
 }
 
-// takeLeft returns and forgets the ids seen leaving gracefully.
+// takeLeft returns and forgets the ids of members that announced a leave.
 func (g *gossip) takeLeft() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -235,8 +224,9 @@ func (g *gossip) takeLeft() []string {
 	return ids
 }
 
-// leave announces the leave in this node's metadata, then leaves gossip.
-func (g *gossip) leave(timeout time.Duration) error {
+// announceLeave says in this node's metadata that it is leaving, then
+// leaves gossip.
+func (g *gossip) announceLeave(timeout time.Duration) error {
 	g.updateMeta(func(m *memberMeta) { m.Leaving = true })
 	if err := g.list.Leave(timeout); err != nil {
 		return fmt.Errorf("gossip leave: %w", err)
@@ -245,38 +235,6 @@ func (g *gossip) leave(timeout time.Duration) error {
 }
 
 func (g *gossip) shutdown() error { return g.list.Shutdown() }
-
-// httpAddrOf returns the HTTP address of a Raft server: what the replicated
-// state recorded for it (a leader records its own as soon as it leads), or
-// else what it advertises over gossip. Forwarding asks this per request,
-// so the cheap map comes first.
-func (n *Node) httpAddrOf(id raft.ServerID) (string, bool) {
-	if string(id) == n.cfg.ID {
-		return n.cfg.HTTPAddr, n.cfg.HTTPAddr != ""
-	}
-	if addr, ok := n.fsm.ServerHTTP(string(id)); ok {
-		return addr, true
-	}
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
-			if m.ID == string(id) && m.HTTPAddr != "" {
-				return m.HTTPAddr, true
-			}
-		}
-	}
-	return "", false
-}
-
-// recordHTTPAddr replicates a server's HTTP address when it changed.
-// Leader only.
-func (n *Node) recordHTTPAddr(id, addr string) {
-	if cur, ok := n.fsm.ServerHTTP(id); ok && cur == addr || addr == "" && !ok {
-		return
-	}
-	if _, err := n.apply(fsm.EncodeServer(fsm.ServerCommand{ID: id, HTTPAddr: addr})); err != nil {
-		n.log.Warn("recording a server's HTTP address", "id", id, "err", err)
-	}
-}
 
 func randomHex(n int) string {
 	b := make([]byte, n)

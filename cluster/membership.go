@@ -1,14 +1,12 @@
 package cluster
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/valyala/fasthttp"
 )
 
 // Membership errors; each leaves the configuration unchanged.
@@ -76,7 +74,9 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 	if err := n.addVoter(id, raftAddr); err != nil {
 		return err
 	}
-	n.recordHTTPAddr(id, httpAddr)
+	if err := n.recordHTTPAddr(id, httpAddr); err != nil {
+		n.log.Warn("recording a joined server's HTTP address", "err", err)
+	}
 	return nil
 }
 
@@ -89,50 +89,26 @@ func (n *Node) addVoter(id, raftAddr string) error {
 	return nil
 }
 
-// identity is what a server says about itself.
-type identity struct {
-	ID      string `json:"node_id"`
-	Cluster string `json:"cluster_id"`
-}
-
-// identify asks gossip, then the server's HTTP health endpoint, who the
+// identify asks gossip, then the server's own HTTP listener, who the
 // server at raftAddr is and which cluster it belongs to.
-func (n *Node) identify(raftAddr, httpAddr string) (identity, bool) {
+func (n *Node) identify(raftAddr, httpAddr string) (nodeInfo, bool) {
 	if n.gossip != nil {
 		for _, m := range n.gossip.members() {
 			if m.RaftAddr == raftAddr {
-				return identity{ID: m.ID, Cluster: m.Cluster}, true
+				return nodeInfo{ID: m.ID, Cluster: m.Cluster}, true
 			}
 		}
 	}
 	if httpAddr == "" {
-		return identity{}, false
+		return nodeInfo{}, false
 	}
-	who, ok := n.health(httpAddr, 2*time.Second)
-	return who, ok && who.ID != ""
+	info, err := n.nodeInfoOf(httpAddr, 2*time.Second)
+	return info, err == nil && info.ID != ""
 }
 
-// health fetches a node's /health; ok only for a healthy node's answer.
-func (n *Node) health(httpAddr string, timeout time.Duration) (identity, bool) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + httpAddr + "/health")
-	if err := n.peers.client(httpAddr).DoTimeout(req, resp, timeout); err != nil || resp.StatusCode() != fasthttp.StatusOK {
-		return identity{}, false
-	}
-	var who identity
-	if err := json.Unmarshal(resp.Body(), &who); err != nil {
-		return identity{}, false
-	}
-	return who, true
-}
-
-// LeavePath is where a node leaving gracefully asks the leader to remove it.
-const LeavePath = "/internal/v1/leave"
-
-// Leave removes a server from the configuration. The last voter cannot leave.
-func (n *Node) Leave(id string) error {
+// RemoveServer takes a server out of the configuration. The last voter
+// cannot be removed.
+func (n *Node) RemoveServer(id string) error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
@@ -159,15 +135,17 @@ func (n *Node) Leave(id string) error {
 	// Gossip may still see the server alive (it is leaving, or an operator
 	// removed a running server): do not add this process back.
 	if n.gossip != nil {
-		n.gossip.markDeparted(id)
+		n.gossip.markRemoved(id)
 	}
 	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, raftError(err))
 	}
-	if n.IsLeader() {
-		n.recordHTTPAddr(id, "")
+	if n.IsLeader() { // a leader that removed itself has stepped down
+		if err := n.recordHTTPAddr(id, ""); err != nil {
+			n.log.Warn("forgetting a removed server's HTTP address", "err", err)
+		}
 	}
-	n.log.Info("server left", "id", id)
+	n.log.Info("server removed", "id", id)
 	return nil
 }
 

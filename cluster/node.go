@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +15,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/secure"
@@ -79,6 +77,7 @@ type Node struct {
 	cfg       Config
 	log       *slog.Logger
 	fsm       *fsm.FSM
+	machine   *appliedFSM // fsm as Raft drives it: announces what it applies
 	raft      *raft.Raft
 	layer     *secure.StreamLayer
 	transport *raft.NetworkTransport
@@ -90,7 +89,13 @@ type Node struct {
 	gossip     *gossip
 	peers      peers
 	readRounds *roundBatcher
-	readyTerm  atomic.Uint64 // term in which this leader's barrier completed
+
+	// leaderChanged is notified when Raft reports another leader (or none)
+	// and when this node's leadership becomes ready or ends; readyTerm is
+	// the term this node established its leadership in, 0 when it does not
+	// lead (see leadership.go).
+	leaderChanged broadcast
+	readyTerm     atomic.Uint64
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -113,6 +118,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     f,
+		machine: &appliedFSM{FSM: f},
 		creates: make(chan *createCall, maxCreateBatch*4),
 		closing: make(chan struct{}),
 	}
@@ -122,18 +128,21 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, err
 	}
 	n.clicks = newClickCounter(cfg.ID, f)
+	n.wg.Add(4)
+	go n.watchLeader()
+	go n.monitorLeadership()
+	go n.runCreateBatcher()
+	go n.runClickFlusher()
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
+			close(n.closing)
+			n.wg.Wait()
 			n.shutdownRaft()
 			return nil, err
 		}
 		n.wg.Add(1)
-		go n.runMembership(!hasState && cfg.BootstrapExpect > 1)
+		go n.runDiscovery(!hasState && cfg.BootstrapExpect > 1)
 	}
-	n.wg.Add(3)
-	go n.runCreateBatcher()
-	go n.runClickFlusher()
-	go n.runLeaderDuties()
 	return n, nil
 }
 
@@ -188,7 +197,7 @@ func (n *Node) openRaft() (bool, error) {
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond
-	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, transport)
+	r, err := raft.NewRaft(rc, n.machine, logs, store, snaps, transport)
 	if err != nil {
 		transport.Close()
 		store.Close()
@@ -264,7 +273,7 @@ func (n *Node) Close() error {
 		}
 		cancel()
 		if n.cfg.LeaveOnTerminate {
-			n.leaveCluster()
+			n.leave()
 		}
 		close(n.closing)
 		n.wg.Wait()
@@ -276,88 +285,6 @@ func (n *Node) Close() error {
 		err = n.shutdownRaft()
 	})
 	return err
-}
-
-// otherVoters counts the voters besides this node.
-func (n *Node) otherVoters() int {
-	servers, err := n.configuration()
-	if err != nil {
-		return 0
-	}
-	others := 0
-	for _, s := range servers {
-		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
-			others++
-		}
-	}
-	return others
-}
-
-func (n *Node) handOffLeadership() {
-	if !n.IsLeader() || n.otherVoters() == 0 {
-		return
-	}
-	if err := n.TransferLeadership(); err != nil {
-		n.log.Warn("leadership transfer before leaving failed", "err", err)
-		return
-	}
-	n.log.Info("handed leadership over before leaving", "leader", n.Leader())
-}
-
-// leaveCluster announces the leave over gossip and has the leader remove
-// this node (askRemoval; directly when it still leads). It waits, bounded
-// by the write timeout, until the removal is visible here.
-func (n *Node) leaveCluster() {
-	if n.otherVoters() == 0 {
-		n.log.Info("last voter: staying in the configuration")
-		return
-	}
-	if n.gossip != nil {
-		if err := n.gossip.leave(n.cfg.WriteTimeout); err != nil {
-			n.log.Warn("leaving gossip", "err", err)
-		}
-	}
-	if err := n.askRemoval(); err != nil {
-		n.log.Warn("asking the leader to remove this node", "err", err)
-	}
-	deadline := time.Now().Add(n.cfg.WriteTimeout)
-	for time.Now().Before(deadline) {
-		if !n.inConfiguration() {
-			n.log.Info("left the cluster")
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	n.log.Warn("still in the Raft configuration after leaving; the leader will remove it when it sees the leave")
-}
-
-// askRemoval has the leader remove this node, or removes it directly when
-// this node still leads, retrying until the write timeout.
-func (n *Node) askRemoval() error {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
-	defer cancel()
-	body, _ := json.Marshal(map[string]string{"id": n.cfg.ID})
-	return n.retry(ctx, 100*time.Millisecond, func() (bool, error) {
-		var answer struct{}
-		err := n.callLeader(ctx, fasthttp.MethodPost, LeavePath, body, &answer)
-		if errors.Is(err, ErrLeaderIsSelf) {
-			err = n.Leave(n.cfg.ID)
-		}
-		return err == nil, err
-	})
-}
-
-func (n *Node) inConfiguration() bool {
-	servers, err := n.configuration()
-	if err != nil {
-		return true
-	}
-	for _, s := range servers {
-		if s.ID == raft.ServerID(n.cfg.ID) {
-			return true
-		}
-	}
-	return false
 }
 
 func (n *Node) shutdownRaft() error {
@@ -372,44 +299,4 @@ func (n *Node) shutdownRaft() error {
 		errs = append(errs, fmt.Errorf("store close: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// retry calls try until it reports done and returns try's error. Between
-// tries it waits every; when ctx ends it returns the last error, and when
-// the node closes, ErrClosed. Every caller waits on something beyond this
-// node (a leader, a peer), so each gives up at its own deadline.
-func (n *Node) retry(ctx context.Context, every time.Duration, try func() (done bool, err error)) error {
-	for {
-		done, err := try()
-		if done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-n.closing:
-			return ErrClosed
-		case <-time.After(every):
-		}
-	}
-}
-
-// waitLeader blocks until this node leads with an initialised FSM, or ctx
-// ends. Writes that reach a follower are forwarded by httpd before they get
-// here; this covers a leader that is still being elected or initialised.
-func (n *Node) waitLeader(ctx context.Context) error {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if n.IsLeader() && n.fsm.Initialized() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ErrNoLeader
-		case <-n.closing:
-			return ErrClosed
-		case <-t.C:
-		}
-	}
 }

@@ -9,41 +9,45 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-const reconcileInterval = 2 * time.Second
-
-// runMembership keeps this node's gossip metadata current and, while this
-// node leads, makes the Raft configuration follow gossip: members that
-// appear are added as voters, members that left gracefully are removed.
-// Members that merely die are never removed: a partition must not shrink
-// the cluster. It also drives bootstrap-expect until a cluster exists.
-func (n *Node) runMembership(bootstrapping bool) {
+// runDiscovery keeps this node's gossip metadata current and drives
+// bootstrap-expect until a cluster exists. It wakes on gossip changes
+// (bootstrap), on applied entries while the metadata still lacks Raft
+// state or the cluster id, and on every restore (which may bring another
+// cluster's id). Membership itself is the leader's: see leaderLoop.
+func (n *Node) runDiscovery(bootstrapping bool) {
 	defer n.wg.Done()
-	t := time.NewTicker(reconcileInterval)
-	defer t.Stop()
+	var retry <-chan time.Time
 	for {
-		if bootstrapping {
-			bootstrapping = !n.tryBootstrap()
+		members := n.gossip.changed.wait()
+		restored := n.machine.restored.wait()
+		var applied <-chan struct{}
+		if !n.refreshMeta() {
+			applied = n.machine.applied.wait()
 		}
-		n.gossip.updateMeta(func(m *memberMeta) {
-			m.HasState = m.HasState || n.raft.LastIndex() > 0
-			m.Cluster = n.fsm.ClusterID()
-		})
-		if n.IsLeader() {
-			n.reconcile()
-		} else {
-			n.gossip.takeLeft() // only a leader acts on leaves; drop stale ones
-		}
-		wait := t.C
 		if bootstrapping {
-			wait = time.After(250 * time.Millisecond)
+			bootstrapping, retry = n.tryBootstrap()
 		}
 		select {
 		case <-n.closing:
 			return
-		case <-n.gossip.events:
-		case <-wait:
+		case <-members:
+		case <-restored:
+		case <-applied:
+		case <-retry:
 		}
 	}
+}
+
+// refreshMeta advertises whether this node has Raft state and which
+// cluster it belongs to, and reports whether both are known.
+func (n *Node) refreshMeta() bool {
+	cluster := n.fsm.ClusterID()
+	hasState := n.raft.LastIndex() > 0
+	n.gossip.updateMeta(func(m *memberMeta) {
+		m.HasState = m.HasState || hasState
+		m.Cluster = cluster
+	})
+	return hasState && cluster != ""
 }
 
 // tryBootstrap implements --bootstrap-expect the way Consul does: bootstrap
@@ -51,10 +55,11 @@ func (n *Node) runMembership(bootstrapping bool) {
 // servers have met over gossip, all agree on the expected number, and none
 // of them already belongs to a cluster. Every one of them then bootstraps
 // the same configuration (sorted by id), so exactly one cluster forms.
-// It reports true once there is nothing left to do.
-func (n *Node) tryBootstrap() bool {
+// It reports whether it still has to bootstrap, and when to try again
+// after a failure; otherwise the next gossip change decides.
+func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
 	if n.raft.LastIndex() > 0 {
-		return true // a leader has added us meanwhile
+		return false, nil // a leader has added us meanwhile
 	}
 	members := n.gossip.members()
 	servers := make([]raft.Server, 0, len(members))
@@ -62,32 +67,32 @@ func (n *Node) tryBootstrap() bool {
 		switch {
 		case m.HasState:
 			n.log.Info("a cluster already exists; waiting for its leader to add this node", "member", m.ID)
-			return true
+			return false, nil
 		case m.Expect != n.cfg.BootstrapExpect:
 			n.log.Error("members disagree on --bootstrap-expect; not bootstrapping",
 				"member", m.ID, "theirs", m.Expect, "ours", n.cfg.BootstrapExpect)
-			return false
+			return true, nil
 		}
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.RaftAddr)})
 	}
 	if len(servers) != n.cfg.BootstrapExpect {
-		return false
+		return true, nil
 	}
 	slices.SortFunc(servers, func(a, b raft.Server) int { return cmp.Compare(a.ID, b.ID) })
 	for i := 1; i < len(servers); i++ {
 		if servers[i].ID == servers[i-1].ID {
 			n.log.Error("two members share one id; not bootstrapping", "id", servers[i].ID)
-			return false
+			return true, nil
 		}
 	}
 	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-		n.log.Error("bootstrap failed", "err", err)
-		return false
+		n.log.Error("bootstrap failed; retrying", "err", err)
+		return true, time.After(time.Second)
 	}
 	n.gossip.updateMeta(func(m *memberMeta) { m.HasState = true })
 	n.log.Info("bootstrapped cluster", "servers", len(servers))
-	return true
+	return false, nil
 }
 
 // reconcile brings the Raft configuration in line with gossip. Leader only.
@@ -105,7 +110,7 @@ func (n *Node) reconcile() {
 	alive := map[string]bool{}
 	for _, m := range n.gossip.members() {
 		alive[m.ID] = true
-		if m.Leaving || n.gossip.departedMember(m) {
+		if m.Leaving || n.gossip.wasRemoved(m) {
 			continue
 		}
 		if m.Cluster != "" && cluster != "" && m.Cluster != cluster {
@@ -113,7 +118,7 @@ func (n *Node) reconcile() {
 			continue
 		}
 		if s, ok := byID[raft.ServerID(m.ID)]; ok && s.Address == raft.ServerAddress(m.RaftAddr) {
-			n.recordHTTPAddr(m.ID, m.HTTPAddr)
+			n.recordMemberHTTPAddr(m)
 			continue
 		}
 		if taken := addressHolder(servers, m.RaftAddr); taken != "" && taken != raft.ServerID(m.ID) {
@@ -124,15 +129,21 @@ func (n *Node) reconcile() {
 			n.log.Warn("reconcile: add voter", "member", m.ID, "err", err)
 			continue
 		}
-		n.recordHTTPAddr(m.ID, m.HTTPAddr)
+		n.recordMemberHTTPAddr(m)
 	}
 	for _, id := range n.gossip.takeLeft() {
 		if _, ok := byID[raft.ServerID(id)]; !ok || alive[id] || id == n.cfg.ID {
 			continue
 		}
-		if err := n.Leave(id); err != nil {
+		if err := n.RemoveServer(id); err != nil {
 			n.log.Warn("reconcile: remove server that left", "member", id, "err", err)
 		}
+	}
+}
+
+func (n *Node) recordMemberHTTPAddr(m memberMeta) {
+	if err := n.recordHTTPAddr(m.ID, m.HTTPAddr); err != nil {
+		n.log.Warn("reconcile: record HTTP address", "member", m.ID, "err", err)
 	}
 }
 

@@ -58,14 +58,9 @@ type Recovery struct {
 // log, so each survivor keeps every entry it had (including entries that were
 // never committed: the survivor with the longest log should be started first
 // if that matters). It refuses a data dir without Raft state, a malformed or
-// empty peers file, and a data dir a running node holds open.
-func Recover(dataDir, peersFile string) error {
-	_, err := RecoverDataDir(dataDir, peersFile)
-	return err
-}
-
-// RecoverDataDir is Recover, also reporting what it did.
-func RecoverDataDir(dataDir, peersFile string) (Recovery, error) {
+// empty peers file, and a data dir a running node holds open. It reports
+// what the data dir holds now.
+func Recover(dataDir, peersFile string) (Recovery, error) {
 	conf, err := readPeers(peersFile)
 	if err != nil {
 		return Recovery{}, err

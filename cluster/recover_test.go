@@ -86,7 +86,7 @@ func TestRecoverRebuildsCluster(t *testing.T) {
 
 	addr2 := recFreeAddr(t)
 	peers := recWrite(t, t.TempDir(), "peers.json", `[{"id": "n2", "address": "`+addr2+`", "non_voter": false}]`)
-	rec, err := RecoverDataDir(dir, peers)
+	rec, err := Recover(dir, peers)
 	if err != nil {
 		t.Fatalf("recover: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestRecoverRebuildsCluster(t *testing.T) {
 	if after.Code == inSnapshot.Code || after.Code == inLog.Code {
 		t.Fatalf("code %s handed out again after recovery", after.Code)
 	}
-	if err := Recover(dir, peers); err == nil || !strings.Contains(err.Error(), "still running") {
+	if _, err := Recover(dir, peers); err == nil || !strings.Contains(err.Error(), "still running") {
 		t.Fatalf("recover on a running node's data dir: err = %v, want a 'still running' refusal", err)
 	}
 }
@@ -124,7 +124,7 @@ func TestRecoverRefuses(t *testing.T) {
 
 	t.Run("no data dir", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "missing")
-		err := Recover(dir, good)
+		_, err := Recover(dir, good)
 		if err == nil || !strings.Contains(err.Error(), "no Raft state") {
 			t.Fatalf("err = %v", err)
 		}
@@ -134,7 +134,7 @@ func TestRecoverRefuses(t *testing.T) {
 	})
 	t.Run("empty data dir", func(t *testing.T) {
 		dir := t.TempDir()
-		err := Recover(dir, good)
+		_, err := Recover(dir, good)
 		if err == nil || !strings.Contains(err.Error(), "no Raft state") {
 			t.Fatalf("err = %v", err)
 		}
@@ -164,14 +164,14 @@ func TestRecoverRefuses(t *testing.T) {
 		{"duplicate id", `[{"id":"n1","address":"127.0.0.1:8081"},{"id":"n1","address":"127.0.0.1:8082"}]`, "duplicate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Recover(dir, recWrite(t, pdir, strings.ReplaceAll(tc.name, " ", "_")+".json", tc.content))
+			_, err := Recover(dir, recWrite(t, pdir, strings.ReplaceAll(tc.name, " ", "_")+".json", tc.content))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("missing peers file", func(t *testing.T) {
-		if err := Recover(dir, filepath.Join(pdir, "nope.json")); err == nil || !strings.Contains(err.Error(), "nope.json") {
+		if _, err := Recover(dir, filepath.Join(pdir, "nope.json")); err == nil || !strings.Contains(err.Error(), "nope.json") {
 			t.Fatalf("err = %v", err)
 		}
 	})

@@ -1,15 +1,10 @@
 package cluster
 
 import (
-	"bytes"
-	"fmt"
-	"io"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // Server is one member of the Raft configuration as an operator sees it.
@@ -67,8 +62,8 @@ func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 
 // Status reports this node's view of the cluster: roles, indexes and the
-// configuration's servers. Each other server is probed at its HTTP health
-// endpoint (concurrently, briefly), so "reachable" means reachable from
+// configuration's servers. Each other server is asked who it is over its
+// HTTP listener (concurrently, briefly), so "reachable" means reachable from
 // this node now and last_contact is the time of that answer.
 func (n *Node) Status() (Status, error) {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
@@ -88,7 +83,7 @@ func (n *Node) Status() (Status, error) {
 			ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String(),
 			Leader: s.ID == leaderID,
 		}
-		srv.HTTPAddr, _ = n.httpAddrOf(s.ID)
+		srv.HTTPAddr, _ = n.httpAddrOf(string(s.ID))
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			continue
@@ -99,42 +94,11 @@ func (n *Node) Status() (Status, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, ok := n.health(srv.HTTPAddr, 500*time.Millisecond); ok {
+			if _, err := n.nodeInfoOf(srv.HTTPAddr, 500*time.Millisecond); err == nil {
 				srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			}
 		}()
 	}
 	wg.Wait()
 	return st, nil
-}
-
-// Backup writes a consistent copy of the whole state to w.
-func (n *Node) Backup(w io.Writer) error {
-	if err := n.fsm.WriteBackup(w); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	return nil
-}
-
-// Restore makes the whole cluster take the state in a backup. The backup is
-// verified completely before anything changes; a corrupt one returns an
-// error wrapping fsm.ErrCorruptSnapshot and leaves the cluster as it was.
-func (n *Node) Restore(backup []byte) error {
-	if _, err := fsm.ReadSnapshot(bytes.NewReader(backup)); err != nil {
-		return err
-	}
-	if !n.IsLeader() {
-		return ErrNoLeader
-	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(backup))}
-	if err := n.raft.Restore(meta, bytes.NewReader(backup), n.cfg.WriteTimeout); err != nil {
-		return fmt.Errorf("restore: %w", raftError(err))
-	}
-	// The backup may come from another cluster and lack this leader's
-	// address; recording it also gives every FSM a known applied index
-	// again, which read-after-write waits on.
-	if _, err := n.apply(fsm.EncodeServer(fsm.ServerCommand{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr})); err != nil {
-		return fmt.Errorf("restore: record leader address: %w", err)
-	}
-	return nil
 }

@@ -36,7 +36,7 @@ type createReply struct {
 func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.waitLeader(ctx); err != nil {
+	if err := n.waitReady(ctx, false); err != nil {
 		return fsm.CreateResult{}, err
 	}
 	call := &createCall{req: req, done: make(chan createReply, 1)}
@@ -124,7 +124,7 @@ func (n *Node) failQueuedCreates() {
 func (n *Node) Delete(ctx context.Context, code string) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.waitLeader(ctx); err != nil {
+	if err := n.waitReady(ctx, false); err != nil {
 		return err
 	}
 	resp, err := n.apply(fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli()}))

@@ -128,7 +128,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Leave(req.ID); err != nil {
+	if err := s.node.RemoveServer(req.ID); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}

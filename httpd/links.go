@@ -139,8 +139,18 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// lookupLink finds the {code} of the route, answering 404/410 itself. A
-// local miss is confirmed against the leader first (read-after-write).
+// findLink is the cluster's read-after-write lookup. A miss it could not
+// confirm (no leader within the write timeout) is answered as a miss: a
+// node cut off from the leader serves what it has.
+func (s *Server) findLink(code string) (fsm.Link, bool) {
+	l, err := s.node.Lookup(context.Background(), code)
+	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+		s.log.Debug("lookup not confirmed by a leader", "code", code, "err", err)
+	}
+	return l, err == nil
+}
+
+// lookupLink finds the {code} of the route, answering 404/410 itself.
 func (s *Server) lookupLink(ctx *fasthttp.RequestCtx) (fsm.Link, bool) {
 	code, _ := ctx.UserValue("code").(string)
 	l, ok := s.findLink(code)
@@ -162,7 +172,8 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
 }
 
 // statsHandler answers a link's stats. The two stats routes differ only in
-// the name of the count field ("clicks" and "click_count", SPEC §3).
+// the name of the count field: "clicks" under /api/v1/urls/{code}/stats,
+// "click_count" under /stats/{code} (docs/API.md).
 func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if l, ok := s.lookupLink(ctx); ok {

@@ -78,9 +78,9 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 // that read or copy their argument, never for writing.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// confirmMiss looks a code up again the careful way (findLink), so a code
-// created through any node is never answered 404 here while the leader is
-// reachable. Kept out of redirect so the hit path stays small.
+// confirmMiss asks the cluster whether a code missing here exists, so a
+// code created through any node is never answered 404 here while the
+// leader is reachable. Kept out of redirect so the hit path stays small.
 func (s *Server) confirmMiss(code []byte) (fsm.Target, bool) {
 	if codes.IsReserved(string(code)) {
 		return fsm.Target{}, false // "/API", "/Admin": never a code

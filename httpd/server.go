@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,12 +17,11 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// Limits on requests. Bodies are small JSON except a restore, which carries
-// a whole backup.
+// Limits on requests. Bodies are small JSON except a restore or an import,
+// which carry whole data sets.
 const (
-	maxBodyBytes       = 64 << 10
-	maxRestoreBytes    = 1 << 30
-	maxClickBatchBytes = 4 << 20
+	maxBodyBytes    = 64 << 10
+	maxRestoreBytes = 1 << 30
 )
 
 // Config is the HTTP layer's part of the node's flags.
@@ -122,10 +122,8 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsHandler("clicks"))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
 	handle("GET", "/stats/{code}", "stats", s.statsHandler("click_count"))
-	handle("GET", cluster.ReadIndexPath, "internal_read_index", s.handleReadIndex)
-	handle("POST", cluster.ClicksPath, "internal_clicks", s.handleClicks)
-	handle("GET", cluster.LinkPath+"{code}", "internal_link", s.handleLeaderLink)
-	handle("POST", cluster.LeavePath, "internal_leave", s.handleDeparture)
+	// The node-to-node protocol is the cluster package's, both ends.
+	handle(router.MethodWild, "/internal/v1/{path:*}", "internal", s.node.InternalHandler())
 
 	// Admin calls act on the leader's view: the leader alone knows which
 	// servers are reachable and holds the freshest state.
@@ -169,14 +167,14 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
 // requestLimits gives restores and imports a larger body limit than
 // everything else, and only to requests that carry the admin token when one
 // is set, so an anonymous client cannot make the node buffer a huge body;
-// click batches from other nodes get a limit that fits the largest batch.
+// node-to-node requests get the limit of the largest the protocol sends.
 func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if !h.IsPost() {
 		return fasthttp.RequestConfig{}
 	}
 	switch uri := h.RequestURI(); {
-	case string(uri) == cluster.ClicksPath:
-		return fasthttp.RequestConfig{MaxRequestBodySize: maxClickBatchBytes}
+	case bytes.HasPrefix(uri, []byte(cluster.InternalPrefix)):
+		return fasthttp.RequestConfig{MaxRequestBodySize: cluster.MaxInternalBodyBytes}
 	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.tokenOK(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}

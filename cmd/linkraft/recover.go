@@ -38,7 +38,7 @@ func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	case *dataDir == "":
 		return usageError(fs, stderr, "--data-dir is required")
 	}
-	rec, err := cluster.RecoverDataDir(*dataDir, *peers)
+	rec, err := cluster.Recover(*dataDir, *peers)
 	if err != nil {
 		fmt.Fprintf(stderr, "linkraft recover: %v\n", err)
 		return 1

@@ -1,0 +1,283 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+const (
+	// reconcileInterval is how often a leader makes a full membership pass
+	// besides reacting to gossip events: it retries what failed (a voter
+	// that could not be added yet) and catches an event that was missed.
+	reconcileInterval = 2 * time.Second
+	purgeInterval     = time.Minute
+	// requestWindow is how long a create's request ID is remembered, so a
+	// retry within it returns the first outcome instead of a second link.
+	requestWindow = 10 * time.Minute
+	// establishRetry is the wait between attempts to establish leadership.
+	establishRetry = 100 * time.Millisecond
+)
+
+// watchLeader turns Raft's leader observations into leaderChanged
+// notifications, for everything that waits for a leader to exist or change.
+func (n *Node) watchLeader() {
+	defer n.wg.Done()
+	observations := make(chan raft.Observation, 16)
+	observer := raft.NewObserver(observations, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(observer)
+	defer n.raft.DeregisterObserver(observer)
+	n.leaderChanged.notify() // for anyone who looked before the observer was in place
+	for {
+		select {
+		case <-n.closing:
+			return
+		case <-observations:
+			n.leaderChanged.notify()
+		}
+	}
+}
+
+// monitorLeadership starts the leader's duties when Raft reports that this
+// node won an election and stops them when it reports the loss, as
+// Consul's leader loop does. A "true" while duties run means leadership was
+// lost and won again in between: the duties start over for the new term.
+func (n *Node) monitorLeadership() {
+	defer n.wg.Done()
+	var stop chan struct{}
+	done := make(chan struct{})
+	revoke := func() {
+		if stop != nil {
+			close(stop)
+			<-done
+			stop = nil
+		}
+	}
+	defer revoke()
+	for {
+		select {
+		case <-n.closing:
+			return
+		case leading := <-n.raft.LeaderCh():
+			revoke()
+			if leading {
+				stop, done = make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(done)
+					n.leaderLoop(stop)
+				}()
+			}
+		}
+	}
+}
+
+// leaderLoop runs while this node leads: it establishes leadership, then
+// reconciles membership on gossip events (and a periodic full pass) and
+// purges expired state once a minute.
+func (n *Node) leaderLoop(stop <-chan struct{}) {
+	defer n.revokeLeadership()
+	if !n.establishLeadership(stop) {
+		return
+	}
+	if n.gossip != nil {
+		n.gossip.takeLeft() // leaves seen while following were for the old leader
+	}
+	reconcile := time.NewTicker(reconcileInterval)
+	defer reconcile.Stop()
+	purge := time.NewTicker(purgeInterval)
+	defer purge.Stop()
+	n.purge()
+	for {
+		var members <-chan struct{}
+		if n.gossip != nil {
+			members = n.gossip.changed.wait()
+			n.reconcile()
+		}
+		select {
+		case <-stop:
+			return
+		case <-n.closing:
+			return
+		case <-members:
+		case <-reconcile.C:
+		case <-purge.C:
+			n.purge()
+		}
+	}
+}
+
+// establishLeadership retries establish until it succeeds or leadership
+// ends. It reports whether this node is now ready to serve as leader.
+func (n *Node) establishLeadership(stop <-chan struct{}) bool {
+	for {
+		err := n.establish()
+		if err == nil {
+			return true
+		}
+		n.log.Warn("establishing leadership failed; will retry", "err", err)
+		select {
+		case <-stop:
+			return false
+		case <-n.closing:
+			return false
+		case <-time.After(establishRetry):
+		}
+	}
+}
+
+// establish makes a new leader ready for writes and reads: one barrier, so
+// every entry earlier leaders committed is applied here; the code key, once
+// per cluster; and this node's HTTP address in the replicated registry, so
+// followers can forward to it. Only then does it mark its term ready.
+func (n *Node) establish() error {
+	term := n.raft.CurrentTerm()
+	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
+		return fmt.Errorf("barrier: %w", raftError(err))
+	}
+	if !n.fsm.Initialized() {
+		if err := n.initKey(); err != nil {
+			return err
+		}
+	}
+	if err := n.recordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
+		return err
+	}
+	if n.raft.CurrentTerm() != term || !n.IsLeader() {
+		return ErrNoLeader
+	}
+	n.readyTerm.Store(term)
+	n.leaderChanged.notify()
+	n.log.Info("leading", "term", term)
+	return nil
+}
+
+func (n *Node) revokeLeadership() {
+	n.readyTerm.Store(0)
+	n.leaderChanged.notify()
+}
+
+// ready reports whether this node leads in a term it has established.
+func (n *Node) ready() bool {
+	return n.IsLeader() && n.readyTerm.Load() == n.raft.CurrentTerm()
+}
+
+// waitReady returns once this node is an established leader. It waits
+// through elections until ctx ends (ErrNoLeader) or the node closes; with
+// failFast it gives up (ErrNoLeader) as soon as this node does not lead.
+func (n *Node) waitReady(ctx context.Context, failFast bool) error {
+	for {
+		changed := n.leaderChanged.wait()
+		switch {
+		case n.ready():
+			return nil
+		case failFast && !n.IsLeader():
+			return ErrNoLeader
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ErrNoLeader
+		case <-n.closing:
+			return ErrClosed
+		}
+	}
+}
+
+// initKey proposes a fresh random code key and cluster id. It runs after
+// the barrier, so a key applied under an earlier leader is seen first; the
+// FSM keeps only the first key ever applied anyway.
+func (n *Node) initKey() error {
+	var init fsm.InitCommand
+	if _, err := rand.Read(init.Key[:]); err != nil {
+		return fmt.Errorf("random key: %w", err)
+	}
+	if _, err := rand.Read(init.ClusterID[:]); err != nil {
+		return fmt.Errorf("random cluster id: %w", err)
+	}
+	if _, err := n.apply(fsm.EncodeInit(init)); err != nil {
+		return fmt.Errorf("apply init: %w", err)
+	}
+	n.log.Info("code key initialised")
+	return nil
+}
+
+// purge turns links expired for longer than ExpiredRetention into
+// tombstones and forgets request IDs older than requestWindow. The FSM is
+// asked first, so an idle cluster writes nothing.
+func (n *Node) purge() {
+	now := time.Now()
+	cmd := fsm.PurgeCommand{
+		ExpiredBefore:  now.Add(-n.cfg.ExpiredRetention).UnixMilli(),
+		RequestsBefore: now.Add(-requestWindow).UnixMilli(),
+	}
+	if !n.fsm.NeedsPurge(cmd) {
+		return
+	}
+	if _, err := n.apply(fsm.EncodePurge(cmd)); err != nil {
+		n.log.Warn("purge failed; the next one retries", "err", err)
+	}
+}
+
+// errLeaderUnknown means Raft knows no leader: an election is under way or
+// this node is cut off. Callers wait for a leader change, not a timer.
+var errLeaderUnknown = fmt.Errorf("%w: none known", ErrNoLeader)
+
+// leaderTarget says where the leader is: this node, or another node's HTTP
+// address.
+type leaderTarget struct {
+	self bool
+	addr string
+}
+
+func (n *Node) leader() (leaderTarget, error) {
+	_, id := n.raft.LeaderWithID()
+	switch {
+	case id == "":
+		return leaderTarget{}, errLeaderUnknown
+	case string(id) == n.cfg.ID:
+		return leaderTarget{self: true, addr: n.cfg.HTTPAddr}, nil
+	}
+	addr, ok := n.httpAddrOf(string(id))
+	if !ok {
+		return leaderTarget{}, fmt.Errorf("%w: no HTTP address known for leader %s", ErrNoLeader, id)
+	}
+	return leaderTarget{addr: addr}, nil
+}
+
+// withLeader calls try with the current leader until try reports done, ctx
+// ends (try's last error) or the node closes (ErrClosed). While no leader
+// is known it waits for Raft to report one; after a failed attempt at a
+// known leader it waits for a leader change or backoff, whichever is first.
+func (n *Node) withLeader(ctx context.Context, backoff time.Duration, try func(leaderTarget) (done bool, err error)) error {
+	for {
+		changed := n.leaderChanged.wait()
+		target, err := n.leader()
+		var retryAfter <-chan time.Time
+		if err == nil {
+			var done bool
+			if done, err = try(target); done {
+				return err
+			}
+		}
+		if !errors.Is(err, errLeaderUnknown) {
+			retryAfter = time.After(backoff)
+		}
+		select {
+		case <-changed:
+		case <-retryAfter:
+		case <-ctx.Done():
+			return err
+		case <-n.closing:
+			return ErrClosed
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/valyala/fasthttp"
+)
+
+// Leaving is a server's own graceful exit (--leave-on-terminate): it
+// announces the leave and is removed from the configuration. Removing a
+// server (RemoveServer) is the leader's side of it, also open to operators.
+
+// handOffLeadership transfers leadership before a leader leaves, so the
+// cluster does not wait for an election.
+func (n *Node) handOffLeadership() {
+	if !n.IsLeader() || n.otherVoters() == 0 {
+		return
+	}
+	if err := n.TransferLeadership(); err != nil {
+		n.log.Warn("leadership transfer before leaving failed", "err", err)
+		return
+	}
+	n.log.Info("handed leadership over before leaving", "leader", n.Leader())
+}
+
+// leave announces the leave over gossip and has the leader remove this
+// node (directly when it still leads). It waits, bounded by the write
+// timeout, until the removal is visible here. The last voter stays.
+func (n *Node) leave() {
+	if n.otherVoters() == 0 {
+		n.log.Info("last voter: staying in the configuration")
+		return
+	}
+	if n.gossip != nil {
+		if err := n.gossip.announceLeave(n.cfg.WriteTimeout); err != nil {
+			n.log.Warn("leaving gossip", "err", err)
+		}
+	}
+	if err := n.askRemoval(); err != nil {
+		n.log.Warn("asking the leader to remove this node", "err", err)
+	}
+	// Raft reports no event for a configuration change on a follower; this
+	// runs once, at shutdown.
+	deadline := time.Now().Add(n.cfg.WriteTimeout)
+	for time.Now().Before(deadline) {
+		if !n.inConfiguration() {
+			n.log.Info("left the cluster")
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.log.Warn("still in the Raft configuration after leaving; the leader will remove it when it sees the leave")
+}
+
+// askRemoval has the leader remove this node, or removes it directly when
+// this node still leads, retrying until the write timeout.
+func (n *Node) askRemoval() error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	defer cancel()
+	body, err := json.Marshal(leaveRequest{V: protocolVersion, ID: n.cfg.ID})
+	if err != nil {
+		return err
+	}
+	return n.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
+		if to.self {
+			err := n.RemoveServer(n.cfg.ID)
+			return err == nil, err
+		}
+		var answer ack
+		err := n.call(ctx, to.addr, fasthttp.MethodPost, leavePath, body, &answer)
+		return err == nil, err
+	})
+}
+
+// otherVoters counts the voters besides this node.
+func (n *Node) otherVoters() int {
+	servers, err := n.configuration()
+	if err != nil {
+		return 0
+	}
+	others := 0
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
+			others++
+		}
+	}
+	return others
+}
+
+func (n *Node) inConfiguration() bool {
+	servers, err := n.configuration()
+	if err != nil {
+		return true
+	}
+	for _, s := range servers {
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			return true
+		}
+	}
+	return false
+}

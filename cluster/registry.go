@@ -1,0 +1,44 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// The HTTP-address registry: where each server's HTTP listener is, so a
+// follower can forward to the leader and a status page can probe every
+// server. The replicated state is the record (fsm.ServerCommand; a leader
+// writes its own address as it takes office and those of servers it adds);
+// gossip metadata fills in servers the record does not have yet.
+
+// httpAddrOf returns the HTTP address of a server. Forwarding asks this per
+// request, so the cheap map comes first.
+func (n *Node) httpAddrOf(id string) (string, bool) {
+	if id == n.cfg.ID {
+		return n.cfg.HTTPAddr, n.cfg.HTTPAddr != ""
+	}
+	if addr, ok := n.fsm.ServerHTTP(id); ok {
+		return addr, true
+	}
+	if n.gossip != nil {
+		for _, m := range n.gossip.members() {
+			if m.ID == id && m.HTTPAddr != "" {
+				return m.HTTPAddr, true
+			}
+		}
+	}
+	return "", false
+}
+
+// recordHTTPAddr replicates a server's HTTP address when it changed; an
+// empty address forgets the server. Leader only.
+func (n *Node) recordHTTPAddr(id, addr string) error {
+	if cur, ok := n.fsm.ServerHTTP(id); ok && cur == addr || addr == "" && !ok {
+		return nil
+	}
+	if _, err := n.apply(fsm.EncodeServer(fsm.ServerCommand{ID: id, HTTPAddr: addr})); err != nil {
+		return fmt.Errorf("record HTTP address of %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package httpd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+)
+
+const idempotencyHeader = "Idempotency-Key"
+
+// fromPeer reports whether another node of this cluster sent the request.
+func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
+	return s.node.FromPeer(&ctx.Request, ctx.RemoteIP())
+}
+
+// forwardMode says how a route's requests are forwarded.
+type forwardMode struct {
+	opts cluster.ForwardOptions
+	// idempotencyKey: give the forwarded request a key if it has none, so
+	// it can be sent again after a lost answer (creates only: the FSM
+	// remembers keys of creates).
+	idempotencyKey bool
+	// localFallback: without a leader, answer from this node's state.
+	localFallback bool
+}
+
+var (
+	forwardWrite  = forwardMode{}
+	forwardCreate = forwardMode{opts: cluster.ForwardOptions{Idempotent: true}, idempotencyKey: true}
+	// Admin operations can outlast a create: joining dials and probes the
+	// new server, restores and imports move whole data sets.
+	forwardAdmin     = forwardMode{opts: cluster.ForwardOptions{Timeout: 5 * time.Minute}}
+	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute}, localFallback: true}
+)
+
+// forwarder serves a request here when this node leads, and otherwise
+// forwards it to the leader and relays the answer. A request that was
+// forwarded once is always served where it lands, so requests never loop.
+func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if s.node.IsLeader() || s.fromPeer(ctx) {
+			h(ctx)
+			return
+		}
+		var req fasthttp.Request
+		var resp fasthttp.Response
+		ctx.Request.CopyTo(&req)
+		if mode.idempotencyKey && len(req.Header.Peek(idempotencyHeader)) == 0 {
+			req.Header.Set(idempotencyHeader, randomKey())
+		}
+		err := s.node.Forward(&req, &resp, mode.opts)
+		switch {
+		case err == nil:
+			resp.CopyTo(&ctx.Response)
+		case errors.Is(err, cluster.ErrLeaderIsSelf):
+			h(ctx)
+		case mode.localFallback && errors.Is(err, cluster.ErrNoLeader):
+			ctx.Response.Header.Set("X-Linkraft-Stale", "no leader reachable; this is the answering node's own view")
+			h(ctx)
+		default:
+			s.writeWriteError(ctx, err)
+		}
+	}
+}
+
+func randomKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
