@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// TestAdminAuth covers who may call /admin/* (SPEC §3 Admin): loopback
-// clients without a token, and only the bearer token once one is set.
+// TestAdminAuth covers who may call /admin/* (the admin rules of
+// docs/API.md): loopback clients without a token, and only the bearer token
+// once one is set.
 func TestAdminAuth(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

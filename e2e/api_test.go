@@ -13,7 +13,7 @@ import (
 )
 
 // TestServiceEndpoints covers /health, /, /metrics, /ui/ and `linkraft
-// version` on a fresh single node (SPEC §3 Service).
+// version` on a fresh single node (the service endpoints of docs/API.md).
 func TestServiceEndpoints(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -76,8 +76,8 @@ func TestServiceEndpoints(t *testing.T) {
 	}
 }
 
-// TestCreateLink covers every way to create a link (SPEC §3 Create): the API
-// with original_url or url, /shorten, the workspace path and form posts.
+// TestCreateLink covers every way to create a link: the API with
+// original_url or url, /shorten, the workspace path and form posts.
 func TestCreateLink(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -183,7 +183,8 @@ func TestCreateLink(t *testing.T) {
 }
 
 // TestRedirect covers GET and HEAD /{code}: Location byte for byte, the
-// cache header, and that only GET counts a click (SPEC §3 Redirect, stats).
+// cache header, and that only GET counts a click, as both stats endpoints
+// show.
 func TestRedirect(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -577,7 +578,7 @@ func TestQRCode(t *testing.T) {
 }
 
 // TestRateLimit covers the per-client create rate limit, Retry-After and
-// X-Forwarded-For handling (SPEC §4).
+// X-Forwarded-For, believed only from a --trusted-proxy.
 func TestRateLimit(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestFlagsFromEnvironment covers SPEC §2: every flag also reads
+// TestFlagsFromEnvironment covers that every flag also reads
 // LINKRAFT_<NAME>. The node gets all its settings from the environment.
 func TestFlagsFromEnvironment(t *testing.T) {
 	skipIfShort(t)
@@ -39,8 +39,8 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestCommandLine covers the subcommands and flag validation of SPEC §2:
-// version, keygen, --cluster-key, and refusing nonsense settings at start.
+// TestCommandLine covers the subcommands and flag validation: version,
+// keygen, --cluster-key, and refusing nonsense settings at start.
 func TestCommandLine(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// Fault tolerance of a three-node cluster (SPEC §2, §6): formation over
-// gossip, read-after-write across nodes, leader crashes under load, loss of
-// quorum, exactly-once click counting through a leader change, full-cluster
-// crashes, and backup/restore between clusters.
+// Fault tolerance of a three-node cluster (the guarantees of docs/API.md):
+// formation over gossip, read-after-write across nodes, leader crashes under
+// load, loss of quorum, exactly-once click counting through a leader change,
+// full-cluster crashes, and backup/restore between clusters.
 
 const (
 	// formationBound is the contract bound for three nodes started at once

@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// Membership of a running cluster (SPEC §2, §3 Admin, §6): leave and join
-// through the API and the CLI, a node added and removed under load, a node
-// with the wrong cluster key, refused membership changes, and leadership
-// transfer.
+// Membership of a running cluster (the admin endpoints and guarantees of
+// docs/API.md): leave and join through the API and the CLI, a node added and
+// removed under load, a node with the wrong cluster key, refused membership
+// changes, and leadership transfer.
 
 // membershipWait bounds waiting for a configuration change to show in
 // /admin/cluster (the leader adds gossip members within ~2 s).

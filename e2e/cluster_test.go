@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TestClusterBootstrapOverGossip covers SPEC §2: three nodes started with
-// the same command (--bootstrap-expect 3, --join seeds) meet over gossip and
-// form exactly one Raft cluster that every node agrees on.
+// TestClusterBootstrapOverGossip covers cluster formation: three nodes
+// started with the same command (--bootstrap-expect 3, --join seeds) meet
+// over gossip and form exactly one Raft cluster that every node agrees on.
 func TestClusterBootstrapOverGossip(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -39,7 +39,7 @@ func TestClusterBootstrapOverGossip(t *testing.T) {
 	}
 }
 
-// TestClusterWritesAndLostQuorum covers what SPEC §3 and §6 promise a
+// TestClusterWritesAndLostQuorum covers what docs/API.md guarantees a
 // three-node cluster: any node takes writes, every node redirects an
 // acknowledged code at once, a node cut off from the leader keeps redirecting
 // but answers writes with 503 and Retry-After, and the cluster comes back

@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// TestCounterCodes covers the default counter strategy (SPEC §5): distinct,
+// TestCounterCodes covers the default counter strategy: distinct,
 // fixed-length base62 codes that reveal no creation order.
 func TestCounterCodes(t *testing.T) {
 	skipIfShort(t)
@@ -179,8 +179,8 @@ func TestCustomCodes(t *testing.T) {
 	}
 }
 
-// TestDeletedCodesAreNeverReused covers SPEC §3: a deleted code is never
-// handed out again, neither as a custom code nor by the counter.
+// TestDeletedCodesAreNeverReused covers that a deleted code is never handed
+// out again, neither as a custom code nor by the counter.
 func TestDeletedCodesAreNeverReused(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -205,7 +205,7 @@ func TestDeletedCodesAreNeverReused(t *testing.T) {
 	}
 }
 
-// base58Alphabet is the hash-code alphabet of SPEC §5.
+// base58Alphabet is the hash-code alphabet (docs/API.md, hash strategy).
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 // expectedHashCode computes a hash-strategy code independently of the server:
@@ -231,8 +231,7 @@ func expectedHashCode(canonical, workspace string) string {
 }
 
 // canonicalGroups are URLs that share a canonical form, written out by hand
-// from the canonicalisation table and test cases 2, 3 and 5 of
-// seeds/002 and the rules of SPEC §5.
+// from the canonical form rules of docs/API.md.
 var canonicalGroups = []struct {
 	name      string
 	canonical string
@@ -287,9 +286,9 @@ var canonicalGroups = []struct {
 	},
 }
 
-// TestDedupeAndHashCodes covers dedupe and the hash strategy (SPEC §5):
-// canonical equivalents share one link, workspaces are separate, and hash
-// codes equal an independent computation of the algorithm.
+// TestDedupeAndHashCodes covers dedupe and the hash strategy: canonical
+// equivalents share one link, workspaces are separate, and hash codes equal
+// an independent computation of the algorithm.
 func TestDedupeAndHashCodes(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

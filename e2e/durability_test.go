@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestKill9KeepsAcknowledgedLinks covers SPEC §6: every link acknowledged
+// TestKill9KeepsAcknowledgedLinks covers durability: every link acknowledged
 // with 201 survives kill -9 and restart, and codes handed out after the
 // restart never collide with the old ones.
 func TestKill9KeepsAcknowledgedLinks(t *testing.T) {
@@ -81,8 +81,8 @@ func equalTimePtr(a, b *string) bool {
 	return *a == *b
 }
 
-// TestKill9KeepsFlushedClicks covers SPEC §6: clicks that stats already
-// showed survive kill -9 and restart.
+// TestKill9KeepsFlushedClicks covers durability of clicks: clicks that
+// stats already showed survive kill -9 and restart.
 func TestKill9KeepsFlushedClicks(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -112,8 +112,8 @@ func TestKill9KeepsFlushedClicks(t *testing.T) {
 	}
 }
 
-// TestSIGTERMFlushesPendingClicks covers SPEC §2: SIGTERM flushes click
-// counts that the (hour-long) flush interval has not written yet.
+// TestSIGTERMFlushesPendingClicks covers graceful shutdown: SIGTERM flushes
+// click counts that the (hour-long) flush interval has not written yet.
 func TestSIGTERMFlushesPendingClicks(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

@@ -34,8 +34,8 @@ const (
 	// gives up and kills the process.
 	stopTimeout = 20 * time.Second
 	// clickWaitTimeout bounds polling for click counts to show up in stats.
-	// SPEC §6 promises ~2 s; the extra margin keeps a busy machine from
-	// turning this liveness check into a timing assertion.
+	// docs/API.md promises about 2 s; the extra margin keeps a busy
+	// machine from turning this liveness check into a timing assertion.
 	clickWaitTimeout = 5 * time.Second
 	// fastFlush is the click flush interval most tests run with, so clicks
 	// reach stats quickly.

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// privateTargets point inside the network (SPEC §4): refused by default,
-// accepted with --allow-private-targets.
+// privateTargets point inside the network: refused by default, accepted
+// with --allow-private-targets.
 var privateTargets = []string{
 	"http://127.0.0.1/",
 	"http://127.1.2.3:8080/admin",
@@ -63,8 +63,8 @@ var publicTargets = []string{
 	"https://local.example.org/",
 }
 
-// TestPrivateTargetsRejected covers the SSRF table of SPEC §4: every private
-// target is a 400 and nothing is stored.
+// TestPrivateTargetsRejected covers the internal-target rules of
+// docs/API.md: every private target is a 400 and nothing is stored.
 func TestPrivateTargetsRejected(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -220,7 +220,7 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // TestBadInputIsRejected feeds the create endpoints malformed and hostile
 // input: each gets its 4xx with a problem+json detail, nothing is stored and
-// the node keeps serving (SPEC §3, §4: never 500 for bad input).
+// the node keeps serving (bad input is never a 5xx).
 func TestBadInputIsRejected(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

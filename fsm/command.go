@@ -23,7 +23,8 @@ const (
 type Strategy byte
 
 const (
-	// StrategyCounter permutes the replicated counter (SPEC §5).
+	// StrategyCounter derives the code from the replicated per-length
+	// counter through the keyed permutation (codes.CounterCode).
 	StrategyCounter Strategy = iota
 	// StrategyHash derives the code from the canonical URL and workspace.
 	StrategyHash
