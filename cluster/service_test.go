@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// serveInternal runs one request through a node's internal handler as if
+// it came from remote.
+func serveInternal(n *Node, remote net.IP, method, uri string, body []byte, forwardedBy string) *fasthttp.RequestCtx {
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: remote, Port: 4000}, nil)
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI(uri)
+	ctx.Request.SetBody(body)
+	if forwardedBy != "" {
+		ctx.Request.Header.Set(ForwardedHeader, forwardedBy)
+	}
+	n.InternalHandler()(&ctx)
+	return &ctx
+}
+
+func TestInternalHandler(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	l := createURL(t, n, "https://example.com/internal")
+	stranger, peer := net.IPv4(10, 9, 8, 7), net.IPv4(127, 0, 0, 1) // peer: the host of a configured server
+
+	clicks := fsm.EncodeClicks(fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: l.Code, Count: 3}}})
+	leave, _ := json.Marshal(leaveRequest{V: protocolVersion, ID: "n9"})
+	tests := []struct {
+		name        string
+		remote      net.IP
+		forwardedBy string
+		method, uri string
+		body        []byte
+		status      int
+		answer      string // a fragment of the body
+	}{
+		{"anyone may ask who a node is", stranger, "", "GET", nodePath, nil, 200, `"id":"n1"`},
+		{"read index needs a peer", stranger, "n2", "GET", readIndexPath, nil, 403, "cluster members only"},
+		{"read index unmarked", peer, "", "GET", readIndexPath, nil, 403, "cluster members only"},
+		{"read index from a peer", peer, "n2", "GET", readIndexPath, nil, 200, `"index":`},
+		{"link from a peer", peer, "n2", "GET", linkPath + l.Code, nil, 200, `"url":"https://example.com/internal"`},
+		{"unknown link", peer, "n2", "GET", linkPath + "nope", nil, 200, `"found":false`},
+		{"link needs a peer", stranger, "n2", "GET", linkPath + l.Code, nil, 403, ""},
+		{"clicks from a peer", peer, "n2", "POST", clicksPath, clicks, 200, `"applied":true`},
+		{"clicks not a batch", peer, "n2", "POST", clicksPath, fsm.EncodeDelete(fsm.DeleteCommand{Code: l.Code}), 400, "not a click batch"},
+		{"clicks needs a peer", stranger, "n2", "POST", clicksPath, clicks, 403, ""},
+		{"leave for another node", peer, "n2", "POST", leavePath, leave, 403, "its own removal"},
+		{"leave of an unknown server", peer, "n9", "POST", leavePath, leave, 404, ""},
+		{"leave with a newer protocol", peer, "n9", "POST", leavePath, []byte(`{"v":2,"id":"n9"}`), 400, "protocol version 2"},
+		{"wrong method", peer, "n2", "POST", readIndexPath, nil, 405, ""},
+		{"unknown endpoint", peer, "n2", "GET", InternalPrefix + "nothing", nil, 404, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := serveInternal(n, tt.remote, tt.method, tt.uri, tt.body, tt.forwardedBy)
+			if got := ctx.Response.StatusCode(); got != tt.status || !strings.Contains(string(ctx.Response.Body()), tt.answer) {
+				t.Fatalf("got %d %s, want %d with %q", got, ctx.Response.Body(), tt.status, tt.answer)
+			}
+		})
+	}
+	if got, _ := n.FSM().Get(l.Code); got.Clicks != 3 {
+		t.Fatalf("clicks after the peer's batch: %d, want 3", got.Clicks)
+	}
+}
+
+func TestDecodeMessageChecksVersion(t *testing.T) {
+	tests := []struct {
+		body string
+		ok   bool
+	}{
+		{`{"v":1,"index":7}`, true},
+		{`{"index":7}`, false}, // no version: not this protocol
+		{`{"v":2,"index":7}`, false},
+		{`not json`, false},
+	}
+	for _, tt := range tests {
+		var answer readIndexAnswer
+		if err := decodeMessage([]byte(tt.body), &answer); (err == nil) != tt.ok {
+			t.Errorf("decode %s: err %v, want ok=%v", tt.body, err, tt.ok)
+		}
+	}
+}
+
+func TestLookupConfirmsMisses(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	l := createURL(t, n, "https://example.com/looked-up")
+	ctx := context.Background()
+	if got, err := n.Lookup(ctx, l.Code); err != nil || got.URL != l.URL {
+		t.Fatalf("lookup of an existing code: %+v, %v", got, err)
+	}
+	if _, err := n.Lookup(ctx, "missing"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("lookup of a missing code: %v, want a confirmed not-found", err)
+	}
+	if err := n.Delete(ctx, l.Code); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := n.Lookup(ctx, l.Code); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("lookup right after delete: %v, want not-found", err)
+	}
+}
+
+func TestBroadcastWakesEveryWaiter(t *testing.T) {
+	var b broadcast
+	waiters := []<-chan struct{}{b.wait(), b.wait(), b.wait()}
+	b.notify()
+	for i, w := range waiters {
+		select {
+		case <-w:
+		default:
+			t.Fatalf("waiter %d not woken", i)
+		}
+	}
+	select {
+	case <-b.wait():
+		t.Fatal("a wait that started after the notify is already over")
+	default:
+	}
+}
+
+func TestWaitAppliedFollowsTheFSM(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	createURL(t, n, "https://example.com/first")
+	next := n.appliedIndex() + 1
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- n.waitApplied(ctx, next)
+	}()
+	createURL(t, n, "https://example.com/second")
+	if err := <-done; err != nil {
+		t.Fatalf("wait for index %d: %v (applied %d)", next, err, n.appliedIndex())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := n.waitApplied(ctx, n.appliedIndex()+100); err == nil {
+		t.Fatal("waitApplied returned for an index nothing applied")
+	}
+}
