@@ -1,10 +1,24 @@
-// Package cluster owns everything that makes one linkraft process a member
-// of a replicated service: the Raft instance and its storage (raft-boltdb for
-// the log and stable store, a file snapshot store), the transport, the write
-// path that batches concurrent creates into single log entries, the per-node
-// click aggregation that flushes through Raft exactly once, and the leader's
-// housekeeping (the code key, purging expired links).
+// Package cluster makes one linkraft process a member of a replicated
+// service. It owns:
 //
-// Reads do not pass through this package: callers read the fsm.FSM directly.
-// See DESIGN.md for the flows and the reasons behind them.
+//   - Raft (hashicorp/raft) and its storage: raft-boltdb for the log and
+//     stable store, a file snapshot store, and the transport with mutual TLS
+//     from the cluster key (package secure);
+//   - the write path: creates batched into shared log entries, deletes,
+//     backup and restore;
+//   - clicks: each node's aggregation and its exactly-once flush through
+//     the leader;
+//   - reads that must not miss an acknowledged write: Lookup, built on
+//     ReadIndex;
+//   - leadership: the duties a leader starts and stops with Raft's
+//     notifications (the code key, membership reconciliation, purges);
+//   - membership: memberlist discovery, bootstrap-expect, join, removal,
+//     graceful leave, and offline recovery of a cluster that lost quorum;
+//   - the node-to-node protocol, both ends: the handler httpd mounts under
+//     InternalPrefix, its client, the forwarding of public writes to the
+//     leader, and the signatures that authenticate them.
+//
+// The state itself is package fsm's; callers read it directly through
+// Node.FSM. HTTP for clients is package httpd's. DESIGN.md gives the flows
+// and the reasons behind them.
 package cluster

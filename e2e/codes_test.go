@@ -385,7 +385,7 @@ func TestDedupeAndHashCodes(t *testing.T) {
 }
 
 // TestConcurrentDedupeCreatesOneLink covers 100 identical dedupe creates at
-// once (seed 002 test case 11): one link, one 201, 99 answers pointing at it.
+// once: one link, one 201, 99 answers pointing at it.
 func TestConcurrentDedupeCreatesOneLink(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

@@ -1,7 +1,10 @@
-// Package httpd turns linkraft's public HTTP API into calls on the cluster
-// node (writes) and the FSM (reads), and their answers back into HTTP: JSON
-// bodies, problem+json errors, HTML error pages for browsers, redirects.
+// Package httpd turns linkraft's public HTTP API (docs/API.md) into calls on
+// the cluster node and the FSM, and their answers back into HTTP: JSON
+// bodies, problem+json errors, HTML error pages for browsers, redirects. It
+// mounts the cluster's node-to-node handler but never talks to another node
+// itself: forwarding and read-after-write are cluster.Node's.
 //
 // The redirect path is the hot one and bypasses the router: a map lookup,
-// two header writes and a click increment, without allocating.
+// two header writes and a click increment, without allocating. DESIGN.md
+// lists the routes, the error mapping and the hot path.
 package httpd
