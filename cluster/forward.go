@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -34,7 +35,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	n.markForwarded(req)
-	return n.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			return true, ErrLeaderIsSelf
 		}
@@ -47,6 +48,30 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 		}
 		return false, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	})
+	if err != nil {
+		return err
+	}
+	return n.applyLeaderIndex(ctx, resp)
+}
+
+// applyLeaderIndex waits, when the leader's answer names the index its
+// write was applied at, until this node has applied it too, so the client
+// that got the answer here reads its own write here. The header is the
+// cluster's, not the client's: it is removed.
+func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) error {
+	raw := resp.Header.Peek(AppliedIndexHeader)
+	if len(raw) == 0 {
+		return nil
+	}
+	index, err := strconv.ParseUint(string(raw), 10, 64)
+	resp.Header.Del(AppliedIndexHeader)
+	if err != nil {
+		return nil
+	}
+	if err := n.waitApplied(ctx, index); err != nil {
+		return fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, index)
+	}
+	return nil
 }
 
 // neverSent reports whether a client error happened before the request

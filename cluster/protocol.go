@@ -17,6 +17,7 @@ const (
 	linkPath      = InternalPrefix + "links/" // + path-escaped code
 	clicksPath    = InternalPrefix + "clicks"
 	leavePath     = InternalPrefix + "leave"
+	appliedPath   = InternalPrefix + "applied" // ?index=N
 )
 
 // Headers of node-to-node requests, the forwarded public ones included.
@@ -27,6 +28,10 @@ const (
 	ForwardedHeader = "X-Linkraft-Forwarded"
 	signatureHeader = "X-Linkraft-Signature"
 	signedAtHeader  = "X-Linkraft-Signed-At"
+	// AppliedIndexHeader carries, on the leader's answer to a forwarded
+	// delete, the log index the delete was applied at: the forwarding node
+	// applies that far before it answers its client.
+	AppliedIndexHeader = "X-Linkraft-Applied-Index"
 )
 
 // protocolVersion is the "v" of every JSON message. A change that an older
@@ -94,6 +99,13 @@ type clicksAnswer struct {
 	Applied bool `json:"applied"`
 }
 
+// appliedAnswer answers GET applied?index=N: the index this node has
+// applied, once it reached N or the wait bound passed, whichever is first.
+type appliedAnswer struct {
+	V     int    `json:"v"`
+	Index uint64 `json:"index"`
+}
+
 // leaveRequest is the body of POST leave: a node asks the leader to remove
 // it from the configuration. ID must be the sender's own.
 type leaveRequest struct {
@@ -115,3 +127,4 @@ func (m linkAnswer) version() int      { return m.V }
 func (m clicksAnswer) version() int    { return m.V }
 func (m leaveRequest) version() int    { return m.V }
 func (m ack) version() int             { return m.V }
+func (m appliedAnswer) version() int   { return m.V }

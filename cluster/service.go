@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -27,6 +29,7 @@ func (n *Node) InternalHandler() fasthttp.RequestHandler {
 	r.GET(linkPath+"{code}", n.peersOnly(n.serveLink))
 	r.POST(clicksPath, n.peersOnly(n.serveClicks))
 	r.POST(leavePath, n.peersOnly(n.serveLeave))
+	r.GET(appliedPath, n.peersOnly(n.serveApplied))
 	return r.Handler
 }
 
@@ -104,6 +107,20 @@ func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
 	default:
 		writeMessage(ctx, ack{V: protocolVersion})
 	}
+}
+
+// serveApplied answers once this node has applied the index the leader
+// asks about, or after visibilityWait with what it has.
+func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
+	index, err := strconv.ParseUint(string(ctx.QueryArgs().Peek("index")), 10, 64)
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, visibilityWait)
+	defer cancel()
+	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
+	writeMessage(ctx, appliedAnswer{V: protocolVersion, Index: n.appliedIndex()})
 }
 
 func writeMessage(ctx *fasthttp.RequestCtx, msg versioned) {

@@ -121,29 +121,38 @@ func (n *Node) failQueuedCreates() {
 }
 
 // Delete removes a link through Raft. fsm.ErrNotFound when there is none.
-func (n *Node) Delete(ctx context.Context, code string) error {
+// It returns once every voter that answers within visibilityWait has
+// applied the delete too (see visibility.go), with the delete's log index.
+func (n *Node) Delete(ctx context.Context, code string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	if err := n.waitReady(ctx, false); err != nil {
-		return err
+		return 0, err
 	}
-	resp, err := n.apply(fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli()}))
+	resp, index, err := n.applyAt(fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli()}))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err, ok := resp.(error); ok {
-		return err
+		return 0, err
 	}
-	return nil
+	n.awaitVoters(index)
+	return index, nil
 }
 
 // apply proposes one entry and waits for the FSM's response.
 func (n *Node) apply(cmd []byte) (any, error) {
+	resp, _, err := n.applyAt(cmd)
+	return resp, err
+}
+
+// applyAt is apply, also returning the entry's log index.
+func (n *Node) applyAt(cmd []byte) (any, uint64, error) {
 	f := n.raft.Apply(cmd, n.cfg.WriteTimeout)
 	if err := f.Error(); err != nil {
-		return nil, raftError(err)
+		return nil, 0, raftError(err)
 	}
-	return f.Response(), nil
+	return f.Response(), f.Index(), nil
 }
 
 // raftError turns Raft's errors into this package's: ErrNoLeader (not

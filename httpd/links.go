@@ -187,9 +187,13 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 
 func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	code, _ := ctx.UserValue("code").(string)
-	err := s.node.Delete(context.Background(), code)
+	index, err := s.node.Delete(context.Background(), code)
 	switch {
 	case err == nil:
+		if len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0 {
+			// The forwarding node applies this far before its client hears.
+			ctx.Response.Header.Set(cluster.AppliedIndexHeader, strconv.FormatUint(index, 10))
+		}
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	case errors.Is(err, fsm.ErrNotFound):
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")

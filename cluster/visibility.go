@@ -1,0 +1,56 @@
+package cluster
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/valyala/fasthttp"
+)
+
+// visibilityWait bounds how long a delete waits for the other voters to
+// apply it. A voter applies a committed entry within Raft's commit timeout
+// (50 ms) when it is reachable; one that does not answer in this time is
+// cut off or far behind and is excused: it catches up later.
+const visibilityWait = 500 * time.Millisecond
+
+// awaitVoters returns once every other voter has applied index, or has
+// not answered within visibilityWait. Deletes use it so that no node that
+// reaches the leader still redirects a code after its delete was
+// acknowledged; they are rare enough to pay a round trip for it.
+func (n *Node) awaitVoters(index uint64) {
+	// Followers learn that an entry committed from the next append the
+	// leader sends, which an idle leader sends only after its commit
+	// timeout; a barrier entry is such an append, sent at once. Its own
+	// outcome does not matter.
+	n.raft.Barrier(visibilityWait)
+	servers, err := n.configuration()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), visibilityWait+100*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.ID {
+			continue
+		}
+		addr, ok := n.httpAddrOf(string(s.ID))
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var answer appliedAnswer
+			path := appliedPath + "?index=" + strconv.FormatUint(index, 10)
+			err := n.call(ctx, addr, fasthttp.MethodGet, path, nil, &answer)
+			if err != nil || answer.Index < index {
+				n.log.Debug("a voter has not applied a delete yet; excused", "id", s.ID, "index", index, "applied", answer.Index, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
