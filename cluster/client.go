@@ -106,13 +106,13 @@ func (n *Node) markForwarded(req *fasthttp.Request) {
 }
 
 // signedMessage is what a node-to-node request's signature covers: the
-// sending node, the time it was signed, the method, URI, idempotency key
-// and body. The time bounds how long a captured request could be replayed.
+// sending node, the time it was signed, the method, URI, idempotency key,
+// the client's request time and body. The time bounds how long a captured request could be replayed.
 func signedMessage(req *fasthttp.Request) []byte {
 	var msg []byte
 	for _, part := range [][]byte{
 		req.Header.Peek(ForwardedHeader), req.Header.Peek(signedAtHeader), req.Header.Method(),
-		req.URI().RequestURI(), req.Header.Peek("Idempotency-Key"),
+		req.URI().RequestURI(), req.Header.Peek("Idempotency-Key"), req.Header.Peek(RequestTimeHeader),
 	} {
 		msg = append(append(msg, part...), '\n')
 	}

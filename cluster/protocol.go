@@ -32,6 +32,10 @@ const (
 	// delete, the log index the delete was applied at: the forwarding node
 	// applies that far before it answers its client.
 	AppliedIndexHeader = "X-Linkraft-Applied-Index"
+	// RequestTimeHeader is when the client's request reached the node that
+	// forwarded it (unix milliseconds), so that a request sent again to
+	// another leader means the same thing (a relative expiry, say).
+	RequestTimeHeader = "X-Linkraft-Request-Time"
 )
 
 // protocolVersion is the "v" of every JSON message. A change that an older

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -52,6 +53,10 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 		ctx.Request.CopyTo(&req)
 		if mode.idempotencyKey && len(req.Header.Peek(idempotencyHeader)) == 0 {
 			req.Header.Set(idempotencyHeader, randomKey())
+		}
+		if mode.idempotencyKey {
+			// Whichever leader serves it computes the same expiry.
+			req.Header.Set(cluster.RequestTimeHeader, strconv.FormatInt(time.Now().UnixMilli(), 10))
 		}
 		err := s.node.Forward(&req, &resp, mode.opts)
 		switch {

@@ -79,7 +79,7 @@ func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
 func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
-	req, err := s.parseCreate(ctx, time.Now())
+	req, err := s.parseCreate(ctx, s.requestTime(ctx))
 	if err != nil {
 		var bad *badRequest
 		if errors.As(err, &bad) {
@@ -106,6 +106,18 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	default:
 		s.writeCreateError(ctx, req, res.Err)
 	}
+}
+
+// requestTime is when the client's request arrived: now, or for a request
+// a peer forwarded, when it reached that peer, so that every leader it may
+// be sent to computes the same expiry from it.
+func (s *Server) requestTime(ctx *fasthttp.RequestCtx) time.Time {
+	if raw := ctx.Request.Header.Peek(cluster.RequestTimeHeader); len(raw) > 0 && s.fromPeer(ctx) {
+		if ms, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return time.UnixMilli(ms)
+		}
+	}
+	return time.Now()
 }
 
 func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateRequest, err error) {
