@@ -88,7 +88,7 @@ func (n *Node) startGossip(hasState bool) error {
 	g.list = list
 	n.gossip = g
 	n.wg.Add(1)
-	go g.joinSeeds()
+	go g.keepJoined()
 	return nil
 }
 
@@ -100,28 +100,90 @@ func advertiseHost(advertise string) string {
 	return advertise
 }
 
-// joinSeeds retries the --join seeds until one answers or the node closes.
-// A restarted node finds its cluster the same way a new one does.
-func (g *gossip) joinSeeds() {
+// Rejoin rounds back off from rejoinMin to rejoinMax while a member stays
+// missing, and start over at rejoinMin once none is.
+const (
+	rejoinMin = time.Second
+	rejoinMax = 15 * time.Second
+)
+
+// keepJoined keeps this node in one gossip pool with the rest of its
+// cluster, as Serf's reconnect loop and Consul's retry_join do. memberlist
+// alone stops gossiping to a member it declared dead after about 30 s and
+// never looks for it again, so a node that was away longer, or restarted
+// while its seeds were down, would stay alone for good: its leader would
+// not see the servers that join through it, nor the leaves announced there.
+// Every round joins what is missing: --join seeds that are not live
+// members, and servers of the Raft configuration that are not live in
+// gossip, whose gossip address is asked over the node-to-node protocol.
+func (g *gossip) keepJoined() {
 	defer g.n.wg.Done()
-	seeds := slices.DeleteFunc(slices.Clone(g.n.cfg.Join), func(s string) bool { return s == g.n.cfg.GossipAddr })
-	if len(seeds) == 0 {
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		if _, err := g.list.Join(seeds); err == nil {
-			g.n.log.Info("joined gossip", "seeds", seeds, "members", g.list.NumMembers())
-			return
-		} else if attempt%10 == 0 {
-			g.n.log.Warn("gossip join failed; retrying", "seeds", seeds, "err", err)
+	wait := rejoinMin
+	for {
+		if missing := g.missing(); len(missing) == 0 {
+			wait = rejoinMin
+		} else {
+			if joined, err := g.list.Join(missing); err != nil {
+				g.n.log.Debug("gossip rejoin", "tried", missing, "reached", joined, "err", err)
+			} else {
+				g.n.log.Info("joined gossip", "addresses", missing, "members", g.list.NumMembers())
+			}
+			wait = min(2*wait, rejoinMax)
 		}
 		select {
 		case <-g.n.closing:
 			return
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
+
+// missing returns the gossip addresses to join: seeds that are not live
+// members and servers of the Raft configuration not live in gossip.
+func (g *gossip) missing() []string {
+	liveAddrs, liveIDs := map[string]bool{}, map[string]bool{}
+	for _, node := range g.list.Members() {
+		liveAddrs[node.Address()] = true
+		if m, ok := parseMeta(node); ok {
+			liveIDs[m.ID] = true
+		}
+	}
+	var out []string
+	for _, seed := range g.n.cfg.Join {
+		if seed != g.n.cfg.GossipAddr && !liveAddrs[seed] {
+			out = append(out, seed)
+		}
+	}
+	servers, err := g.n.configuration()
+	if err != nil {
+		return out
+	}
+	for _, s := range servers {
+		if liveIDs[string(s.ID)] || string(s.ID) == g.n.cfg.ID {
+			continue
+		}
+		if addr, ok := g.gossipAddrOf(string(s.ID)); ok && !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// gossipAddrOf asks a server for its gossip address over HTTP.
+func (g *gossip) gossipAddrOf(id string) (string, bool) {
+	httpAddr, ok := g.n.httpAddrOf(id)
+	if !ok {
+		return "", false
+	}
+	info, err := g.n.nodeInfoOf(httpAddr, time.Second)
+	if err != nil || info.ID != id || info.GossipAddr == "" {
+		return "", false
+	}
+	return info.GossipAddr, true
+}
+
+// advertised is this node's gossip address as the others reach it.
+func (g *gossip) advertised() string { return g.list.LocalNode().Address() }
 
 // NodeMeta implements memberlist.Delegate.
 func (g *gossip) NodeMeta(limit int) []byte {

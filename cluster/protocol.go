@@ -43,14 +43,15 @@ const (
 // paths change); adding a field that older nodes may ignore does not.
 const protocolVersion = 1
 
-// nodeInfo answers GET node: who this server is. It is the one exchange
-// open to anyone, because a leader asks it of a server that is not yet a
-// member (to check its id and cluster before adding it), and it says no
-// more than /health does.
+// nodeInfo answers GET node: who this server is and where its gossip
+// listens. It is the one exchange open to anyone, because a leader asks it
+// of a server that is not yet a member (to check its id and cluster before
+// adding it), and it says little more than /health does.
 type nodeInfo struct {
-	V       int    `json:"v"`
-	ID      string `json:"id"`
-	Cluster string `json:"cluster_id"` // empty until the cluster is initialised
+	V          int    `json:"v"`
+	ID         string `json:"id"`
+	Cluster    string `json:"cluster_id"`            // empty until the cluster is initialised
+	GossipAddr string `json:"gossip_addr,omitempty"` // for a member whose gossip lost this one
 }
 
 // readIndexAnswer answers GET read-index: an index that covers every write

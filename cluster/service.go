@@ -46,7 +46,11 @@ func (n *Node) peersOnly(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 }
 
 func (n *Node) serveNodeInfo(ctx *fasthttp.RequestCtx) {
-	writeMessage(ctx, nodeInfo{V: protocolVersion, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()})
+	info := nodeInfo{V: protocolVersion, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()}
+	if n.gossip != nil {
+		info.GossipAddr = n.gossip.advertised()
+	}
+	writeMessage(ctx, info)
 }
 
 func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
