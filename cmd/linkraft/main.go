@@ -27,6 +27,7 @@ Usage:
   linkraft restore FILE|-  make the whole cluster take the state in a backup
   linkraft recover --data-dir DIR --peers FILE
                            offline: rebuild a cluster that lost quorum
+  linkraft bench [flags]   load one or more nodes and report throughput and latency
   linkraft keygen          print a new --cluster-key
   linkraft version         print the version
 
@@ -61,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return adminRestore(args[1:], os.Stdin, stdout, stderr)
 	case "recover":
 		return recoverCmd(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "linkraft", version)
 		return 0
