@@ -27,13 +27,22 @@ const catchUpWait = 300 * time.Millisecond
 // When no leader answers within the read timeout the local state's answer
 // is returned, with an error that does not wrap fsm.ErrNotFound: a node cut
 // off from the leader keeps serving what it has.
+//
+// A node that knows it is behind the leader (Behind) does not trust a local
+// hit either: the link may have been deleted. It asks the leader.
 func (n *Node) Lookup(ctx context.Context, code string) (fsm.Link, error) {
-	if l, ok := n.fsm.Get(code); ok {
+	l, ok := n.fsm.Get(code)
+	if ok && !n.Behind() {
 		return l, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
 	defer cancel()
-	l, err := n.confirmMiss(ctx, code)
+	var err error
+	if ok {
+		l, err = n.leaderLink(ctx, code)
+	} else {
+		l, err = n.confirmMiss(ctx, code)
+	}
 	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
 		if l, ok := n.fsm.Get(code); ok {
 			return l, nil
@@ -57,9 +66,26 @@ func (n *Node) confirmMiss(ctx context.Context, code string) (fsm.Link, error) {
 		return fsm.Link{}, fsm.ErrNotFound
 	}
 	// This node is behind: hashicorp/raft backs off replication towards a
-	// peer that failed (up to ~10 s), so a node that was down may receive
-	// nothing for a while. Ask the leader for the one link.
+	// peer that failed (up to ~10 s), so a node that was down or cut off
+	// may receive nothing for a while. Ask the leader for the one link.
+	n.noteLeaderIndex(index)
 	return n.leaderLink(ctx, code)
+}
+
+// Behind reports whether the leader has confirmed an index this node has
+// not applied yet. Until it has, its local hits may be stale (a delete it
+// has not seen), so reads ask the leader. Cheap enough for the redirect
+// path: two atomic loads.
+func (n *Node) Behind() bool { return n.appliedIndex() < n.leaderIndex.Load() }
+
+// noteLeaderIndex records an index the leader has applied.
+func (n *Node) noteLeaderIndex(index uint64) {
+	for {
+		cur := n.leaderIndex.Load()
+		if index <= cur || n.leaderIndex.CompareAndSwap(cur, index) {
+			return
+		}
+	}
 }
 
 // readTimeout bounds how long a miss waits for a leader to confirm it: as

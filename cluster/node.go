@@ -96,6 +96,9 @@ type Node struct {
 	// lead (see leadership.go).
 	leaderChanged broadcast
 	readyTerm     atomic.Uint64
+	// leaderIndex is the highest index the leader told this node it has
+	// applied (see Behind).
+	leaderIndex atomic.Uint64
 
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -121,6 +121,7 @@ func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
 		return
 	}
+	n.noteLeaderIndex(index) // until it is applied, hits here ask the leader
 	wait, cancel := context.WithTimeout(ctx, visibilityWait)
 	defer cancel()
 	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too

@@ -52,8 +52,8 @@ func isCodeByte(c byte) bool {
 // counts a click; HEAD does not.
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	t, ok := s.fsm.Lookup(code)
-	if !ok {
-		t, ok = s.confirmMiss(code)
+	if !ok || s.node.Behind() {
+		t, ok = s.confirm(code)
 	}
 	if !ok {
 		writeBrowserError(ctx, fasthttp.StatusNotFound, "short link "+string(code)+" does not exist")
@@ -78,10 +78,11 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 // that read or copy their argument, never for writing.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// confirmMiss asks the cluster whether a code missing here exists, so a
-// code created through any node is never answered 404 here while the
-// leader is reachable. Kept out of redirect so the hit path stays small.
-func (s *Server) confirmMiss(code []byte) (fsm.Target, bool) {
+// confirm asks the cluster about a code missing here, or about any code
+// while this node knows it is behind the leader: a code created through any
+// node is never answered 404 here, and a deleted one never redirects, while
+// the leader is reachable. Kept out of redirect so the hit path stays small.
+func (s *Server) confirm(code []byte) (fsm.Target, bool) {
 	if codes.IsReserved(string(code)) {
 		return fsm.Target{}, false // "/API", "/Admin": never a code
 	}
