@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,5 +66,57 @@ func (n *node) signal(t *testing.T, sig syscall.Signal) {
 	n.mu.Unlock()
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %v to node %s: %v", sig, n.id, err)
+	}
+}
+
+// TestCreatesSurviveTheLeaderFreezingMidRequest: creates with custom codes
+// nobody else asks for stream through the followers while the leader is
+// frozen (SIGSTOP) with some of them inside it. Those may have been
+// applied before the freeze; the follower sends them again — to the new
+// leader, or to itself when it wins the election — under the same
+// idempotency key, and the answer must be the first outcome: never a 409
+// for a code only one client asked for.
+func TestCreatesSurviveTheLeaderFreezingMidRequest(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	nodes := startCluster(t, 3, map[string]string{"write-timeout": "5s"})
+	for round := range 3 {
+		leader, followers := waitOneLeader(t, 15*time.Second, nodes...)
+		var mu sync.Mutex
+		var wrong []string
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range 12 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				via := followers[w%len(followers)]
+				for i := 0; i < 400; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					code := "frz-" + itoa(round) + "-" + itoa(w) + "-" + itoa(i)
+					body := []byte(`{"url":"https://example.com/` + code + `","custom_code":"` + code + `"}`)
+					status, _, data, err := plainDo(via.client, http.MethodPost, "http://"+via.httpAddr+"/api/v1/urls", body)
+					if err == nil && status != http.StatusCreated && status != http.StatusServiceUnavailable {
+						mu.Lock()
+						wrong = append(wrong, code+" via "+via.id+": "+itoa(status)+" "+string(data))
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		time.Sleep(300 * time.Millisecond)
+		leader.signal(t, syscall.SIGSTOP)
+		waitOneLeader(t, 15*time.Second, followers...)
+		time.Sleep(500 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		leader.signal(t, syscall.SIGCONT)
+		if len(wrong) > 0 {
+			t.Fatalf("round %d (leader %s frozen): %d creates of codes nobody else asked for were refused, first: %v", round, leader.id, len(wrong), wrong[:min(3, len(wrong))])
+		}
 	}
 }

@@ -48,16 +48,12 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			h(ctx)
 			return
 		}
+		if mode.idempotencyKey {
+			s.markIdempotent(ctx)
+		}
 		var req fasthttp.Request
 		var resp fasthttp.Response
 		ctx.Request.CopyTo(&req)
-		if mode.idempotencyKey && len(req.Header.Peek(idempotencyHeader)) == 0 {
-			req.Header.Set(idempotencyHeader, randomKey())
-		}
-		if mode.idempotencyKey {
-			// Whichever leader serves it computes the same expiry.
-			req.Header.Set(cluster.RequestTimeHeader, strconv.FormatInt(time.Now().UnixMilli(), 10))
-		}
 		err := s.node.Forward(&req, &resp, mode.opts)
 		switch {
 		case err == nil:
@@ -71,6 +67,25 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			s.writeWriteError(ctx, err)
 		}
 	}
+}
+
+// requestTimeKey is the user value holding the time a forwarded create
+// arrived from its client.
+const requestTimeKey = "linkraft.requestTime"
+
+// markIdempotent gives a create that may be sent to the leader more than
+// once an idempotency key and its arrival time, on the request itself: the
+// same key and time then travel with every copy sent to a leader, and stay
+// for the one this node serves itself when it becomes the leader meanwhile.
+// Whichever node serves it computes the same expiry and finds the first
+// outcome under the key.
+func (s *Server) markIdempotent(ctx *fasthttp.RequestCtx) {
+	if len(ctx.Request.Header.Peek(idempotencyHeader)) == 0 {
+		ctx.Request.Header.Set(idempotencyHeader, randomKey())
+	}
+	now := time.Now()
+	ctx.SetUserValue(requestTimeKey, now)
+	ctx.Request.Header.Set(cluster.RequestTimeHeader, strconv.FormatInt(now.UnixMilli(), 10))
 }
 
 func randomKey() string {

@@ -109,9 +109,12 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 }
 
 // requestTime is when the client's request arrived: now, or for a request
-// a peer forwarded, when it reached that peer, so that every leader it may
-// be sent to computes the same expiry from it.
+// that was (or was about to be) forwarded, when it reached the forwarding
+// node, so that every leader it may be sent to computes the same expiry.
 func (s *Server) requestTime(ctx *fasthttp.RequestCtx) time.Time {
+	if t, ok := ctx.UserValue(requestTimeKey).(time.Time); ok {
+		return t
+	}
 	if raw := ctx.Request.Header.Peek(cluster.RequestTimeHeader); len(raw) > 0 && s.fromPeer(ctx) {
 		if ms, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 			return time.UnixMilli(ms)
