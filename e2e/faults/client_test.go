@@ -1,0 +1,149 @@
+package faults
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// client sends the workload's requests and turns answers into operations.
+type client struct {
+	hc      *fasthttp.Client
+	timeout time.Duration // per request, a little above --write-timeout
+	token   string
+	start   time.Time // the history's time origin
+	hist    *History
+}
+
+func newHTTPClient() *fasthttp.Client {
+	return &fasthttp.Client{
+		MaxConnsPerHost:     64,
+		MaxIdleConnDuration: 5 * time.Second,
+		ReadTimeout:         10 * time.Second,
+		WriteTimeout:        10 * time.Second,
+		// Never follow redirects; Do does not either, but be explicit
+		// about never retrying a request whose answer was lost.
+		RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+	}
+}
+
+// answer is one HTTP exchange's result.
+type answer struct {
+	status   int
+	location string
+	body     []byte
+	err      error
+}
+
+// do sends one request to addr, bounded by timeout.
+func (c *client) do(method, addr, path string, body []byte, timeout time.Duration) answer {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI("http://" + addr + path)
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if method == fasthttp.MethodHead {
+		resp.SkipBody = true
+	}
+	if err := c.hc.DoTimeout(req, resp, timeout); err != nil {
+		return answer{err: err}
+	}
+	return answer{status: resp.StatusCode(), location: string(resp.Header.Peek("Location")), body: append([]byte(nil), resp.Body()...)}
+}
+
+func (c *client) now() int64 { return int64(time.Since(c.start)) }
+
+// linkAnswer is the part of a link answer the checkers use.
+type linkAnswer struct {
+	Code     string `json:"short_code"`
+	URL      string `json:"original_url"`
+	Existing bool   `json:"existing"`
+	Detail   string `json:"detail"`
+}
+
+// createOp posts a create and records it.
+func (c *client) createOp(proc int, kind Kind, n *fnode, fields map[string]any) Op {
+	body, _ := json.Marshal(fields)
+	op := Op{Client: proc, Kind: kind, Node: n.id, URL: fmt.Sprint(fields["url"]), Invoke: c.now()}
+	if code, ok := fields["custom_code"].(string); ok {
+		op.Code = code
+	}
+	a := c.do(fasthttp.MethodPost, n.httpAddr, "/api/v1/urls", body, c.timeout)
+	op.Complete = c.now()
+	classify(&op, a)
+	var l linkAnswer
+	_ = json.Unmarshal(a.body, &l)
+	if op.Outcome == Ok {
+		op.Code, op.RespURL, op.Existing = l.Code, l.URL, l.Existing
+	} else if op.Err == "" {
+		op.Err = l.Detail
+	}
+	return c.hist.Add(op)
+}
+
+// readOp reads a code by redirect (GET or HEAD /{code}) or through the API.
+func (c *client) readOp(proc int, kind Kind, n *fnode, code string) Op {
+	method, path := fasthttp.MethodGet, "/"+code
+	switch kind {
+	case Read:
+		path = "/api/v1/urls/" + code
+	case Final:
+		method = fasthttp.MethodHead
+	}
+	op := Op{Client: proc, Kind: kind, Node: n.id, Code: code, Invoke: c.now()}
+	a := c.do(method, n.httpAddr, path, nil, c.timeout)
+	op.Complete = c.now()
+	classify(&op, a)
+	if a.status == 404 {
+		op.Outcome = Ok // a definite miss is an answer
+	}
+	op.RespURL = a.location
+	if kind == Read && a.status == 200 {
+		var l linkAnswer
+		_ = json.Unmarshal(a.body, &l)
+		op.RespURL = l.URL
+	}
+	return c.hist.Add(op)
+}
+
+// deleteOp deletes a code.
+func (c *client) deleteOp(proc int, n *fnode, code string) Op {
+	op := Op{Client: proc, Kind: Delete, Node: n.id, Code: code, Invoke: c.now()}
+	a := c.do(fasthttp.MethodDelete, n.httpAddr, "/api/v1/urls/"+code, nil, c.timeout)
+	op.Complete = c.now()
+	classify(&op, a)
+	return c.hist.Add(op)
+}
+
+// classify sets status and outcome: 2xx/3xx ok, 4xx a definite refusal,
+// anything else (5xx, no answer) indeterminate.
+func classify(op *Op, a answer) {
+	op.Status = a.status
+	switch {
+	case a.err != nil:
+		op.Outcome, op.Err = Info, errText(a.err)
+	case a.status < 400:
+		op.Outcome = Ok
+	case a.status < 500:
+		op.Outcome = Fail
+	default:
+		op.Outcome, op.Err = Info, fmt.Sprintf("%d %.200s", a.status, a.body)
+	}
+}
+
+func errText(err error) string {
+	if errors.Is(err, fasthttp.ErrTimeout) {
+		return "timeout"
+	}
+	return err.Error()
+}

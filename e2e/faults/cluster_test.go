@@ -1,0 +1,327 @@
+package faults
+
+import (
+	"encoding/json"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+const (
+	// writeTimeout is every node's --write-timeout.
+	writeTimeout = 2 * time.Second
+	// requestTimeout is the client's bound per request: a little above
+	// writeTimeout, so a node's own 503 arrives before the client gives up.
+	requestTimeout = writeTimeout + time.Second
+	// formTimeout bounds cluster formation and every wait for a leader.
+	formTimeout = 30 * time.Second
+)
+
+// cluster is the nodes of one run and the client that talks to them.
+type cluster struct {
+	t     *testing.T
+	env   *netEnv
+	nodes []*fnode
+	cl    *client
+}
+
+// startCluster builds the binary, creates the network and starts size
+// nodes that bootstrap one cluster; every process is killed in cleanup.
+func startCluster(t *testing.T, size int, rng *mrand.Rand) *cluster {
+	t.Helper()
+	return startClusterOf(t, buildBinary(t), size, rng)
+}
+
+// startClusterOf is startCluster with a given linkraft binary.
+func startClusterOf(t *testing.T, bin string, size int, rng *mrand.Rand) *cluster {
+	t.Helper()
+	key, err := keygen(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newNetEnv(t, size, rng)
+	c := &cluster{t: t, env: env}
+	c.cl = &client{hc: newHTTPClient(), timeout: requestTimeout, token: fmt.Sprintf("tok%x", rng.Uint64()), start: time.Now(), hist: &History{}}
+	cfg := nodeConfig{bin: bin, key: key, token: c.cl.token, writeTimeout: writeTimeout}
+	ports := make([][3]string, size)
+	for i := range size {
+		if ports[i], err = nodePorts(env, i); err != nil {
+			t.Fatal(err)
+		}
+		cfg.gossip = append(cfg.gossip, ports[i][2])
+	}
+	for i := range size {
+		c.nodes = append(c.nodes, newFnode(t, env, i, ports[i], cfg))
+	}
+	// Registered after the network's cleanups, so it runs before them.
+	t.Cleanup(c.killAll)
+	for _, n := range c.nodes {
+		if err := n.launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.waitLeader(formTimeout); err != nil {
+		t.Fatalf("cluster did not form: %v", err)
+	}
+	return c
+}
+
+func (c *cluster) killAll() {
+	for _, n := range c.nodes {
+		if err := n.kill(); err != nil {
+			c.t.Errorf("cleanup: %v", err)
+		}
+	}
+	c.cl.hc.CloseIdleConnections()
+}
+
+// nodeHealth is the part of /health the harness uses.
+type nodeHealth struct {
+	NodeID       string `json:"node_id"`
+	Role         string `json:"role"`
+	Leader       string `json:"leader"`
+	AppliedIndex uint64 `json:"applied_index"`
+	Links        int64  `json:"links"`
+}
+
+func (c *cluster) health(n *fnode) (nodeHealth, error) {
+	a := c.cl.do(fasthttp.MethodGet, n.httpAddr, "/health", nil, time.Second)
+	var h nodeHealth
+	if a.err != nil {
+		return h, fmt.Errorf("/health on %s: %w", n.id, a.err)
+	}
+	if a.status != 200 {
+		return h, fmt.Errorf("/health on %s: %d %s", n.id, a.status, a.body)
+	}
+	if err := json.Unmarshal(a.body, &h); err != nil {
+		return h, fmt.Errorf("/health on %s: %w", n.id, err)
+	}
+	return h, nil
+}
+
+// leaderNow returns the index of the node that says it leads and that
+// every other answering node names, or -1.
+func (c *cluster) leaderNow(only []*fnode) (int, string) {
+	leader, named := -1, map[string]bool{}
+	var seen []string
+	for i, n := range c.nodes {
+		if !contains(only, n) {
+			continue
+		}
+		h, err := c.health(n)
+		if err != nil {
+			return -1, err.Error()
+		}
+		seen = append(seen, fmt.Sprintf("%s:%s/%s", n.id, h.Role, h.Leader))
+		named[h.Leader] = true
+		if h.Role == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 || len(named) != 1 || !named[c.nodes[leader].id] {
+		return -1, strings.Join(seen, " ")
+	}
+	return leader, ""
+}
+
+// waitLeader polls until every running node names one leader.
+func (c *cluster) waitLeader(timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		var i int
+		if i, last = c.leaderNow(c.running()); i >= 0 {
+			return i, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return -1, fmt.Errorf("no single leader within %v; last: %s", timeout, last)
+}
+
+func (c *cluster) running() []*fnode {
+	var out []*fnode
+	for _, n := range c.nodes {
+		if n.running() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func contains(nodes []*fnode, n *fnode) bool {
+	for _, m := range nodes {
+		if m == n {
+			return true
+		}
+	}
+	return false
+}
+
+// waitConverged waits until every node runs, names one leader and has
+// applied the same index as the leader.
+func (c *cluster) waitConverged(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		if ok, why := c.converged(); ok {
+			return nil
+		} else {
+			last = why
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("not converged within %v: %s", timeout, last)
+}
+
+func (c *cluster) converged() (bool, string) {
+	if len(c.running()) != len(c.nodes) {
+		return false, "a node is down"
+	}
+	if i, why := c.leaderNow(c.nodes); i < 0 {
+		return false, why
+	}
+	indexes := map[uint64]bool{}
+	var seen []string
+	for _, n := range c.nodes {
+		h, err := c.health(n)
+		if err != nil {
+			return false, err.Error()
+		}
+		indexes[h.AppliedIndex] = true
+		seen = append(seen, fmt.Sprintf("%s@%d", n.id, h.AppliedIndex))
+	}
+	return len(indexes) == 1, "applied " + strings.Join(seen, " ")
+}
+
+// finalReads sends HEAD /{code} for every code to every node (a few
+// workers, bounded by the number of codes).
+func (c *cluster) finalReads(codes []string) {
+	type job struct {
+		n    *fnode
+		code string
+	}
+	jobs := make([]job, 0, len(codes)*len(c.nodes))
+	for _, n := range c.nodes {
+		for _, code := range codes {
+			jobs = append(jobs, job{n, code})
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+				c.cl.readOp(1000+w, Final, jobs[i].n, jobs[i].code)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// exports reads GET /admin/export from every node.
+func (c *cluster) exports() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, n := range c.nodes {
+		a := c.cl.do(fasthttp.MethodGet, n.httpAddr, "/admin/export", nil, 20*time.Second)
+		if a.err != nil || a.status != 200 {
+			return nil, fmt.Errorf("export from %s: %d %v %.200s", n.id, a.status, a.err, a.body)
+		}
+		out[n.id] = a.body
+	}
+	return out, nil
+}
+
+// convergedExports retries until the exports agree (click counts flush
+// asynchronously), bounded, and returns the anomalies of the last try.
+func (c *cluster) convergedExports(timeout time.Duration) []Anomaly {
+	deadline := time.Now().Add(timeout)
+	for {
+		ex, err := c.exports()
+		var anomalies []Anomaly
+		if err != nil {
+			anomalies = []Anomaly{{Checker: "exports", Detail: err.Error()}}
+		} else {
+			anomalies = CheckExports(ex)
+		}
+		if len(anomalies) == 0 || time.Now().After(deadline) {
+			return anomalies
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// processAnomalies reports unexpected exits, panics in the logs and nodes
+// that are not running at the end.
+func (c *cluster) processAnomalies() []Anomaly {
+	var out []Anomaly
+	for _, n := range c.nodes {
+		for _, e := range n.unexpectedExits() {
+			out = append(out, Anomaly{Checker: "process", Node: n.id, Detail: e})
+		}
+		if !n.running() {
+			out = append(out, Anomaly{Checker: "process", Node: n.id, Detail: "not running at the end of the run"})
+		}
+		log, err := os.ReadFile(n.logPath)
+		if err != nil {
+			out = append(out, Anomaly{Checker: "process", Node: n.id, Detail: fmt.Sprintf("read log: %v", err)})
+		}
+		for _, marker := range []string{"panic:", "fatal error:", "DATA RACE"} {
+			if i := strings.Index(string(log), marker); i >= 0 {
+				out = append(out, Anomaly{Checker: "process", Node: n.id, Detail: fmt.Sprintf("log contains %q: %.300s", marker, log[i:])})
+			}
+		}
+	}
+	return out
+}
+
+// resume sends SIGCONT to every running node (harmless when not paused).
+func (c *cluster) resume() {
+	for _, n := range c.running() {
+		_ = n.signal(syscall.SIGCONT)
+	}
+}
+
+// saveArtifacts writes the history, the schedule and every node's log.
+func (c *cluster) saveArtifacts(dir string, ops []Op, extra map[string]any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("artifacts dir: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return fmt.Errorf("history file: %w", err)
+	}
+	if err := WriteJSONL(f, ops); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close history: %w", err)
+	}
+	for name, v := range extra {
+		data, _ := json.MarshalIndent(v, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	for _, n := range c.nodes {
+		data, err := os.ReadFile(n.logPath)
+		if err != nil {
+			return fmt.Errorf("read log of %s: %w", n.id, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n.id+".log"), data, 0o644); err != nil {
+			return fmt.Errorf("copy log of %s: %w", n.id, err)
+		}
+	}
+	return nil
+}

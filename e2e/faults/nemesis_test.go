@@ -1,0 +1,245 @@
+package faults
+
+import (
+	"fmt"
+	mrand "math/rand/v2"
+	"syscall"
+	"time"
+)
+
+// Nemesis kinds.
+const (
+	partLeader   = "partition-leader"   // the leader alone on one side
+	partMajority = "partition-majority" // a random minority against the majority
+	partBridge   = "partition-bridge"   // two halves that only one node sees both of
+	killLeader   = "kill-leader"        // kill -9 the leader, restart it
+	killFollower = "kill-follower"      // kill -9 a follower, restart it
+	killAll      = "kill-all"           // kill -9 every node, restart them all
+	pauseLeader  = "pause-leader"       // SIGSTOP the leader, SIGCONT it
+)
+
+var partitionKinds = []string{partLeader, partMajority, partBridge}
+
+var processKinds = []string{killLeader, killFollower, killAll, pauseLeader}
+
+// planned is one fault of the schedule: what, how long it holds, and the
+// quiet time after it.
+type planned struct {
+	Kind string        `json:"kind"`
+	Hold time.Duration `json:"hold"`
+	Gap  time.Duration `json:"gap"`
+}
+
+// plan is the seeded schedule: every kind once in random order, then
+// random kinds until duration is used up.
+func plan(rng *mrand.Rand, duration time.Duration, soak, partitions bool) []planned {
+	kinds := append([]string(nil), processKinds...)
+	if partitions {
+		kinds = append(kinds, partitionKinds...)
+	}
+	holdMax := 5 * time.Second
+	if soak {
+		holdMax = 12 * time.Second
+	}
+	one := func(kind string) planned {
+		return planned{Kind: kind, Hold: 3*time.Second + rand(rng, holdMax-3*time.Second), Gap: 4*time.Second + rand(rng, 2*time.Second)}
+	}
+	var out []planned
+	var total time.Duration
+	for _, i := range rng.Perm(len(kinds)) {
+		out = append(out, one(kinds[i]))
+		total += out[len(out)-1].Hold + out[len(out)-1].Gap
+	}
+	for total < duration {
+		out = append(out, one(kinds[rng.IntN(len(kinds))]))
+		total += out[len(out)-1].Hold + out[len(out)-1].Gap
+	}
+	return out
+}
+
+func rand(rng *mrand.Rand, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rng.Int64N(int64(d)))
+}
+
+// fault is one applied fault, for the report and the checkers' windows.
+type fault struct {
+	Kind   string   `json:"kind"`
+	Start  int64    `json:"start_ns"`
+	Heal   int64    `json:"heal_ns"`
+	Nodes  []string `json:"nodes"`  // whose reads are exempt while it lasts
+	Detail string   `json:"detail"` // who was cut, killed or paused
+	Err    string   `json:"error,omitempty"`
+}
+
+// grace is how long after a heal a node may still be catching up (an
+// election, a restarted node replaying its log). An operation that was
+// running at the heal overlaps the window anyway.
+const grace = 2 * time.Second
+
+// windows turns applied faults into checker windows.
+func windows(faults []fault) []Window {
+	out := make([]Window, 0, len(faults))
+	for _, f := range faults {
+		out = append(out, Window{Kind: f.Kind, Start: f.Start, End: f.Heal + int64(grace), Nodes: f.Nodes})
+	}
+	return out
+}
+
+// nemesis applies faults to a cluster.
+type nemesis struct {
+	c   *cluster
+	rng *mrand.Rand
+}
+
+// apply runs one planned fault to its heal, then waits its gap.
+func (m *nemesis) apply(p planned) fault {
+	f := fault{Kind: p.Kind, Start: m.c.cl.now()}
+	var err error
+	switch p.Kind {
+	case partLeader, partMajority, partBridge:
+		err = m.partition(&f, p.Hold)
+	case killLeader, killFollower, killAll:
+		err = m.kill(&f, p.Hold)
+	case pauseLeader:
+		err = m.pause(&f, p.Hold)
+	default:
+		err = fmt.Errorf("unknown nemesis %q", p.Kind)
+	}
+	if err != nil {
+		f.Err = err.Error()
+	}
+	f.Heal = m.c.cl.now()
+	time.Sleep(p.Gap)
+	return f
+}
+
+// leader finds the current leader (bounded).
+func (m *nemesis) leader() (int, error) {
+	return m.c.waitLeader(10 * time.Second)
+}
+
+func (m *nemesis) ids(idx ...int) []string {
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = m.c.nodes[j].id
+	}
+	return out
+}
+
+// sides returns the two groups a partition kind cuts apart, and the
+// bridge node for partBridge (-1 otherwise).
+func (m *nemesis) sides(kind string) (a, b []int, bridge int, err error) {
+	n := len(m.c.nodes)
+	perm := m.rng.Perm(n)
+	switch kind {
+	case partLeader:
+		l, err := m.leader()
+		if err != nil {
+			return nil, nil, -1, err
+		}
+		for i := range n {
+			if i != l {
+				b = append(b, i)
+			}
+		}
+		return []int{l}, b, -1, nil
+	case partMajority:
+		k := 1 + m.rng.IntN((n-1)/2)
+		return perm[:k], perm[k:], -1, nil
+	default:
+		rest := perm[1:]
+		return rest[:len(rest)/2], rest[len(rest)/2:], perm[0], nil
+	}
+}
+
+// partition cuts two groups apart with iptables and heals after hold.
+func (m *nemesis) partition(f *fault, hold time.Duration) error {
+	a, b, bridge, err := m.sides(f.Kind)
+	if err != nil {
+		return err
+	}
+	f.Nodes = m.ids(append(append([]int(nil), a...), b...)...)
+	if bridge >= 0 {
+		f.Nodes = append(f.Nodes, m.c.nodes[bridge].id)
+	}
+	f.Detail = fmt.Sprintf("%v | %v", m.ids(a...), m.ids(b...))
+	if bridge >= 0 {
+		f.Detail += fmt.Sprintf(", bridge %s", m.c.nodes[bridge].id)
+	}
+	cut := map[int][]int{}
+	for _, i := range a {
+		cut[i] = append(cut[i], b...)
+	}
+	for _, j := range b {
+		cut[j] = append(cut[j], a...)
+	}
+	f.Start = m.c.cl.now()
+	err = m.c.env.partition(cut)
+	time.Sleep(hold)
+	if herr := m.c.env.heal(); herr != nil {
+		return fmt.Errorf("%v; %w", err, herr)
+	}
+	return err
+}
+
+// victims picks the nodes a kill nemesis kills.
+func (m *nemesis) victims(kind string) ([]int, error) {
+	if kind == killAll {
+		return m.rng.Perm(len(m.c.nodes)), nil
+	}
+	l, err := m.leader()
+	if err != nil {
+		return nil, err
+	}
+	if kind == killLeader {
+		return []int{l}, nil
+	}
+	return []int{(l + 1 + m.rng.IntN(len(m.c.nodes)-1)) % len(m.c.nodes)}, nil
+}
+
+// kill kills the victims with SIGKILL, waits hold, restarts them and waits
+// (bounded) until they answer /health.
+func (m *nemesis) kill(f *fault, hold time.Duration) error {
+	v, err := m.victims(f.Kind)
+	if err != nil {
+		return err
+	}
+	f.Detail = fmt.Sprintf("killed %v", m.ids(v...))
+	f.Nodes = m.ids(v...)
+	if f.Kind != killFollower {
+		f.Nodes = nil // every node loses its leader for a while
+	}
+	f.Start = m.c.cl.now()
+	for _, i := range v {
+		if err := m.c.nodes[i].kill(); err != nil {
+			return err
+		}
+	}
+	time.Sleep(hold)
+	for _, i := range v {
+		if err := m.c.nodes[i].launch(); err != nil {
+			return err
+		}
+	}
+	_, err = m.c.waitLeader(formTimeout)
+	return err
+}
+
+// pause stops the leader with SIGSTOP for hold, then SIGCONT.
+func (m *nemesis) pause(f *fault, hold time.Duration) error {
+	l, err := m.leader()
+	if err != nil {
+		return err
+	}
+	n := m.c.nodes[l]
+	f.Detail = "paused " + n.id
+	f.Start = m.c.cl.now()
+	if err := n.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	time.Sleep(hold)
+	return n.signal(syscall.SIGCONT)
+}
