@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/linkraft/linkraft/e2e/faults"
 )
 
 // Fault tolerance of a three-node cluster (the guarantees of docs/API.md):
@@ -499,7 +501,7 @@ func TestClusterFullRestartAndRestore(t *testing.T) {
 			t.Errorf("fresh node %s has %d links after the restore, want %d", n.id, h.Links, len(acked))
 		}
 	}
-	if d := diffSets(want, exportSet(t, freshFollowers[1])); d != "" {
+	if d := faults.DiffSets(want, exportSet(t, freshFollowers[1])); d != "" {
 		t.Errorf("export of the restored cluster differs from the original:\n%s", d)
 	}
 	for _, n := range fresh {

@@ -591,29 +591,6 @@ func exportSet(t *testing.T, n *node) map[string]bool {
 	return set
 }
 
-// diffSets describes the difference between two sets (at most a few lines
-// each way), or "" when they are equal.
-func diffSets(a, b map[string]bool) string {
-	var onlyA, onlyB []string
-	for k := range a {
-		if !b[k] {
-			onlyA = append(onlyA, k)
-		}
-	}
-	for k := range b {
-		if !a[k] {
-			onlyB = append(onlyB, k)
-		}
-	}
-	if len(onlyA) == 0 && len(onlyB) == 0 {
-		return ""
-	}
-	sort.Strings(onlyA)
-	sort.Strings(onlyB)
-	return fmt.Sprintf("only in the first (%d):\n%s\nonly in the second (%d):\n%s",
-		len(onlyA), strings.Join(firstN(onlyA, 5), "\n"), len(onlyB), strings.Join(firstN(onlyB, 5), "\n"))
-}
-
 // clicksOf reads the click count of code without failing the test.
 func (n *node) clicksOf(code string) (int64, error) {
 	status, _, body, err := plainDo(n.client, http.MethodGet, "http://"+n.httpAddr+"/api/v1/urls/"+code+"/stats", nil)

@@ -292,7 +292,7 @@ func CheckExports(exports map[string][]byte) []Anomaly {
 			out = append(out, Anomaly{Checker: "exports", Node: n, Detail: err.Error()})
 			continue
 		}
-		if d := diffSets(base, set); d != "" {
+		if d := DiffSets(base, set); d != "" {
 			out = append(out, Anomaly{Checker: "exports", Node: n, Detail: fmt.Sprintf("export differs from %s's: %s", nodes[0], d)})
 		}
 	}
@@ -327,8 +327,8 @@ func exportSet(body []byte) (map[string]bool, error) {
 	return set, nil
 }
 
-// diffSets describes how two sets differ (a few lines each way), or "".
-func diffSets(a, b map[string]bool) string {
+// DiffSets describes how two sets differ (a few lines each way), or "".
+func DiffSets(a, b map[string]bool) string {
 	var onlyA, onlyB []string
 	for k := range a {
 		if !b[k] {
