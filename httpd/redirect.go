@@ -69,6 +69,9 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	h := &ctx.Response.Header
 	h.SetCanonical(bytesOf(fasthttp.HeaderLocation), bytesOf(t.URL))
 	h.SetCanonical(bytesOf(fasthttp.HeaderCacheControl), bytesOf(cacheControlNoStore))
+	// An answer to HEAD carries no length of its own: without this, clients
+	// such as fasthttp's cannot tell where it ends and drop the connection.
+	h.SetContentLength(0)
 	if ctx.IsGet() {
 		s.node.RecordClick(t.Code)
 	}
