@@ -155,14 +155,22 @@ func (n *Node) openRaft() (bool, error) {
 	hlog := hclog.New(&hclog.LoggerOptions{
 		Name: "raft", Level: hclog.LevelFromString(n.cfg.RaftLogLevel), Output: os.Stderr,
 	})
+	dbPath := filepath.Join(dir, "raft.db")
+	if err := checkStore(dbPath); err != nil {
+		return false, damaged(err, dir)
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(dir, "raft.db"),
+		Path: dbPath,
 		// Skipping the freelist sync makes each append cheaper; bolt rebuilds
 		// the freelist on open instead.
 		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
 	})
 	if err != nil {
 		return false, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
+	}
+	if err := verifyLog(store); err != nil {
+		store.Close()
+		return false, damaged(err, dir)
 	}
 	logs, err := raft.NewLogCache(1024, store)
 	if err != nil {
@@ -225,6 +233,12 @@ func (n *Node) openRaft() (bool, error) {
 		hasState = true
 	}
 	return hasState, nil
+}
+
+// damaged says what an operator does about a damaged raft.db.
+func damaged(err error, dir string) error {
+	return fmt.Errorf("%w; this node cannot start from it. Move %s aside and start the node with an empty data dir: "+
+		"a cluster member rejoins and receives the state from the leader (a single node: restore a backup)", err, dir)
 }
 
 // advertiseAddr returns the address other nodes dial: advertise's host with

@@ -73,6 +73,9 @@ func Recover(dataDir, peersFile string) (Recovery, error) {
 		return Recovery{}, fmt.Errorf("data dir: %w", err)
 	}
 
+	if err := checkStore(dbPath); err != nil {
+		return Recovery{}, fmt.Errorf("%w: recover another survivor's data dir instead", err)
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{
 		Path:        dbPath,
 		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
@@ -84,6 +87,9 @@ func Recover(dataDir, peersFile string) (Recovery, error) {
 		return Recovery{}, fmt.Errorf("open raft store: %w", err)
 	}
 	defer store.Close()
+	if err := verifyLog(store); err != nil {
+		return Recovery{}, fmt.Errorf("%w: recover another survivor's data dir instead", err)
+	}
 
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 2, hlog)

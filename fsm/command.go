@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/linkraft/linkraft/fsm/codes"
 )
@@ -18,6 +20,41 @@ const (
 	cmdPurge
 	cmdServer
 )
+
+// sealedFlag in the type byte marks an entry that ends in a CRC-32C of
+// everything before it. Every entry is written sealed; unsealed ones, from
+// builds before the checksum, still decode. A disk that changes a byte of a
+// stored entry is then caught instead of applied: bbolt keeps no checksums
+// of the values it stores.
+const (
+	sealedFlag  = 0x80
+	sealedBytes = 4
+)
+
+// ErrCorruptCommand means a log entry's checksum does not match its bytes.
+var ErrCorruptCommand = errors.New("log entry does not match its checksum")
+
+// seal marks an encoded entry as sealed and appends its checksum.
+func seal(buf []byte) []byte {
+	buf[0] |= sealedFlag
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf, crcTable))
+}
+
+// unseal checks a sealed entry's checksum and returns it without the
+// checksum and the flag's meaning: its type byte and its fields.
+func unseal(data []byte) (commandType, []byte, error) {
+	if data[0]&sealedFlag == 0 {
+		return commandType(data[0]), data[1:], nil
+	}
+	if len(data) < 1+sealedBytes {
+		return 0, nil, fmt.Errorf("decode command: %w: too short", ErrCorruptCommand)
+	}
+	body, sum := data[:len(data)-sealedBytes], data[len(data)-sealedBytes:]
+	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(sum) {
+		return 0, nil, fmt.Errorf("decode command: %w", ErrCorruptCommand)
+	}
+	return commandType(data[0] &^ sealedFlag), body[1:], nil
+}
 
 // Strategy chooses how a create without a custom code gets its code.
 type Strategy byte
@@ -107,7 +144,7 @@ func EncodeInit(c InitCommand) []byte {
 	e.byte(byte(cmdInit))
 	e.fixed(c.Key[:])
 	e.fixed(c.ClusterID[:])
-	return e.buf
+	return seal(e.buf)
 }
 
 func EncodeCreate(c CreateBatch) []byte {
@@ -126,7 +163,7 @@ func EncodeCreate(c CreateBatch) []byte {
 		e.varint(it.ExpiresAt)
 		e.uvarint(uint64(it.CodeLength))
 	}
-	return e.buf
+	return seal(e.buf)
 }
 
 func EncodeDelete(c DeleteCommand) []byte {
@@ -134,7 +171,7 @@ func EncodeDelete(c DeleteCommand) []byte {
 	e.byte(byte(cmdDelete))
 	e.string(c.Code)
 	e.varint(c.Now)
-	return e.buf
+	return seal(e.buf)
 }
 
 func EncodeClicks(c ClickBatch) []byte {
@@ -148,7 +185,7 @@ func EncodeClicks(c ClickBatch) []byte {
 		e.string(cc.Code)
 		e.uvarint(cc.Count)
 	}
-	return e.buf
+	return seal(e.buf)
 }
 
 func EncodePurge(c PurgeCommand) []byte {
@@ -156,7 +193,7 @@ func EncodePurge(c PurgeCommand) []byte {
 	e.byte(byte(cmdPurge))
 	e.varint(c.ExpiredBefore)
 	e.varint(c.RequestsBefore)
-	return e.buf
+	return seal(e.buf)
 }
 
 func EncodeServer(c ServerCommand) []byte {
@@ -164,7 +201,7 @@ func EncodeServer(c ServerCommand) []byte {
 	e.byte(byte(cmdServer))
 	e.string(c.ID)
 	e.string(c.HTTPAddr)
-	return e.buf
+	return seal(e.buf)
 }
 
 // DecodeCommand parses a log entry into one of the command types above.
@@ -172,9 +209,13 @@ func DecodeCommand(data []byte) (any, error) {
 	if len(data) == 0 {
 		return nil, errors.New("decode command: empty entry")
 	}
-	d := decoder{buf: data[1:]}
+	typ, fields, err := unseal(data)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{buf: fields}
 	var cmd any
-	switch commandType(data[0]) {
+	switch typ {
 	case cmdInit:
 		var c InitCommand
 		d.fixed(c.Key[:])
@@ -191,13 +232,13 @@ func DecodeCommand(data []byte) (any, error) {
 	case cmdServer:
 		cmd = ServerCommand{ID: d.string(), HTTPAddr: d.string()}
 	default:
-		return nil, fmt.Errorf("decode command: unknown type %d", data[0])
+		return nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("decode command type %d: %w", data[0], d.err)
+		return nil, fmt.Errorf("decode command type %d: %w", typ, d.err)
 	}
 	return cmd, nil
 }
