@@ -3,11 +3,13 @@ package faults
 import (
 	"flag"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 )
 
@@ -174,6 +176,21 @@ func check(c *cluster, ops []Op, faults []fault, converged error, htmlDir string
 	return append(all, lin.Anomalies...), lin
 }
 
+// writeSettled prints, by fault kind, how long after each heal every
+// running node named one leader.
+func writeSettled(w io.Writer, faults []fault) {
+	byKind := map[string][]time.Duration{}
+	for _, f := range faults {
+		byKind[f.Kind] = append(byKind[f.Kind], f.Settled)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\nfault\tafter the heal, one leader known to every node\tmax\t")
+	for _, k := range keys(byKind) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", k, gapList(byKind[k]), gapString(maxGap(byKind[k])))
+	}
+	tw.Flush()
+}
+
 // report logs the summary table and the anomalies by checker.
 func report(t *testing.T, ops []Op, faults []fault, lin LinearizabilityResult, anomalies []Anomaly) {
 	var kinds []string
@@ -187,6 +204,7 @@ func report(t *testing.T, ops []Op, faults []fault, lin LinearizabilityResult, a
 	}
 	var b strings.Builder
 	WriteSummary(&b, ops, WriteAvailability(ops, kinds, refs))
+	writeSettled(&b, faults)
 	fmt.Fprintf(&b, "\nlinearizability: %d codes, %d illegal, %d unknown (timeout), %d reads on nodes inside fault windows left out; visualisations %v\n",
 		lin.Codes, lin.Illegal, lin.Unknown, lin.DroppedReads, lin.HTML)
 	byChecker := map[string][]string{}

@@ -72,7 +72,13 @@ type fault struct {
 	Nodes  []string `json:"nodes"`  // whose reads are exempt while it lasts
 	Detail string   `json:"detail"` // who was cut, killed or paused
 	Err    string   `json:"error,omitempty"`
+	// Settled is the time from the heal until every running node named one
+	// leader, -1 when that did not happen within settleBound.
+	Settled time.Duration `json:"settled_ns"`
 }
+
+// settleBound bounds the wait for one leader after a heal.
+const settleBound = 10 * time.Second
 
 // grace is how long after a heal a node may still be catching up (an
 // election, a restarted node replaying its log). An operation that was
@@ -112,8 +118,23 @@ func (m *nemesis) apply(p planned) fault {
 		f.Err = err.Error()
 	}
 	f.Heal = m.c.cl.now()
-	time.Sleep(p.Gap)
+	healed := time.Now()
+	f.Settled = m.settle()
+	time.Sleep(p.Gap - time.Since(healed))
 	return f
+}
+
+// settle polls until every running node names one leader and returns how
+// long that took, or -1 after settleBound.
+func (m *nemesis) settle() time.Duration {
+	start := time.Now()
+	for time.Since(start) < settleBound {
+		if i, _ := m.c.leaderNow(m.c.running()); i >= 0 {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return -1
 }
 
 // leader finds the current leader (bounded).
