@@ -40,6 +40,9 @@ type Config struct {
 	LeaveOnTerminate   bool
 	WriteTimeout       time.Duration
 	ClickFlushInterval time.Duration
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// make Raft take a new one (0: the library's 8192).
+	SnapshotThreshold uint64
 	// ExpiredRetention is how long an expired link keeps answering 410
 	// before the leader purges it (after which its code answers 404).
 	ExpiredRetention time.Duration
@@ -214,6 +217,12 @@ func (n *Node) openRaft() (bool, error) {
 	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
 	// their own goroutines, so a busy disk does not cause false elections
 	// on a LAN; the lease must not exceed the heartbeat timeout.
+	if n.cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	}
+	// The threshold is only looked at this often (the library's default is
+	// 120 s); the look is a comparison of two indexes.
+	rc.SnapshotInterval = 10 * time.Second
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond
@@ -221,6 +230,9 @@ func (n *Node) openRaft() (bool, error) {
 	if err != nil {
 		transport.Close()
 		store.Close()
+		if serr := checkSnapshots(snaps); serr != nil {
+			return false, damaged(serr, dir)
+		}
 		return false, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft, n.layer, n.transport, n.store = r, layer, transport, store

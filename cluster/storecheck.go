@@ -114,3 +114,27 @@ func verifyLog(logs raft.LogStore) error {
 	}
 	return nil
 }
+
+// checkSnapshots reports ErrDamagedStore when snapshots exist and none of
+// them can be read back whole (their checksum is checked as they are
+// read). Raft itself falls back to an older snapshot when the newest is
+// damaged; this names the damage when it has nothing left to fall back to.
+func checkSnapshots(snaps raft.SnapshotStore) error {
+	list, err := snaps.List()
+	if err != nil || len(list) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, meta := range list {
+		_, rc, err := snaps.Open(meta.ID)
+		if err == nil {
+			_, err = fsm.ReadSnapshot(rc)
+			rc.Close()
+		}
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("snapshot %s: %v", meta.ID, err))
+	}
+	return fmt.Errorf("%w: no snapshot can be read: %v", ErrDamagedStore, errors.Join(errs...))
+}

@@ -11,56 +11,81 @@ import (
 )
 
 // TestDamagedRaftStoreIsRefusedAndReplaced: a cluster member whose raft.db
-// was damaged on disk — a changed byte inside a stored link, or a file cut
-// short — refuses to start, with an error that says what to do, and never
-// answers a request from the damaged state. Started again with an empty
-// data dir, as the error says, it rejoins and serves every link.
+// or snapshot was damaged on disk — a changed byte inside a stored link, a
+// file cut short, a flipped bit — refuses to start, with an error that says
+// what to do, and never answers a request from the damaged state. Started
+// again with an empty data dir, as the error says, it rejoins and serves
+// every link.
 func TestDamagedRaftStoreIsRefusedAndReplaced(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
-	nodes := startCluster(t, 3, nil)
+	nodes := startCluster(t, 3, map[string]string{"snapshot-threshold": "16"})
 	waitOneLeader(t, formationBound, nodes...)
 	var links []link
-	for i := range 12 {
+	for i := range 40 {
 		links = append(links, nodes[i%3].createURL(t, "https://example.com/disk-damage/"+itoa(i)))
 	}
 	victim := nodes[2]
 	for _, l := range links {
 		victim.requireRedirectHead(t, l.ShortCode, l.OriginalURL)
 	}
+	var snapshot string // the victim's snapshot state, once it took one
+	if !eventually(30*time.Second, func() bool {
+		found, _ := filepath.Glob(filepath.Join(victim.dataDir, "snapshots", "*", "state.bin"))
+		if len(found) > 0 {
+			snapshot = found[0]
+		}
+		return snapshot != ""
+	}) {
+		t.Fatalf("%s took no snapshot within 30 s with --snapshot-threshold 16", victim.id)
+	}
 	if err := victim.stop(); err != nil {
 		t.Fatalf("stop %s: %v", victim.id, err)
 	}
 	store := filepath.Join(victim.dataDir, "raft.db")
-	healthy, err := os.ReadFile(store)
-	if err != nil {
-		t.Fatal(err)
+	healthy := map[string][]byte{}
+	for _, f := range []string{store, snapshot} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		healthy[f] = b
 	}
+	flipMiddle := func(b []byte) []byte { b[len(b)/2] ^= 0x10; return b }
 
 	damages := []struct {
 		name   string
+		file   string
 		damage func([]byte) []byte
 	}{
-		{"a changed byte inside a stored link", func(b []byte) []byte {
+		{"a changed byte inside a stored link", store, func(b []byte) []byte {
 			target := []byte(links[5].OriginalURL)
 			if bytes.Count(b, target) == 0 {
 				t.Fatalf("link %s not found in raft.db", target)
 			}
 			return bytes.ReplaceAll(b, target, bytes.Replace(target, []byte("example"), []byte("exbmple"), 1))
 		}},
-		{"a file cut short", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"raft.db cut short", store, func(b []byte) []byte { return b[:len(b)/2] }},
+		{"a snapshot cut short", snapshot, func(b []byte) []byte { return b[:len(b)/2] }},
+		{"a flipped bit in a snapshot", snapshot, flipMiddle},
 	}
 	for _, d := range damages {
-		if err := os.WriteFile(store, d.damage(bytes.Clone(healthy)), 0o600); err != nil {
+		for f, b := range healthy { // one damage at a time
+			if err := os.WriteFile(f, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(d.file, d.damage(bytes.Clone(healthy[d.file])), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		before := len(victim.out.String())
 		victim.launch()
 		select {
 		case <-victim.done:
 		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: %s still running 20 s after starting on a damaged raft.db", d.name, victim.id)
+			t.Fatalf("%s: %s still running 20 s after starting on damaged data", d.name, victim.id)
 		}
-		out := victim.out.String()
+		out := victim.out.String()[before:] // this start's output only
 		if victim.exitErr() == nil || !strings.Contains(out, "raft store is damaged") || !strings.Contains(out, "empty data dir") {
 			t.Fatalf("%s: want a non-zero exit that names the damage and the remedy; exit %v, output:\n%s", d.name, victim.exitErr(), out)
 		}

@@ -28,6 +28,7 @@ type serveConfig struct {
 	baseURL                                                      string
 	codeLength, redirectStatus                                   int
 	writeTimeout, clickFlushInterval                             time.Duration
+	snapshotThreshold                                            uint64
 	allowPrivateTargets                                          bool
 	adminToken, clusterKey                                       string
 	leaveOnTerminate                                             bool
@@ -56,6 +57,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.IntVar(&c.redirectStatus, "redirect-status", 302, "redirect status: 301, 302, 307 or 308")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 5*time.Second, "how long a write waits for the leader before 503")
 	fs.DurationVar(&c.clickFlushInterval, "click-flush-interval", time.Second, "how often counted clicks are flushed through Raft")
+	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 8192, "log entries since the last snapshot that make the node take a new one")
 	fs.BoolVar(&c.allowPrivateTargets, "allow-private-targets", false, "allow links to loopback, private and other internal addresses")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /admin (unset: loopback clients only)")
 	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating cluster traffic (linkraft keygen)")
@@ -102,6 +104,8 @@ func (c *serveConfig) validate() error {
 		return errors.New("--redirect-status must be 301, 302, 307 or 308")
 	case c.writeTimeout <= 0 || c.clickFlushInterval <= 0:
 		return errors.New("--write-timeout and --click-flush-interval must be positive")
+	case c.snapshotThreshold < 16:
+		return errors.New("--snapshot-threshold must be at least 16")
 	case c.createRate < 0 || c.createBurst < 1:
 		return errors.New("--create-rate must be >= 0 and --create-burst >= 1")
 	case c.baseURL != "" && !strings.HasPrefix(c.baseURL, "http://") && !strings.HasPrefix(c.baseURL, "https://"):
@@ -170,6 +174,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Join: splitList(cfg.join),
 		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
+		SnapshotThreshold: cfg.snapshotThreshold,
 	}, fsm.New())
 	if err != nil {
 		return err
