@@ -69,3 +69,43 @@ func TestBridgePartitionHeals(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesResumeWhenTheLeaderIsIsolated: the leader is cut off from both
+// followers. A create sent through a follower at that moment, by a client
+// that waits as long as it takes, must succeed: the follower's forward to
+// the old leader hangs (its packets are dropped), and it must resend to the
+// new leader once the followers elect one, within the nodes' 2 s write
+// timeout.
+func TestWritesResumeWhenTheLeaderIsIsolated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault-injection test: skipped in -short mode")
+	}
+	seed := time.Now().UnixNano()
+	c := startCluster(t, 3, mrand.New(mrand.NewPCG(uint64(seed), 4)))
+	if !c.env.isolated {
+		t.Skip("needs network namespaces to cut links")
+	}
+	for round := range 3 {
+		leader, err := c.waitLeader(formTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := (leader+1)%3, (leader+2)%3
+		if err := c.env.partition(map[int][]int{leader: {a, b}, a: {leader}, b: {leader}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		op := c.cl.createOp(0, Create, c.nodes[a], map[string]any{"url": fmt.Sprintf("https://example.com/isolated/%d/%d", seed, round)})
+		took := time.Since(start)
+		t.Logf("round %d: leader %s isolated; a create through %s answered %d after %v", round, c.nodes[leader].id, c.nodes[a].id, op.Status, took.Round(time.Millisecond))
+		if err := c.env.heal(); err != nil {
+			t.Fatal(err)
+		}
+		if op.Status != 201 {
+			t.Errorf("round %d: create through a follower with the leader isolated: %d %s after %v, want 201 within the 2 s write timeout", round, op.Status, op.Err, took)
+		}
+		if _, err := c.waitLeader(formTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
