@@ -1,0 +1,113 @@
+package faults
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Kill is a kill -9 of one node at a time in the run (ns since start).
+type Kill struct {
+	Node string `json:"node"`
+	At   int64  `json:"at"`
+}
+
+// ClickBounds says when a redirect's click may have been lost: a node
+// counts clicks in memory and flushes them every FlushInterval, so a click
+// it served is lost if it is killed before a flush that reached a leader.
+// Margin covers the flush itself; a click served while the node sat in a
+// fault window (cut off, or its leader gone) cannot be flushed before the
+// window ends, so it is at risk until the window's end plus Margin.
+type ClickBounds struct {
+	FlushInterval int64
+	Margin        int64
+}
+
+// CheckClicks compares each live code's final click count with what the
+// history allows: at least the redirects acknowledged with a 302, less
+// those whose serving node was killed before it could flush them; at most
+// every redirect that may have been served (acknowledged or
+// indeterminate). Below means clicks were lost; above means a click was
+// counted twice.
+func CheckClicks(ops []Op, counts map[string]uint64, kills []Kill, windows []Window, b ClickBounds) []Anomaly {
+	lower, upper := map[string]int64{}, map[string]int64{}
+	for _, op := range ops {
+		if op.Kind != Redirect {
+			continue
+		}
+		switch {
+		case op.Outcome == Ok && op.Status == 302:
+			upper[op.Code]++
+			if !clickAtRisk(op, kills, windows, b) {
+				lower[op.Code]++
+			}
+		case op.Outcome == Info:
+			upper[op.Code]++
+		}
+	}
+	var out []Anomaly
+	for _, code := range keys(counts) {
+		got := int64(counts[code])
+		switch {
+		case got < lower[code]:
+			out = append(out, Anomaly{Checker: "clicks", Code: code, Detail: fmt.Sprintf(
+				"%d clicks counted, but %d redirects were acknowledged by nodes that lived to flush them", got, lower[code])})
+		case got > upper[code]:
+			out = append(out, Anomaly{Checker: "clicks", Code: code, Detail: fmt.Sprintf(
+				"%d clicks counted, but at most %d redirects may have been served", got, upper[code])})
+		}
+	}
+	return sortAnomalies(out)
+}
+
+// clickAtRisk reports whether the node that served op was killed before it
+// can be sure to have flushed the click.
+func clickAtRisk(op Op, kills []Kill, windows []Window, b ClickBounds) bool {
+	until := op.Complete + b.FlushInterval + b.Margin
+	for _, w := range windows {
+		if w.Start <= op.Complete && op.Complete <= w.End && windowCovers(w, op.Node) {
+			until = max(until, w.End+b.Margin)
+		}
+	}
+	for _, k := range kills {
+		if k.Node == op.Node && k.At >= op.Invoke && k.At <= until {
+			return true
+		}
+	}
+	return false
+}
+
+func windowCovers(w Window, node string) bool {
+	if len(w.Nodes) == 0 {
+		return true
+	}
+	for _, n := range w.Nodes {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// ExportClicks reads each link's click count from an export.
+func ExportClicks(export []byte) (map[string]uint64, error) {
+	counts := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(export))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var l struct {
+			Code   string `json:"short_code"`
+			Clicks uint64 `json:"click_count"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, fmt.Errorf("export line: %w", err)
+		}
+		counts[l.Code] = l.Clicks
+	}
+	return counts, sc.Err()
+}

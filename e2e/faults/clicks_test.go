@@ -1,0 +1,47 @@
+package faults
+
+import "testing"
+
+func TestCheckClicks(t *testing.T) {
+	ms := int64(1e6)
+	bounds := ClickBounds{FlushInterval: 200 * ms, Margin: 2000 * ms}
+	redirect := func(node string, at int64, status int, outcome Outcome) Op {
+		return Op{Kind: Redirect, Code: "c", Node: node, Invoke: at, Complete: at + ms, Status: status, Outcome: outcome}
+	}
+	acked := []Op{redirect("n1", 1000*ms, 302, Ok), redirect("n2", 1000*ms, 302, Ok), redirect("n1", 9000*ms, 302, Ok)}
+	tests := []struct {
+		name    string
+		ops     []Op
+		count   uint64
+		kills   []Kill
+		windows []Window
+		bad     bool
+	}{
+		{"every click counted", acked, 3, nil, nil, false},
+		{"a click lost without a kill", acked, 2, nil, nil, true},
+		{"a click counted twice", acked, 4, nil, nil, true},
+		{"indeterminate redirects may count", append(acked, redirect("n2", 5000*ms, 0, Info)), 4, nil, nil, false},
+		{"lost to a kill right after", acked, 2, []Kill{{Node: "n1", At: 1500 * ms}}, nil, false},
+		{"a kill long after the flush excuses nothing", acked, 2, []Kill{{Node: "n1", At: 6000 * ms}}, nil, true},
+		{"a kill at the end of a window the click fell in", acked, 2,
+			[]Kill{{Node: "n1", At: 6000 * ms}}, []Window{{Start: 500 * ms, End: 5000 * ms, Nodes: []string{"n1"}}}, false},
+		{"a window on another node excuses nothing", acked, 2,
+			[]Kill{{Node: "n1", At: 6000 * ms}}, []Window{{Start: 500 * ms, End: 5000 * ms, Nodes: []string{"n3"}}}, true},
+		{"404s and failures do not count", append(acked, redirect("n1", 7000*ms, 404, Ok)), 3, nil, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CheckClicks(tt.ops, map[string]uint64{"c": tt.count}, tt.kills, tt.windows, bounds)
+			if (len(got) > 0) != tt.bad {
+				t.Fatalf("anomalies %v, want some: %v", got, tt.bad)
+			}
+		})
+	}
+}
+
+func TestExportClicks(t *testing.T) {
+	counts, err := ExportClicks([]byte(`{"short_code":"a","click_count":3}` + "\n\n" + `{"short_code":"b","click_count":0}` + "\n"))
+	if err != nil || counts["a"] != 3 || counts["b"] != 0 || len(counts) != 2 {
+		t.Fatalf("counts %v, err %v", counts, err)
+	}
+}
