@@ -28,11 +28,17 @@ const (
 
 // cluster is the nodes of one run and the client that talks to them.
 type cluster struct {
-	t     *testing.T
-	env   *netEnv
-	nodes []*fnode
-	cl    *client
+	t       *testing.T
+	env     *netEnv
+	cfg     nodeConfig // what a node added later shares with the others
+	dir     string     // every node's data dir and log
+	members memberList
+	cl      *client
 }
+
+// nodes returns the current members (a snapshot: membership changes
+// while the workload runs).
+func (c *cluster) nodes() []*fnode { return c.members.snapshot() }
 
 // startCluster builds the binary, creates the network and starts size
 // nodes that bootstrap one cluster; every process is killed in cleanup.
@@ -49,7 +55,8 @@ func startClusterOf(t *testing.T, bin string, size int, rng *mrand.Rand) *cluste
 		t.Fatal(err)
 	}
 	env := newNetEnv(t, size, rng)
-	c := &cluster{t: t, env: env}
+	// Before the cleanup that kills the nodes, so it runs after it.
+	c := &cluster{t: t, env: env, dir: t.TempDir()}
 	c.cl = &client{hc: newHTTPClient(), timeout: requestTimeout, token: fmt.Sprintf("tok%x", rng.Uint64()), start: time.Now(), hist: &History{}}
 	cfg := nodeConfig{bin: bin, key: key, token: c.cl.token, writeTimeout: writeTimeout}
 	ports := make([][3]string, size)
@@ -59,12 +66,19 @@ func startClusterOf(t *testing.T, bin string, size int, rng *mrand.Rand) *cluste
 		}
 		cfg.gossip = append(cfg.gossip, ports[i][2])
 	}
+	c.cfg = cfg
 	for i := range size {
-		c.nodes = append(c.nodes, newFnode(t, env, i, ports[i], cfg))
+		n := newFnode(c.dir, env, i, ports[i], cfg, size, cfg.gossip)
+		if err := c.members.register(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.members.join(n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Registered after the network's cleanups, so it runs before them.
 	t.Cleanup(c.killAll)
-	for _, n := range c.nodes {
+	for _, n := range c.nodes() {
 		if err := n.launch(); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +90,7 @@ func startClusterOf(t *testing.T, bin string, size int, rng *mrand.Rand) *cluste
 }
 
 func (c *cluster) killAll() {
-	for _, n := range c.nodes {
+	for _, n := range c.members.everyNode() {
 		if err := n.kill(); err != nil {
 			c.t.Errorf("cleanup: %v", err)
 		}
@@ -108,48 +122,47 @@ func (c *cluster) health(n *fnode) (nodeHealth, error) {
 	return h, nil
 }
 
-// leaderNow returns the index of the node that says it leads and that
-// every other answering node names, or -1.
-func (c *cluster) leaderNow(only []*fnode) (int, string) {
-	leader, named := -1, map[string]bool{}
+// leaderNow returns the one of nodes that says it leads and that every
+// other one of them names, or nil and what each said.
+func (c *cluster) leaderNow(nodes []*fnode) (*fnode, string) {
+	var leader *fnode
+	named := map[string]bool{}
 	var seen []string
-	for i, n := range c.nodes {
-		if !contains(only, n) {
-			continue
-		}
+	for _, n := range nodes {
 		h, err := c.health(n)
 		if err != nil {
-			return -1, err.Error()
+			return nil, err.Error()
 		}
 		seen = append(seen, fmt.Sprintf("%s:%s/%s", n.id, h.Role, h.Leader))
 		named[h.Leader] = true
 		if h.Role == "leader" {
-			leader = i
+			leader = n
 		}
 	}
-	if leader < 0 || len(named) != 1 || !named[c.nodes[leader].id] {
-		return -1, strings.Join(seen, " ")
+	if leader == nil || len(named) != 1 || !named[leader.id] {
+		return nil, strings.Join(seen, " ")
 	}
 	return leader, ""
 }
 
-// waitLeader polls until every running node names one leader.
-func (c *cluster) waitLeader(timeout time.Duration) (int, error) {
+// waitLeader polls until every running member names one leader.
+func (c *cluster) waitLeader(timeout time.Duration) (*fnode, error) {
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for time.Now().Before(deadline) {
-		var i int
-		if i, last = c.leaderNow(c.running()); i >= 0 {
-			return i, nil
+		var l *fnode
+		if l, last = c.leaderNow(c.running()); l != nil {
+			return l, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return -1, fmt.Errorf("no single leader within %v; last: %s", timeout, last)
+	return nil, fmt.Errorf("no single leader within %v; last: %s", timeout, last)
 }
 
+// running returns the members whose process is alive.
 func (c *cluster) running() []*fnode {
 	var out []*fnode
-	for _, n := range c.nodes {
+	for _, n := range c.nodes() {
 		if n.running() {
 			out = append(out, n)
 		}
@@ -157,13 +170,14 @@ func (c *cluster) running() []*fnode {
 	return out
 }
 
-func contains(nodes []*fnode, n *fnode) bool {
-	for _, m := range nodes {
+// indexOf returns n's index in nodes, or -1.
+func indexOf(nodes []*fnode, n *fnode) int {
+	for i, m := range nodes {
 		if m == n {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // waitConverged waits until every node runs, names one leader and has
@@ -183,15 +197,18 @@ func (c *cluster) waitConverged(timeout time.Duration) error {
 }
 
 func (c *cluster) converged() (bool, string) {
-	if len(c.running()) != len(c.nodes) {
-		return false, "a node is down"
+	nodes := c.nodes()
+	for _, n := range nodes {
+		if !n.running() {
+			return false, n.id + " is down"
+		}
 	}
-	if i, why := c.leaderNow(c.nodes); i < 0 {
+	if l, why := c.leaderNow(nodes); l == nil {
 		return false, why
 	}
 	indexes := map[uint64]bool{}
 	var seen []string
-	for _, n := range c.nodes {
+	for _, n := range nodes {
 		h, err := c.health(n)
 		if err != nil {
 			return false, err.Error()
@@ -202,15 +219,16 @@ func (c *cluster) converged() (bool, string) {
 	return len(indexes) == 1, "applied " + strings.Join(seen, " ")
 }
 
-// finalReads sends HEAD /{code} for every code to every node (a few
+// finalReads sends HEAD /{code} for every code to every member (a few
 // workers, bounded by the number of codes).
 func (c *cluster) finalReads(codes []string) {
 	type job struct {
 		n    *fnode
 		code string
 	}
-	jobs := make([]job, 0, len(codes)*len(c.nodes))
-	for _, n := range c.nodes {
+	nodes := c.nodes()
+	jobs := make([]job, 0, len(codes)*len(nodes))
+	for _, n := range nodes {
 		for _, code := range codes {
 			jobs = append(jobs, job{n, code})
 		}
@@ -236,10 +254,10 @@ func (c *cluster) finalReads(codes []string) {
 	wg.Wait()
 }
 
-// exports reads GET /admin/export from every node.
+// exports reads GET /admin/export from every member.
 func (c *cluster) exports() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for _, n := range c.nodes {
+	for _, n := range c.nodes() {
 		a := c.cl.do(fasthttp.MethodGet, n.httpAddr, "/admin/export", nil, 20*time.Second)
 		if a.err != nil || a.status != 200 {
 			return nil, fmt.Errorf("export from %s: %d %v %.200s", n.id, a.status, a.err, a.body)
@@ -250,8 +268,9 @@ func (c *cluster) exports() (map[string][]byte, error) {
 }
 
 // convergedExports retries until the exports agree (click counts flush
-// asynchronously), bounded, and returns the anomalies of the last try.
-func (c *cluster) convergedExports(timeout time.Duration) []Anomaly {
+// asynchronously), bounded, and returns the last exports and their
+// anomalies.
+func (c *cluster) convergedExports(timeout time.Duration) (map[string][]byte, []Anomaly) {
 	deadline := time.Now().Add(timeout)
 	for {
 		ex, err := c.exports()
@@ -262,21 +281,24 @@ func (c *cluster) convergedExports(timeout time.Duration) []Anomaly {
 			anomalies = CheckExports(ex)
 		}
 		if len(anomalies) == 0 || time.Now().After(deadline) {
-			return anomalies
+			return ex, anomalies
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
-// processAnomalies reports unexpected exits, panics in the logs and nodes
-// that are not running at the end.
+// processAnomalies reports unexpected exits, panics in the logs and members
+// that are not running at the end, for every node the run started: a node
+// removed from the cluster was stopped on purpose (its exit is expected
+// and it is not running at the end), but what it did before, and a panic
+// in its log, count.
 func (c *cluster) processAnomalies() []Anomaly {
 	var out []Anomaly
-	for _, n := range c.nodes {
+	for _, n := range c.members.everyNode() {
 		for _, e := range n.unexpectedExits() {
 			out = append(out, Anomaly{Checker: "process", Node: n.id, Detail: e})
 		}
-		if !n.running() {
+		if !n.running() && c.members.isMember(n) {
 			out = append(out, Anomaly{Checker: "process", Node: n.id, Detail: "not running at the end of the run"})
 		}
 		log, err := os.ReadFile(n.logPath)
@@ -321,7 +343,7 @@ func (c *cluster) saveArtifacts(dir string, ops []Op, extra map[string]any) erro
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.members.everyNode() {
 		data, err := os.ReadFile(n.logPath)
 		if err != nil {
 			return fmt.Errorf("read log of %s: %w", n.id, err)

@@ -68,10 +68,11 @@ func deleteThroughFollower(t *testing.T, bin string) deleteFindings {
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower := c.nodes[(leader+1)%len(c.nodes)]
+	nodes := c.nodes()
+	follower := nodes[(indexOf(nodes, leader)+1)%len(nodes)]
 	found := deleteFindings{rounds: 50}
 	for i := range found.rounds {
-		create := c.cl.createOp(0, Create, c.nodes[leader], map[string]any{"url": fmt.Sprintf("https://example.com/del/%d/%d", seed, i)})
+		create := c.cl.createOp(0, Create, leader, map[string]any{"url": fmt.Sprintf("https://example.com/del/%d/%d", seed, i)})
 		if create.Status != 201 {
 			t.Fatalf("round %d: create on the leader: %+v", i, create)
 		}

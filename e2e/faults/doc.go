@@ -3,9 +3,9 @@
 // `linkraft serve` processes (each in its own network namespace on a private
 // bridge when the test runs as root with ip and iptables, on 127.0.0.x
 // otherwise), a concurrent workload that records every operation, nemeses
-// (partitions, kill -9, SIGSTOP) applied on a seeded random schedule, and the
-// checkers that judge the recorded history, including a per-code
-// linearizability check with porcupine.
+// (partitions, kill -9, SIGSTOP, adding and removing nodes) applied on a
+// seeded random schedule, and the checkers that judge the recorded history,
+// including a per-code linearizability check with porcupine.
 //
 // The non-test files hold the history format and the checkers, so they can be
 // reused on a history.jsonl written by an earlier run; the harness lives in

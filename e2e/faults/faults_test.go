@@ -62,7 +62,7 @@ func TestFaultSchedule(t *testing.T) {
 	c := startCluster(t, cfg.nodes, rng)
 	t.Logf("cluster of %d formed in %v", cfg.nodes, time.Since(began).Round(time.Millisecond))
 
-	schedule := plan(rng, cfg.duration, cfg.soak, c.env.isolated)
+	schedule := plan(rng, cfg.duration, cfg.soak, c.env.isolated, cfg.nodes)
 	faults := runSchedule(t, c, rng, cfg, schedule)
 	healAll(t, c)
 	converged := c.waitConverged(60 * time.Second)
@@ -101,7 +101,7 @@ func runSchedule(t *testing.T, c *cluster, rng *mrand.Rand, cfg runConfig, sched
 }
 
 // healAll removes every partition, resumes paused nodes and restarts dead
-// ones.
+// members (a removed node stays stopped).
 func healAll(t *testing.T, c *cluster) {
 	t.Helper()
 	if c.env.isolated {
@@ -110,7 +110,7 @@ func healAll(t *testing.T, c *cluster) {
 		}
 	}
 	c.resume()
-	for _, n := range c.nodes {
+	for _, n := range c.nodes() {
 		if !n.running() {
 			t.Logf("node %s is down after the schedule; restarting it", n.id)
 			if err := n.launch(); err != nil {
@@ -155,18 +155,17 @@ func check(c *cluster, ops []Op, faults []fault, converged error, htmlDir string
 	if converged != nil {
 		all = append(all, Anomaly{Checker: "convergence", Detail: converged.Error()})
 	}
-	nodes := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		nodes[i] = n.id
-	}
-	all = append(all, CheckLostCreates(ops, nodes)...)
+	all = append(all, CheckLostCreates(ops, ids(c.nodes()))...)
 	all = append(all, CheckSingleTarget(ops)...)
 	all = append(all, CheckCustomWinners(ops)...)
 	all = append(all, CheckDedupe(ops)...)
 	all = append(all, CheckNoReadAfterDelete(ops, win)...)
 	all = append(all, CheckNo404AfterAck(ops, win)...)
-	all = append(all, c.convergedExports(15*time.Second)...)
+	exports, exportAnomalies := c.convergedExports(15 * time.Second)
+	all = append(all, exportAnomalies...)
+	all = append(all, checkClicks(c.t, ops, faults, win, exports)...)
 	all = append(all, c.processAnomalies()...)
+	all = append(all, c.membershipAnomalies()...)
 	for _, f := range faults {
 		if f.Err != "" {
 			all = append(all, Anomaly{Checker: "nemesis", Detail: f.Kind + ": " + f.Err})
@@ -174,6 +173,39 @@ func check(c *cluster, ops []Op, faults []fault, converged error, htmlDir string
 	}
 	lin := CheckLinearizable(ops, win, htmlDir, 30*time.Second)
 	return append(all, lin.Anomalies...), lin
+}
+
+// clickFlushInterval is the nodes' --click-flush-interval.
+const clickFlushInterval = 200 * time.Millisecond
+
+// checkClicks runs CheckClicks on the first node's export (they agree once
+// converged, or the exports checker says so).
+func checkClicks(t *testing.T, ops []Op, faults []fault, win []Window, exports map[string][]byte) []Anomaly {
+	if len(exports) == 0 {
+		return nil
+	}
+	counts, err := ExportClicks(exports[keys(exports)[0]])
+	if err != nil {
+		return []Anomaly{{Checker: "clicks", Detail: err.Error()}}
+	}
+	var counted uint64
+	for _, n := range counts {
+		counted += n
+	}
+	acked := 0
+	for _, op := range ops {
+		if op.Kind == Redirect && op.Outcome == Ok && op.Status == 302 {
+			acked++
+		}
+	}
+	t.Logf("clicks: %d live links count %d clicks; %d redirects were acknowledged with a 302 (of deleted links too)", len(counts), counted, acked)
+	var kills []Kill
+	for _, f := range faults {
+		for _, id := range f.Killed {
+			kills = append(kills, Kill{Node: id, At: f.Start})
+		}
+	}
+	return CheckClicks(ops, counts, kills, win, ClickBounds{FlushInterval: int64(clickFlushInterval), Margin: int64(2 * time.Second)})
 }
 
 // writeSettled prints, by fault kind, how long after each heal every

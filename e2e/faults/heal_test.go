@@ -25,17 +25,19 @@ func TestBridgePartitionHeals(t *testing.T) {
 		t.Skip("needs network namespaces to cut links")
 	}
 	var settles, reads []time.Duration
+	nodes := c.nodes()
 	for round := range 3 {
-		leader, err := c.waitLeader(formTimeout)
+		l, err := c.waitLeader(formTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
+		leader := indexOf(nodes, l)
 		cut, bridge := (leader+1)%3, (leader+2)%3
 		if err := c.env.partition(map[int][]int{leader: {cut}, cut: {leader}}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 20 { // writes while the link is down, through the bridge
-			c.cl.createOp(0, Create, c.nodes[bridge], map[string]any{"url": fmt.Sprintf("https://example.com/bridge/%d/%d/%d", seed, round, i)})
+			c.cl.createOp(0, Create, nodes[bridge], map[string]any{"url": fmt.Sprintf("https://example.com/bridge/%d/%d/%d", seed, round, i)})
 			time.Sleep(200 * time.Millisecond)
 		}
 		if err := c.env.heal(); err != nil {
@@ -44,17 +46,17 @@ func TestBridgePartitionHeals(t *testing.T) {
 		healed := time.Now()
 		settled := time.Duration(-1)
 		for time.Since(healed) < 10*time.Second {
-			if i, _ := c.leaderNow(c.nodes); i >= 0 {
+			if l, _ := c.leaderNow(nodes); l != nil {
 				settled = time.Since(healed)
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		start := time.Now()
-		miss := c.cl.do(fasthttp.MethodGet, c.nodes[cut].httpAddr, fmt.Sprintf("/zz%d%d", round, seed%1000), nil, 15*time.Second)
+		miss := c.cl.do(fasthttp.MethodGet, nodes[cut].httpAddr, fmt.Sprintf("/zz%d%d", round, seed%1000), nil, 15*time.Second)
 		read := time.Since(start)
 		t.Logf("round %d: leader %s, cut %s, bridge %s: one leader known to all %v after the heal; a miss on %s answered %d in %v",
-			round, c.nodes[leader].id, c.nodes[cut].id, c.nodes[bridge].id, settled.Round(time.Millisecond), c.nodes[cut].id, miss.status, read.Round(time.Millisecond))
+			round, nodes[leader].id, nodes[cut].id, nodes[bridge].id, settled.Round(time.Millisecond), nodes[cut].id, miss.status, read.Round(time.Millisecond))
 		settles, reads = append(settles, settled), append(reads, read)
 		time.Sleep(time.Second)
 	}
@@ -85,19 +87,21 @@ func TestWritesResumeWhenTheLeaderIsIsolated(t *testing.T) {
 	if !c.env.isolated {
 		t.Skip("needs network namespaces to cut links")
 	}
+	nodes := c.nodes()
 	for round := range 3 {
-		leader, err := c.waitLeader(formTimeout)
+		l, err := c.waitLeader(formTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
+		leader := indexOf(nodes, l)
 		a, b := (leader+1)%3, (leader+2)%3
 		if err := c.env.partition(map[int][]int{leader: {a, b}, a: {leader}, b: {leader}}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		op := c.cl.createOp(0, Create, c.nodes[a], map[string]any{"url": fmt.Sprintf("https://example.com/isolated/%d/%d", seed, round)})
+		op := c.cl.createOp(0, Create, nodes[a], map[string]any{"url": fmt.Sprintf("https://example.com/isolated/%d/%d", seed, round)})
 		took := time.Since(start)
-		t.Logf("round %d: leader %s isolated; a create through %s answered %d after %v", round, c.nodes[leader].id, c.nodes[a].id, op.Status, took.Round(time.Millisecond))
+		t.Logf("round %d: leader %s isolated; a create through %s answered %d after %v", round, nodes[leader].id, nodes[a].id, op.Status, took.Round(time.Millisecond))
 		if err := c.env.heal(); err != nil {
 			t.Fatal(err)
 		}

@@ -30,10 +30,16 @@ type planned struct {
 	Gap  time.Duration `json:"gap"`
 }
 
-// plan is the seeded schedule: every kind once in random order, then
-// random kinds until duration is used up.
-func plan(rng *mrand.Rand, duration time.Duration, soak, partitions bool) []planned {
-	kinds := append([]string(nil), processKinds...)
+// plan is the seeded schedule for a cluster of size voters: every kind
+// once in random order, then random kinds until duration is used up.
+// Membership changes keep the cluster between minVoters and maxVoters: a
+// removal the size does not allow yet trades places with the addition
+// that comes later in the first round, and in the random rounds an
+// addition the size does not allow becomes a removal and the other way
+// round. A membership change holds nothing (Hold 0): it lasts as long as
+// it takes.
+func plan(rng *mrand.Rand, duration time.Duration, soak, partitions bool, size int) []planned {
+	kinds := append(append([]string(nil), processKinds...), memberKinds...)
 	if partitions {
 		kinds = append(kinds, partitionKinds...)
 	}
@@ -42,17 +48,29 @@ func plan(rng *mrand.Rand, duration time.Duration, soak, partitions bool) []plan
 		holdMax = 12 * time.Second
 	}
 	one := func(kind string) planned {
-		return planned{Kind: kind, Hold: 3*time.Second + rand(rng, holdMax-3*time.Second), Gap: 4*time.Second + rand(rng, 2*time.Second)}
+		p := planned{Kind: kind, Hold: 3*time.Second + rand(rng, holdMax-3*time.Second), Gap: 4*time.Second + rand(rng, 2*time.Second)}
+		if isMemberKind(kind) {
+			p.Hold = 0
+		}
+		return p
 	}
 	var out []planned
-	var total time.Duration
 	for _, i := range rng.Perm(len(kinds)) {
 		out = append(out, one(kinds[i]))
-		total += out[len(out)-1].Hold + out[len(out)-1].Gap
+	}
+	out, size = feasibleOrder(out, size)
+	var total time.Duration
+	for _, p := range out {
+		total += p.Hold + p.Gap
 	}
 	for total < duration {
-		out = append(out, one(kinds[rng.IntN(len(kinds))]))
-		total += out[len(out)-1].Hold + out[len(out)-1].Gap
+		p := one(kinds[rng.IntN(len(kinds))])
+		if !memberChangeFits(p.Kind, size) {
+			p.Kind = map[string]string{memberAdd: memberRemove, memberRemove: memberAdd}[p.Kind]
+		}
+		size += memberDelta(p.Kind)
+		out = append(out, p)
+		total += p.Hold + p.Gap
 	}
 	return out
 }
@@ -72,6 +90,7 @@ type fault struct {
 	Nodes  []string `json:"nodes"`  // whose reads are exempt while it lasts
 	Detail string   `json:"detail"` // who was cut, killed or paused
 	Err    string   `json:"error,omitempty"`
+	Killed []string `json:"killed,omitempty"` // kill -9 victims, killed at Start
 	// Settled is the time from the heal until every running node named one
 	// leader, -1 when that did not happen within settleBound.
 	Settled time.Duration `json:"settled_ns"`
@@ -111,6 +130,8 @@ func (m *nemesis) apply(p planned) fault {
 		err = m.kill(&f, p.Hold)
 	case pauseLeader:
 		err = m.pause(&f, p.Hold)
+	case memberAdd, memberRemove, memberReplace:
+		err = m.membership(&f)
 	default:
 		err = fmt.Errorf("unknown nemesis %q", p.Kind)
 	}
@@ -124,12 +145,12 @@ func (m *nemesis) apply(p planned) fault {
 	return f
 }
 
-// settle polls until every running node names one leader and returns how
-// long that took, or -1 after settleBound.
+// settle polls until every running member names one leader and returns
+// how long that took, or -1 after settleBound.
 func (m *nemesis) settle() time.Duration {
 	start := time.Now()
 	for time.Since(start) < settleBound {
-		if i, _ := m.c.leaderNow(m.c.running()); i >= 0 {
+		if l, _ := m.c.leaderNow(m.c.running()); l != nil {
 			return time.Since(start)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -138,38 +159,41 @@ func (m *nemesis) settle() time.Duration {
 }
 
 // leader finds the current leader (bounded).
-func (m *nemesis) leader() (int, error) {
+func (m *nemesis) leader() (*fnode, error) {
 	return m.c.waitLeader(10 * time.Second)
 }
 
-func (m *nemesis) ids(idx ...int) []string {
-	out := make([]string, len(idx))
-	for i, j := range idx {
-		out[i] = m.c.nodes[j].id
+func ids(nodes []*fnode) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.id
 	}
 	return out
 }
 
 // sides returns the two groups a partition kind cuts apart, and the
-// bridge node for partBridge (-1 otherwise).
-func (m *nemesis) sides(kind string) (a, b []int, bridge int, err error) {
-	n := len(m.c.nodes)
-	perm := m.rng.Perm(n)
+// bridge node for partBridge (nil otherwise).
+func (m *nemesis) sides(kind string, nodes []*fnode) (a, b []*fnode, bridge *fnode, err error) {
+	n := len(nodes)
+	var perm []*fnode
+	for _, i := range m.rng.Perm(n) {
+		perm = append(perm, nodes[i])
+	}
 	switch kind {
 	case partLeader:
 		l, err := m.leader()
 		if err != nil {
-			return nil, nil, -1, err
+			return nil, nil, nil, err
 		}
-		for i := range n {
-			if i != l {
-				b = append(b, i)
+		for _, x := range nodes {
+			if x != l {
+				b = append(b, x)
 			}
 		}
-		return []int{l}, b, -1, nil
+		return []*fnode{l}, b, nil, nil
 	case partMajority:
 		k := 1 + m.rng.IntN((n-1)/2)
-		return perm[:k], perm[k:], -1, nil
+		return perm[:k], perm[k:], nil, nil
 	default:
 		rest := perm[1:]
 		return rest[:len(rest)/2], rest[len(rest)/2:], perm[0], nil
@@ -178,24 +202,24 @@ func (m *nemesis) sides(kind string) (a, b []int, bridge int, err error) {
 
 // partition cuts two groups apart with iptables and heals after hold.
 func (m *nemesis) partition(f *fault, hold time.Duration) error {
-	a, b, bridge, err := m.sides(f.Kind)
+	a, b, bridge, err := m.sides(f.Kind, m.c.nodes())
 	if err != nil {
 		return err
 	}
-	f.Nodes = m.ids(append(append([]int(nil), a...), b...)...)
-	if bridge >= 0 {
-		f.Nodes = append(f.Nodes, m.c.nodes[bridge].id)
+	f.Nodes = ids(append(append([]*fnode(nil), a...), b...))
+	if bridge != nil {
+		f.Nodes = append(f.Nodes, bridge.id)
 	}
-	f.Detail = fmt.Sprintf("%v | %v", m.ids(a...), m.ids(b...))
-	if bridge >= 0 {
-		f.Detail += fmt.Sprintf(", bridge %s", m.c.nodes[bridge].id)
+	f.Detail = fmt.Sprintf("%v | %v", ids(a), ids(b))
+	if bridge != nil {
+		f.Detail += fmt.Sprintf(", bridge %s", bridge.id)
 	}
 	cut := map[int][]int{}
-	for _, i := range a {
-		cut[i] = append(cut[i], b...)
-	}
-	for _, j := range b {
-		cut[j] = append(cut[j], a...)
+	for _, x := range a {
+		for _, y := range b {
+			cut[x.slot] = append(cut[x.slot], y.slot)
+			cut[y.slot] = append(cut[y.slot], x.slot)
+		}
 	}
 	f.Start = m.c.cl.now()
 	err = m.c.env.partition(cut)
@@ -207,18 +231,24 @@ func (m *nemesis) partition(f *fault, hold time.Duration) error {
 }
 
 // victims picks the nodes a kill nemesis kills.
-func (m *nemesis) victims(kind string) ([]int, error) {
+func (m *nemesis) victims(kind string) ([]*fnode, error) {
+	nodes := m.c.nodes()
 	if kind == killAll {
-		return m.rng.Perm(len(m.c.nodes)), nil
+		var out []*fnode
+		for _, i := range m.rng.Perm(len(nodes)) {
+			out = append(out, nodes[i])
+		}
+		return out, nil
 	}
 	l, err := m.leader()
 	if err != nil {
 		return nil, err
 	}
 	if kind == killLeader {
-		return []int{l}, nil
+		return []*fnode{l}, nil
 	}
-	return []int{(l + 1 + m.rng.IntN(len(m.c.nodes)-1)) % len(m.c.nodes)}, nil
+	i := indexOf(nodes, l)
+	return []*fnode{nodes[(i+1+m.rng.IntN(len(nodes)-1))%len(nodes)]}, nil
 }
 
 // kill kills the victims with SIGKILL, waits hold, restarts them and waits
@@ -228,20 +258,21 @@ func (m *nemesis) kill(f *fault, hold time.Duration) error {
 	if err != nil {
 		return err
 	}
-	f.Detail = fmt.Sprintf("killed %v", m.ids(v...))
-	f.Nodes = m.ids(v...)
+	f.Detail = fmt.Sprintf("killed %v", ids(v))
+	f.Killed = ids(v)
+	f.Nodes = ids(v)
 	if f.Kind != killFollower {
 		f.Nodes = nil // every node loses its leader for a while
 	}
 	f.Start = m.c.cl.now()
-	for _, i := range v {
-		if err := m.c.nodes[i].kill(); err != nil {
+	for _, n := range v {
+		if err := n.kill(); err != nil {
 			return err
 		}
 	}
 	time.Sleep(hold)
-	for _, i := range v {
-		if err := m.c.nodes[i].launch(); err != nil {
+	for _, n := range v {
+		if err := n.launch(); err != nil {
 			return err
 		}
 	}
@@ -251,11 +282,10 @@ func (m *nemesis) kill(f *fault, hold time.Duration) error {
 
 // pause stops the leader with SIGSTOP for hold, then SIGCONT.
 func (m *nemesis) pause(f *fault, hold time.Duration) error {
-	l, err := m.leader()
+	n, err := m.leader()
 	if err != nil {
 		return err
 	}
-	n := m.c.nodes[l]
 	f.Detail = "paused " + n.id
 	f.Start = m.c.cl.now()
 	if err := n.signal(syscall.SIGSTOP); err != nil {

@@ -17,9 +17,11 @@ import (
 // root namespace (loopback mode, no partitions).
 type netEnv struct {
 	isolated bool
-	bridge   string   // lrfXXXX, isolated mode only
-	ips      []string // node i's address
-	ns       []string // node i's namespace, isolated mode only
+	bridge   string      // lrfXXXX, isolated mode only
+	subnet   int         // k of 198.18.k.0/24, isolated mode only
+	ips      []string    // node i's address
+	ns       []string    // node i's namespace, isolated mode only
+	made     [][2]string // namespaces created and their veth's host end, removed in cleanup
 }
 
 // cmdTimeout bounds every ip / iptables call.
@@ -81,12 +83,16 @@ func isolatedEnv(t *testing.T, n int, rng *mrand.Rand) (*netEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &netEnv{isolated: true, bridge: fmt.Sprintf("lrf%04x", rng.IntN(1<<16))}
+	env := &netEnv{isolated: true, subnet: k, bridge: fmt.Sprintf("lrf%04x", rng.IntN(1<<16))}
 	if err := env.addBridge(t, k); err != nil {
 		return nil, err
 	}
+	// One cleanup for every namespace, registered before the cluster's
+	// (which kills the nodes), so it runs after it: nodes added during the
+	// run live in namespaces made after that registration.
+	t.Cleanup(env.removeNamespaces(t))
 	for i := 1; i <= n; i++ {
-		if err := env.addNode(t, k, i); err != nil {
+		if err := env.addNode(k, i); err != nil {
 			return nil, err
 		}
 	}
@@ -135,20 +141,16 @@ func (e *netEnv) addBridge(t *testing.T, k int) error {
 	return run("ip", "link", "set", e.bridge, "up")
 }
 
-// addNode creates node i's namespace and its veth pair into the bridge.
-func (e *netEnv) addNode(t *testing.T, k, i int) error {
+// addNode creates node i's namespace and its veth pair into the bridge
+// (removed by removeNamespaces).
+func (e *netEnv) addNode(k, i int) error {
 	ns := fmt.Sprintf("%s-n%d", e.bridge, i)
 	host, peer := fmt.Sprintf("%sh%d", e.bridge, i), fmt.Sprintf("%sp%d", e.bridge, i)
 	ip := fmt.Sprintf("198.18.%d.%d", k, 10+i)
 	if err := run("ip", "netns", "add", ns); err != nil {
 		return err
 	}
-	// Deleting the namespace deletes the veth end inside it, and with it
-	// the pair; the host end is deleted too in case the move failed.
-	t.Cleanup(func() {
-		logErr(t, run("ip", "netns", "del", ns))
-		_ = run("ip", "link", "del", host)
-	})
+	e.made = append(e.made, [2]string{ns, host})
 	steps := [][]string{
 		{"ip", "link", "add", host, "type", "veth", "peer", "name", peer},
 		{"ip", "link", "set", peer, "netns", ns},
@@ -166,6 +168,29 @@ func (e *netEnv) addNode(t *testing.T, k, i int) error {
 	e.ns = append(e.ns, ns)
 	e.ips = append(e.ips, ip)
 	return nil
+}
+
+// removeNamespaces returns the cleanup that deletes every namespace made.
+// Deleting a namespace deletes the veth end inside it, and with it the
+// pair; the host end is deleted too in case the move failed.
+func (e *netEnv) removeNamespaces(t *testing.T) func() {
+	return func() {
+		for _, m := range e.made {
+			logErr(t, run("ip", "netns", "del", m[0]))
+			_ = run("ip", "link", "del", m[1])
+		}
+	}
+}
+
+// grow adds the network of the next node, slot len(e.ips): a namespace on
+// the bridge, or the next 127.0.0.x.
+func (e *netEnv) grow() error {
+	i := len(e.ips) + 1
+	if !e.isolated {
+		e.ips = append(e.ips, fmt.Sprintf("127.0.0.%d", 10+i))
+		return nil
+	}
+	return e.addNode(e.subnet, i)
 }
 
 // partition makes node i drop every packet from and to the nodes in

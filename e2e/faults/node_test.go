@@ -16,17 +16,20 @@ import (
 
 // fnode is one linkraft serve process (and its restarts).
 type fnode struct {
-	id       string
-	ip       string
-	httpAddr string
-	argv     []string
-	logPath  string
+	id         string
+	slot       int // its place in the network (namespace, address)
+	ip         string
+	httpAddr   string
+	gossipAddr string
+	argv       []string
+	logPath    string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the current process exits
 	expect  bool          // the harness stopped it on purpose
 	crashes []string      // exits the harness did not cause
+	exit    error         // the last exit's status
 }
 
 // nodeConfig is what every node of a cluster shares.
@@ -71,24 +74,36 @@ func freePort(ip string) (int, error) {
 	return 0, fmt.Errorf("no free port on %s in 50 tries", ip)
 }
 
-// newFnode prepares node i's command line.
-func newFnode(t *testing.T, env *netEnv, i int, addrs [3]string, cfg nodeConfig) *fnode {
-	dir := t.TempDir()
-	n := &fnode{id: fmt.Sprintf("n%d", i+1), ip: env.ips[i], httpAddr: addrs[0], logPath: filepath.Join(dir, "node.log")}
+// newFnode prepares the command line of the node in network slot i (id
+// n<i+1>), with its data and log under dir/<id>. It joins the gossip
+// addresses in join; expect > 0 passes --bootstrap-expect, 0 leaves the
+// default (1), with which a node that has --join never bootstraps: it
+// waits for a leader to add it.
+func newFnode(dir string, env *netEnv, i int, addrs [3]string, cfg nodeConfig, expect int, join []string) *fnode {
+	n := &fnode{id: fmt.Sprintf("n%d", i+1), slot: i, ip: env.ips[i], httpAddr: addrs[0], gossipAddr: addrs[2]}
+	dir = filepath.Join(dir, n.id)
+	n.logPath = filepath.Join(dir, "node.log")
 	args := []string{"serve",
 		"--id=" + n.id, "--data-dir=" + filepath.Join(dir, "data"),
 		"--http-addr=" + addrs[0], "--raft-addr=" + addrs[1], "--gossip-addr=" + addrs[2],
-		"--advertise=" + n.ip, "--join=" + strings.Join(cfg.gossip, ","),
-		fmt.Sprintf("--bootstrap-expect=%d", len(cfg.gossip)), "--create-rate=0",
-		"--cluster-key=" + cfg.key, "--admin-token=" + cfg.token,
-		"--write-timeout=" + cfg.writeTimeout.String(), "--click-flush-interval=200ms",
+		"--advertise=" + n.ip, "--join=" + strings.Join(join, ","),
 	}
+	if expect > 0 {
+		args = append(args, fmt.Sprintf("--bootstrap-expect=%d", expect))
+	}
+	args = append(args, "--create-rate=0",
+		"--cluster-key="+cfg.key, "--admin-token="+cfg.token,
+		"--write-timeout="+cfg.writeTimeout.String(), "--click-flush-interval=200ms",
+	)
 	n.argv = env.command(i, cfg.bin, args...)
 	return n
 }
 
 // launch starts the process; its output is appended to the node's log.
 func (n *fnode) launch() error {
+	if err := os.MkdirAll(filepath.Dir(n.logPath), 0o755); err != nil {
+		return fmt.Errorf("node %s dir: %w", n.id, err)
+	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("node %s log: %w", n.id, err)
@@ -116,6 +131,7 @@ func (n *fnode) wait(cmd *exec.Cmd, done chan struct{}, logf *os.File) {
 	if !n.expect {
 		n.crashes = append(n.crashes, fmt.Sprintf("%s exited unexpectedly: %v", time.Now().Format("15:04:05.000"), err))
 	}
+	n.exit = err
 	n.mu.Unlock()
 	fmt.Fprintf(logf, "\n=== harness %s: exited: %v ===\n", time.Now().Format("15:04:05.000"), err)
 	logf.Close()
@@ -170,6 +186,38 @@ func (n *fnode) kill() error {
 		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("node %s still running 10s after SIGKILL", n.id)
+	}
+}
+
+// stop sends SIGTERM (after SIGCONT, in case it is paused) and waits up
+// to timeout for the exit, then kills it. It returns the exit status, or
+// an error when the process needed SIGKILL.
+func (n *fnode) stop(timeout time.Duration) (string, error) {
+	n.mu.Lock()
+	n.expect = true
+	done := n.done
+	n.mu.Unlock()
+	if !n.running() {
+		return "not running", nil
+	}
+	_ = n.signal(syscall.SIGCONT)
+	if err := n.signal(syscall.SIGTERM); err != nil {
+		return "", err
+	}
+	select {
+	case <-done:
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.exit == nil {
+			return "exit 0", nil
+		}
+		return n.exit.Error(), nil
+	case <-time.After(timeout):
+		err := fmt.Errorf("node %s still running %v after SIGTERM", n.id, timeout)
+		if kerr := n.kill(); kerr != nil {
+			err = fmt.Errorf("%w; %v", err, kerr)
+		}
+		return "", err
 	}
 }
 

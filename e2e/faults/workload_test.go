@@ -50,14 +50,15 @@ func (w *workload) run(stop <-chan struct{}, deadline time.Time) (wait func()) {
 
 // step performs one randomly chosen operation.
 func (w *workload) step(proc, n int, rng *mrand.Rand) {
-	node := w.c.nodes[rng.IntN(len(w.c.nodes))]
+	nodes := w.c.nodes() // membership changes while the clients run
+	node := nodes[rng.IntN(len(nodes))]
 	switch r := rng.IntN(100); {
 	case r < 30:
 		op := w.c.cl.createOp(proc, Create, node, map[string]any{"url": fmt.Sprintf("https://example.com/u/%d/%d/%d", w.seed, proc, n)})
 		w.learn(op, true)
 		if op.Status == 201 && rng.IntN(5) == 0 {
 			// Read-after-write through another node at once.
-			w.c.cl.readOp(proc, Redirect, w.c.nodes[rng.IntN(len(w.c.nodes))], op.Code)
+			w.c.cl.readOp(proc, Redirect, nodes[rng.IntN(len(nodes))], op.Code)
 		}
 	case r < 40:
 		op := w.c.cl.createOp(proc, Dedupe, node, map[string]any{"url": fmt.Sprintf("https://example.com/d/%d/%d", w.seed, rng.IntN(sharedURLs)), "workspace": "w", "dedupe": true})
@@ -88,8 +89,9 @@ func (w *workload) customRace(proc int, rng *mrand.Rand) {
 	w.mu.Unlock()
 	code := fmt.Sprintf("c%d-%d", w.seed%100000, race)
 	var wg sync.WaitGroup
+	nodes := w.c.nodes()
 	for j := range 3 {
-		node := w.c.nodes[rng.IntN(len(w.c.nodes))]
+		node := nodes[rng.IntN(len(nodes))]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -159,5 +161,6 @@ func (w *workload) deleteThenRead(proc int, node *fnode, code string, rng *mrand
 		return
 	}
 	w.c.cl.readOp(proc, Redirect, node, code)
-	w.c.cl.readOp(proc, Redirect, w.c.nodes[rng.IntN(len(w.c.nodes))], code)
+	nodes := w.c.nodes()
+	w.c.cl.readOp(proc, Redirect, nodes[rng.IntN(len(nodes))], code)
 }
