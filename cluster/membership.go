@@ -63,14 +63,9 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 			return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, who.Cluster)
 		}
 	}
-	// A voter that cannot be reached would count towards the quorum without
-	// ever acknowledging: adding one to a one-node cluster stops all writes.
-	// Dialling through the stream layer also proves it holds the cluster key.
-	conn, err := n.layer.Dial(raft.ServerAddress(raftAddr), 2*time.Second)
-	if err != nil {
-		return fmt.Errorf("%w %s (is it running, with the same --cluster-key?): %v", ErrUnreachable, raftAddr, err)
+	if err := n.reachable(raftAddr, 2*time.Second); err != nil {
+		return err
 	}
-	conn.Close()
 	if err := n.addVoter(id, raftAddr); err != nil {
 		return err
 	}
@@ -78,6 +73,18 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 		n.log.Warn("recording a joined server's HTTP address", "err", err)
 	}
 	return nil
+}
+
+// reachable checks that a server's Raft address completes a handshake
+// through the stream layer, which also proves it holds the cluster key. A
+// voter that cannot be reached would count towards the quorum without ever
+// acknowledging: adding one to a one-node cluster stops all writes.
+func (n *Node) reachable(raftAddr string, timeout time.Duration) error {
+	conn, err := n.layer.Dial(raft.ServerAddress(raftAddr), timeout)
+	if err != nil {
+		return fmt.Errorf("%w %s (is it running, with the same --cluster-key?): %v", ErrUnreachable, raftAddr, err)
+	}
+	return conn.Close()
 }
 
 // addVoter adds a voter or, for a known id, updates its address.

@@ -125,6 +125,13 @@ func (n *Node) reconcile() {
 			n.log.Warn("gossip member advertises another server's raft address; not adding it", "member", m.ID, "holder", taken)
 			continue
 		}
+		// Gossip still lists a process that stopped moments ago (it is
+		// "suspect" for a few seconds), such as a server another leader
+		// has just removed: add only a server that answers.
+		if err := n.reachable(m.RaftAddr, time.Second); err != nil {
+			n.log.Debug("reconcile: gossip member does not answer on its raft address; not adding it", "member", m.ID, "err", err)
+			continue
+		}
 		if err := n.addVoter(m.ID, m.RaftAddr); err != nil {
 			n.log.Warn("reconcile: add voter", "member", m.ID, "err", err)
 			continue
