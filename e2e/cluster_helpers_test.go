@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
@@ -11,13 +10,14 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/linkraft/linkraft/e2e/faults"
 )
 
 // Helpers for the multi-node tests (cluster_faults_test.go,
@@ -565,28 +565,9 @@ func exportSet(t *testing.T, n *node) map[string]bool {
 	if r.status != http.StatusOK {
 		t.Fatalf("GET /admin/export on %s: want 200, got %v", n.id, r)
 	}
-	set := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(r.body))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(line), &obj); err != nil {
-			t.Fatalf("export line on %s is not a JSON object: %v: %q", n.id, err, line)
-		}
-		if s, ok := obj["short_url"].(string); ok {
-			if u, err := url.Parse(s); err == nil {
-				obj["short_url"] = u.Path
-			}
-		}
-		canon, _ := json.Marshal(obj)
-		set[string(canon)] = true
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("read export of %s: %v", n.id, err)
+	set, err := faults.ExportSet(r.body)
+	if err != nil {
+		t.Fatalf("export of %s: %v", n.id, err)
 	}
 	return set
 }

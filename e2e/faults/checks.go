@@ -281,13 +281,13 @@ func CheckExports(exports map[string][]byte) []Anomaly {
 	if len(nodes) < 2 {
 		return nil
 	}
-	base, err := exportSet(exports[nodes[0]])
+	base, err := ExportSet(exports[nodes[0]])
 	if err != nil {
 		return []Anomaly{{Checker: "exports", Node: nodes[0], Detail: err.Error()}}
 	}
 	var out []Anomaly
 	for _, n := range nodes[1:] {
-		set, err := exportSet(exports[n])
+		set, err := ExportSet(exports[n])
 		if err != nil {
 			out = append(out, Anomaly{Checker: "exports", Node: n, Detail: err.Error()})
 			continue
@@ -299,8 +299,9 @@ func CheckExports(exports map[string][]byte) []Anomaly {
 	return out
 }
 
-// exportSet parses an export into canonical JSON lines.
-func exportSet(body []byte) (map[string]bool, error) {
+// ExportSet parses an export into canonical JSON lines (short_url reduced
+// to its path, which depends on the Host a node was asked with).
+func ExportSet(body []byte) (map[string]bool, error) {
 	set := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)

@@ -19,11 +19,7 @@ func TestBridgePartitionHeals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault-injection test: skipped in -short mode")
 	}
-	seed := time.Now().UnixNano()
-	c := startCluster(t, 3, mrand.New(mrand.NewPCG(uint64(seed), 3)))
-	if !c.env.isolated {
-		t.Skip("needs network namespaces to cut links")
-	}
+	seed, c := startIsolated(t, 3)
 	var settles, reads []time.Duration
 	nodes := c.nodes()
 	for round := range 3 {
@@ -82,11 +78,7 @@ func TestWritesResumeWhenTheLeaderIsIsolated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault-injection test: skipped in -short mode")
 	}
-	seed := time.Now().UnixNano()
-	c := startCluster(t, 3, mrand.New(mrand.NewPCG(uint64(seed), 4)))
-	if !c.env.isolated {
-		t.Skip("needs network namespaces to cut links")
-	}
+	seed, c := startIsolated(t, 4)
 	nodes := c.nodes()
 	for round := range 3 {
 		l, err := c.waitLeader(formTimeout)
@@ -112,4 +104,16 @@ func TestWritesResumeWhenTheLeaderIsIsolated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// startIsolated starts three nodes in network namespaces, or skips the
+// test where links cannot be cut; stream varies the random source per test.
+func startIsolated(t *testing.T, stream uint64) (int64, *cluster) {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	c := startCluster(t, 3, mrand.New(mrand.NewPCG(uint64(seed), stream)))
+	if !c.env.isolated {
+		t.Skip("needs network namespaces to cut links")
+	}
+	return seed, c
 }
