@@ -7,7 +7,8 @@ import (
 	"fmt"
 )
 
-// Kill is a kill -9 of one node at a time in the run (ns since start).
+// Kill is a kill -9 of one node, dated when the kill had taken effect (ns
+// since the run started): a click the node served before then is at risk.
 type Kill struct {
 	Node string `json:"node"`
 	At   int64  `json:"at"`

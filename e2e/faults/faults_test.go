@@ -201,9 +201,7 @@ func checkClicks(t *testing.T, ops []Op, faults []fault, win []Window, exports m
 	t.Logf("clicks: %d live links count %d clicks; %d redirects were acknowledged with a 302 (of deleted links too)", len(counts), counted, acked)
 	var kills []Kill
 	for _, f := range faults {
-		for _, id := range f.Killed {
-			kills = append(kills, Kill{Node: id, At: f.Start})
-		}
+		kills = append(kills, f.Kills...)
 	}
 	return CheckClicks(ops, counts, kills, win, ClickBounds{FlushInterval: int64(clickFlushInterval), Margin: int64(2 * time.Second)})
 }

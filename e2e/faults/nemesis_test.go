@@ -90,7 +90,7 @@ type fault struct {
 	Nodes  []string `json:"nodes"`  // whose reads are exempt while it lasts
 	Detail string   `json:"detail"` // who was cut, killed or paused
 	Err    string   `json:"error,omitempty"`
-	Killed []string `json:"killed,omitempty"` // kill -9 victims, killed at Start
+	Kills  []Kill   `json:"kills,omitempty"` // kill -9 victims, each when its kill returned
 	// Settled is the time from the heal until every running node named one
 	// leader, -1 when that did not happen within settleBound.
 	Settled time.Duration `json:"settled_ns"`
@@ -259,7 +259,6 @@ func (m *nemesis) kill(f *fault, hold time.Duration) error {
 		return err
 	}
 	f.Detail = fmt.Sprintf("killed %v", ids(v))
-	f.Killed = ids(v)
 	f.Nodes = ids(v)
 	if f.Kind != killFollower {
 		f.Nodes = nil // every node loses its leader for a while
@@ -269,6 +268,7 @@ func (m *nemesis) kill(f *fault, hold time.Duration) error {
 		if err := n.kill(); err != nil {
 			return err
 		}
+		f.Kills = append(f.Kills, Kill{Node: n.id, At: m.c.cl.now()})
 	}
 	time.Sleep(hold)
 	for _, n := range v {
