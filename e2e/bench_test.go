@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -183,26 +181,9 @@ func benchRole(leader bool) string {
 // from stdout; the progress lines on stderr are only logged on failure.
 func runBench(t *testing.T, args []string) *benchReport {
 	t.Helper()
-	cmd := exec.Command(binPath, args...)
-	cmd.Env = hermeticEnv(nil)
-	cmd.Dir = t.TempDir()
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	setChildAttributes(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start linkraft %v: %v", args, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("linkraft %v: %v\nstderr:\n%s", args, err, stderr.String())
-		}
-	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		t.Fatalf("linkraft %v still running after 90s; killed\nstderr:\n%s", args, stderr.String())
+	if err := runBinary(t, 90*time.Second, nil, &stdout, &stderr, args...); err != nil {
+		t.Fatalf("linkraft %v: %v\nstderr:\n%s", args, err, stderr.String())
 	}
 	var rep benchReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {

@@ -821,11 +821,19 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 // combined output and exit error.
 func runCommand(t *testing.T, timeout time.Duration, env []string, args ...string) (string, error) {
 	t.Helper()
+	out := &lockedBuffer{}
+	err := runBinary(t, timeout, env, out, out, args...)
+	return out.String(), err
+}
+
+// runBinary runs the binary with args, bounded by timeout, writing its
+// output to stdout and stderr, and returns its exit error.
+func runBinary(t *testing.T, timeout time.Duration, env []string, stdout, stderr io.Writer, args ...string) error {
+	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = hermeticEnv(env)
 	cmd.Dir = t.TempDir()
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	setChildAttributes(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start linkraft %v: %v", args, err)
@@ -834,11 +842,11 @@ func runCommand(t *testing.T, timeout time.Duration, env []string, args ...strin
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		return out.String(), err
+		return err
 	case <-time.After(timeout):
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done
-		return out.String(), fmt.Errorf("still running after %v; killed", timeout)
+		return fmt.Errorf("still running after %v; killed", timeout)
 	}
 }
 

@@ -14,9 +14,19 @@ import (
 
 const idempotencyHeader = "Idempotency-Key"
 
+// fromPeerKey is the user value holding a request's fromPeer verdict.
+const fromPeerKey = "linkraft.fromPeer"
+
 // fromPeer reports whether another node of this cluster sent the request.
+// The verdict (a signature check with a cluster key) is kept for the
+// request: a forwarded create asks it three times.
 func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
-	return s.node.FromPeer(&ctx.Request, ctx.RemoteIP())
+	if v, ok := ctx.UserValue(fromPeerKey).(bool); ok {
+		return v
+	}
+	v := s.node.FromPeer(&ctx.Request, ctx.RemoteIP())
+	ctx.SetUserValue(fromPeerKey, v)
+	return v
 }
 
 // forwardMode says how a route's requests are forwarded.

@@ -139,21 +139,6 @@ func (w *workload) takeDeletable(rng *mrand.Rand) (string, bool) {
 	return code, true
 }
 
-// knownCodes returns every code the workload learned.
-func (w *workload) knownCodes() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range w.known {
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // deleteThenRead deletes a code and, once the delete is acknowledged,
 // reads it at once on the node that answered and on a random node.
 func (w *workload) deleteThenRead(proc int, node *fnode, code string, rng *mrand.Rand) {
