@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
+	"unsafe"
 )
 
 // errTruncated reports input that ended in the middle of a value.
@@ -91,7 +93,12 @@ func (d *decoder) bool() bool {
 	}
 }
 
-func (d *decoder) string() string {
+func (d *decoder) string() string { return strings.Clone(d.stringView()) }
+
+// stringView is string without the copy: the result points into the
+// input and is valid only as long as the input is. Callers copy what
+// they keep.
+func (d *decoder) stringView() string {
 	n := d.uvarint()
 	if d.err != nil {
 		return ""
@@ -100,7 +107,10 @@ func (d *decoder) string() string {
 		d.fail(fmt.Errorf("string of %d bytes: %w", n, errTruncated))
 		return ""
 	}
-	s := string(d.buf[:n])
+	if n == 0 {
+		return ""
+	}
+	s := unsafe.String(&d.buf[0], n)
 	d.buf = d.buf[n:]
 	return s
 }

@@ -1,14 +1,13 @@
 package fsm
 
 import (
-	"cmp"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/hashicorp/raft"
 )
@@ -71,21 +70,23 @@ type Target struct {
 // Lookup finds the redirect target of code. It does not allocate.
 func (f *FSM) Lookup(code []byte) (Target, bool) {
 	f.mu.RLock()
-	l := f.s.links[string(code)]
-	var t Target
-	if l != nil {
-		t = Target{Code: l.Code, URL: l.URL, ExpiresAt: l.ExpiresAt}
+	defer f.mu.RUnlock()
+	// The string is only compared, never kept.
+	p, ok := f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code)))
+	if !ok {
+		return Target{}, false
 	}
-	f.mu.RUnlock()
-	return t, l != nil
+	r := f.s.recs.at(p)
+	text := &f.s.recs.text
+	return Target{Code: text.code(r), URL: text.url(r), ExpiresAt: r.expiresAt}, true
 }
 
-// Get returns a copy of the link with this code.
+// Get returns the link with this code.
 func (f *FSM) Get(code string) (Link, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if l := f.s.links[code]; l != nil {
-		return *l, true
+	if p, ok := f.s.lookup(code); ok {
+		return f.s.link(p), true
 	}
 	return Link{}, false
 }
@@ -96,13 +97,17 @@ func (f *FSM) Get(code string) (Link, bool) {
 func (f *FSM) List(workspace string, before uint64, limit int) (links []Link, next uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	ws := f.s.byWorkspace[workspace]
-	end := len(ws)
+	ws, ok := f.s.workspaces.ids[workspace]
+	if !ok {
+		return nil, 0
+	}
+	list := f.s.workspaces.links[ws]
+	end := len(list)
 	if before != 0 {
-		end = sort.Search(len(ws), func(i int) bool { return ws[i].ID >= before })
+		end = sort.Search(len(list), func(i int) bool { return f.s.recs.at(list[i]).id >= before })
 	}
 	for i := end - 1; i >= 0 && len(links) < limit; i-- {
-		links = append(links, *ws[i])
+		links = append(links, f.s.link(list[i]))
 	}
 	if n := len(links); n == limit && end-n > 0 {
 		next = links[n-1].ID
@@ -110,15 +115,16 @@ func (f *FSM) List(workspace string, before uint64, limit int) (links []Link, ne
 	return links, next
 }
 
-// Links returns a copy of every link, oldest first.
+// Links returns every link, oldest first.
 func (f *FSM) Links() []Link {
 	f.mu.RLock()
-	links := make([]Link, 0, len(f.s.links))
-	for _, l := range f.s.links {
-		links = append(links, *l)
+	defer f.mu.RUnlock()
+	links := make([]Link, 0, f.s.byCode.len())
+	for p := range f.s.recs.n {
+		if f.s.recs.at(p).live() {
+			links = append(links, f.s.link(p))
+		}
 	}
-	f.mu.RUnlock()
-	slices.SortFunc(links, func(a, b Link) int { return cmp.Compare(a.ID, b.ID) })
 	return links
 }
 
@@ -126,7 +132,7 @@ func (f *FSM) Links() []Link {
 func (f *FSM) Len() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return len(f.s.links)
+	return f.s.byCode.len()
 }
 
 // Initialized reports whether the code key has been applied.
@@ -155,12 +161,7 @@ func (f *FSM) NeedsPurge(c PurgeCommand) bool {
 	if log := f.s.requestLog; len(log) > 0 && log[0].at < c.RequestsBefore {
 		return true
 	}
-	for _, l := range f.s.links {
-		if l.ExpiresAt != 0 && l.ExpiresAt < c.ExpiredBefore {
-			return true
-		}
-	}
-	return false
+	return len(f.s.expiredBefore(c.ExpiredBefore)) > 0
 }
 
 // ServerHTTP is the HTTP address recorded for a cluster member.
@@ -178,11 +179,13 @@ func (f *FSM) ClickSeq(node string) uint64 {
 	return f.s.clickSeqs[node]
 }
 
-// Snapshot copies the state so Persist can encode it while Apply goes on.
+// Snapshot takes a view of the state that Persist encodes while Apply goes
+// on. It shares the link records instead of copying them (see
+// recordTable), so it changes sharing bookkeeping and takes the write lock.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.s.copy(), nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s.snapshot(), nil
 }
 
 // Restore replaces the whole state with a snapshot. The new state is built
@@ -194,7 +197,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	f.mu.Lock()
-	f.s = s.state()
+	f.s = s.s
 	f.applied.Store(0)
 	f.mu.Unlock()
 	return nil
@@ -202,8 +205,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 // WriteBackup writes a consistent snapshot of the current state to w.
 func (f *FSM) WriteBackup(w io.Writer) error {
-	f.mu.RLock()
-	snap := f.s.copy()
-	f.mu.RUnlock()
+	f.mu.Lock()
+	snap := f.s.snapshot()
+	f.mu.Unlock()
+	defer snap.Release()
 	return snap.writeTo(w)
 }

@@ -10,19 +10,30 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
-// Snapshot format, version 1: the magic "LKRS", a version byte, then the
-// sections below in order, each element encoded by encoder; finally a CRC-32C
+// Snapshot format: the magic "LKRS", a version byte, then the sections in
+// order (see DESIGN.md), each element encoded by encoder; finally a CRC-32C
 // of everything before it, big-endian. Collections are sorted so that equal
-// states give byte-identical snapshots.
+// states give byte-identical snapshots. Version 2 is written; version 1 is
+// still read.
 var snapshotMagic = []byte("LKRS")
 
-const snapshotVersion = 1
+const (
+	snapshotV1      = 1 // links with their canonical URL, then a dedupe section
+	snapshotVersion = 2 // links with flags; the dedupe index is a flag
+)
+
+// Link flags in a version 2 snapshot.
+const (
+	snapDedupe  = 1 << iota // the link takes part in dedupe
+	snapIndexed             // dedupe returns this link for its URL
+)
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -31,8 +42,6 @@ type counterEntry struct {
 	next   uint64
 }
 
-type dedupeEntry struct{ key, code string }
-
 type clickSeqEntry struct {
 	node string
 	seq  uint64
@@ -40,43 +49,46 @@ type clickSeqEntry struct {
 
 type serverEntry struct{ id, httpAddr string }
 
-// snapshot is a point-in-time copy of state, independent of it.
+// snapshot is a point-in-time view of state that Apply does not change:
+// small collections are copied, link records are shared (recordTable).
 type snapshot struct {
 	hasKey     bool
 	key        codes.Key
 	clusterID  [16]byte
 	lastID     uint64
 	counters   []counterEntry
-	links      []Link
-	dedupe     []dedupeEntry
+	records    recordView
+	workspaces []string
+	live       int
 	tombstones []string
 	clickSeqs  []clickSeqEntry
 	servers    []serverEntry
 	requests   []requestRecord
+	release    func()
 }
 
 var _ raft.FSMSnapshot = (*snapshot)(nil)
 
-// copy takes a snapshot. Links are copied by value; sorting is left to
-// writeTo so the FSM lock is held only for the copy.
-func (s *state) copy() *snapshot {
+// snapshot takes a view of the state; sorting is left to writeTo so the
+// FSM lock is held only for the copies. The caller holds the write lock.
+func (s *state) snapshot() *snapshot {
+	records, release := s.recs.share()
 	snap := &snapshot{
-		hasKey:     s.hasKey,
-		key:        s.key,
-		clusterID:  s.clusterID,
-		lastID:     s.lastID,
-		links:      make([]Link, 0, len(s.links)),
+		hasKey:    s.hasKey,
+		key:       s.key,
+		clusterID: s.clusterID,
+		lastID:    s.lastID,
+		records:   records,
+		// Both only ever grow by append (purge replaces requestLog), so
+		// capping the slices keeps later appends out of the view.
+		workspaces: slices.Clip(s.workspaces.names),
+		requests:   slices.Clip(s.requestLog),
+		live:       s.byCode.len(),
 		tombstones: slices.Collect(maps.Keys(s.tombstones)),
-		requests:   slices.Clone(s.requestLog),
+		release:    release,
 	}
 	for length, next := range s.counters {
 		snap.counters = append(snap.counters, counterEntry{length, next})
-	}
-	for _, l := range s.links {
-		snap.links = append(snap.links, *l)
-	}
-	for k, c := range s.dedupe {
-		snap.dedupe = append(snap.dedupe, dedupeEntry{k, c})
 	}
 	for n, seq := range s.clickSeqs {
 		snap.clickSeqs = append(snap.clickSeqs, clickSeqEntry{n, seq})
@@ -89,8 +101,6 @@ func (s *state) copy() *snapshot {
 
 func (snap *snapshot) sort() {
 	slices.SortFunc(snap.counters, func(a, b counterEntry) int { return cmp.Compare(a.length, b.length) })
-	slices.SortFunc(snap.links, func(a, b Link) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(snap.dedupe, func(a, b dedupeEntry) int { return cmp.Compare(a.key, b.key) })
 	slices.Sort(snap.tombstones)
 	slices.SortFunc(snap.clickSeqs, func(a, b clickSeqEntry) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
@@ -105,8 +115,9 @@ func (snap *snapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-// Release is a no-op: the snapshot holds only its own copies.
-func (snap *snapshot) Release() {}
+// Release lets the state change the records this snapshot shared in place
+// again.
+func (snap *snapshot) Release() { snap.release() }
 
 // flushSize is how much encoded data is buffered before a write.
 const flushSize = 64 << 10
@@ -135,16 +146,12 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.uvarint(uint64(c.length))
 		e.uvarint(c.next)
 	}
-	e.uvarint(uint64(len(snap.links)))
-	for i := range snap.links {
-		encodeLink(&e, &snap.links[i])
-		flush(false)
-	}
-	e.uvarint(uint64(len(snap.dedupe)))
-	for _, d := range snap.dedupe {
-		e.string(d.key)
-		e.string(d.code)
-		flush(false)
+	e.uvarint(uint64(snap.live))
+	for p := range snap.records.n {
+		if r := snap.records.at(p); r.live() {
+			snap.encodeLink(&e, r)
+			flush(false)
+		}
 	}
 	e.uvarint(uint64(len(snap.tombstones)))
 	for _, t := range snap.tombstones {
@@ -180,53 +187,60 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	return nil
 }
 
-func encodeLink(e *encoder, l *Link) {
-	e.uvarint(l.ID)
-	e.string(l.Code)
-	e.string(l.URL)
-	e.string(l.Workspace)
-	e.string(l.Canonical)
-	e.varint(l.CreatedAt)
-	e.varint(l.ExpiresAt)
-	e.uvarint(l.Clicks)
-	e.varint(l.LastAccess)
+// encodeLink writes a link as version 2 has it: the canonical URL only
+// when it differs from the URL.
+func (snap *snapshot) encodeLink(e *encoder, r *record) {
+	text := &snap.records.text
+	var flags byte
+	if r.dedupe() {
+		flags |= snapDedupe
+	}
+	if r.flags&flagIndexed != 0 {
+		flags |= snapIndexed
+	}
+	e.uvarint(r.id)
+	e.string(text.code(r))
+	e.string(text.url(r))
+	e.string(snap.workspaces[r.workspace])
+	e.string(text.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen)))
+	e.byte(flags)
+	e.varint(r.createdAt)
+	e.varint(r.expiresAt)
+	e.uvarint(r.clicks)
+	e.varint(r.lastAccess)
 }
 
 // minLinkSize is the smallest encoding of a link: nine one-byte fields.
 const minLinkSize = 9
 
-func decodeLink(d *decoder) Link {
-	return Link{
-		ID: d.uvarint(), Code: d.string(), URL: d.string(), Workspace: d.string(),
-		Canonical: d.string(), CreatedAt: d.varint(), ExpiresAt: d.varint(),
-		Clicks: d.uvarint(), LastAccess: d.varint(),
-	}
-}
-
 // ErrCorruptSnapshot reports a snapshot or backup that cannot be restored.
 var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 
 // ReadSnapshot reads and verifies a snapshot (or a backup, which has the same
-// format). It never changes any FSM; restoring is a separate step.
+// format) and builds the state it holds. It never changes any FSM;
+// restoring is a separate step.
 func ReadSnapshot(r io.Reader) (*Snapshot, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	snap, err := decodeSnapshot(data)
+	s, err := decodeSnapshot(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
-	return &Snapshot{snap: snap}, nil
+	return &Snapshot{s: s}, nil
 }
 
 // Snapshot is a decoded, verified snapshot ready to become an FSM's state.
-type Snapshot struct{ snap *snapshot }
+type Snapshot struct{ s *state }
 
 // Links is the number of links in the snapshot.
-func (s *Snapshot) Links() int { return len(s.snap.links) }
+func (s *Snapshot) Links() int { return s.s.byCode.len() }
 
-func decodeSnapshot(data []byte) (*snapshot, error) {
+// decodeSnapshot verifies the checksum, then decodes every section straight
+// into a new state, refusing anything inconsistent: a restored state can
+// never hold two links under one code.
+func decodeSnapshot(data []byte) (*state, error) {
 	if len(data) < len(snapshotMagic)+1+4 || !bytes.Equal(data[:len(snapshotMagic)], snapshotMagic) {
 		return nil, errors.New("not a linkraft snapshot")
 	}
@@ -235,37 +249,45 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 		return nil, errors.New("checksum mismatch")
 	}
 	d := decoder{buf: body[len(snapshotMagic):]}
-	if v := d.byte(); v != snapshotVersion {
-		return nil, fmt.Errorf("unsupported snapshot version %d", v)
+	version := d.byte()
+	if version != snapshotV1 && version != snapshotVersion {
+		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
-	snap := &snapshot{hasKey: d.bool()}
-	d.fixed(snap.key[:])
-	d.fixed(snap.clusterID[:])
-	snap.lastID = d.uvarint()
+	st := newState()
+	st.hasKey = d.bool()
+	d.fixed(st.key[:])
+	d.fixed(st.clusterID[:])
+	st.lastID = d.uvarint()
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		snap.counters = append(snap.counters, counterEntry{length: int(d.uvarint()), next: d.uvarint()})
+		length, next := int(d.uvarint()), d.uvarint()
+		if d.err == nil && (length < codes.MinCounterLength || length > codes.MaxCounterLength) {
+			return nil, fmt.Errorf("counter for code length %d", length)
+		}
+		st.counters[length] = next
 	}
-	n := d.count(minLinkSize)
-	snap.links = make([]Link, 0, n)
-	for ; n > 0 && d.err == nil; n-- {
-		snap.links = append(snap.links, decodeLink(&d))
+	if err := st.decodeLinks(&d, version); err != nil {
+		return nil, err
 	}
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		snap.dedupe = append(snap.dedupe, dedupeEntry{key: d.string(), code: d.string()})
+	if version == snapshotV1 {
+		if err := st.decodeDedupeV1(&d); err != nil {
+			return nil, err
+		}
 	}
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		snap.tombstones = append(snap.tombstones, d.string())
+		st.tombstones[d.string()] = struct{}{}
 	}
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		snap.clickSeqs = append(snap.clickSeqs, clickSeqEntry{node: d.string(), seq: d.uvarint()})
+		st.clickSeqs[d.string()] = d.uvarint()
 	}
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		snap.servers = append(snap.servers, serverEntry{id: d.string(), httpAddr: d.string()})
+		st.servers[d.string()] = d.string()
 	}
-	for n := d.count(5); n > 0 && d.err == nil; n-- {
-		snap.requests = append(snap.requests, requestRecord{
-			id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint(),
-		})
+	n := d.count(5)
+	st.requestLog = make([]requestRecord, 0, n)
+	for ; n > 0 && d.err == nil; n-- {
+		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
+		st.requests[r.id] = r
+		st.requestLog = append(st.requestLog, r)
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		return nil, fmt.Errorf("%d trailing bytes", len(d.buf))
@@ -273,61 +295,87 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	return snap, snap.check()
+	return st, nil
 }
 
-// check rejects snapshots whose sections contradict each other, so a
-// restored state can never hold two links under one code.
-func (snap *snapshot) check() error {
-	seen := make(map[string]struct{}, len(snap.links))
+// decodeLinks inserts the links section, checking each link as it goes.
+func (st *state) decodeLinks(d *decoder, version byte) error {
 	var prevID uint64
-	for _, l := range snap.links {
-		if l.Code == "" || l.URL == "" || l.Workspace == "" {
-			return fmt.Errorf("link %d has an empty field", l.ID)
+	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
+		r := record{id: d.uvarint()}
+		code, url, ws, canonical := d.stringView(), d.stringView(), d.stringView(), d.stringView()
+		var flags byte
+		switch {
+		case version != snapshotV1:
+			flags = d.byte()
+		case canonical != "":
+			flags = snapDedupe
 		}
-		if _, dup := seen[l.Code]; dup {
-			return fmt.Errorf("code %q appears twice", l.Code)
+		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
+		if d.err != nil {
+			return d.err
 		}
-		if l.ID <= prevID || l.ID > snap.lastID {
-			return fmt.Errorf("link %q has out-of-order id %d", l.Code, l.ID)
+		switch {
+		case code == "" || url == "" || ws == "":
+			return fmt.Errorf("link %d has an empty field", r.id)
+		case len(code) > maxCodeLen:
+			return fmt.Errorf("link %d has a code of %d bytes", r.id, len(code))
+		case r.id <= prevID || r.id > st.lastID:
+			return fmt.Errorf("link %q has out-of-order id %d", code, r.id)
+		case flags&^(snapDedupe|snapIndexed) != 0 || flags == snapIndexed || (canonical != "" && flags&snapDedupe == 0):
+			return fmt.Errorf("link %q has flags %#x", code, flags)
 		}
-		seen[l.Code] = struct{}{}
-		prevID = l.ID
-	}
-	for _, c := range snap.counters {
-		if c.length < codes.MinCounterLength || c.length > codes.MaxCounterLength {
-			return fmt.Errorf("counter for code length %d", c.length)
+		if _, dup := st.lookup(code); dup {
+			return fmt.Errorf("code %q appears twice", code)
+		}
+		prevID = r.id
+		dedupe := flags&snapDedupe != 0
+		if dedupe && canonical == "" {
+			canonical = url
+		}
+		p := st.insert(r, code, url, ws, canonical, dedupe)
+		if flags&snapIndexed != 0 {
+			if err := st.restoreIndexed(p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// state builds a live state from the snapshot.
-func (s *Snapshot) state() *state {
-	snap := s.snap
-	st := newState()
-	st.hasKey, st.key, st.clusterID, st.lastID = snap.hasKey, snap.key, snap.clusterID, snap.lastID
-	for _, c := range snap.counters {
-		st.counters[c.length] = c.next
+// restoreIndexed makes the link at p the one dedupe returns for its URL.
+func (st *state) restoreIndexed(p uint32) error {
+	r := st.recs.mutable(p)
+	canonical := st.recs.text.canonical(r)
+	if _, dup := st.dedupeLookup(r.workspace, canonical); dup {
+		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
 	}
-	for i := range snap.links {
-		st.insertRestored(&snap.links[i])
+	st.dedupe.insert(st.dedupeHash(r.workspace, canonical), p)
+	r.flags |= flagIndexed
+	return nil
+}
+
+// decodeDedupeV1 reads version 1's dedupe section: workspace, NUL and
+// canonical URL → code. Each entry must name a link with that workspace
+// and canonical URL.
+func (st *state) decodeDedupeV1(d *decoder) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		key, code := d.stringView(), d.stringView()
+		if d.err != nil {
+			return d.err
+		}
+		ws, canonical, _ := strings.Cut(key, "\x00")
+		p, ok := st.lookup(code)
+		if !ok {
+			return fmt.Errorf("dedupe entry for missing code %q", code)
+		}
+		r := st.recs.at(p)
+		if st.workspaces.names[r.workspace] != ws || st.recs.text.canonical(r) != canonical {
+			return fmt.Errorf("dedupe entry %q does not match link %q", key, code)
+		}
+		if err := st.restoreIndexed(p); err != nil {
+			return err
+		}
 	}
-	for _, d := range snap.dedupe {
-		st.dedupe[d.key] = d.code
-	}
-	for _, t := range snap.tombstones {
-		st.tombstones[t] = struct{}{}
-	}
-	for _, c := range snap.clickSeqs {
-		st.clickSeqs[c.node] = c.seq
-	}
-	for _, sv := range snap.servers {
-		st.servers[sv.id] = sv.httpAddr
-	}
-	for _, r := range snap.requests {
-		st.requests[r.id] = r
-	}
-	st.requestLog = snap.requests
-	return st
+	return nil
 }

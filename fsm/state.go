@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/linkraft/linkraft/fsm/codes"
 )
@@ -22,7 +24,9 @@ var (
 	ErrRequestIDReused    = errors.New("idempotency key already used for a different request")
 )
 
-// Link is one short link as the FSM stores it. Times are unix milliseconds.
+// Link is one short link as readers see it. Times are unix milliseconds.
+// Its strings may point into the state's text arena: they are immutable
+// and safe to keep.
 type Link struct {
 	ID         uint64
 	Code       string
@@ -66,38 +70,104 @@ func fingerprint(r CreateRequest) uint64 {
 	return h.Sum64()
 }
 
+// maxCodeLen is the longest code a record holds. The HTTP layer allows 64
+// bytes; Apply refuses longer ones rather than store them wrongly.
+const maxCodeLen = 255
+
 // state is the replicated data. Only Apply and Restore change it, and only
 // from the Raft FSM goroutine while holding FSM.mu for writing.
 type state struct {
-	hasKey      bool
-	key         codes.Key
-	clusterID   [16]byte
-	lastID      uint64
-	counters    map[int]uint64 // next counter value per code length
-	links       map[string]*Link
-	byWorkspace map[string][]*Link // each sorted by ID, ascending
-	dedupe      map[string]string  // workspace + "\x00" + canonical URL → code
-	tombstones  map[string]struct{}
-	clickSeqs   map[string]uint64 // node → last applied click batch sequence
-	servers     map[string]string // server id → HTTP address
-	requests    map[string]requestRecord
-	requestLog  []requestRecord // in apply order, pruned by PurgeCommand
+	hasKey     bool
+	key        codes.Key
+	clusterID  [16]byte
+	lastID     uint64
+	counters   map[int]uint64 // next counter value per code length
+	recs       recordTable
+	byCode     hashIndex // live code → record position
+	workspaces workspaceTable
+	dedupe     hashIndex // workspace and canonical URL → the link dedupe returns
+	seed       maphash.Seed
+	tombstones map[string]struct{}
+	clickSeqs  map[string]uint64 // node → last applied click batch sequence
+	servers    map[string]string // server id → HTTP address
+	requests   map[string]requestRecord
+	requestLog []requestRecord // in apply order, pruned by PurgeCommand
 }
 
 func newState() *state {
 	return &state{
-		counters:    map[int]uint64{},
-		links:       map[string]*Link{},
-		byWorkspace: map[string][]*Link{},
-		dedupe:      map[string]string{},
-		tombstones:  map[string]struct{}{},
-		clickSeqs:   map[string]uint64{},
-		servers:     map[string]string{},
-		requests:    map[string]requestRecord{},
+		counters:   map[int]uint64{},
+		recs:       newRecordTable(),
+		workspaces: newWorkspaceTable(),
+		seed:       maphash.MakeSeed(),
+		tombstones: map[string]struct{}{},
+		clickSeqs:  map[string]uint64{},
+		servers:    map[string]string{},
+		requests:   map[string]requestRecord{},
 	}
 }
 
-func dedupeKey(workspace, canonical string) string { return workspace + "\x00" + canonical }
+// workspaceTable interns workspace names and lists each one's live links.
+type workspaceTable struct {
+	names []string
+	ids   map[string]uint32
+	links [][]uint32 // per workspace: positions of its live links, ascending (= id order)
+}
+
+func newWorkspaceTable() workspaceTable { return workspaceTable{ids: map[string]uint32{}} }
+
+// intern returns the workspace's index, adding it if new. name may be a
+// view of a buffer: a new name is copied.
+func (w *workspaceTable) intern(name string) uint32 {
+	if id, ok := w.ids[name]; ok {
+		return id
+	}
+	name = strings.Clone(name)
+	id := uint32(len(w.names))
+	w.names = append(w.names, name)
+	w.ids[name] = id
+	w.links = append(w.links, nil)
+	return id
+}
+
+// link returns the record at position p as a Link.
+func (s *state) link(p uint32) Link {
+	r := s.recs.at(p)
+	return s.linkOf(r, &s.recs.text)
+}
+
+func (s *state) linkOf(r *record, text *textArena) Link {
+	return Link{
+		ID: r.id, Code: text.code(r), URL: text.url(r), Workspace: s.workspaces.names[r.workspace],
+		Canonical: text.canonical(r), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
+		Clicks: r.clicks, LastAccess: r.lastAccess,
+	}
+}
+
+// The indexes hash with a seed of their own, so no one can choose codes
+// or URLs that collide. They are local to this node: nothing replicated or
+// written to a snapshot depends on the seed.
+func (s *state) codeHash(code string) uint32 { return uint32(maphash.String(s.seed, code)) }
+
+func (s *state) dedupeHash(workspace uint32, canonical string) uint32 {
+	return uint32(maphash.String(s.seed, canonical)) ^ workspace*0x9e3779b1
+}
+
+// lookup returns the position of the live link with this code.
+func (s *state) lookup(code string) (uint32, bool) {
+	return s.byCode.lookup(s.codeHash(code), func(p uint32) bool {
+		return s.recs.text.code(s.recs.at(p)) == code
+	})
+}
+
+// dedupeLookup returns the position of the link dedupe returns for a
+// canonical URL in a workspace.
+func (s *state) dedupeLookup(workspace uint32, canonical string) (uint32, bool) {
+	return s.dedupe.lookup(s.dedupeHash(workspace, canonical), func(p uint32) bool {
+		r := s.recs.at(p)
+		return r.workspace == workspace && s.recs.text.canonical(r) == canonical
+	})
+}
 
 // apply decodes and applies one log entry and returns its result.
 func (s *state) apply(data []byte) any {
@@ -143,8 +213,8 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 			if rec.fingerprint != asked {
 				return CreateResult{Err: ErrRequestIDReused}
 			}
-			if l := s.links[rec.code]; l != nil {
-				return CreateResult{Link: *l, Existing: rec.existing}
+			if p, ok := s.lookup(rec.code); ok {
+				return CreateResult{Link: s.link(p), Existing: rec.existing}
 			}
 		}
 	}
@@ -158,7 +228,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 }
 
 func (s *state) createNew(now int64, r CreateRequest) CreateResult {
-	if r.URL == "" || r.Workspace == "" {
+	if r.URL == "" || r.Workspace == "" || len(r.CustomCode) > maxCodeLen {
 		return CreateResult{Err: ErrInvalidRequest}
 	}
 	dedupe := r.Dedupe || r.Strategy == StrategyHash
@@ -169,8 +239,18 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if !dedupe {
 		canonical = ""
 	}
-	same := func(l *Link) bool {
-		return dedupe && l.Workspace == r.Workspace && l.Canonical == canonical && !l.Expired(now)
+	ws, known := s.workspaces.ids[r.Workspace]
+	// existing returns the live, unexpired link at p when dedupe may
+	// return it instead of creating one.
+	existing := func(p uint32, ok bool) (CreateResult, bool) {
+		if !ok || !dedupe || !known {
+			return CreateResult{}, false
+		}
+		rec := s.recs.at(p)
+		if rec.workspace != ws || s.recs.text.canonical(rec) != canonical || rec.expired(now) {
+			return CreateResult{}, false
+		}
+		return CreateResult{Link: s.link(p), Existing: true}, true
 	}
 
 	var code string
@@ -179,8 +259,8 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		if codes.IsReserved(r.CustomCode) {
 			return CreateResult{Err: ErrReserved}
 		}
-		if l := s.links[r.CustomCode]; l != nil && same(l) {
-			return CreateResult{Link: *l, Existing: true}
+		if res, ok := existing(s.lookup(r.CustomCode)); ok {
+			return res
 		}
 		if s.taken(r.CustomCode) {
 			return CreateResult{Err: ErrCodeTaken}
@@ -189,8 +269,8 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	case r.Strategy == StrategyHash:
 		for salt := 0; salt <= codes.MaxHashSalt && code == ""; salt++ {
 			c := codes.HashCode(canonical, r.Workspace, salt)
-			if l := s.links[c]; l != nil && same(l) {
-				return CreateResult{Link: *l, Existing: true}
+			if res, ok := existing(s.lookup(c)); ok {
+				return res
 			}
 			if !s.taken(c) {
 				code = c
@@ -200,9 +280,9 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 			return CreateResult{Err: ErrHashCollision}
 		}
 	default:
-		if dedupe {
-			if l := s.links[s.dedupe[dedupeKey(r.Workspace, canonical)]]; l != nil && same(l) {
-				return CreateResult{Link: *l, Existing: true}
+		if dedupe && known {
+			if res, ok := existing(s.dedupeLookup(ws, canonical)); ok {
+				return res
 			}
 		}
 		c, err := s.nextCounterCode(r.CodeLength)
@@ -213,18 +293,16 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	}
 
 	s.lastID++
-	l := &Link{
-		ID: s.lastID, Code: code, URL: r.URL, Workspace: r.Workspace, Canonical: canonical,
-		CreatedAt: now, ExpiresAt: r.ExpiresAt,
-	}
-	s.insert(l, now)
-	return CreateResult{Link: *l}
+	p := s.insert(record{id: s.lastID, createdAt: now, expiresAt: r.ExpiresAt},
+		code, r.URL, r.Workspace, canonical, dedupe)
+	s.index(p, now)
+	return CreateResult{Link: s.link(p)}
 }
 
 // taken reports whether code can never be handed out: in use, deleted
 // before, or a reserved word.
 func (s *state) taken(code string) bool {
-	if _, ok := s.links[code]; ok {
+	if _, ok := s.lookup(code); ok {
 		return true
 	}
 	if _, ok := s.tombstones[code]; ok {
@@ -257,67 +335,72 @@ func (s *state) nextCounterCode(length int) (string, error) {
 	return "", ErrCodeSpaceExhausted
 }
 
-// insert adds a new link and indexes it. IDs only grow, so appending keeps
-// the workspace list sorted.
-func (s *state) insert(l *Link, now int64) {
-	s.links[l.Code] = l
-	s.byWorkspace[l.Workspace] = append(s.byWorkspace[l.Workspace], l)
-	if l.Canonical == "" {
-		return
+// insert stores a new live link: r with its texts. The canonical URL is
+// stored only when it differs from the URL. It returns the position.
+// Callers keep ids increasing, so positions are in id order.
+func (s *state) insert(r record, code, url, workspace, canonical string, dedupe bool) uint32 {
+	r.flags = flagLive
+	stored := ""
+	if dedupe {
+		r.flags |= flagDedupe
+		if canonical != url {
+			stored = canonical
+		}
 	}
-	key := dedupeKey(l.Workspace, l.Canonical)
-	if cur := s.links[s.dedupe[key]]; cur == nil || cur.Expired(now) {
-		s.dedupe[key] = l.Code
-	}
+	r.codeLen, r.urlLen, r.canonLen = uint8(len(code)), uint32(len(url)), uint32(len(stored))
+	r.workspace = s.workspaces.intern(workspace)
+	r.text = s.recs.text.add(code, url, stored)
+	p := s.recs.append(r)
+	s.byCode.insert(s.codeHash(code), p)
+	s.workspaces.links[r.workspace] = append(s.workspaces.links[r.workspace], p)
+	return p
 }
 
-// insertRestored adds a link read from a snapshot, whose dedupe entries are
-// restored separately.
-func (s *state) insertRestored(l *Link) {
-	s.links[l.Code] = l
-	s.byWorkspace[l.Workspace] = append(s.byWorkspace[l.Workspace], l)
+// index makes a new dedupe link the one dedupe returns, unless a live,
+// unexpired link already is.
+func (s *state) index(p uint32, now int64) {
+	r := s.recs.at(p)
+	if !r.dedupe() {
+		return
+	}
+	canonical := s.recs.text.canonical(r)
+	h := s.dedupeHash(r.workspace, canonical)
+	if cur, ok := s.dedupeLookup(r.workspace, canonical); ok {
+		if !s.recs.at(cur).expired(now) {
+			return
+		}
+		s.recs.mutable(cur).flags &^= flagIndexed
+		s.dedupe.remove(h, cur)
+	}
+	s.dedupe.insert(h, p)
+	s.recs.mutable(p).flags |= flagIndexed
 }
 
 func (s *state) delete(code string) error {
-	l := s.links[code]
-	if l == nil {
+	p, ok := s.lookup(code)
+	if !ok {
 		return ErrNotFound
 	}
-	s.remove(l)
+	s.remove(p)
 	return nil
 }
 
 // remove deletes a link and tombstones its code so it is never reused.
-func (s *state) remove(l *Link) {
-	delete(s.links, l.Code)
-	s.tombstones[l.Code] = struct{}{}
-	ws := s.byWorkspace[l.Workspace]
-	if i, ok := slices.BinarySearchFunc(ws, l.ID, func(x *Link, id uint64) int {
-		return compareUint64(x.ID, id)
-	}); ok {
-		ws = slices.Delete(ws, i, i+1)
+// Its record and texts stay until the state is rebuilt from a snapshot.
+func (s *state) remove(p uint32) {
+	r := s.recs.mutable(p)
+	indexed := r.flags&flagIndexed != 0
+	r.flags &^= flagLive | flagIndexed
+	code := s.recs.text.code(r)
+	s.byCode.remove(s.codeHash(code), p)
+	s.tombstones[code] = struct{}{}
+	list := s.workspaces.links[r.workspace]
+	if i, ok := slices.BinarySearch(list, p); ok {
+		s.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
 	}
-	if len(ws) == 0 {
-		delete(s.byWorkspace, l.Workspace)
-	} else {
-		s.byWorkspace[l.Workspace] = ws
+	if indexed {
+		s.dedupe.remove(s.dedupeHash(r.workspace, s.recs.text.canonical(r)), p)
 	}
-	if l.Canonical != "" {
-		key := dedupeKey(l.Workspace, l.Canonical)
-		if s.dedupe[key] == l.Code {
-			delete(s.dedupe, key)
-		}
-	}
-}
-
-func compareUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // addClicks applies a click batch once; it reports whether it was applied.
@@ -327,27 +410,33 @@ func (s *state) addClicks(c ClickBatch) bool {
 	}
 	s.clickSeqs[c.Node] = c.Seq
 	for _, cc := range c.Counts {
-		l := s.links[cc.Code]
-		if l == nil {
+		p, ok := s.lookup(cc.Code)
+		if !ok {
 			continue // deleted since the click: nothing to count
 		}
-		l.Clicks += cc.Count
-		if c.Now > l.LastAccess {
-			l.LastAccess = c.Now
+		r := s.recs.mutable(p)
+		r.clicks += cc.Count
+		if c.Now > r.lastAccess {
+			r.lastAccess = c.Now
 		}
 	}
 	return true
 }
 
-func (s *state) purge(c PurgeCommand) {
-	var expired []*Link
-	for _, l := range s.links {
-		if l.ExpiresAt != 0 && l.ExpiresAt < c.ExpiredBefore {
-			expired = append(expired, l)
+// expiredBefore lists the live links that expired before t.
+func (s *state) expiredBefore(t int64) []uint32 {
+	var expired []uint32
+	for p := range s.recs.n {
+		if r := s.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t {
+			expired = append(expired, p)
 		}
 	}
-	for _, l := range expired {
-		s.remove(l)
+	return expired
+}
+
+func (s *state) purge(c PurgeCommand) {
+	for _, p := range s.expiredBefore(c.ExpiredBefore) {
+		s.remove(p)
 	}
 	i := 0
 	for i < len(s.requestLog) && s.requestLog[i].at < c.RequestsBefore {

@@ -1,0 +1,99 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// benchURL is a realistic ~110-byte target, distinct per i.
+func benchURL(i int) string {
+	return fmt.Sprintf("https://www.example-shop.com/catalogue/category-%03d/products/item-%08d?utm_medium=email&utm_source=newsletter", i%1000, i)
+}
+
+// loadLinks applies n creates in batches of 1000, as an import does:
+// custom codes when custom is set, counter codes with dedupe otherwise.
+func loadLinks(tb testing.TB, f *FSM, n int, custom bool) {
+	tb.Helper()
+	index := uint64(1)
+	apply := func(cmd []byte) {
+		f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
+		index++
+	}
+	apply(EncodeInit(InitCommand{Key: testKey}))
+	for start := 0; start < n; start += 1000 {
+		items := make([]CreateRequest, 0, 1000)
+		for i := start; i < start+1000 && i < n; i++ {
+			r := CreateRequest{URL: benchURL(i)}
+			if custom {
+				r.CustomCode = fmt.Sprintf("c%07d", i)
+			} else {
+				r.Dedupe = true
+			}
+			items = append(items, r)
+		}
+		apply(create(int64(start), items...))
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkMemoryPerLink reports the Go heap one stored link costs, for
+// imported links (custom codes) and created ones (counter codes, dedupe).
+// Run with -benchtime=1x: each iteration loads linksPerRun links.
+func BenchmarkMemoryPerLink(b *testing.B) {
+	const linksPerRun = 200_000
+	for _, custom := range []bool{true, false} {
+		name := "counter+dedupe"
+		if custom {
+			name = "custom"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				before := heapInUse()
+				f := New()
+				loadLinks(b, f, linksPerRun, custom)
+				after := heapInUse()
+				b.ReportMetric(float64(after-before)/linksPerRun, "heap-B/link")
+				runtime.KeepAlive(f)
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshotRestore measures writing and restoring a snapshot of
+// linksPerRun links: the restart path of a node.
+func BenchmarkSnapshotRestore(b *testing.B) {
+	const linksPerRun = 200_000
+	src := New()
+	loadLinks(b, src, linksPerRun, true)
+	var buf bytes.Buffer
+	if err := src.WriteBackup(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("write", func(b *testing.B) {
+		for range b.N {
+			if err := src.WriteBackup(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(buf.Len())/linksPerRun, "B/link")
+	})
+	b.Run("restore", func(b *testing.B) {
+		for range b.N {
+			if err := New().Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,154 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestHashIndexMatchesAMap drives the index and a Go map with the same
+// random inserts, removes and lookups. Hashes come from a tiny space so
+// that collisions, long runs, wrap-around and shifting deletes are common.
+func TestHashIndexMatchesAMap(t *testing.T) {
+	for _, hashSpace := range []uint32{1, 7, 1000, 1 << 31} {
+		t.Run(fmt.Sprint(hashSpace), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(hashSpace)))
+			keys := make([]string, 2000) // position → key
+			for i := range keys {
+				keys[i] = fmt.Sprintf("key-%d", i)
+			}
+			hash := func(k string) uint32 {
+				var h uint32
+				for _, c := range []byte(k) {
+					h = h*31 + uint32(c)
+				}
+				return h % hashSpace
+			}
+			var x hashIndex
+			model := map[string]uint32{}
+			for range 20000 {
+				p := uint32(rng.IntN(len(keys)))
+				k := keys[p]
+				switch _, in := model[k]; {
+				case rng.IntN(3) == 0 && in:
+					x.remove(hash(k), p)
+					delete(model, k)
+				case !in:
+					x.insert(hash(k), p)
+					model[k] = p
+				}
+				probe := keys[rng.IntN(len(keys))]
+				got, ok := x.lookup(hash(probe), func(p uint32) bool { return keys[p] == probe })
+				if want, in := model[probe]; ok != in || got != want {
+					t.Fatalf("lookup %s = %d, %v; want %d, %v", probe, got, ok, want, in)
+				}
+			}
+			if x.len() != len(model) {
+				t.Fatalf("len %d, want %d", x.len(), len(model))
+			}
+			for k, want := range model {
+				if got, ok := x.lookup(hash(k), func(p uint32) bool { return keys[p] == k }); !ok || got != want {
+					t.Fatalf("final lookup %s = %d, %v; want %d", k, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+// applyFrom feeds commands as log entries numbered from first.
+func applyFrom(f *FSM, first uint64, cmds ...[]byte) {
+	logs := make([]*raft.Log, len(cmds))
+	for i, c := range cmds {
+		logs[i] = &raft.Log{Index: first + uint64(i), Type: raft.LogCommand, Data: c}
+	}
+	f.ApplyBatch(logs)
+}
+
+// changesAfter touches every kind of record change: clicks on every link,
+// deletes, expiry purges and enough new links to fill new pages.
+func changesAfter(links []Link) [][]byte {
+	var counts []ClickCount
+	for _, l := range links {
+		counts = append(counts, ClickCount{Code: l.Code, Count: 5})
+	}
+	cmds := [][]byte{
+		EncodeClicks(ClickBatch{Node: "later", Seq: 1, Now: 9000, Counts: counts}),
+		EncodeDelete(DeleteCommand{Code: links[0].Code}),
+		EncodeDelete(DeleteCommand{Code: links[len(links)-1].Code}),
+		EncodePurge(PurgeCommand{ExpiredBefore: 1 << 40}),
+	}
+	for i := range 3 * pageSize {
+		cmds = append(cmds, create(9100, CreateRequest{URL: fmt.Sprintf("https://example.com/later/%d", i), Dedupe: i%2 == 0}))
+	}
+	return cmds
+}
+
+// TestSnapshotIsAPointInTime takes a snapshot, changes every link before
+// writing it, and checks that it still holds exactly the state it was
+// taken from, while the live state holds every change.
+func TestSnapshotIsAPointInTime(t *testing.T) {
+	before := New()
+	applyAll(t, before, workload()...)
+	want := snapshotBytes(t, before)
+
+	live := New()
+	applyAll(t, live, workload()...)
+	links := live.Links()
+	got, _ := live.Get(links[1].Code)
+
+	snap, err := live.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := changesAfter(links)
+	applyFrom(live, 1000, later...)
+	var buf bytes.Buffer
+	if err := snap.(*snapshot).writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("the snapshot changed after it was taken")
+	}
+	if again, _ := before.Get(links[1].Code); got != again {
+		t.Fatalf("a link read before the changes changed: %+v, want %+v", got, again)
+	}
+
+	replayed := New()
+	applyAll(t, replayed, workload()...)
+	applyFrom(replayed, 1000, later...)
+	if !bytes.Equal(snapshotBytes(t, live), snapshotBytes(t, replayed)) {
+		t.Fatal("the live state after the snapshot differs from a replay of the same entries")
+	}
+	if l, ok := live.Get(links[1].Code); !ok || l.Clicks != links[1].Clicks+5 {
+		t.Fatalf("clicks after the snapshot: %+v", l)
+	}
+}
+
+// TestVersion1SnapshotStillRestores restores a snapshot written by the
+// build before version 2 (the workload, testdata/snapshot-v1.bin) and
+// checks that it is the same state as the workload applied today.
+func TestVersion1SnapshotStillRestores(t *testing.T) {
+	v1, err := os.ReadFile("testdata/snapshot-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(v1)}); err != nil {
+		t.Fatalf("restore version 1: %v", err)
+	}
+	applied := New()
+	applyAll(t, applied, workload()...)
+	if !bytes.Equal(snapshotBytes(t, restored), snapshotBytes(t, applied)) {
+		t.Fatal("version 1 restored to a different state")
+	}
+	// Dedupe still finds the restored links.
+	res := createOne(t, restored, 5000, CreateRequest{URL: "https://example.com/3/", Dedupe: true, Workspace: "ws"})
+	if !res.Existing {
+		t.Fatalf("dedupe after a version 1 restore created %q", res.Link.Code)
+	}
+}
