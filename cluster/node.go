@@ -43,6 +43,10 @@ type Config struct {
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// make Raft take a new one (0: the library's 8192).
 	SnapshotThreshold uint64
+	// SnapshotBytes is how many bytes of log entries applied since the
+	// last snapshot also make the node take one (0: 64 MiB; see
+	// snapshot.go).
+	SnapshotBytes int64
 	// ExpiredRetention is how long an expired link keeps answering 410
 	// before the leader purges it (after which its code answers 404).
 	ExpiredRetention time.Duration
@@ -59,6 +63,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ExpiredRetention <= 0 {
 		c.ExpiredRetention = 24 * time.Hour
+	}
+	if c.SnapshotBytes <= 0 {
+		c.SnapshotBytes = defaultSnapshotBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -124,7 +131,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     f,
-		machine: &appliedFSM{FSM: f},
+		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
 		creates: make(chan *createCall, maxCreateBatch*4),
 		closing: make(chan struct{}),
 	}
@@ -139,6 +146,8 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	go n.monitorLeadership()
 	go n.runCreateBatcher()
 	go n.runClickFlusher()
+	n.wg.Add(1)
+	go n.runVolumeSnapshots()
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			close(n.closing)

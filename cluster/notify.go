@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"io"
+	"runtime/debug"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -44,6 +45,7 @@ type appliedFSM struct {
 	*fsm.FSM
 	applied  broadcast // after every applied batch and restore
 	restored broadcast // after every restore
+	volume   *logVolume
 }
 
 var _ raft.BatchingFSM = (*appliedFSM)(nil)
@@ -53,13 +55,24 @@ func (a *appliedFSM) Apply(l *raft.Log) any { return a.ApplyBatch([]*raft.Log{l}
 func (a *appliedFSM) ApplyBatch(logs []*raft.Log) []any {
 	results := a.FSM.ApplyBatch(logs)
 	a.applied.notify()
+	a.volume.applied(logs)
 	return results
 }
 
+func (a *appliedFSM) Snapshot() (raft.FSMSnapshot, error) {
+	a.volume.snapshotted()
+	return a.FSM.Snapshot()
+}
+
+// Restore replaces the state. The old state and the snapshot's bytes are
+// then garbage the size of the whole data set: they are handed back to the
+// operating system at once rather than kept until the heap grows into them.
 func (a *appliedFSM) Restore(rc io.ReadCloser) error {
 	err := a.FSM.Restore(rc)
+	a.volume.snapshotted()
 	a.applied.notify()
 	a.restored.notify()
+	debug.FreeOSMemory()
 	return err
 }
 

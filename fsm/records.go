@@ -104,12 +104,9 @@ func (a *textArena) bytes() int {
 
 const pageSize = 1024
 
-// page holds pageSize records. gen is the snapshot generation the page
-// was last copied in (see recordTable.mutable).
-type page struct {
-	gen  uint64
-	recs [pageSize]record
-}
+// page holds pageSize records: exactly 64 KiB, a size the allocator
+// wastes nothing on.
+type page [pageSize]record
 
 // recordTable is every link ever created since the state was built, dead
 // ones included, in id order: a link's position never changes, and deleted
@@ -121,7 +118,8 @@ type page struct {
 // (gen == the current generation) are the table's own and change in place.
 type recordTable struct {
 	pages   []*page
-	n       uint32 // records in use
+	gens    []uint64 // per page: the generation it was last copied in
+	n       uint32   // records in use
 	gen     uint64
 	sharing *atomic.Int32 // snapshots still being written
 	text    textArena
@@ -129,26 +127,25 @@ type recordTable struct {
 
 func newRecordTable() recordTable { return recordTable{sharing: new(atomic.Int32)} }
 
-func (t *recordTable) at(p uint32) *record { return &t.pages[p/pageSize].recs[p%pageSize] }
+func (t *recordTable) at(p uint32) *record { return &t.pages[p/pageSize][p%pageSize] }
 
 // mutable returns the record at p for changing, first copying its page if
 // a snapshot being written may be reading it.
 func (t *recordTable) mutable(p uint32) *record {
-	pg := t.pages[p/pageSize]
-	if pg.gen != t.gen && t.sharing.Load() > 0 {
-		cp := *pg
-		cp.gen = t.gen
-		pg = &cp
-		t.pages[p/pageSize] = pg
+	i := p / pageSize
+	if t.gens[i] != t.gen && t.sharing.Load() > 0 {
+		cp := *t.pages[i]
+		t.pages[i], t.gens[i] = &cp, t.gen
 	}
-	return &pg.recs[p%pageSize]
+	return &t.pages[i][p%pageSize]
 }
 
 // append adds a record and returns its position.
 func (t *recordTable) append(r record) uint32 {
 	p := t.n
 	if p%pageSize == 0 {
-		t.pages = append(t.pages, &page{gen: t.gen})
+		t.pages = append(t.pages, new(page))
+		t.gens = append(t.gens, t.gen)
 	}
 	t.n++
 	*t.mutable(p) = r
@@ -181,7 +178,7 @@ type recordView struct {
 	text  textArena
 }
 
-func (v *recordView) at(p uint32) *record { return &v.pages[p/pageSize].recs[p%pageSize] }
+func (v *recordView) at(p uint32) *record { return &v.pages[p/pageSize][p%pageSize] }
 
 // Strings of a record, pointing into the arena.
 func (a *textArena) code(r *record) string { return a.str(r.text, 0, int(r.codeLen)) }

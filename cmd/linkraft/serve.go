@@ -192,6 +192,10 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 	}, node)
 
+	gcDone := make(chan struct{})
+	defer close(gcDone)
+	go tuneGC(gcDone)
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
