@@ -15,9 +15,19 @@ func benchURL(i int) string {
 	return fmt.Sprintf("https://www.example-shop.com/catalogue/category-%03d/products/item-%08d?utm_medium=email&utm_source=newsletter", i%1000, i)
 }
 
-// loadLinks applies n creates in batches of 1000, as an import does:
-// custom codes when custom is set, counter codes with dedupe otherwise.
-func loadLinks(tb testing.TB, f *FSM, n int, custom bool) {
+// linkKind is how a benchmark's links are created.
+type linkKind int
+
+const (
+	imported  linkKind = iota // custom codes, as /admin/import creates them
+	deduped                   // counter codes with dedupe
+	keyed                     // counter codes with an idempotency key, as every create through a follower has
+)
+
+func (k linkKind) String() string { return [...]string{"imported", "dedupe", "idempotency-key"}[k] }
+
+// loadLinks applies n creates of one kind in batches of 1000.
+func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 	tb.Helper()
 	index := uint64(1)
 	apply := func(cmd []byte) {
@@ -29,10 +39,13 @@ func loadLinks(tb testing.TB, f *FSM, n int, custom bool) {
 		items := make([]CreateRequest, 0, 1000)
 		for i := start; i < start+1000 && i < n; i++ {
 			r := CreateRequest{URL: benchURL(i)}
-			if custom {
+			switch kind {
+			case imported:
 				r.CustomCode = fmt.Sprintf("c%07d", i)
-			} else {
+			case deduped:
 				r.Dedupe = true
+			case keyed:
+				r.RequestID = fmt.Sprintf("%032x", i)
 			}
 			items = append(items, r)
 		}
@@ -49,20 +62,15 @@ func heapInUse() uint64 {
 }
 
 // BenchmarkMemoryPerLink reports the Go heap one stored link costs, for
-// imported links (custom codes) and created ones (counter codes, dedupe).
-// Run with -benchtime=1x: each iteration loads linksPerRun links.
+// each linkKind. Each iteration loads linksPerRun links.
 func BenchmarkMemoryPerLink(b *testing.B) {
 	const linksPerRun = 200_000
-	for _, custom := range []bool{true, false} {
-		name := "counter+dedupe"
-		if custom {
-			name = "custom"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, kind := range []linkKind{imported, deduped, keyed} {
+		b.Run(kind.String(), func(b *testing.B) {
 			for range b.N {
 				before := heapInUse()
 				f := New()
-				loadLinks(b, f, linksPerRun, custom)
+				loadLinks(b, f, linksPerRun, kind)
 				after := heapInUse()
 				b.ReportMetric(float64(after-before)/linksPerRun, "heap-B/link")
 				runtime.KeepAlive(f)
@@ -76,7 +84,7 @@ func BenchmarkMemoryPerLink(b *testing.B) {
 func BenchmarkSnapshotRestore(b *testing.B) {
 	const linksPerRun = 200_000
 	src := New()
-	loadLinks(b, src, linksPerRun, true)
+	loadLinks(b, src, linksPerRun, imported)
 	var buf bytes.Buffer
 	if err := src.WriteBackup(&buf); err != nil {
 		b.Fatal(err)

@@ -1,0 +1,39 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// BenchmarkRecordClick measures click aggregation on the redirect path:
+// counting redirects of 1000 codes, with the counts taken into a batch
+// after every 10 000 clicks as a flush would. Codes are the FSM's own
+// strings, as the redirect handler passes them.
+func BenchmarkRecordClick(b *testing.B) {
+	f := fsm.New()
+	n := &Node{clicks: newClickCounter("n1", f)}
+	codes := make([]string, 1000)
+	for i := range codes {
+		codes[i] = fmt.Sprintf("c%06d", i)
+	}
+	// Warm both maps to their working size, as a running node has them.
+	for range 2 {
+		for _, c := range codes {
+			n.RecordClick(c)
+		}
+		n.clicks.take(time.Now())
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		n.RecordClick(codes[i%len(codes)])
+		if i++; i%10000 == 0 {
+			b.StopTimer()
+			n.clicks.take(time.Now())
+			b.StartTimer()
+		}
+	}
+}
