@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# One node holding many links: how fast they are imported, what the node's
+# memory is afterwards, how long a restart takes until it serves them all
+# again, and how long a new, empty node takes to install them and serve.
+#   1. node1 starts alone; N links (~110-byte URLs, distinct 8-character
+#      custom codes) are imported through POST /admin/import;
+#   2. 15 s later: RSS (from /proc) and the Go heap (from /metrics);
+#   3. node1 is stopped (SIGTERM) and started again; the time until its own
+#      state serves the last imported code (no leader is asked: a single
+#      node's miss would be a 404) and its RSS 10 s later;
+#   4. node2 starts with an empty data dir and is added with POST
+#      /admin/join; the time until its linkraft_links gauge reaches N, i.e.
+#      until it installed node1's snapshot, and its RSS 10 s later.
+# Usage: bench/scale.sh [links (1000000)]. Needs curl and awk. Only
+# 127.0.0.1 is used; both nodes are stopped on exit (LINKRAFT_BIN: a
+# prebuilt binary instead of building ./cmd/linkraft).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+links=${1:-1000000}
+[[ $links =~ ^[1-9][0-9]*$ ]] || { echo "usage: bench/scale.sh [links]" >&2; exit 2; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+bin=${LINKRAFT_BIN:-$tmp/linkraft}
+[ -n "${LINKRAFT_BIN:-}" ] || go build -o "$bin" ./cmd/linkraft
+
+awk -v n="$links" 'BEGIN {
+	for (i = 0; i < n; i++)
+		printf "{\"short_code\":\"k%07d\",\"original_url\":\"https://www.example-shop.com/catalogue/category-%03d/products/item-%08d?utm_medium=email&utm_source=newsletter\",\"workspace\":\"default\"}\n", i, i % 1000, i
+}' >"$tmp/links.jsonl"
+last=$(printf 'k%07d' $((links - 1)))
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+rss_mb() { awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m { printf "%.0f", $2 }'; }
+heap_mb() { metric "$1" go_memstats_heap_inuse_bytes | awk '{ printf "%.0f", $1 / 1048576 }'; }
+
+start() { # id, http port, raft port, gossip port, extra flags...
+	local id=$1 http=$2 raft=$3 gossip=$4
+	shift 4
+	"$bin" serve --id "$id" --data-dir "$tmp/$id" --http-addr "127.0.0.1:$http" \
+		--raft-addr "127.0.0.1:$raft" --gossip-addr "127.0.0.1:$gossip" --create-rate 0 \
+		--log-level warn "$@" 2>>"$tmp/$id.log" &
+	pid=$!
+	pids+=("$pid")
+}
+wait_for() { # description, timeout in 0.05 s steps, command...
+	local what=$1 steps=$2
+	shift 2
+	for _ in $(seq "$steps"); do "$@" && return 0; sleep 0.05; done
+	echo "bench/scale.sh: timed out waiting for $what; the nodes' logs end:" >&2
+	tail -n 5 "$tmp"/*.log >&2
+	exit 1
+}
+healthy() { curl -sf "http://$1/health" >/dev/null; }
+listening() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/health")" != 000 ]; }
+serves() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/$last")" = 302 ]; }
+holds_all() { [ "$(metric "$1" linkraft_links)" = "$links" ]; }
+
+n1=127.0.0.1:28581
+n2=127.0.0.1:28582
+echo "machine: $(nproc) cores, $(uname -m), $(date -u '+%F %T') UTC; $links links of ~110-byte URLs"
+
+start node1 28581 28591 28571
+node1=$pid
+wait_for "node1" 200 healthy "$n1"
+t0=$(now)
+curl -sf -o "$tmp/report" --data-binary @"$tmp/links.jsonl" "http://$n1/admin/import"
+took=$(since "$t0")
+grep -q "\"created\":$links" "$tmp/report" || { echo "import report: $(head -c 300 "$tmp/report")" >&2; exit 1; }
+echo "import          $took s   $(awk -v n="$links" -v s="$took" 'BEGIN { printf "%.0f", n / s }') links/s"
+sleep 15
+echo "after import    RSS $(rss_mb "$node1") MB   heap in use $(heap_mb "$n1") MiB"
+
+kill -TERM "$node1"
+wait "$node1" || true
+du -sh "$tmp/node1/raft.db" "$tmp/node1/snapshots" | awk '{ printf "  %s %s\n", $2, $1 }' | sed "s|$tmp/||"
+t0=$(now)
+start node1 28581 28591 28571
+node1=$pid
+wait_for "node1 to serve $last after the restart" 1200 serves "$n1"
+echo "restart         $(since "$t0") s to serve the last code"
+sleep 10
+echo "after restart   RSS $(rss_mb "$node1") MB   heap in use $(heap_mb "$n1") MiB"
+
+start node2 28582 28592 28572 --bootstrap-expect 2
+node2=$pid
+wait_for "node2" 200 listening "$n2"
+t0=$(now)
+curl -sf -o /dev/null -H 'Content-Type: application/json' \
+	-d "{\"id\":\"node2\",\"raft_addr\":\"127.0.0.1:28592\",\"http_addr\":\"$n2\"}" "http://$n1/admin/join"
+wait_for "node2 to hold every link" 1200 holds_all "$n2"
+echo "new node        $(since "$t0") s from join to holding all $links links"
+sleep 10
+echo "new node        RSS $(rss_mb "$node2") MB   heap in use $(heap_mb "$n2") MiB"
