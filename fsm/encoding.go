@@ -4,12 +4,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
+	"math"
 	"strings"
 	"unsafe"
 )
 
-// errTruncated reports input that ended in the middle of a value.
-var errTruncated = errors.New("truncated input")
+// errTruncated reports input that ended in the middle of a value, errRead
+// a stream whose source failed.
+var (
+	errTruncated = errors.New("truncated input")
+	errRead      = errors.New("read")
+)
 
 // maxStringLen bounds any length prefix so a corrupt or hostile length can
 // never make the decoder allocate more than the input could hold.
@@ -34,9 +41,25 @@ func boolByte(b bool) byte {
 
 // decoder reads what encoder wrote. The first error sticks: later reads
 // return zero values, so callers check err once at the end.
+//
+// A decoder over a byte slice (a log entry) reads only that slice. A
+// stream decoder (a snapshot) reads its source in blocks as it goes and
+// passes every byte it consumes to sum.
 type decoder struct {
-	buf []byte
+	buf []byte // unread input
 	err error
+
+	src      io.Reader // nil: buf is all the input
+	sum      hash.Hash32
+	consumed []byte // of the current block: read, not yet summed
+	eof      bool
+}
+
+// streamBlock is how much a stream decoder reads at a time.
+const streamBlock = 64 << 10
+
+func newStreamDecoder(src io.Reader, sum hash.Hash32) *decoder {
+	return &decoder{src: src, sum: sum}
 }
 
 func (d *decoder) fail(err error) {
@@ -45,13 +68,67 @@ func (d *decoder) fail(err error) {
 	}
 }
 
+// need reports whether n unread bytes are available, reading more from a
+// stream's source if it must. A refill reads into a new block, so views
+// (stringView) of the previous block stay valid.
+func (d *decoder) need(n int) bool {
+	if len(d.buf) >= n {
+		return true
+	}
+	if d.src == nil || d.eof {
+		return false
+	}
+	d.flushSum()
+	block := make([]byte, len(d.buf), max(streamBlock, 2*n))
+	copy(block, d.buf)
+	for len(block) < n && !d.eof {
+		m, err := d.src.Read(block[len(block):cap(block)])
+		block = block[:len(block)+m]
+		switch {
+		case err == io.EOF:
+			d.eof = true
+		case err != nil:
+			d.fail(fmt.Errorf("%w: %w", errRead, err))
+			d.eof = true
+		}
+	}
+	d.buf, d.consumed = block, block
+	return len(d.buf) >= n
+}
+
+// advance consumes n bytes.
+func (d *decoder) advance(n int) { d.buf = d.buf[n:] }
+
+// flushSum passes the bytes consumed from the current block to sum.
+func (d *decoder) flushSum() {
+	if d.sum != nil && d.consumed != nil {
+		d.sum.Write(d.consumed[:len(d.consumed)-len(d.buf)])
+		d.consumed = d.consumed[len(d.consumed)-len(d.buf):]
+	}
+}
+
+// trailer consumes the rest of a stream but its last four bytes, which it
+// returns; ok is false when fewer than four remain or reading failed.
+func (d *decoder) trailer() (last []byte, ok bool) {
+	for {
+		if len(d.buf) > 4 {
+			d.advance(len(d.buf) - 4)
+		}
+		if !d.need(5) {
+			break
+		}
+	}
+	d.flushSum()
+	return d.buf, len(d.buf) == 4 && !errors.Is(d.err, errRead)
+}
+
 func (d *decoder) byte() byte {
-	if d.err != nil || len(d.buf) < 1 {
+	if d.err != nil || !d.need(1) {
 		d.fail(errTruncated)
 		return 0
 	}
 	b := d.buf[0]
-	d.buf = d.buf[1:]
+	d.advance(1)
 	return b
 }
 
@@ -59,12 +136,13 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
+	d.need(binary.MaxVarintLen64) // a shorter varint may end the input
 	v, n := binary.Uvarint(d.buf)
 	if n <= 0 {
 		d.fail(fmt.Errorf("bad varint: %w", errTruncated))
 		return 0
 	}
-	d.buf = d.buf[n:]
+	d.advance(n)
 	return v
 }
 
@@ -72,12 +150,13 @@ func (d *decoder) varint() int64 {
 	if d.err != nil {
 		return 0
 	}
+	d.need(binary.MaxVarintLen64)
 	v, n := binary.Varint(d.buf)
 	if n <= 0 {
 		d.fail(fmt.Errorf("bad varint: %w", errTruncated))
 		return 0
 	}
-	d.buf = d.buf[n:]
+	d.advance(n)
 	return v
 }
 
@@ -103,7 +182,7 @@ func (d *decoder) stringView() string {
 	if d.err != nil {
 		return ""
 	}
-	if n > maxStringLen || n > uint64(len(d.buf)) {
+	if n > maxStringLen || !d.need(int(n)) {
 		d.fail(fmt.Errorf("string of %d bytes: %w", n, errTruncated))
 		return ""
 	}
@@ -111,25 +190,30 @@ func (d *decoder) stringView() string {
 		return ""
 	}
 	s := unsafe.String(&d.buf[0], n)
-	d.buf = d.buf[n:]
+	d.advance(int(n))
 	return s
 }
 
 func (d *decoder) fixed(dst []byte) {
-	if d.err != nil || len(d.buf) < len(dst) {
+	if d.err != nil || !d.need(len(dst)) {
 		d.fail(errTruncated)
 		return
 	}
 	copy(dst, d.buf)
-	d.buf = d.buf[len(dst):]
+	d.advance(len(dst))
 }
 
 // count reads a collection length and rejects one that could not fit in the
-// remaining input given that each element takes at least minSize bytes.
+// remaining input given that each element takes at least minSize bytes. A
+// stream's remaining length is unknown: its counts are only bounded by
+// maxInt, and callers must not allocate by them.
 func (d *decoder) count(minSize int) int {
 	n := d.uvarint()
 	if d.err != nil {
 		return 0
+	}
+	if d.src != nil {
+		return int(min(n, math.MaxInt32))
 	}
 	if n > uint64(len(d.buf)/minSize) {
 		d.fail(fmt.Errorf("count %d exceeds input: %w", n, errTruncated))

@@ -2,10 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/hashicorp/raft"
 )
@@ -150,5 +154,32 @@ func TestVersion1SnapshotStillRestores(t *testing.T) {
 	res := createOne(t, restored, 5000, CreateRequest{URL: "https://example.com/3/", Dedupe: true, Workspace: "ws"})
 	if !res.Existing {
 		t.Fatalf("dedupe after a version 1 restore created %q", res.Link.Code)
+	}
+}
+
+// TestSnapshotStreamsInPieces restores from readers that hand out one byte
+// or half a buffer at a time, so values straddle every block boundary, and
+// from one that fails midway.
+func TestSnapshotStreamsInPieces(t *testing.T) {
+	src := New()
+	applyAll(t, src, workload()...)
+	data := snapshotBytes(t, src)
+	for name, r := range map[string]io.Reader{
+		"one byte": iotest.OneByteReader(bytes.NewReader(data)),
+		"halves":   iotest.HalfReader(bytes.NewReader(data)),
+	} {
+		snap, err := ReadSnapshot(r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		dst := New()
+		dst.s = snap.s
+		if !bytes.Equal(snapshotBytes(t, dst), data) {
+			t.Fatalf("%s: restored a different state", name)
+		}
+	}
+	failing := io.MultiReader(bytes.NewReader(data[:len(data)/2]), iotest.ErrReader(errors.New("disk gone")))
+	if _, err := ReadSnapshot(failing); !errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("failing reader: %v", err)
 	}
 }

@@ -218,13 +218,10 @@ var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 
 // ReadSnapshot reads and verifies a snapshot (or a backup, which has the same
 // format) and builds the state it holds. It never changes any FSM;
-// restoring is a separate step.
+// restoring is a separate step. The stream is decoded as it is read, so
+// the snapshot's bytes are never all in memory at once.
 func ReadSnapshot(r io.Reader) (*Snapshot, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot: %w", err)
-	}
-	s, err := decodeSnapshot(data)
+	s, err := decodeSnapshot(newStreamDecoder(r, crc32.New(crcTable)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
@@ -237,20 +234,40 @@ type Snapshot struct{ s *state }
 // Links is the number of links in the snapshot.
 func (s *Snapshot) Links() int { return s.s.byCode.len() }
 
-// decodeSnapshot verifies the checksum, then decodes every section straight
-// into a new state, refusing anything inconsistent: a restored state can
-// never hold two links under one code.
-func decodeSnapshot(data []byte) (*state, error) {
-	if len(data) < len(snapshotMagic)+1+4 || !bytes.Equal(data[:len(snapshotMagic)], snapshotMagic) {
+// decodeSnapshot decodes every section straight into a new state, refusing
+// anything inconsistent (a restored state can never hold two links under
+// one code), then checks the trailing checksum. A checksum mismatch is
+// reported before any decoding error, as it is the cause of both.
+func decodeSnapshot(d *decoder) (*state, error) {
+	magic := make([]byte, len(snapshotMagic))
+	d.fixed(magic)
+	if errors.Is(d.err, errRead) {
+		return nil, d.err
+	}
+	if d.err != nil || !bytes.Equal(magic, snapshotMagic) {
 		return nil, errors.New("not a linkraft snapshot")
 	}
-	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
-		return nil, errors.New("checksum mismatch")
+	st, err := decodeSections(d)
+	if err == nil && d.need(5) {
+		err = errors.New("trailing bytes")
 	}
-	d := decoder{buf: body[len(snapshotMagic):]}
+	sum, ok := d.trailer()
+	switch {
+	case errors.Is(d.err, errRead):
+		return nil, d.err
+	case !ok:
+		return nil, fmt.Errorf("checksum: %w", errTruncated)
+	case binary.BigEndian.Uint32(sum) != d.sum.Sum32():
+		return nil, errors.New("checksum mismatch")
+	case err != nil:
+		return nil, err
+	}
+	return st, nil
+}
+
+func decodeSections(d *decoder) (*state, error) {
 	version := d.byte()
-	if version != snapshotV1 && version != snapshotVersion {
+	if d.err == nil && version != snapshotV1 && version != snapshotVersion {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
 	st := newState()
@@ -265,11 +282,11 @@ func decodeSnapshot(data []byte) (*state, error) {
 		}
 		st.counters[length] = next
 	}
-	if err := st.decodeLinks(&d, version); err != nil {
+	if err := st.decodeLinks(d, version); err != nil {
 		return nil, err
 	}
 	if version == snapshotV1 {
-		if err := st.decodeDedupeV1(&d); err != nil {
+		if err := st.decodeDedupeV1(d); err != nil {
 			return nil, err
 		}
 	}
@@ -282,15 +299,10 @@ func decodeSnapshot(data []byte) (*state, error) {
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		st.servers[d.string()] = d.string()
 	}
-	n := d.count(5)
-	st.requestLog = make([]requestRecord, 0, n)
-	for ; n > 0 && d.err == nil; n-- {
+	for n := d.count(5); n > 0 && d.err == nil; n-- {
 		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
 		st.requests[r.id] = r
 		st.requestLog = append(st.requestLog, r)
-	}
-	if d.err == nil && len(d.buf) != 0 {
-		return nil, fmt.Errorf("%d trailing bytes", len(d.buf))
 	}
 	if d.err != nil {
 		return nil, d.err
