@@ -158,7 +158,7 @@ func (f *FSM) ClusterID() string {
 func (f *FSM) NeedsPurge(c PurgeCommand) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if log := f.s.requestLog; len(log) > 0 && log[0].at < c.RequestsBefore {
+	if at, ok := f.s.requests.oldest(); ok && at < c.RequestsBefore {
 		return true
 	}
 	return len(f.s.expiredBefore(c.ExpiredBefore)) > 0

@@ -1,8 +1,8 @@
 package fsm
 
-// hashIndex maps keys to record positions without storing the keys: each
-// slot holds a 32-bit hash of the key and the position, and a lookup
-// confirms a candidate by comparing the key kept in the record itself.
+// hashIndex maps keys to positions without storing the keys: each slot
+// holds 31 bits of the key's hash and the position, and a lookup confirms
+// a candidate by comparing the key kept where the position points.
 // Open addressing with linear probing; deletion shifts later entries back
 // instead of leaving tombstones. At most 3/4 full, a slot of 8 bytes costs
 // 11-21 bytes per entry, against ~40 for a Go map from a string key, and
@@ -10,17 +10,21 @@ package fsm
 //
 // The caller hashes and compares; the index never sees a key.
 type hashIndex struct {
-	slots []uint64 // hash<<32 | position+1; 0 is an empty slot
+	slots []uint64 // used bit | 31 hash bits | 32-bit position; 0 is empty
 	used  int
 }
 
-const minIndexSlots = 64
+const (
+	minIndexSlots = 64
+	slotUsed      = 1 << 63
+	hashBits      = 1<<31 - 1
+)
 
-func slot(h, p uint32) uint64          { return uint64(h)<<32 | uint64(p+1) }
-func slotHash(s uint64) uint32         { return uint32(s >> 32) }
-func slotPos(s uint64) uint32          { return uint32(s) - 1 }
+func slot(h, p uint32) uint64          { return slotUsed | uint64(h&hashBits)<<32 | uint64(p) }
+func slotHash(s uint64) uint32         { return uint32(s>>32) & hashBits }
+func slotPos(s uint64) uint32          { return uint32(s) }
 func (x *hashIndex) mask() int         { return len(x.slots) - 1 }
-func (x *hashIndex) home(h uint32) int { return int(h) & x.mask() }
+func (x *hashIndex) home(h uint32) int { return int(h&hashBits) & x.mask() }
 
 // lookup returns the first position with hash h for which match is true.
 func (x *hashIndex) lookup(h uint32, match func(p uint32) bool) (uint32, bool) {
@@ -32,7 +36,7 @@ func (x *hashIndex) lookup(h uint32, match func(p uint32) bool) (uint32, bool) {
 		if s == 0 {
 			return 0, false
 		}
-		if slotHash(s) == h && match(slotPos(s)) {
+		if slotHash(s) == h&hashBits && match(slotPos(s)) {
 			return slotPos(s), true
 		}
 	}

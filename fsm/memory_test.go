@@ -19,9 +19,9 @@ func benchURL(i int) string {
 type linkKind int
 
 const (
-	imported  linkKind = iota // custom codes, as /admin/import creates them
-	deduped                   // counter codes with dedupe
-	keyed                     // counter codes with an idempotency key, as every create through a follower has
+	imported linkKind = iota // custom codes, as /admin/import creates them
+	deduped                  // counter codes with dedupe
+	keyed                    // counter codes with an idempotency key, as every create through a follower has
 )
 
 func (k linkKind) String() string { return [...]string{"imported", "dedupe", "idempotency-key"}[k] }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -181,5 +183,35 @@ func TestSnapshotStreamsInPieces(t *testing.T) {
 	failing := io.MultiReader(bytes.NewReader(data[:len(data)/2]), iotest.ErrReader(errors.New("disk gone")))
 	if _, err := ReadSnapshot(failing); !errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), "disk gone") {
 		t.Fatalf("failing reader: %v", err)
+	}
+}
+
+// TestRequestWindowAcrossSequenceWrap fills and purges the idempotency
+// window while its sequence numbers wrap around 2^32.
+func TestRequestWindowAcrossSequenceWrap(t *testing.T) {
+	w := newRequestWindow(maphash.MakeSeed())
+	w.first = math.MaxUint32 - 5
+	for i := range 20 {
+		w.add(requestRecord{id: fmt.Sprint("req-", i), code: fmt.Sprint("c", i), at: int64(i)})
+	}
+	w.dropBefore(8)
+	for i := range 20 {
+		rec, ok := w.get(fmt.Sprint("req-", i))
+		if want := i >= 8; ok != want || (ok && rec.code != fmt.Sprint("c", i)) {
+			t.Fatalf("req-%d: %+v, %v; want present %v", i, rec, ok, want)
+		}
+	}
+	// A later record for an id replaces the index entry; purging the
+	// earlier record forgets the id, as the window always has.
+	w.add(requestRecord{id: "req-9", code: "again", at: 30})
+	if rec, _ := w.get("req-9"); rec.code != "again" {
+		t.Fatalf("req-9 after a second record: %+v", rec)
+	}
+	w.dropBefore(10)
+	if _, ok := w.get("req-9"); ok {
+		t.Fatal("req-9 still known after its first record was purged")
+	}
+	if rec, ok := w.get("req-10"); !ok || rec.code != "c10" {
+		t.Fatalf("req-10: %+v, %v", rec, ok)
 	}
 }

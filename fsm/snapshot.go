@@ -79,10 +79,10 @@ func (s *state) snapshot() *snapshot {
 		clusterID: s.clusterID,
 		lastID:    s.lastID,
 		records:   records,
-		// Both only ever grow by append (purge replaces requestLog), so
-		// capping the slices keeps later appends out of the view.
+		// Both only ever grow by append (a purge replaces the request
+		// log), so capping the slices keeps later appends out of the view.
 		workspaces: slices.Clip(s.workspaces.names),
-		requests:   slices.Clip(s.requestLog),
+		requests:   slices.Clip(s.requests.log),
 		live:       s.byCode.len(),
 		tombstones: slices.Collect(maps.Keys(s.tombstones)),
 		release:    release,
@@ -301,8 +301,7 @@ func decodeSections(d *decoder) (*state, error) {
 	}
 	for n := d.count(5); n > 0 && d.err == nil; n-- {
 		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
-		st.requests[r.id] = r
-		st.requestLog = append(st.requestLog, r)
+		st.requests.add(r)
 	}
 	if d.err != nil {
 		return nil, d.err

@@ -3,10 +3,8 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"hash/maphash"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/linkraft/linkraft/fsm/codes"
@@ -49,27 +47,6 @@ type CreateResult struct {
 	Err      error
 }
 
-// requestRecord remembers the outcome of a create that carried a RequestID.
-type requestRecord struct {
-	id          string
-	code        string
-	existing    bool
-	at          int64
-	fingerprint uint64 // of the request, so a key cannot be reused for another
-}
-
-// fingerprint identifies what a create asked for (FNV-1a: deterministic on
-// every node).
-func fingerprint(r CreateRequest) uint64 {
-	h := fnv.New64a()
-	for _, part := range []string{r.URL, r.Workspace, r.CustomCode, strconv.Itoa(int(r.Strategy)),
-		strconv.FormatBool(r.Dedupe), strconv.FormatInt(r.ExpiresAt, 10)} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	return h.Sum64()
-}
-
 // maxCodeLen is the longest code a record holds. The HTTP layer allows 64
 // bytes; Apply refuses longer ones rather than store them wrongly.
 const maxCodeLen = 255
@@ -90,20 +67,20 @@ type state struct {
 	tombstones map[string]struct{}
 	clickSeqs  map[string]uint64 // node → last applied click batch sequence
 	servers    map[string]string // server id → HTTP address
-	requests   map[string]requestRecord
-	requestLog []requestRecord // in apply order, pruned by PurgeCommand
+	requests   requestWindow
 }
 
 func newState() *state {
+	seed := maphash.MakeSeed()
 	return &state{
 		counters:   map[int]uint64{},
 		recs:       newRecordTable(),
 		workspaces: newWorkspaceTable(),
-		seed:       maphash.MakeSeed(),
+		seed:       seed,
 		tombstones: map[string]struct{}{},
 		clickSeqs:  map[string]uint64{},
 		servers:    map[string]string{},
-		requests:   map[string]requestRecord{},
+		requests:   newRequestWindow(seed),
 	}
 }
 
@@ -209,7 +186,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	var asked uint64
 	if r.RequestID != "" {
 		asked = fingerprint(r)
-		if rec, ok := s.requests[r.RequestID]; ok {
+		if rec, ok := s.requests.get(r.RequestID); ok {
 			if rec.fingerprint != asked {
 				return CreateResult{Err: ErrRequestIDReused}
 			}
@@ -220,9 +197,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	}
 	res := s.createNew(now, r)
 	if res.Err == nil && r.RequestID != "" {
-		rec := requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: asked}
-		s.requests[rec.id] = rec
-		s.requestLog = append(s.requestLog, rec)
+		s.requests.add(requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: asked})
 	}
 	return res
 }
@@ -438,10 +413,5 @@ func (s *state) purge(c PurgeCommand) {
 	for _, p := range s.expiredBefore(c.ExpiredBefore) {
 		s.remove(p)
 	}
-	i := 0
-	for i < len(s.requestLog) && s.requestLog[i].at < c.RequestsBefore {
-		delete(s.requests, s.requestLog[i].id)
-		i++
-	}
-	s.requestLog = slices.Clone(s.requestLog[i:])
+	s.requests.dropBefore(c.RequestsBefore)
 }
