@@ -2,9 +2,10 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"time"
+	"sync/atomic"
 )
 
 // gcHeadroom is how much the heap may grow past live data between
@@ -25,24 +26,41 @@ func gcPercent(live uint64) int {
 	return int(min(100, max(10, 100*gcHeadroom/live)))
 }
 
-// tuneGC sets the collector's target from the live heap every few seconds
-// until done is closed. An operator's GOGC wins: then it does nothing.
-func tuneGC(done <-chan struct{}) {
+// tuneGC sets the collector's target after every collection, from the
+// live heap that collection found, until the returned stop is called. An
+// operator's GOGC wins: then it does nothing.
+//
+// The hook is an object that is unreachable as soon as it is made: its
+// finalizer runs after each collection and makes the next one. Retuning
+// on a timer would lag a bulk import, which can grow the live heap by
+// hundreds of megabytes within a second.
+func tuneGC() (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
-		return
+		return func() {}
 	}
+	var stopped atomic.Bool
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		metrics.Read(live)
-		if live[0].Value.Kind() == metrics.KindUint64 {
-			debug.SetGCPercent(gcPercent(live[0].Value.Uint64()))
-		}
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-		}
+	current := 100
+	var arm func()
+	arm = func() {
+		runtime.SetFinalizer(&gcHook{}, func(*gcHook) {
+			if stopped.Load() {
+				return
+			}
+			metrics.Read(live)
+			if live[0].Value.Kind() == metrics.KindUint64 {
+				if p := gcPercent(live[0].Value.Uint64()); p != current {
+					debug.SetGCPercent(p)
+					current = p
+				}
+			}
+			arm()
+		})
 	}
+	arm()
+	return func() { stopped.Store(true) }
 }
+
+// gcHook has a pointer so that it is not a tiny allocation, whose
+// finalizer might never run.
+type gcHook struct{ _ *byte }

@@ -192,9 +192,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 	}, node)
 
-	gcDone := make(chan struct{})
-	defer close(gcDone)
-	go tuneGC(gcDone)
+	defer tuneGC()()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
