@@ -23,7 +23,9 @@ type peers struct {
 	clients map[string]*fasthttp.HostClient
 }
 
-func (p *peers) client(addr string) *fasthttp.HostClient {
+// client returns the client for the peer at addr. local is the address
+// this node is known by; see sourceAddr.
+func (p *peers) client(addr string, local func() net.IP) *fasthttp.HostClient {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.clients[addr]; ok {
@@ -34,14 +36,46 @@ func (p *peers) client(addr string) *fasthttp.HostClient {
 		Name:                "linkraft-peer",
 		MaxConns:            1024,
 		MaxIdleConnDuration: 30 * time.Second,
-		// Callers decide what may be sent again (see Forward).
+		// Callers decide what may be sent again (see Forward, relay.go).
 		RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+	}
+	if src := sourceAddr(addr, local()); src != nil {
+		c.DialTimeout = (&fasthttp.TCPDialer{LocalAddr: src}).DialTimeout
 	}
 	if p.clients == nil {
 		p.clients = map[string]*fasthttp.HostClient{}
 	}
 	p.clients[addr] = c
 	return c
+}
+
+// sourceAddr is the address to dial the peer at addr from, or nil for the
+// system's choice. Without a cluster key a peer is recognised by its IP
+// (FromPeer), which must then be the one this node is known by. Across a
+// network the system picks the interface's address, which is that IP; on
+// one host's loopback (several nodes on 127.0.0.x) it would pick 127.0.0.1
+// for every node, so there the node dials from its own address.
+func sourceAddr(addr string, local net.IP) *net.TCPAddr {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || local == nil || !local.IsLoopback() {
+		return nil
+	}
+	return &net.TCPAddr{IP: local}
+}
+
+// peer is the client for the peer at addr.
+func (n *Node) peer(addr string) *fasthttp.HostClient { return n.peers.client(addr, n.ownIP) }
+
+// ownIP is the IP of this node's Raft address, which its peers know it by.
+func (n *Node) ownIP() net.IP {
+	host, _, err := net.SplitHostPort(string(n.transport.LocalAddr()))
+	if err != nil {
+		return nil
+	}
+	return net.ParseIP(host)
 }
 
 // call makes one signed protocol request to the node at addr and decodes
@@ -59,7 +93,7 @@ func (n *Node) call(ctx context.Context, addr, method, path string, body []byte,
 	if !ok {
 		deadline = time.Now().Add(n.cfg.WriteTimeout)
 	}
-	if err := n.peers.client(addr).DoDeadline(req, resp, deadline); err != nil {
+	if err := n.peer(addr).DoDeadline(req, resp, deadline); err != nil {
 		return fmt.Errorf("%s %s: %w: %v", method, path, ErrNoLeader, err)
 	}
 	switch status := resp.StatusCode(); {

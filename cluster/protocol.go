@@ -9,7 +9,8 @@ const (
 	// InternalPrefix is where httpd mounts InternalHandler.
 	InternalPrefix = "/internal/v1/"
 	// MaxInternalBodyBytes is the largest request body the protocol sends:
-	// a click batch of maxClickBatchCodes codes of up to 64 bytes.
+	// a click batch of maxClickBatchCodes codes of up to 64 bytes, or a
+	// batch of relayed creates (bounded by maxRelayBodyBytes, below it).
 	MaxInternalBodyBytes = 4 << 20
 
 	nodePath      = InternalPrefix + "node"
@@ -18,6 +19,7 @@ const (
 	clicksPath    = InternalPrefix + "clicks"
 	leavePath     = InternalPrefix + "leave"
 	appliedPath   = InternalPrefix + "applied" // ?index=N
+	createsPath   = InternalPrefix + "creates"
 )
 
 // Headers of node-to-node requests, the forwarded public ones included.
@@ -33,8 +35,10 @@ const (
 	// applies that far before it answers its client.
 	AppliedIndexHeader = "X-Linkraft-Applied-Index"
 	// RequestTimeHeader is when the client's request reached the node that
-	// forwarded it (unix milliseconds), so that a request sent again to
-	// another leader means the same thing (a relative expiry, say).
+	// forwarded it (unix milliseconds). Nodes of this version no longer
+	// forward creates as HTTP requests (they relay them in batches, see
+	// relay.go); the header stays in the signature and is still honoured
+	// on a create an older node forwards, so a mixed cluster keeps working.
 	RequestTimeHeader = "X-Linkraft-Request-Time"
 )
 
@@ -96,6 +100,46 @@ func (w *wireLink) link() fsm.Link {
 	}
 }
 
+// createBatch is the body of POST creates: creates that clients sent to a
+// follower, validated and prepared there (canonical URL, absolute expiry),
+// which the leader proposes through its own create batcher.
+type createBatch struct {
+	V     int          `json:"v"`
+	Items []wireCreate `json:"items"`
+}
+
+// wireCreate is one fsm.CreateRequest as the protocol carries it.
+type wireCreate struct {
+	RequestID  string `json:"request_id,omitempty"`
+	URL        string `json:"url"`
+	Canonical  string `json:"canonical,omitempty"`
+	Workspace  string `json:"workspace"`
+	CustomCode string `json:"custom_code,omitempty"`
+	Strategy   string `json:"strategy,omitempty"` // "hash"; empty for the counter
+	Dedupe     bool   `json:"dedupe,omitempty"`
+	ExpiresAt  int64  `json:"expires_at_ms,omitempty"`
+	CodeLength int    `json:"code_length"`
+}
+
+// createBatchAnswer answers POST creates with one result per item, in the
+// order of the items.
+type createBatchAnswer struct {
+	V       int                `json:"v"`
+	Results []wireCreateResult `json:"results"`
+}
+
+// wireCreateResult is the outcome of one relayed create. Without Error it
+// carries the link; Error is a kind (createErrorKind) and Detail the
+// message the leader's error had. Index is the log entry that decided the
+// create: the relaying node applies that far before it answers its client.
+type wireCreateResult struct {
+	Link     *wireLink `json:"link,omitempty"`
+	Existing bool      `json:"existing,omitempty"`
+	Index    uint64    `json:"index,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+}
+
 // clicksAnswer answers POST clicks, whose body is one click batch in the
 // state machine's command encoding (fsm.EncodeClicks): the leader proposes
 // those bytes as they are. Applied is false for a batch applied before.
@@ -126,10 +170,12 @@ type ack struct {
 // versioned is what every message has in common.
 type versioned interface{ version() int }
 
-func (m nodeInfo) version() int        { return m.V }
-func (m readIndexAnswer) version() int { return m.V }
-func (m linkAnswer) version() int      { return m.V }
-func (m clicksAnswer) version() int    { return m.V }
-func (m leaveRequest) version() int    { return m.V }
-func (m ack) version() int             { return m.V }
-func (m appliedAnswer) version() int   { return m.V }
+func (m nodeInfo) version() int          { return m.V }
+func (m readIndexAnswer) version() int   { return m.V }
+func (m linkAnswer) version() int        { return m.V }
+func (m clicksAnswer) version() int      { return m.V }
+func (m leaveRequest) version() int      { return m.V }
+func (m ack) version() int               { return m.V }
+func (m appliedAnswer) version() int     { return m.V }
+func (m createBatch) version() int       { return m.V }
+func (m createBatchAnswer) version() int { return m.V }

@@ -30,6 +30,7 @@ func (n *Node) InternalHandler() fasthttp.RequestHandler {
 	r.POST(clicksPath, n.peersOnly(n.serveClicks))
 	r.POST(leavePath, n.peersOnly(n.serveLeave))
 	r.GET(appliedPath, n.peersOnly(n.serveApplied))
+	r.POST(createsPath, n.peersOnly(n.serveCreates)) // relay.go
 	return r.Handler
 }
 

@@ -9,64 +9,168 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/codes"
 )
 
-// maxCreateBatch bounds how many creates share one log entry, and
-// maxInflightBatches how many entries the batcher keeps in Raft at once.
-// Concurrency is what makes Raft fast (it group-commits queued entries into
-// one fsync); batching multiplies that by the creates in each entry.
+// maxCreateBatch bounds how many creates share one log entry (and one
+// relayed request, see relay.go), and maxInflightBatches how many entries
+// the batcher keeps in Raft at once, and separately how many relayed
+// requests it keeps in flight to the leader. Concurrency is what makes
+// Raft fast (it group-commits queued entries into one fsync); batching
+// multiplies that by the creates in each entry.
 const (
 	maxCreateBatch     = 256
 	maxInflightBatches = 16
 )
 
+// relayRetryBackoff is how long a create waits before it tries a leader
+// again after a failed attempt, unless Raft reports another leader first.
+const relayRetryBackoff = 50 * time.Millisecond
+
+// createCall is one create waiting in the batcher's queue: proposed here
+// when relay is false (this node leads), relayed to the leader otherwise.
 type createCall struct {
-	req  fsm.CreateRequest
-	done chan createReply // buffered: the batcher never blocks on a gone caller
+	// ctx is the caller's: a relayed call whose caller left is not sent.
+	ctx   context.Context
+	req   fsm.CreateRequest
+	relay bool
+	// relayed: another node relayed this create here and waits until it
+	// has applied it too (see commitpush.go).
+	relayed bool
+	done    chan createReply // buffered: the batcher never blocks on a gone caller
+	// group, when set, makes this call a carrier of the creates in it,
+	// which the batcher takes together: the creates of one relayed batch
+	// arrive at once and would otherwise be split across entries by a
+	// batcher that wakes at the first of them.
+	group []*createCall
+}
+
+// calls is what the batcher queues for c.
+func (c *createCall) calls() []*createCall {
+	if c.group != nil {
+		return c.group
+	}
+	return []*createCall{c}
 }
 
 type createReply struct {
 	res fsm.CreateResult
-	err error
+	// index is the log entry that decided the create; a relayed create is
+	// answered once this node has applied it.
+	index uint64
+	err   error
+	// retry: the attempt did not decide the create and may be made again,
+	// at whichever node leads then (it was not applied, or it carries a
+	// request id, which makes a second attempt return the first outcome).
+	retry bool
 }
 
 // Create applies one create through Raft and returns what the FSM decided.
 // Errors from the FSM (code taken, ...) come back in the result's Err;
 // the returned error is for the write path itself (no leader, timeout).
+//
+// On the leader the create joins this node's batcher. On a follower it is
+// relayed to the leader together with the other creates queued here (see
+// relay.go), and answered once this node has applied it, so its caller
+// reads its own write here. An attempt that did not decide the create —
+// the leader changed, froze or was cut off — is made again at the next
+// leader, or here when this node wins the election, as long as that
+// cannot apply it twice: it was not applied, or it carries a RequestID.
+// ctx and the write timeout bound the whole.
 func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
+	if err := checkCreate(req); err != nil {
+		return fsm.CreateResult{Err: err}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.waitReady(ctx, false); err != nil {
+	var reply createReply
+	relayed := false
+	err := n.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
+		relayed = !to.self
+		if to.self {
+			reply = n.createHere(ctx, req)
+		} else {
+			reply = n.submitCreate(ctx, req, true)
+		}
+		return !reply.retry, reply.err
+	})
+	if err != nil {
 		return fsm.CreateResult{}, err
 	}
-	call := &createCall{req: req, done: make(chan createReply, 1)}
+	if relayed {
+		if err := n.waitApplied(ctx, reply.index); err != nil {
+			return fsm.CreateResult{}, fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, reply.index)
+		}
+	}
+	return reply.res, nil
+}
+
+// checkCreate refuses a create the log's encoding cannot carry. Every
+// replica refuses to decode such an entry, so it would fail every create
+// that shares the entry, not just itself.
+func checkCreate(req fsm.CreateRequest) error {
+	switch {
+	case req.CodeLength < 0 || req.CodeLength > codes.MaxCounterLength:
+		return fmt.Errorf("%w: code length %d", fsm.ErrInvalidRequest, req.CodeLength)
+	case req.Strategy > fsm.StrategyHash:
+		return fmt.Errorf("%w: unknown strategy %d", fsm.ErrInvalidRequest, req.Strategy)
+	}
+	return nil
+}
+
+// createHere proposes a create through this node's batcher, once it is an
+// established leader. Lost leadership (before or during the proposal) asks
+// for another attempt when that is safe.
+func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createReply {
+	if err := n.waitReady(ctx, true); err != nil {
+		return createReply{err: err, retry: true}
+	}
+	r := n.submitCreate(ctx, req, false)
+	switch {
+	case errors.Is(r.err, ErrNoLeader): // not applied
+		r.retry = true
+	case errors.Is(r.err, ErrTimeout) && req.RequestID != "" && ctx.Err() == nil:
+		r.retry = true // maybe applied: the request id returns that outcome
+	}
+	return r
+}
+
+// submitCreate queues one create for the batcher and waits for its reply.
+func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, relay bool) createReply {
+	call := &createCall{ctx: ctx, req: req, relay: relay, done: make(chan createReply, 1)}
 	select {
 	case n.creates <- call:
 	case <-ctx.Done():
-		return fsm.CreateResult{}, ErrTimeout
+		return createReply{err: ErrTimeout}
 	case <-n.closing:
-		return fsm.CreateResult{}, ErrClosed
+		return createReply{err: ErrClosed}
 	}
 	select {
 	case r := <-call.done:
-		return r.res, r.err
+		return r
 	case <-ctx.Done():
-		return fsm.CreateResult{}, ErrTimeout
+		return createReply{err: ErrTimeout}
 	}
 }
 
 // runCreateBatcher takes whatever creates are queued (at least one, at most
-// maxCreateBatch) and proposes them as one entry. Under light load a batch
-// is a single create and waits for nothing; under heavy load batches fill
-// while earlier ones are being committed.
+// maxCreateBatch) and proposes those for this node as one entry, and
+// relays those for the leader in one request (relay.go). Under light load
+// a batch is a single create and waits for nothing; under heavy load
+// batches fill while earlier ones are being committed or relayed.
 func (n *Node) runCreateBatcher() {
 	defer n.wg.Done()
-	inflight := make(chan struct{}, maxInflightBatches)
+	local := make(chan struct{}, maxInflightBatches)
+	relays := make(chan struct{}, maxInflightBatches)
+	push := newCommitPusher()
+	n.wg.Add(1)
+	go n.runCommitPusher(push)
+	apply := func(batch []*createCall) { n.applyCreates(batch, push) }
 	for {
 		var batch []*createCall
 		select {
 		case c := <-n.creates:
-			batch = append(batch, c)
+			batch = append(batch, c.calls()...)
 		case <-n.closing:
 			n.failQueuedCreates()
 			return
@@ -75,36 +179,84 @@ func (n *Node) runCreateBatcher() {
 		for len(batch) < maxCreateBatch {
 			select {
 			case c := <-n.creates:
-				batch = append(batch, c)
+				batch = append(batch, c.calls()...)
 			default:
 				break drain
 			}
 		}
-		inflight <- struct{}{}
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			defer func() { <-inflight }()
-			n.applyCreates(batch)
-		}()
+		here, keyed, unkeyed := splitCreates(batch)
+		for len(here) > 0 { // a group may take a batch over the bound
+			k := min(len(here), maxCreateBatch)
+			push.forming()
+			n.runBatch(local, here[:k], apply)
+			here = here[k:]
+		}
+		// Relayed creates with and without request ids travel apart: only
+		// the former may be sent again after a lost answer, and a batch
+		// that may not must not hold them back (see relay.go).
+		for _, b := range relayBatches(keyed) {
+			n.runBatch(relays, b, n.relayCreates)
+		}
+		for _, b := range relayBatches(unkeyed) {
+			n.runBatch(relays, b, n.relayCreates)
+		}
 	}
 }
 
-func (n *Node) applyCreates(batch []*createCall) {
+// splitCreates sorts a batch into creates proposed here and creates
+// relayed to the leader, with and without request ids.
+func splitCreates(batch []*createCall) (here, keyed, unkeyed []*createCall) {
+	for _, c := range batch {
+		switch {
+		case !c.relay:
+			here = append(here, c)
+		case c.req.RequestID != "":
+			keyed = append(keyed, c)
+		default:
+			unkeyed = append(unkeyed, c)
+		}
+	}
+	return here, keyed, unkeyed
+}
+
+// runBatch runs one batch on its own goroutine once one of slots is free.
+func (n *Node) runBatch(slots chan struct{}, batch []*createCall, run func([]*createCall)) {
+	if len(batch) == 0 {
+		return
+	}
+	slots <- struct{}{}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer func() { <-slots }()
+		run(batch)
+	}()
+}
+
+// applyCreates proposes a batch as one entry and hands every caller its
+// result. When a create in it came from another node, push sees that the
+// followers learn soon that the entry committed (commitpush.go).
+func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 	cmd := fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: make([]fsm.CreateRequest, len(batch))}
+	relayed := false
 	for i, c := range batch {
 		cmd.Items[i] = c.req
+		relayed = relayed || c.relayed
 	}
-	resp, err := n.apply(fsm.EncodeCreate(cmd))
+	push.proposing()
+	resp, index, err := n.applyAt(fsm.EncodeCreate(cmd))
 	results, ok := resp.([]fsm.CreateResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
+	}
+	if err == nil && relayed {
+		push.applied()
 	}
 	for i, c := range batch {
 		if err != nil {
 			c.done <- createReply{err: err}
 		} else {
-			c.done <- createReply{res: results[i]}
+			c.done <- createReply{res: results[i], index: index}
 		}
 	}
 }
@@ -113,7 +265,7 @@ func (n *Node) failQueuedCreates() {
 	for {
 		select {
 		case c := <-n.creates:
-			c.done <- createReply{err: ErrClosed}
+			replyAll(c.calls(), createReply{err: ErrClosed})
 		default:
 			return
 		}

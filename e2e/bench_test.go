@@ -58,22 +58,12 @@ func (r *benchReport) sentTo(target, route string) int64 {
 // there — seeding, warm-up and measured requests, each listed separately
 // in the JSON.
 //
-// Forwarding is accounted for exactly. A create sent to a follower is
-// counted by the follower's instrumented route and then forwarded to the
-// leader, whose instrumented create route counts it a second time (the
-// forwarder sits inside the instrumentation, and a forwarded request is
-// served where it lands). Followers never receive forwarded creates. So
-// with a leader that stays the same through the run:
-//
-//	follower f: Δcreate(f) = sent(f, create)
-//	leader L:   Δcreate(L) = sent(L, create) + Σ_f sent(f, create)
-//
-// The second equation also needs every follower create to have reached
-// the leader exactly once, which holds when every create was answered by
-// the leader (no errors, no transport errors: checked first). Redirects
-// and stats are always answered locally, so Δ = sent for every node. A run
-// during which the leader changed cannot be attributed; it is repeated
-// (at most twice) rather than judged.
+// Every node counts exactly the requests sent to it. A create sent to a
+// follower is counted by the follower's instrumented route only: the
+// follower relays it to the leader inside the node-to-node protocol, not
+// as a public request, so the leader's create route does not count it
+// again. Redirects and stats are answered locally. So for every node and
+// route, Δ = sent, whoever leads.
 func TestBenchMatchesServerCounters(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -97,22 +87,12 @@ func TestBenchMatchesServerCounters(t *testing.T) {
 	for _, run := range runs {
 		t.Run(run.scenario, func(t *testing.T) {
 			args := append(append([]string{"bench", "--scenario", run.scenario}, common...), run.extra...)
-			for attempt := 1; ; attempt++ {
-				leader, before := benchLeader(t, nodes), scrapeRequestCounts(t, nodes)
-				rep := runBench(t, args)
-				after, leaderAfter := scrapeRequestCounts(t, nodes), benchLeader(t, nodes)
-				if leader != leaderAfter {
-					if attempt == 3 {
-						t.Fatalf("leadership changed during each of %d runs (last: %v to %v); forwarded creates cannot be attributed", attempt, leader, leaderAfter)
-					}
-					t.Logf("leadership changed from %v to %v during the run; running it again", leader, leaderAfter)
-					continue
-				}
-				checkBenchReport(t, run.scenario, rep)
-				checkBenchCounters(t, nodes, leader.node, rep, before, after)
-				t.Logf("%d measured requests (%.0f req/s); counters checked on every node, leader %v", rep.Requests, rep.Throughput, leader)
-				return
-			}
+			before := scrapeRequestCounts(t, nodes)
+			rep := runBench(t, args)
+			after := scrapeRequestCounts(t, nodes)
+			checkBenchReport(t, run.scenario, rep)
+			checkBenchCounters(t, nodes, rep, before, after)
+			t.Logf("%d measured requests (%.0f req/s); counters checked on every node", rep.Requests, rep.Throughput)
 		})
 	}
 }
@@ -147,34 +127,18 @@ func checkBenchReport(t *testing.T, scenario string, rep *benchReport) {
 }
 
 // checkBenchCounters compares every node's counter changes with the report
-// (see TestBenchMatchesServerCounters for the create equation).
-func checkBenchCounters(t *testing.T, nodes []*node, leader *node, rep *benchReport, before, after map[string]map[string]int64) {
+// (see TestBenchMatchesServerCounters).
+func checkBenchCounters(t *testing.T, nodes []*node, rep *benchReport, before, after map[string]map[string]int64) {
 	t.Helper()
-	var forwarded int64
-	for _, n := range nodes {
-		if n != leader {
-			forwarded += rep.sentTo(n.httpAddr, "create")
-		}
-	}
 	for _, n := range nodes {
 		for _, route := range benchRoutes {
 			want := rep.sentTo(n.httpAddr, route)
-			if route == "create" && n == leader {
-				want += forwarded
-			}
 			if got := after[n.id][route] - before[n.id][route]; got != want {
-				t.Errorf("%s (%s): linkraft_http_requests_total{route=%q} rose by %d, want %d from the report",
-					n.id, benchRole(n == leader), route, got, want)
+				t.Errorf("%s: linkraft_http_requests_total{route=%q} rose by %d, want %d from the report",
+					n.id, route, got, want)
 			}
 		}
 	}
-}
-
-func benchRole(leader bool) string {
-	if leader {
-		return "leader"
-	}
-	return "follower"
 }
 
 // runBench runs the linkraft binary with args and decodes its JSON report
@@ -233,33 +197,4 @@ func parseRequestCounts(body []byte) (map[string]int64, error) {
 		counts[route] += int64(f)
 	}
 	return counts, sc.Err()
-}
-
-// benchLeadership is who leads in which term; the same value before and after
-// a run means the leader did not change in between.
-type benchLeadership struct {
-	node *node
-	term uint64
-}
-
-func (l benchLeadership) String() string { return fmt.Sprintf("%s in term %d", l.node.id, l.term) }
-
-// benchLeader returns the leadership the first node reports; every node
-// must name the same leader.
-func benchLeader(t *testing.T, nodes []*node) benchLeadership {
-	t.Helper()
-	view := nodes[0].clusterView(t)
-	var l benchLeadership
-	for _, n := range nodes {
-		if n.id == view.Leader {
-			l = benchLeadership{node: n, term: view.Term}
-		}
-		if h := n.health(t); h.Leader != view.Leader {
-			t.Fatalf("%s names %q as leader, %s names %q", n.id, h.Leader, nodes[0].id, view.Leader)
-		}
-	}
-	if l.node == nil {
-		t.Fatalf("leader %q is none of the cluster's nodes", view.Leader)
-	}
-	return l
 }

@@ -4,8 +4,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/pprof"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
@@ -141,4 +144,22 @@ func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.handleCluster(ctx)
+}
+
+// pprofPrefix is where the runtime profiles are served.
+const pprofPrefix = "/debug/pprof/"
+
+// pprofHandler serves the Go runtime's profiles (net/http/pprof) under
+// pprofPrefix: the index, cmdline, profile, symbol, trace and every named
+// profile (heap, goroutine, allocs, ...). Profiles are this node's own and
+// are never forwarded; the route is guarded like the admin API, since they
+// reveal the process's internals and a CPU profile or trace costs CPU.
+func pprofHandler() fasthttp.RequestHandler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(pprofPrefix, pprof.Index) // and the named profiles
+	mux.HandleFunc(pprofPrefix+"cmdline", pprof.Cmdline)
+	mux.HandleFunc(pprofPrefix+"profile", pprof.Profile)
+	mux.HandleFunc(pprofPrefix+"symbol", pprof.Symbol)
+	mux.HandleFunc(pprofPrefix+"trace", pprof.Trace)
+	return fasthttpadaptor.NewFastHTTPHandler(mux)
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -19,7 +18,8 @@ const fromPeerKey = "linkraft.fromPeer"
 
 // fromPeer reports whether another node of this cluster sent the request.
 // The verdict (a signature check with a cluster key) is kept for the
-// request: a forwarded create asks it three times.
+// request: a request may ask it more than once (rate limit, admin check,
+// forwarder).
 func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
 	if v, ok := ctx.UserValue(fromPeerKey).(bool); ok {
 		return v
@@ -29,20 +29,17 @@ func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
 	return v
 }
 
-// forwardMode says how a route's requests are forwarded.
+// forwardMode says how a route's requests are forwarded. Creates are not
+// forwarded as requests: this node prepares them and the cluster relays
+// them to the leader in batches (see create.go).
 type forwardMode struct {
 	opts cluster.ForwardOptions
-	// idempotencyKey: give the forwarded request a key if it has none, so
-	// it can be sent again after a lost answer (creates only: the FSM
-	// remembers keys of creates).
-	idempotencyKey bool
 	// localFallback: without a leader, answer from this node's state.
 	localFallback bool
 }
 
 var (
-	forwardWrite  = forwardMode{}
-	forwardCreate = forwardMode{opts: cluster.ForwardOptions{Idempotent: true}, idempotencyKey: true}
+	forwardWrite = forwardMode{}
 	// Admin operations can outlast a create: joining dials and probes the
 	// new server, restores and imports move whole data sets.
 	forwardAdmin     = forwardMode{opts: cluster.ForwardOptions{Timeout: 5 * time.Minute}}
@@ -57,9 +54,6 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 		if s.node.IsLeader() || s.fromPeer(ctx) {
 			h(ctx)
 			return
-		}
-		if mode.idempotencyKey {
-			s.markIdempotent(ctx)
 		}
 		var req fasthttp.Request
 		var resp fasthttp.Response
@@ -79,23 +73,22 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 	}
 }
 
-// requestTimeKey is the user value holding the time a forwarded create
-// arrived from its client.
+// requestTimeKey is the user value holding the time a create that this
+// node relays to the leader arrived from its client.
 const requestTimeKey = "linkraft.requestTime"
 
 // markIdempotent gives a create that may be sent to the leader more than
-// once an idempotency key and its arrival time, on the request itself: the
-// same key and time then travel with every copy sent to a leader, and stay
-// for the one this node serves itself when it becomes the leader meanwhile.
-// Whichever node serves it computes the same expiry and finds the first
-// outcome under the key.
+// once an idempotency key (the client's, or a random one) and fixes its
+// arrival time. The key becomes the create's request id: an attempt whose
+// answer was lost is made again under it and returns the first outcome,
+// also at another leader or at this node when it wins the election. The
+// create is prepared here once, so every attempt carries the same
+// absolute expiry.
 func (s *Server) markIdempotent(ctx *fasthttp.RequestCtx) {
 	if len(ctx.Request.Header.Peek(idempotencyHeader)) == 0 {
 		ctx.Request.Header.Set(idempotencyHeader, randomKey())
 	}
-	now := time.Now()
-	ctx.SetUserValue(requestTimeKey, now)
-	ctx.Request.Header.Set(cluster.RequestTimeHeader, strconv.FormatInt(now.UnixMilli(), 10))
+	ctx.SetUserValue(requestTimeKey, time.Now())
 }
 
 func randomKey() string {

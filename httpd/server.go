@@ -112,7 +112,9 @@ func (s *Server) routes() {
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
 
-	create := s.limitCreates(s.forwarder(s.handleCreate, forwardCreate))
+	// Creates are prepared on the node the client reached and handed to
+	// Node.Create, which relays them to the leader in batches.
+	create := s.limitCreates(s.relayable(s.handleCreate))
 	handle("POST", "/shorten", "create", create)
 	handle("POST", "/api/v1/urls", "create", create)
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
@@ -143,6 +145,11 @@ func (s *Server) routes() {
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
 	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
 	admin("POST", "/admin/import", "admin_import", s.handleImport)
+
+	// Runtime profiles of this node, guarded like the admin API.
+	pprof := s.requireAdmin(pprofHandler())
+	handle("GET", pprofPrefix+"{profile:*}", "pprof", pprof)
+	handle("POST", pprofPrefix+"symbol", "pprof", pprof) // pprof looks symbols up by POST
 }
 
 // Handler is the server's root handler. Anything that can be a short code

@@ -1,0 +1,422 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Relaying creates: a follower hands the creates its clients sent to the
+// leader in batches, many creates in one POST creates, instead of one HTTP
+// request each. The leader puts every item into its own create batcher, so
+// relayed creates share log entries with the leader's own, and answers each
+// item: its link or FSM error, and the log index that decided it.
+
+// maxRelayBodyBytes bounds the body of one relayed batch, below the
+// receiver's MaxInternalBodyBytes. Only batches of long URLs ever reach it;
+// a batch of ordinary links is a few dozen KiB.
+const maxRelayBodyBytes = 3 << 20
+
+// relayedSize is an upper bound of a create's size in a relayed batch:
+// JSON escapes a byte into at most six ("\u003c"), plus the field names.
+func relayedSize(r *fsm.CreateRequest) int {
+	return 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)) + 256
+}
+
+// relayBatches cuts relayed creates into batches that fit one request.
+func relayBatches(calls []*createCall) [][]*createCall {
+	var batches [][]*createCall
+	size, start := 0, 0
+	for i, c := range calls {
+		s := relayedSize(&c.req)
+		if i > start && size+s > maxRelayBodyBytes {
+			batches = append(batches, calls[start:i])
+			size, start = 0, i
+		}
+		size += s
+	}
+	if start < len(calls) {
+		batches = append(batches, calls[start:])
+	}
+	return batches
+}
+
+// errNotApplied is the leader's answer that it applied none of a batch
+// (it does not lead, or no longer): the batch may be sent anywhere again.
+var errNotApplied = fmt.Errorf("%w: the node asked does not lead", ErrNoLeader)
+
+// errLeaderChanged abandons a batch in flight to a node Raft no longer
+// reports as the leader.
+var errLeaderChanged = fmt.Errorf("%w: the leader changed while the request was in flight", ErrNoLeader)
+
+// relayCreates sends one batch of creates to the leader and hands every
+// caller its answer, or a retry when the batch did not decide its create
+// and another attempt is safe (see createReply.retry). It is one attempt:
+// callers that must try again queue again, so retries join fresh batches.
+//
+// A batch whose creates all carry request ids is abandoned as soon as Raft
+// reports another leader (or none): a frozen or cut-off leader keeps its
+// sockets open, so nothing else would end the wait before the deadline.
+// The abandoned request may still be applied by the old leader; the
+// request ids make the next attempt return that outcome.
+func (n *Node) relayCreates(batch []*createCall) {
+	live := make([]*createCall, 0, len(batch))
+	var deadline time.Time
+	for _, c := range batch {
+		if c.ctx.Err() != nil {
+			continue // its caller has its answer (a timeout) already
+		}
+		live = append(live, c)
+		if d, ok := c.ctx.Deadline(); ok && d.After(deadline) {
+			deadline = d
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(n.cfg.WriteTimeout)
+	}
+	to, err := n.leader()
+	if err == nil && to.self {
+		err = fmt.Errorf("%w: this node leads now", ErrNoLeader)
+	}
+	if err != nil {
+		replyAll(live, createReply{err: err, retry: true})
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	go func() { // a node that closes stops waiting on the leader at once
+		select {
+		case <-n.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	keyed := live[0].req.RequestID != "" // relayBatches keeps keyed and unkeyed apart
+	items := make([]wireCreate, len(live))
+	for i, c := range live {
+		items[i] = toWireCreate(c.req)
+	}
+	answer, err := n.sendCreates(ctx, to.addr, items, keyed)
+	if err == nil && len(answer.Results) != len(live) {
+		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
+	}
+	if err != nil {
+		replyAll(live, relayFailure(err, keyed))
+		return
+	}
+	for i, c := range live {
+		c.done <- relayedReply(answer.Results[i], keyed)
+	}
+}
+
+// relayFailure is the reply to every create of a batch that got no
+// usable answer.
+func relayFailure(err error, keyed bool) createReply {
+	switch {
+	case errors.Is(err, ErrRefused):
+		// A leader that refuses the batch itself (an older version without
+		// this exchange, a key mismatch) would refuse it again.
+		return createReply{err: fmt.Errorf("%w: %w", ErrNoLeader, err)}
+	case errors.Is(err, errNotApplied), neverSent(err):
+		return createReply{err: err, retry: true}
+	case keyed:
+		return createReply{err: outcomeUnknown(err), retry: true}
+	}
+	return createReply{err: outcomeUnknown(err)}
+}
+
+// outcomeUnknown marks err as ErrTimeout: the leader may have applied the
+// batch.
+func outcomeUnknown(err error) error {
+	if errors.Is(err, ErrTimeout) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrTimeout, err)
+}
+
+func replyAll(calls []*createCall, r createReply) {
+	for _, c := range calls {
+		c.done <- r
+	}
+}
+
+// sendCreates posts one batch to the leader at addr and returns its
+// answer. With followLeader the request is abandoned (errLeaderChanged) as
+// soon as addr is no longer the leader's address; the request itself runs
+// out on its own goroutine, with its own buffers.
+func (n *Node) sendCreates(ctx context.Context, addr string, items []wireCreate, followLeader bool) (createBatchAnswer, error) {
+	body, err := json.Marshal(createBatch{V: protocolVersion, Items: items})
+	if err != nil {
+		return createBatchAnswer{}, fmt.Errorf("encode creates: %w", err)
+	}
+	deadline, _ := ctx.Deadline()
+	type outcome struct {
+		answer createBatchAnswer
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		o.err = n.postCreates(addr, body, deadline, &o.answer)
+		done <- o
+	}()
+	for {
+		changed := n.leaderChanged.wait()
+		if followLeader {
+			if to, err := n.leader(); err != nil || to.addr != addr {
+				return createBatchAnswer{}, errLeaderChanged
+			}
+		}
+		select {
+		case o := <-done:
+			return o.answer, o.err
+		case <-changed:
+		case <-ctx.Done():
+			return createBatchAnswer{}, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+		}
+	}
+}
+
+// postCreates makes the request of sendCreates. 503 means the receiver
+// applied nothing (errNotApplied); a 4xx but 429 is ErrRefused; anything
+// else that is not 200 leaves the outcome unknown.
+func (n *Node) postCreates(addr string, body []byte, deadline time.Time, out *createBatchAnswer) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI("http://" + addr + createsPath)
+	req.Header.SetContentType("application/json")
+	req.SetBody(body)
+	n.markForwarded(req)
+	if err := n.peer(addr).DoDeadline(req, resp, deadline); err != nil {
+		return fmt.Errorf("POST %s to %s: %w: %w", createsPath, addr, ErrNoLeader, err)
+	}
+	switch status := resp.StatusCode(); {
+	case status == fasthttp.StatusOK:
+	case status == fasthttp.StatusServiceUnavailable:
+		return fmt.Errorf("POST %s: %s answered %d %s: %w", createsPath, addr, status, resp.Body(), errNotApplied)
+	case status >= 400 && status < 500 && status != fasthttp.StatusTooManyRequests:
+		return fmt.Errorf("POST %s: %s answered %d %s: %w", createsPath, addr, status, resp.Body(), ErrRefused)
+	default:
+		return fmt.Errorf("POST %s: %s answered %d %s", createsPath, addr, status, resp.Body())
+	}
+	if err := decodeMessage(resp.Body(), out); err != nil {
+		return fmt.Errorf("POST %s: %w", createsPath, err)
+	}
+	return nil
+}
+
+// serveCreates is the leader's end of POST creates: every item joins this
+// node's create batcher, and the answer holds one result per item.
+func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
+	var batch createBatch
+	if err := decodeMessage(ctx.PostBody(), &batch); err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	wait, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	defer cancel()
+	// A node that does not lead says so at once, having applied nothing,
+	// rather than wait: the sender tries the node it learns leads.
+	if err := n.waitReady(wait, true); err != nil {
+		writeUnavailable(ctx, err)
+		return
+	}
+	answer := createBatchAnswer{V: protocolVersion, Results: make([]wireCreateResult, len(batch.Items))}
+	calls := make([]*createCall, len(batch.Items))
+	var group []*createCall
+	for i, it := range batch.Items {
+		req, err := it.request()
+		if err != nil {
+			answer.Results[i] = wireCreateResult{Error: createErrorKind(err), Detail: err.Error()}
+			continue
+		}
+		calls[i] = &createCall{ctx: wait, req: req, relayed: true, done: make(chan createReply, 1)}
+		group = append(group, calls[i])
+	}
+	if len(group) > 0 {
+		// One hand-off for the whole batch, so that its creates share
+		// entries rather than trickle into the batcher one by one.
+		select {
+		case n.creates <- &createCall{group: group}:
+		case <-wait.Done():
+			notQueued(calls, answer.Results, "not queued within the write timeout")
+		case <-n.closing:
+			notQueued(calls, answer.Results, ErrClosed.Error())
+		}
+	}
+	for i, c := range calls {
+		if c == nil {
+			continue
+		}
+		select {
+		case r := <-c.done:
+			answer.Results[i] = toWireResult(r)
+		case <-wait.Done():
+			answer.Results[i] = wireCreateResult{Error: kindUnknown, Detail: ErrTimeout.Error()}
+		}
+	}
+	writeMessage(ctx, answer)
+}
+
+// notQueued answers every create of calls as not applied, and forgets
+// the calls.
+func notQueued(calls []*createCall, results []wireCreateResult, why string) {
+	for i, c := range calls {
+		if c != nil {
+			results[i] = wireCreateResult{Error: kindNotApplied, Detail: why}
+			calls[i] = nil
+		}
+	}
+}
+
+// Error kinds of a relayed create's result: the FSM's refusals, which the
+// relaying node turns back into the same errors, and the write path's.
+const (
+	kindCodeTaken          = "code_taken"
+	kindReserved           = "reserved"
+	kindHashCollision      = "hash_collision"
+	kindRequestIDReused    = "request_id_reused"
+	kindCodeSpaceExhausted = "code_space_exhausted"
+	kindInvalid            = "invalid"
+	kindNotInitialized     = "not_initialized"
+	kindFailed             = "failed" // any other FSM error
+	// kindNotApplied: the leader did not propose the create (it lost
+	// leadership first): safe to send again.
+	kindNotApplied = "not_applied"
+	// kindUnknown: proposed, outcome unknown (leadership lost meanwhile,
+	// timeout): only a create with a request id may be sent again.
+	kindUnknown = "unknown"
+)
+
+// createErrorKind names an FSM refusal for the wire.
+func createErrorKind(err error) string {
+	switch {
+	case errors.Is(err, fsm.ErrCodeTaken):
+		return kindCodeTaken
+	case errors.Is(err, fsm.ErrReserved):
+		return kindReserved
+	case errors.Is(err, fsm.ErrHashCollision):
+		return kindHashCollision
+	case errors.Is(err, fsm.ErrRequestIDReused):
+		return kindRequestIDReused
+	case errors.Is(err, fsm.ErrCodeSpaceExhausted):
+		return kindCodeSpaceExhausted
+	case errors.Is(err, fsm.ErrInvalidRequest):
+		return kindInvalid
+	case errors.Is(err, fsm.ErrNotInitialized):
+		return kindNotInitialized
+	}
+	return kindFailed
+}
+
+// createErrorOf turns a relayed refusal back into the FSM's error: the
+// same sentinel for errors.Is and the same message.
+func createErrorOf(kind, detail string) error {
+	var sentinel error
+	switch kind {
+	case kindCodeTaken:
+		sentinel = fsm.ErrCodeTaken
+	case kindReserved:
+		sentinel = fsm.ErrReserved
+	case kindHashCollision:
+		sentinel = fsm.ErrHashCollision
+	case kindRequestIDReused:
+		sentinel = fsm.ErrRequestIDReused
+	case kindCodeSpaceExhausted:
+		sentinel = fsm.ErrCodeSpaceExhausted
+	case kindInvalid:
+		sentinel = fsm.ErrInvalidRequest
+	case kindNotInitialized:
+		sentinel = fsm.ErrNotInitialized
+	default:
+		if detail == "" {
+			detail = "the leader refused the create (" + kind + ")"
+		}
+		return errors.New(detail)
+	}
+	if detail == "" {
+		return sentinel
+	}
+	return &relayedError{sentinel: sentinel, msg: detail}
+}
+
+// relayedError is an FSM refusal as the leader reported it.
+type relayedError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *relayedError) Error() string { return e.msg }
+func (e *relayedError) Unwrap() error { return e.sentinel }
+
+// toWireResult is the leader's answer for one item.
+func toWireResult(r createReply) wireCreateResult {
+	switch {
+	case r.err == nil && r.res.Err == nil:
+		return wireCreateResult{Link: toWire(r.res.Link), Existing: r.res.Existing, Index: r.index}
+	case r.err == nil:
+		return wireCreateResult{Error: createErrorKind(r.res.Err), Detail: r.res.Err.Error(), Index: r.index}
+	case errors.Is(r.err, ErrNoLeader):
+		return wireCreateResult{Error: kindNotApplied, Detail: r.err.Error()}
+	}
+	return wireCreateResult{Error: kindUnknown, Detail: r.err.Error()}
+}
+
+// relayedReply is the relaying node's reply for one item of the leader's
+// answer.
+func relayedReply(w wireCreateResult, keyed bool) createReply {
+	switch w.Error {
+	case "":
+		if w.Link == nil {
+			return createReply{err: errors.New("the leader answered a create without its link")}
+		}
+		return createReply{res: fsm.CreateResult{Link: w.Link.link(), Existing: w.Existing}, index: w.Index}
+	case kindNotApplied:
+		return createReply{err: fmt.Errorf("%w: leader: %s", ErrNoLeader, w.Detail), retry: true}
+	case kindUnknown:
+		return createReply{err: fmt.Errorf("%w: leader: %s", ErrTimeout, w.Detail), retry: keyed}
+	}
+	return createReply{res: fsm.CreateResult{Err: createErrorOf(w.Error, w.Detail)}, index: w.Index}
+}
+
+func toWireCreate(r fsm.CreateRequest) wireCreate {
+	w := wireCreate{
+		RequestID: r.RequestID, URL: r.URL, Canonical: r.Canonical, Workspace: r.Workspace,
+		CustomCode: r.CustomCode, Dedupe: r.Dedupe, ExpiresAt: r.ExpiresAt, CodeLength: r.CodeLength,
+	}
+	if r.Strategy == fsm.StrategyHash {
+		w.Strategy = "hash"
+	}
+	return w
+}
+
+// request is the create a relayed item asks for. An unknown strategy (from
+// a newer node) is refused as invalid rather than guessed, and so is what
+// checkCreate refuses: one bad item must not fail a whole log entry.
+func (w wireCreate) request() (fsm.CreateRequest, error) {
+	r := fsm.CreateRequest{
+		RequestID: w.RequestID, URL: w.URL, Canonical: w.Canonical, Workspace: w.Workspace,
+		CustomCode: w.CustomCode, Dedupe: w.Dedupe, ExpiresAt: w.ExpiresAt, CodeLength: w.CodeLength,
+	}
+	switch w.Strategy {
+	case "", "counter":
+		r.Strategy = fsm.StrategyCounter
+	case "hash":
+		r.Strategy = fsm.StrategyHash
+	default:
+		return r, fmt.Errorf("%w: unknown strategy %q", fsm.ErrInvalidRequest, w.Strategy)
+	}
+	return r, checkCreate(r)
+}

@@ -1,0 +1,468 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// member is an in-process node with its node-to-node protocol served over
+// HTTP, as httpd would serve it.
+type member struct {
+	*Node
+	httpAddr string
+	relayed  atomic.Int64 // POST creates requests this member served
+}
+
+// openMember starts a node with an HTTP listener for the internal
+// protocol. A node opened with bootstrap false waits to be joined.
+func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Duration) *member {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &member{httpAddr: ln.Addr().String()}
+	expect := 1
+	if !bootstrap {
+		expect = 2 // without gossip or seeds: wait to be added
+	}
+	m.Node, err = Open(Config{
+		ID: id, DataDir: t.TempDir(), RaftAddr: freeRaftAddr(t), HTTPAddr: m.httpAddr, BootstrapExpect: expect,
+		WriteTimeout: writeTimeout, ClickFlushInterval: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
+	}, fsm.New())
+	if err != nil {
+		ln.Close()
+		t.Fatalf("open %s: %v", id, err)
+	}
+	internal := m.InternalHandler()
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == createsPath {
+			m.relayed.Add(1)
+		}
+		internal(ctx)
+	}, MaxRequestBodySize: MaxInternalBodyBytes}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		m.Close()
+		srv.Shutdown()
+	})
+	return m
+}
+
+func freeRaftAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// openPair starts a leader and a follower that knows where the leader is.
+func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *member) {
+	t.Helper()
+	leader = openMember(t, "n1", true, writeTimeout)
+	waitFor(t, leader.ready)
+	follower = openMember(t, "n2", false, writeTimeout)
+	if err := leader.Join("n2", follower.cfg.RaftAddr, follower.httpAddr); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	waitFor(t, func() bool { to, err := follower.leader(); return err == nil && to.addr == leader.httpAddr })
+	return leader, follower
+}
+
+func TestCreatesThroughAFollowerShareRequests(t *testing.T) {
+	leader, follower := openPair(t, 5*time.Second)
+	const creates = 300
+	links := make([]fsm.Link, creates)
+	errs := make(chan error, creates)
+	var wg sync.WaitGroup
+	for i := range creates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := follower.Create(context.Background(), fsm.CreateRequest{
+				RequestID: fmt.Sprintf("key-%d", i), URL: fmt.Sprintf("https://example.com/%d", i), Workspace: "default", CodeLength: 7,
+			})
+			if err == nil {
+				err = res.Err
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			// Read-your-writes where the create was answered.
+			if got, ok := follower.FSM().Get(res.Link.Code); !ok || got.URL != res.Link.URL {
+				errs <- fmt.Errorf("%s is not on the follower right after its create: %+v", res.Link.Code, got)
+				return
+			}
+			links[i] = res.Link
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("create through the follower: %v", err)
+	}
+	seen := map[string]bool{}
+	for i, l := range links {
+		if seen[l.Code] || l.URL != fmt.Sprintf("https://example.com/%d", i) {
+			t.Fatalf("create %d: %+v (code seen before: %v)", i, l, seen[l.Code])
+		}
+		seen[l.Code] = true
+	}
+	if got := leader.relayed.Load(); got == 0 || got >= creates {
+		t.Fatalf("%d creates took %d relayed requests; concurrent creates should share requests", creates, got)
+	}
+	t.Logf("%d creates in %d relayed requests", creates, leader.relayed.Load())
+}
+
+// TestRelayedCreatesAnswerLikeTheLeader: the same create gives the same
+// outcome — the link, or the same error with the same message — whether
+// the leader proposes it or a follower relays it.
+func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
+	leader, follower := openPair(t, 5*time.Second)
+	ctx := context.Background()
+	for _, code := range []string{"taken-l", "taken-f"} {
+		if res, err := leader.Create(ctx, fsm.CreateRequest{URL: "https://example.com/" + code, Workspace: "default", CustomCode: code, CodeLength: 7}); err != nil || res.Err != nil {
+			t.Fatalf("setup: %v %v", err, res.Err)
+		}
+	}
+	tests := []struct {
+		name string
+		req  func(via string) fsm.CreateRequest // via: "l" or "f", for codes and keys of its own
+		err  error
+	}{
+		{"a new link", func(via string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/new-" + via, Workspace: "default", CodeLength: 7}
+		}, nil},
+		{"a custom code", func(via string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/c", Workspace: "w1", CustomCode: "custom-" + via, CodeLength: 7}
+		}, nil},
+		{"an expiry", func(via string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/e", Workspace: "default", ExpiresAt: 4102444800000, CodeLength: 7}
+		}, nil},
+		{"a taken code", func(via string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/other", Workspace: "default", CustomCode: "taken-" + via, CodeLength: 7}
+		}, fsm.ErrCodeTaken},
+		{"a reserved word", func(string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/r", Workspace: "default", CustomCode: "admin", CodeLength: 7}
+		}, fsm.ErrReserved},
+		{"an invalid code length", func(string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/i", Workspace: "default", CodeLength: 99}
+		}, fsm.ErrInvalidRequest},
+		{"dedupe without a canonical URL", func(string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/d", Workspace: "default", Dedupe: true, CodeLength: 7}
+		}, fsm.ErrInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := leader.Create(ctx, tt.req("l"))
+			if err != nil {
+				t.Fatalf("on the leader: %v", err)
+			}
+			got, err := follower.Create(ctx, tt.req("f"))
+			if err != nil {
+				t.Fatalf("through the follower: %v", err)
+			}
+			if !errors.Is(want.Err, tt.err) || !errors.Is(got.Err, tt.err) {
+				t.Fatalf("errors: leader %v, follower %v, want %v", want.Err, got.Err, tt.err)
+			}
+			if tt.err != nil {
+				if got.Err.Error() != want.Err.Error() {
+					t.Fatalf("messages differ: leader %q, follower %q", want.Err, got.Err)
+				}
+				return
+			}
+			l, f := want.Link, got.Link
+			if f.Code == "" || f.URL != tt.req("f").URL || f.Workspace != l.Workspace || f.ExpiresAt != l.ExpiresAt || f.CreatedAt == 0 || f.ID == 0 || got.Existing {
+				t.Fatalf("follower's link %+v, leader's %+v", f, l)
+			}
+		})
+	}
+}
+
+func TestRelayedCreatesKeepTheirRequestIDs(t *testing.T) {
+	leader, follower := openPair(t, 5*time.Second)
+	ctx := context.Background()
+	req := fsm.CreateRequest{RequestID: "k1", URL: "https://example.com/once", Canonical: "https://example.com/once", Workspace: "default", Dedupe: true, CodeLength: 7}
+	first, err := follower.Create(ctx, req)
+	if err != nil || first.Err != nil {
+		t.Fatalf("first: %v %v", err, first.Err)
+	}
+	steps := []struct {
+		name     string
+		on       *member
+		req      fsm.CreateRequest
+		code     string // the code the answer must have; "" for a new one
+		existing bool
+		err      error
+	}{
+		{"replay through the follower", follower, req, first.Link.Code, false, nil},
+		{"replay on the leader", leader, req, first.Link.Code, false, nil},
+		{"same URL, new key: dedupe", follower, withKey(req, "k2"), first.Link.Code, true, nil},
+		{"key reused for another URL", follower, withURL(req, "https://example.com/twice"), "", false, fsm.ErrRequestIDReused},
+	}
+	for _, s := range steps {
+		res, err := s.on.Create(ctx, s.req)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if !errors.Is(res.Err, s.err) || s.err == nil && (res.Link.Code != s.code || res.Existing != s.existing) {
+			t.Fatalf("%s: %+v existing=%v err=%v, want code %s existing=%v err=%v", s.name, res.Link, res.Existing, res.Err, s.code, s.existing, s.err)
+		}
+	}
+}
+
+func withKey(r fsm.CreateRequest, key string) fsm.CreateRequest { r.RequestID = key; return r }
+func withURL(r fsm.CreateRequest, url string) fsm.CreateRequest {
+	r.URL, r.Canonical = url, url
+	return r
+}
+
+// TestRelayedCreateWithoutALeaderEnds: a follower whose leader is gone
+// answers within the write timeout, and a caller that gives up is not
+// waited for.
+func TestRelayedCreateWithoutALeaderEnds(t *testing.T) {
+	leader, follower := openPair(t, time.Second)
+	leader.Close() // two voters, one left: no quorum, no leader
+	start := time.Now()
+	_, err := follower.Create(context.Background(), fsm.CreateRequest{RequestID: "k", URL: "https://example.com/x", Workspace: "default", CodeLength: 7})
+	if !errors.Is(err, ErrNoLeader) && !errors.Is(err, ErrTimeout) {
+		t.Fatalf("create without a leader: %v, want no leader or timeout", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("create without a leader took %v with a 1 s write timeout", took)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := follower.Create(ctx, fsm.CreateRequest{RequestID: "k2", URL: "https://example.com/y", Workspace: "default", CodeLength: 7}); err == nil {
+		t.Fatal("create without a leader succeeded")
+	}
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Fatalf("a caller that gave up after 50 ms waited %v", took)
+	}
+}
+
+func TestServeCreates(t *testing.T) {
+	leader, follower := openPair(t, 5*time.Second)
+	taken := createURL(t, leader.Node, "https://example.com/taken")
+	peer := net.IPv4(127, 0, 0, 1)
+	batch := func(items ...wireCreate) []byte {
+		b, _ := json.Marshal(createBatch{V: protocolVersion, Items: items})
+		return b
+	}
+	item := wireCreate{URL: "https://example.com/a", Workspace: "default", CodeLength: 7}
+	takenItem := wireCreate{URL: "https://example.com/b", Workspace: "default", CustomCode: taken.Code, CodeLength: 7}
+	oddItem := wireCreate{URL: "https://example.com/c", Workspace: "default", Strategy: "fancy", CodeLength: 7}
+	// The log cannot carry this one; it must not fail the items around it.
+	longItem := wireCreate{URL: "https://example.com/d", Workspace: "default", CodeLength: 99}
+	lastItem := wireCreate{URL: "https://example.com/e", Workspace: "default", CodeLength: 7}
+	tests := []struct {
+		name        string
+		n           *member
+		forwardedBy string
+		body        []byte
+		status      int
+		answer      []string // fragments of the body, in order
+	}{
+		{"one result per item, in order", leader, "n2", batch(item, takenItem, oddItem, longItem, lastItem), 200,
+			[]string{`"url":"https://example.com/a"`, `"error":"code_taken","detail":"code is already taken"`,
+				`"error":"invalid","detail":"invalid create request: unknown strategy \"fancy\""`,
+				`"error":"invalid","detail":"invalid create request: code length 99"`, `"url":"https://example.com/e"`}},
+		{"an empty batch", leader, "n2", batch(), 200, []string{`"results":[]`}},
+		{"not from a peer", leader, "", batch(item), 403, []string{"cluster members only"}},
+		{"another protocol version", leader, "n2", []byte(`{"v":2,"items":[]}`), 400, []string{"protocol version 2"}},
+		{"not JSON", leader, "n2", []byte(`items`), 400, nil},
+		{"a follower applies nothing", follower, "n1", batch(item), 503, []string{"no leader"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := serveInternal(tt.n.Node, peer, "POST", createsPath, tt.body, tt.forwardedBy)
+			body := string(ctx.Response.Body())
+			if got := ctx.Response.StatusCode(); got != tt.status {
+				t.Fatalf("got %d %s, want %d", got, body, tt.status)
+			}
+			for _, frag := range tt.answer {
+				i := strings.Index(body, frag)
+				if i < 0 {
+					t.Fatalf("answer %s lacks %q (or not in order)", ctx.Response.Body(), frag)
+				}
+				body = body[i+len(frag):]
+			}
+		})
+	}
+}
+
+// TestRelayedErrorsKeepTheirIdentity: every FSM refusal crosses the wire
+// as the same sentinel error with the same message.
+func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
+	tests := []struct {
+		err      error
+		kind     string
+		sentinel error // what errors.Is must find on the relaying node
+	}{
+		{fsm.ErrCodeTaken, kindCodeTaken, fsm.ErrCodeTaken},
+		{fsm.ErrReserved, kindReserved, fsm.ErrReserved},
+		{fsm.ErrHashCollision, kindHashCollision, fsm.ErrHashCollision},
+		{fsm.ErrRequestIDReused, kindRequestIDReused, fsm.ErrRequestIDReused},
+		{fsm.ErrCodeSpaceExhausted, kindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
+		{fsm.ErrInvalidRequest, kindInvalid, fsm.ErrInvalidRequest},
+		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), kindInvalid, fsm.ErrInvalidRequest},
+		{fsm.ErrNotInitialized, kindNotInitialized, fsm.ErrNotInitialized},
+		{errors.New("disk on fire"), kindFailed, nil},
+	}
+	for _, tt := range tests {
+		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9})
+		if w.Error != tt.kind {
+			t.Errorf("%v: kind %q, want %q", tt.err, w.Error, tt.kind)
+		}
+		r := relayedReply(w, true)
+		if r.err != nil || r.retry || r.index != 9 {
+			t.Errorf("%v: reply %+v, want the FSM's answer at index 9", tt.err, r)
+			continue
+		}
+		if r.res.Err == nil || r.res.Err.Error() != tt.err.Error() || tt.sentinel != nil && !errors.Is(r.res.Err, tt.sentinel) {
+			t.Errorf("%v came back as %v", tt.err, r.res.Err)
+		}
+	}
+}
+
+// TestRelayFailuresSayWhatMayBeRetried: a create whose attempt failed is
+// made again only when that cannot apply it twice.
+func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
+	lost := errors.New("connection reset")
+	tests := []struct {
+		name   string
+		reply  createReply
+		retry  bool
+		is     error
+		result bool // the FSM's answer, final
+	}{
+		{"leader did not propose it", relayedReply(wireCreateResult{Error: kindNotApplied}, false), true, ErrNoLeader, false},
+		{"outcome unknown, keyed", relayedReply(wireCreateResult{Error: kindUnknown}, true), true, ErrTimeout, false},
+		{"outcome unknown, no key", relayedReply(wireCreateResult{Error: kindUnknown}, false), false, ErrTimeout, false},
+		{"a link", relayedReply(wireCreateResult{Link: toWire(fsm.Link{Code: "abc"}), Index: 3}, false), false, nil, true},
+		{"a leader that does not lead", relayFailure(errNotApplied, false), true, ErrNoLeader, false},
+		{"the leader changed, keyed", relayFailure(errLeaderChanged, true), true, ErrNoLeader, false},
+		{"no answer, keyed", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, lost), true), true, ErrTimeout, false},
+		{"no answer, no key", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, lost), false), false, ErrTimeout, false},
+		{"never connected, no key", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, fasthttp.ErrDialTimeout), false), true, nil, false},
+		{"refused", relayFailure(fmt.Errorf("404: %w", ErrRefused), true), false, ErrNoLeader, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.reply
+			if r.retry != tt.retry || (tt.is != nil && !errors.Is(r.err, tt.is)) || (tt.result != (r.err == nil)) {
+				t.Fatalf("reply %+v: want retry=%v, error %v, final result %v", r, tt.retry, tt.is, tt.result)
+			}
+		})
+	}
+}
+
+func TestRelayBatchesFitOneRequest(t *testing.T) {
+	long := strings.Repeat("x", 2048)
+	tests := []struct {
+		name    string
+		urls    []int // URL lengths
+		batches int
+	}{
+		{"none", nil, 0},
+		{"ordinary links", repeat(40, maxCreateBatch), 1},
+		{"longest links", repeat(2048, maxCreateBatch), 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls []*createCall
+			for _, n := range tt.urls {
+				calls = append(calls, &createCall{req: fsm.CreateRequest{URL: long[:n], Canonical: long[:n], Workspace: "default"}})
+			}
+			got := relayBatches(calls)
+			total := 0
+			for _, b := range got {
+				size := 0
+				for _, c := range b {
+					size += relayedSize(&c.req)
+				}
+				if size > maxRelayBodyBytes || maxRelayBodyBytes > MaxInternalBodyBytes {
+					t.Fatalf("a batch of %d bytes at most; the receiver takes %d", size, MaxInternalBodyBytes)
+				}
+				total += len(b)
+			}
+			if len(got) != tt.batches || total != len(calls) {
+				t.Fatalf("%d batches holding %d creates, want %d batches holding %d", len(got), total, tt.batches, len(calls))
+			}
+		})
+	}
+}
+
+func repeat(v, n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// TestRelayedCreatesDoNotWaitForTheCommitTimeout: under light load a
+// relayed create is answered in about a commit round, not after Raft's
+// commit timeout (50-100 ms), which is when a follower that waits for its
+// own apply would otherwise learn that the entry committed.
+func TestRelayedCreatesDoNotWaitForTheCommitTimeout(t *testing.T) {
+	_, follower := openPair(t, 5*time.Second)
+	var took []time.Duration
+	for i := range 11 {
+		start := time.Now()
+		res, err := follower.Create(context.Background(), fsm.CreateRequest{
+			RequestID: fmt.Sprintf("k%d", i), URL: fmt.Sprintf("https://example.com/%d", i), Workspace: "default", CodeLength: 7,
+		})
+		if err != nil || res.Err != nil {
+			t.Fatalf("create %d: %v %v", i, err, res.Err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	if median := took[len(took)/2]; median >= 40*time.Millisecond {
+		t.Fatalf("relayed creates one at a time took %v (median %v); Raft's commit timeout is 50-100 ms", took, median)
+	}
+}
+
+func TestPeersAreDialledFromTheNodesOwnLoopbackAddress(t *testing.T) {
+	tests := []struct {
+		peer  string
+		local string
+		want  string // "" for the system's choice
+	}{
+		{"127.0.0.12:8080", "127.0.0.11", "127.0.0.11:0"},
+		{"127.0.0.12:8080", "10.0.0.1", ""},
+		{"10.0.0.2:8080", "10.0.0.1", ""},
+		{"10.0.0.2:8080", "127.0.0.11", ""},
+		{"node2.example:8080", "127.0.0.11", ""},
+		{"127.0.0.12:8080", "", ""},
+		{"[::1]:8080", "::1", "[::1]:0"},
+	}
+	for _, tt := range tests {
+		got := sourceAddr(tt.peer, net.ParseIP(tt.local))
+		if (got == nil) != (tt.want == "") || got != nil && got.String() != tt.want {
+			t.Errorf("dialling %s from %s: source %v, want %q", tt.peer, tt.local, got, tt.want)
+		}
+	}
+}
