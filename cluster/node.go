@@ -232,6 +232,13 @@ func (n *Node) openRaft() (bool, error) {
 	// The threshold is only looked at this often (the library's default is
 	// 120 s); the look is a comparison of two indexes.
 	rc.SnapshotInterval = 10 * time.Second
+	// Entries kept behind a snapshot for followers slightly behind. The
+	// library keeps 10240, which with entries of hundreds of batched
+	// creates is millions of links: the log would never shrink after an
+	// import, and every start decodes all of it (storecheck.go). A
+	// follower further behind installs the snapshot instead (a million
+	// links in about a second, docs/BENCHMARKS.md).
+	rc.TrailingLogs = 1024
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond

@@ -32,8 +32,10 @@ func TestDamagedRaftStoreIsRefusedAndReplaced(t *testing.T) {
 	var snapshot string // the victim's snapshot state, once it took one
 	if !eventually(30*time.Second, func() bool {
 		found, _ := filepath.Glob(filepath.Join(victim.dataDir, "snapshots", "*", "state.bin"))
-		if len(found) > 0 {
-			snapshot = found[0]
+		for _, f := range found {
+			if !strings.HasSuffix(filepath.Dir(f), ".tmp") { // one being written
+				snapshot = f
+			}
 		}
 		return snapshot != ""
 	}) {

@@ -1,0 +1,194 @@
+package httpd
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/httpd/input"
+)
+
+// importReportOf posts body to /admin/import and decodes the report.
+func importReportOf(t *testing.T, s *Server, body string, headers ...string) (importReport, string) {
+	t.Helper()
+	ctx := do(s, "POST", "/admin/import", "application/x-ndjson", body, headers...)
+	if ctx.Response.StatusCode() != 200 {
+		t.Fatalf("POST /admin/import: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	var r importReport
+	if err := json.Unmarshal(ctx.Response.Body(), &r); err != nil {
+		t.Fatalf("import report %s: %v", ctx.Response.Body(), err)
+	}
+	return r, string(ctx.Response.Header.Peek(cluster.AppliedIndexHeader))
+}
+
+func requireRedirect(t *testing.T, s *Server, code, want string) {
+	t.Helper()
+	ctx := do(s, "GET", "/"+code, "", "")
+	if got := string(ctx.Response.Header.Peek("Location")); ctx.Response.StatusCode() != 302 || got != want {
+		t.Errorf("GET /%s: %d to %q, want 302 to %q", code, ctx.Response.StatusCode(), got, want)
+	}
+}
+
+func TestImportReport(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/present","custom_code":"present"}`)
+	mustCreate(t, s, `{"url":"https://example.com/gone","custom_code":"gone"}`)
+	if ctx := do(s, "DELETE", "/api/v1/urls/gone", "", ""); ctx.Response.StatusCode() != 204 {
+		t.Fatalf("delete: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+
+	lines := []string{
+		1:  `{"short_code":"imp-one","original_url":"https://example.com/one","workspace":"default","expires_at":null}`,
+		2:  ``,
+		3:  `{"short_code":"imp-two","original_url":"https://example.com/two","workspace":"team-a","expires_at":"2099-01-02T03:04:05Z"}` + "\r",
+		4:  `{not json`,
+		5:  `{"short_code":"imp-private","original_url":"http://127.0.0.1/admin"}`,
+		6:  `{"short_code":"admin","original_url":"https://example.com/reserved"}`,
+		7:  `{"short_code":"imp-one","original_url":"https://example.com/one"}`,
+		8:  `{"short_code":"imp-one","original_url":"https://example.com/other"}`,
+		9:  `{"short_code":"present","original_url":"https://example.com/present","workspace":"default"}`,
+		10: `{"short_code":"present","original_url":"https://example.com/present","workspace":"other"}`,
+		11: `{"short_code":"gone","original_url":"https://example.com/gone"}`,
+		12: `{"id":3,"short_code":"imp-three","short_url":"http://sho.rt/imp-three","original_url":"https://example.com/caf%C3%A9","workspace":"default","created_at":"2026-01-01T00:00:00.000Z","expires_at":null,"click_count":5,"last_accessed_at":null}`,
+		13: `{"short_code":"imp-esc","original_url":"https:\/\/example.com\/esc?a=1\u0026b=2"}`,
+		14: `{"short_code":"x","original_url":"https://example.com/short-code"}`,
+		15: `{"short_code":"imp-exp","original_url":"https://example.com/exp","expires_at":"tomorrow"}`,
+		16: `  `,
+	}
+	report, _ := importReportOf(t, s, strings.Join(lines[1:], "\n"))
+
+	notJSON := json.Unmarshal([]byte(lines[4]), &importLine{})
+	_, private := input.Target("http://127.0.0.1/admin", false)
+	want := importReport{Created: 4, Skipped: 2, Failed: []importFailure{
+		{Line: 4, Error: "not a JSON object: " + notJSON.Error()},
+		{Line: 5, Error: private.Error()},
+		{Line: 6, Error: "code is a reserved word"},
+		{Line: 8, Error: "code imp-one is taken by another link or was deleted"},
+		{Line: 10, Error: "code present is taken by another link or was deleted"},
+		{Line: 11, Error: "code gone is taken by another link or was deleted"},
+		{Line: 14, Error: "custom_code: must be 3 to 64 characters long, got 1"},
+		{Line: 15, Error: "expires_at is not an RFC 3339 time"},
+	}}
+	if !reflect.DeepEqual(report, want) {
+		t.Errorf("report:\n got %+v\nwant %+v", report, want)
+	}
+
+	requireRedirect(t, s, "imp-one", "https://example.com/one")
+	requireRedirect(t, s, "imp-three", "https://example.com/caf%C3%A9")
+	requireRedirect(t, s, "imp-esc", "https://example.com/esc?a=1&b=2")
+	requireRedirect(t, s, "present", "https://example.com/present")
+	ctx := do(s, "GET", "/api/v1/urls/imp-two", "", "")
+	var two struct{ Workspace, ExpiresAt string }
+	if err := json.Unmarshal(ctx.Response.Body(), &struct {
+		Workspace *string `json:"workspace"`
+		ExpiresAt *string `json:"expires_at"`
+	}{&two.Workspace, &two.ExpiresAt}); err != nil || two.Workspace != "team-a" || two.ExpiresAt != "2099-01-02T03:04:05.000Z" {
+		t.Errorf("imp-two: %s (%v), want workspace team-a, expiring 2099-01-02T03:04:05.000Z", ctx.Response.Body(), err)
+	}
+	for _, code := range []string{"imp-private", "imp-exp", "x", "admin"} {
+		if _, ok := s.fsm.Get(code); ok {
+			t.Errorf("refused line created %s", code)
+		}
+	}
+}
+
+// Lines are proposed in the body's order, however the body is cut up: of
+// two lines with one code the earlier wins, also chunks apart.
+func TestImportEarlierLineWins(t *testing.T) {
+	s := newTestServer(t, nil)
+	const lines = 2*importChunkLines + 500
+	var body strings.Builder
+	for i := 1; i <= lines; i++ {
+		code, url := fmt.Sprintf("code-%05d", i), fmt.Sprintf("https://example.com/%d", i)
+		switch i {
+		case lines - 1: // line 1's code, another URL
+			code, url = "code-00001", "https://example.com/later"
+		case lines: // line 1 again
+			code, url = "code-00001", "https://example.com/1"
+		}
+		fmt.Fprintf(&body, `{"short_code":%q,"original_url":%q}`+"\n", code, url)
+	}
+	report, _ := importReportOf(t, s, body.String())
+	want := importReport{Created: lines - 2, Skipped: 1, Failed: []importFailure{
+		{Line: lines - 1, Error: "code code-00001 is taken by another link or was deleted"},
+	}}
+	if !reflect.DeepEqual(report, want) {
+		t.Errorf("report:\n got %+v\nwant %+v", report, want)
+	}
+	requireRedirect(t, s, "code-00001", "https://example.com/1")
+	requireRedirect(t, s, fmt.Sprintf("code-%05d", lines-2), fmt.Sprintf("https://example.com/%d", lines-2))
+	if got := s.fsm.Len(); got != lines-2 {
+		t.Errorf("the node holds %d links, want %d", got, lines-2)
+	}
+}
+
+// Once the cluster takes no writes, the lines not yet proposed are not
+// attempted, and the report still names every line.
+func TestImportStopsWhenWritesFail(t *testing.T) {
+	s := newTestServer(t, nil)
+	if err := s.node.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	// Chunks beyond the first importInflight+2 are proposed only after the
+	// first one failed.
+	const lines = (importInflight + 4) * importChunkLines
+	var body strings.Builder
+	for i := 1; i < lines; i++ {
+		fmt.Fprintf(&body, `{"short_code":"code-%05d","original_url":"https://example.com/%d"}`+"\n", i, i)
+	}
+	body.WriteString("{not json")
+
+	report, index := s.importBody([]byte(body.String()))
+	if report.Created != 0 || report.Skipped != 0 || len(report.Failed) != lines || index != 0 {
+		t.Fatalf("report: %d created, %d skipped, %d failed, index %d; want all %d lines failed", report.Created, report.Skipped, len(report.Failed), index, lines)
+	}
+	for i, f := range report.Failed {
+		if f.Line != i+1 {
+			t.Fatalf("failure %d is line %d: lines are not reported in order", i, f.Line)
+		}
+	}
+	if first := report.Failed[0].Error; strings.HasPrefix(first, "not attempted") || first == "" {
+		t.Errorf("line 1: %q, want the write error", first)
+	}
+	if last := report.Failed[lines-1].Error; !strings.HasPrefix(last, "not attempted: ") {
+		t.Errorf("line %d: %q, want not attempted", lines, last)
+	}
+	if s.fsm.Len() != 0 {
+		t.Errorf("the node holds %d links, want none", s.fsm.Len())
+	}
+}
+
+// A follower forwards an import whole; the leader's answer names the log
+// index the forwarding node must apply before its client hears.
+func TestForwardedImportNamesItsIndex(t *testing.T) {
+	s := newTestServer(t, nil)
+	line := `{"short_code":"fwd-one","original_url":"https://example.com/fwd"}`
+	if _, index := importReportOf(t, s, line); index != "" {
+		t.Errorf("a client's import carries %s: %q", cluster.AppliedIndexHeader, index)
+	}
+	line = `{"short_code":"fwd-two","original_url":"https://example.com/fwd"}`
+	_, raw := importReportOf(t, s, line, cluster.ForwardedHeader, "n2")
+	index, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || index == 0 || index > s.node.AppliedIndex() {
+		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", cluster.AppliedIndexHeader, raw, s.node.AppliedIndex())
+	}
+}
+
+var benchImportLine = []byte(`{"short_code":"GUmccMLC","original_url":"https://review-86.fr/articles/review-garden-1?utm_source=newsletter&utm_medium=social&utm_campaign=q3-promo&ref=MJYKy","workspace":"default","expires_at":null}`)
+
+// BenchmarkParseImportLine is one line's whole preparation: decoding and
+// the target, code and workspace rules.
+func BenchmarkParseImportLine(b *testing.B) {
+	s := &Server{cfg: Config{CodeLength: 7}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.parseImportLine(benchImportLine); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
