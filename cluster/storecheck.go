@@ -100,19 +100,44 @@ func verifyLog(logs raft.LogStore) error {
 	if last == 0 {
 		return nil
 	}
-	var entry raft.Log
-	for i := first; i <= last; i++ {
-		if err := logs.GetLog(i, &entry); err != nil {
-			return fmt.Errorf("%w: log entry %d: %v", ErrDamagedStore, i, err)
+	// A node that installed a snapshot from the leader keeps its older
+	// entries below the snapshot and appends above it, so the log may
+	// have a gap: walk up from the first entry and down from the last,
+	// each until an index is missing.
+	i := first
+	for ; i <= last; i++ {
+		if missing, err := verifyEntry(logs, i); missing {
+			break
+		} else if err != nil {
+			return err
 		}
-		if entry.Type != raft.LogCommand {
-			continue
-		}
-		if _, err := fsm.DecodeCommand(entry.Data); err != nil {
-			return fmt.Errorf("%w: log entry %d: %v", ErrDamagedStore, i, err)
+	}
+	for j := last; j > i; j-- {
+		if missing, err := verifyEntry(logs, j); missing {
+			break
+		} else if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// verifyEntry reads and decodes log entry i; missing reports that the log
+// has no such entry.
+func verifyEntry(logs raft.LogStore, i uint64) (missing bool, err error) {
+	var entry raft.Log
+	if err := logs.GetLog(i, &entry); errors.Is(err, raft.ErrLogNotFound) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("%w: log entry %d: %v", ErrDamagedStore, i, err)
+	}
+	if entry.Type != raft.LogCommand {
+		return false, nil
+	}
+	if _, err := fsm.DecodeCommand(entry.Data); err != nil {
+		return false, fmt.Errorf("%w: log entry %d: %v", ErrDamagedStore, i, err)
+	}
+	return false, nil
 }
 
 // checkSnapshots reports ErrDamagedStore when snapshots exist and none of
