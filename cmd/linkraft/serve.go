@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -206,11 +207,23 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	case err := <-serveErr:
 		return fmt.Errorf("http server: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.writeTimeout+5*time.Second)
+	// A stop must not hang: what is acknowledged is on disk, so exiting
+	// now is no worse than a crash, which the cluster tolerates. The
+	// watchdog also covers closing the node (deferred above), and the
+	// process ends when runNode returns.
+	var phase atomic.Value
+	phase.Store("stopping the HTTP server")
+	budget := 2*cfg.writeTimeout + 5*time.Second
+	time.AfterFunc(budget, func() {
+		log.Error("shutdown is taking too long; exiting", "after", budget, "still", phase.Load())
+		os.Exit(1)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.writeTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
+	phase.Store("flushing clicks and stopping Raft")
 	return nil
 }
 
