@@ -34,7 +34,13 @@ last=$(printf 'k%07d' $((links - 1)))
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-rss_mb() { awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+# RSS, and its anonymous part (the process's own memory) and file part
+# (mapped files: the binary and raft.db pages bbolt touched, which the
+# kernel can drop and read again).
+rss_mb() {
+	awk '/^VmRSS/ { r = $2 } /^RssAnon/ { a = $2 } /^RssFile/ { f = $2 }
+		END { printf "%.0f MB (anonymous %.0f, files %.0f)", r / 1024, a / 1024, f / 1024 }' "/proc/$1/status"
+}
 metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m { printf "%.0f", $2 }'; }
 heap_mb() { metric "$1" go_memstats_heap_inuse_bytes | awk '{ printf "%.0f", $1 / 1048576 }'; }
 
@@ -73,7 +79,7 @@ took=$(since "$t0")
 grep -q "\"created\":$links" "$tmp/report" || { echo "import report: $(head -c 300 "$tmp/report")" >&2; exit 1; }
 echo "import          $took s   $(awk -v n="$links" -v s="$took" 'BEGIN { printf "%.0f", n / s }') links/s"
 sleep 15
-echo "after import    RSS $(rss_mb "$node1") MB   heap in use $(heap_mb "$n1") MiB"
+echo "after import    RSS $(rss_mb "$node1")   heap in use $(heap_mb "$n1") MiB"
 
 kill -TERM "$node1"
 wait "$node1" || true
@@ -84,7 +90,7 @@ node1=$pid
 wait_for "node1 to serve $last after the restart" 1200 serves "$n1"
 echo "restart         $(since "$t0") s to serve the last code"
 sleep 10
-echo "after restart   RSS $(rss_mb "$node1") MB   heap in use $(heap_mb "$n1") MiB"
+echo "after restart   RSS $(rss_mb "$node1")   heap in use $(heap_mb "$n1") MiB"
 
 start node2 28582 28592 28572 --bootstrap-expect 2
 node2=$pid
@@ -95,4 +101,4 @@ curl -sf -o /dev/null -H 'Content-Type: application/json' \
 wait_for "node2 to hold every link" 1200 holds_all "$n2"
 echo "new node        $(since "$t0") s from join to holding all $links links"
 sleep 10
-echo "new node        RSS $(rss_mb "$node2") MB   heap in use $(heap_mb "$n2") MiB"
+echo "new node        RSS $(rss_mb "$node2")   heap in use $(heap_mb "$n2") MiB"
