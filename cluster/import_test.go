@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -116,21 +113,9 @@ func TestCutBulkBoundsEntries(t *testing.T) {
 }
 
 func TestProposeCreatesWithoutLeadershipCreatesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	n, err := Open(Config{
-		ID: "lone", DataDir: t.TempDir(), RaftAddr: addr, BootstrapExpect: 2, // waits to be joined
-		WriteTimeout: time.Second, ClickFlushInterval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
-	}, fsm.New())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := openNode(t, t.TempDir(), func(c *Config) {
+		c.ID, c.BootstrapExpect, c.WriteTimeout = "lone", 2, time.Second // waits to be joined
+	})
 
 	reqs := []fsm.CreateRequest{
 		{URL: "https://example.com/a", Workspace: "default", CustomCode: "aaa"},

@@ -14,8 +14,9 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// openNode starts a real single-voter node on dir.
-func openNode(t *testing.T, dir string) *Node {
+// openNode starts a real single-voter node on dir; tweaks change its
+// configuration first.
+func openNode(t *testing.T, dir string, tweaks ...func(*Config)) *Node {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -23,10 +24,14 @@ func openNode(t *testing.T, dir string) *Node {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	n, err := Open(Config{
+	cfg := Config{
 		ID: "n1", DataDir: dir, RaftAddr: addr, ClickFlushInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
-	}, fsm.New())
+	}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	n, err := Open(cfg, fsm.New())
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

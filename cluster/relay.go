@@ -300,23 +300,26 @@ const (
 	kindUnknown = "unknown"
 )
 
+// fsmRefusals pairs each FSM refusal with its name on the wire.
+var fsmRefusals = [...]struct {
+	kind string
+	err  error
+}{
+	{kindCodeTaken, fsm.ErrCodeTaken},
+	{kindReserved, fsm.ErrReserved},
+	{kindHashCollision, fsm.ErrHashCollision},
+	{kindRequestIDReused, fsm.ErrRequestIDReused},
+	{kindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
+	{kindInvalid, fsm.ErrInvalidRequest},
+	{kindNotInitialized, fsm.ErrNotInitialized},
+}
+
 // createErrorKind names an FSM refusal for the wire.
 func createErrorKind(err error) string {
-	switch {
-	case errors.Is(err, fsm.ErrCodeTaken):
-		return kindCodeTaken
-	case errors.Is(err, fsm.ErrReserved):
-		return kindReserved
-	case errors.Is(err, fsm.ErrHashCollision):
-		return kindHashCollision
-	case errors.Is(err, fsm.ErrRequestIDReused):
-		return kindRequestIDReused
-	case errors.Is(err, fsm.ErrCodeSpaceExhausted):
-		return kindCodeSpaceExhausted
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		return kindInvalid
-	case errors.Is(err, fsm.ErrNotInitialized):
-		return kindNotInitialized
+	for _, r := range fsmRefusals {
+		if errors.Is(err, r.err) {
+			return r.kind
+		}
 	}
 	return kindFailed
 }
@@ -324,32 +327,19 @@ func createErrorKind(err error) string {
 // createErrorOf turns a relayed refusal back into the FSM's error: the
 // same sentinel for errors.Is and the same message.
 func createErrorOf(kind, detail string) error {
-	var sentinel error
-	switch kind {
-	case kindCodeTaken:
-		sentinel = fsm.ErrCodeTaken
-	case kindReserved:
-		sentinel = fsm.ErrReserved
-	case kindHashCollision:
-		sentinel = fsm.ErrHashCollision
-	case kindRequestIDReused:
-		sentinel = fsm.ErrRequestIDReused
-	case kindCodeSpaceExhausted:
-		sentinel = fsm.ErrCodeSpaceExhausted
-	case kindInvalid:
-		sentinel = fsm.ErrInvalidRequest
-	case kindNotInitialized:
-		sentinel = fsm.ErrNotInitialized
-	default:
-		if detail == "" {
-			detail = "the leader refused the create (" + kind + ")"
+	for _, r := range fsmRefusals {
+		if r.kind != kind {
+			continue
 		}
-		return errors.New(detail)
+		if detail == "" {
+			return r.err
+		}
+		return &relayedError{sentinel: r.err, msg: detail}
 	}
 	if detail == "" {
-		return sentinel
+		detail = "the leader refused the create (" + kind + ")"
 	}
-	return &relayedError{sentinel: sentinel, msg: detail}
+	return errors.New(detail)
 }
 
 // relayedError is an FSM refusal as the leader reported it.

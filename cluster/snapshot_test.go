@@ -2,35 +2,16 @@ package cluster
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // TestLargeLogVolumeTakesASnapshot writes a few large entries, far fewer
 // than Raft's entry threshold, and checks that their volume alone made the
 // node snapshot, so a restart does not replay them.
 func TestLargeLogVolumeTakesASnapshot(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	n, err := Open(Config{
-		ID: "n1", DataDir: t.TempDir(), RaftAddr: addr, ClickFlushInterval: time.Hour,
-		SnapshotBytes: 256 << 10,
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
-	}, fsm.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := openNode(t, t.TempDir(), func(c *Config) { c.SnapshotBytes = 256 << 10 })
 
 	long := "https://example.com/" + strings.Repeat("x", 1500) + "/"
 	for i := range 200 { // ~300 KiB in 200 entries; Raft's threshold is 8192
