@@ -14,18 +14,23 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// openNode starts a real single-voter node on dir; tweaks change its
-// configuration first.
-func openNode(t *testing.T, dir string, tweaks ...func(*Config)) *Node {
+// freeAddr is a loopback address with a port nothing listens on.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// openNode starts a real single-voter node on dir; tweaks change its
+// configuration first.
+func openNode(t *testing.T, dir string, tweaks ...func(*Config)) *Node {
+	t.Helper()
 	cfg := Config{
-		ID: "n1", DataDir: dir, RaftAddr: addr, ClickFlushInterval: time.Hour,
+		ID: "n1", DataDir: dir, RaftAddr: freeAddr(t), ClickFlushInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
 	}
 	for _, tweak := range tweaks {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,16 +12,6 @@ import (
 
 	"github.com/linkraft/linkraft/fsm"
 )
-
-func recFreeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func recOpen(t *testing.T, id, dir, addr string) *Node {
 	t.Helper()
@@ -73,7 +62,7 @@ func recWaitLeader(t *testing.T, n *Node) {
 // file's id and address, keeping state from both a snapshot and the log.
 func TestRecoverRebuildsCluster(t *testing.T) {
 	dir := t.TempDir()
-	n1 := recOpen(t, "n1", dir, recFreeAddr(t))
+	n1 := recOpen(t, "n1", dir, freeAddr(t))
 	recWaitLeader(t, n1)
 	inSnapshot := recCreate(t, n1, "https://example.com/x")
 	if err := n1.raft.Snapshot().Error(); err != nil {
@@ -84,7 +73,7 @@ func TestRecoverRebuildsCluster(t *testing.T) {
 		t.Fatalf("close n1: %v", err)
 	}
 
-	addr2 := recFreeAddr(t)
+	addr2 := freeAddr(t)
 	peers := recWrite(t, t.TempDir(), "peers.json", `[{"id": "n2", "address": "`+addr2+`", "non_voter": false}]`)
 	rec, err := Recover(dir, peers)
 	if err != nil {
@@ -145,7 +134,7 @@ func TestRecoverRefuses(t *testing.T) {
 
 	// A data dir with real state, so only the peers file is at fault.
 	dir := t.TempDir()
-	n := recOpen(t, "n1", dir, recFreeAddr(t))
+	n := recOpen(t, "n1", dir, freeAddr(t))
 	recWaitLeader(t, n)
 	recCreate(t, n, "https://example.com/x")
 	if err := n.Close(); err != nil {
@@ -177,7 +166,7 @@ func TestRecoverRefuses(t *testing.T) {
 	})
 
 	// None of the refusals touched the state: the node still starts as n1.
-	n = recOpen(t, "n1", dir, recFreeAddr(t))
+	n = recOpen(t, "n1", dir, freeAddr(t))
 	recWaitLeader(t, n)
 	if n.FSM().Len() != 1 {
 		t.Fatalf("links after refusals = %d, want 1", n.FSM().Len())

@@ -42,7 +42,7 @@ func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Durat
 		expect = 2 // without gossip or seeds: wait to be added
 	}
 	m.Node, err = Open(Config{
-		ID: id, DataDir: t.TempDir(), RaftAddr: freeRaftAddr(t), HTTPAddr: m.httpAddr, BootstrapExpect: expect,
+		ID: id, DataDir: t.TempDir(), RaftAddr: freeAddr(t), HTTPAddr: m.httpAddr, BootstrapExpect: expect,
 		WriteTimeout: writeTimeout, ClickFlushInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
 	}, fsm.New())
@@ -63,16 +63,6 @@ func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Durat
 		srv.Shutdown()
 	})
 	return m
-}
-
-func freeRaftAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // openPair starts a leader and a follower that knows where the leader is.
