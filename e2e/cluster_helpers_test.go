@@ -572,7 +572,8 @@ func exportSet(t *testing.T, n *node) map[string]bool {
 	return set
 }
 
-// clicksOf reads the click count of code without failing the test.
+// clicksOf reads the click count of code without failing the test, and
+// checks that its clicks over time add up to it.
 func (n *node) clicksOf(code string) (int64, error) {
 	status, _, body, err := plainDo(n.client, http.MethodGet, "http://"+n.httpAddr+"/api/v1/urls/"+code+"/stats", nil)
 	if err != nil {
@@ -583,9 +584,21 @@ func (n *node) clicksOf(code string) (int64, error) {
 	}
 	var s struct {
 		Clicks *float64 `json:"clicks"`
+		Series []struct {
+			Clicks int64 `json:"clicks"`
+		} `json:"series"`
 	}
 	if err := json.Unmarshal(body, &s); err != nil || s.Clicks == nil || *s.Clicks != math.Trunc(*s.Clicks) {
 		return 0, fmt.Errorf("stats of %s on %s: no integer clicks in %s", code, n.id, body)
+	}
+	// The tests run for less than the day the default series covers, so
+	// every click counted must also sit in one of its hours.
+	var hourly int64
+	for _, p := range s.Series {
+		hourly += p.Clicks
+	}
+	if hourly != int64(*s.Clicks) {
+		return 0, fmt.Errorf("stats of %s on %s: %d clicks, but the hours add up to %d", code, n.id, int64(*s.Clicks), hourly)
 	}
 	return int64(*s.Clicks), nil
 }

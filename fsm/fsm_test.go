@@ -327,8 +327,10 @@ func FuzzDecodeCommand(f *testing.F) {
 func FuzzReadSnapshot(f *testing.F) {
 	src := New()
 	applyAll(f, src, workload()...)
-	good := snapshotBytes(f, src)
-	f.Add(good[len(snapshotMagic) : len(good)-4])
+	clicked, _ := withClickHours(f)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked)} {
+		f.Add(good[len(snapshotMagic) : len(good)-4])
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		data := append(append([]byte{}, snapshotMagic...), body...)
 		data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data, crcTable))

@@ -123,6 +123,7 @@ type recordTable struct {
 	gen     uint64
 	sharing *atomic.Int32 // snapshots still being written
 	text    textArena
+	hours   clickHours
 }
 
 func newRecordTable() recordTable { return recordTable{sharing: new(atomic.Int32)} }
@@ -138,6 +139,11 @@ func (t *recordTable) mutable(p uint32) *record {
 		t.pages[i], t.gens[i] = &cp, t.gen
 	}
 	return &t.pages[i][p%pageSize]
+}
+
+// addClicks counts n clicks in hour for the record at p.
+func (t *recordTable) addClicks(p, hour uint32, n uint64) {
+	t.hours.add(p, hour, n, t.gen, t.sharing.Load() > 0)
 }
 
 // append adds a record and returns its position.
@@ -167,6 +173,7 @@ func (t *recordTable) share() (view recordView, release func()) {
 		pages: append([]*page(nil), t.pages...),
 		n:     t.n,
 		text:  textArena{chunks: append([][]byte(nil), t.text.chunks...), fill: t.text.fill},
+		hours: t.hours.share(),
 	}
 	return view, release
 }
@@ -176,6 +183,7 @@ type recordView struct {
 	pages []*page
 	n     uint32
 	text  textArena
+	hours clickHours
 }
 
 func (v *recordView) at(p uint32) *record { return &v.pages[p/pageSize][p%pageSize] }

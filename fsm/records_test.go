@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -132,30 +131,6 @@ func TestSnapshotIsAPointInTime(t *testing.T) {
 	}
 	if l, ok := live.Get(links[1].Code); !ok || l.Clicks != links[1].Clicks+5 {
 		t.Fatalf("clicks after the snapshot: %+v", l)
-	}
-}
-
-// TestVersion1SnapshotStillRestores restores a snapshot written by the
-// build before version 2 (the workload, testdata/snapshot-v1.bin) and
-// checks that it is the same state as the workload applied today.
-func TestVersion1SnapshotStillRestores(t *testing.T) {
-	v1, err := os.ReadFile("testdata/snapshot-v1.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	restored := New()
-	if err := restored.Restore(nopCloser{bytes.NewReader(v1)}); err != nil {
-		t.Fatalf("restore version 1: %v", err)
-	}
-	applied := New()
-	applyAll(t, applied, workload()...)
-	if !bytes.Equal(snapshotBytes(t, restored), snapshotBytes(t, applied)) {
-		t.Fatal("version 1 restored to a different state")
-	}
-	// Dedupe still finds the restored links.
-	res := createOne(t, restored, 5000, CreateRequest{URL: "https://example.com/3/", Dedupe: true, Workspace: "ws"})
-	if !res.Existing {
-		t.Fatalf("dedupe after a version 1 restore created %q", res.Link.Code)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/raft"
@@ -26,7 +27,8 @@ var snapshotMagic = []byte("LKRS")
 
 const (
 	snapshotV1      = 1 // links with their canonical URL, then a dedupe section
-	snapshotVersion = 2 // links with flags; the dedupe index is a flag
+	snapshotV2      = 2 // links with flags; the dedupe index is a flag
+	snapshotVersion = 3 // version 2, then clicks per hour
 )
 
 // Link flags in a version 2 snapshot.
@@ -177,6 +179,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.uvarint(r.fingerprint)
 		flush(false)
 	}
+	snap.encodeClickHours(&e, flush)
 	flush(true)
 	if werr != nil {
 		return fmt.Errorf("write snapshot: %w", werr)
@@ -208,6 +211,36 @@ func (snap *snapshot) encodeLink(e *encoder, r *record) {
 	e.varint(r.expiresAt)
 	e.uvarint(r.clicks)
 	e.varint(r.lastAccess)
+}
+
+// encodeClickHours writes the newest hour, then for each live link with
+// clicks within retention: its id, the number of hours, and per hour the
+// distance from the previous one (from 0 for the first) and the count.
+func (snap *snapshot) encodeClickHours(e *encoder, flush func(bool)) {
+	recs, hours := &snap.records, &snap.records.hours
+	e.uvarint(uint64(hours.newest))
+	n := 0
+	for p := range recs.n {
+		if recs.at(p).live() && len(hours.kept(p)) > 0 {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for p := range recs.n {
+		kept := hours.kept(p)
+		if !recs.at(p).live() || len(kept) == 0 {
+			continue
+		}
+		e.uvarint(recs.at(p).id)
+		e.uvarint(uint64(len(kept)))
+		prev := uint32(0)
+		for _, h := range kept {
+			e.uvarint(uint64(h.hour - prev))
+			e.uvarint(uint64(h.count))
+			prev = h.hour
+		}
+		flush(false)
+	}
 }
 
 // minLinkSize is the smallest encoding of a link: nine one-byte fields.
@@ -267,7 +300,7 @@ func decodeSnapshot(d *decoder) (*state, error) {
 
 func decodeSections(d *decoder) (*state, error) {
 	version := d.byte()
-	if d.err == nil && version != snapshotV1 && version != snapshotVersion {
+	if d.err == nil && (version < snapshotV1 || version > snapshotVersion) {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
 	st := newState()
@@ -303,10 +336,57 @@ func decodeSections(d *decoder) (*state, error) {
 		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
 		st.requests.add(r)
 	}
+	if version >= 3 {
+		if err := st.decodeClickHours(d); err != nil {
+			return nil, err
+		}
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
 	return st, nil
+}
+
+// decodeClickHours reads the clicks per hour. Every entry must name a link,
+// in id order, with hours strictly increasing, within retention and not
+// after the newest hour, and counts above zero.
+func (st *state) decodeClickHours(d *decoder) error {
+	newest := d.uvarint()
+	if d.err == nil && newest > uint64(^uint32(0)) {
+		return fmt.Errorf("newest click hour %d", newest)
+	}
+	hours := &st.recs.hours
+	hours.newest = uint32(newest)
+	var prevID uint64
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		id := d.uvarint()
+		p, ok := st.positionOf(id)
+		if d.err == nil && (!ok || id <= prevID) {
+			return fmt.Errorf("click hours for link %d: no such link, or out of order", id)
+		}
+		prevID = id
+		hour := uint64(0)
+		for k := d.count(2); k > 0 && d.err == nil; k-- {
+			step, count := d.uvarint(), d.uvarint()
+			hour += step
+			switch {
+			case d.err != nil:
+				return d.err
+			case step == 0 && len(hours.at(p)) > 0, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
+				return fmt.Errorf("link %d: click hour %d with %d clicks", id, hour, count)
+			}
+			hours.add(p, uint32(hour), count, st.recs.gen, false)
+		}
+	}
+	return nil
+}
+
+// positionOf finds a live link by id. Only for a state rebuilt from a
+// snapshot, where every record is live and positions are in id order.
+func (st *state) positionOf(id uint64) (uint32, bool) {
+	n := int(st.recs.n)
+	i := sort.Search(n, func(i int) bool { return st.recs.at(uint32(i)).id >= id })
+	return uint32(i), i < n && st.recs.at(uint32(i)).id == id
 }
 
 // decodeLinks inserts the links section, checking each link as it goes.
@@ -317,7 +397,7 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 		code, url, ws, canonical := d.stringView(), d.stringView(), d.stringView(), d.stringView()
 		var flags byte
 		switch {
-		case version != snapshotV1:
+		case version >= snapshotV2:
 			flags = d.byte()
 		case canonical != "":
 			flags = snapDedupe

@@ -384,6 +384,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 		return false
 	}
 	s.clickSeqs[c.Node] = c.Seq
+	hour, timed := hourOf(c.Now)
 	for _, cc := range c.Counts {
 		p, ok := s.lookup(cc.Code)
 		if !ok {
@@ -393,6 +394,9 @@ func (s *state) addClicks(c ClickBatch) bool {
 		r.clicks += cc.Count
 		if c.Now > r.lastAccess {
 			r.lastAccess = c.Now
+		}
+		if timed && cc.Count > 0 {
+			s.recs.addClicks(p, hour, cc.Count)
 		}
 	}
 	return true

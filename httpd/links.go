@@ -186,20 +186,6 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// statsHandler answers a link's stats. The two stats routes differ only in
-// the name of the count field: "clicks" under /api/v1/urls/{code}/stats,
-// "click_count" under /stats/{code} (docs/API.md).
-func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if l, ok := s.lookupLink(ctx); ok {
-			writeJSON(ctx, fasthttp.StatusOK, map[string]any{
-				"short_code": l.Code, "original_url": l.URL, countField: l.Clicks,
-				"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
-			})
-		}
-	}
-}
-
 func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	code, _ := ctx.UserValue("code").(string)
 	index, err := s.node.Delete(context.Background(), code)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Kill is a kill -9 of one node, dated when the kill had taken effect (ns
@@ -111,4 +113,48 @@ func ExportClicks(export []byte) (map[string]uint64, error) {
 		counts[l.Code] = l.Clicks
 	}
 	return counts, sc.Err()
+}
+
+// CheckClickSeries compares each node's clicks-over-time with the totals
+// the nodes agreed on: every click counted in a link's total must sit in
+// exactly one hour of its series (the run is shorter than the day the
+// series covers), on every node alike. series holds, per node, each code's
+// hourly counts as that node returned them.
+func CheckClickSeries(counts map[string]uint64, series map[string]map[string][]uint64) []Anomaly {
+	var out []Anomaly
+	nodes := slices.Sorted(maps.Keys(series))
+	for _, node := range nodes {
+		for code, hours := range series[node] {
+			if first := series[nodes[0]][code]; first != nil && !slices.Equal(hours, first) {
+				out = append(out, Anomaly{Checker: "click-series", Node: node, Code: code,
+					Detail: fmt.Sprintf("hours %v differ from %s's %v", hours, nodes[0], first)})
+			}
+			var sum uint64
+			for _, h := range hours {
+				sum += h
+			}
+			if want, ok := counts[code]; ok && sum != want {
+				out = append(out, Anomaly{Checker: "click-series", Node: node, Code: code,
+					Detail: fmt.Sprintf("hours add up to %d clicks, the total is %d", sum, want)})
+			}
+		}
+	}
+	return out
+}
+
+// SeriesClicks reads the per-interval counts from a stats answer.
+func SeriesClicks(stats []byte) ([]uint64, error) {
+	var s struct {
+		Series []struct {
+			Clicks uint64 `json:"clicks"`
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(stats, &s); err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	out := make([]uint64, len(s.Series))
+	for i, p := range s.Series {
+		out[i] = p.Clicks
+	}
+	return out, nil
 }

@@ -45,3 +45,24 @@ func TestExportClicks(t *testing.T) {
 		t.Fatalf("counts %v, err %v", counts, err)
 	}
 }
+
+func TestCheckClickSeries(t *testing.T) {
+	counts := map[string]uint64{"a": 5, "b": 0}
+	tests := []struct {
+		name   string
+		series map[string]map[string][]uint64
+		want   int
+	}{
+		{"agree", map[string]map[string][]uint64{"n1": {"a": {0, 2, 3}, "b": {0, 0, 0}}, "n2": {"a": {0, 2, 3}}}, 0},
+		{"a click missing from the hours", map[string]map[string][]uint64{"n1": {"a": {0, 2, 2}}}, 1},
+		{"a click counted in two hours", map[string]map[string][]uint64{"n1": {"b": {1, 0, 0}}}, 1},
+		{"nodes disagree on the hour", map[string]map[string][]uint64{"n1": {"a": {0, 2, 3}}, "n2": {"a": {0, 3, 2}}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckClickSeries(counts, tt.series); len(got) != tt.want {
+				t.Fatalf("%d anomalies, want %d: %v", len(got), tt.want, got)
+			}
+		})
+	}
+}

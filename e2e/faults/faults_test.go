@@ -11,6 +11,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Flags of the suite (go test ./e2e/faults/ -args -faults.seed=42 ...).
@@ -164,6 +166,7 @@ func check(c *cluster, ops []Op, faults []fault, converged error, htmlDir string
 	exports, exportAnomalies := c.convergedExports(15 * time.Second)
 	all = append(all, exportAnomalies...)
 	all = append(all, checkClicks(c.t, ops, faults, win, exports)...)
+	all = append(all, c.clickSeriesAnomalies(exports)...)
 	all = append(all, c.processAnomalies()...)
 	all = append(all, c.membershipAnomalies()...)
 	for _, f := range faults {
@@ -204,6 +207,43 @@ func checkClicks(t *testing.T, ops []Op, faults []fault, win []Window, exports m
 		kills = append(kills, f.Kills...)
 	}
 	return CheckClicks(ops, counts, kills, win, ClickBounds{FlushInterval: int64(clickFlushInterval), Margin: int64(2 * time.Second)})
+}
+
+// clickSeriesAnomalies asks every member for the hourly clicks of the
+// clicked links (at most maxSeriesCodes of them) and checks them against
+// the agreed totals.
+func (c *cluster) clickSeriesAnomalies(exports map[string][]byte) []Anomaly {
+	const maxSeriesCodes = 100
+	if len(exports) == 0 {
+		return nil
+	}
+	counts, err := ExportClicks(exports[keys(exports)[0]])
+	if err != nil {
+		return nil // checkClicks reports it
+	}
+	var clicked []string
+	for code, n := range counts {
+		if n > 0 && len(clicked) < maxSeriesCodes {
+			clicked = append(clicked, code)
+		}
+	}
+	series := map[string]map[string][]uint64{}
+	var out []Anomaly
+	for _, n := range c.nodes() {
+		series[n.id] = map[string][]uint64{}
+		for _, code := range clicked {
+			a := c.cl.do(fasthttp.MethodGet, n.httpAddr, "/api/v1/urls/"+code+"/stats?interval=hour", nil, 5*time.Second)
+			hours, err := SeriesClicks(a.body)
+			if a.err != nil || a.status != 200 || err != nil {
+				out = append(out, Anomaly{Checker: "click-series", Node: n.id, Code: code,
+					Detail: fmt.Sprintf("stats: %d %v %v %.200s", a.status, a.err, err, a.body)})
+				continue
+			}
+			series[n.id][code] = hours
+		}
+	}
+	c.t.Logf("click series: %d clicked links checked on %d nodes", len(clicked), len(series))
+	return append(out, CheckClickSeries(counts, series)...)
 }
 
 // writeSettled prints, by fault kind, how long after each heal every

@@ -1,0 +1,174 @@
+package fsm
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"testing"
+)
+
+const hour = int64(hourMillis)
+
+// clickAt is a click batch from node n with sequence seq, flushed at now.
+func clickAt(n string, seq uint64, now int64, counts ...ClickCount) []byte {
+	return EncodeClicks(ClickBatch{Node: n, Seq: seq, Now: now, Counts: counts})
+}
+
+// withClickHours is the workload plus clicks on two of its links over
+// several hours, from two nodes, one of them with a clock running behind.
+func withClickHours(t testing.TB) (*FSM, []Link) {
+	f := New()
+	applyAll(t, f, workload()...)
+	links := f.Links()
+	a, b := links[0].Code, links[1].Code
+	base := 500_000 * hour
+	applyFrom(f, 1000,
+		clickAt("p1", 1, base+10, ClickCount{a, 2}, ClickCount{b, 1}),
+		clickAt("p1", 2, base+hour+5, ClickCount{a, 3}),
+		clickAt("p2", 1, base+hour/2, ClickCount{a, 4}),      // same hour as n1's first, later
+		clickAt("p1", 3, base+5*hour, ClickCount{b, 7}),      // a gap of hours
+		clickAt("p2", 2, base+4*hour+1, ClickCount{b, 1}),    // behind n1: inserted before
+		clickAt("p2", 2, base+6*hour, ClickCount{b, 100}),    // a retry: ignored
+		clickAt("p3", 1, -5, ClickCount{a, 1}),               // before 1970: total only
+		clickAt("p3", 2, base+5*hour, ClickCount{"nope", 9}), // no such link
+	)
+	return f, links
+}
+
+func TestClickHours(t *testing.T) {
+	f, links := withClickHours(t)
+	base := 500_000 * hour
+	tests := []struct {
+		name     string
+		code     string
+		from, to int64
+		want     []HourClicks
+	}{
+		{"every hour of a", links[0].Code, 0, 1 << 60, []HourClicks{{base, 6}, {base + hour, 3}}},
+		{"out-of-order hour of b", links[1].Code, 0, 1 << 60, []HourClicks{{base, 1}, {base + 4*hour, 1}, {base + 5*hour, 7}}},
+		{"from is inclusive, to exclusive", links[1].Code, base + 4*hour, base + 5*hour, []HourClicks{{base + 4*hour, 1}}},
+		{"a link never clicked", links[2].Code, 0, 1 << 60, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := f.ClickHours(tt.code, tt.from, tt.to)
+			if !ok || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("ClickHours = %v, %v; want %v", got, ok, tt.want)
+			}
+		})
+	}
+	if l, _ := f.Get(links[0].Code); l.Clicks != 10 {
+		t.Fatalf("total clicks of a = %d, want 10 (hours plus the untimed click)", l.Clicks)
+	}
+	if _, ok := f.ClickHours("nope", 0, 1<<60); ok {
+		t.Fatal("ClickHours found a code that does not exist")
+	}
+}
+
+func TestClickHoursRetention(t *testing.T) {
+	f, links := withClickHours(t)
+	a, b := links[0].Code, links[1].Code
+	base := 500_000 * hour
+	// A click on b exactly 90 days after a's first hour pushes that hour out
+	// of retention for every link, clicked again or not.
+	last := base + ClickRetentionHours*hour
+	applyFrom(f, 2000, clickAt("p1", 10, last, ClickCount{b, 1}))
+	gotA, _ := f.ClickHours(a, 0, 1<<60)
+	if want := []HourClicks{{base + hour, 3}}; !reflect.DeepEqual(gotA, want) {
+		t.Fatalf("a after retention: %v, want %v", gotA, want)
+	}
+	gotB, _ := f.ClickHours(b, 0, 1<<60)
+	if want := []HourClicks{{base + 4*hour, 1}, {base + 5*hour, 7}, {last, 1}}; !reflect.DeepEqual(gotB, want) {
+		t.Fatalf("b after retention: %v, want %v", gotB, want)
+	}
+	// A snapshot keeps only what is within retention, and a restore answers
+	// the same.
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{a, b} {
+		want, _ := f.ClickHours(code, 0, 1<<60)
+		if got, _ := restored.ClickHours(code, 0, 1<<60); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s after restore: %v, want %v", code, got, want)
+		}
+	}
+	if l, _ := restored.Get(a); l.Clicks != 10 {
+		t.Fatalf("total clicks of a after restore = %d; retention must not change totals", l.Clicks)
+	}
+}
+
+func TestClickHoursSurviveSnapshots(t *testing.T) {
+	f, links := withClickHours(t)
+	data := snapshotBytes(t, f)
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, restored), data) {
+		t.Fatal("a restored state's snapshot differs from the original")
+	}
+	for _, l := range links[:3] {
+		want, _ := f.ClickHours(l.Code, 0, 1<<60)
+		if got, _ := restored.ClickHours(l.Code, 0, 1<<60); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %v after restore, want %v", l.Code, got, want)
+		}
+	}
+}
+
+// TestClickHoursAreAPointInTime changes counts a snapshot shares, in place
+// and by insertion, between taking it and writing it.
+func TestClickHoursAreAPointInTime(t *testing.T) {
+	f, links := withClickHours(t)
+	want := snapshotBytes(t, f)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := 500_000 * hour
+	applyFrom(f, 3000,
+		clickAt("p1", 20, base+hour, ClickCount{links[0].Code, 1}),   // an hour the snapshot holds
+		clickAt("p2", 20, base+2*hour, ClickCount{links[1].Code, 1}), // inserted between held hours
+		clickAt("p1", 21, base+9*hour, ClickCount{links[2].Code, 1}), // a link without hours
+	)
+	var buf bytes.Buffer
+	if err := snap.(*snapshot).writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("the snapshot changed after it was taken")
+	}
+	if got, _ := f.ClickHours(links[0].Code, base+hour, base+2*hour); len(got) != 1 || got[0].Clicks != 4 {
+		t.Fatalf("live state after the snapshot: %v", got)
+	}
+}
+
+// TestOlderSnapshotsStillRestore restores snapshots written by the builds
+// before version 3 (the workload, testdata/) and checks that each is the
+// state the workload gives today. The workload clicks no live link, so
+// there are no hours for the older versions to lack.
+func TestOlderSnapshotsStillRestore(t *testing.T) {
+	applied := New()
+	applyAll(t, applied, workload()...)
+	for _, file := range []string{"testdata/snapshot-v1.bin", "testdata/snapshot-v2.bin"} {
+		t.Run(file, func(t *testing.T) {
+			old, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := New()
+			if err := restored.Restore(nopCloser{bytes.NewReader(old)}); err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			if !bytes.Equal(snapshotBytes(t, restored), snapshotBytes(t, applied)) {
+				t.Fatal("restored to a different state")
+			}
+			// Dedupe still finds the restored links.
+			res := createOne(t, restored, 5000, CreateRequest{URL: "https://example.com/3/", Dedupe: true, Workspace: "ws"})
+			if !res.Existing {
+				t.Fatalf("dedupe after restoring %s created %q", file, res.Link.Code)
+			}
+		})
+	}
+}

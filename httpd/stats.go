@@ -1,0 +1,139 @@
+package httpd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// seriesRange is the part of a link's click history a stats request asks
+// for: [from, to) in steps of one interval, all in Unix milliseconds, UTC.
+type seriesRange struct {
+	interval string
+	step     int64
+	from, to int64
+}
+
+// seriesInterval is one interval the stats series can be bucketed by.
+type seriesInterval struct {
+	step      time.Duration
+	byDefault time.Duration // the span asked for when from is absent
+	maxPoints int64
+}
+
+// intervalNamed: hours go back to the start of retention, days a year.
+func intervalNamed(name string) (seriesInterval, bool) {
+	switch name {
+	case "hour":
+		return seriesInterval{time.Hour, 24 * time.Hour, fsm.ClickRetentionHours}, true
+	case "day":
+		return seriesInterval{24 * time.Hour, 30 * 24 * time.Hour, 366}, true
+	}
+	return seriesInterval{}, false
+}
+
+// parseSeriesRange reads from, to and interval from a stats request. from
+// is rounded down and to up to whole intervals; to defaults to the end of
+// the current interval, from to a day (hours) or 30 days (days) before to.
+func parseSeriesRange(args *fasthttp.Args, now time.Time) (seriesRange, error) {
+	name := string(args.Peek("interval"))
+	if name == "" {
+		name = "hour"
+	}
+	iv, ok := intervalNamed(name)
+	if !ok {
+		return seriesRange{}, fmt.Errorf("interval %q: use hour or day", name)
+	}
+	r := seriesRange{interval: name, step: iv.step.Milliseconds()}
+	r.to = floorTo(now.UnixMilli(), r.step) + r.step
+	if to, ok, err := queryTime(args, "to"); err != nil {
+		return r, err
+	} else if ok {
+		r.to = ceilTo(to, r.step)
+	}
+	r.from = r.to - iv.byDefault.Milliseconds()
+	if from, ok, err := queryTime(args, "from"); err != nil {
+		return r, err
+	} else if ok {
+		r.from = floorTo(from, r.step)
+	}
+	switch points := (r.to - r.from) / r.step; {
+	case r.from >= r.to:
+		return r, fmt.Errorf("from must be before to")
+	case points > iv.maxPoints:
+		return r, fmt.Errorf("from-to spans %d %ss; at most %d", points, name, iv.maxPoints)
+	}
+	return r, nil
+}
+
+// queryTime parses an RFC 3339 query argument to Unix milliseconds; false
+// when it is absent.
+func queryTime(args *fasthttp.Args, name string) (int64, bool, error) {
+	raw := args.Peek(name)
+	if len(raw) == 0 {
+		return 0, false, nil
+	}
+	t, err := time.Parse(time.RFC3339, string(raw))
+	if err != nil {
+		return 0, false, fmt.Errorf("%s %q is not an RFC 3339 time such as 2026-11-22T10:00:00Z", name, raw)
+	}
+	return t.UnixMilli(), true, nil
+}
+
+func floorTo(ms, step int64) int64 {
+	q := ms / step
+	if ms%step < 0 {
+		q-- // division truncates toward zero; times before 1970 round down too
+	}
+	return q * step
+}
+
+func ceilTo(ms, step int64) int64 { return -floorTo(-ms, step) }
+
+// seriesPoint is one interval of a link's clicks.
+type seriesPoint struct {
+	Start  string `json:"start"`
+	Clicks uint64 `json:"clicks"`
+}
+
+// clickSeries is every interval of r, oldest first, zeros included.
+func clickSeries(r seriesRange, hours []fsm.HourClicks) []seriesPoint {
+	points := make([]seriesPoint, (r.to-r.from)/r.step)
+	for i := range points {
+		points[i].Start = timestamp(r.from + int64(i)*r.step)
+	}
+	for _, h := range hours {
+		points[(h.Start-r.from)/r.step].Clicks += h.Clicks
+	}
+	return points
+}
+
+// statsHandler answers a link's stats and its clicks over time. The two
+// stats routes differ only in the name of the count field: "clicks" under
+// /api/v1/urls/{code}/stats, "click_count" under /stats/{code}
+// (docs/API.md).
+func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		r, err := parseSeriesRange(ctx.QueryArgs(), time.Now())
+		if err != nil {
+			writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+			return
+		}
+		l, ok := s.lookupLink(ctx)
+		if !ok {
+			return
+		}
+		// A link this node has not applied yet (just created elsewhere) has
+		// no clicks here either: its series is all zeros.
+		hours, _ := s.fsm.ClickHours(l.Code, r.from, r.to)
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
+			"short_code": l.Code, "original_url": l.URL, countField: l.Clicks,
+			"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
+			"interval": r.interval, "from": timestamp(r.from), "to": timestamp(r.to),
+			"series": clickSeries(r, hours),
+		})
+	}
+}
