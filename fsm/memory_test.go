@@ -105,3 +105,35 @@ func BenchmarkSnapshotRestore(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMemoryPerClickedLink reports what clicks per hour add to a
+// link's heap, with every link clicked in each of hoursPerLink hours, and
+// how long applying one click batch of batchCodes codes takes.
+func BenchmarkMemoryPerClickedLink(b *testing.B) {
+	const (
+		linksPerRun  = 200_000
+		hoursPerLink = 24
+		batchCodes   = 10_000
+	)
+	for range b.N {
+		f := New()
+		loadLinks(b, f, linksPerRun, imported)
+		before := heapInUse()
+		index, seq := uint64(1_000_000), uint64(0)
+		for h := range int64(hoursPerLink) {
+			for start := 0; start < linksPerRun; start += batchCodes {
+				counts := make([]ClickCount, 0, batchCodes)
+				for i := start; i < start+batchCodes; i++ {
+					counts = append(counts, ClickCount{Code: fmt.Sprintf("c%07d", i), Count: 3})
+				}
+				seq++
+				cmd := EncodeClicks(ClickBatch{Node: "n1", Seq: seq, Now: (480_000 + h) * hourMillis, Counts: counts})
+				f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
+				index++
+			}
+		}
+		after := heapInUse()
+		b.ReportMetric(float64(after-before)/linksPerRun, "heap-B/clicked-link")
+		runtime.KeepAlive(f)
+	}
+}
