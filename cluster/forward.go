@@ -16,6 +16,9 @@ var ErrLeaderIsSelf = errors.New("this node is the leader")
 // ForwardOptions say how long a forwarded request may take.
 type ForwardOptions struct {
 	Timeout time.Duration // 0: the write timeout
+	// Kind names what is forwarded in linkraft_forwarded_requests_total
+	// ("write", "admin"); empty: "request".
+	Kind string
 }
 
 // Forward relays a public request that must be served by the leader (a
@@ -28,6 +31,9 @@ type ForwardOptions struct {
 func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts ForwardOptions) error {
 	if opts.Timeout <= 0 {
 		opts.Timeout = n.cfg.WriteTimeout
+	}
+	if opts.Kind == "" {
+		opts.Kind = "request"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
@@ -46,10 +52,13 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 		}
 		return false, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		err = n.applyLeaderIndex(ctx, resp)
 	}
-	return n.applyLeaderIndex(ctx, resp)
+	if !errors.Is(err, ErrLeaderIsSelf) { // nothing was forwarded
+		n.metrics.forwarded(opts.Kind, err)
+	}
+	return err
 }
 
 // applyLeaderIndex waits, when the leader's answer names the index its

@@ -5,15 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
-	"log/slog"
 	"net"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 )
 
@@ -45,7 +43,29 @@ type gossip struct {
 	left    map[string]struct{} // ids of members that announced their leave
 	removed map[string]string   // id → boot of servers removed while running
 	meta    memberMeta          // what NodeMeta returns
+	// gone holds, by member name, the members memberlist reported gone
+	// (for linkraft_gossip_members): memberlist forgets a dead member
+	// after a while and never says that a member is suspected.
+	gone map[string]goneMember
 }
+
+// States of a gossip member as linkraft_gossip_members reports them.
+const (
+	memberAlive = "alive"
+	memberDead  = "dead"
+	memberLeft  = "left"
+)
+
+// goneMember is a member that died or left, and when.
+type goneMember struct {
+	state string // memberDead or memberLeft
+	at    time.Time
+}
+
+// goneRetention is how long a member that is gone and not a server of the
+// Raft configuration still counts as dead or left; a server of the
+// configuration counts for as long as it is gone.
+const goneRetention = 5 * time.Minute
 
 // startGossip creates the memberlist and starts joining the seeds.
 func (n *Node) startGossip(hasState bool) error {
@@ -61,6 +81,7 @@ func (n *Node) startGossip(hasState bool) error {
 		n:       n,
 		left:    map[string]struct{}{},
 		removed: map[string]string{},
+		gone:    map[string]goneMember{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
@@ -76,7 +97,9 @@ func (n *Node) startGossip(hasState bool) error {
 	}
 	mc.Delegate = g
 	mc.Events = g
-	mc.Logger = log.New(slogWriter{n.log}, "", 0)
+	// memberlist prefixes its lines with their level ("[WARN] memberlist:
+	// ..."); the adapter logs each at that level.
+	mc.Logger = NewHCLogger(n.log, "memberlist", hclog.Trace).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	if n.cfg.Key != nil {
 		// Gossip is encrypted and authenticated; plaintext packets are dropped.
 		mc.SecretKey = n.cfg.Key.GossipKey()
@@ -204,17 +227,58 @@ func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
 
 // NotifyJoin, NotifyLeave and NotifyUpdate run under memberlist's lock: they
 // only record and signal, never block.
-func (g *gossip) NotifyJoin(*memberlist.Node)   { g.changed.notify() }
-func (g *gossip) NotifyUpdate(*memberlist.Node) { g.changed.notify() }
+func (g *gossip) NotifyJoin(node *memberlist.Node)   { g.alive(node) }
+func (g *gossip) NotifyUpdate(node *memberlist.Node) { g.alive(node) }
 func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	// Only a node that announced its leave is recorded; a crash or a
 	// partition must not shrink the Raft configuration.
-	if meta, ok := parseMeta(node); ok && meta.Leaving {
-		g.mu.Lock()
+	meta, ok := parseMeta(node)
+	leaving := ok && meta.Leaving
+	g.mu.Lock()
+	if leaving {
 		g.left[meta.ID] = struct{}{}
-		g.mu.Unlock()
 	}
+	state := memberDead
+	if leaving {
+		state = memberLeft
+	}
+	g.gone[node.Name] = goneMember{state: state, at: time.Now()}
+	g.mu.Unlock()
 	g.changed.notify()
+}
+
+func (g *gossip) alive(node *memberlist.Node) {
+	g.mu.Lock()
+	delete(g.gone, node.Name)
+	g.mu.Unlock()
+	g.changed.notify()
+}
+
+// memberStates counts the members by state: alive (memberlist's live
+// members, suspects among them), dead and left (see gone).
+func (g *gossip) memberStates() map[string]int {
+	live := g.list.Members()
+	counts := map[string]int{memberAlive: len(live)}
+	isLive := make(map[string]bool, len(live))
+	for _, node := range live {
+		isLive[node.Name] = true
+	}
+	inConfig := map[string]bool{}
+	if servers, err := g.n.configuration(); err == nil {
+		for _, s := range servers {
+			inConfig[string(s.ID)] = true
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, m := range g.gone {
+		if isLive[name] || (!inConfig[name] && time.Since(m.at) > goneRetention) {
+			delete(g.gone, name)
+			continue
+		}
+		counts[m.state]++
+	}
+	return counts
 }
 
 func parseMeta(node *memberlist.Node) (memberMeta, bool) {
@@ -303,15 +367,3 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// slogWriter sends memberlist's log lines to slog at debug level; its
-// warnings about unreachable peers are routine in a cluster that is
-// changing.
-type slogWriter struct{ log *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Debug(string(p), "component", "gossip")
-	return len(p), nil
-}
-
-var _ io.Writer = slogWriter{}

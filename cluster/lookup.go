@@ -43,12 +43,25 @@ func (n *Node) Lookup(ctx context.Context, code string) (fsm.Link, error) {
 	} else {
 		l, err = n.confirmMiss(ctx, code)
 	}
+	n.metrics.confirmedMisses.WithLabelValues(confirmResult(err)).Inc()
 	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
 		if l, ok := n.fsm.Get(code); ok {
 			return l, nil
 		}
 	}
 	return l, err
+}
+
+// confirmResult names the outcome of asking the leader about a code for
+// linkraft_confirmed_misses_total.
+func confirmResult(err error) string {
+	switch {
+	case err == nil:
+		return "found"
+	case errors.Is(err, fsm.ErrNotFound):
+		return "not_found"
+	}
+	return "unconfirmed" // no leader answered in time
 }
 
 func (n *Node) confirmMiss(ctx context.Context, code string) (fsm.Link, error) {

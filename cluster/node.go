@@ -110,6 +110,8 @@ type Node struct {
 	// applied (see Behind).
 	leaderIndex atomic.Uint64
 
+	metrics *metrics // see metrics.go
+
 	closing   chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -133,6 +135,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		fsm:     f,
 		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
 		creates: make(chan *createCall, maxCreateBatch*4),
+		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
@@ -146,8 +149,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	go n.monitorLeadership()
 	go n.runCreateBatcher()
 	go n.runClickFlusher()
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.runVolumeSnapshots()
+	go n.runLagMonitor()
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			close(n.closing)
@@ -173,9 +177,7 @@ const raftRPCTimeout = time.Second
 // openRaft starts Raft and reports whether the data dir held Raft state.
 func (n *Node) openRaft() (bool, error) {
 	dir := n.cfg.DataDir
-	hlog := hclog.New(&hclog.LoggerOptions{
-		Name: "raft", Level: hclog.LevelFromString(n.cfg.RaftLogLevel), Output: os.Stderr,
-	})
+	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.RaftLogLevel))
 	dbPath := filepath.Join(dir, "raft.db")
 	if err := checkStore(dbPath); err != nil {
 		return false, damaged(err, dir)
@@ -220,6 +222,9 @@ func (n *Node) openRaft() (bool, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.ID)
 	rc.Logger = hlog
+	// Per-peer replication metrics only as labels (peer_id), not also as
+	// one metric name per peer.
+	rc.NoLegacyTelemetry = true
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 256
 	// Half the library's 1 s defaults: a follower notices a dead leader

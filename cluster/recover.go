@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -91,7 +92,9 @@ func Recover(dataDir, peersFile string) (Recovery, error) {
 		return Recovery{}, fmt.Errorf("%w: recover another survivor's data dir instead", err)
 	}
 
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	// Recover runs offline, outside a node: its few Raft lines go to the
+	// process's default logger.
+	hlog := NewHCLogger(slog.Default(), "raft", hclog.Warn)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 2, hlog)
 	if err != nil {
 		return Recovery{}, fmt.Errorf("open snapshot store: %w", err)

@@ -47,6 +47,9 @@ func relayBatches(calls []*createCall) [][]*createCall {
 	return batches
 }
 
+// kindCreateBatch is a relayed batch in linkraft_forwarded_requests_total.
+const kindCreateBatch = "create_batch"
+
 // errNotApplied is the leader's answer that it applied none of a batch
 // (it does not lead, or no longer): the batch may be sent anywhere again.
 var errNotApplied = fmt.Errorf("%w: the node asked does not lead", ErrNoLeader)
@@ -88,9 +91,11 @@ func (n *Node) relayCreates(batch []*createCall) {
 		err = fmt.Errorf("%w: this node leads now", ErrNoLeader)
 	}
 	if err != nil {
+		n.metrics.forwarded(kindCreateBatch, err)
 		replyAll(live, createReply{err: err, retry: true})
 		return
 	}
+	n.metrics.relayBatch.Observe(float64(len(live)))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	go func() { // a node that closes stops waiting on the leader at once
@@ -110,6 +115,7 @@ func (n *Node) relayCreates(batch []*createCall) {
 	if err == nil && len(answer.Results) != len(live) {
 		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
 	}
+	n.metrics.forwarded(kindCreateBatch, err)
 	if err != nil {
 		replyAll(live, relayFailure(err, keyed))
 		return

@@ -16,6 +16,12 @@ type Server struct {
 	Leader      bool      `json:"leader"`
 	Reachable   bool      `json:"reachable"`
 	LastContact time.Time `json:"last_contact,omitzero"`
+	// AppliedIndex is the last index the server's state machine applied,
+	// and ReplicationLag how many entries that is behind the leader's
+	// (0 for the leader). Each is present only when the server (and, for
+	// the lag, the leader) answered.
+	AppliedIndex   *uint64 `json:"applied_index,omitempty"`
+	ReplicationLag *uint64 `json:"replication_lag,omitempty"`
 }
 
 // Status describes this node's view of the cluster.
@@ -64,7 +70,9 @@ func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 // Status reports this node's view of the cluster: roles, indexes and the
 // configuration's servers. Each other server is asked who it is over its
 // HTTP listener (concurrently, briefly), so "reachable" means reachable from
-// this node now and last_contact is the time of that answer.
+// this node now and last_contact is the time of that answer; a reachable
+// server is then asked what it has applied, which with the leader's
+// applied index gives its replication lag.
 func (n *Node) Status() (Status, error) {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	st := Status{
@@ -86,6 +94,7 @@ func (n *Node) Status() (Status, error) {
 		srv.HTTPAddr, _ = n.httpAddrOf(string(s.ID))
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
+			srv.AppliedIndex = ptr(n.appliedIndex())
 			continue
 		}
 		if srv.HTTPAddr == "" {
@@ -94,11 +103,37 @@ func (n *Node) Status() (Status, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := n.nodeInfoOf(srv.HTTPAddr, 500*time.Millisecond); err == nil {
-				srv.Reachable, srv.LastContact = true, time.Now().UTC()
+			if _, err := n.nodeInfoOf(srv.HTTPAddr, 500*time.Millisecond); err != nil {
+				return
+			}
+			srv.Reachable, srv.LastContact = true, time.Now().UTC()
+			if applied, ok := n.appliedIndexOf(srv.HTTPAddr, 500*time.Millisecond); ok {
+				srv.AppliedIndex = ptr(applied)
 			}
 		}()
 	}
 	wg.Wait()
+	setLags(st.Servers)
 	return st, nil
 }
+
+// setLags sets each server's replication lag from its applied index and
+// the leader's, when both are known.
+func setLags(servers []Server) {
+	var leader *uint64
+	for _, s := range servers {
+		if s.Leader {
+			leader = s.AppliedIndex
+		}
+	}
+	if leader == nil {
+		return
+	}
+	for i := range servers {
+		if s := &servers[i]; s.AppliedIndex != nil {
+			s.ReplicationLag = ptr(lagOf(*leader, *s.AppliedIndex))
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -243,6 +243,7 @@ func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 		cmd.Items[i] = c.req
 		relayed = relayed || c.relayed
 	}
+	n.metrics.createBatch.Observe(float64(len(batch)))
 	push.proposing()
 	resp, index, err := n.applyAt(fsm.EncodeCreate(cmd))
 	results, ok := resp.([]fsm.CreateResult)

@@ -369,12 +369,13 @@ func (n *node) commandLine(opts nodeOptions) (args, env []string) {
 	return args, env
 }
 
-// hermeticEnv is the test's environment without LINKRAFT_* variables, so a
-// developer's shell settings cannot change what the node does.
+// hermeticEnv is the test's environment without LINKRAFT_* variables and
+// NOTIFY_SOCKET, so a developer's shell settings cannot change what the
+// node does and a service manager running the tests never hears from it.
 func hermeticEnv(extra []string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LINKRAFT_") {
+		if !strings.HasPrefix(kv, "LINKRAFT_") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
 			env = append(env, kv)
 		}
 	}

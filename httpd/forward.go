@@ -38,12 +38,13 @@ type forwardMode struct {
 	localFallback bool
 }
 
+// Kind names each mode in linkraft_forwarded_requests_total.
 var (
-	forwardWrite = forwardMode{}
+	forwardWrite = forwardMode{opts: cluster.ForwardOptions{Kind: "write"}}
 	// Admin operations can outlast a create: joining dials and probes the
 	// new server, restores and imports move whole data sets.
-	forwardAdmin     = forwardMode{opts: cluster.ForwardOptions{Timeout: 5 * time.Minute}}
-	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute}, localFallback: true}
+	forwardAdmin     = forwardMode{opts: cluster.ForwardOptions{Timeout: 5 * time.Minute, Kind: "admin"}}
+	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute, Kind: "admin_read"}, localFallback: true}
 )
 
 // forwarder serves a request here when this node leads, and otherwise

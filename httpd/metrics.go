@@ -15,6 +15,12 @@ import (
 
 // metrics holds this server's Prometheus registry. Per-route children are
 // resolved once and cached so that instrumenting a request allocates nothing.
+//
+// The registry serves, besides this package's metrics: the cluster
+// package's (Node.Collectors, registered here: cluster measures, httpd
+// exposes), the Go and process collectors, and whatever the caller put in
+// the registry it passed (the command puts Raft's and memberlist's
+// go-metrics sink there).
 type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
@@ -35,9 +41,12 @@ type routeMetrics struct {
 	byStatus map[int]prometheus.Counter
 }
 
-func newMetrics(node *cluster.Node) *metrics {
+func newMetrics(node *cluster.Node, registry *prometheus.Registry) *metrics {
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+	}
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
+		registry: registry,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "linkraft_http_requests_total", Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
@@ -65,6 +74,7 @@ func newMetrics(node *cluster.Node) *metrics {
 		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(node.FSM().Len()) }),
 		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(node.PendingClicks()) }),
 	)
+	m.registry.MustRegister(node.Collectors()...)
 	m.redirectRoute = m.route("redirect")
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
@@ -39,6 +40,11 @@ type Config struct {
 	IdleTimeout         time.Duration
 	Version             string
 	Logger              *slog.Logger
+	// AccessLog logs one line per request at info level.
+	AccessLog bool
+	// Registry is where /metrics gathers from; this server registers its
+	// own metrics and the node's there. nil: a registry of its own.
+	Registry *prometheus.Registry
 }
 
 // Server serves the public API of one node.
@@ -63,7 +69,7 @@ func New(cfg Config, node *cluster.Node) *Server {
 		node:    node,
 		fsm:     node.FSM(),
 		router:  router.New(),
-		metrics: newMetrics(node),
+		metrics: newMetrics(node, cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		log:     cfg.Logger,
 	}
@@ -158,9 +164,24 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	defer s.recoverPanic(ctx) // the router's PanicHandler does not cover the redirect path
 	if code, ok := redirectCode(ctx); ok {
 		s.metrics.instrumentRedirect(ctx, code, s.redirect)
-		return
+	} else {
+		s.router.Handler(ctx)
 	}
-	s.router.Handler(ctx)
+	if s.cfg.AccessLog { // off, the redirect path stays free of allocations
+		s.logAccess(ctx)
+	}
+}
+
+// logAccess writes the access log line of a request that was answered.
+func (s *Server) logAccess(ctx *fasthttp.RequestCtx) {
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+		slog.String("method", string(ctx.Method())),
+		slog.String("path", string(ctx.Path())),
+		slog.Int("status", ctx.Response.StatusCode()),
+		slog.Duration("duration", time.Since(ctx.Time())),
+		slog.String("remote", ctx.RemoteAddr().String()),
+		slog.String("node", s.node.ID()),
+	)
 }
 
 // recoverPanic answers 500 instead of letting a bug take the node down.

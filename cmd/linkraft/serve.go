@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +15,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics/compat"
+	gmprometheus "github.com/hashicorp/go-metrics/compat/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/cluster/secure"
@@ -36,6 +42,8 @@ type serveConfig struct {
 	createRate                                                   float64
 	createBurst                                                  int
 	trustedProxy, logLevel                                       string
+	logFormat                                                    string
+	accessLog                                                    bool
 
 	key *secure.Key // parsed --cluster-key
 }
@@ -67,6 +75,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
 	fs.StringVar(&c.trustedProxy, "trusted-proxy", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For is believed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
+	fs.BoolVar(&c.accessLog, "access-log", false, "log one line per HTTP request (method, path, status, duration, remote address)")
 
 	if err := applyEnv(fs); err != nil {
 		return nil, err
@@ -126,12 +136,19 @@ func (c *serveConfig) validate() error {
 	return nil
 }
 
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
 func serve(args []string, stderr io.Writer) int {
@@ -143,7 +160,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "linkraft serve:", err)
 		return 2
 	}
-	log, err := newLogger(cfg.logLevel, stderr)
+	log, err := newLogger(cfg.logLevel, cfg.logFormat, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "linkraft serve:", err)
 		return 2
@@ -169,6 +186,15 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}
 	defer ln.Close()
 
+	// Anything written through the standard library's logger (go-metrics
+	// reports its errors there) gets the same format as the rest.
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(cluster.NewHCLogger(log, "log", hclog.Trace).StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+	registry := prometheus.NewRegistry()
+	if err := raftMetrics(registry); err != nil {
+		return err
+	}
+
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
@@ -191,6 +217,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets, AdminToken: cfg.adminToken,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
+		AccessLog: cfg.accessLog, Registry: registry,
 	}, node)
 
 	defer tuneGC()()
@@ -201,9 +228,15 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	// Ready now (and SIGTERM already handled gracefully), though Serve may
+	// not have reached Accept yet: ln has listened since before
+	// cluster.Open and the kernel queues connections until Serve takes
+	// them, so a /health probe sent after READY=1 is answered, not refused.
+	notifyReady(log, ln.Addr().String(), cfg.raftAddr)
 	select {
 	case sig := <-stop:
 		log.Info("shutting down", "signal", sig.String())
+		notifyStopping(log, "signal "+sig.String())
 	case err := <-serveErr:
 		return fmt.Errorf("http server: %w", err)
 	}
@@ -255,4 +288,59 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// raftMetrics sends the metrics hashicorp/raft, raft-boltdb and memberlist
+// emit to registry, under their own names (raft_commitTime,
+// memberlist_gossip, ...). The libraries emit through go-metrics' global
+// instance, which is their only way out: it is set once here, before
+// cluster.Open, so nothing from the start (the first election) is lost. No
+// host name in the names (Prometheus labels the target) and no runtime
+// metrics (the registry has Go's collector already).
+func raftMetrics(registry *prometheus.Registry) error {
+	sink, err := gmprometheus.NewPrometheusSinkFrom(gmprometheus.PrometheusOpts{
+		Registerer: registry,
+		// A series nothing updated for this long goes: a former peer's, or
+		// a leader-only one after leadership moved. Longer than
+		// memberlist's 30 s push-pull, which refreshes its member gauges.
+		Expiration: 2 * time.Minute,
+		// Declared series are there from the start and never expire, so
+		// rare ones (snapshots, restores) stay visible between events.
+		SummaryDefinitions: raftSummaries(),
+		CounterDefinitions: []gmprometheus.CounterDefinition{
+			{Name: []string{"raft", "state", "leader"}, Help: "Times this node became the Raft leader."},
+			{Name: []string{"raft", "state", "candidate"}, Help: "Elections this node started."},
+			{Name: []string{"raft", "state", "follower"}, Help: "Times this node became a follower."},
+		},
+		Name: "linkraft_go_metrics_sink",
+	})
+	if err != nil {
+		return fmt.Errorf("raft metrics: %w", err)
+	}
+	conf := gometrics.DefaultConfig("")
+	conf.EnableHostname = false
+	conf.EnableHostnameLabel = false
+	conf.EnableRuntimeMetrics = false
+	if _, err := gometrics.NewGlobal(conf, sink); err != nil {
+		return fmt.Errorf("raft metrics: %w", err)
+	}
+	return nil
+}
+
+// raftSummaries declares the timings an operator watches (milliseconds).
+func raftSummaries() []gmprometheus.SummaryDefinition {
+	var defs []gmprometheus.SummaryDefinition
+	for _, d := range []struct{ name, help string }{
+		{"raft.commitTime", "Leader: time from an entry's append to its commit (ms)."},
+		{"raft.fsm.applyBatch", "Time the state machine took to apply a batch of committed entries (ms)."},
+		{"raft.boltdb.storeLogs", "Time to write and fsync a batch of log entries to raft.db (ms)."},
+		{"raft.rpc.appendEntries.storeLogs", "Follower: time to store the entries of an append (ms)."},
+		{"raft.snapshot.takeSnapshot", "Time to take a snapshot, from start to the log compacted (ms)."},
+		{"raft.snapshot.create", "Time to create a snapshot's file (ms)."},
+		{"raft.snapshot.persist", "Time to write a snapshot to disk (ms)."},
+		{"raft.fsm.restore", "Time the state machine took to restore a snapshot (ms)."},
+	} {
+		defs = append(defs, gmprometheus.SummaryDefinition{Name: strings.Split(d.name, "."), Help: d.help})
+	}
+	return defs
 }

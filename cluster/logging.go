@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Raft logs through hclog and memberlist through a *log.Logger; both are
+// sent to the node's *slog.Logger here, so every line the process writes
+// has the one format the operator chose (text or JSON) and one level
+// scheme. hclog's Trace and Debug are slog's Debug; Info, Warn and Error
+// are the same. Each line carries the library's name as "component".
+
+// NewHCLogger returns an hclog.Logger that writes through l. Lines below
+// level are dropped before they reach l (whose handler applies its own
+// level after that); hclog.Off drops everything, and hclog.NoLevel (what
+// hclog.LevelFromString returns for a name it does not know) is Info, as
+// in hclog.
+func NewHCLogger(l *slog.Logger, name string, level hclog.Level) hclog.Logger {
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	a := &hclogAdapter{base: l, name: name, level: new(atomic.Int32)}
+	a.level.Store(int32(level))
+	a.log = a.derive()
+	return a
+}
+
+// hclogAdapter implements hclog.Logger on top of slog.
+type hclogAdapter struct {
+	base    *slog.Logger // the node's logger, without name or implied args
+	log     *slog.Logger // base with component and implied args
+	name    string
+	implied []any
+	// level is shared with the loggers derived by With and Named, as
+	// hclog's own loggers share theirs.
+	level *atomic.Int32
+}
+
+// slogLevel maps an hclog level to slog's; ok is false for levels that
+// never print (Off, and NoLevel, which hclog treats as "inherit").
+func slogLevel(l hclog.Level) (slog.Level, bool) {
+	switch l {
+	case hclog.Trace, hclog.Debug:
+		return slog.LevelDebug, true
+	case hclog.Info:
+		return slog.LevelInfo, true
+	case hclog.Warn:
+		return slog.LevelWarn, true
+	case hclog.Error:
+		return slog.LevelError, true
+	}
+	return 0, false
+}
+
+func (a *hclogAdapter) derive() *slog.Logger {
+	l := a.base
+	if a.name != "" {
+		l = l.With("component", a.name)
+	}
+	if len(a.implied) > 0 {
+		l = l.With(a.implied...)
+	}
+	return l
+}
+
+func (a *hclogAdapter) enabled(level hclog.Level) bool {
+	threshold := hclog.Level(a.level.Load())
+	if threshold == hclog.Off || level < threshold {
+		return false
+	}
+	sl, ok := slogLevel(level)
+	return ok && a.log.Enabled(context.Background(), sl)
+}
+
+func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	if !a.enabled(level) {
+		return
+	}
+	sl, _ := slogLevel(level)
+	a.log.Log(context.Background(), sl, msg, args...)
+}
+
+func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }
+func (a *hclogAdapter) Debug(msg string, args ...any) { a.Log(hclog.Debug, msg, args...) }
+func (a *hclogAdapter) Info(msg string, args ...any)  { a.Log(hclog.Info, msg, args...) }
+func (a *hclogAdapter) Warn(msg string, args ...any)  { a.Log(hclog.Warn, msg, args...) }
+func (a *hclogAdapter) Error(msg string, args ...any) { a.Log(hclog.Error, msg, args...) }
+
+func (a *hclogAdapter) IsTrace() bool { return a.enabled(hclog.Trace) }
+func (a *hclogAdapter) IsDebug() bool { return a.enabled(hclog.Debug) }
+func (a *hclogAdapter) IsInfo() bool  { return a.enabled(hclog.Info) }
+func (a *hclogAdapter) IsWarn() bool  { return a.enabled(hclog.Warn) }
+func (a *hclogAdapter) IsError() bool { return a.enabled(hclog.Error) }
+
+func (a *hclogAdapter) ImpliedArgs() []any { return a.implied }
+
+func (a *hclogAdapter) With(args ...any) hclog.Logger {
+	c := *a
+	c.implied = append(append([]any(nil), a.implied...), args...)
+	c.log = c.derive()
+	return &c
+}
+
+func (a *hclogAdapter) Name() string { return a.name }
+
+// Named appends to the name, as hclog does ("raft.snapshot").
+func (a *hclogAdapter) Named(name string) hclog.Logger {
+	if a.name != "" {
+		name = a.name + "." + name
+	}
+	return a.ResetNamed(name)
+}
+
+func (a *hclogAdapter) ResetNamed(name string) hclog.Logger {
+	c := *a
+	c.name = name
+	c.log = c.derive()
+	return &c
+}
+
+func (a *hclogAdapter) SetLevel(level hclog.Level) { a.level.Store(int32(level)) }
+func (a *hclogAdapter) GetLevel() hclog.Level      { return hclog.Level(a.level.Load()) }
+
+func (a *hclogAdapter) StandardLogger(opts *hclog.StandardLoggerOptions) *log.Logger {
+	return log.New(a.StandardWriter(opts), "", 0)
+}
+
+// StandardWriter returns a writer for a *log.Logger (memberlist's, the
+// standard library's). Each write is one line; with InferLevels its level
+// is read from a leading "[DEBUG]", "[WARN]", "[ERR]"... as hclog's own
+// loggers do, otherwise it is logged at ForceLevel, or Info.
+func (a *hclogAdapter) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writer {
+	if opts == nil {
+		opts = &hclog.StandardLoggerOptions{}
+	}
+	return &stdlogWriter{log: a, infer: opts.InferLevels, force: opts.ForceLevel}
+}
+
+// stdlogWriter turns *log.Logger lines into leveled log records.
+type stdlogWriter struct {
+	log   hclog.Logger
+	infer bool
+	force hclog.Level
+}
+
+func (w *stdlogWriter) Write(p []byte) (int, error) {
+	line := string(bytes.TrimRight(p, " \t\r\n"))
+	level, msg := inferLevel(line)
+	switch {
+	case w.force != hclog.NoLevel:
+		level = w.force
+	case !w.infer:
+		level, msg = hclog.Info, line
+	}
+	w.log.Log(level, msg)
+	return len(p), nil
+}
+
+// inferLevel reads the level prefix the HashiCorp libraries put on lines
+// they write to a *log.Logger and returns the level and the rest of the
+// line; a line without one is Info.
+func inferLevel(line string) (hclog.Level, string) {
+	prefixes := [...]struct {
+		prefix string
+		level  hclog.Level
+	}{
+		{"[TRACE]", hclog.Trace}, {"[DEBUG]", hclog.Debug}, {"[INFO]", hclog.Info},
+		{"[WARN]", hclog.Warn}, {"[ERR]", hclog.Error}, {"[ERROR]", hclog.Error},
+	}
+	for _, p := range prefixes {
+		if rest, ok := strings.CutPrefix(line, p.prefix); ok {
+			return p.level, strings.TrimSpace(rest)
+		}
+	}
+	return hclog.Info, line
+}
+
+var _ hclog.Logger = (*hclogAdapter)(nil)

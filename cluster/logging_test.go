@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// jsonLines decodes every line of buf as one JSON object.
+func jsonLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestHCLoggerLevels(t *testing.T) {
+	tests := []struct {
+		name      string
+		threshold hclog.Level // the adapter's own level (raft log level)
+		handler   slog.Level  // the node's --log-level
+		logAt     hclog.Level
+		want      string // slog level of the line; "" for no line
+	}{
+		{"trace is debug", hclog.Trace, slog.LevelDebug, hclog.Trace, "DEBUG"},
+		{"debug is debug", hclog.Trace, slog.LevelDebug, hclog.Debug, "DEBUG"},
+		{"info is info", hclog.Trace, slog.LevelDebug, hclog.Info, "INFO"},
+		{"warn is warn", hclog.Trace, slog.LevelDebug, hclog.Warn, "WARN"},
+		{"error is error", hclog.Trace, slog.LevelDebug, hclog.Error, "ERROR"},
+		{"below the adapter's level", hclog.Warn, slog.LevelDebug, hclog.Info, ""},
+		{"at the adapter's level", hclog.Warn, slog.LevelDebug, hclog.Warn, "WARN"},
+		{"below the handler's level", hclog.Trace, slog.LevelInfo, hclog.Debug, ""},
+		{"off drops errors", hclog.Off, slog.LevelDebug, hclog.Error, ""},
+		{"unknown level name is info", hclog.LevelFromString("loud"), slog.LevelDebug, hclog.Debug, ""},
+		{"unknown level name passes info", hclog.LevelFromString("loud"), slog.LevelDebug, hclog.Info, "INFO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tt.handler})), "raft", tt.threshold)
+			l.Log(tt.logAt, "entering follower state", "term", 3)
+			lines := jsonLines(t, &buf)
+			if tt.want == "" {
+				if len(lines) != 0 {
+					t.Fatalf("want no line, got %v", lines)
+				}
+				return
+			}
+			if len(lines) != 1 {
+				t.Fatalf("want one line, got %v", lines)
+			}
+			got := lines[0]
+			if got["level"] != tt.want || got["msg"] != "entering follower state" ||
+				got["component"] != "raft" || got["term"] != float64(3) {
+				t.Fatalf("got %v, want level %s, component raft, term 3", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHCLoggerInfersStandardLoggerLevels(t *testing.T) {
+	tests := []struct {
+		line      string
+		wantLevel string
+		wantMsg   string
+	}{
+		{"[DEBUG] memberlist: Stream connection from=127.0.0.1:5000", "DEBUG", "memberlist: Stream connection from=127.0.0.1:5000"},
+		{"[TRACE] memberlist: detail", "DEBUG", "memberlist: detail"},
+		{"[INFO] memberlist: Marking node2 as failed", "INFO", "memberlist: Marking node2 as failed"},
+		{"[WARN] memberlist: Was able to connect to node2 over TCP but UDP probes failed", "WARN",
+			"memberlist: Was able to connect to node2 over TCP but UDP probes failed"},
+		{"[ERR] memberlist: Failed to send ping: connection refused", "ERROR", "memberlist: Failed to send ping: connection refused"},
+		{"[ERROR] memberlist: push/pull failed", "ERROR", "memberlist: push/pull failed"},
+		{"no prefix at all", "INFO", "no prefix at all"},
+		{"[WARNING] not a known prefix", "INFO", "[WARNING] not a known prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "memberlist", hclog.Trace)
+			std := l.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+			std.Println(tt.line)
+			lines := jsonLines(t, &buf)
+			if len(lines) != 1 {
+				t.Fatalf("want one line, got %v", lines)
+			}
+			if got := lines[0]; got["level"] != tt.wantLevel || got["msg"] != tt.wantMsg || got["component"] != "memberlist" {
+				t.Fatalf("got %v, want level %s msg %q component memberlist", got, tt.wantLevel, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestHCLoggerStandardWriterForcedAndPlain(t *testing.T) {
+	tests := []struct {
+		name string
+		opts *hclog.StandardLoggerOptions
+		want string
+	}{
+		{"no inference: info, prefix kept", &hclog.StandardLoggerOptions{}, "INFO"},
+		{"nil options: info", nil, "INFO"},
+		{"forced level wins over the prefix", &hclog.StandardLoggerOptions{InferLevels: true, ForceLevel: hclog.Error}, "ERROR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "x", hclog.Trace)
+			_, _ = l.StandardWriter(tt.opts).Write([]byte("[DEBUG] hello\n"))
+			lines := jsonLines(t, &buf)
+			if len(lines) != 1 || lines[0]["level"] != tt.want {
+				t.Fatalf("got %v, want one line at %s", lines, tt.want)
+			}
+		})
+	}
+}
+
+func TestHCLoggerNamedWithAndSetLevel(t *testing.T) {
+	var buf bytes.Buffer
+	root := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "raft", hclog.Info)
+	sub := root.Named("snapshot").With("path", "/data")
+	if sub.Name() != "raft.snapshot" {
+		t.Fatalf("Named: got %q, want raft.snapshot", sub.Name())
+	}
+	sub.Info("creating new snapshot")
+	root.SetLevel(hclog.Error) // shared with derived loggers, as in hclog
+	sub.Warn("dropped")
+	if sub.IsWarn() || !sub.IsError() {
+		t.Fatalf("after SetLevel(Error): IsWarn %v IsError %v", sub.IsWarn(), sub.IsError())
+	}
+	lines := jsonLines(t, &buf)
+	if len(lines) != 1 {
+		t.Fatalf("want one line, got %v", lines)
+	}
+	if got := lines[0]; got["component"] != "raft.snapshot" || got["path"] != "/data" {
+		t.Fatalf("got %v, want component raft.snapshot and path /data", got)
+	}
+}

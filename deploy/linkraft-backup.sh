@@ -1,0 +1,100 @@
+#!/bin/sh
+# linkraft-backup.sh: save one backup of a linkraft cluster (GET /admin/backup)
+# under a dated name and delete all but the newest few. Run daily by
+# linkraft-backup.timer; also fine to run by hand (as root or as linkraft):
+#
+#   set -a; . /etc/linkraft.env; set +a; linkraft-backup.sh
+#
+# Environment (the unit reads /etc/linkraft.env):
+#   LINKRAFT_ADMIN_TOKEN   the nodes' --admin-token; empty: none is sent, which
+#                          works only against a node on this machine
+#   LINKRAFT_ADDR          node to ask, http(s)://host:port or host:port
+#                          (default: this machine, port of LINKRAFT_HTTP_ADDR).
+#                          Any node will do: it relays to the leader.
+#   LINKRAFT_BACKUP_DIR    where backups go (default /var/lib/linkraft-backups)
+#   LINKRAFT_BACKUP_KEEP   how many backups to keep (default 14)
+#   LINKRAFT_BACKUP_TIMEOUT  seconds the whole download may take (default 900)
+#
+# Exits non-zero, leaving earlier backups alone, unless a complete backup
+# was saved. The backup file is replaced atomically: a reader never sees a
+# partial one under the final name.
+set -eu
+
+dir=${LINKRAFT_BACKUP_DIR:-/var/lib/linkraft-backups}
+keep=${LINKRAFT_BACKUP_KEEP:-14}
+timeout=${LINKRAFT_BACKUP_TIMEOUT:-900}
+token=${LINKRAFT_ADMIN_TOKEN:-}
+
+die() {
+	echo "linkraft-backup: $*" >&2
+	exit 1
+}
+
+case $keep in '' | *[!0-9]*) die "LINKRAFT_BACKUP_KEEP=$keep: want a whole number >= 1" ;; esac
+[ "$keep" -ge 1 ] || die "LINKRAFT_BACKUP_KEEP=$keep: want a whole number >= 1"
+case $timeout in '' | *[!0-9]*) die "LINKRAFT_BACKUP_TIMEOUT=$timeout: want seconds" ;; esac
+# The token goes to curl in a config file read from standard input, so it
+# never shows on a command line (ps); the config's quoting forbids these.
+case $token in *'"'* | *'\'*) die "LINKRAFT_ADMIN_TOKEN must not contain a quote or a backslash" ;; esac
+command -v curl >/dev/null 2>&1 || die "curl is not installed"
+
+addr=${LINKRAFT_ADDR:-}
+if [ -z "$addr" ]; then
+	# The node on this machine: --http-addr ":8080" or "0.0.0.0:8080"
+	# listens on every address, loopback included.
+	listen=${LINKRAFT_HTTP_ADDR:-:8080}
+	host=${listen%:*}
+	case $host in '' | 0.0.0.0 | '[::]') host=127.0.0.1 ;; esac
+	addr=$host:${listen##*:}
+fi
+case $addr in *://*) ;; *) addr=http://$addr ;; esac
+url=${addr%/}/admin/backup
+
+umask 077
+mkdir -p "$dir"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+out=$dir/linkraft-$stamp.backup
+tmp=$dir/.linkraft-$stamp.backup.partial
+hdr=$dir/.linkraft-$stamp.headers
+trap 'rm -f "$tmp" "$hdr"' EXIT
+trap 'exit 1' HUP INT TERM
+
+curl_config() {
+	if [ -n "$token" ]; then
+		printf 'header = "Authorization: Bearer %s"\n' "$token"
+	fi
+}
+
+status=$(curl_config | curl --silent --show-error --config - \
+	--max-time "$timeout" --dump-header "$hdr" --output "$tmp" \
+	--write-out '%{http_code}' "$url") ||
+	die "GET $url failed (curl exit $?); is the node up? (systemctl status linkraft)"
+
+if [ "$status" != 200 ]; then
+	# Errors are problem+json; their detail says what is wrong (401: the
+	# token, 403: no token and not a loopback client).
+	detail=$(dd if="$tmp" bs=400 count=1 2>/dev/null | tr '\n' ' ')
+	die "GET $url answered $status: $detail"
+fi
+[ -s "$tmp" ] || die "GET $url answered an empty backup"
+# Every backup starts with the snapshot format's magic; restore checks the
+# rest (every section and the trailing checksum) and refuses a damaged one.
+magic=$(dd if="$tmp" bs=4 count=1 2>/dev/null)
+[ "$magic" = LKRS ] || die "GET $url answered something that is not a linkraft backup"
+if grep -qi '^x-linkraft-stale:' "$hdr"; then
+	echo "linkraft-backup: warning: no leader was reachable; this backup is the answering node's own state and may lag the cluster" >&2
+fi
+
+# On disk before it takes the final name, so a crash cannot leave an empty
+# file there (sync FILE is GNU coreutils; elsewhere sync everything).
+sync "$tmp" 2>/dev/null || sync
+mv -f "$tmp" "$out"
+size=$(wc -c <"$out" | tr -d ' ')
+echo "linkraft-backup: saved $out ($size bytes) from $url"
+
+# The names sort by time. Only names this script writes are considered.
+ls "$dir" | grep -E '^linkraft-[0-9]{8}T[0-9]{6}Z\.backup$' | sort -r |
+	tail -n "+$((keep + 1))" | while IFS= read -r old; do
+	rm -f -- "$dir/$old"
+	echo "linkraft-backup: pruned $old (keeping the newest $keep)"
+done
