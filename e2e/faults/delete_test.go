@@ -37,7 +37,7 @@ func TestBrokenDeleteWaitIsCaught(t *testing.T) {
 	}
 	bin := buildMutant(t, []mutation{
 		{"cluster/write.go", "\tn.awaitVoters(index)\n", ""},
-		{"cluster/forward.go", "\treturn n.applyLeaderIndex(ctx, resp)\n", "\treturn nil\n"},
+		{"cluster/forward.go", "\t\terr = n.applyLeaderIndex(ctx, resp)\n", ""},
 	})
 	found := deleteThroughFollower(t, bin)
 	t.Logf("broken build: %v", found)
