@@ -72,7 +72,7 @@ func TestBridgePartitionHeals(t *testing.T) {
 // followers. A create sent through a follower at that moment, by a client
 // that waits as long as it takes, must succeed: the follower's forward to
 // the old leader hangs (its packets are dropped), and it must resend to the
-// new leader once the followers elect one, within the nodes' 2 s write
+// new leader once the followers elect one, within the nodes' write
 // timeout.
 func TestWritesResumeWhenTheLeaderIsIsolated(t *testing.T) {
 	if testing.Short() {
@@ -98,7 +98,7 @@ func TestWritesResumeWhenTheLeaderIsIsolated(t *testing.T) {
 			t.Fatal(err)
 		}
 		if op.Status != 201 {
-			t.Errorf("round %d: create through a follower with the leader isolated: %d %s after %v, want 201 within the 2 s write timeout", round, op.Status, op.Err, took)
+			t.Errorf("round %d: create through a follower with the leader isolated: %d %s after %v, want 201 within the %v write timeout", round, op.Status, op.Err, took, writeTimeout)
 		}
 		if _, err := c.waitLeader(formTimeout); err != nil {
 			t.Fatal(err)
