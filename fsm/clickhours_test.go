@@ -131,12 +131,7 @@ func TestClickHoursAreAPointInTime(t *testing.T) {
 		clickAt("p2", 20, base+2*hour, ClickCount{links[1].Code, 1}), // inserted between held hours
 		clickAt("p1", 21, base+9*hour, ClickCount{links[2].Code, 1}), // a link without hours
 	)
-	var buf bytes.Buffer
-	if err := snap.(*snapshot).writeTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	if !bytes.Equal(buf.Bytes(), want) {
+	if !bytes.Equal(writeAndRelease(t, snap), want) {
 		t.Fatal("the snapshot changed after it was taken")
 	}
 	if got, _ := f.ClickHours(links[0].Code, base+hour, base+2*hour); len(got) != 1 || got[0].Clicks != 4 {

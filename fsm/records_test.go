@@ -92,6 +92,17 @@ func changesAfter(links []Link) [][]byte {
 	return cmds
 }
 
+// writeAndRelease encodes a snapshot taken earlier and releases it.
+func writeAndRelease(t *testing.T, snap raft.FSMSnapshot) []byte {
+	t.Helper()
+	defer snap.Release()
+	var buf bytes.Buffer
+	if err := snap.(*snapshot).writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // TestSnapshotIsAPointInTime takes a snapshot, changes every link before
 // writing it, and checks that it still holds exactly the state it was
 // taken from, while the live state holds every change.
@@ -111,12 +122,7 @@ func TestSnapshotIsAPointInTime(t *testing.T) {
 	}
 	later := changesAfter(links)
 	applyFrom(live, 1000, later...)
-	var buf bytes.Buffer
-	if err := snap.(*snapshot).writeTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	if !bytes.Equal(buf.Bytes(), want) {
+	if !bytes.Equal(writeAndRelease(t, snap), want) {
 		t.Fatal("the snapshot changed after it was taken")
 	}
 	if again, _ := before.Get(links[1].Code); got != again {

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
-
-	"github.com/valyala/fasthttp"
 )
 
 func TestAccessLog(t *testing.T) {
@@ -61,22 +58,8 @@ func TestAccessLog(t *testing.T) {
 // BenchmarkRedirectWithAccessLog is BenchmarkRedirect with --access-log,
 // lines encoded as JSON and discarded: what the access log costs.
 func BenchmarkRedirectWithAccessLog(b *testing.B) {
-	s := newTestServer(b, func(c *Config) {
+	benchmarkRedirect(b, func(c *Config) {
 		c.AccessLog = true
 		c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	})
-	code := mustCreate(b, s, `{"url":"https://example.com/some/long/path?with=query"}`)
-	var ctx fasthttp.RequestCtx
-	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5555}, nil)
-	ctx.Request.Header.SetMethod("GET")
-	ctx.Request.SetRequestURI("/" + code)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		ctx.Response.Reset()
-		s.Handler(&ctx)
-		if ctx.Response.StatusCode() != 302 {
-			b.Fatalf("status %d", ctx.Response.StatusCode())
-		}
-	}
 }

@@ -134,8 +134,12 @@ func TestHTMLErrorPageEscapes(t *testing.T) {
 
 // BenchmarkRedirect measures the redirect hot path through the root handler
 // (routing, lookup, headers, click count, metrics) on a real node.
-func BenchmarkRedirect(b *testing.B) {
-	s := newTestServer(b, nil)
+func BenchmarkRedirect(b *testing.B) { benchmarkRedirect(b, nil) }
+
+// benchmarkRedirect follows one link over and over on a server configured
+// by configure.
+func benchmarkRedirect(b *testing.B, configure func(*Config)) {
+	s := newTestServer(b, configure)
 	code := mustCreate(b, s, `{"url":"https://example.com/some/long/path?with=query"}`)
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5555}, nil)
