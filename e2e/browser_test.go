@@ -1,0 +1,230 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browserTimeout bounds the whole browser part of TestBrowserUI: page
+// loads, typing, and the polls for clicks (which the page picks up on its
+// 5 s auto-refresh) and for the cluster table.
+const browserTimeout = 45 * time.Second
+
+// chromiumPath finds Debian's chromium. The UI test needs a real browser, so
+// its absence is a failure, not a skip: CI installs the package.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium on PATH: the browser test drives Debian's chromium; install it with `apt-get install chromium` (.ci/run does)")
+	return ""
+}
+
+// consoleErrors collects what the page logs as an error or throws, so the
+// test can require a clean console.
+type consoleErrors struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (c *consoleErrors) watch(ctx context.Context) {
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				c.mu.Lock()
+				c.msgs = append(c.msgs, m.String())
+				c.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (c *consoleErrors) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.msgs...)
+}
+
+// TestBrowserUI drives /ui/ in headless chromium against a 3-node cluster:
+// shorten a link through the form, follow the short URL the page shows,
+// watch the clicks arrive in the link page's chart, switch the chart to
+// days, check the layout at phone width, then read the cluster view. With
+// LINKRAFT_SCREENSHOTS set to a directory it saves ui-link.png and
+// ui-cluster.png there.
+func TestBrowserUI(t *testing.T) {
+	skipIfShort(t)
+	browser := chromiumPath(t)
+	shots := os.Getenv("LINKRAFT_SCREENSHOTS")
+	nodes := startCluster(t, 3, nil) // clicks flush every fastFlush
+	n := nodes[0]
+	base := "http://" + n.httpAddr
+
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox, // CI runs as root, where chromium's sandbox refuses to start
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	var console consoleErrors
+	console.watch(bctx)
+
+	const target = "https://example.com/browser-test?x=1"
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(chromedp.ID("s-url")),
+		chromedp.SendKeys(chromedp.ID("s-url"), target),
+		chromedp.Click(chromedp.ID("s-go")),
+		chromedp.WaitVisible(chromedp.ID("l-short")),
+	); err != nil {
+		t.Fatalf("shorten through the form: %v", err)
+	}
+	short, err := chromedp.Run(bctx, chromedp.Poll[string](`document.getElementById("l-short").value`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil {
+		t.Fatalf("the link page shows no short URL: %v", err)
+	}
+	u, err := url.Parse(short)
+	if err != nil || u.Host != n.httpAddr || len(strings.Trim(u.Path, "/")) == 0 {
+		t.Fatalf("short URL %q: want http://%s/<code> (%v)", short, n.httpAddr, err)
+	}
+	hash, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.hash`))
+	if want := "#/link/" + strings.Trim(u.Path, "/"); hash != want {
+		t.Errorf("after shortening the page is at %q, want %q", hash, want)
+	}
+
+	for i := range 3 {
+		status, header, _, err := plainDo(n.client, http.MethodGet, short, nil)
+		if err != nil || status != http.StatusFound || header.Get("Location") != target {
+			t.Fatalf("GET %s (#%d): status %d Location %q err %v; want 302 to %s", short, i+1, status, header.Get("Location"), err, target)
+		}
+	}
+
+	// The page refreshes itself; no reload or click here.
+	waitPage(t, bctx, "the link page's hourly chart shows the 3 clicks", 15*time.Second, `(() => {
+		const bars = [...document.querySelectorAll("#l-chart [data-clicks]")];
+		const sum = bars.reduce((s, b) => s + Number(b.dataset.clicks), 0);
+		return bars.length === 24 && sum === 3 && document.getElementById("l-clicks").textContent === "3";
+	})()`, `JSON.stringify({bars: document.querySelectorAll("#l-chart [data-clicks]").length,
+		clicks: [...document.querySelectorAll("#l-chart [data-clicks]")].map(b => b.dataset.clicks).join(","),
+		total: document.getElementById("l-clicks")?.textContent, msg: document.getElementById("l-msg").textContent})`)
+
+	// The clicks sit in the current hour's bar (or the one before, if the
+	// hour turned meanwhile), and that bar says so in its tooltip.
+	hot, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]string](`(() => {
+		const b = [...document.querySelectorAll("#l-chart [data-clicks]")].find(b => b.dataset.clicks !== "0");
+		return {start: b.dataset.start, title: b.querySelector("title").textContent};
+	})()`))
+	if err != nil {
+		t.Fatalf("read the chart's bar: %v", err)
+	}
+	start, err := time.Parse(time.RFC3339, hot["start"])
+	if age := time.Since(start); err != nil || age < 0 || age > 2*time.Hour {
+		t.Errorf("the clicked bar starts at %q, want within the last two hours", hot["start"])
+	}
+	if !strings.Contains(hot["title"], "3 clicks") {
+		t.Errorf("the clicked bar's title is %q, want it to say 3 clicks", hot["title"])
+	}
+	waitPage(t, bctx, "the QR code image loads", 5*time.Second,
+		`document.getElementById("l-qr").complete && document.getElementById("l-qr").naturalWidth > 0`, `document.getElementById("l-qr").src`)
+	if shots != "" {
+		screenshot(t, bctx, filepath.Join(shots, "ui-link.png"))
+	}
+
+	// Copy either reaches the clipboard or, where the browser refuses,
+	// leaves the URL selected for the user; the page says which.
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("l-copy"))); err != nil {
+		t.Fatalf("click Copy: %v", err)
+	}
+	waitPage(t, bctx, "Copy reports what it did", 5*time.Second,
+		`/^(Copied|Selected)/.test(document.getElementById("l-copied").textContent)`, `document.getElementById("l-copied").textContent`)
+
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`[data-iv="day"]`))); err != nil {
+		t.Fatalf("switch the chart to days: %v", err)
+	}
+	waitPage(t, bctx, "the daily chart shows 30 days with the 3 clicks", 10*time.Second, `(() => {
+		const bars = [...document.querySelectorAll("#l-chart [data-clicks]")];
+		return bars.length === 30 && bars.reduce((s, b) => s + Number(b.dataset.clicks), 0) === 3;
+	})()`, `document.querySelectorAll("#l-chart [data-clicks]").length + " bars"`)
+
+	// At phone width nothing may push the page sideways.
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
+		t.Fatalf("narrow viewport: %v", err)
+	}
+	waitPage(t, bctx, "the link page fits 375 px without scrolling sideways", 5*time.Second,
+		`innerWidth === 375 && document.documentElement.scrollWidth <= 375`, `document.documentElement.scrollWidth + " px wide"`)
+
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Click(chromedp.ID("n-cluster")),
+	); err != nil {
+		t.Fatalf("open the cluster view: %v", err)
+	}
+	waitPage(t, bctx, "the cluster view lists 3 reachable nodes and exactly one leader", 15*time.Second, `(() => {
+		const rows = [...document.querySelectorAll("#c-table tbody tr")];
+		return rows.length === 3 && rows.filter(r => r.dataset.leader === "true").length === 1 &&
+			rows.every(r => r.dataset.reachable === "true");
+	})()`, `document.getElementById("c-out").innerText`)
+	ids, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#c-table tbody tr")].map(r => r.dataset.id).sort()`))
+	if err != nil || strings.Join(ids, ",") != "node1,node2,node3" {
+		t.Errorf("cluster view rows %v (%v), want node1,node2,node3", ids, err)
+	}
+	if shots != "" {
+		screenshot(t, bctx, filepath.Join(shots, "ui-cluster.png"))
+	}
+
+	if errs := console.list(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// waitPage polls a JavaScript predicate in the page until it is true or
+// timeout passes; on failure it reports what describe evaluates to.
+func waitPage(t *testing.T, ctx context.Context, what string, timeout time.Duration, predicate, describe string) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err == nil {
+		return
+	}
+	state, derr := chromedp.Run(ctx, chromedp.Evaluate[string](describe))
+	if derr != nil {
+		state = "(unreadable: " + derr.Error() + ")"
+	}
+	t.Fatalf("%s: not within %v (%v); page shows %s", what, timeout, err, state)
+}
+
+// screenshot saves the visible viewport as a PNG.
+func screenshot(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", path, err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatalf("write screenshot: %v", err)
+	}
+}
