@@ -11,9 +11,17 @@ FUZZ_TARGETS = \
 	./fsm/codes:FuzzCounterCode \
 	./httpd/input:FuzzTarget
 
-.PHONY: test check unit fuzz build bench
+.PHONY: test deps check unit fuzz build bench
 
-test: check unit fuzz
+test: deps check unit fuzz
+
+# deps installs what the tests drive besides Go: Debian's chromium for the
+# browser test (as root, with apt-get), or says how to get it.
+deps:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq chromium; \
+		else echo "the browser test needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
