@@ -23,7 +23,8 @@ type ForwardOptions struct {
 
 // Forward relays a public request that must be served by the leader (a
 // delete, an admin call) and fills resp with the leader's answer. It waits
-// for a leader until the timeout. It returns ErrLeaderIsSelf when this node
+// for a leader up to the write timeout, and for the answer up to
+// opts.Timeout. It returns ErrLeaderIsSelf when this node
 // leads, ErrNoLeader when no leader could be reached in time, and
 // ErrTimeout when the request got no answer: it may have been applied, so
 // it is sent again only when the connection was never made. Creates do not
@@ -37,9 +38,14 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
+	// Finding a leader takes at most the write timeout, however long the
+	// request may take once sent (a restore): without a leader the client
+	// gets its 503, or the local answer, in seconds.
+	find, cancelFind := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancelFind()
 	n.markForwarded(req)
 	deadline, _ := ctx.Deadline()
-	err := n.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			return true, ErrLeaderIsSelf
 		}

@@ -281,6 +281,15 @@ func TestClusterLostQuorum(t *testing.T) {
 			for _, l := range acked {
 				survivor.requireRedirect(t, l.ShortCode, l.OriginalURL)
 			}
+			// The operator's view of the cluster comes from the survivor's
+			// own state, marked stale, once no leader was found within the
+			// write timeout.
+			start := time.Now()
+			r := survivor.get(t, "/admin/cluster")
+			if took := time.Since(start); r.status != http.StatusOK || r.header.Get("X-Linkraft-Stale") == "" || took > writeTimeout+2*time.Second {
+				t.Errorf("GET /admin/cluster without quorum: %d, X-Linkraft-Stale %q after %v; want 200, stale, within --write-timeout + 2 s",
+					r.status, r.header.Get("X-Linkraft-Stale"), took)
+			}
 
 			// One node back: a quorum again, writes resume.
 			down[0].restartUntil(httpUp)
