@@ -222,22 +222,29 @@ type node struct {
 func startNode(t *testing.T, opts nodeOptions) *node {
 	t.Helper()
 	n := newNode(t, opts.ID)
-	// A port picked by "listen :0" can still be grabbed by another process
-	// before the node binds it; retry with fresh ports in that case.
+	if err := n.launchUntil(t, opts, nil, n.waitLeader); err != nil {
+		t.Fatalf("node %s did not become leader: %v", n.id, err)
+	}
+	return n
+}
+
+// launchUntil starts n with opts and extra environment variables and
+// returns what ready returns. A port picked by "listen :0" can still be
+// grabbed by another process before the node binds it; then it retries
+// with fresh ports, at most three times in all.
+func (n *node) launchUntil(t *testing.T, opts nodeOptions, env []string, ready func() error) error {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		n.args, n.env = n.commandLine(opts)
+		n.env = append(n.env, env...)
 		n.launch()
-		err := n.waitLeader()
-		if err == nil {
-			return n
+		err := ready()
+		if err == nil || attempt == 3 || !strings.Contains(n.out.String(), "address already in use") {
+			return err
 		}
-		if attempt < 3 && strings.Contains(n.out.String(), "address already in use") {
-			n.kill()
-			fmt.Fprintf(n.out, "\n=== harness: port clash, retrying with new ports ===\n")
-			n.pickPorts(t)
-			continue
-		}
-		t.Fatalf("node %s did not become leader: %v", n.id, err)
+		n.kill()
+		fmt.Fprintf(n.out, "\n=== harness: port clash, retrying with new ports ===\n")
+		n.pickPorts(t)
 	}
 }
 

@@ -99,22 +99,15 @@ func hasLine(msg, line string) bool {
 func startNotifying(t *testing.T, s *notifySocket, settings map[string]string) (*node, string) {
 	t.Helper()
 	n := newNode(t, "node1")
-	for attempt := 1; ; attempt++ {
-		n.args, n.env = n.commandLine(nodeOptions{Settings: settings})
-		n.env = append(n.env, "NOTIFY_SOCKET="+s.path)
-		n.launch()
-		ready, err := s.await(n, "READY=1", leaderWaitTimeout, false)
-		if err == nil {
-			return n, ready
-		}
-		if attempt < 3 && strings.Contains(n.out.String(), "address already in use") {
-			n.kill()
-			fmt.Fprintf(n.out, "\n=== harness: port clash, retrying with new ports ===\n")
-			n.pickPorts(t)
-			continue
-		}
+	var ready string
+	err := n.launchUntil(t, nodeOptions{Settings: settings}, []string{"NOTIFY_SOCKET=" + s.path}, func() (err error) {
+		ready, err = s.await(n, "READY=1", leaderWaitTimeout, false)
+		return err
+	})
+	if err != nil {
 		t.Fatalf("node %s: %v", n.id, err)
 	}
+	return n, ready
 }
 
 // requireServingAtReady checks what a load balancer or "systemctl start"

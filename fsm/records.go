@@ -93,15 +93,6 @@ func (a *textArena) str(pos textPos, skip, n int) string {
 	return unsafe.String(&c[int(pos.off)+skip], n)
 }
 
-// bytes is the size of the arena's chunks.
-func (a *textArena) bytes() int {
-	n := 0
-	for _, c := range a.chunks {
-		n += cap(c)
-	}
-	return n
-}
-
 const pageSize = 1024
 
 // page holds pageSize records: exactly 64 KiB, a size the allocator
