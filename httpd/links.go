@@ -131,7 +131,6 @@ func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateReques
 		writeProblem(ctx, fasthttp.StatusConflict, "custom_code "+req.CustomCode+" is already taken")
 	case errors.Is(err, fsm.ErrHashCollision), errors.Is(err, fsm.ErrCodeSpaceExhausted), errors.Is(err, fsm.ErrNotInitialized):
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	case errors.Is(err, fsm.ErrInvalidRequest):
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, fsm.ErrRequestIDReused):
@@ -147,7 +146,6 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed):
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	default:
 		s.log.Error("write failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "write failed")

@@ -19,10 +19,15 @@ type problemBody struct {
 	Error  string `json:"error"`
 }
 
-// writeProblem answers with an application/problem+json error.
+// writeProblem answers with an application/problem+json error. A 503
+// tells the client when to try again (Retry-After), whichever handler
+// answers it.
 func writeProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
+	if status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	}
 	ctx.SetContentType("application/problem+json")
 	body, _ := json.Marshal(problemBody{
 		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Error: detail,
