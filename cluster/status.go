@@ -68,11 +68,10 @@ func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 
 // Status reports this node's view of the cluster: roles, indexes and the
-// configuration's servers. Each other server is asked who it is over its
-// HTTP listener (concurrently, briefly), so "reachable" means reachable from
-// this node now and last_contact is the time of that answer; a reachable
-// server is then asked what it has applied, which with the leader's
-// applied index gives its replication lag.
+// configuration's servers. Each other server is asked what it has applied
+// over its HTTP listener (concurrently, briefly): "reachable" means it
+// answered this node now, last_contact is the time of that answer, and the
+// index with the leader's gives its replication lag.
 func (n *Node) Status() (Status, error) {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	st := Status{
@@ -103,12 +102,8 @@ func (n *Node) Status() (Status, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := n.nodeInfoOf(srv.HTTPAddr, 500*time.Millisecond); err != nil {
-				return
-			}
-			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			if applied, ok := n.appliedIndexOf(srv.HTTPAddr, 500*time.Millisecond); ok {
-				srv.AppliedIndex = ptr(applied)
+				srv.Reachable, srv.LastContact, srv.AppliedIndex = true, time.Now().UTC(), ptr(applied)
 			}
 		}()
 	}

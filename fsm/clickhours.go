@@ -78,11 +78,10 @@ func (c *clickHours) at(p uint32) []hourCount {
 	return c.pages[i].hours[p%pageSize]
 }
 
-// add counts n clicks for the link at p in hour. gen and sharing are the
-// record table's: pages copied in the current generation belong to the
-// live state alone.
+// add counts n clicks for the link at p in hour, which the caller has
+// already taken into newest. gen and sharing are the record table's: pages
+// copied in the current generation belong to the live state alone.
 func (c *clickHours) add(p, hour uint32, n uint64, gen uint64, sharing bool) {
-	c.newest = max(c.newest, hour)
 	page := c.mutablePage(p/pageSize, gen, sharing)
 	slot := p % pageSize
 	hours := page.hours[slot]

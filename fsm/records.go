@@ -132,11 +132,6 @@ func (t *recordTable) mutable(p uint32) *record {
 	return &t.pages[i][p%pageSize]
 }
 
-// addClicks counts n clicks in hour for the record at p.
-func (t *recordTable) addClicks(p, hour uint32, n uint64) {
-	t.hours.add(p, hour, n, t.gen, t.sharing.Load() > 0)
-}
-
 // append adds a record and returns its position.
 func (t *recordTable) append(r record) uint32 {
 	p := t.n

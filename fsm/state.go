@@ -385,6 +385,14 @@ func (s *state) addClicks(c ClickBatch) bool {
 	}
 	s.clickSeqs[c.Node] = c.Seq
 	hour, timed := hourOf(c.Now)
+	hours := &s.recs.hours
+	if timed {
+		hours.newest = max(hours.newest, hour)
+	}
+	// Only a snapshot taken under the lock Apply holds starts sharing, so
+	// this can only fall during the batch (a snapshot released): a copy
+	// then made is needless, never wrong.
+	sharing := s.recs.sharing.Load() > 0
 	for _, cc := range c.Counts {
 		p, ok := s.lookup(cc.Code)
 		if !ok {
@@ -396,7 +404,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 			r.lastAccess = c.Now
 		}
 		if timed && cc.Count > 0 {
-			s.recs.addClicks(p, hour, cc.Count)
+			hours.add(p, hour, cc.Count, s.recs.gen, sharing)
 		}
 	}
 	return true
