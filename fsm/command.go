@@ -19,6 +19,13 @@ const (
 	cmdClicks
 	cmdPurge
 	cmdServer
+	cmdKeyCreate
+	cmdKeyRevoke
+	// cmdCreateKeyed and cmdDeleteKeyed are cmdCreate and cmdDelete with
+	// the id of the API key that made each write. The older types still
+	// decode (logs replay entries written before keys), with no key.
+	cmdCreateKeyed
+	cmdDeleteKeyed
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -92,6 +99,9 @@ type CreateRequest struct {
 	Dedupe     bool
 	ExpiresAt  int64 // unix milliseconds, 0 for never
 	CodeLength int   // counter code length for this create
+	// KeyID is the API key the create was made with: "" for an anonymous
+	// (public) create, RootKeyID for the operator's token.
+	KeyID string
 }
 
 // CreateBatch carries many creates in one log entry, all stamped with the
@@ -103,8 +113,9 @@ type CreateBatch struct {
 
 // DeleteCommand removes a link and tombstones its code.
 type DeleteCommand struct {
-	Code string
-	Now  int64
+	Code  string
+	Now   int64
+	KeyID string // the API key that asked for it, as in CreateRequest
 }
 
 // ClickCount is the number of redirects one node served for one code.
@@ -149,7 +160,7 @@ func EncodeInit(c InitCommand) []byte {
 
 func EncodeCreate(c CreateBatch) []byte {
 	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
-	e.byte(byte(cmdCreate))
+	e.byte(byte(cmdCreateKeyed))
 	e.varint(c.Now)
 	e.uvarint(uint64(len(c.Items)))
 	for _, it := range c.Items {
@@ -162,15 +173,17 @@ func EncodeCreate(c CreateBatch) []byte {
 		e.bool(it.Dedupe)
 		e.varint(it.ExpiresAt)
 		e.uvarint(uint64(it.CodeLength))
+		e.string(it.KeyID)
 	}
 	return seal(e.buf)
 }
 
 func EncodeDelete(c DeleteCommand) []byte {
 	var e encoder
-	e.byte(byte(cmdDelete))
+	e.byte(byte(cmdDeleteKeyed))
 	e.string(c.Code)
 	e.varint(c.Now)
+	e.string(c.KeyID)
 	return seal(e.buf)
 }
 
@@ -204,6 +217,34 @@ func EncodeServer(c ServerCommand) []byte {
 	return seal(e.buf)
 }
 
+func EncodeKeyCreate(c KeyCreateCommand) []byte {
+	k := &c.Key
+	e := encoder{buf: make([]byte, 0, 128)}
+	e.byte(byte(cmdKeyCreate))
+	e.string(k.ID)
+	e.string(k.Name)
+	e.fixed(k.Hash[:])
+	e.byte(byte(k.Scopes))
+	e.uvarint(uint64(len(k.Workspaces)))
+	for _, w := range k.Workspaces {
+		e.string(w)
+	}
+	e.varint(k.CreatedAt)
+	e.varint(k.ExpiresAt)
+	e.string(c.By)
+	e.varint(c.Now)
+	return seal(e.buf)
+}
+
+func EncodeKeyRevoke(c KeyRevokeCommand) []byte {
+	var e encoder
+	e.byte(byte(cmdKeyRevoke))
+	e.string(c.ID)
+	e.string(c.By)
+	e.varint(c.Now)
+	return seal(e.buf)
+}
+
 // DecodeCommand parses a log entry into one of the command types above.
 func DecodeCommand(data []byte) (any, error) {
 	if len(data) == 0 {
@@ -221,10 +262,16 @@ func DecodeCommand(data []byte) (any, error) {
 		d.fixed(c.Key[:])
 		d.fixed(c.ClusterID[:])
 		cmd = c
-	case cmdCreate:
-		cmd = decodeCreate(&d)
+	case cmdCreate, cmdCreateKeyed:
+		cmd = decodeCreate(&d, typ == cmdCreateKeyed)
 	case cmdDelete:
 		cmd = DeleteCommand{Code: d.string(), Now: d.varint()}
+	case cmdDeleteKeyed:
+		cmd = DeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
+	case cmdKeyCreate:
+		cmd = decodeKeyCreate(&d)
+	case cmdKeyRevoke:
+		cmd = KeyRevokeCommand{ID: d.string(), By: d.string(), Now: d.varint()}
 	case cmdClicks:
 		cmd = decodeClicks(&d)
 	case cmdPurge:
@@ -247,7 +294,7 @@ func DecodeCommand(data []byte) (any, error) {
 // strings, strategy, dedupe, expiry and length.
 const minCreateItemSize = 9
 
-func decodeCreate(d *decoder) CreateBatch {
+func decodeCreate(d *decoder, keyed bool) CreateBatch {
 	c := CreateBatch{Now: d.varint()}
 	n := d.count(minCreateItemSize)
 	c.Items = make([]CreateRequest, 0, n)
@@ -267,6 +314,9 @@ func decodeCreate(d *decoder) CreateBatch {
 			d.fail(fmt.Errorf("code length %d", length))
 		}
 		it.CodeLength = int(length)
+		if keyed {
+			it.KeyID = d.string()
+		}
 		if it.Strategy > StrategyHash {
 			d.fail(fmt.Errorf("unknown strategy %d", it.Strategy))
 		}
@@ -282,5 +332,21 @@ func decodeClicks(d *decoder) ClickBatch {
 	for i := 0; i < n && d.err == nil; i++ {
 		c.Counts = append(c.Counts, ClickCount{Code: d.string(), Count: d.uvarint()})
 	}
+	return c
+}
+
+func decodeKeyCreate(d *decoder) KeyCreateCommand {
+	var c KeyCreateCommand
+	k := &c.Key
+	k.ID, k.Name = d.string(), d.string()
+	d.fixed(k.Hash[:])
+	k.Scopes = Scope(d.byte())
+	n := d.count(1)
+	k.Workspaces = make([]string, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		k.Workspaces = append(k.Workspaces, d.string())
+	}
+	k.CreatedAt, k.ExpiresAt = d.varint(), d.varint()
+	c.By, c.Now = d.string(), d.varint()
 	return c
 }

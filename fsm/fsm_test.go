@@ -307,7 +307,7 @@ func TestDecodeCommandRejectsGarbage(t *testing.T) {
 }
 
 func FuzzDecodeCommand(f *testing.F) {
-	for _, c := range workload() {
+	for _, c := range append(workload(), keyWorkload()...) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -328,7 +328,9 @@ func FuzzReadSnapshot(f *testing.F) {
 	src := New()
 	applyAll(f, src, workload()...)
 	clicked, _ := withClickHours(f)
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked)} {
+	keyed := New()
+	applyAll(f, keyed, keyWorkload()...)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

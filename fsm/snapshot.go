@@ -21,14 +21,15 @@ import (
 // Snapshot format: the magic "LKRS", a version byte, then the sections in
 // order (see DESIGN.md), each element encoded by encoder; finally a CRC-32C
 // of everything before it, big-endian. Collections are sorted so that equal
-// states give byte-identical snapshots. Version 2 is written; version 1 is
-// still read.
+// states give byte-identical snapshots. The newest version is written; every
+// older one is still read.
 var snapshotMagic = []byte("LKRS")
 
 const (
 	snapshotV1      = 1 // links with their canonical URL, then a dedupe section
 	snapshotV2      = 2 // links with flags; the dedupe index is a flag
-	snapshotVersion = 3 // version 2, then clicks per hour
+	snapshotV3      = 3 // version 2, then clicks per hour
+	snapshotVersion = 4 // version 3, then API keys and the audit log
 )
 
 // Link flags in a version 2 snapshot.
@@ -66,6 +67,8 @@ type snapshot struct {
 	clickSeqs  []clickSeqEntry
 	servers    []serverEntry
 	requests   []requestRecord
+	keys       []*APIKey
+	audit      []AuditEntry
 	release    func()
 }
 
@@ -98,6 +101,9 @@ func (s *state) snapshot() *snapshot {
 	for id, addr := range s.servers {
 		snap.servers = append(snap.servers, serverEntry{id, addr})
 	}
+	// Keys never change once added, so the view may share them.
+	snap.keys = slices.Collect(maps.Values(s.keys))
+	snap.audit = s.audit.oldestFirst()
 	return snap
 }
 
@@ -106,6 +112,7 @@ func (snap *snapshot) sort() {
 	slices.Sort(snap.tombstones)
 	slices.SortFunc(snap.clickSeqs, func(a, b clickSeqEntry) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(snap.keys, func(a, b *APIKey) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // Persist writes the snapshot to the Raft snapshot sink.
@@ -180,6 +187,16 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		flush(false)
 	}
 	snap.encodeClickHours(&e, flush)
+	snap.encodeKeys(&e)
+	e.uvarint(uint64(len(snap.audit)))
+	for _, a := range snap.audit {
+		e.varint(a.At)
+		e.string(a.KeyID)
+		e.byte(byte(a.Action))
+		e.string(a.Workspace)
+		e.string(a.Subject)
+		flush(false)
+	}
 	flush(true)
 	if werr != nil {
 		return fmt.Errorf("write snapshot: %w", werr)
@@ -336,8 +353,16 @@ func decodeSections(d *decoder) (*state, error) {
 		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
 		st.requests.add(r)
 	}
-	if version >= 3 {
+	if version >= snapshotV3 {
 		if err := st.decodeClickHours(d); err != nil {
+			return nil, err
+		}
+	}
+	if version >= 4 {
+		if err := st.decodeKeys(d); err != nil {
+			return nil, err
+		}
+		if err := st.decodeAudit(d); err != nil {
 			return nil, err
 		}
 	}
@@ -469,4 +494,63 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 		}
 	}
 	return nil
+}
+
+// encodeKeys writes the API keys section, by id.
+func (snap *snapshot) encodeKeys(e *encoder) {
+	e.uvarint(uint64(len(snap.keys)))
+	for _, k := range snap.keys {
+		e.string(k.ID)
+		e.string(k.Name)
+		e.fixed(k.Hash[:])
+		e.byte(byte(k.Scopes))
+		e.uvarint(uint64(len(k.Workspaces)))
+		for _, w := range k.Workspaces {
+			e.string(w)
+		}
+		e.varint(k.CreatedAt)
+		e.varint(k.ExpiresAt)
+		e.string(k.CreatedBy)
+	}
+}
+
+// decodeKeys reads the API keys: each must be a key Apply would accept,
+// in strictly increasing id order.
+func (st *state) decodeKeys(d *decoder) error {
+	prev := ""
+	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
+		k := &APIKey{ID: d.string(), Name: d.string()}
+		d.fixed(k.Hash[:])
+		k.Scopes = Scope(d.byte())
+		for m := d.count(1); m > 0 && d.err == nil; m-- {
+			k.Workspaces = append(k.Workspaces, d.string())
+		}
+		k.CreatedAt, k.ExpiresAt, k.CreatedBy = d.varint(), d.varint(), d.string()
+		if d.err != nil {
+			break
+		}
+		if !validKey(k) || k.ID <= prev {
+			return fmt.Errorf("key %q invalid or out of order", k.ID)
+		}
+		prev = k.ID
+		st.keys[k.ID] = k
+	}
+	return d.err
+}
+
+// decodeAudit reads the audit log, oldest first, at most AuditRetention
+// entries of known actions.
+func (st *state) decodeAudit(d *decoder) error {
+	n := d.count(5)
+	if n > AuditRetention {
+		return fmt.Errorf("%d audit entries, more than the %d kept", n, AuditRetention)
+	}
+	for ; n > 0 && d.err == nil; n-- {
+		a := AuditEntry{At: d.varint(), KeyID: d.string(), Action: AuditAction(d.byte()), Workspace: d.string(), Subject: d.string()}
+		if d.err == nil && (a.Action == 0 || int(a.Action) >= len(auditActionNames)) {
+			return fmt.Errorf("audit action %d", a.Action)
+		}
+		st.audit.add(a)
+	}
+	return d.err
 }

@@ -68,6 +68,8 @@ type state struct {
 	clickSeqs  map[string]uint64 // node → last applied click batch sequence
 	servers    map[string]string // server id → HTTP address
 	requests   requestWindow
+	keys       map[string]*APIKey // key id → key; a key never changes once added
+	audit      auditLog
 }
 
 func newState() *state {
@@ -81,6 +83,7 @@ func newState() *state {
 		clickSeqs:  map[string]uint64{},
 		servers:    map[string]string{},
 		requests:   newRequestWindow(seed),
+		keys:       map[string]*APIKey{},
 	}
 }
 
@@ -165,7 +168,7 @@ func (s *state) apply(data []byte) any {
 		}
 		return results
 	case DeleteCommand:
-		return s.delete(c.Code)
+		return s.delete(c)
 	case ClickBatch:
 		return s.addClicks(c)
 	case PurgeCommand:
@@ -178,11 +181,18 @@ func (s *state) apply(data []byte) any {
 			s.servers[c.ID] = c.HTTPAddr
 		}
 		return nil
+	case KeyCreateCommand:
+		return s.createKey(c)
+	case KeyRevokeCommand:
+		return s.revokeKey(c)
 	}
 	return fmt.Errorf("apply: unhandled command %T", cmd)
 }
 
 func (s *state) create(now int64, r CreateRequest) CreateResult {
+	if !s.mayWrite(r.KeyID, r.Workspace, now) {
+		return CreateResult{Err: ErrUnauthorized}
+	}
 	var asked uint64
 	if r.RequestID != "" {
 		asked = fingerprint(r)
@@ -198,6 +208,9 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	res := s.createNew(now, r)
 	if res.Err == nil && r.RequestID != "" {
 		s.requests.add(requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: asked})
+	}
+	if res.Err == nil && !res.Existing {
+		s.audit.add(AuditEntry{At: now, KeyID: r.KeyID, Action: AuditLinkCreate, Workspace: res.Link.Workspace, Subject: res.Link.Code})
 	}
 	return res
 }
@@ -351,12 +364,17 @@ func (s *state) index(p uint32, now int64) {
 	s.recs.mutable(p).flags |= flagIndexed
 }
 
-func (s *state) delete(code string) error {
-	p, ok := s.lookup(code)
+func (s *state) delete(c DeleteCommand) error {
+	p, ok := s.lookup(c.Code)
 	if !ok {
 		return ErrNotFound
 	}
+	ws := s.workspaces.names[s.recs.at(p).workspace]
+	if !s.mayWrite(c.KeyID, ws, c.Now) {
+		return ErrUnauthorized
+	}
 	s.remove(p)
+	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkDelete, Workspace: ws, Subject: c.Code})
 	return nil
 }
 

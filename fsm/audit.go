@@ -1,0 +1,72 @@
+package fsm
+
+// AuditAction is what a recorded write did.
+type AuditAction byte
+
+const (
+	AuditLinkCreate AuditAction = iota + 1
+	AuditLinkDelete
+	AuditKeyCreate
+	AuditKeyRevoke
+)
+
+var auditActionNames = [...]string{"", "link.create", "link.delete", "key.create", "key.revoke"}
+
+func (a AuditAction) String() string {
+	if int(a) < len(auditActionNames) {
+		return auditActionNames[a]
+	}
+	return "unknown"
+}
+
+// AuditEntry is one write as the audit log keeps it.
+type AuditEntry struct {
+	At        int64 // unix milliseconds: the clock the write's entry carried
+	KeyID     string
+	Action    AuditAction
+	Workspace string // of the link written; empty for key actions
+	Subject   string // the link's code, or the key's id
+}
+
+// AuditRetention is how many writes the audit log keeps: the newest ones.
+// A count, not an age, so the log's memory is bounded whatever the write
+// rate; at 80 bytes or so an entry it stays under a megabyte.
+const AuditRetention = 10_000
+
+// auditLog is a ring of the newest AuditRetention entries.
+type auditLog struct {
+	entries []AuditEntry
+	next    int // where the next entry goes once the ring is full
+}
+
+func (a *auditLog) add(e AuditEntry) {
+	if len(a.entries) < AuditRetention {
+		a.entries = append(a.entries, e)
+		return
+	}
+	a.entries[a.next] = e
+	a.next = (a.next + 1) % AuditRetention
+}
+
+// oldestFirst returns a copy of the entries in the order they were applied.
+func (a *auditLog) oldestFirst() []AuditEntry {
+	out := make([]AuditEntry, 0, len(a.entries))
+	out = append(out, a.entries[a.next:]...)
+	return append(out, a.entries[:a.next]...)
+}
+
+// Audit returns up to limit recorded writes, newest first, optionally only
+// those made with one key.
+func (f *FSM) Audit(keyID string, limit int) []AuditEntry {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	a := &f.s.audit
+	var out []AuditEntry
+	for i := len(a.entries) - 1; i >= 0 && len(out) < limit; i-- {
+		e := a.entries[(a.next+i)%len(a.entries)]
+		if keyID == "" || e.KeyID == keyID {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package fsm
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// Scope is one permission an API key carries; a key's scopes are a set of
+// these bits.
+type Scope uint8
+
+const (
+	ScopeLinksRead Scope = 1 << iota
+	ScopeLinksWrite
+	ScopeStatsRead
+	// ScopeAdmin implies every other scope in every workspace.
+	ScopeAdmin
+
+	allScopes = ScopeLinksRead | ScopeLinksWrite | ScopeStatsRead | ScopeAdmin
+)
+
+// scopeNames are the scopes' names in the API, in bit order.
+var scopeNames = [...]string{"links:read", "links:write", "stats:read", "admin"}
+
+// ParseScope returns the scope with this API name.
+func ParseScope(name string) (Scope, bool) {
+	for i, n := range scopeNames {
+		if n == name {
+			return Scope(1) << i, true
+		}
+	}
+	return 0, false
+}
+
+// Names lists the scopes of the set by their API names, in a fixed order.
+func (s Scope) Names() []string {
+	names := []string{}
+	for i, n := range scopeNames {
+		if s&(Scope(1)<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// AllWorkspaces in a key's workspace list lets it into every workspace.
+const AllWorkspaces = "*"
+
+// RootKeyID is the key id writes made with the operator's --admin-token
+// are recorded under. Key ids never contain '-', so no key can take it.
+const RootKeyID = "admin-token"
+
+// KeyHashSize is the size of a key's stored hash (SHA-256 of its secret).
+const KeyHashSize = 32
+
+// APIKey is an API key as the replicated state keeps it: never the secret,
+// only a hash of it, which the HTTP layer compares in constant time.
+type APIKey struct {
+	ID         string // public and stable; part of the key a client sends
+	Name       string
+	Hash       [KeyHashSize]byte
+	Scopes     Scope
+	Workspaces []string // workspace names, or AllWorkspaces alone
+	CreatedAt  int64    // unix milliseconds
+	ExpiresAt  int64    // 0: never
+	CreatedBy  string   // id of the key that created this one (the command's By)
+}
+
+// Expired reports whether the key is past its expiry at time now.
+func (k *APIKey) Expired(now int64) bool { return k.ExpiresAt != 0 && now >= k.ExpiresAt }
+
+// Has reports whether the key carries scope, admin implying every scope.
+func (k *APIKey) Has(scope Scope) bool { return k.Scopes&(scope|ScopeAdmin) != 0 }
+
+// Sees reports whether the key may act in workspace at all.
+func (k *APIKey) Sees(workspace string) bool {
+	if k.Scopes&ScopeAdmin != 0 {
+		return true
+	}
+	return slices.Contains(k.Workspaces, AllWorkspaces) || slices.Contains(k.Workspaces, workspace)
+}
+
+// Allows reports whether the key may use scope in workspace at time now.
+func (k *APIKey) Allows(scope Scope, workspace string, now int64) bool {
+	return !k.Expired(now) && k.Has(scope) && k.Sees(workspace)
+}
+
+// Errors of the key commands and of writes made with a key the state does
+// not accept.
+var (
+	ErrKeyExists    = errors.New("a key with that id already exists")
+	ErrKeyNotFound  = errors.New("no key with that id")
+	ErrKeyInvalid   = errors.New("invalid key")
+	ErrUnauthorized = errors.New("the key that made this write may not make it")
+)
+
+// KeyIDLength is the length of a key id: lowercase letters and digits.
+const KeyIDLength = 12
+
+// ValidKeyID reports whether id has the shape every key id has.
+func ValidKeyID(id string) bool {
+	if len(id) != KeyIDLength {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Bounds Apply holds keys to, so a key cannot grow without limit whoever
+// proposed it. The HTTP layer refuses more before proposing.
+const (
+	maxKeyName       = 256
+	maxKeyWorkspaces = 64
+	maxWorkspaceLen  = 64
+)
+
+// validKey checks what a stored key must satisfy.
+func validKey(k *APIKey) bool {
+	if !ValidKeyID(k.ID) || len(k.Name) > maxKeyName || k.Scopes == 0 || k.Scopes&^allScopes != 0 ||
+		len(k.Workspaces) == 0 || len(k.Workspaces) > maxKeyWorkspaces {
+		return false
+	}
+	for _, w := range k.Workspaces {
+		if w == "" || len(w) > maxWorkspaceLen || strings.ContainsAny(w, "\x00") {
+			return false
+		}
+	}
+	return true
+}
+
+// KeyCreateCommand adds an API key. By is the id of the key that made it.
+type KeyCreateCommand struct {
+	Key APIKey
+	By  string
+	Now int64
+}
+
+// KeyRevokeCommand removes an API key: from its apply on, no node accepts it.
+type KeyRevokeCommand struct {
+	ID  string
+	By  string
+	Now int64
+}
+
+// createKey applies a KeyCreateCommand.
+func (s *state) createKey(c KeyCreateCommand) error {
+	k := c.Key
+	if !validKey(&k) {
+		return ErrKeyInvalid
+	}
+	if _, ok := s.keys[k.ID]; ok {
+		return ErrKeyExists
+	}
+	k.Workspaces = slices.Clone(k.Workspaces)
+	k.CreatedBy = c.By
+	s.keys[k.ID] = &k
+	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditKeyCreate, Subject: k.ID})
+	return nil
+}
+
+// revokeKey applies a KeyRevokeCommand.
+func (s *state) revokeKey(c KeyRevokeCommand) error {
+	if _, ok := s.keys[c.ID]; !ok {
+		return ErrKeyNotFound
+	}
+	delete(s.keys, c.ID)
+	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditKeyRevoke, Subject: c.ID})
+	return nil
+}
+
+// mayWrite is the state's own check of a link write's key: the key must
+// exist and allow writing links in the workspace at the write's time. An
+// empty key id is an anonymous create (public creates, and entries written
+// before keys existed); RootKeyID is the operator's token, which only the
+// nodes know. A revoked key therefore cannot write through any node, even
+// one that has not learnt of the revocation yet.
+func (s *state) mayWrite(keyID, workspace string, now int64) bool {
+	if keyID == "" || keyID == RootKeyID {
+		return true
+	}
+	k, ok := s.keys[keyID]
+	return ok && k.Allows(ScopeLinksWrite, workspace, now)
+}
+
+// Key returns the key with this id.
+func (f *FSM) Key(id string) (APIKey, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	k, ok := f.s.keys[id]
+	if !ok {
+		return APIKey{}, false
+	}
+	return *k, true
+}
+
+// Keys returns every key, by id.
+func (f *FSM) Keys() []APIKey {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	keys := make([]APIKey, 0, len(f.s.keys))
+	for _, k := range f.s.keys {
+		keys = append(keys, *k)
+	}
+	slices.SortFunc(keys, func(a, b APIKey) int { return strings.Compare(a.ID, b.ID) })
+	return keys
+}
+
+// HasKeys reports whether any API key exists.
+func (f *FSM) HasKeys() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.keys) > 0
+}
