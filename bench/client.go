@@ -47,9 +47,16 @@ type conn struct {
 	path    []byte
 	body    []byte
 	timeout time.Duration
+	auth    string // Authorization header of creates and stats reads
 }
 
-func newConn(timeout time.Duration) *conn { return &conn{timeout: timeout} }
+func newConn(timeout time.Duration, key string) *conn {
+	c := &conn{timeout: timeout}
+	if key != "" {
+		c.auth = "Bearer " + key
+	}
+	return c
+}
 
 // send makes one request of kind o to t and returns the status, or the
 // transport error when there was no HTTP answer. Redirects are not
@@ -71,14 +78,22 @@ func (c *conn) build(host string, o op, code string, body []byte) {
 		p = append(append(p, '/'), code...)
 	case opStats:
 		p = append(append(append(p, "/api/v1/urls/"...), code...), "/stats"...)
+		c.setAuth()
 	case opCreate:
 		p = append(p, "/api/v1/urls"...)
+		c.setAuth()
 		c.req.Header.SetMethod(fasthttp.MethodPost)
 		c.req.Header.SetContentType("application/json")
 		c.req.SetBody(body)
 	}
 	c.path = p
 	c.req.SetRequestURIBytes(p)
+}
+
+func (c *conn) setAuth() {
+	if c.auth != "" {
+		c.req.Header.Set(fasthttp.HeaderAuthorization, c.auth)
+	}
 }
 
 // createBody is the JSON of a create of url, built in c's buffer (valid

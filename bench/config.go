@@ -53,6 +53,9 @@ type Config struct {
 	// mixed run (the ceiling server gets the same number in its map).
 	SeedLinks int
 	Timeout   time.Duration // per request
+	// Key is the API key creates and stats requests carry (links:write,
+	// and stats:read for the stats scenario); redirects carry none.
+	Key string
 	// Ceiling: after a redirect, mixed or stats run, run the same load
 	// against the in-process ceiling server and report the ratio.
 	Ceiling bool

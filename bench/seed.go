@@ -41,7 +41,7 @@ func seedLinks(ctx context.Context, cfg *Config, targets []*target, runID string
 	for w := range workers {
 		sent[w] = make([]int64, len(targets))
 		wg.Go(func() {
-			c := newConn(cfg.Timeout)
+			c := newConn(cfg.Timeout, cfg.Key)
 			for i := w; i < n && ctx.Err() == nil; i += workers {
 				s.urls[i] = seedURL(runID, i)
 				tgt := i % len(targets)

@@ -136,7 +136,7 @@ func (n *Node) establishLeadership(stop <-chan struct{}) bool {
 
 // establish makes a new leader ready for writes and reads: one barrier, so
 // every entry earlier leaders committed is applied here; the code key, once
-// per cluster; and this node's HTTP address in the replicated registry, so
+// per cluster; an initial admin key while the cluster has none; and this node's HTTP address in the replicated registry, so
 // followers can forward to it. Only then does it mark its term ready.
 func (n *Node) establish() error {
 	term := n.raft.CurrentTerm()
@@ -147,6 +147,9 @@ func (n *Node) establish() error {
 		if err := n.initKey(); err != nil {
 			return err
 		}
+	}
+	if err := n.mintInitialKey(); err != nil {
+		return err
 	}
 	if err := n.recordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
 		return err

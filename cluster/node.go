@@ -50,8 +50,12 @@ type Config struct {
 	// ExpiredRetention is how long an expired link keeps answering 410
 	// before the leader purges it (after which its code answers 404).
 	ExpiredRetention time.Duration
-	Logger           *slog.Logger
-	RaftLogLevel     string
+	// InitialKeyFile is where this node writes the admin API key it
+	// creates when it leads a cluster that has no keys (empty: it never
+	// creates one; set when the node has no --admin-token).
+	InitialKeyFile string
+	Logger         *slog.Logger
+	RaftLogLevel   string
 }
 
 func (c *Config) setDefaults() {

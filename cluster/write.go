@@ -273,23 +273,34 @@ func (n *Node) failQueuedCreates() {
 	}
 }
 
-// Delete removes a link through Raft. fsm.ErrNotFound when there is none.
-// It returns once every voter that answers within visibilityWait has
-// applied the delete too (see visibility.go), with the delete's log index.
-func (n *Node) Delete(ctx context.Context, code string) (uint64, error) {
+// Delete removes a link through Raft, recording keyID as the key that
+// asked. fsm.ErrNotFound when there is none. It returns once every voter
+// that answers within visibilityWait has applied the delete too (see
+// visibility.go), with the delete's log index.
+func (n *Node) Delete(ctx context.Context, code, keyID string) (uint64, error) {
+	index, err := n.proposeOne(ctx, fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli(), KeyID: keyID}))
+	if err != nil {
+		return 0, err
+	}
+	n.awaitVoters(index)
+	return index, nil
+}
+
+// proposeOne applies one entry once this node leads in an established
+// term, and returns its index or the error the FSM answered.
+func (n *Node) proposeOne(ctx context.Context, cmd []byte) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	if err := n.waitReady(ctx, false); err != nil {
 		return 0, err
 	}
-	resp, index, err := n.applyAt(fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli()}))
+	resp, index, err := n.applyAt(cmd)
 	if err != nil {
 		return 0, err
 	}
 	if err, ok := resp.(error); ok {
 		return 0, err
 	}
-	n.awaitVoters(index)
 	return index, nil
 }
 

@@ -73,7 +73,7 @@ func TestBenchMatchesServerCounters(t *testing.T) {
 		addrs[i] = n.httpAddr
 	}
 	common := []string{"--targets", strings.Join(addrs, ","), "--duration", "1s", "--warmup", "200ms",
-		"--seed-links", "30", "--timeout", "10s", "--json"}
+		"--seed-links", "30", "--timeout", "10s", "--json", "--key", e2eToken}
 	runs := []struct {
 		scenario string
 		extra    []string

@@ -290,6 +290,7 @@ func plainDo(c *http.Client, method, url string, body []byte) (int, http.Header,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+e2eToken) // every cluster these tests start has it
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
@@ -626,10 +627,10 @@ func waitExactClicks(timeout time.Duration, nodes []*node, want map[string]int64
 	return strings.Join(mismatch, "\n")
 }
 
-// runCLI runs an admin subcommand against node n and returns its output and
-// exit error.
+// runCLI runs an admin subcommand against node n, with the node's
+// credential in LINKRAFT_KEY, and returns its output and exit error.
 func runCLI(t *testing.T, n *node, args ...string) (string, error) {
 	t.Helper()
 	full := append([]string{args[0], "--addr", "http://" + n.httpAddr}, args[1:]...)
-	return runCommand(t, 30*time.Second, nil, full...)
+	return runCommand(t, 30*time.Second, []string{"LINKRAFT_KEY=" + n.credential}, full...)
 }

@@ -33,6 +33,7 @@ func postCreate(n *node, fields map[string]any, key string) (relayAnswer, error)
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	n.authorize(req, nil)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return relayAnswer{}, err

@@ -433,6 +433,7 @@ func TestConcurrentDedupeCreatesOneLink(t *testing.T) {
 						return
 					}
 					req.Header.Set("Content-Type", "application/json")
+					n.authorize(req, nil)
 					resp, err := n.client.Do(req)
 					if err != nil {
 						results[i].err = err.Error()

@@ -210,6 +210,9 @@ type node struct {
 	out        *lockedBuffer
 	transport  *http.Transport
 	client     *http.Client
+	// credential is sent with every request that names none (see
+	// tryRequest): the node's --admin-token.
+	credential string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -356,10 +359,12 @@ func (n *node) commandLine(opts nodeOptions) (args, env []string) {
 		"gossip-addr":          n.gossipAddr,
 		"create-rate":          "0",
 		"click-flush-interval": fastFlush.String(),
+		"admin-token":          e2eToken,
 	}
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
+	n.credential = settings["admin-token"]
 	names := make([]string, 0, len(settings))
 	for k := range settings {
 		names = append(names, k)
@@ -555,8 +560,17 @@ func (n *node) request(t *testing.T, method, path string, header http.Header, bo
 	return r
 }
 
+// e2eToken is the --admin-token every node starts with unless a test
+// says otherwise; requests carry it unless they name a credential.
+const e2eToken = "e2e-root-token-3b7d"
+
+// noCredential is a header that makes a request carry no credential.
+func noCredential() http.Header { return http.Header{"Authorization": nil} }
+
 // tryRequest is request for the cases where the connection may legitimately
-// be cut (a server refusing a huge body before reading it).
+// be cut (a server refusing a huge body before reading it). A request whose
+// header has no Authorization or X-Api-Key key carries the node's
+// credential; one that has the key carries what it says (nil: nothing).
 func (n *node) tryRequest(t *testing.T, method, path string, header http.Header, body []byte) (response, error) {
 	t.Helper()
 	var rd io.Reader
@@ -572,6 +586,7 @@ func (n *node) tryRequest(t *testing.T, method, path string, header http.Header,
 			req.Header.Add(k, v)
 		}
 	}
+	n.authorize(req, header)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return response{}, err
@@ -582,6 +597,15 @@ func (n *node) tryRequest(t *testing.T, method, path string, header http.Header,
 		return response{}, fmt.Errorf("read body: %w", err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: data}, nil
+}
+
+// authorize adds the node's credential to req unless header names one.
+func (n *node) authorize(req *http.Request, header http.Header) {
+	_, auth := header["Authorization"]
+	_, apiKey := header["X-Api-Key"]
+	if !auth && !apiKey && n.credential != "" {
+		req.Header.Set("Authorization", "Bearer "+n.credential)
+	}
 }
 
 func (n *node) get(t *testing.T, path string) response {

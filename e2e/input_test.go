@@ -199,7 +199,8 @@ func postTraced(n *node, path string, header http.Header, body []byte) (response
 	if err != nil {
 		return response{}, false, err
 	}
-	req.Header = header
+	req.Header = header.Clone()
+	n.authorize(req, header)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return response{}, continued.Load(), err

@@ -162,6 +162,12 @@ func TestOpenAPIContract(t *testing.T) {
 	jsonH := http.Header{"Content-Type": {"application/json"}}
 	auth := http.Header{"Authorization": {"Bearer " + token}}
 	authJSON := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}
+	// anonymous sends h without the node's credential.
+	anonymous := func(h http.Header) http.Header {
+		h = h.Clone()
+		h["Authorization"] = nil
+		return h
+	}
 	with := func(h http.Header, k, v string) http.Header {
 		h = h.Clone()
 		h.Set(k, v)
@@ -271,30 +277,30 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodDelete, "/api/v1/urls/"+d.ShortCode, nil, nil, http.StatusNotFound)
 
 	// Admin calls on the single node, with and without the token.
-	c.call(t, n1, http.MethodGet, "/admin/cluster", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/admin/cluster", noCredential(), nil, http.StatusUnauthorized)
 	c.call(t, n1, http.MethodGet, "/admin/cluster", auth, nil, http.StatusOK)
 	c.call(t, n1, http.MethodPost, "/admin/leadership-transfer", auth, nil, http.StatusConflict)
-	c.call(t, n1, http.MethodPost, "/admin/leadership-transfer", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodPost, "/admin/leadership-transfer", noCredential(), nil, http.StatusUnauthorized)
 	c.call(t, n1, http.MethodPost, "/admin/leave", authJSON, []byte(`{"id":"node1"}`), http.StatusConflict)
 	c.call(t, n1, http.MethodPost, "/admin/leave", authJSON, []byte(`{"id":"ghost"}`), http.StatusNotFound)
 	c.call(t, n1, http.MethodPost, "/admin/leave", authJSON, []byte(`not json`), http.StatusBadRequest)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON, []byte(`not json`), http.StatusBadRequest)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON, []byte(`{"id":"node9"}`), http.StatusBadRequest)
-	c.call(t, n1, http.MethodPost, "/admin/join", jsonH, []byte(`{"id":"node9"}`), http.StatusUnauthorized)
+	c.call(t, n1, http.MethodPost, "/admin/join", anonymous(jsonH), []byte(`{"id":"node9"}`), http.StatusUnauthorized)
 
 	backup := c.call(t, n1, http.MethodGet, "/admin/backup", auth, nil, http.StatusOK)
-	c.call(t, n1, http.MethodGet, "/admin/backup", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/admin/backup", noCredential(), nil, http.StatusUnauthorized)
 	octets := with(auth, "Content-Type", "application/octet-stream")
 	c.call(t, n1, http.MethodPost, "/admin/restore", octets, backup.body, http.StatusOK)
 	c.call(t, n1, http.MethodPost, "/admin/restore", octets, []byte("not a backup"), http.StatusBadRequest)
 	c.call(t, n1, http.MethodPost, "/admin/restore", octets, []byte{}, http.StatusBadRequest)
-	c.call(t, n1, http.MethodPost, "/admin/restore", http.Header{"Content-Type": {"application/octet-stream"}}, backup.body, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodPost, "/admin/restore", anonymous(http.Header{"Content-Type": {"application/octet-stream"}}), backup.body, http.StatusUnauthorized)
 
 	export := c.call(t, n1, http.MethodGet, "/admin/export", auth, nil, http.StatusOK)
 	if lines := c.checkLines(t, "export", "LinkRead", export.body); lines < 3 {
 		t.Errorf("export has %d lines, want at least 3: %v", lines, export)
 	}
-	c.call(t, n1, http.MethodGet, "/admin/export", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/admin/export", noCredential(), nil, http.StatusUnauthorized)
 	first, _, _ := bytes.Cut(export.body, []byte("\n"))
 	imp := bytes.Join([][]byte{
 		first, // skipped: the same code with the same URL
@@ -306,20 +312,55 @@ func TestOpenAPIContract(t *testing.T) {
 	if !bytes.Contains(r.body, []byte(`"created":1,"skipped":1`)) {
 		t.Errorf("import report: want 1 created and 1 skipped, got %v", r)
 	}
-	c.call(t, n1, http.MethodPost, "/admin/import", http.Header{"Content-Type": {"application/x-ndjson"}}, imp, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodPost, "/admin/import", anonymous(http.Header{"Content-Type": {"application/x-ndjson"}}), imp, http.StatusUnauthorized)
 
 	// Runtime profiles (short ones only: a CPU profile or trace takes seconds).
 	c.call(t, n1, http.MethodGet, "/debug/pprof/", auth, nil, http.StatusOK)
-	c.call(t, n1, http.MethodGet, "/debug/pprof/", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/debug/pprof/", noCredential(), nil, http.StatusUnauthorized)
 	c.call(t, n1, http.MethodGet, "/debug/pprof/heap", auth, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/debug/pprof/goroutine?debug=1", auth, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/debug/pprof/cmdline", auth, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/debug/pprof/no-such-profile", auth, nil, http.StatusNotFound)
-	c.call(t, n1, http.MethodGet, "/debug/pprof/heap", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/debug/pprof/heap", noCredential(), nil, http.StatusUnauthorized)
 	c.call(t, n1, http.MethodGet, "/debug/pprof/symbol", auth, nil, http.StatusOK)
-	c.call(t, n1, http.MethodGet, "/debug/pprof/symbol", nil, nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/debug/pprof/symbol", noCredential(), nil, http.StatusUnauthorized)
 	c.call(t, n1, http.MethodPost, "/debug/pprof/symbol", with(auth, "Content-Type", "text/plain"), []byte("0x1"), http.StatusOK)
-	c.call(t, n1, http.MethodPost, "/debug/pprof/symbol", http.Header{"Content-Type": {"text/plain"}}, []byte("0x1"), http.StatusUnauthorized)
+	c.call(t, n1, http.MethodPost, "/debug/pprof/symbol", anonymous(http.Header{"Content-Type": {"text/plain"}}), []byte("0x1"), http.StatusUnauthorized)
+
+	// API keys and the audit log.
+	kr := c.call(t, n1, http.MethodPost, "/admin/keys", authJSON,
+		[]byte(`{"name":"reader","scopes":["links:read"],"workspaces":["team-a"]}`), http.StatusCreated)
+	var reader struct{ ID, Key string }
+	if err := json.Unmarshal(kr.body, &reader); err != nil || reader.Key == "" {
+		t.Fatalf("key answer %v: %v", kr, err)
+	}
+	c.call(t, n1, http.MethodPost, "/admin/keys", authJSON, []byte(`{"scopes":["links:fly"],"workspaces":["*"]}`), http.StatusBadRequest)
+	c.call(t, n1, http.MethodPost, "/admin/keys", anonymous(jsonH), []byte(`{"scopes":["admin"],"workspaces":["*"]}`), http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/admin/keys", auth, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/admin/keys", noCredential(), nil, http.StatusUnauthorized)
+	asReader := http.Header{"Authorization": {"Bearer " + reader.Key}}
+	c.call(t, n1, http.MethodGet, "/admin/keys", asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls?workspace=team-a", asReader, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls", noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode, asReader, nil, http.StatusNotFound) // workspace default: not the key's
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode, noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode+"/stats", asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode+"/stats", noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/stats/"+a.ShortCode, asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodGet, "/stats/"+a.ShortCode, noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodDelete, "/api/v1/urls/"+a.ShortCode, asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodDelete, "/api/v1/urls/"+a.ShortCode, noCredential(), nil, http.StatusUnauthorized)
+	create(n1, "/api/v1/urls", map[string]any{"url": "https://example.com/openapi/denied"}, with(asReader, "Content-Type", "application/json"), http.StatusForbidden)
+	create(n1, "/api/v1/urls", map[string]any{"url": "https://example.com/openapi/denied"}, anonymous(jsonH), http.StatusUnauthorized)
+	c.call(t, n1, http.MethodGet, "/admin/audit?limit=5", auth, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/admin/audit?limit=0", auth, nil, http.StatusBadRequest)
+	c.call(t, n1, http.MethodGet, "/admin/audit", asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodGet, "/admin/audit", noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodDelete, "/admin/keys/"+reader.ID, asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodDelete, "/admin/keys/"+reader.ID, noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodDelete, "/admin/keys/"+reader.ID, auth, nil, http.StatusNoContent)
+	c.call(t, n1, http.MethodDelete, "/admin/keys/"+reader.ID, auth, nil, http.StatusNotFound)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls", asReader, nil, http.StatusUnauthorized)
 
 	// Membership: two more nodes joined through the admin API. node2
 	// limits creates to one per second, so its second create is a 429.

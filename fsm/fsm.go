@@ -91,26 +91,46 @@ func (f *FSM) Get(code string) (Link, bool) {
 	return Link{}, false
 }
 
-// List returns up to limit links of a workspace, newest first, with IDs
-// below before (0: from the newest). next is the cursor for the following
-// page, 0 when there is none.
-func (f *FSM) List(workspace string, before uint64, limit int) (links []Link, next uint64) {
+// List returns up to limit links of the workspaces (nil: all of them),
+// newest first, with IDs below before (0: from the newest). next is the
+// cursor for the following page, 0 when there is none.
+func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link, next uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	ws, ok := f.s.workspaces.ids[workspace]
-	if !ok {
-		return nil, 0
+	// Each workspace's list is in id order: merge their tails, newest
+	// first, one link at a time (heads[i] is the next candidate of lists[i]).
+	var lists [][]uint32
+	if workspaces == nil {
+		lists = f.s.workspaces.links
 	}
-	list := f.s.workspaces.links[ws]
-	end := len(list)
-	if before != 0 {
-		end = sort.Search(len(list), func(i int) bool { return f.s.recs.at(list[i]).id >= before })
+	for _, name := range workspaces {
+		if ws, ok := f.s.workspaces.ids[name]; ok {
+			lists = append(lists, f.s.workspaces.links[ws])
+		}
 	}
-	for i := end - 1; i >= 0 && len(links) < limit; i-- {
-		links = append(links, f.s.link(list[i]))
+	heads := make([]int, len(lists))
+	for i, list := range lists {
+		heads[i] = len(list) - 1
+		if before != 0 {
+			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.recs.at(list[j]).id >= before }) - 1
+		}
 	}
-	if n := len(links); n == limit && end-n > 0 {
-		next = links[n-1].ID
+	for len(links) <= limit {
+		best := -1
+		for i, h := range heads {
+			if h >= 0 && (best < 0 || lists[i][h] > lists[best][heads[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		if len(links) == limit {
+			next = links[limit-1].ID // another link follows the page
+			break
+		}
+		links = append(links, f.s.link(lists[best][heads[best]]))
+		heads[best]--
 	}
 	return links, next
 }

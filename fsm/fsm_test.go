@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -277,7 +278,7 @@ func TestListNewestFirstWithCursor(t *testing.T) {
 	var got []string
 	var cursor uint64
 	for range 10 {
-		page, next := f.List("default", cursor, 4)
+		page, next := f.List([]string{"default"}, cursor, 4)
 		for _, l := range page {
 			got = append(got, l.Code)
 		}
@@ -348,4 +349,56 @@ func FuzzReadSnapshot(f *testing.F) {
 			t.Fatalf("restored %d links, snapshot has %d", restored.Len(), snap.Links())
 		}
 	})
+}
+
+func TestListAcrossWorkspaces(t *testing.T) {
+	f := New()
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	byWS := map[string][]string{}
+	var all []string
+	for i := range 9 {
+		ws := []string{"a", "b", "c"}[i%3]
+		code := createOne(t, f, int64(i), CreateRequest{URL: fmt.Sprintf("https://e.example/%d", i), Workspace: ws}).Link.Code
+		byWS[ws] = append([]string{code}, byWS[ws]...)
+		all = append([]string{code}, all...)
+	}
+	pages := func(workspaces []string, size int) []string {
+		var got []string
+		var cursor uint64
+		for range 20 {
+			page, next := f.List(workspaces, cursor, size)
+			for _, l := range page {
+				got = append(got, l.Code)
+			}
+			if next == 0 {
+				return got
+			}
+			cursor = next
+		}
+		t.Fatal("the cursor never ended")
+		return nil
+	}
+	abWant := []string{}
+	for _, c := range all {
+		if slices.Contains(byWS["a"], c) || slices.Contains(byWS["b"], c) {
+			abWant = append(abWant, c)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		workspaces []string
+		want       []string
+	}{
+		{"all", nil, all},
+		{"one", []string{"b"}, byWS["b"]},
+		{"two", []string{"a", "b"}, abWant},
+		{"unknown", []string{"zzz"}, nil},
+		{"none", []string{}, nil},
+	} {
+		for _, size := range []int{1, 2, 4, 100} {
+			if got := pages(tc.workspaces, size); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%s, pages of %d: %v, want %v", tc.name, size, got, tc.want)
+			}
+		}
+	}
 }

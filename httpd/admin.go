@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,36 +12,6 @@ import (
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
-
-// tokenOK reports whether the request carries the admin token. With no token
-// configured it is true; requireAdmin then limits access to loopback.
-func (s *Server) tokenOK(h *fasthttp.RequestHeader) bool {
-	if s.cfg.AdminToken == "" {
-		return true
-	}
-	want := []byte("Bearer " + s.cfg.AdminToken)
-	return subtle.ConstantTimeCompare(h.Peek(fasthttp.HeaderAuthorization), want) == 1
-}
-
-// requireAdmin guards the admin API: the bearer token when one is set
-// (forwarded requests carry the operator's header, so the leader checks it
-// too), otherwise loopback clients and requests forwarded by a peer, which
-// checked its own client.
-func (s *Server) requireAdmin(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if s.cfg.AdminToken != "" {
-			if !s.tokenOK(&ctx.Request.Header) {
-				writeProblem(ctx, fasthttp.StatusUnauthorized, "admin endpoints need Authorization: Bearer <admin token>")
-				ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="linkraft admin"`)
-				return
-			}
-		} else if !ctx.RemoteIP().IsLoopback() && !s.fromPeer(ctx) {
-			writeProblem(ctx, fasthttp.StatusForbidden, "admin endpoints answer only local clients when no --admin-token is set")
-			return
-		}
-		h(ctx)
-	}
-}
 
 type clusterJSON struct {
 	cluster.Status

@@ -46,13 +46,23 @@ type badRequest struct {
 
 func (e *badRequest) Error() string { return e.msg }
 
+// writeBadRequest answers an input error with its status.
+func writeBadRequest(ctx *fasthttp.RequestCtx, err error) {
+	var bad *badRequest
+	if errors.As(err, &bad) {
+		writeProblem(ctx, bad.status, bad.msg)
+		return
+	}
+	writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+}
+
 func invalid(format string, args ...any) error {
 	return &badRequest{status: fasthttp.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
 // parseCreate reads the body by its content type and validates every field
 // into a CreateRequest. Nothing is stored unless this succeeds.
-func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time) (fsm.CreateRequest, error) {
+func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, error) {
 	var f createFields
 	mediaType, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
 	switch {
@@ -77,7 +87,7 @@ func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time) (fsm.Creat
 	if ws, ok := ctx.UserValue("workspace").(string); ok {
 		f.Workspace = &ws
 	}
-	return s.validateCreate(&f, now)
+	return s.validateCreate(&f, now, workspace)
 }
 
 func looksLikeJSON(body []byte) bool {
@@ -134,8 +144,10 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 	return nil
 }
 
-func (s *Server) validateCreate(f *createFields, now time.Time) (fsm.CreateRequest, error) {
-	req := fsm.CreateRequest{Workspace: defaultWorkspace, CodeLength: s.cfg.CodeLength}
+// validateCreate checks the fields of a create; a create that names no
+// workspace goes to workspace.
+func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, error) {
+	req := fsm.CreateRequest{Workspace: workspace, CodeLength: s.cfg.CodeLength}
 	raw := f.OriginalURL
 	if raw == nil {
 		raw = f.URL

@@ -78,18 +78,62 @@ func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler
 	}
 }
 
-func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
-	req, err := s.parseCreate(ctx, s.requestTime(ctx))
-	if err != nil {
-		var bad *badRequest
-		if errors.As(err, &bad) {
-			writeProblem(ctx, bad.status, bad.msg)
+// authorizeCreate authenticates a create: a key with links:write, or no
+// key at all when public creates are allowed. The workspace, which is in
+// the body, is checked once the body is parsed (mayCreateIn).
+func (s *Server) authorizeCreate(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if !s.authenticate(ctx, s.cfg.PublicCreate) {
 			return
 		}
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		if k := keyOf(ctx); k != nil && !k.Has(fsm.ScopeLinksWrite) {
+			writeProblem(ctx, fasthttp.StatusForbidden, "the API key lacks the links:write scope")
+			return
+		}
+		h(ctx)
+	}
+}
+
+// publicWorkspace is where creates without a key go (--public-create).
+const publicWorkspace = "public"
+
+// defaultWorkspaceOf is the workspace a create that names none goes to: a
+// key's only workspace, "public" without a key, else "default".
+func defaultWorkspaceOf(k *fsm.APIKey) string {
+	switch {
+	case k == nil:
+		return publicWorkspace
+	case len(k.Workspaces) == 1 && k.Workspaces[0] != fsm.AllWorkspaces && k.Scopes&fsm.ScopeAdmin == 0:
+		return k.Workspaces[0]
+	}
+	return defaultWorkspace
+}
+
+// mayCreateIn answers the create itself and reports false when its key
+// may not create links in workspace.
+func mayCreateIn(ctx *fasthttp.RequestCtx, workspace string) bool {
+	switch k := keyOf(ctx); {
+	case k == nil && workspace != publicWorkspace:
+		writeUnauthorized(ctx, "creating a link in workspace "+workspace+" needs an API key; without one, links go to workspace public")
+		return false
+	case k != nil && !k.Sees(workspace):
+		writeProblem(ctx, fasthttp.StatusForbidden, "the API key may not create links in workspace "+workspace)
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
+	req, err := s.parseCreate(ctx, s.requestTime(ctx), defaultWorkspaceOf(keyOf(ctx)))
+	if err != nil {
+		writeBadRequest(ctx, err)
+		return
+	}
+	if !mayCreateIn(ctx, req.Workspace) {
 		return
 	}
 	req.RequestID = string(ctx.Request.Header.Peek(idempotencyHeader))
+	req.KeyID = keyID(ctx)
 
 	res, err := s.node.Create(context.Background(), req)
 	if err != nil {
@@ -135,6 +179,8 @@ func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateReques
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, fsm.ErrRequestIDReused):
 		writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "Idempotency-Key was already used for a different request")
+	case errors.Is(err, fsm.ErrUnauthorized):
+		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
 	default:
 		s.log.Error("create failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
@@ -163,10 +209,16 @@ func (s *Server) findLink(code string) (fsm.Link, bool) {
 	return l, err == nil
 }
 
-// lookupLink finds the {code} of the route, answering 404/410 itself.
-func (s *Server) lookupLink(ctx *fasthttp.RequestCtx) (fsm.Link, bool) {
+// lookupLink finds the {code} of the route, answering 404/410 itself. A
+// link in a workspace the request's key may not use with scope is
+// answered exactly as one that does not exist; scope 0 is for public
+// routes.
+func (s *Server) lookupLink(ctx *fasthttp.RequestCtx, scope fsm.Scope) (fsm.Link, bool) {
 	code, _ := ctx.UserValue("code").(string)
 	l, ok := s.findLink(code)
+	if ok && scope != 0 && !sees(ctx, scope, l.Workspace) {
+		ok = false
+	}
 	if !ok {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return l, false
@@ -179,14 +231,20 @@ func (s *Server) lookupLink(ctx *fasthttp.RequestCtx) (fsm.Link, bool) {
 }
 
 func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
-	if l, ok := s.lookupLink(ctx); ok {
+	if l, ok := s.lookupLink(ctx, fsm.ScopeLinksRead); ok {
 		writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &l))
 	}
 }
 
 func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	code, _ := ctx.UserValue("code").(string)
-	index, err := s.node.Delete(context.Background(), code)
+	// This node leads (the route forwards to the leader), so its state
+	// holds every acknowledged write: no lookup through the cluster.
+	if l, ok := s.fsm.Get(code); !ok || !sees(ctx, fsm.ScopeLinksWrite, l.Workspace) {
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+		return
+	}
+	index, err := s.node.Delete(context.Background(), code, keyID(ctx))
 	switch {
 	case err == nil:
 		if len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0 {
@@ -196,6 +254,8 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	case errors.Is(err, fsm.ErrNotFound):
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+	case errors.Is(err, fsm.ErrUnauthorized):
+		writeUnauthorized(ctx, "the API key was revoked or expired before the delete was applied")
 	default:
 		s.writeWriteError(ctx, err)
 	}
@@ -208,9 +268,18 @@ const (
 
 func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
-	ws := defaultWorkspace
+	// Without a workspace, every workspace the key sees; a workspace it
+	// may not see lists as an empty one.
+	var workspaces []string
+	if k := keyOf(ctx); !k.Allows(fsm.ScopeLinksRead, fsm.AllWorkspaces, ctx.Time().UnixMilli()) {
+		workspaces = k.Workspaces
+	}
 	if args.Has("workspace") {
-		ws = string(args.Peek("workspace"))
+		ws := string(args.Peek("workspace"))
+		workspaces = []string{ws}
+		if !sees(ctx, fsm.ScopeLinksRead, ws) {
+			workspaces = []string{}
+		}
 	}
 	limit := defaultListLimit
 	if args.Has("limit") {
@@ -230,7 +299,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 		}
 		before = n
 	}
-	links, next := s.fsm.List(ws, before, limit)
+	links, next := s.fsm.List(workspaces, before, limit)
 	views := make([]linkReadJSON, len(links))
 	for i := range links {
 		views[i] = s.linkReadView(ctx, &links[i])
@@ -259,7 +328,7 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 		}
 		size = n
 	}
-	l, ok := s.lookupLink(ctx)
+	l, ok := s.lookupLink(ctx, 0)
 	if !ok {
 		return
 	}

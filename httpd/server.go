@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,13 @@ type Config struct {
 	RedirectStatus      int
 	CodeLength          int
 	AllowPrivateTargets bool
-	AdminToken          string
+	// AdminToken is the operator's root credential: an admin key that
+	// lives in the flags, not in the replicated state. Give every node
+	// the same one: calls forwarded to the leader are checked there again.
+	AdminToken string
+	// PublicCreate lets clients without a key create links, into
+	// workspace "public" only (rate limited like every create).
+	PublicCreate        bool
 	CreateRate          float64 // per client IP per second; 0 turns limiting off
 	CreateBurst         int
 	TrustedProxies      []netip.Prefix
@@ -57,6 +64,8 @@ type Server struct {
 	limiter *ipLimiter
 	srv     *fasthttp.Server
 	log     *slog.Logger
+	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
+	rootTokenHash []byte
 }
 
 // New builds the server; call Serve to start it.
@@ -72,6 +81,10 @@ func New(cfg Config, node *cluster.Node) *Server {
 		metrics: newMetrics(node, cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		log:     cfg.Logger,
+	}
+	if cfg.AdminToken != "" {
+		sum := sha256.Sum256([]byte(cfg.AdminToken))
+		s.rootTokenHash = sum[:]
 	}
 	s.routes()
 	s.srv = &fasthttp.Server{
@@ -120,28 +133,30 @@ func (s *Server) routes() {
 
 	// Creates are prepared on the node the client reached and handed to
 	// Node.Create, which relays them to the leader in batches.
-	create := s.limitCreates(s.relayable(s.handleCreate))
+	create := s.authorizeCreate(s.limitCreates(s.relayable(s.handleCreate)))
 	handle("POST", "/shorten", "create", create)
 	handle("POST", "/api/v1/urls", "create", create)
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
-	handle("GET", "/api/v1/urls", "list", s.handleList)
-	handle("GET", "/api/v1/urls/{code}", "read", s.handleRead)
-	handle("DELETE", "/api/v1/urls/{code}", "delete", s.forwarder(s.handleDelete, forwardWrite))
-	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsHandler("clicks"))
+	handle("GET", "/api/v1/urls", "list", s.require(fsm.ScopeLinksRead, s.handleList))
+	handle("GET", "/api/v1/urls/{code}", "read", s.require(fsm.ScopeLinksRead, s.handleRead))
+	// The leader checks the credential of a forwarded delete again: it
+	// travels with the request.
+	handle("DELETE", "/api/v1/urls/{code}", "delete", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleDelete, forwardWrite)))
+	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.require(fsm.ScopeStatsRead, s.statsHandler("clicks")))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
-	handle("GET", "/stats/{code}", "stats", s.statsHandler("click_count"))
+	handle("GET", "/stats/{code}", "stats", s.require(fsm.ScopeStatsRead, s.statsHandler("click_count")))
 	// The node-to-node protocol is the cluster package's, both ends.
 	handle(router.MethodWild, "/internal/v1/{path:*}", "internal", s.node.InternalHandler())
 
 	// Admin calls act on the leader's view: the leader alone knows which
 	// servers are reachable and holds the freshest state.
 	admin := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.requireAdmin(s.forwarder(h, forwardAdmin)))
+		handle(method, path, route, s.require(fsm.ScopeAdmin, s.forwarder(h, forwardAdmin)))
 	}
 	// Reads an operator needs most when there is no leader (cluster status,
 	// backup, export) fall back to this node's own state.
 	adminRead := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.requireAdmin(s.forwarder(h, forwardAdminRead)))
+		handle(method, path, route, s.require(fsm.ScopeAdmin, s.forwarder(h, forwardAdminRead)))
 	}
 	adminRead("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
 	admin("POST", "/admin/join", "admin_join", s.handleJoin)
@@ -151,9 +166,13 @@ func (s *Server) routes() {
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
 	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
 	admin("POST", "/admin/import", "admin_import", s.handleImport)
+	admin("POST", "/admin/keys", "admin_keys", s.handleCreateKey)
+	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
+	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
+	adminRead("GET", "/admin/audit", "admin_audit", s.handleAudit)
 
 	// Runtime profiles of this node, guarded like the admin API.
-	pprof := s.requireAdmin(pprofHandler())
+	pprof := s.require(fsm.ScopeAdmin, pprofHandler())
 	handle("GET", pprofPrefix+"{profile:*}", "pprof", pprof)
 	handle("POST", pprofPrefix+"symbol", "pprof", pprof) // pprof looks symbols up by POST
 }
@@ -193,9 +212,9 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
 }
 
 // requestLimits gives restores and imports a larger body limit than
-// everything else, and only to requests that carry the admin token when one
-// is set, so an anonymous client cannot make the node buffer a huge body;
-// node-to-node requests get the limit of the largest the protocol sends.
+// everything else, and only to requests that carry an admin credential, so
+// no other client can make the node buffer a huge body; node-to-node
+// requests get the limit of the largest the protocol sends.
 func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if !h.IsPost() {
 		return fasthttp.RequestConfig{}
@@ -203,7 +222,7 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 	switch uri := h.RequestURI(); {
 	case bytes.HasPrefix(uri, []byte(cluster.InternalPrefix)):
 		return fasthttp.RequestConfig{MaxRequestBodySize: cluster.MaxInternalBodyBytes}
-	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.tokenOK(h):
+	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.keyHasLargeBodyRight(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}
 	return fasthttp.RequestConfig{}

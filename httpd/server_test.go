@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
 		tb.Fatalf("open node: %v", err)
 	}
 	tb.Cleanup(func() { node.Close() })
-	cfg := Config{RedirectStatus: 302, CodeLength: 7, Version: "test", Logger: log}
+	cfg := Config{RedirectStatus: 302, CodeLength: 7, Version: "test", Logger: log, AdminToken: testToken}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -46,18 +47,41 @@ func freeAddr(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
-// do runs one request through the server's root handler.
+// testToken is the admin token test servers start with; requests made
+// with do carry it unless they name a credential of their own.
+const testToken = "test-admin-token"
+
+// do runs one request from a loopback client through the server's root
+// handler.
 func do(s *Server, method, uri, contentType, body string, headers ...string) *fasthttp.RequestCtx {
+	return doFrom(s, net.IPv4(127, 0, 0, 1), method, uri, contentType, body, headers...)
+}
+
+// doFrom runs one request through the server's root handler as if it came
+// from remote. Headers are name, value pairs; without an Authorization or
+// X-Api-Key among them the request carries the test admin token, and with
+// an empty one it carries no credential.
+func doFrom(s *Server, remote net.IP, method, uri, contentType, body string, headers ...string) *fasthttp.RequestCtx {
 	var ctx fasthttp.RequestCtx
-	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5555}, nil)
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: remote, Port: 5555}, nil)
 	ctx.Request.Header.SetMethod(method)
 	ctx.Request.SetRequestURI(uri)
 	ctx.Request.Header.SetHost("sho.rt")
 	if contentType != "" {
 		ctx.Request.Header.SetContentType(contentType)
 	}
+	credential := false
 	for i := 0; i+1 < len(headers); i += 2 {
-		ctx.Request.Header.Set(headers[i], headers[i+1])
+		switch strings.ToLower(headers[i]) {
+		case "authorization", "x-api-key":
+			credential = true
+		}
+		if headers[i+1] != "" {
+			ctx.Request.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	if !credential {
+		ctx.Request.Header.Set("Authorization", "Bearer "+testToken)
 	}
 	ctx.Request.SetBodyString(body)
 	s.Handler(&ctx)

@@ -122,7 +122,7 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 			writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 			return
 		}
-		l, ok := s.lookupLink(ctx)
+		l, ok := s.lookupLink(ctx, fsm.ScopeStatsRead)
 		if !ok {
 			return
 		}

@@ -103,7 +103,7 @@ type proposedChunk struct {
 // refusal is reported with its line number and changes nothing. Once the
 // cluster cannot take writes, the remaining lines are not attempted.
 func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
-	report, index := s.importBody(ctx.PostBody())
+	report, index := s.importBody(ctx.PostBody(), keyID(ctx))
 	if index > 0 && len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0 {
 		// The forwarding node applies this far before its client hears,
 		// so the imported links redirect there once the answer arrives.
@@ -112,9 +112,10 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, report)
 }
 
-// importBody imports the lines of body and returns the report and the
-// highest log index its entries were applied at (0: none was).
-func (s *Server) importBody(body []byte) (importReport, uint64) {
+// importBody imports the lines of body as key keyID and returns the
+// report and the highest log index its entries were applied at (0: none
+// was).
+func (s *Server) importBody(body []byte, keyID string) (importReport, uint64) {
 	order := make(chan *importChunk, importReadAhead())
 	work := make(chan *importChunk, importReadAhead())
 	go cutImport(body, order, work)
@@ -148,6 +149,9 @@ func (s *Server) importBody(body []byte) (importReport, uint64) {
 		if stop := stopped.Load(); stop != nil {
 			p.stop = *stop
 		} else if len(p.reqs) > 0 {
+			for i := range p.reqs {
+				p.reqs[i].KeyID = keyID
+			}
 			p.bulk = s.node.ProposeCreates(context.Background(), p.reqs)
 		}
 		proposed <- p

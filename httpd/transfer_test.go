@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/input"
 )
 
@@ -143,7 +144,7 @@ func TestImportStopsWhenWritesFail(t *testing.T) {
 	}
 	body.WriteString("{not json")
 
-	report, index := s.importBody([]byte(body.String()))
+	report, index := s.importBody([]byte(body.String()), fsm.RootKeyID)
 	if report.Created != 0 || report.Skipped != 0 || len(report.Failed) != lines || index != 0 {
 		t.Fatalf("report: %d created, %d skipped, %d failed, index %d; want all %d lines failed", report.Created, report.Skipped, len(report.Failed), index, lines)
 	}

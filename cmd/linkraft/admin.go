@@ -25,13 +25,14 @@ const defaultAdminAddr = "http://127.0.0.1:8080"
 
 // adminOpts are the flags every admin subcommand shares.
 type adminOpts struct {
-	addr, token string
-	timeout     time.Duration
+	addr, token, key string
+	timeout          time.Duration
 }
 
 func (o *adminOpts) register(fs *flag.FlagSet, timeout time.Duration) {
 	fs.StringVar(&o.addr, "addr", defaultAdminAddr, "HTTP address of any node: http(s)://host:port or host:port (env LINKRAFT_ADDR)")
-	fs.StringVar(&o.token, "admin-token", "", "the nodes' --admin-token (env LINKRAFT_ADMIN_TOKEN)")
+	fs.StringVar(&o.key, "key", "", "an API key with the admin scope, e.g. the one in <data-dir>/admin.key (env LINKRAFT_KEY)")
+	fs.StringVar(&o.token, "admin-token", "", "the nodes' --admin-token, instead of --key (env LINKRAFT_ADMIN_TOKEN)")
 	fs.DurationVar(&o.timeout, "timeout", timeout, "give up when the node has not answered within this time (env LINKRAFT_TIMEOUT)")
 }
 
@@ -131,7 +132,7 @@ type adminClient struct {
 // the environment: a LINKRAFT_ID meant for serve must not pick the server
 // that leave removes.
 func (o *adminOpts) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
-	return parseArgs(fs, args, stderr, "addr", "admin-token", "timeout")
+	return parseArgs(fs, args, stderr, "addr", "key", "admin-token", "timeout")
 }
 
 // call makes one admin request. It returns the answer's body and -1, or the
@@ -156,8 +157,12 @@ func (o *adminOpts) client(cmd string) (*adminClient, error) {
 	if o.timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
 	}
+	credential := o.key
+	if credential == "" {
+		credential = o.token
+	}
 	return &adminClient{
-		cmd: cmd, base: base, token: o.token, timeout: o.timeout,
+		cmd: cmd, base: base, token: credential, timeout: o.timeout,
 		client: &fasthttp.Client{
 			Name:                      "linkraft-cli/" + version,
 			ReadTimeout:               o.timeout,
@@ -209,9 +214,11 @@ func (c *adminClient) do(method, path, contentType string, body []byte) ([]byte,
 		e := &adminError{status: status, msg: fmt.Sprintf("%d %s", status, problemDetail(status, resp.Body()))}
 		switch {
 		case status == fasthttp.StatusUnauthorized && c.token == "":
-			e.hint = "set --admin-token or LINKRAFT_ADMIN_TOKEN to the nodes' --admin-token"
-		case status == fasthttp.StatusForbidden && c.token == "":
-			e.hint = "without --admin-token the nodes answer admin requests only from their own machine"
+			e.hint = "give an admin API key with --key or LINKRAFT_KEY (a new cluster writes one to <data-dir>/admin.key), or --admin-token"
+		case status == fasthttp.StatusUnauthorized:
+			e.hint = "the key was not accepted: is it revoked or expired?"
+		case status == fasthttp.StatusForbidden:
+			e.hint = "this call needs a key with the admin scope"
 		}
 		return nil, e
 	}
@@ -385,7 +392,7 @@ func printClusterAnswer(cmd string, stdout, stderr io.Writer, body []byte, raw b
 // adminStatus is "linkraft status".
 func adminStatus(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("status", "status [--addr URL] [--admin-token T] [--json]", stderr)
+	fs := newFlagSet("status", "status [--addr URL] [--key KEY] [--json]", stderr)
 	o.register(fs, 10*time.Second)
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
 	pos, code := o.parse(fs, args, stderr)
@@ -405,7 +412,7 @@ func adminStatus(args []string, stdout, stderr io.Writer) int {
 // adminJoin is "linkraft join".
 func adminJoin(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("join", "join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT] [--addr URL] [--admin-token T]", stderr)
+	fs := newFlagSet("join", "join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT] [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
 	id := fs.String("id", "", "id of the server to add (its --id)")
 	raftAddr := fs.String("raft-addr", "", "Raft address the cluster reaches the server at")
@@ -437,7 +444,7 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 // adminLeave is "linkraft leave".
 func adminLeave(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("leave", "leave --id ID [--addr URL] [--admin-token T]", stderr)
+	fs := newFlagSet("leave", "leave --id ID [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
 	id := fs.String("id", "", "id of the server to remove")
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
@@ -465,7 +472,7 @@ func adminLeave(args []string, stdout, stderr io.Writer) int {
 // adminBackup is "linkraft backup".
 func adminBackup(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("backup", "backup [-o FILE] [--addr URL] [--admin-token T]", stderr)
+	fs := newFlagSet("backup", "backup [-o FILE] [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 5*time.Minute)
 	var out string
 	fs.StringVar(&out, "o", "", "write the backup to FILE (default: standard output)")
@@ -533,7 +540,7 @@ func writeFileAtomic(path string, data []byte) (err error) {
 // adminRestore is "linkraft restore".
 func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("restore", "restore FILE|- [--addr URL] [--admin-token T]", stderr)
+	fs := newFlagSet("restore", "restore FILE|- [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 5*time.Minute)
 	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {

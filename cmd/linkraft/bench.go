@@ -35,6 +35,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*bench.Config, benchOutpu
 	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "load before the measured run; its results are dropped")
 	fs.IntVar(&c.SeedLinks, "seed-links", 1000, "links created before a redirect, stats or mixed run")
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "per-request timeout")
+	fs.StringVar(&c.Key, "key", "", "API key for creates and stats reads: links:write (and stats:read for --scenario stats)")
 	fs.BoolVar(&c.Ceiling, "ceiling", false, "also run the same load against an in-process bare fasthttp server and report linkraft as a percentage of it")
 	fs.BoolVar(&out.json, "json", false, "write the report as JSON to stdout instead of the table")
 	fs.StringVar(&out.html, "html", "", "also write a self-contained HTML report with latency and throughput charts to this file")

@@ -25,15 +25,19 @@ Usage:
   linkraft backup [-o FILE]
                            save a consistent snapshot of all state
   linkraft restore FILE|-  make the whole cluster take the state in a backup
+  linkraft keys create|list|revoke
+                           manage API keys
   linkraft recover --data-dir DIR --peers FILE
                            offline: rebuild a cluster that lost quorum
   linkraft bench [flags]   load one or more nodes and report throughput and latency
   linkraft keygen          print a new --cluster-key
   linkraft version         print the version
 
-The admin commands (status, join, leave, backup, restore) talk to any node:
---addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and --admin-token
-(LINKRAFT_ADMIN_TOKEN). Run "linkraft <command> -h" for a command's flags.
+The admin commands (status, join, leave, backup, restore, keys) talk to any
+node: --addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and an admin
+credential: --key (LINKRAFT_KEY; a new cluster writes its first admin key to
+<data-dir>/admin.key) or --admin-token (LINKRAFT_ADMIN_TOKEN). Run
+"linkraft <command> -h" for a command's flags.
 Every serve flag can also be set through an environment variable: --http-addr
 is LINKRAFT_HTTP_ADDR.
 `
@@ -60,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return adminBackup(args[1:], stdout, stderr)
 	case "restore":
 		return adminRestore(args[1:], os.Stdin, stdout, stderr)
+	case "keys":
+		return keysCmd(args[1:], stdout, stderr)
 	case "recover":
 		return recoverCmd(args[1:], stdout, stderr)
 	case "bench":

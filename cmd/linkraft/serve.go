@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -36,7 +37,7 @@ type serveConfig struct {
 	codeLength, redirectStatus                                   int
 	writeTimeout, clickFlushInterval                             time.Duration
 	snapshotThreshold                                            uint64
-	allowPrivateTargets                                          bool
+	allowPrivateTargets, publicCreate                            bool
 	adminToken, clusterKey                                       string
 	leaveOnTerminate                                             bool
 	createRate                                                   float64
@@ -68,7 +69,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.DurationVar(&c.clickFlushInterval, "click-flush-interval", time.Second, "how often counted clicks are flushed through Raft")
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 8192, "log entries since the last snapshot that make the node take a new one")
 	fs.BoolVar(&c.allowPrivateTargets, "allow-private-targets", false, "allow links to loopback, private and other internal addresses")
-	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /admin (unset: loopback clients only)")
+	fs.StringVar(&c.adminToken, "admin-token", "", "root credential: an admin key kept in the flags, the same on every node (unset: a new cluster writes an admin API key to <data-dir>/admin.key)")
+	fs.BoolVar(&c.publicCreate, "public-create", false, "let clients without a key create links, into workspace public only")
 	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating cluster traffic (linkraft keygen)")
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
 	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP (0: no limit)")
@@ -201,7 +203,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Join: splitList(cfg.join),
 		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
-		SnapshotThreshold: cfg.snapshotThreshold,
+		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
 	}, fsm.New())
 	if err != nil {
 		return err
@@ -214,7 +216,8 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 
 	srv := httpd.New(httpd.Config{
 		BaseURL: cfg.baseURL, RedirectStatus: cfg.redirectStatus,
-		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets, AdminToken: cfg.adminToken,
+		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets,
+		AdminToken: cfg.adminToken, PublicCreate: cfg.publicCreate,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 		AccessLog: cfg.accessLog, Registry: registry,
@@ -277,6 +280,15 @@ func advertisedHTTP(listen net.Addr, advertise, raftAddr string) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// initialKeyFile is where a node without --admin-token writes the admin
+// key it creates for a cluster that has none.
+func initialKeyFile(cfg *serveConfig) string {
+	if cfg.adminToken != "" {
+		return ""
+	}
+	return filepath.Join(cfg.dataDir, "admin.key")
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// CreateKey adds an API key through Raft. It runs on the leader (httpd
+// forwards admin calls there). A node that does not know the key yet
+// catches up before refusing it (CatchUp), so the key works everywhere as
+// soon as this returns.
+func (n *Node) CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error {
+	_, err := n.proposeOne(ctx, fsm.EncodeKeyCreate(c))
+	return err
+}
+
+// RevokeKey removes an API key through Raft. Like a delete, it returns once
+// every voter that answers in time has applied it too (awaitVoters): a
+// node that still knew the key would go on accepting it.
+func (n *Node) RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error {
+	index, err := n.proposeOne(ctx, fsm.EncodeKeyRevoke(c))
+	if err != nil {
+		return err
+	}
+	n.awaitVoters(index)
+	return nil
+}
+
+// CatchUp returns once this node has applied every write acknowledged
+// anywhere before the call: one read-index round (shared with concurrent
+// callers) and the wait for the local apply, bounded by the write timeout.
+// A key this node does not know is refused only after it.
+func (n *Node) CatchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
+	defer cancel()
+	index, err := n.readRounds.do(ctx)
+	if err != nil {
+		return fmt.Errorf("catch up: %w", err)
+	}
+	if err := n.waitApplied(ctx, index); err != nil {
+		return fmt.Errorf("catch up to %d: %w", index, err)
+	}
+	return nil
+}
+
+// mintInitialKey gives a cluster with no API keys an admin key when this
+// node has no --admin-token (Config.InitialKeyFile is set): it writes the
+// key to that file (mode 0600) before proposing it, so a key the cluster
+// accepts is never lost, and logs the file's path, never the key. A key
+// whose proposal failed is replaced on the next attempt.
+func (n *Node) mintInitialKey() error {
+	if n.cfg.InitialKeyFile == "" || n.fsm.HasKeys() {
+		return nil
+	}
+	id, key, hash, err := fsm.MintKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	if err := writeSecretFile(n.cfg.InitialKeyFile, key+"\n"); err != nil {
+		return fmt.Errorf("initial admin key: %w", err)
+	}
+	now := time.Now().UnixMilli()
+	cmd := fsm.KeyCreateCommand{
+		Key: fsm.APIKey{ID: id, Name: "initial admin key", Hash: hash, Scopes: fsm.ScopeAdmin,
+			Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: now},
+		Now: now,
+	}
+	resp, err := n.apply(fsm.EncodeKeyCreate(cmd))
+	if err == nil {
+		err, _ = resp.(error)
+	}
+	if err != nil {
+		return fmt.Errorf("apply initial admin key: %w", err)
+	}
+	n.log.Warn("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", id)
+	return nil
+}
+
+// writeSecretFile replaces path with data, readable by its owner only.
+func writeSecretFile(path, data string) error {
+	tmp := path + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

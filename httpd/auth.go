@@ -1,0 +1,167 @@
+package httpd
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// apiKeyHeader is the header Shlink and Kutt clients send their key in;
+// Authorization: Bearer is the other way.
+const apiKeyHeader = "X-Api-Key"
+
+// keyUserValue holds the key a request was authenticated with.
+const keyUserValue = "linkraft.key"
+
+// rootKey is what the operator's --admin-token authenticates as: an admin
+// key in every workspace, recorded as fsm.RootKeyID.
+func rootKey() fsm.APIKey {
+	return fsm.APIKey{ID: fsm.RootKeyID, Name: "--admin-token", Scopes: fsm.ScopeAdmin, Workspaces: []string{fsm.AllWorkspaces}}
+}
+
+// credential returns the key a request presents, "Authorization: Bearer
+// <key>" or "X-Api-Key: <key>"; nil when it presents none, and malformed
+// for an Authorization of another scheme.
+func credential(h *fasthttp.RequestHeader) (key []byte, malformed bool) {
+	if auth := h.Peek(fasthttp.HeaderAuthorization); len(auth) > 0 {
+		const bearer = "bearer "
+		if len(auth) > len(bearer) && bytes.EqualFold(auth[:len(bearer)], []byte(bearer)) {
+			return bytes.TrimSpace(auth[len(bearer):]), false
+		}
+		return nil, true
+	}
+	return h.Peek(apiKeyHeader), false
+}
+
+// authResult is what checking a request's credential found.
+type authResult int
+
+const (
+	authOK      authResult = iota
+	authMissing            // no credential
+	authInvalid            // unknown, revoked, expired or malformed
+)
+
+// checkKey authenticates a request's credential against the admin token and the
+// replicated keys. With catchUp, a key id this node does not know is looked
+// up again after the node has applied everything acknowledged before the
+// request, so a key works on every node once its creation was
+// acknowledged; without, only local state is asked (the header callback,
+// which must not wait).
+func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool) (fsm.APIKey, authResult) {
+	cred, malformed := credential(h)
+	switch {
+	case malformed:
+		return fsm.APIKey{}, authInvalid
+	case len(cred) == 0:
+		return fsm.APIKey{}, authMissing
+	}
+	if s.rootTokenHash != nil {
+		// Hashing both sides first makes the comparison independent of
+		// the token's length.
+		sum := sha256.Sum256(cred)
+		if subtle.ConstantTimeCompare(sum[:], s.rootTokenHash) == 1 {
+			return rootKey(), authOK
+		}
+	}
+	id, hash, ok := fsm.ParseKey(string(cred))
+	if !ok {
+		return fsm.APIKey{}, authInvalid
+	}
+	key, known := s.fsm.Key(id)
+	if !known && catchUp {
+		if err := s.node.CatchUp(context.Background()); err != nil {
+			s.log.Debug("unknown API key not confirmed by a leader", "key_id", id, "err", err)
+		}
+		key, known = s.fsm.Key(id)
+	}
+	if !known || subtle.ConstantTimeCompare(key.Hash[:], hash[:]) != 1 || key.Expired(now.UnixMilli()) {
+		return fsm.APIKey{}, authInvalid
+	}
+	return key, authOK
+}
+
+// authenticate checks the request's credential and keeps the key for the
+// handler. Without one it answers 401 itself, unless anonymous is allowed
+// (a public create), and reports whether the handler may go on.
+func (s *Server) authenticate(ctx *fasthttp.RequestCtx, anonymous bool) bool {
+	key, res := s.checkKey(&ctx.Request.Header, ctx.Time(), true)
+	switch {
+	case res == authOK:
+		ctx.SetUserValue(keyUserValue, &key)
+		return true
+	case res == authMissing && anonymous:
+		return true
+	case res == authMissing:
+		writeUnauthorized(ctx, "this call needs an API key: Authorization: Bearer <key> or X-Api-Key: <key>")
+	default:
+		writeUnauthorized(ctx, "the API key is unknown, revoked or expired")
+	}
+	return false
+}
+
+func writeUnauthorized(ctx *fasthttp.RequestCtx, detail string) {
+	writeProblem(ctx, fasthttp.StatusUnauthorized, detail)
+	ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="linkraft"`)
+}
+
+// keyOf is the key the request was authenticated with; nil for an
+// anonymous (public) create.
+func keyOf(ctx *fasthttp.RequestCtx) *fsm.APIKey {
+	k, _ := ctx.UserValue(keyUserValue).(*fsm.APIKey)
+	return k
+}
+
+// keyID is what the state records as the author of a write.
+func keyID(ctx *fasthttp.RequestCtx) string {
+	if k := keyOf(ctx); k != nil {
+		return k.ID
+	}
+	return ""
+}
+
+// require guards a route: a valid key with scope, else 401 or 403. Which
+// workspaces the key sees is the handler's to check, since a link in a
+// workspace the key may not see must be answered as one that does not
+// exist.
+func (s *Server) require(scope fsm.Scope, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if !s.authenticate(ctx, false) {
+			return
+		}
+		if !keyOf(ctx).Has(scope) {
+			writeProblem(ctx, fasthttp.StatusForbidden, "the API key lacks the "+scopeName(scope)+" scope")
+			return
+		}
+		h(ctx)
+	}
+}
+
+func scopeName(scope fsm.Scope) string {
+	if names := scope.Names(); len(names) == 1 {
+		return names[0]
+	}
+	return "needed"
+}
+
+// sees reports whether the request's key may see links of workspace with
+// scope: a link it may not see is answered as one that does not exist.
+func sees(ctx *fasthttp.RequestCtx, scope fsm.Scope, workspace string) bool {
+	k := keyOf(ctx)
+	return k != nil && k.Allows(scope, workspace, ctx.Time().UnixMilli())
+}
+
+// keyHasLargeBodyRight reports, from the headers alone, whether a request
+// may send a restore's or an import's body: an admin key this node knows.
+// fasthttp calls it before reading the body, so an anonymous client never
+// makes the node buffer more than the small limit.
+func (s *Server) keyHasLargeBodyRight(h *fasthttp.RequestHeader) bool {
+	key, res := s.checkKey(h, time.Now(), false)
+	return res == authOK && key.Has(fsm.ScopeAdmin)
+}

@@ -1,0 +1,194 @@
+package httpd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
+)
+
+// keyJSON is an API key as the keys API shows it; Key, the secret, only in
+// the answer to its creation.
+type keyJSON struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Scopes     []string `json:"scopes"`
+	Workspaces []string `json:"workspaces"`
+	CreatedAt  string   `json:"created_at"`
+	ExpiresAt  *string  `json:"expires_at"`
+	CreatedBy  string   `json:"created_by,omitempty"`
+	Key        string   `json:"key,omitempty"`
+}
+
+func keyView(k *fsm.APIKey) keyJSON {
+	return keyJSON{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Names(), Workspaces: k.Workspaces,
+		CreatedAt: timestamp(k.CreatedAt), ExpiresAt: optionalTimestamp(k.ExpiresAt), CreatedBy: k.CreatedBy}
+}
+
+// keyRequest is the body of POST /admin/keys.
+type keyRequest struct {
+	Name       string   `json:"name"`
+	Scopes     []string `json:"scopes"`
+	Workspaces []string `json:"workspaces"`
+	ExpiresAt  *string  `json:"expires_at"`
+}
+
+// Limits of a key's fields; the state holds keys to the same.
+const (
+	maxKeyNameLength = 256
+	maxKeyWorkspaces = 64
+)
+
+// parseKeyRequest validates a key request into the key to store, without
+// its id and hash.
+func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
+	var req keyRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return fsm.APIKey{}, invalid("body must be a JSON object with name, scopes, workspaces and optional expires_at: %v", err)
+	}
+	k := fsm.APIKey{Name: req.Name, CreatedAt: now.UnixMilli()}
+	if len(req.Name) > maxKeyNameLength {
+		return k, invalid("name is longer than %d bytes", maxKeyNameLength)
+	}
+	if len(req.Scopes) == 0 {
+		return k, invalid("scopes must list at least one of links:read, links:write, stats:read, admin")
+	}
+	for _, name := range req.Scopes {
+		scope, ok := fsm.ParseScope(name)
+		if !ok {
+			return k, invalid("unknown scope %q: use links:read, links:write, stats:read or admin", name)
+		}
+		k.Scopes |= scope
+	}
+	switch {
+	case len(req.Workspaces) == 0:
+		return k, invalid(`workspaces must list the workspaces the key may use, or ["*"] for all`)
+	case len(req.Workspaces) > maxKeyWorkspaces:
+		return k, invalid("a key may name at most %d workspaces", maxKeyWorkspaces)
+	case slices.Contains(req.Workspaces, fsm.AllWorkspaces) && len(req.Workspaces) > 1:
+		return k, invalid(`"*" already means every workspace: list it alone`)
+	}
+	for _, ws := range req.Workspaces {
+		if ws == fsm.AllWorkspaces {
+			continue
+		}
+		if err := input.Workspace(ws); err != nil {
+			return k, invalid("%s", err.Error())
+		}
+	}
+	k.Workspaces = slices.Compact(slices.Sorted(slices.Values(req.Workspaces)))
+	if req.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
+		if err != nil {
+			return k, invalid("expires_at must be an RFC 3339 time: %v", err)
+		}
+		if !t.After(now) {
+			return k, invalid("expires_at is in the past")
+		}
+		k.ExpiresAt = t.UnixMilli()
+	}
+	return k, nil
+}
+
+func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
+	k, err := parseKeyRequest(ctx.PostBody(), ctx.Time())
+	if err != nil {
+		writeBadRequest(ctx, err)
+		return
+	}
+	id, secret, hash, err := fsm.MintKey(rand.Reader)
+	if err != nil {
+		s.log.Error("mint key failed", "err", err)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "could not create a key")
+		return
+	}
+	k.ID, k.Hash = id, hash
+	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
+	if err := s.node.CreateKey(context.Background(), cmd); err != nil {
+		s.writeWriteError(ctx, err)
+		return
+	}
+	k.CreatedBy = cmd.By
+	view := keyView(&k)
+	view.Key = secret
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
+	writeJSON(ctx, fasthttp.StatusCreated, view)
+}
+
+func (s *Server) handleListKeys(ctx *fasthttp.RequestCtx) {
+	keys := s.fsm.Keys()
+	views := make([]keyJSON, len(keys))
+	for i := range keys {
+		views[i] = keyView(&keys[i])
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"keys": views})
+}
+
+func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
+	id, _ := ctx.UserValue("id").(string)
+	if !fsm.ValidKeyID(id) {
+		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+strconv.Quote(id))
+		return
+	}
+	err := s.node.RevokeKey(context.Background(), fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()})
+	switch {
+	case err == nil:
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	case errors.Is(err, fsm.ErrKeyNotFound):
+		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+id)
+	default:
+		s.writeWriteError(ctx, err)
+	}
+}
+
+// auditJSON is one recorded write.
+type auditJSON struct {
+	Time      string `json:"time"`
+	KeyID     string `json:"key_id"`
+	Action    string `json:"action"`
+	Workspace string `json:"workspace,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Key       string `json:"key,omitempty"` // the key a key action created or revoked
+}
+
+const (
+	defaultAuditLimit = 100
+	maxAuditLimit     = fsm.AuditRetention
+)
+
+func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	limit := defaultAuditLimit
+	if args.Has("limit") {
+		n, err := strconv.Atoi(string(args.Peek("limit")))
+		if err != nil || n < 1 || n > maxAuditLimit {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "limit must be a whole number from 1 to "+strconv.Itoa(maxAuditLimit))
+			return
+		}
+		limit = n
+	}
+	entries := s.fsm.Audit(string(args.Peek("key_id")), limit)
+	views := make([]auditJSON, len(entries))
+	for i, e := range entries {
+		v := auditJSON{Time: timestamp(e.At), KeyID: e.KeyID, Action: e.Action.String(), Workspace: e.Workspace}
+		switch e.Action {
+		case fsm.AuditKeyCreate, fsm.AuditKeyRevoke:
+			v.Key = e.Subject
+		default:
+			v.Code = e.Subject
+		}
+		views[i] = v
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"entries": views})
+}
