@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -79,6 +80,11 @@ func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
 func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
+	if n := len(ctx.Request.Header.Peek(idempotencyHeader)); n > maxIdempotencyKeyBytes {
+		writeProblem(ctx, fasthttp.StatusBadRequest,
+			fmt.Sprintf("Idempotency-Key is %d bytes long; at most %d bytes are allowed", n, maxIdempotencyKeyBytes))
+		return
+	}
 	req, err := s.parseCreate(ctx, s.requestTime(ctx))
 	if err != nil {
 		var bad *badRequest
