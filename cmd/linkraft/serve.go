@@ -71,7 +71,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /admin (unset: loopback clients only)")
 	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating cluster traffic (linkraft keygen)")
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
-	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP (0: no limit)")
+	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
 	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
 	fs.StringVar(&c.trustedProxy, "trusted-proxy", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For is believed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
