@@ -117,6 +117,8 @@ func (s *Server) routes() {
 	handle("GET", "/health", "health", s.handleHealth)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
+	handle("GET", "/ui/app.js", "ui", uiAsset("text/javascript; charset=utf-8", uiScript))
+	handle("GET", "/ui/app.css", "ui", uiAsset("text/css; charset=utf-8", uiStyle))
 
 	// Creates are prepared on the node the client reached and handed to
 	// Node.Create, which relays them to the leader in batches.
@@ -167,6 +169,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	} else {
 		s.router.Handler(ctx)
 	}
+	nosniff(ctx)
 	if s.cfg.AccessLog { // off, the redirect path stays free of allocations
 		s.logAccess(ctx)
 	}
@@ -189,6 +192,7 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
 	if v := recover(); v != nil {
 		s.log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "internal error")
+		nosniff(ctx)
 	}
 }
 
@@ -223,6 +227,7 @@ func (s *Server) handleExpectContinue(ctx *fasthttp.RequestCtx) int {
 	if n := ctx.Request.Header.ContentLength(); n > s.bodyLimit(&ctx.Request.Header) {
 		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
 			fmt.Sprintf("request body of %d bytes is larger than %d bytes", n, s.bodyLimit(&ctx.Request.Header)))
+		nosniff(ctx)
 		return fasthttp.StatusRequestEntityTooLarge
 	}
 	return fasthttp.StatusContinue
@@ -230,6 +235,7 @@ func (s *Server) handleExpectContinue(ctx *fasthttp.RequestCtx) int {
 
 // handleTransportError answers requests fasthttp could not read.
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	defer nosniff(ctx)
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
