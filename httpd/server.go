@@ -34,12 +34,15 @@ type Config struct {
 	AdminToken          string
 	CreateRate          float64 // per client IP per second; 0 turns limiting off
 	CreateBurst         int
-	TrustedProxies      []netip.Prefix
-	ReadTimeout         time.Duration
-	WriteTimeout        time.Duration
-	IdleTimeout         time.Duration
-	Version             string
-	Logger              *slog.Logger
+	// MaxConnsPerIP caps the connections one client (an IPv4 address, an
+	// IPv6 /64) holds open at once; 0 turns the cap off.
+	MaxConnsPerIP  int
+	TrustedProxies []netip.Prefix
+	ReadTimeout    time.Duration
+	WriteTimeout   time.Duration
+	IdleTimeout    time.Duration
+	Version        string
+	Logger         *slog.Logger
 	// AccessLog logs one line per request at info level.
 	AccessLog bool
 	// Registry is where /metrics gathers from; this server registers its
@@ -251,7 +254,12 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error {
+	if s.cfg.MaxConnsPerIP > 0 {
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP)
+	}
+	return s.srv.Serve(ln)
+}
 
 // Shutdown stops accepting, waits for in-flight requests (bounded by ctx)
 // and closes idle connections.

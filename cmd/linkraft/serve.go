@@ -41,6 +41,7 @@ type serveConfig struct {
 	leaveOnTerminate                                             bool
 	createRate                                                   float64
 	createBurst                                                  int
+	maxConnsPerIP                                                int
 	trustedProxy, logLevel                                       string
 	logFormat                                                    string
 	accessLog                                                    bool
@@ -73,6 +74,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
 	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
 	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
+	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", 1024, "connections one client (IPv4 address, IPv6 /64) may hold open at once (0: no cap)")
 	fs.StringVar(&c.trustedProxy, "trusted-proxy", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For is believed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
@@ -119,6 +121,8 @@ func (c *serveConfig) validate() error {
 		return errors.New("--snapshot-threshold must be at least 16")
 	case c.createRate < 0 || c.createBurst < 1:
 		return errors.New("--create-rate must be >= 0 and --create-burst >= 1")
+	case c.maxConnsPerIP < 0:
+		return errors.New("--max-conns-per-ip must be >= 0 (0: no cap)")
 	case c.baseURL != "" && !strings.HasPrefix(c.baseURL, "http://") && !strings.HasPrefix(c.baseURL, "https://"):
 		return errors.New("--base-url must start with http:// or https://")
 	}
@@ -215,7 +219,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	srv := httpd.New(httpd.Config{
 		BaseURL: cfg.baseURL, RedirectStatus: cfg.redirectStatus,
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets, AdminToken: cfg.adminToken,
-		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted,
+		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 		AccessLog: cfg.accessLog, Registry: registry,
 	}, node)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,40 @@ func TestNewLoggerFormats(t *testing.T) {
 			gotJSON := json.Unmarshal(buf.Bytes(), &m) == nil
 			if gotJSON != tt.isJSON || !strings.Contains(buf.String(), "hello") {
 				t.Fatalf("format %s: got %q", tt.format, buf.String())
+			}
+		})
+	}
+}
+
+func TestMaxConnsPerIPFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     string // LINKRAFT_MAX_CONNS_PER_IP, "" for unset
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{name: "default", want: 1024},
+		{name: "flag", args: []string{"--max-conns-per-ip", "64"}, want: 64},
+		{name: "off", args: []string{"--max-conns-per-ip", "0"}, want: 0},
+		{name: "environment", env: "300", want: 300},
+		{name: "flag wins over environment", env: "300", args: []string{"--max-conns-per-ip", "20"}, want: 20},
+		{name: "negative", args: []string{"--max-conns-per-ip", "-1"}, wantErr: "--max-conns-per-ip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("LINKRAFT_MAX_CONNS_PER_IP", tt.env)
+			}
+			cfg, err := parseServeFlags(append([]string{"--id", "n1"}, tt.args...), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("want an error naming %s, got %v", tt.wantErr, err)
+				}
+				return
+			}
+			if err != nil || cfg.maxConnsPerIP != tt.want {
+				t.Fatalf("max conns per IP = %v (err %v), want %d", cfg, err, tt.want)
 			}
 		})
 	}
