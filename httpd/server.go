@@ -27,7 +27,7 @@ const (
 
 // Config is the HTTP layer's part of the node's flags.
 type Config struct {
-	BaseURL             string // prefix of short_url; empty: http://<request Host>
+	BaseURL             string // prefix of short_url; empty: http://<request Host> (only for a loopback-only node, see linkraft serve)
 	RedirectStatus      int
 	CodeLength          int
 	AllowPrivateTargets bool

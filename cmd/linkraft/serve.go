@@ -62,7 +62,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.advertise, "advertise", "", "host other nodes reach this node at (default: the listen addresses)")
 	fs.StringVar(&c.join, "join", "", "comma-separated gossip addresses of nodes to join")
 	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster together")
-	fs.StringVar(&c.baseURL, "base-url", "", "prefix of short URLs (default: http://<request Host>)")
+	fs.StringVar(&c.baseURL, "base-url", "", "prefix of short URLs (default: http://<request Host> on a loopback --http-addr, else http://<advertised HTTP address>)")
 	fs.IntVar(&c.codeLength, "code-length", 7, "length of generated codes (counter strategy), 4-10")
 	fs.IntVar(&c.redirectStatus, "redirect-status", 302, "redirect status: 301, 302, 307 or 308")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 5*time.Second, "how long a write waits for the leader before 503")
@@ -216,8 +216,13 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		}
 	}()
 
+	baseURL, guessed := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
+	if guessed {
+		log.Warn("no --base-url: short URLs name this node's advertised address, not the Host header clients send; "+
+			"set --base-url to the address clients use", "short_url_base", baseURL)
+	}
 	srv := httpd.New(httpd.Config{
-		BaseURL: cfg.baseURL, RedirectStatus: cfg.redirectStatus,
+		BaseURL: baseURL, RedirectStatus: cfg.redirectStatus,
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets, AdminToken: cfg.adminToken,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
@@ -281,6 +286,23 @@ func advertisedHTTP(listen net.Addr, advertise, raftAddr string) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// shortURLBase is the prefix of short_url: --base-url when set. Otherwise
+// the Host header a client sends (an empty prefix tells httpd so) only when
+// the HTTP listener is loopback, where every client is on this machine (a
+// developer's node). A node others can reach must not let a client choose
+// the host its short links and QR codes name, so it uses its advertised HTTP
+// address, which the other nodes reach it at; guessed reports that case,
+// in which the operator should set --base-url.
+func shortURLBase(baseURL string, listen net.Addr, advertised string) (base string, guessed bool) {
+	if baseURL != "" {
+		return baseURL, false
+	}
+	if tcp, ok := listen.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return "", false
+	}
+	return "http://" + advertised, true
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

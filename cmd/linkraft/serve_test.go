@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"strings"
 	"testing"
 )
@@ -72,6 +73,32 @@ func TestMaxConnsPerIPFlag(t *testing.T) {
 			}
 			if err != nil || cfg.maxConnsPerIP != tt.want {
 				t.Fatalf("max conns per IP = %v (err %v), want %d", cfg, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestShortURLBase(t *testing.T) {
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080} }
+	tests := []struct {
+		name, baseURL string
+		listen        net.Addr
+		advertised    string
+		want          string
+		guessed       bool
+	}{
+		{"--base-url always wins", "https://s.example.com", tcp("0.0.0.0"), "10.0.0.1:8080", "https://s.example.com", false},
+		{"loopback follows Host", "", tcp("127.0.0.1"), "127.0.0.1:8080", "", false},
+		{"IPv6 loopback follows Host", "", tcp("::1"), "[::1]:8080", "", false},
+		{"all interfaces: the advertised address", "", tcp("0.0.0.0"), "10.0.0.1:8080", "http://10.0.0.1:8080", true},
+		{"IPv6 all interfaces", "", tcp("::"), "[2001:db8::1]:8080", "http://[2001:db8::1]:8080", true},
+		{"a public address", "", tcp("192.0.2.7"), "192.0.2.7:8080", "http://192.0.2.7:8080", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, guessed := shortURLBase(tt.baseURL, tt.listen, tt.advertised)
+			if got != tt.want || guessed != tt.guessed {
+				t.Errorf("shortURLBase = %q, %v; want %q, %v", got, guessed, tt.want, tt.guessed)
 			}
 		})
 	}
