@@ -75,7 +75,7 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 			batch[k] = reqs[i]
 		}
 		cmd := fsm.EncodeCreate(fsm.CreateBatch{Now: now, Items: batch})
-		b.entries = append(b.entries, bulkEntry{items: items, future: n.raft.Apply(cmd, n.cfg.WriteTimeout)})
+		b.entries = append(b.entries, bulkEntry{items: items, future: n.propose(cmd)})
 	}
 	return b
 }

@@ -99,6 +99,10 @@ type Node struct {
 
 	creates chan *createCall
 	clicks  *clickCounter
+	// proposals is held for reading while an entry is handed to Raft and
+	// for writing by a restore, which must see every change before it
+	// merges the current state into the backup (see backup.go).
+	proposals sync.RWMutex
 
 	gossip     *gossip
 	peers      peers

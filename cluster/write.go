@@ -312,11 +312,21 @@ func (n *Node) apply(cmd []byte) (any, error) {
 
 // applyAt is apply, also returning the entry's log index.
 func (n *Node) applyAt(cmd []byte) (any, uint64, error) {
-	f := n.raft.Apply(cmd, n.cfg.WriteTimeout)
+	f := n.propose(cmd)
 	if err := f.Error(); err != nil {
 		return nil, 0, raftError(err)
 	}
 	return f.Response(), f.Index(), nil
+}
+
+// propose hands one entry to Raft, unless a restore is under way: then it
+// waits for the restore, which needs every entry proposed before it applied
+// and none proposed until it is installed (see Restore). Only the hand-off
+// is held, not the wait for the outcome.
+func (n *Node) propose(cmd []byte) raft.ApplyFuture {
+	n.proposals.RLock()
+	defer n.proposals.RUnlock()
+	return n.raft.Apply(cmd, n.cfg.WriteTimeout)
 }
 
 // raftError turns Raft's errors into this package's: ErrNoLeader (not

@@ -48,6 +48,8 @@ func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": s.fsm.Len()})
 	case errors.Is(err, fsm.ErrCorruptSnapshot):
 		writeProblem(ctx, fasthttp.StatusBadRequest, "not a valid linkraft backup: "+err.Error())
+	case errors.Is(err, cluster.ErrRestoreNotReady):
+		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error()) // with Retry-After
 	default:
 		s.writeWriteError(ctx, err)
 	}

@@ -13,6 +13,11 @@ import (
 
 const idempotencyHeader = "Idempotency-Key"
 
+// maxIdempotencyKeyBytes bounds a client's Idempotency-Key. The key becomes
+// the create's request id, which every node keeps in its replicated state
+// for ten minutes: a UUID (36 bytes) or a hash fits with room to spare.
+const maxIdempotencyKeyBytes = 128
+
 // fromPeerKey is the user value holding a request's fromPeer verdict.
 const fromPeerKey = "linkraft.fromPeer"
 

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -124,6 +125,11 @@ func mayCreateIn(ctx *fasthttp.RequestCtx, workspace string) bool {
 }
 
 func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
+	if n := len(ctx.Request.Header.Peek(idempotencyHeader)); n > maxIdempotencyKeyBytes {
+		writeProblem(ctx, fasthttp.StatusBadRequest,
+			fmt.Sprintf("Idempotency-Key is %d bytes long; at most %d bytes are allowed", n, maxIdempotencyKeyBytes))
+		return
+	}
 	req, err := s.parseCreate(ctx, s.requestTime(ctx), defaultWorkspaceOf(keyOf(ctx)))
 	if err != nil {
 		writeBadRequest(ctx, err)

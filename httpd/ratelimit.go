@@ -12,9 +12,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// ipLimiter is a token bucket per client IP for creates. Buckets that have
-// refilled completely are dropped by a sweeper, so memory follows the number
-// of recently active clients.
+// ipLimiter is a token bucket per client for creates: per IPv4 address,
+// per IPv6 /64 (see bucketKey). Buckets that have refilled completely are
+// dropped by a sweeper, so memory follows the number of recently active
+// clients.
 type ipLimiter struct {
 	limit rate.Limit
 	burst int
@@ -41,11 +42,12 @@ func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
 	if l.limit <= 0 {
 		return 0, true
 	}
+	key := bucketKey(ip)
 	l.mu.Lock()
-	b, found := l.buckets[ip]
+	b, found := l.buckets[key]
 	if !found {
 		b = rate.NewLimiter(l.limit, l.burst)
-		l.buckets[ip] = b
+		l.buckets[key] = b
 	}
 	l.mu.Unlock()
 	now := time.Now()
@@ -55,6 +57,26 @@ func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
 		return int(math.Ceil(delay.Seconds())), false
 	}
 	return 0, true
+}
+
+// ipv6ClientBits is the prefix of an IPv6 address that names one client.
+// A subscriber or host is given a /64 (RFC 6177, RFC 8273) and picks
+// addresses in it freely (privacy addresses rotate daily), so counting per
+// /128 would hand one client 2^64 buckets.
+const ipv6ClientBits = 64
+
+// bucketKey is the client an address belongs to for rate limiting: an IPv4
+// address (IPv4-mapped IPv6 included) as it is, an IPv6 address's /64.
+func bucketKey(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap()
+	if !ip.Is6() {
+		return ip
+	}
+	p, err := ip.WithZone("").Prefix(ipv6ClientBits)
+	if err != nil { // cannot happen for a 16-byte address
+		return ip
+	}
+	return p.Addr()
 }
 
 func (l *ipLimiter) sweep() {

@@ -28,7 +28,7 @@ const (
 
 // Config is the HTTP layer's part of the node's flags.
 type Config struct {
-	BaseURL             string // prefix of short_url; empty: http://<request Host>
+	BaseURL             string // prefix of short_url; empty: http://<request Host> (only for a loopback-only node, see linkraft serve)
 	RedirectStatus      int
 	CodeLength          int
 	AllowPrivateTargets bool
@@ -38,15 +38,18 @@ type Config struct {
 	AdminToken string
 	// PublicCreate lets clients without a key create links, into
 	// workspace "public" only (rate limited like every create).
-	PublicCreate        bool
-	CreateRate          float64 // per client IP per second; 0 turns limiting off
-	CreateBurst         int
-	TrustedProxies      []netip.Prefix
-	ReadTimeout         time.Duration
-	WriteTimeout        time.Duration
-	IdleTimeout         time.Duration
-	Version             string
-	Logger              *slog.Logger
+	PublicCreate bool
+	CreateRate   float64 // per client IP per second; 0 turns limiting off
+	CreateBurst  int
+	// MaxConnsPerIP caps the connections one client (an IPv4 address, an
+	// IPv6 /64) holds open at once; 0 turns the cap off.
+	MaxConnsPerIP  int
+	TrustedProxies []netip.Prefix
+	ReadTimeout    time.Duration
+	WriteTimeout   time.Duration
+	IdleTimeout    time.Duration
+	Version        string
+	Logger         *slog.Logger
 	// AccessLog logs one line per request at info level.
 	AccessLog bool
 	// Registry is where /metrics gathers from; this server registers its
@@ -130,6 +133,8 @@ func (s *Server) routes() {
 	handle("GET", "/health", "health", s.handleHealth)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
+	handle("GET", "/ui/app.js", "ui", uiAsset("text/javascript; charset=utf-8", uiScript))
+	handle("GET", "/ui/app.css", "ui", uiAsset("text/css; charset=utf-8", uiStyle))
 
 	// Creates are prepared on the node the client reached and handed to
 	// Node.Create, which relays them to the leader in batches.
@@ -186,6 +191,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	} else {
 		s.router.Handler(ctx)
 	}
+	nosniff(ctx)
 	if s.cfg.AccessLog { // off, the redirect path stays free of allocations
 		s.logAccess(ctx)
 	}
@@ -208,6 +214,7 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
 	if v := recover(); v != nil {
 		s.log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "internal error")
+		nosniff(ctx)
 	}
 }
 
@@ -242,6 +249,7 @@ func (s *Server) handleExpectContinue(ctx *fasthttp.RequestCtx) int {
 	if n := ctx.Request.Header.ContentLength(); n > s.bodyLimit(&ctx.Request.Header) {
 		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
 			fmt.Sprintf("request body of %d bytes is larger than %d bytes", n, s.bodyLimit(&ctx.Request.Header)))
+		nosniff(ctx)
 		return fasthttp.StatusRequestEntityTooLarge
 	}
 	return fasthttp.StatusContinue
@@ -249,6 +257,7 @@ func (s *Server) handleExpectContinue(ctx *fasthttp.RequestCtx) int {
 
 // handleTransportError answers requests fasthttp could not read.
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	defer nosniff(ctx)
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge,
@@ -264,7 +273,12 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error {
+	if s.cfg.MaxConnsPerIP > 0 {
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP)
+	}
+	return s.srv.Serve(ln)
+}
 
 // Shutdown stops accepting, waits for in-flight requests (bounded by ctx)
 // and closes idle connections.

@@ -42,6 +42,7 @@ type serveConfig struct {
 	leaveOnTerminate                                             bool
 	createRate                                                   float64
 	createBurst                                                  int
+	maxConnsPerIP                                                int
 	trustedProxy, logLevel                                       string
 	logFormat                                                    string
 	accessLog                                                    bool
@@ -62,7 +63,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.advertise, "advertise", "", "host other nodes reach this node at (default: the listen addresses)")
 	fs.StringVar(&c.join, "join", "", "comma-separated gossip addresses of nodes to join")
 	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster together")
-	fs.StringVar(&c.baseURL, "base-url", "", "prefix of short URLs (default: http://<request Host>)")
+	fs.StringVar(&c.baseURL, "base-url", "", "prefix of short URLs (default: http://<request Host> on a loopback --http-addr, else http://<advertised HTTP address>)")
 	fs.IntVar(&c.codeLength, "code-length", 7, "length of generated codes (counter strategy), 4-10")
 	fs.IntVar(&c.redirectStatus, "redirect-status", 302, "redirect status: 301, 302, 307 or 308")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 5*time.Second, "how long a write waits for the leader before 503")
@@ -73,8 +74,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.BoolVar(&c.publicCreate, "public-create", false, "let clients without a key create links, into workspace public only")
 	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating cluster traffic (linkraft keygen)")
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
-	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP (0: no limit)")
+	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
 	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
+	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", 1024, "connections one client (IPv4 address, IPv6 /64) may hold open at once (0: no cap)")
 	fs.StringVar(&c.trustedProxy, "trusted-proxy", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For is believed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
@@ -121,6 +123,8 @@ func (c *serveConfig) validate() error {
 		return errors.New("--snapshot-threshold must be at least 16")
 	case c.createRate < 0 || c.createBurst < 1:
 		return errors.New("--create-rate must be >= 0 and --create-burst >= 1")
+	case c.maxConnsPerIP < 0:
+		return errors.New("--max-conns-per-ip must be >= 0 (0: no cap)")
 	case c.baseURL != "" && !strings.HasPrefix(c.baseURL, "http://") && !strings.HasPrefix(c.baseURL, "https://"):
 		return errors.New("--base-url must start with http:// or https://")
 	}
@@ -214,11 +218,16 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		}
 	}()
 
+	baseURL, guessed := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
+	if guessed {
+		log.Warn("no --base-url: short URLs name this node's advertised address, not the Host header clients send; "+
+			"set --base-url to the address clients use", "short_url_base", baseURL)
+	}
 	srv := httpd.New(httpd.Config{
-		BaseURL: cfg.baseURL, RedirectStatus: cfg.redirectStatus,
+		BaseURL: baseURL, RedirectStatus: cfg.redirectStatus,
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets,
 		AdminToken: cfg.adminToken, PublicCreate: cfg.publicCreate,
-		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted,
+		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 		AccessLog: cfg.accessLog, Registry: registry,
 	}, node)
@@ -289,6 +298,23 @@ func initialKeyFile(cfg *serveConfig) string {
 		return ""
 	}
 	return filepath.Join(cfg.dataDir, "admin.key")
+}
+
+// shortURLBase is the prefix of short_url: --base-url when set. Otherwise
+// the Host header a client sends (an empty prefix tells httpd so) only when
+// the HTTP listener is loopback, where every client is on this machine (a
+// developer's node). A node others can reach must not let a client choose
+// the host its short links and QR codes name, so it uses its advertised HTTP
+// address, which the other nodes reach it at; guessed reports that case,
+// in which the operator should set --base-url.
+func shortURLBase(baseURL string, listen net.Addr, advertised string) (base string, guessed bool) {
+	if baseURL != "" {
+		return baseURL, false
+	}
+	if tcp, ok := listen.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return "", false
+	}
+	return "http://" + advertised, true
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
 	"strings"
 	"testing"
 )
@@ -37,6 +39,66 @@ func TestNewLoggerFormats(t *testing.T) {
 			gotJSON := json.Unmarshal(buf.Bytes(), &m) == nil
 			if gotJSON != tt.isJSON || !strings.Contains(buf.String(), "hello") {
 				t.Fatalf("format %s: got %q", tt.format, buf.String())
+			}
+		})
+	}
+}
+
+func TestMaxConnsPerIPFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     string // LINKRAFT_MAX_CONNS_PER_IP, "" for unset
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{name: "default", want: 1024},
+		{name: "flag", args: []string{"--max-conns-per-ip", "64"}, want: 64},
+		{name: "off", args: []string{"--max-conns-per-ip", "0"}, want: 0},
+		{name: "environment", env: "300", want: 300},
+		{name: "flag wins over environment", env: "300", args: []string{"--max-conns-per-ip", "20"}, want: 20},
+		{name: "negative", args: []string{"--max-conns-per-ip", "-1"}, wantErr: "--max-conns-per-ip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("LINKRAFT_MAX_CONNS_PER_IP", tt.env)
+			}
+			cfg, err := parseServeFlags(append([]string{"--id", "n1"}, tt.args...), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("want an error naming %s, got %v", tt.wantErr, err)
+				}
+				return
+			}
+			if err != nil || cfg.maxConnsPerIP != tt.want {
+				t.Fatalf("max conns per IP = %v (err %v), want %d", cfg, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestShortURLBase(t *testing.T) {
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080} }
+	tests := []struct {
+		name, baseURL string
+		listen        net.Addr
+		advertised    string
+		want          string
+		guessed       bool
+	}{
+		{"--base-url always wins", "https://s.example.com", tcp("0.0.0.0"), "10.0.0.1:8080", "https://s.example.com", false},
+		{"loopback follows Host", "", tcp("127.0.0.1"), "127.0.0.1:8080", "", false},
+		{"IPv6 loopback follows Host", "", tcp("::1"), "[::1]:8080", "", false},
+		{"all interfaces: the advertised address", "", tcp("0.0.0.0"), "10.0.0.1:8080", "http://10.0.0.1:8080", true},
+		{"IPv6 all interfaces", "", tcp("::"), "[2001:db8::1]:8080", "http://[2001:db8::1]:8080", true},
+		{"a public address", "", tcp("192.0.2.7"), "192.0.2.7:8080", "http://192.0.2.7:8080", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, guessed := shortURLBase(tt.baseURL, tt.listen, tt.advertised)
+			if got != tt.want || guessed != tt.guessed {
+				t.Errorf("shortURLBase = %q, %v; want %q, %v", got, guessed, tt.want, tt.guessed)
 			}
 		})
 	}

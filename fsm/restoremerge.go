@@ -1,0 +1,96 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// A restore replaces the whole state with a backup's, but it must not take
+// back what the cluster has already handed out: a code created after the
+// backup was taken lives on in printed links, QR codes and bookmarks, and
+// handing it out again would send their holders to a stranger's target.
+//
+// So the leader merges, into the backup it is about to install, what the
+// current state has handed out, and gives Raft the merged snapshot: every
+// node installs those same bytes, and Apply stays a function of the log
+// alone. The merge reads the current state only; callers make sure no
+// create is applied between the merge and the install.
+
+// KeepHandedOut merges into backup what this FSM's state has handed out
+// (see keepHandedOut). backup must not be in use elsewhere.
+func (f *FSM) KeepHandedOut(backup *Snapshot) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	keepHandedOut(backup.s, f.s)
+}
+
+// keepHandedOut changes next, the state a restore installs, so that it never
+// hands out again what cur, the state it replaces, has handed out:
+//
+//   - each code length's counter is the larger of the two, so the counter
+//     walk does not revisit values cur used (codes it skips are fine);
+//   - every code cur holds, live or tombstoned, that next has no live link
+//     for becomes a tombstone in next, which covers custom, hash and
+//     imported codes and codes cur made under another key;
+//   - the last link id is the larger of the two, since ids only grow;
+//   - a backup of a cluster that never initialised its key takes cur's key
+//     and cluster id, so creates work at once after the restore.
+//
+// Everything else is next's: links, targets, clicks, idempotency records,
+// servers. A code live in next stays live even when cur deleted it: the
+// restore brings back the link it named, not another one.
+//
+// The result depends only on the two states (map order decides nothing),
+// so it is the same whoever computes it.
+func keepHandedOut(next, cur *state) {
+	for length, n := range cur.counters {
+		next.counters[length] = max(next.counters[length], n)
+	}
+	next.lastID = max(next.lastID, cur.lastID)
+	if !next.hasKey && cur.hasKey {
+		next.hasKey, next.key, next.clusterID = true, cur.key, cur.clusterID
+	}
+	for p := range cur.recs.n {
+		if r := cur.recs.at(p); r.live() {
+			next.retire(cur.recs.text.code(r))
+		}
+	}
+	for code := range cur.tombstones {
+		next.retire(code)
+	}
+}
+
+// retire makes code a tombstone unless a live link holds it.
+func (s *state) retire(code string) {
+	if _, live := s.lookup(code); live {
+		return
+	}
+	// code may point into the other state's text arena, which must not
+	// stay reachable from this one.
+	s.tombstones[strings.Clone(code)] = struct{}{}
+}
+
+// WriteTo encodes the snapshot in the snapshot format and returns the bytes
+// written. Equal states encode to equal bytes, so a first pass into
+// io.Discard gives the size of the second. Not for concurrent use.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	snap := s.s.snapshot()
+	defer snap.Release()
+	cw := &countingWriter{w: w}
+	if err := snap.writeTo(cw); err != nil {
+		return cw.n, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return cw.n, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,129 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// mergedBackup is what the leader hands Raft to restore backup into cur.
+func mergedBackup(t *testing.T, cur *FSM, backup []byte) []byte {
+	t.Helper()
+	snap, err := ReadSnapshot(bytes.NewReader(backup))
+	if err != nil {
+		t.Fatalf("read backup: %v", err)
+	}
+	cur.KeepHandedOut(snap)
+	size, err := snap.WriteTo(discard{})
+	if err != nil {
+		t.Fatalf("size the merged snapshot: %v", err)
+	}
+	var buf bytes.Buffer
+	n, err := snap.WriteTo(&buf)
+	if err != nil || n != size || int64(buf.Len()) != n {
+		t.Fatalf("encode the merged snapshot: %d bytes (sized %d), %v", n, size, err)
+	}
+	return buf.Bytes()
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// restored is a new FSM (a follower) that installed snapshot.
+func restored(t *testing.T, snapshot []byte) *FSM {
+	t.Helper()
+	f := New()
+	if err := f.Restore(nopCloser{bytes.NewReader(snapshot)}); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	return f
+}
+
+// TestRestoreKeepsHandedOutCodes: after a backup is restored, no code the
+// cluster handed out since (or ever) is handed out again, by any strategy,
+// while what the backup holds comes back as it was.
+func TestRestoreKeepsHandedOutCodes(t *testing.T) {
+	cur := New()
+	applyAll(t, cur, EncodeInit(InitCommand{Key: testKey}))
+	a := createOne(t, cur, 10, CreateRequest{URL: "https://example.com/a"})
+	kept := createOne(t, cur, 11, CreateRequest{URL: "https://example.com/kept"})
+	backup := snapshotBytes(t, cur)
+
+	// Everything below happens after the backup.
+	b := createOne(t, cur, 20, CreateRequest{URL: "https://example.com/b"})
+	vanity := createOne(t, cur, 21, CreateRequest{URL: "https://example.com/v", CustomCode: "vanity"})
+	hash := createOne(t, cur, 22, CreateRequest{URL: "https://example.com/h", Strategy: StrategyHash})
+	gone := createOne(t, cur, 23, CreateRequest{URL: "https://example.com/gone"})
+	applyFrom(cur, 100,
+		EncodeDelete(DeleteCommand{Code: gone.Link.Code, Now: 24}),
+		EncodeDelete(DeleteCommand{Code: kept.Link.Code, Now: 25}), // the backup brings it back
+	)
+	for _, r := range []CreateResult{a, kept, b, vanity, hash, gone} {
+		if r.Err != nil {
+			t.Fatalf("setup create: %v", r.Err)
+		}
+	}
+
+	merged := mergedBackup(t, cur, backup)
+	if again := mergedBackup(t, cur, backup); !bytes.Equal(merged, again) {
+		t.Fatal("merging the same backup into the same state twice gave different snapshots")
+	}
+	leader, follower := restored(t, merged), restored(t, merged)
+
+	// What the backup holds is back, with its targets.
+	for _, l := range []Link{a.Link, kept.Link} {
+		if got, ok := leader.Get(l.Code); !ok || got.URL != l.URL {
+			t.Errorf("%s after the restore: %+v, %v; want the backup's link to %s", l.Code, got, ok, l.URL)
+		}
+	}
+	// What was handed out after the backup is gone and stays out of use.
+	handedOut := map[string]bool{}
+	for _, l := range []Link{b.Link, vanity.Link, hash.Link, gone.Link} {
+		handedOut[l.Code] = true
+		t.Run("retired "+l.Code, func(t *testing.T) {
+			if got, ok := leader.Get(l.Code); ok {
+				t.Fatalf("redirects to %s after the restore; want no link", got.URL)
+			}
+			r := createOne(t, leader, 30, CreateRequest{URL: "https://stranger.example/", CustomCode: l.Code})
+			if !errors.Is(r.Err, ErrCodeTaken) {
+				t.Errorf("a custom create of it: %+v; want ErrCodeTaken", r)
+			}
+		})
+	}
+	if r := createOne(t, leader, 31, CreateRequest{URL: "https://example.com/h", Strategy: StrategyHash}); r.Err != nil || r.Link.Code == hash.Link.Code {
+		t.Errorf("hash create of the same URL: %+v; want a new link at the next salt", r)
+	}
+	for i := range 200 {
+		r := createOne(t, leader, int64(40+i), CreateRequest{URL: fmt.Sprintf("https://example.com/new/%d", i)})
+		if r.Err != nil || handedOut[r.Link.Code] || r.Link.Code == a.Link.Code || r.Link.Code == kept.Link.Code {
+			t.Fatalf("create %d after the restore: %+v; a code handed out before", i, r)
+		}
+		if r.Link.ID <= gone.Link.ID {
+			t.Fatalf("create %d after the restore got id %d; ids handed out before reach %d", i, r.Link.ID, gone.Link.ID)
+		}
+	}
+
+	// Every node installs the same bytes, so holds the same state.
+	if !bytes.Equal(snapshotBytes(t, follower), snapshotBytes(t, restored(t, merged))) {
+		t.Error("two nodes installing the merged snapshot hold different states")
+	}
+}
+
+// TestRestoreOfUninitialisedBackup: a backup taken before the first leader
+// set the code key restores without taking the key away.
+func TestRestoreOfUninitialisedBackup(t *testing.T) {
+	cur := New()
+	applyAll(t, cur, EncodeInit(InitCommand{Key: testKey, ClusterID: [16]byte{7}}))
+	b := createOne(t, cur, 10, CreateRequest{URL: "https://example.com/b"})
+
+	f := restored(t, mergedBackup(t, cur, snapshotBytes(t, New())))
+	if f.ClusterID() != cur.ClusterID() {
+		t.Errorf("cluster id %q after the restore, want %q", f.ClusterID(), cur.ClusterID())
+	}
+	r := createOne(t, f, 20, CreateRequest{URL: "https://example.com/after"})
+	if r.Err != nil || r.Link.Code == b.Link.Code {
+		t.Errorf("create after the restore: %+v; want a new code", r)
+	}
+}
