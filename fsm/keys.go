@@ -156,6 +156,9 @@ func (s *state) createKey(c KeyCreateCommand) error {
 	if _, ok := s.keys[k.ID]; ok {
 		return ErrKeyExists
 	}
+	if _, ok := s.revoked[k.ID]; ok {
+		return ErrKeyExists
+	}
 	k.Workspaces = slices.Clone(k.Workspaces)
 	k.CreatedBy = c.By
 	s.keys[k.ID] = &k
@@ -169,6 +172,7 @@ func (s *state) revokeKey(c KeyRevokeCommand) error {
 		return ErrKeyNotFound
 	}
 	delete(s.keys, c.ID)
+	s.revoked[c.ID] = struct{}{}
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditKeyRevoke, Subject: c.ID})
 	return nil
 }

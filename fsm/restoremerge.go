@@ -35,7 +35,12 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //     imported codes and codes cur made under another key;
 //   - the last link id is the larger of the two, since ids only grow;
 //   - a backup of a cluster that never initialised its key takes cur's key
-//     and cluster id, so creates work at once after the restore.
+//     and cluster id, so creates work at once after the restore;
+//   - API keys are those of both, less every key either one revoked: a
+//     restore neither locks out a key made since the backup (the initial
+//     admin key of a node restored into, above all) nor brings back one
+//     revoked since;
+//   - the audit log is cur's: it records what happened in this cluster.
 //
 // Everything else is next's: links, targets, clicks, idempotency records,
 // servers. A code live in next stays live even when cur deleted it: the
@@ -59,6 +64,16 @@ func keepHandedOut(next, cur *state) {
 	for code := range cur.tombstones {
 		next.retire(code)
 	}
+	for id := range cur.revoked {
+		next.revoked[id] = struct{}{}
+		delete(next.keys, id)
+	}
+	for id, k := range cur.keys {
+		if _, revoked := next.revoked[id]; !revoked {
+			next.keys[id] = k // keys never change: the two states may share it
+		}
+	}
+	next.audit = auditLog{entries: cur.audit.oldestFirst()}
 }
 
 // retire makes code a tombstone unless a live link holds it.

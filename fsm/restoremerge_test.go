@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // mergedBackup is what the leader hands Raft to restore backup into cur.
@@ -125,5 +127,33 @@ func TestRestoreOfUninitialisedBackup(t *testing.T) {
 	r := createOne(t, f, 20, CreateRequest{URL: "https://example.com/after"})
 	if r.Err != nil || r.Link.Code == b.Link.Code {
 		t.Errorf("create after the restore: %+v; want a new code", r)
+	}
+}
+
+// TestRestoreKeepsKeysAndRevocations: a restore keeps the keys made since
+// the backup and never brings back a key revoked since; the audit log
+// stays the cluster's own.
+func TestRestoreKeepsKeysAndRevocations(t *testing.T) {
+	cur := New()
+	applyAll(t, cur,
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID, Now: 1}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeykept12", ScopeLinksRead, "ws"), By: RootKeyID, Now: 2}),
+	)
+	backup := snapshotBytes(t, cur)
+	applyFrom(cur, 10,
+		EncodeKeyRevoke(KeyRevokeCommand{ID: "oldkeyrevokd", By: RootKeyID, Now: 3}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("newkey123456", ScopeLinksWrite, "ws"), By: RootKeyID, Now: 4}),
+	)
+	f := restored(t, mergedBackup(t, cur, backup))
+	for id, want := range map[string]bool{"oldkeyrevokd": false, "oldkeykept12": true, "newkey123456": true} {
+		if _, ok := f.Key(id); ok != want {
+			t.Errorf("key %s known after the restore: %v, want %v", id, ok, want)
+		}
+	}
+	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces)})}).(error); !errors.Is(err, ErrKeyExists) {
+		t.Fatalf("a revoked key id was created again: %v", err)
+	}
+	if got, want := f.Audit("", 10), cur.Audit("", 10); len(got) != len(want) || got[0] != want[0] {
+		t.Fatalf("audit after the restore: %+v, want the cluster's own %+v", got, want)
 	}
 }

@@ -68,6 +68,7 @@ type snapshot struct {
 	servers    []serverEntry
 	requests   []requestRecord
 	keys       []*APIKey
+	revoked    []string
 	audit      []AuditEntry
 	release    func()
 }
@@ -103,6 +104,7 @@ func (s *state) snapshot() *snapshot {
 	}
 	// Keys never change once added, so the view may share them.
 	snap.keys = slices.Collect(maps.Values(s.keys))
+	snap.revoked = slices.Collect(maps.Keys(s.revoked))
 	snap.audit = s.audit.oldestFirst()
 	return snap
 }
@@ -113,6 +115,7 @@ func (snap *snapshot) sort() {
 	slices.SortFunc(snap.clickSeqs, func(a, b clickSeqEntry) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
 	slices.SortFunc(snap.keys, func(a, b *APIKey) int { return cmp.Compare(a.ID, b.ID) })
+	slices.Sort(snap.revoked)
 }
 
 // Persist writes the snapshot to the Raft snapshot sink.
@@ -512,10 +515,14 @@ func (snap *snapshot) encodeKeys(e *encoder) {
 		e.varint(k.ExpiresAt)
 		e.string(k.CreatedBy)
 	}
+	e.uvarint(uint64(len(snap.revoked)))
+	for _, id := range snap.revoked {
+		e.string(id)
+	}
 }
 
-// decodeKeys reads the API keys: each must be a key Apply would accept,
-// in strictly increasing id order.
+// decodeKeys reads the API keys, each one Apply would accept, in strictly
+// increasing id order, then the ids of revoked keys.
 func (st *state) decodeKeys(d *decoder) error {
 	prev := ""
 	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
@@ -534,6 +541,13 @@ func (st *state) decodeKeys(d *decoder) error {
 		}
 		prev = k.ID
 		st.keys[k.ID] = k
+	}
+	for n := d.count(1); n > 0 && d.err == nil; n-- {
+		id := d.string()
+		if _, live := st.keys[id]; d.err == nil && (!ValidKeyID(id) || live) {
+			return fmt.Errorf("revoked key %q invalid or still live", id)
+		}
+		st.revoked[id] = struct{}{}
 	}
 	return d.err
 }

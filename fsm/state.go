@@ -68,7 +68,8 @@ type state struct {
 	clickSeqs  map[string]uint64 // node → last applied click batch sequence
 	servers    map[string]string // server id → HTTP address
 	requests   requestWindow
-	keys       map[string]*APIKey // key id → key; a key never changes once added
+	keys       map[string]*APIKey  // key id → key; a key never changes once added
+	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog
 }
 
@@ -84,6 +85,7 @@ func newState() *state {
 		servers:    map[string]string{},
 		requests:   newRequestWindow(seed),
 		keys:       map[string]*APIKey{},
+		revoked:    map[string]struct{}{},
 	}
 }
 
