@@ -7,6 +7,8 @@ FUZZTIME ?= 5s
 FUZZ_TARGETS = \
 	./fsm:FuzzDecodeCommand \
 	./fsm:FuzzReadSnapshot \
+	./fsm:FuzzParseKey \
+	./httpd:FuzzCredential \
 	./fsm/codes:FuzzCanonicalize \
 	./fsm/codes:FuzzCounterCode \
 	./httpd/input:FuzzTarget

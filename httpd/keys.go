@@ -102,7 +102,7 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 }
 
 func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
-	k, err := parseKeyRequest(ctx.PostBody(), ctx.Time())
+	k, err := parseKeyRequest(ctx.PostBody(), time.Now())
 	if err != nil {
 		writeBadRequest(ctx, err)
 		return

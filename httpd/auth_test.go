@@ -1,0 +1,244 @@
+package httpd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// addKey stores a key through the node, as POST /admin/keys does, and
+// returns what a client sends. Going through the node lets a test make a
+// key that has already expired, which the API refuses to create.
+func addKey(t *testing.T, s *Server, scopes fsm.Scope, expiresAt int64, workspaces ...string) (id, key string) {
+	t.Helper()
+	id, key, hash, err := fsm.MintKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := fsm.APIKey{ID: id, Name: "test", Hash: hash, Scopes: scopes, Workspaces: workspaces, CreatedAt: 1, ExpiresAt: expiresAt}
+	if err := s.node.CreateKey(context.Background(), fsm.KeyCreateCommand{Key: k, By: fsm.RootKeyID, Now: 1}); err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return id, key
+}
+
+// TestAuthorizationMatrix sends every route with every kind of credential
+// and checks the status; after every refused write nothing has changed:
+// the link still redirects to its target, the number of links and the
+// audit log are as before.
+func TestAuthorizationMatrix(t *testing.T) {
+	s := newTestServer(t, nil)
+	const target = "https://example.com/team-link"
+	code := mustCreate(t, s, `{"url":"`+target+`","workspace":"team"}`)
+	_, revoked := addKey(t, s, fsm.ScopeAdmin, 0, fsm.AllWorkspaces)
+	revokedID, _, _ := fsm.ParseKey(revoked)
+	if ctx := do(s, "DELETE", "/admin/keys/"+revokedID, "", ""); ctx.Response.StatusCode() != 204 {
+		t.Fatalf("revoke: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	_, expired := addKey(t, s, fsm.ScopeAdmin, time.Now().Add(-time.Minute).UnixMilli(), fsm.AllWorkspaces)
+	_, reader := addKey(t, s, fsm.ScopeLinksRead, 0, "team")
+	_, other := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "other")
+	_, team := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	_, admin := addKey(t, s, fsm.ScopeAdmin, 0, fsm.AllWorkspaces)
+	_, unknown, _, _ := fsm.MintKey(rand.Reader)
+
+	type credential struct{ name, header, value string }
+	creds := []credential{
+		{"none", "Authorization", ""},
+		{"malformed", "Authorization", "Bearer not-a-key"},
+		{"unknown key", "X-Api-Key", unknown},
+		{"revoked key", "Authorization", "Bearer " + revoked},
+		{"expired key", "Authorization", "Bearer " + expired},
+		{"links:read only", "Authorization", "Bearer " + reader},
+		{"key of another workspace", "X-Api-Key", other},
+		{"key of the workspace", "Authorization", "Bearer " + team},
+		{"admin key", "X-Api-Key", admin},
+		{"admin token", "Authorization", "Bearer " + testToken},
+	}
+	// want lists a route's status per credential, in creds' order.
+	refused := []int{401, 401, 401, 401, 401}
+	with := func(rest ...int) []int { return append(append([]int{}, refused...), rest...) }
+	routes := []struct {
+		method, path, body string
+		write              bool // refused ones must change nothing
+		want               []int
+	}{
+		{"POST", "/api/v1/urls", `{"url":"https://example.com/new","workspace":"team"}`, true, with(403, 403, 201, 201, 201)},
+		{"POST", "/api/v1/workspaces/team/links", `{"url":"https://example.com/new2"}`, true, with(403, 403, 201, 201, 201)},
+		{"POST", "/shorten", `{"url":"https://example.com/new3","workspace":"team"}`, true, with(403, 403, 201, 201, 201)},
+		{"GET", "/api/v1/urls?workspace=team", "", false, with(200, 200, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code, "", false, with(200, 404, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/stats", "", false, with(403, 404, 200, 200, 200)},
+		{"GET", "/stats/" + code, "", false, with(403, 404, 200, 200, 200)},
+		{"DELETE", "/api/v1/urls/" + code, "", true, with(403, 404)}, // those allowed are tried last
+		{"GET", "/api/v1/urls/" + code + "/qr", "", false, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200}},
+		{"GET", "/" + code, "", false, []int{302, 302, 302, 302, 302, 302, 302, 302, 302, 302}},
+		{"GET", "/admin/cluster", "", false, with(403, 403, 403, 200, 200)},
+		{"GET", "/admin/export", "", false, with(403, 403, 403, 200, 200)},
+		{"GET", "/admin/keys", "", false, with(403, 403, 403, 200, 200)},
+		{"GET", "/admin/audit", "", false, with(403, 403, 403, 200, 200)},
+		{"GET", "/debug/pprof/cmdline", "", false, with(403, 403, 403, 200, 200)},
+		{"POST", "/admin/keys", `{"name":"x","scopes":["admin"],"workspaces":["*"]}`, true, with(403, 403, 403)},
+		{"DELETE", "/admin/keys/" + revokedID, "", true, with(403, 403, 403)},
+		{"POST", "/admin/leave", `{"id":"test"}`, true, with(403, 403, 403)},
+		{"POST", "/admin/import", `{"short_code":"imported","original_url":"https://example.com/i"}`, true, with(403, 403, 403)},
+		{"POST", "/admin/restore", "not a backup", true, with(403, 403, 403)},
+	}
+	audit := len(s.fsm.Audit("", fsm.AuditRetention))
+	links := s.fsm.Len()
+	for _, r := range routes {
+		for i, want := range r.want {
+			c := creds[i]
+			ctx := do(s, r.method, r.path, "application/json", r.body, c.header, c.value)
+			got := ctx.Response.StatusCode()
+			if got != want {
+				t.Errorf("%s %s with %s: %d %.120s, want %d", r.method, r.path, c.name, got, ctx.Response.Body(), want)
+			}
+			if got == 401 && len(ctx.Response.Header.Peek("WWW-Authenticate")) == 0 {
+				t.Errorf("%s %s with %s: 401 without WWW-Authenticate", r.method, r.path, c.name)
+			}
+			if !r.write || got < 400 {
+				if got < 400 && r.write {
+					audit, links = len(s.fsm.Audit("", fsm.AuditRetention)), s.fsm.Len()
+				}
+				continue
+			}
+			if n := s.fsm.Len(); n != links {
+				t.Errorf("%s %s with %s was refused but the links went from %d to %d", r.method, r.path, c.name, links, n)
+			}
+			if n := len(s.fsm.Audit("", fsm.AuditRetention)); n != audit {
+				t.Errorf("%s %s with %s was refused but the audit log grew", r.method, r.path, c.name)
+			}
+			if redirect := do(s, "GET", "/"+code, "", ""); string(redirect.Response.Header.Peek("Location")) != target {
+				t.Fatalf("%s %s with %s was refused but %s no longer redirects to %s", r.method, r.path, c.name, code, target)
+			}
+		}
+	}
+	// The workspace's own key deletes the link, and the audit says who.
+	teamID, _, _ := fsm.ParseKey(team)
+	if ctx := do(s, "DELETE", "/api/v1/urls/"+code, "", "", "Authorization", "Bearer "+team); ctx.Response.StatusCode() != 204 {
+		t.Fatalf("delete with the workspace's key: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	if last := s.fsm.Audit("", 1); len(last) != 1 || last[0].Action != fsm.AuditLinkDelete || last[0].KeyID != teamID || last[0].Subject != code {
+		t.Fatalf("audit after the delete: %+v", last)
+	}
+}
+
+// TestListShowsOnlyVisibleWorkspaces: a listing without a workspace has
+// the links of every workspace the key sees and no others, and asking for
+// a workspace the key may not see lists it as empty.
+func TestListShowsOnlyVisibleWorkspaces(t *testing.T) {
+	s := newTestServer(t, nil)
+	codes := map[string]string{}
+	for _, ws := range []string{"a", "b", "c"} {
+		codes[ws] = mustCreate(t, s, `{"url":"https://example.com/`+ws+`","workspace":"`+ws+`"}`)
+	}
+	_, ab := addKey(t, s, fsm.ScopeLinksRead, 0, "a", "b")
+	list := func(query string) []string {
+		ctx := do(s, "GET", "/api/v1/urls"+query, "", "", "Authorization", "Bearer "+ab)
+		var page struct {
+			Links []struct {
+				ShortCode string `json:"short_code"`
+			} `json:"links"`
+		}
+		if err := json.Unmarshal(ctx.Response.Body(), &page); err != nil || ctx.Response.StatusCode() != 200 {
+			t.Fatalf("list%s: %d %s", query, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		var got []string
+		for _, l := range page.Links {
+			got = append(got, l.ShortCode)
+		}
+		return got
+	}
+	if got := strings.Join(list(""), ","); got != codes["b"]+","+codes["a"] {
+		t.Errorf("list without a workspace: %s, want %s,%s", got, codes["b"], codes["a"])
+	}
+	if got := list("?workspace=c"); len(got) != 0 {
+		t.Errorf("list of a workspace the key may not see: %v", got)
+	}
+}
+
+// TestKeysAPI: a key is shown once, listed without its secret, works at
+// once, and stops working once revoked.
+func TestKeysAPI(t *testing.T) {
+	s := newTestServer(t, nil)
+	ctx := do(s, "POST", "/admin/keys", "application/json", `{"name":"ci","scopes":["links:write","links:read"],"workspaces":["ci"]}`)
+	if ctx.Response.StatusCode() != 201 || string(ctx.Response.Header.Peek("Cache-Control")) != "no-store" {
+		t.Fatalf("create key: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	var created struct{ ID, Key string }
+	if err := json.Unmarshal(ctx.Response.Body(), &created); err != nil {
+		t.Fatal(err)
+	}
+	auth := []string{"Authorization", "Bearer " + created.Key}
+	if c := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"https://example.com/ci"}`, auth...); c.Response.StatusCode() != 201 ||
+		!strings.Contains(string(c.Response.Body()), `"workspace":"ci"`) {
+		t.Fatalf("create with the new key (its only workspace by default): %d %s", c.Response.StatusCode(), c.Response.Body())
+	}
+	list := do(s, "GET", "/admin/keys", "", "")
+	if strings.Contains(string(list.Response.Body()), created.Key[16:]) || !strings.Contains(string(list.Response.Body()), created.ID) {
+		t.Fatalf("key list shows the secret or misses the key: %s", list.Response.Body())
+	}
+	if c := do(s, "DELETE", "/admin/keys/"+created.ID, "", ""); c.Response.StatusCode() != 204 {
+		t.Fatalf("revoke: %d", c.Response.StatusCode())
+	}
+	if c := do(s, "GET", "/api/v1/urls", "", "", auth...); c.Response.StatusCode() != 401 {
+		t.Fatalf("a revoked key still works: %d", c.Response.StatusCode())
+	}
+	for _, body := range []string{
+		`{"scopes":["links:read"]}`,
+		`{"scopes":[],"workspaces":["*"]}`,
+		`{"scopes":["links:read"],"workspaces":["*","a"]}`,
+		`{"scopes":["links:read"],"workspaces":["bad name"]}`,
+		`{"scopes":["links:read"],"workspaces":["*"],"expires_at":"2001-01-01T00:00:00Z"}`,
+		`{"scopes":["links:read"],"workspaces":["*"],"colour":"blue"}`,
+	} {
+		if c := do(s, "POST", "/admin/keys", "application/json", body); c.Response.StatusCode() != 400 {
+			t.Errorf("create key %s: %d, want 400", body, c.Response.StatusCode())
+		}
+	}
+}
+
+// TestPublicCreate: with public creates on, a client without a key creates
+// into workspace public only, and nothing else opens up.
+func TestPublicCreate(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.PublicCreate = true })
+	anon := []string{"Authorization", ""}
+	ctx := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"https://example.com/p"}`, anon...)
+	if ctx.Response.StatusCode() != 201 || !strings.Contains(string(ctx.Response.Body()), `"workspace":"public"`) {
+		t.Fatalf("anonymous create: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	if c := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"https://example.com/p","workspace":"default"}`, anon...); c.Response.StatusCode() != 401 {
+		t.Fatalf("anonymous create into another workspace: %d", c.Response.StatusCode())
+	}
+	if c := do(s, "GET", "/api/v1/urls?workspace=public", "", "", anon...); c.Response.StatusCode() != 401 {
+		t.Fatalf("anonymous list: %d", c.Response.StatusCode())
+	}
+	if last := s.fsm.Audit("", 1); len(last) != 1 || last[0].KeyID != "" || last[0].Workspace != "public" {
+		t.Fatalf("audit of the anonymous create: %+v", last)
+	}
+}
+
+func FuzzCredential(f *testing.F) {
+	s := newTestServer(f, nil)
+	f.Add("Bearer " + testToken)
+	f.Add("bearer lr_aaaaaaaaaaaa_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("Basic Zm9vOmJhcg==")
+	f.Add("Bearer ")
+	f.Fuzz(func(t *testing.T, auth string) {
+		ctx := do(s, "GET", "/admin/keys", "", "", "Authorization", auth)
+		const scheme = "bearer "
+		token := len(auth) > len(scheme) && strings.EqualFold(auth[:len(scheme)], scheme) && strings.TrimSpace(auth[len(scheme):]) == testToken
+		switch got := ctx.Response.StatusCode(); {
+		case got == 200 && !token:
+			t.Fatalf("Authorization %q was accepted", auth)
+		case got != 200 && got != 401 && got != 400:
+			t.Fatalf("Authorization %q: status %d", auth, got)
+		}
+	})
+}
