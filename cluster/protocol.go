@@ -119,6 +119,9 @@ type wireCreate struct {
 	Dedupe     bool   `json:"dedupe,omitempty"`
 	ExpiresAt  int64  `json:"expires_at_ms,omitempty"`
 	CodeLength int    `json:"code_length"`
+	// KeyID is the API key the relaying node authenticated the create
+	// with; the leader's state machine checks it again.
+	KeyID string `json:"key_id,omitempty"`
 }
 
 // createBatchAnswer answers POST creates with one result per item, in the

@@ -26,7 +26,7 @@ const maxRelayBodyBytes = 3 << 20
 // relayedSize is an upper bound of a create's size in a relayed batch:
 // JSON escapes a byte into at most six ("\u003c"), plus the field names.
 func relayedSize(r *fsm.CreateRequest) int {
-	return 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)) + 256
+	return 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)+len(r.KeyID)) + 256
 }
 
 // relayBatches cuts relayed creates into batches that fit one request.
@@ -297,6 +297,7 @@ const (
 	kindCodeSpaceExhausted = "code_space_exhausted"
 	kindInvalid            = "invalid"
 	kindNotInitialized     = "not_initialized"
+	kindUnauthorized       = "unauthorized"
 	kindFailed             = "failed" // any other FSM error
 	// kindNotApplied: the leader did not propose the create (it lost
 	// leadership first): safe to send again.
@@ -318,6 +319,7 @@ var fsmRefusals = [...]struct {
 	{kindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
 	{kindInvalid, fsm.ErrInvalidRequest},
 	{kindNotInitialized, fsm.ErrNotInitialized},
+	{kindUnauthorized, fsm.ErrUnauthorized},
 }
 
 // createErrorKind names an FSM refusal for the wire.
@@ -390,7 +392,7 @@ func relayedReply(w wireCreateResult, keyed bool) createReply {
 func toWireCreate(r fsm.CreateRequest) wireCreate {
 	w := wireCreate{
 		RequestID: r.RequestID, URL: r.URL, Canonical: r.Canonical, Workspace: r.Workspace,
-		CustomCode: r.CustomCode, Dedupe: r.Dedupe, ExpiresAt: r.ExpiresAt, CodeLength: r.CodeLength,
+		CustomCode: r.CustomCode, Dedupe: r.Dedupe, ExpiresAt: r.ExpiresAt, CodeLength: r.CodeLength, KeyID: r.KeyID,
 	}
 	if r.Strategy == fsm.StrategyHash {
 		w.Strategy = "hash"
@@ -404,7 +406,7 @@ func toWireCreate(r fsm.CreateRequest) wireCreate {
 func (w wireCreate) request() (fsm.CreateRequest, error) {
 	r := fsm.CreateRequest{
 		RequestID: w.RequestID, URL: w.URL, Canonical: w.Canonical, Workspace: w.Workspace,
-		CustomCode: w.CustomCode, Dedupe: w.Dedupe, ExpiresAt: w.ExpiresAt, CodeLength: w.CodeLength,
+		CustomCode: w.CustomCode, Dedupe: w.Dedupe, ExpiresAt: w.ExpiresAt, CodeLength: w.CodeLength, KeyID: w.KeyID,
 	}
 	switch w.Strategy {
 	case "", "counter":
