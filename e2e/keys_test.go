@@ -177,14 +177,7 @@ func TestInitialAdminKey(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOptions{Settings: map[string]string{"admin-token": ""}})
 	path := filepath.Join(n.dataDir, "admin.key")
-	var key string
-	if !eventually(10*time.Second, func() bool {
-		b, err := os.ReadFile(path)
-		key = strings.TrimSpace(string(b))
-		return err == nil && key != ""
-	}) {
-		t.Fatalf("no %s after the node led", path)
-	}
+	key := initialKey(t, n)
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: mode %v (%v), want 0600", path, st.Mode().Perm(), err)
 	}

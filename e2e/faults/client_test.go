@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -13,7 +14,8 @@ import (
 type client struct {
 	hc      *fasthttp.Client
 	timeout time.Duration // per request, a little above --write-timeout
-	token   string
+	token   string        // the nodes' --admin-token: admin calls
+	key     string        // an API key: the workload's link calls, once made
 	start   time.Time // the history's time origin
 	hist    *History
 }
@@ -49,8 +51,12 @@ func (c *client) do(method, addr, path string, body []byte, timeout time.Duratio
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	credential := c.token
+	if c.key != "" && !strings.HasPrefix(path, "/admin/") {
+		credential = c.key
+	}
+	if credential != "" {
+		req.Header.Set("Authorization", "Bearer "+credential)
 	}
 	if method == fasthttp.MethodHead {
 		resp.SkipBody = true

@@ -87,10 +87,26 @@ func startClusterOf(t *testing.T, bin string, size int, rng *mrand.Rand) *cluste
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.waitLeader(formTimeout); err != nil {
+	leader, err := c.waitLeader(formTimeout)
+	if err != nil {
 		t.Fatalf("cluster did not form: %v", err)
 	}
+	if c.cl.key, err = c.workloadKey(leader); err != nil {
+		t.Fatal(err)
+	}
 	return c
+}
+
+// workloadKey makes the API key the workload's link calls carry: the
+// operator's token only makes the key, as an operator would.
+func (c *cluster) workloadKey(leader *fnode) (string, error) {
+	body := []byte(`{"name":"fault workload","scopes":["links:read","links:write","stats:read"],"workspaces":["*"]}`)
+	a := c.cl.do(fasthttp.MethodPost, leader.httpAddr, "/admin/keys", body, requestTimeout)
+	var k struct{ Key string }
+	if a.err != nil || a.status != fasthttp.StatusCreated || json.Unmarshal(a.body, &k) != nil || k.Key == "" {
+		return "", fmt.Errorf("create the workload's API key: %v %d %s", a.err, a.status, a.body)
+	}
+	return k.Key, nil
 }
 
 func (c *cluster) killAll() {
