@@ -16,7 +16,7 @@ type client struct {
 	timeout time.Duration // per request, a little above --write-timeout
 	token   string        // the nodes' --admin-token: admin calls
 	key     string        // an API key: the workload's link calls, once made
-	start   time.Time // the history's time origin
+	start   time.Time     // the history's time origin
 	hist    *History
 }
 
