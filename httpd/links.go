@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/skip2/go-qrcode"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
@@ -247,34 +246,4 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 		nextCursor = &c
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"links": views, "next_cursor": nextCursor})
-}
-
-const (
-	defaultQRSize = 256
-	minQRSize     = 64
-	maxQRSize     = 2048
-)
-
-func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
-	size := defaultQRSize
-	if v := ctx.QueryArgs().Peek("size"); len(v) > 0 {
-		n, err := strconv.Atoi(string(v))
-		if err != nil || n < minQRSize || n > maxQRSize {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "size must be a whole number of pixels from 64 to 2048")
-			return
-		}
-		size = n
-	}
-	l, ok := s.lookupLink(ctx)
-	if !ok {
-		return
-	}
-	png, err := qrcode.Encode(s.shortURL(ctx, l.Code), qrcode.Medium, size)
-	if err != nil {
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "QR encoding failed")
-		return
-	}
-	ctx.SetContentType("image/png")
-	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=86400")
-	ctx.SetBody(png)
 }

@@ -38,7 +38,11 @@ func newIPLimiter(perSecond float64, burst int) *ipLimiter {
 
 // allow takes a token for ip. When none is left it returns how many whole
 // seconds to wait before the next one.
-func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
+func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) { return l.allowN(ip, 1) }
+
+// allowN takes n tokens for ip, or none: then it returns how many whole
+// seconds to wait until n are there.
+func (l *ipLimiter) allowN(ip netip.Addr, n int) (retryAfter int, ok bool) {
 	if l.limit <= 0 {
 		return 0, true
 	}
@@ -51,7 +55,7 @@ func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
 	}
 	l.mu.Unlock()
 	now := time.Now()
-	r := b.ReserveN(now, 1)
+	r := b.ReserveN(now, n)
 	if delay := r.DelayFrom(now); delay > 0 {
 		r.CancelAt(now)
 		return int(math.Ceil(delay.Seconds())), false
