@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -20,6 +21,9 @@ func qrFrom(s *Server, remote net.IP, code string, size int) *fasthttp.RequestCt
 // refused.
 func TestQRRendersAreLimitedPerClient(t *testing.T) {
 	s := newTestServer(t, nil)
+	// The budget does not refill during the test, however long drawing takes.
+	frozen := time.Now()
+	s.qrLimiter.now = func() time.Time { return frozen }
 	code := mustCreate(t, s, `{"url":"https://example.com/qr"}`)
 	alice, bob := net.IPv4(192, 0, 2, 1), net.IPv4(192, 0, 2, 2)
 
@@ -35,23 +39,21 @@ func TestQRRendersAreLimitedPerClient(t *testing.T) {
 		}
 	}
 
-	// Different sizes are new drawings: the client's budget runs out.
-	refused := 0
-	for size := maxQRSize - 1; size > maxQRSize-1-2*qrBurst/qrCost(maxQRSize); size-- {
-		r := qrFrom(s, alice, code, size)
-		switch r.Response.StatusCode() {
-		case 200:
-		case 429:
-			refused++
-			if r.Response.Header.Peek(fasthttp.HeaderRetryAfter) == nil {
-				t.Fatal("429 without Retry-After")
-			}
-		default:
-			t.Fatalf("QR of %d px: %d %s", size, r.Response.StatusCode(), r.Response.Body())
+	// Different sizes are new drawings: the client's budget runs out
+	// after qrBurst units, the first drawing included.
+	drawable := qrBurst/qrCost(maxQRSize) - 1
+	for i := range drawable + 2 {
+		r := qrFrom(s, alice, code, maxQRSize-1-i)
+		want := 200
+		if i >= drawable {
+			want = 429
 		}
-	}
-	if refused == 0 {
-		t.Fatalf("%d different large QR codes in a row were all drawn; want the client limited", 2*qrBurst/qrCost(maxQRSize))
+		if got := r.Response.StatusCode(); got != want {
+			t.Fatalf("new large QR code #%d: %d, want %d: %s", i+1, got, want, r.Response.Body())
+		}
+		if want == 429 && r.Response.Header.Peek(fasthttp.HeaderRetryAfter) == nil {
+			t.Fatal("429 without Retry-After")
+		}
 	}
 	// Another client, and small codes, are not affected.
 	if r := qrFrom(s, bob, code, maxQRSize-1); r.Response.StatusCode() != 200 {

@@ -19,6 +19,7 @@ import (
 type ipLimiter struct {
 	limit rate.Limit
 	burst int
+	now   func() time.Time // time.Now; tests stop the clock
 
 	mu      sync.Mutex
 	buckets map[netip.Addr]*rate.Limiter
@@ -29,7 +30,7 @@ type ipLimiter struct {
 const limiterSweepInterval = time.Minute
 
 func newIPLimiter(perSecond float64, burst int) *ipLimiter {
-	l := &ipLimiter{limit: rate.Limit(perSecond), burst: max(burst, 1), buckets: map[netip.Addr]*rate.Limiter{}, done: make(chan struct{})}
+	l := &ipLimiter{limit: rate.Limit(perSecond), burst: max(burst, 1), now: time.Now, buckets: map[netip.Addr]*rate.Limiter{}, done: make(chan struct{})}
 	if perSecond > 0 {
 		go l.sweep()
 	}
@@ -54,7 +55,7 @@ func (l *ipLimiter) allowN(ip netip.Addr, n int) (retryAfter int, ok bool) {
 		l.buckets[key] = b
 	}
 	l.mu.Unlock()
-	now := time.Now()
+	now := l.now()
 	r := b.ReserveN(now, n)
 	if delay := r.DelayFrom(now); delay > 0 {
 		r.CancelAt(now)
