@@ -247,3 +247,32 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"links": views, "next_cursor": nextCursor})
 }
+
+const (
+	defaultQRSize = 256
+	minQRSize     = 64
+	maxQRSize     = 2048
+)
+
+func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
+	size := defaultQRSize
+	if v := ctx.QueryArgs().Peek("size"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < minQRSize || n > maxQRSize {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "size must be a whole number of pixels from 64 to 2048")
+			return
+		}
+		size = n
+	}
+	l, ok := s.lookupLink(ctx)
+	if !ok {
+		return
+	}
+	png, ok := s.drawQR(ctx, s.shortURL(ctx, l.Code), size)
+	if !ok {
+		return
+	}
+	ctx.SetContentType("image/png")
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=86400")
+	ctx.SetBody(png)
+}

@@ -9,12 +9,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-const (
-	defaultQRSize = 256
-	minQRSize     = 64
-	maxQRSize     = 2048
-)
-
 // Drawing a QR code costs CPU in proportion to its pixels: 1.6 ms at 256
 // pixels, 63 ms at 2048 (BenchmarkQR, 2 cores), and the route is public.
 // Two defences, because each alone falls short:
@@ -46,40 +40,41 @@ func renderQR(shortURL string, size int) ([]byte, error) {
 	return qrcode.Encode(shortURL, qrcode.Medium, size)
 }
 
-func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
-	size := defaultQRSize
-	if v := ctx.QueryArgs().Peek("size"); len(v) > 0 {
-		n, err := strconv.Atoi(string(v))
-		if err != nil || n < minQRSize || n > maxQRSize {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "size must be a whole number of pixels from 64 to 2048")
-			return
-		}
-		size = n
+// qrCodes is the cache of drawn QR images and the per-client drawing
+// budget.
+type qrCodes struct {
+	cache   *qrCache
+	limiter *ipLimiter
+}
+
+func newQRCodes() *qrCodes {
+	return &qrCodes{cache: newQRCache(qrCacheBytes), limiter: newIPLimiter(qrTokensPerSecond, qrBurst)}
+}
+
+func (q *qrCodes) stop() { q.limiter.stop() }
+
+// drawQR returns the PNG of a size×size QR code of shortURL: the cached one,
+// or a new drawing charged to the client's budget. When it cannot (429 over
+// the budget, 500) it has answered the request itself.
+func (s *Server) drawQR(ctx *fasthttp.RequestCtx, shortURL string, size int) ([]byte, bool) {
+	key := qrKey{url: shortURL, size: size}
+	if png, ok := s.qrCodes.cache.get(key); ok {
+		return png, true
 	}
-	l, ok := s.lookupLink(ctx)
-	if !ok {
-		return
+	if wait, ok := s.qrCodes.limiter.allowN(s.clientIP(ctx), qrCost(size)); !ok {
+		writeProblem(ctx, fasthttp.StatusTooManyRequests,
+			"too many QR codes drawn for this address; retry after "+strconv.Itoa(wait)+" s (codes drawn before are not limited)")
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
+		return nil, false
 	}
-	key := qrKey{url: s.shortURL(ctx, l.Code), size: size}
-	png, ok := s.qrs.get(key)
-	if !ok {
-		if wait, ok := s.qrLimiter.allowN(s.clientIP(ctx), qrCost(size)); !ok {
-			writeProblem(ctx, fasthttp.StatusTooManyRequests,
-				"too many QR codes drawn for this address; retry after "+strconv.Itoa(wait)+" s (codes drawn before are not limited)")
-			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
-			return
-		}
-		var err error
-		if png, err = renderQR(key.url, size); err != nil {
-			s.log.Error("QR encoding failed", "code", l.Code, "size", size, "err", err)
-			writeProblem(ctx, fasthttp.StatusInternalServerError, "QR encoding failed")
-			return
-		}
-		s.qrs.add(key, png)
+	png, err := renderQR(shortURL, size)
+	if err != nil {
+		s.log.Error("QR encoding failed", "url", shortURL, "size", size, "err", err)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, "QR encoding failed")
+		return nil, false
 	}
-	ctx.SetContentType("image/png")
-	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=86400")
-	ctx.SetBody(png)
+	s.qrCodes.cache.add(key, png)
+	return png, true
 }
 
 // qrKey names a drawn image: what it encodes and its size. The short URL,

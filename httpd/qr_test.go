@@ -23,7 +23,7 @@ func TestQRRendersAreLimitedPerClient(t *testing.T) {
 	s := newTestServer(t, nil)
 	// The budget does not refill during the test, however long drawing takes.
 	frozen := time.Now()
-	s.qrLimiter.now = func() time.Time { return frozen }
+	s.qrCodes.limiter.now = func() time.Time { return frozen }
 	code := mustCreate(t, s, `{"url":"https://example.com/qr"}`)
 	alice, bob := net.IPv4(192, 0, 2, 1), net.IPv4(192, 0, 2, 2)
 

@@ -58,11 +58,10 @@ type Server struct {
 	router  *router.Router
 	metrics *metrics
 	limiter *ipLimiter
-	// qrs and qrLimiter bound the CPU QR codes cost (see qr.go).
-	qrs       *qrCache
-	qrLimiter *ipLimiter
-	srv       *fasthttp.Server
-	log       *slog.Logger
+	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
+	qrCodes *qrCodes
+	srv     *fasthttp.Server
+	log     *slog.Logger
 }
 
 // New builds the server; call Serve to start it.
@@ -71,15 +70,14 @@ func New(cfg Config, node *cluster.Node) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:       cfg,
-		node:      node,
-		fsm:       node.FSM(),
-		router:    router.New(),
-		metrics:   newMetrics(node, cfg.Registry),
-		limiter:   newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
-		qrs:       newQRCache(qrCacheBytes),
-		qrLimiter: newIPLimiter(qrTokensPerSecond, qrBurst),
-		log:       cfg.Logger,
+		cfg:     cfg,
+		node:    node,
+		fsm:     node.FSM(),
+		router:  router.New(),
+		metrics: newMetrics(node, cfg.Registry),
+		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
+		qrCodes: newQRCodes(),
+		log:     cfg.Logger,
 	}
 	s.routes()
 	s.srv = &fasthttp.Server{
@@ -270,7 +268,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // and closes idle connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.limiter.stop()
-	s.qrLimiter.stop()
+	s.qrCodes.stop()
 	return s.srv.ShutdownWithContext(ctx)
 }
 
