@@ -12,7 +12,12 @@ import (
 
 // qrFrom asks for a link's QR code as if from remote.
 func qrFrom(s *Server, remote net.IP, code string, size int) *fasthttp.RequestCtx {
-	return doFrom(s, remote, "GET", "/api/v1/urls/"+code+"/qr?size="+strconv.Itoa(size))
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: remote, Port: 5555}, nil)
+	ctx.Request.SetRequestURI("/api/v1/urls/" + code + "/qr?size=" + strconv.Itoa(size))
+	ctx.Request.Header.SetHost("sho.rt")
+	s.Handler(&ctx)
+	return &ctx
 }
 
 // TestQRRendersAreLimitedPerClient: a large QR code costs tens of
