@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/skip2/go-qrcode"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
@@ -338,9 +337,8 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	png, err := qrcode.Encode(s.shortURL(ctx, l.Code), qrcode.Medium, size)
-	if err != nil {
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "QR encoding failed")
+	png, ok := s.drawQR(ctx, s.shortURL(ctx, l.Code), size)
+	if !ok {
 		return
 	}
 	ctx.SetContentType("image/png")

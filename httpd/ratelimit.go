@@ -19,6 +19,7 @@ import (
 type ipLimiter struct {
 	limit rate.Limit
 	burst int
+	now   func() time.Time // time.Now; tests stop the clock
 
 	mu      sync.Mutex
 	buckets map[netip.Addr]*rate.Limiter
@@ -29,7 +30,7 @@ type ipLimiter struct {
 const limiterSweepInterval = time.Minute
 
 func newIPLimiter(perSecond float64, burst int) *ipLimiter {
-	l := &ipLimiter{limit: rate.Limit(perSecond), burst: max(burst, 1), buckets: map[netip.Addr]*rate.Limiter{}, done: make(chan struct{})}
+	l := &ipLimiter{limit: rate.Limit(perSecond), burst: max(burst, 1), now: time.Now, buckets: map[netip.Addr]*rate.Limiter{}, done: make(chan struct{})}
 	if perSecond > 0 {
 		go l.sweep()
 	}
@@ -38,7 +39,11 @@ func newIPLimiter(perSecond float64, burst int) *ipLimiter {
 
 // allow takes a token for ip. When none is left it returns how many whole
 // seconds to wait before the next one.
-func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
+func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) { return l.allowN(ip, 1) }
+
+// allowN takes n tokens for ip, or none: then it returns how many whole
+// seconds to wait until n are there.
+func (l *ipLimiter) allowN(ip netip.Addr, n int) (retryAfter int, ok bool) {
 	if l.limit <= 0 {
 		return 0, true
 	}
@@ -50,8 +55,8 @@ func (l *ipLimiter) allow(ip netip.Addr) (retryAfter int, ok bool) {
 		l.buckets[key] = b
 	}
 	l.mu.Unlock()
-	now := time.Now()
-	r := b.ReserveN(now, 1)
+	now := l.now()
+	r := b.ReserveN(now, n)
 	if delay := r.DelayFrom(now); delay > 0 {
 		r.CancelAt(now)
 		return int(math.Ceil(delay.Seconds())), false

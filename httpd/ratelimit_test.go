@@ -12,7 +12,10 @@ import (
 // customer's LAN, or one host's privacy addresses), so the create limit
 // counts the /64 as one client; IPv4 clients are counted per address.
 func TestCreateLimitPerNetwork(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.CreateRate, c.CreateBurst = 0.001, 1 })
+	s := newTestServer(t, func(c *Config) {
+		c.CreateRate, c.CreateBurst = 0.001, 1
+		c.AdminToken = limitTestToken // creates may need a credential: this one is the operator's
+	})
 	steps := []struct {
 		from   string
 		status int
@@ -35,7 +38,11 @@ func TestCreateLimitPerNetwork(t *testing.T) {
 	}
 }
 
-// createFrom posts a JSON create as if it came from remote.
+// limitTestToken is the admin token of the rate limit test's server.
+const limitTestToken = "limit-test-token"
+
+// createFrom posts a JSON create as if it came from remote, with the
+// operator's credential.
 func createFrom(s *Server, remote net.IP, body string) *fasthttp.RequestCtx {
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: remote, Port: 5555}, nil)
@@ -43,6 +50,7 @@ func createFrom(s *Server, remote net.IP, body string) *fasthttp.RequestCtx {
 	ctx.Request.SetRequestURI("/api/v1/urls")
 	ctx.Request.Header.SetHost("sho.rt")
 	ctx.Request.Header.SetContentType("application/json")
+	ctx.Request.Header.Set("Authorization", "Bearer "+limitTestToken)
 	ctx.Request.SetBodyString(body)
 	s.Handler(&ctx)
 	return &ctx

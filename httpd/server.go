@@ -65,6 +65,8 @@ type Server struct {
 	router  *router.Router
 	metrics *metrics
 	limiter *ipLimiter
+	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
+	qrCodes *qrCodes
 	srv     *fasthttp.Server
 	log     *slog.Logger
 	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
@@ -83,6 +85,7 @@ func New(cfg Config, node *cluster.Node) *Server {
 		router:  router.New(),
 		metrics: newMetrics(node, cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
+		qrCodes: newQRCodes(),
 		log:     cfg.Logger,
 	}
 	if cfg.AdminToken != "" {
@@ -284,6 +287,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // and closes idle connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.limiter.stop()
+	s.qrCodes.stop()
 	return s.srv.ShutdownWithContext(ctx)
 }
 
