@@ -46,6 +46,7 @@ func TestShortURLIgnoresHostOnReachableNodes(t *testing.T) {
 			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Host = "evil.example"
+			n.authorize(req, nil)
 			resp, err := n.client.Do(req)
 			if err != nil {
 				t.Fatalf("create: %v", err)
