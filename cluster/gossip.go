@@ -172,7 +172,7 @@ func (g *gossip) missing() []string {
 		}
 	}
 	var out []string
-	for _, seed := range g.n.cfg.Join {
+	for _, seed := range g.n.cfg.GossipSeeds {
 		if seed != g.n.cfg.GossipAddr && !liveAddrs[seed] {
 			out = append(out, seed)
 		}

@@ -18,6 +18,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/secure"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -29,10 +30,12 @@ type Config struct {
 	GossipAddr string // address memberlist binds; empty: no discovery
 	HTTPAddr   string // this node's HTTP address as the other nodes reach it
 	Advertise  string // host other nodes reach this one at; default: the bind addresses'
-	Join       []string
+	// GossipSeeds are gossip addresses of members to join (--join); a
+	// node with seeds and no Raft state waits to be added to their cluster.
+	GossipSeeds []string
 	// BootstrapExpect is the number of servers that bootstrap a new cluster
-	// together. With 1 (or 0) and no Join seeds, a node bootstraps alone on
-	// first start; with Join seeds it waits to be added to a cluster.
+	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
+	// first start; with GossipSeeds it waits to be added to a cluster.
 	BootstrapExpect int
 	// Key authenticates and encrypts Raft and gossip traffic and signs
 	// internal requests; nil means a trusted network.
@@ -97,7 +100,7 @@ type Node struct {
 	clicks  *clickCounter
 
 	gossip     *gossip
-	peers      peers
+	peers      *wire.Client
 	readRounds *roundBatcher
 
 	// leaderChanged is notified when Raft reports another leader (or none)
@@ -118,7 +121,7 @@ type Node struct {
 }
 
 // Open starts a node on its data dir. On first start with BootstrapExpect
-// of at most 1 and no Join seeds it bootstraps a single-voter cluster; with
+// of at most 1 and no GossipSeeds it bootstraps a single-voter cluster; with
 // a larger BootstrapExpect it bootstraps together with its gossip peers
 // (see DESIGN.md); later starts recover from the data dir.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
@@ -139,6 +142,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		closing: make(chan struct{}),
 	}
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
+	n.peers = wire.NewClient(cfg.ID, cfg.Key, n.ownIP)
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err
@@ -263,7 +267,7 @@ func (n *Node) openRaft() (bool, error) {
 		n.shutdownRaft()
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.Join) == 0 {
+	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 {
 		cfg := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
 		}}}

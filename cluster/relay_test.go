@@ -17,6 +17,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -52,11 +53,11 @@ func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Durat
 	}
 	internal := m.InternalHandler()
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		if string(ctx.Path()) == createsPath {
+		if string(ctx.Path()) == wire.PathCreates {
 			m.relayed.Add(1)
 		}
 		internal(ctx)
-	}, MaxRequestBodySize: MaxInternalBodyBytes}
+	}, MaxRequestBodySize: wire.MaxBodyBytes}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		m.Close()
@@ -71,7 +72,7 @@ func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *membe
 	leader = openMember(t, "n1", true, writeTimeout)
 	waitFor(t, leader.ready)
 	follower = openMember(t, "n2", false, writeTimeout)
-	if err := leader.Join("n2", follower.cfg.RaftAddr, follower.httpAddr); err != nil {
+	if err := leader.AddVoter("n2", follower.cfg.RaftAddr, follower.httpAddr); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool { to, err := follower.leader(); return err == nil && to.addr == leader.httpAddr })
@@ -256,16 +257,16 @@ func TestServeCreates(t *testing.T) {
 	leader, follower := openPair(t, 5*time.Second)
 	taken := createURL(t, leader.Node, "https://example.com/taken")
 	peer := net.IPv4(127, 0, 0, 1)
-	batch := func(items ...wireCreate) []byte {
-		b, _ := json.Marshal(createBatch{V: protocolVersion, Items: items})
+	batch := func(items ...wire.Create) []byte {
+		b, _ := json.Marshal(wire.CreateBatch{V: wire.Version, Items: items})
 		return b
 	}
-	item := wireCreate{URL: "https://example.com/a", Workspace: "default", CodeLength: 7}
-	takenItem := wireCreate{URL: "https://example.com/b", Workspace: "default", CustomCode: taken.Code, CodeLength: 7}
-	oddItem := wireCreate{URL: "https://example.com/c", Workspace: "default", Strategy: "fancy", CodeLength: 7}
+	item := wire.Create{URL: "https://example.com/a", Workspace: "default", CodeLength: 7}
+	takenItem := wire.Create{URL: "https://example.com/b", Workspace: "default", CustomCode: taken.Code, CodeLength: 7}
+	oddItem := wire.Create{URL: "https://example.com/c", Workspace: "default", Strategy: "fancy", CodeLength: 7}
 	// The log cannot carry this one; it must not fail the items around it.
-	longItem := wireCreate{URL: "https://example.com/d", Workspace: "default", CodeLength: 99}
-	lastItem := wireCreate{URL: "https://example.com/e", Workspace: "default", CodeLength: 7}
+	longItem := wire.Create{URL: "https://example.com/d", Workspace: "default", CodeLength: 99}
+	lastItem := wire.Create{URL: "https://example.com/e", Workspace: "default", CodeLength: 7}
 	tests := []struct {
 		name        string
 		n           *member
@@ -286,7 +287,7 @@ func TestServeCreates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := serveInternal(tt.n.Node, peer, "POST", createsPath, tt.body, tt.forwardedBy)
+			ctx := serveInternal(tt.n.Node, peer, "POST", wire.PathCreates, tt.body, tt.forwardedBy)
 			body := string(ctx.Response.Body())
 			if got := ctx.Response.StatusCode(); got != tt.status {
 				t.Fatalf("got %d %s, want %d", got, body, tt.status)
@@ -310,15 +311,15 @@ func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
 		kind     string
 		sentinel error // what errors.Is must find on the relaying node
 	}{
-		{fsm.ErrCodeTaken, kindCodeTaken, fsm.ErrCodeTaken},
-		{fsm.ErrReserved, kindReserved, fsm.ErrReserved},
-		{fsm.ErrHashCollision, kindHashCollision, fsm.ErrHashCollision},
-		{fsm.ErrRequestIDReused, kindRequestIDReused, fsm.ErrRequestIDReused},
-		{fsm.ErrCodeSpaceExhausted, kindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
-		{fsm.ErrInvalidRequest, kindInvalid, fsm.ErrInvalidRequest},
-		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), kindInvalid, fsm.ErrInvalidRequest},
-		{fsm.ErrNotInitialized, kindNotInitialized, fsm.ErrNotInitialized},
-		{errors.New("disk on fire"), kindFailed, nil},
+		{fsm.ErrCodeTaken, wire.KindCodeTaken, fsm.ErrCodeTaken},
+		{fsm.ErrReserved, wire.KindReserved, fsm.ErrReserved},
+		{fsm.ErrHashCollision, wire.KindHashCollision, fsm.ErrHashCollision},
+		{fsm.ErrRequestIDReused, wire.KindRequestIDReused, fsm.ErrRequestIDReused},
+		{fsm.ErrCodeSpaceExhausted, wire.KindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
+		{fsm.ErrInvalidRequest, wire.KindInvalid, fsm.ErrInvalidRequest},
+		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), wire.KindInvalid, fsm.ErrInvalidRequest},
+		{fsm.ErrNotInitialized, wire.KindNotInitialized, fsm.ErrNotInitialized},
+		{errors.New("disk on fire"), wire.KindFailed, nil},
 	}
 	for _, tt := range tests {
 		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9})
@@ -347,16 +348,21 @@ func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
 		is     error
 		result bool // the FSM's answer, final
 	}{
-		{"leader did not propose it", relayedReply(wireCreateResult{Error: kindNotApplied}, false), true, ErrNoLeader, false},
-		{"outcome unknown, keyed", relayedReply(wireCreateResult{Error: kindUnknown}, true), true, ErrTimeout, false},
-		{"outcome unknown, no key", relayedReply(wireCreateResult{Error: kindUnknown}, false), false, ErrTimeout, false},
-		{"a link", relayedReply(wireCreateResult{Link: toWire(fsm.Link{Code: "abc"}), Index: 3}, false), false, nil, true},
+		{"leader did not propose it", relayedReply(wire.CreateResult{Error: wire.KindNotApplied}, false), true, ErrNoLeader, false},
+		{"outcome unknown, keyed", relayedReply(wire.CreateResult{Error: wire.KindUnknown}, true), true, ErrTimeout, false},
+		{"outcome unknown, no key", relayedReply(wire.CreateResult{Error: wire.KindUnknown}, false), false, ErrTimeout, false},
+		{"a link", relayedReply(wire.CreateResult{Link: wire.FromLink(fsm.Link{Code: "abc"}), Index: 3}, false), false, nil, true},
 		{"a leader that does not lead", relayFailure(errNotApplied, false), true, ErrNoLeader, false},
 		{"the leader changed, keyed", relayFailure(errLeaderChanged, true), true, ErrNoLeader, false},
 		{"no answer, keyed", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, lost), true), true, ErrTimeout, false},
 		{"no answer, no key", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, lost), false), false, ErrTimeout, false},
 		{"never connected, no key", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, fasthttp.ErrDialTimeout), false), true, nil, false},
 		{"refused", relayFailure(fmt.Errorf("404: %w", ErrRefused), true), false, ErrNoLeader, false},
+		{"answered 503", relayFailure(createsError(&wire.StatusError{Status: 503}), false), true, ErrNoLeader, false},
+		{"answered 404", relayFailure(createsError(&wire.StatusError{Status: 404}), true), false, ErrRefused, false},
+		{"answered 500, keyed", relayFailure(createsError(&wire.StatusError{Status: 500}), true), true, ErrTimeout, false},
+		{"answered 429, no key", relayFailure(createsError(&wire.StatusError{Status: 429}), false), false, ErrTimeout, false},
+		{"not connected", relayFailure(createsError(fmt.Errorf("dial: %w", fasthttp.ErrDialTimeout)), false), true, ErrNoLeader, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,8 +398,8 @@ func TestRelayBatchesFitOneRequest(t *testing.T) {
 				for _, c := range b {
 					size += relayedSize(&c.req)
 				}
-				if size > maxRelayBodyBytes || maxRelayBodyBytes > MaxInternalBodyBytes {
-					t.Fatalf("a batch of %d bytes at most; the receiver takes %d", size, MaxInternalBodyBytes)
+				if size > maxRelayBodyBytes || maxRelayBodyBytes > wire.MaxBodyBytes {
+					t.Fatalf("a batch of %d bytes at most; the receiver takes %d", size, wire.MaxBodyBytes)
 				}
 				total += len(b)
 			}
@@ -432,27 +438,5 @@ func TestRelayedCreatesDoNotWaitForTheCommitTimeout(t *testing.T) {
 	slices.Sort(took)
 	if median := took[len(took)/2]; median >= 40*time.Millisecond {
 		t.Fatalf("relayed creates one at a time took %v (median %v); Raft's commit timeout is 50-100 ms", took, median)
-	}
-}
-
-func TestPeersAreDialledFromTheNodesOwnLoopbackAddress(t *testing.T) {
-	tests := []struct {
-		peer  string
-		local string
-		want  string // "" for the system's choice
-	}{
-		{"127.0.0.12:8080", "127.0.0.11", "127.0.0.11:0"},
-		{"127.0.0.12:8080", "10.0.0.1", ""},
-		{"10.0.0.2:8080", "10.0.0.1", ""},
-		{"10.0.0.2:8080", "127.0.0.11", ""},
-		{"node2.example:8080", "127.0.0.11", ""},
-		{"127.0.0.12:8080", "", ""},
-		{"[::1]:8080", "::1", "[::1]:0"},
-	}
-	for _, tt := range tests {
-		got := sourceAddr(tt.peer, net.ParseIP(tt.local))
-		if (got == nil) != (tt.want == "") || got != nil && got.String() != tt.want {
-			t.Errorf("dialling %s from %s: source %v, want %q", tt.peer, tt.local, got, tt.want)
-		}
 	}
 }

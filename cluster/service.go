@@ -2,35 +2,35 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // InternalHandler serves the node-to-node protocol (everything under
-// InternalPrefix). Every exchange but "who are you" answers only other
+// wire.Prefix). Every exchange but "who are you" answers only other
 // members of this cluster (FromPeer). Errors are problem+json, like the
 // public API's; callers act on the status alone.
 func (n *Node) InternalHandler() fasthttp.RequestHandler {
 	r := router.New()
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		writeProblem(ctx, fasthttp.StatusNotFound, "no internal endpoint at "+string(ctx.Path()))
+		wire.WriteProblem(ctx, fasthttp.StatusNotFound, "no internal endpoint at "+string(ctx.Path()))
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
+		wire.WriteProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
 	}
-	r.GET(nodePath, n.serveNodeInfo)
-	r.GET(readIndexPath, n.peersOnly(n.serveReadIndex))
-	r.GET(linkPath+"{code}", n.peersOnly(n.serveLink))
-	r.POST(clicksPath, n.peersOnly(n.serveClicks))
-	r.POST(leavePath, n.peersOnly(n.serveLeave))
-	r.GET(appliedPath, n.peersOnly(n.serveApplied))
-	r.POST(createsPath, n.peersOnly(n.serveCreates)) // relay.go
+	r.GET(wire.PathNode, n.serveNodeInfo)
+	r.GET(wire.PathReadIndex, n.peersOnly(n.serveReadIndex))
+	r.GET(wire.PathLinks+"{code}", n.peersOnly(n.serveLink))
+	r.POST(wire.PathClicks, n.peersOnly(n.serveClicks))
+	r.POST(wire.PathLeave, n.peersOnly(n.serveLeave))
+	r.GET(wire.PathApplied, n.peersOnly(n.serveApplied))
+	r.POST(wire.PathCreates, n.peersOnly(n.serveCreates)) // relay.go
 	return r.Handler
 }
 
@@ -39,7 +39,7 @@ func (n *Node) InternalHandler() fasthttp.RequestHandler {
 func (n *Node) peersOnly(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if !n.FromPeer(&ctx.Request, ctx.RemoteIP()) {
-			writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
+			wire.WriteProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
 			return
 		}
 		h(ctx)
@@ -47,11 +47,11 @@ func (n *Node) peersOnly(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 }
 
 func (n *Node) serveNodeInfo(ctx *fasthttp.RequestCtx) {
-	info := nodeInfo{V: protocolVersion, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()}
+	info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()}
 	if n.gossip != nil {
 		info.GossipAddr = n.gossip.advertised()
 	}
-	writeMessage(ctx, info)
+	wire.WriteMessage(ctx, info)
 }
 
 func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
@@ -60,7 +60,7 @@ func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
 		writeUnavailable(ctx, err)
 		return
 	}
-	writeMessage(ctx, readIndexAnswer{V: protocolVersion, Index: index})
+	wire.WriteMessage(ctx, wire.ReadIndexAnswer{V: wire.Version, Index: index})
 }
 
 // serveLink answers a node that is behind with one link, after a read
@@ -71,46 +71,46 @@ func (n *Node) serveLink(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	code, _ := ctx.UserValue("code").(string)
-	answer := linkAnswer{V: protocolVersion}
+	answer := wire.LinkAnswer{V: wire.Version}
 	if l, ok := n.fsm.Get(code); ok {
-		answer.Found, answer.Link = true, toWire(l)
+		answer.Found, answer.Link = true, wire.FromLink(l)
 	}
-	writeMessage(ctx, answer)
+	wire.WriteMessage(ctx, answer)
 }
 
 func (n *Node) serveClicks(ctx *fasthttp.RequestCtx) {
 	applied, err := n.applyClicks(ctx.PostBody())
 	switch {
 	case errors.Is(err, errNotClickBatch):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 	case err != nil:
 		writeUnavailable(ctx, err)
 	default:
-		writeMessage(ctx, clicksAnswer{V: protocolVersion, Applied: applied})
+		wire.WriteMessage(ctx, wire.ClicksAnswer{V: wire.Version, Applied: applied})
 	}
 }
 
 // serveLeave removes a node that is leaving gracefully, at its own request:
 // a node can only ask for its own removal.
 func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
-	var req leaveRequest
-	if err := decodeMessage(ctx.PostBody(), &req); err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	var req wire.LeaveRequest
+	if err := wire.Decode(ctx.PostBody(), &req); err != nil {
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	if req.ID == "" || req.ID != string(ctx.Request.Header.Peek(ForwardedHeader)) {
-		writeProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
+	if req.ID == "" || req.ID != string(ctx.Request.Header.Peek(wire.ForwardedHeader)) {
+		wire.WriteProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
 		return
 	}
 	switch err := n.RemoveServer(req.ID); {
 	case errors.Is(err, ErrUnknownServer):
-		writeProblem(ctx, fasthttp.StatusNotFound, err.Error())
+		wire.WriteProblem(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, ErrLastVoter):
-		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
+		wire.WriteProblem(ctx, fasthttp.StatusConflict, err.Error())
 	case err != nil:
 		writeUnavailable(ctx, err)
 	default:
-		writeMessage(ctx, ack{V: protocolVersion})
+		wire.WriteMessage(ctx, wire.Ack{V: wire.Version})
 	}
 }
 
@@ -119,39 +119,18 @@ func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
 func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
 	index, err := strconv.ParseUint(string(ctx.QueryArgs().Peek("index")), 10, 64)
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
 		return
 	}
 	n.noteLeaderIndex(index) // until it is applied, hits here ask the leader
 	wait, cancel := context.WithTimeout(ctx, visibilityWait)
 	defer cancel()
 	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
-	writeMessage(ctx, appliedAnswer{V: protocolVersion, Index: n.appliedIndex()})
-}
-
-func writeMessage(ctx *fasthttp.RequestCtx, msg versioned) {
-	body, err := json.Marshal(msg)
-	if err != nil {
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "encoding the answer failed")
-		return
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
+	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.appliedIndex()})
 }
 
 // writeUnavailable answers an exchange this node cannot complete now (not
 // the leader, no leader, timeout, closing): the caller may retry.
 func writeUnavailable(ctx *fasthttp.RequestCtx, err error) {
-	writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
-}
-
-func writeProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
-	ctx.Response.Reset()
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
-	body, _ := json.Marshal(map[string]any{
-		"type": "about:blank", "title": http.StatusText(status), "status": status, "detail": detail, "error": detail,
-	})
-	ctx.SetBody(body)
+	wire.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -201,8 +202,8 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 		return fasthttp.RequestConfig{}
 	}
 	switch uri := h.RequestURI(); {
-	case bytes.HasPrefix(uri, []byte(cluster.InternalPrefix)):
-		return fasthttp.RequestConfig{MaxRequestBodySize: cluster.MaxInternalBodyBytes}
+	case bytes.HasPrefix(uri, []byte(wire.Prefix)):
+		return fasthttp.RequestConfig{MaxRequestBodySize: wire.MaxBodyBytes}
 	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.tokenOK(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}

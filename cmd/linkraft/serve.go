@@ -198,7 +198,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
-		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Join: splitList(cfg.join),
+		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
 		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 		SnapshotThreshold: cfg.snapshotThreshold,
