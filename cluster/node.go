@@ -39,10 +39,13 @@ type Config struct {
 	BootstrapExpect int
 	// Key authenticates and encrypts Raft and gossip traffic and signs
 	// internal requests; nil means a trusted network.
-	Key                *secure.Key
-	LeaveOnTerminate   bool
-	WriteTimeout       time.Duration
-	ClickFlushInterval time.Duration
+	Key *secure.Key
+	// AllowPrivateTargets lets creates relayed by other nodes point inside
+	// the network, as --allow-private-targets lets clients' creates.
+	AllowPrivateTargets bool
+	LeaveOnTerminate    bool
+	WriteTimeout        time.Duration
+	ClickFlushInterval  time.Duration
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// make Raft take a new one (0: the library's 8192).
 	SnapshotThreshold uint64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
 )
 
 // Relaying creates: a follower hands the creates its clients sent to the
@@ -236,6 +237,13 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 	var group []*createCall
 	for i, it := range batch.Items {
 		req, err := createRequestOf(it)
+		if err == nil {
+			// The rules a client's create meets: a peer is trusted to
+			// relay, not to decide what may be stored.
+			if verr := input.Prepared(req, n.cfg.AllowPrivateTargets); verr != nil {
+				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
+			}
+		}
 		if err != nil {
 			answer.Results[i] = wire.CreateResult{Error: wire.KindOf(err), Detail: err.Error()}
 			continue

@@ -159,9 +159,9 @@ func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
 		{"an invalid code length", func(string) fsm.CreateRequest {
 			return fsm.CreateRequest{URL: "https://example.com/i", Workspace: "default", CodeLength: 99}
 		}, fsm.ErrInvalidRequest},
-		{"dedupe without a canonical URL", func(string) fsm.CreateRequest {
-			return fsm.CreateRequest{URL: "https://example.com/d", Workspace: "default", Dedupe: true, CodeLength: 7}
-		}, fsm.ErrInvalidRequest},
+		// Creates no node prepares (a dedupe without its canonical form)
+		// are refused by the leader's checks of relayed creates before the
+		// state machine sees them: TestRelayedCreatesAreValidated.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -438,5 +438,59 @@ func TestRelayedCreatesDoNotWaitForTheCommitTimeout(t *testing.T) {
 	slices.Sort(took)
 	if median := took[len(took)/2]; median >= 40*time.Millisecond {
 		t.Fatalf("relayed creates one at a time took %v (median %v); Raft's commit timeout is 50-100 ms", took, median)
+	}
+}
+
+// TestRelayedCreatesAreValidated: a peer's creates meet the rules a
+// client's create meets; the leader refuses each bad item, not the batch.
+// Without a cluster key any request marked as forwarded from a server's
+// host counts as a peer's, which is how the attack was made.
+func TestRelayedCreatesAreValidated(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	createURL(t, n, "https://example.com/first")
+	twin := fsm.CreateRequest{URL: "https://example.com/twin", Workspace: "default", Dedupe: true, Canonical: "https://example.com/twin", CodeLength: 7}
+	if res, err := n.Create(context.Background(), twin); err != nil || res.Err != nil {
+		t.Fatalf("create twin: %v %v", err, res.Err)
+	}
+	item := func(url string) wire.Create { return wire.Create{URL: url, Workspace: "default", CodeLength: 7} }
+	custom := item("javascript:alert(document.domain)")
+	custom.CustomCode = "jsx"
+	badWorkspace, badCode := item("https://example.com/ws"), item("https://example.com/code")
+	badWorkspace.Workspace, badCode.CustomCode = "a/b", "x"
+	forged := item("https://evil.example/")
+	forged.Dedupe, forged.Canonical = true, "https://example.com/twin" // would hand the twin's clients this link
+	tests := []struct {
+		name string
+		item wire.Create
+		kind string
+	}{
+		{"javascript target", custom, wire.KindInvalid},
+		{"metadata address", item("http://169.254.169.254/latest/meta-data/"), wire.KindInvalid},
+		{"CR LF in the target", item("https://example.com/\r\nSet-Cookie: a=b"), wire.KindInvalid},
+		{"too long", item("https://example.com/" + strings.Repeat("a", 2100)), wire.KindInvalid},
+		{"workspace syntax", badWorkspace, wire.KindInvalid},
+		{"custom code syntax", badCode, wire.KindInvalid},
+		{"canonical that is not the url's", forged, wire.KindInvalid},
+		{"a valid create", item("https://example.com/fine"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := n.FSM().Len()
+			body, _ := json.Marshal(wire.CreateBatch{V: wire.Version, Items: []wire.Create{tt.item}})
+			ctx := serveInternal(n, net.IPv4(127, 0, 0, 1), "POST", wire.PathCreates, body, "n2")
+			var answer wire.CreateBatchAnswer
+			if err := wire.Decode(ctx.Response.Body(), &answer); err != nil || len(answer.Results) != 1 {
+				t.Fatalf("answer %d %s: %v", ctx.Response.StatusCode(), ctx.Response.Body(), err)
+			}
+			if got := answer.Results[0].Error; got != tt.kind {
+				t.Fatalf("result %+v, want error kind %q", answer.Results[0], tt.kind)
+			}
+			if grew := n.FSM().Len() - before; grew != map[bool]int{true: 1, false: 0}[tt.kind == ""] {
+				t.Fatalf("links grew by %d", grew)
+			}
+		})
+	}
+	if _, ok := n.FSM().Get("jsx"); ok {
+		t.Fatal("the javascript: target was stored as jsx")
 	}
 }

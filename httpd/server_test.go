@@ -155,3 +155,16 @@ func benchmarkRedirect(b *testing.B, configure func(*Config)) {
 		}
 	}
 }
+
+// TestRelayInjectionDoesNotRedirect: a request that claims to come from a
+// peer cannot store a target a client could not, and so no short link
+// answers with it.
+func TestRelayInjectionDoesNotRedirect(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/"}`) // the node leads
+	body := `{"v":1,"items":[{"url":"javascript:alert(document.domain)","workspace":"default","custom_code":"jsx","code_length":7}]}`
+	do(s, "POST", "/internal/v1/creates", "application/json", body, "X-Linkraft-Forwarded", "rogue")
+	if ctx := do(s, "GET", "/jsx", "", ""); ctx.Response.StatusCode() != fasthttp.StatusNotFound {
+		t.Fatalf("GET /jsx: %d Location %q, want 404", ctx.Response.StatusCode(), ctx.Response.Header.Peek("Location"))
+	}
+}

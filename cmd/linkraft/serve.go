@@ -201,7 +201,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
 		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
-		SnapshotThreshold: cfg.snapshotThreshold,
+		SnapshotThreshold: cfg.snapshotThreshold, AllowPrivateTargets: cfg.allowPrivateTargets,
 	}, fsm.New())
 	if err != nil {
 		return err
