@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,6 +133,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("open node: empty id")
 	}
+	if err := requireKeyOffLoopback(cfg); err != nil {
+		return nil, fmt.Errorf("open node: %w", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("open node: data dir: %w", err)
 	}
@@ -170,6 +174,42 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		go n.runDiscovery(!hasState && cfg.BootstrapExpect > 1)
 	}
 	return n, nil
+}
+
+// requireKeyOffLoopback refuses a node without a cluster key whose Raft or
+// gossip listener (bound or advertised) is not on loopback. Without a key
+// nothing tells a member from anyone who reaches those ports: a process
+// that joins gossip is added as a voter and receives every link, and one
+// forged AppendEntries with a higher term unseats the leader. A keyless
+// cluster is for development on one host.
+func requireKeyOffLoopback(cfg Config) error {
+	if cfg.Key != nil {
+		return nil
+	}
+	addrs := []struct{ flag, addr string }{{"--raft-addr", cfg.RaftAddr}, {"--gossip-addr", cfg.GossipAddr}, {"--advertise", cfg.Advertise}}
+	for _, a := range addrs {
+		if a.addr != "" && !onLoopback(a.addr) {
+			return fmt.Errorf("%s %s is not a loopback address and no --cluster-key is set: anyone who reaches it "+
+				"could join the cluster and read every link. Make a key with `linkraft keygen` and give every node "+
+				"the same --cluster-key (only a development cluster on 127.0.0.1 may run without one)", a.flag, a.addr)
+		}
+	}
+	return nil
+}
+
+// onLoopback reports whether addr (host:port, or a host alone as
+// --advertise may be) names a loopback host. A name other than localhost
+// is not resolved here: it may point anywhere.
+func onLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // raftRPCTimeout bounds each Raft RPC's I/O and each dial (snapshots get
