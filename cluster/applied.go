@@ -16,8 +16,7 @@ import (
 // applied?index=N answers once the server has applied N or after
 // visibilityWait, and at once for index 0 (every version of the protocol
 // serves it). Deletes wait on it, the lag monitor and Status read it. A
-// server that did not answer, or has no known address, is absent from the
-// result.
+// server that did not answer is absent from the result.
 func (n *Node) appliedIndexes(ctx context.Context, servers []raft.Server, index uint64, votersOnly bool) map[string]uint64 {
 	path := wire.PathApplied + "?index=" + strconv.FormatUint(index, 10)
 	got := make(map[string]uint64, len(servers))
@@ -28,10 +27,7 @@ func (n *Node) appliedIndexes(ctx context.Context, servers []raft.Server, index 
 		if id == n.cfg.ID || votersOnly && s.Suffrage != raft.Voter {
 			continue
 		}
-		addr, ok := n.httpAddrOf(id)
-		if !ok {
-			continue
-		}
+		addr := string(s.Address)
 		wg.Go(func() {
 			var answer wire.AppliedAnswer
 			if err := n.call(ctx, addr, fasthttp.MethodGet, path, nil, &answer); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,15 +14,6 @@ import (
 // ErrRefused is a leader's permanent refusal of an internal request (a 4xx
 // other than 429): sending it again would be refused again.
 var ErrRefused = errors.New("refused by the leader")
-
-// ownIP is the IP of this node's Raft address, which its peers know it by.
-func (n *Node) ownIP() net.IP {
-	host, _, err := net.SplitHostPort(string(n.transport.LocalAddr()))
-	if err != nil {
-		return nil
-	}
-	return net.ParseIP(host)
-}
 
 // call makes one exchange with the node at addr and decodes its JSON
 // answer into out, bounded by ctx or else the write timeout. A 4xx other
@@ -46,36 +36,28 @@ func (n *Node) call(ctx context.Context, addr, method, path string, body []byte,
 	return fmt.Errorf("%w: %w", ErrNoLeader, err)
 }
 
-// nodeInfoOf asks the server at httpAddr who it is.
-func (n *Node) nodeInfoOf(httpAddr string, timeout time.Duration) (wire.NodeInfo, error) {
+// nodeInfoOf asks the server at raftAddr who it is.
+func (n *Node) nodeInfoOf(raftAddr string, timeout time.Duration) (wire.NodeInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var info wire.NodeInfo
-	err := n.call(ctx, httpAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
+	err := n.call(ctx, raftAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
 	return info, err
 }
 
-// FromPeer reports whether a request comes from another node of this
-// cluster: it carries a sender's mark and, with a cluster key, a valid
-// signature made within the last minute; without a key it must come from
-// the host of a server in the Raft configuration (a trusted network is
-// assumed then). Such requests were already rate limited and authorised by
+// peerKey marks, in a request's user values, a request that arrived on
+// the cluster's port (see serveCluster).
+type peerKey struct{}
+
+// FromPeer reports whether another node of this cluster sent the request:
+// whether it arrived on the cluster's port, which only a connection that
+// completed the mutual-TLS handshake with the cluster key reaches (or, on
+// a keyless development cluster, which a node refuses to run off
+// loopback, any connection from this host). Nothing in the request itself
+// is believed: the public port never marks a request so, whatever its
+// headers say. Such requests were already rate limited and authorised by
 // the node that received them from the client.
-func (n *Node) FromPeer(req *fasthttp.Request, remote net.IP) bool {
-	if !wire.Marked(req) {
-		return false
-	}
-	if n.cfg.Key != nil {
-		return wire.Verify(req, n.cfg.Key, time.Now())
-	}
-	servers, err := n.configuration()
-	if err != nil {
-		return false
-	}
-	for _, s := range servers {
-		if host, _, err := net.SplitHostPort(string(s.Address)); err == nil && net.ParseIP(host).Equal(remote) {
-			return true
-		}
-	}
-	return false
+func FromPeer(ctx *fasthttp.RequestCtx) bool {
+	v, _ := ctx.UserValue(peerKey{}).(bool)
+	return v
 }

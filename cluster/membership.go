@@ -33,7 +33,8 @@ func (n *Node) configuration() ([]raft.Server, error) {
 // AddVoter adds a server as a voter, for an operator (the admin join): the
 // same id and address again is a no-op; an id or address already used by
 // another server is refused, and so is a server that reports (over gossip,
-// or at its HTTP address when given) a different id or another cluster.
+// or asked at its Raft address) a different id or another cluster.
+// httpAddr, when given, is recorded for operators' views (Status).
 // Servers that gossip are added by reconciliation instead (reconcile.go);
 // Config.GossipSeeds is how a node finds those.
 func (n *Node) AddVoter(id, raftAddr, httpAddr string) error {
@@ -59,7 +60,7 @@ func (n *Node) AddVoter(id, raftAddr, httpAddr string) error {
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
 	}
-	if who, ok := n.identify(raftAddr, httpAddr); ok {
+	if who, ok := n.identify(raftAddr); ok {
 		if who.ID != id {
 			return fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, who.ID, id)
 		}
@@ -100,9 +101,9 @@ func (n *Node) raftAddVoter(id, raftAddr string) error {
 	return nil
 }
 
-// identify asks gossip, then the server's own HTTP listener, who the
-// server at raftAddr is and which cluster it belongs to.
-func (n *Node) identify(raftAddr, httpAddr string) (wire.NodeInfo, bool) {
+// identify asks gossip, then the server itself at its Raft address, who
+// the server at raftAddr is and which cluster it belongs to.
+func (n *Node) identify(raftAddr string) (wire.NodeInfo, bool) {
 	if n.gossip != nil {
 		for _, m := range n.gossip.members() {
 			if m.RaftAddr == raftAddr {
@@ -110,10 +111,7 @@ func (n *Node) identify(raftAddr, httpAddr string) (wire.NodeInfo, bool) {
 			}
 		}
 	}
-	if httpAddr == "" {
-		return wire.NodeInfo{}, false
-	}
-	info, err := n.nodeInfoOf(httpAddr, 2*time.Second)
+	info, err := n.nodeInfoOf(raftAddr, 2*time.Second)
 	return info, err == nil && info.ID != ""
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/secure"
@@ -38,8 +39,9 @@ type Config struct {
 	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
 	// first start; with GossipSeeds it waits to be added to a cluster.
 	BootstrapExpect int
-	// Key authenticates and encrypts Raft and gossip traffic and signs
-	// internal requests; nil means a trusted network.
+	// Key authenticates and encrypts everything between nodes: Raft and
+	// the internal HTTP on its port (mutual TLS), and gossip. nil: plain
+	// TCP, which Open allows only on loopback.
 	Key *secure.Key
 	// AllowPrivateTargets lets creates relayed by other nodes point inside
 	// the network, as --allow-private-targets lets clients' creates.
@@ -103,9 +105,14 @@ type Node struct {
 	creates chan *createCall
 	clicks  *clickCounter
 
-	gossip     *gossip
-	peers      *wire.Client
-	readRounds *roundBatcher
+	gossip *gossip
+	peers  *wire.Client
+	// clusterServer serves HTTP on the Raft port (service.go); forwarded
+	// answers the public requests forwarded to it.
+	clusterServer *fasthttp.Server
+	clusterServed chan struct{} // closed when clusterServer has stopped
+	forwarded     atomic.Pointer[fasthttp.RequestHandler]
+	readRounds    *roundBatcher
 
 	// leaderChanged is notified when Raft reports another leader (or none)
 	// and when this node's leadership becomes ready or ends; readyTerm is
@@ -149,11 +156,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		closing: make(chan struct{}),
 	}
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
-	n.peers = wire.NewClient(cfg.ID, cfg.Key, n.ownIP)
+	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
+		return n.layer.DialInternal(addr, timeout)
+	})
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err
 	}
+	n.startClusterServer()
 	n.clicks = newClickCounter(cfg.ID, f)
 	n.wg.Add(4)
 	go n.watchLeader()
@@ -395,6 +405,15 @@ func (n *Node) Close() error {
 
 func (n *Node) shutdownRaft() error {
 	var errs []error
+	if n.clusterServer != nil {
+		// Requests in flight end with n.closing or the write timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+		if err := n.clusterServer.ShutdownWithContext(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("cluster HTTP shutdown: %w", err))
+		}
+		cancel()
+		<-n.clusterServed
+	}
 	if err := n.raft.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 	}

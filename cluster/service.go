@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -11,11 +15,72 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 )
 
-// InternalHandler serves the node-to-node protocol (everything under
-// wire.Prefix). Every exchange but "who are you" answers only other
-// members of this cluster (FromPeer). Errors are problem+json, like the
-// public API's; callers act on the status alone.
-func (n *Node) InternalHandler() fasthttp.RequestHandler {
+// maxForwardedBodyBytes bounds the body of a public request a follower
+// forwards to the leader: a restore or an import, which the follower
+// accepted only from an admin. Peers hold the cluster key.
+const maxForwardedBodyBytes = 1 << 30
+
+// startClusterServer serves HTTP on the cluster's port (the connections
+// the stream layer sorts as internal): the node-to-node protocol under
+// wire.Prefix, and public requests other nodes forward to the leader,
+// which the handler ServeForwarded registers answers. Every request it
+// serves is a peer's (FromPeer).
+func (n *Node) startClusterServer() {
+	protocol := n.internalHandler()
+	n.clusterServer = &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			ctx.SetUserValue(peerKey{}, true)
+			if bytes.HasPrefix(ctx.Path(), []byte(wire.Prefix)) {
+				protocol(ctx)
+				return
+			}
+			if h := n.forwarded.Load(); h != nil {
+				(*h)(ctx)
+				return
+			}
+			wire.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "this node does not serve forwarded requests yet")
+		},
+		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			if bytes.HasPrefix(h.RequestURI(), []byte(wire.Prefix)) {
+				return fasthttp.RequestConfig{}
+			}
+			return fasthttp.RequestConfig{MaxRequestBodySize: maxForwardedBodyBytes, ReadTimeout: 5 * time.Minute}
+		},
+		Name:                  "linkraft-cluster",
+		NoDefaultServerHeader: true,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          5 * time.Minute, // a forwarded backup or export
+		IdleTimeout:           time.Minute,
+		MaxRequestBodySize:    wire.MaxBodyBytes,
+		CloseOnShutdown:       true,
+		Logger:                hclogPrinter{n.log},
+	}
+	ln := n.layer.Internal()
+	n.clusterServed = make(chan struct{})
+	go func() { // not in n.wg: it stops in shutdownRaft, after the wait for n.wg
+		defer close(n.clusterServed)
+		if err := n.clusterServer.Serve(ln); err != nil {
+			n.log.Warn("cluster port's HTTP server stopped", "err", err)
+		}
+	}()
+}
+
+// ServeForwarded makes h answer the public requests other nodes forward
+// to this one when it leads (deletes, admin calls). httpd registers its
+// handler; h sees FromPeer true for them.
+func (n *Node) ServeForwarded(h fasthttp.RequestHandler) { n.forwarded.Store(&h) }
+
+// hclogPrinter adapts slog to fasthttp's Printf logger.
+type hclogPrinter struct{ log *slog.Logger }
+
+func (p hclogPrinter) Printf(format string, args ...any) {
+	p.log.Debug(fmt.Sprintf(format, args...), "component", "cluster-http")
+}
+
+// internalHandler serves the node-to-node protocol (everything under
+// wire.Prefix). Errors are problem+json, like the public API's; callers
+// act on the status alone.
+func (n *Node) internalHandler() fasthttp.RequestHandler {
 	r := router.New()
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
@@ -25,25 +90,13 @@ func (n *Node) InternalHandler() fasthttp.RequestHandler {
 		wire.WriteProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
 	}
 	r.GET(wire.PathNode, n.serveNodeInfo)
-	r.GET(wire.PathReadIndex, n.peersOnly(n.serveReadIndex))
-	r.GET(wire.PathLinks+"{code}", n.peersOnly(n.serveLink))
-	r.POST(wire.PathClicks, n.peersOnly(n.serveClicks))
-	r.POST(wire.PathLeave, n.peersOnly(n.serveLeave))
-	r.GET(wire.PathApplied, n.peersOnly(n.serveApplied))
-	r.POST(wire.PathCreates, n.peersOnly(n.serveCreates)) // relay.go
+	r.GET(wire.PathReadIndex, n.serveReadIndex)
+	r.GET(wire.PathLinks+"{code}", n.serveLink)
+	r.POST(wire.PathClicks, n.serveClicks)
+	r.POST(wire.PathLeave, n.serveLeave)
+	r.GET(wire.PathApplied, n.serveApplied)
+	r.POST(wire.PathCreates, n.serveCreates) // relay.go
 	return r.Handler
-}
-
-// peersOnly refuses requests that do not come from a member of this
-// cluster.
-func (n *Node) peersOnly(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if !n.FromPeer(&ctx.Request, ctx.RemoteIP()) {
-			wire.WriteProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
-			return
-		}
-		h(ctx)
-	}
 }
 
 func (n *Node) serveNodeInfo(ctx *fasthttp.RequestCtx) {

@@ -168,3 +168,19 @@ func TestRelayInjectionDoesNotRedirect(t *testing.T) {
 		t.Fatalf("GET /jsx: %d Location %q, want 404", ctx.Response.StatusCode(), ctx.Response.Header.Peek("Location"))
 	}
 }
+
+// TestPublicPortServesNoInternalPaths: the node-to-node protocol lives on
+// the cluster's port; the public one answers 404 for its paths, whatever a
+// request claims about its sender.
+func TestPublicPortServesNoInternalPaths(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/internal/v1/node"}, {"GET", "/internal/v1/read-index"}, {"GET", "/internal/v1/applied?index=0"},
+		{"POST", "/internal/v1/creates"}, {"POST", "/internal/v1/clicks"}, {"POST", "/internal/v1/leave"},
+	} {
+		ctx := do(s, tt.method, tt.path, "application/json", `{"v":1}`, "X-Linkraft-Forwarded", "n2")
+		if got := ctx.Response.StatusCode(); got != fasthttp.StatusNotFound {
+			t.Errorf("%s %s: %d, want 404", tt.method, tt.path, got)
+		}
+	}
+}

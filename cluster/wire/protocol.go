@@ -35,21 +35,15 @@ const (
 	// never forwards the request again, so leadership changes cannot make
 	// requests loop.
 	ForwardedHeader = "X-Linkraft-Forwarded"
-	signatureHeader = "X-Linkraft-Signature"
-	signedAtHeader  = "X-Linkraft-Signed-At"
 	// AppliedIndexHeader carries, on the leader's answer to a forwarded
 	// write, the log index the write was applied at: the forwarding node
 	// applies that far before it answers its client.
 	AppliedIndexHeader = "X-Linkraft-Applied-Index"
 	// RequestTimeHeader is when the client's request reached the node that
-	// forwarded it (unix milliseconds). Nodes of this version no longer
-	// forward creates as HTTP requests (they relay them in batches); the
-	// header stays in the signature and is still honoured on a create an
-	// older node forwards, so a mixed cluster keeps working.
+	// forwarded it (unix milliseconds), on a create forwarded as a whole
+	// request, as versions before batched relays did. A peer's create is
+	// still served with it (httpd).
 	RequestTimeHeader = "X-Linkraft-Request-Time"
-	// idempotencyHeader is the client's, covered by the signature of a
-	// forwarded request.
-	idempotencyHeader = "Idempotency-Key"
 )
 
 // Version is the "v" of every JSON message. A change that an older node

@@ -1,11 +1,16 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -66,24 +71,62 @@ func TestRefusalsKeepTheirIdentity(t *testing.T) {
 	}
 }
 
-func TestPeersAreDialledFromTheNodesOwnLoopbackAddress(t *testing.T) {
+// TestClientCall: what a caller learns from each kind of outcome.
+func TestClientCall(t *testing.T) {
+	ln := fasthttputil.NewInmemoryListener()
+	defer ln.Close()
+	go fasthttp.Serve(ln, func(ctx *fasthttp.RequestCtx) {
+		switch string(ctx.Path()) {
+		case PathReadIndex:
+			if string(ctx.Request.Header.Peek(ForwardedHeader)) != "n1" {
+				WriteProblem(ctx, http.StatusBadRequest, "unmarked")
+				return
+			}
+			WriteMessage(ctx, ReadIndexAnswer{V: Version, Index: 42})
+		case PathLeave:
+			WriteProblem(ctx, http.StatusForbidden, "not yours")
+		default:
+			WriteProblem(ctx, http.StatusServiceUnavailable, "not the leader")
+		}
+	})
+	up := NewClient("n1", func(string, time.Duration) (net.Conn, error) { return ln.Dial() })
+	down := NewClient("n1", func(addr string, _ time.Duration) (net.Conn, error) {
+		return nil, fmt.Errorf("dial %s: connection refused", addr)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	var answer ReadIndexAnswer
+	if err := up.Call(ctx, "peer:1", "GET", PathReadIndex, nil, &answer); err != nil || answer.Index != 42 {
+		t.Fatalf("read index: %+v, %v", answer, err)
+	}
 	tests := []struct {
-		peer  string
-		local string
-		want  string // "" for the system's choice
+		name      string
+		c         *Client
+		path      string
+		status    int // 0: no answer
+		refused   bool
+		neverSent bool
 	}{
-		{"127.0.0.12:8080", "127.0.0.11", "127.0.0.11:0"},
-		{"127.0.0.12:8080", "10.0.0.1", ""},
-		{"10.0.0.2:8080", "10.0.0.1", ""},
-		{"10.0.0.2:8080", "127.0.0.11", ""},
-		{"node2.example:8080", "127.0.0.11", ""},
-		{"127.0.0.12:8080", "", ""},
-		{"[::1]:8080", "::1", "[::1]:0"},
+		{"refused", up, PathLeave, http.StatusForbidden, true, false},
+		{"unavailable", up, PathCreates, http.StatusServiceUnavailable, false, false},
+		{"no connection", down, PathReadIndex, 0, false, true},
 	}
 	for _, tt := range tests {
-		got := sourceAddr(tt.peer, net.ParseIP(tt.local))
-		if (got == nil) != (tt.want == "") || got != nil && got.String() != tt.want {
-			t.Errorf("dialling %s from %s: source %v, want %q", tt.peer, tt.local, got, tt.want)
+		err := tt.c.Call(ctx, "peer:1", "GET", tt.path, nil, &answer)
+		var status *StatusError
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", tt.name)
+		case tt.status == 0 && errors.As(err, &status):
+			t.Errorf("%s: %v is an answer", tt.name, err)
+		case tt.status != 0 && (!errors.As(err, &status) || status.Status != tt.status || status.Refused() != tt.refused):
+			t.Errorf("%s: %v, want status %d (refused %v)", tt.name, err, tt.status, tt.refused)
+		case NeverSent(err) != tt.neverSent:
+			t.Errorf("%s: NeverSent(%v) = %v", tt.name, err, !tt.neverSent)
 		}
+	}
+	if err := up.Call(context.Background(), "peer:1", "GET", PathReadIndex, nil, &answer); err == nil {
+		t.Error("a call without a deadline was made")
 	}
 }

@@ -260,7 +260,8 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	return nil
 }
 
-// advertisedHTTP is the HTTP address other nodes forward to: the listener's
+// advertisedHTTP is the HTTP address operators' views show for this node
+// (nodes reach each other at their Raft addresses): the listener's
 // port on the --advertise host, or on the listener's own host, or, when that
 // is unspecified (":8080"), on the Raft address's host.
 func advertisedHTTP(listen net.Addr, advertise, raftAddr string) string {
