@@ -53,7 +53,7 @@ func (n *Node) startClusterServer() {
 		IdleTimeout:           time.Minute,
 		MaxRequestBodySize:    wire.MaxBodyBytes,
 		CloseOnShutdown:       true,
-		Logger:                hclogPrinter{n.log},
+		Logger:                fasthttpLogger{n.log},
 	}
 	ln := n.layer.Internal()
 	n.clusterServed = make(chan struct{})
@@ -70,10 +70,10 @@ func (n *Node) startClusterServer() {
 // handler; h sees FromPeer true for them.
 func (n *Node) ServeForwarded(h fasthttp.RequestHandler) { n.forwarded.Store(&h) }
 
-// hclogPrinter adapts slog to fasthttp's Printf logger.
-type hclogPrinter struct{ log *slog.Logger }
+// fasthttpLogger adapts slog to fasthttp's Printf logger.
+type fasthttpLogger struct{ log *slog.Logger }
 
-func (p hclogPrinter) Printf(format string, args ...any) {
+func (p fasthttpLogger) Printf(format string, args ...any) {
 	p.log.Debug(fmt.Sprintf(format, args...), "component", "cluster-http")
 }
 
