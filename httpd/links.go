@@ -109,17 +109,14 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// requestTime is when the client's request arrived: now, or for a request
-// that was (or was about to be) forwarded, when it reached the forwarding
-// node, so that every leader it may be sent to computes the same expiry.
+// requestTime is when the client's request arrived: now, or for a create
+// this node relays, the time markIdempotent fixed, so that every attempt
+// carries the same expiry. (Creates forwarded as whole requests, with the
+// time in a header, came only from versions that cannot reach the cluster
+// port.)
 func (s *Server) requestTime(ctx *fasthttp.RequestCtx) time.Time {
 	if t, ok := ctx.UserValue(requestTimeKey).(time.Time); ok {
 		return t
-	}
-	if raw := ctx.Request.Header.Peek(wire.RequestTimeHeader); len(raw) > 0 && s.fromPeer(ctx) {
-		if ms, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-			return time.UnixMilli(ms)
-		}
 	}
 	return time.Now()
 }

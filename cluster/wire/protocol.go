@@ -39,11 +39,6 @@ const (
 	// write, the log index the write was applied at: the forwarding node
 	// applies that far before it answers its client.
 	AppliedIndexHeader = "X-Linkraft-Applied-Index"
-	// RequestTimeHeader is when the client's request reached the node that
-	// forwarded it (unix milliseconds), on a create forwarded as a whole
-	// request, as versions before batched relays did. A peer's create is
-	// still served with it (httpd).
-	RequestTimeHeader = "X-Linkraft-Request-Time"
 )
 
 // Version is the "v" of every JSON message. A change that an older node
