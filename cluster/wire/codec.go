@@ -50,8 +50,14 @@ func WriteProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	}
 	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(ProblemJSON(status, detail))
+}
+
+// ProblemJSON is the problem+json document WriteProblem sends, for an
+// answer written without a request context (a refusal at accept time).
+func ProblemJSON(status int, detail string) []byte {
 	body, _ := json.Marshal(problem{
 		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Error: detail,
 	})
-	ctx.SetBody(body)
+	return body
 }
