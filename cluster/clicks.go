@@ -14,6 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // clickCounter aggregates this node's redirects between flushes. The hot
@@ -148,8 +150,8 @@ func (n *Node) proposeClicks(ctx context.Context, batch []byte) error {
 		if to.self {
 			_, err = n.apply(batch)
 		} else {
-			var answer clicksAnswer
-			err = n.call(ctx, to.addr, fasthttp.MethodPost, clicksPath, batch, &answer)
+			var answer wire.ClicksAnswer
+			err = n.call(ctx, to.addr, fasthttp.MethodPost, wire.PathClicks, batch, &answer)
 		}
 		return !errors.Is(err, ErrNoLeader), err
 	})

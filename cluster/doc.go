@@ -14,9 +14,11 @@
 //     notifications (the code key, membership reconciliation, purges);
 //   - membership: memberlist discovery, bootstrap-expect, join, removal,
 //     graceful leave, and offline recovery of a cluster that lost quorum;
-//   - the node-to-node protocol, both ends: the handler httpd mounts under
-//     InternalPrefix, its client, the forwarding of public writes to the
-//     leader, and the signatures that authenticate them.
+//   - the node-to-node protocol, both ends (with package wire): the
+//     handlers and the HTTP server on the cluster port, which the stream
+//     layer of package secure shares between Raft and internal HTTP behind
+//     mutual TLS, the client, and the forwarding of public writes to the
+//     leader.
 //
 // The state itself is package fsm's; callers read it directly through
 // Node.FSM. HTTP for clients is package httpd's. DESIGN.md gives the flows

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // ErrLeaderIsSelf tells Forward's caller to serve the request itself.
@@ -43,17 +45,16 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	// gets its 503, or the local answer, in seconds.
 	find, cancelFind := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancelFind()
-	n.markForwarded(req)
 	deadline, _ := ctx.Deadline()
 	err := n.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			return true, ErrLeaderIsSelf
 		}
-		err := n.peer(to.addr).DoDeadline(req, resp, deadline)
+		err := n.peers.Do(to.addr, req, resp, deadline)
 		switch {
 		case err == nil:
 			return true, nil
-		case !neverSent(err):
+		case !wire.NeverSent(err):
 			return true, fmt.Errorf("%w: %v", ErrTimeout, err)
 		}
 		return false, fmt.Errorf("%w: %v", ErrNoLeader, err)
@@ -72,12 +73,12 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 // that got the answer here reads its own write here. The header is the
 // cluster's, not the client's: it is removed.
 func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) error {
-	raw := resp.Header.Peek(AppliedIndexHeader)
+	raw := resp.Header.Peek(wire.AppliedIndexHeader)
 	if len(raw) == 0 {
 		return nil
 	}
 	index, err := strconv.ParseUint(string(raw), 10, 64)
-	resp.Header.Del(AppliedIndexHeader)
+	resp.Header.Del(wire.AppliedIndexHeader)
 	if err != nil {
 		return nil
 	}
@@ -85,11 +86,4 @@ func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) er
 		return fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, index)
 	}
 	return nil
-}
-
-// neverSent reports whether a client error happened before the request
-// could reach the server, so sending it again cannot apply it twice.
-func neverSent(err error) bool {
-	var dial *fasthttp.ErrDialWithUpstream
-	return errors.As(err, &dial) || errors.Is(err, fasthttp.ErrDialTimeout)
 }

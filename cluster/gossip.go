@@ -172,7 +172,7 @@ func (g *gossip) missing() []string {
 		}
 	}
 	var out []string
-	for _, seed := range g.n.cfg.Join {
+	for _, seed := range g.n.cfg.GossipSeeds {
 		if seed != g.n.cfg.GossipAddr && !liveAddrs[seed] {
 			out = append(out, seed)
 		}
@@ -185,20 +185,16 @@ func (g *gossip) missing() []string {
 		if liveIDs[string(s.ID)] || string(s.ID) == g.n.cfg.ID {
 			continue
 		}
-		if addr, ok := g.gossipAddrOf(string(s.ID)); ok && !slices.Contains(out, addr) {
+		if addr, ok := g.gossipAddrOf(string(s.ID), string(s.Address)); ok && !slices.Contains(out, addr) {
 			out = append(out, addr)
 		}
 	}
 	return out
 }
 
-// gossipAddrOf asks a server for its gossip address over HTTP.
-func (g *gossip) gossipAddrOf(id string) (string, bool) {
-	httpAddr, ok := g.n.httpAddrOf(id)
-	if !ok {
-		return "", false
-	}
-	info, err := g.n.nodeInfoOf(httpAddr, time.Second)
+// gossipAddrOf asks the server id at raftAddr for its gossip address.
+func (g *gossip) gossipAddrOf(id, raftAddr string) (string, bool) {
+	info, err := g.n.nodeInfoOf(raftAddr, time.Second)
 	if err != nil || info.ID != id || info.GossipAddr == "" {
 		return "", false
 	}

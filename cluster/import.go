@@ -22,7 +22,7 @@ import (
 // pointer into each entry's apply future also its results. The live heap
 // after that import was 683 MiB with 2048 creates per entry, 475 MiB with
 // 256 and 410 MiB with 128 or 64. The byte bound keeps entries of long URLs
-// well below MaxInternalBodyBytes and Raft's RPC timeouts.
+// well below wire.MaxBodyBytes and Raft's RPC timeouts.
 const (
 	maxBulkEntryItems = 128
 	maxBulkEntryBytes = 1 << 20

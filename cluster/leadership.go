@@ -234,26 +234,22 @@ func (n *Node) purge() {
 // this node is cut off. Callers wait for a leader change, not a timer.
 var errLeaderUnknown = fmt.Errorf("%w: none known", ErrNoLeader)
 
-// leaderTarget says where the leader is: this node, or another node's HTTP
-// address.
+// leaderTarget says where the leader is: this node, or another node's
+// Raft address, whose port also serves the node-to-node protocol.
 type leaderTarget struct {
 	self bool
 	addr string
 }
 
 func (n *Node) leader() (leaderTarget, error) {
-	_, id := n.raft.LeaderWithID()
+	addr, id := n.raft.LeaderWithID()
 	switch {
-	case id == "":
+	case id == "" || addr == "":
 		return leaderTarget{}, errLeaderUnknown
 	case string(id) == n.cfg.ID:
-		return leaderTarget{self: true, addr: n.cfg.HTTPAddr}, nil
+		return leaderTarget{self: true, addr: string(addr)}, nil
 	}
-	addr, ok := n.httpAddrOf(string(id))
-	if !ok {
-		return leaderTarget{}, fmt.Errorf("%w: no HTTP address known for leader %s", ErrNoLeader, id)
-	}
-	return leaderTarget{addr: addr}, nil
+	return leaderTarget{addr: string(addr)}, nil
 }
 
 // withLeader calls try with the current leader until try reports done, ctx

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // Leaving is a server's own graceful exit (--leave-on-terminate): it
@@ -60,7 +62,7 @@ func (n *Node) leave() {
 func (n *Node) askRemoval() error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 	defer cancel()
-	body, err := json.Marshal(leaveRequest{V: protocolVersion, ID: n.cfg.ID})
+	body, err := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: n.cfg.ID})
 	if err != nil {
 		return err
 	}
@@ -69,8 +71,8 @@ func (n *Node) askRemoval() error {
 			err := n.RemoveServer(n.cfg.ID)
 			return err == nil, err
 		}
-		var answer ack
-		err := n.call(ctx, to.addr, fasthttp.MethodPost, leavePath, body, &answer)
+		var answer wire.Ack
+		err := n.call(ctx, to.addr, fasthttp.MethodPost, wire.PathLeave, body, &answer)
 		return err == nil, err
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // catchUpWait is how long a miss waits for this node to apply what the
@@ -144,8 +146,8 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 			index, err = n.ReadIndex(ctx)
 			return err == nil, err
 		}
-		var answer readIndexAnswer
-		err = n.call(ctx, to.addr, fasthttp.MethodGet, readIndexPath, nil, &answer)
+		var answer wire.ReadIndexAnswer
+		err = n.call(ctx, to.addr, fasthttp.MethodGet, wire.PathReadIndex, nil, &answer)
 		index = answer.Index
 		return err == nil, err
 	})
@@ -155,17 +157,17 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 // leaderLink fetches one link from the leader, this node included, for a
 // node that is behind.
 func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
-	var answer linkAnswer
+	var answer wire.LinkAnswer
 	err := n.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			if _, err := n.ReadIndex(ctx); err != nil {
 				return false, err
 			}
 			l, ok := n.fsm.Get(code)
-			answer = linkAnswer{Found: ok, Link: toWire(l)}
+			answer = wire.LinkAnswer{Found: ok, Link: wire.FromLink(l)}
 			return true, nil
 		}
-		err := n.call(ctx, to.addr, fasthttp.MethodGet, linkPath+url.PathEscape(code), nil, &answer)
+		err := n.call(ctx, to.addr, fasthttp.MethodGet, wire.PathLinks+url.PathEscape(code), nil, &answer)
 		return err == nil, err
 	})
 	switch {
@@ -174,7 +176,7 @@ func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 	case !answer.Found || answer.Link == nil:
 		return fsm.Link{}, fsm.ErrNotFound
 	}
-	return answer.Link.link(), nil
+	return answer.Link.FSM(), nil
 }
 
 // roundBatcher shares one call of fn among concurrent callers, so a flood

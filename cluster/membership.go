@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // Membership errors; each leaves the configuration unchanged.
@@ -28,11 +30,14 @@ func (n *Node) configuration() ([]raft.Server, error) {
 	return f.Configuration().Servers, nil
 }
 
-// Join adds a voter. Joining again with the same id and address is a no-op;
-// an id or address already used by another server is refused, and so is a
-// server that reports (over gossip, or at its HTTP address when given) a
-// different id or another cluster.
-func (n *Node) Join(id, raftAddr, httpAddr string) error {
+// AddVoter adds a server as a voter, for an operator (the admin join): the
+// same id and address again is a no-op; an id or address already used by
+// another server is refused, and so is a server that reports (over gossip,
+// or asked at its Raft address) a different id or another cluster.
+// httpAddr, when given, is recorded for operators' views (Status).
+// Servers that gossip are added by reconciliation instead (reconcile.go);
+// Config.GossipSeeds is how a node finds those.
+func (n *Node) AddVoter(id, raftAddr, httpAddr string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidServer)
 	}
@@ -55,7 +60,7 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
 	}
-	if who, ok := n.identify(raftAddr, httpAddr); ok {
+	if who, ok := n.identify(raftAddr); ok {
 		if who.ID != id {
 			return fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, who.ID, id)
 		}
@@ -66,7 +71,7 @@ func (n *Node) Join(id, raftAddr, httpAddr string) error {
 	if err := n.reachable(raftAddr, 2*time.Second); err != nil {
 		return err
 	}
-	if err := n.addVoter(id, raftAddr); err != nil {
+	if err := n.raftAddVoter(id, raftAddr); err != nil {
 		return err
 	}
 	if err := n.recordHTTPAddr(id, httpAddr); err != nil {
@@ -87,8 +92,8 @@ func (n *Node) reachable(raftAddr string, timeout time.Duration) error {
 	return conn.Close()
 }
 
-// addVoter adds a voter or, for a known id, updates its address.
-func (n *Node) addVoter(id, raftAddr string) error {
+// raftAddVoter adds a voter or, for a known id, updates its address.
+func (n *Node) raftAddVoter(id, raftAddr string) error {
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("add voter %s: %w", id, raftError(err))
 	}
@@ -96,20 +101,17 @@ func (n *Node) addVoter(id, raftAddr string) error {
 	return nil
 }
 
-// identify asks gossip, then the server's own HTTP listener, who the
-// server at raftAddr is and which cluster it belongs to.
-func (n *Node) identify(raftAddr, httpAddr string) (nodeInfo, bool) {
+// identify asks gossip, then the server itself at its Raft address, who
+// the server at raftAddr is and which cluster it belongs to.
+func (n *Node) identify(raftAddr string) (wire.NodeInfo, bool) {
 	if n.gossip != nil {
 		for _, m := range n.gossip.members() {
 			if m.RaftAddr == raftAddr {
-				return nodeInfo{ID: m.ID, Cluster: m.Cluster}, true
+				return wire.NodeInfo{ID: m.ID, Cluster: m.Cluster}, true
 			}
 		}
 	}
-	if httpAddr == "" {
-		return nodeInfo{}, false
-	}
-	info, err := n.nodeInfoOf(httpAddr, 2*time.Second)
+	info, err := n.nodeInfoOf(raftAddr, 2*time.Second)
 	return info, err == nil && info.ID != ""
 }
 

@@ -3,11 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
-	"sync"
+	"maps"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 )
 
 // metrics are what this package measures itself, as Prometheus collectors
@@ -163,27 +162,12 @@ func (n *Node) measureLag(known map[string]uint64) {
 		return
 	}
 	inConfig := map[string]bool{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
 	for _, s := range servers {
-		id := string(s.ID)
-		if id == n.cfg.ID {
-			continue
-		}
-		inConfig[id] = true
-		addr, ok := n.httpAddrOf(id)
-		if !ok {
-			continue
-		}
-		wg.Go(func() {
-			if applied, ok := n.appliedIndexOf(addr, lagTimeout); ok {
-				mu.Lock()
-				known[id] = applied
-				mu.Unlock()
-			}
-		})
+		inConfig[string(s.ID)] = true
 	}
-	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+	defer cancel()
+	maps.Copy(known, n.appliedIndexes(ctx, servers, 0, false))
 	// Sampled after the answers: a lag is never understated.
 	leaderApplied := n.appliedIndex()
 	for id, applied := range known {
@@ -194,19 +178,6 @@ func (n *Node) measureLag(known map[string]uint64) {
 		}
 		n.metrics.lag.WithLabelValues(id).Set(float64(lagOf(leaderApplied, applied)))
 	}
-}
-
-// appliedIndexOf asks the server at addr what it has applied: GET
-// applied?index=0 answers at once, and every version of the protocol
-// serves it.
-func (n *Node) appliedIndexOf(addr string, timeout time.Duration) (uint64, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var answer appliedAnswer
-	if err := n.call(ctx, addr, fasthttp.MethodGet, appliedPath+"?index=0", nil, &answer); err != nil {
-		return 0, false
-	}
-	return answer.Index, true
 }
 
 // lagOf is how many entries applied lags behind leader; a follower's

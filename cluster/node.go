@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,9 +16,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/secure"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -29,17 +32,23 @@ type Config struct {
 	GossipAddr string // address memberlist binds; empty: no discovery
 	HTTPAddr   string // this node's HTTP address as the other nodes reach it
 	Advertise  string // host other nodes reach this one at; default: the bind addresses'
-	Join       []string
+	// GossipSeeds are gossip addresses of members to join (--join); a
+	// node with seeds and no Raft state waits to be added to their cluster.
+	GossipSeeds []string
 	// BootstrapExpect is the number of servers that bootstrap a new cluster
-	// together. With 1 (or 0) and no Join seeds, a node bootstraps alone on
-	// first start; with Join seeds it waits to be added to a cluster.
+	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
+	// first start; with GossipSeeds it waits to be added to a cluster.
 	BootstrapExpect int
-	// Key authenticates and encrypts Raft and gossip traffic and signs
-	// internal requests; nil means a trusted network.
-	Key                *secure.Key
-	LeaveOnTerminate   bool
-	WriteTimeout       time.Duration
-	ClickFlushInterval time.Duration
+	// Key authenticates and encrypts everything between nodes: Raft and
+	// the internal HTTP on its port (mutual TLS), and gossip. nil: plain
+	// TCP, which Open allows only on loopback.
+	Key *secure.Key
+	// AllowPrivateTargets lets creates relayed by other nodes point inside
+	// the network, as --allow-private-targets lets clients' creates.
+	AllowPrivateTargets bool
+	LeaveOnTerminate    bool
+	WriteTimeout        time.Duration
+	ClickFlushInterval  time.Duration
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// make Raft take a new one (0: the library's 8192).
 	SnapshotThreshold uint64
@@ -104,9 +113,14 @@ type Node struct {
 	// merges the current state into the backup (see backup.go).
 	proposals sync.RWMutex
 
-	gossip     *gossip
-	peers      peers
-	readRounds *roundBatcher
+	gossip *gossip
+	peers  *wire.Client
+	// clusterServer serves HTTP on the Raft port (service.go); forwarded
+	// answers the public requests forwarded to it.
+	clusterServer *fasthttp.Server
+	clusterServed chan struct{} // closed when clusterServer has stopped
+	forwarded     atomic.Pointer[fasthttp.RequestHandler]
+	readRounds    *roundBatcher
 
 	// leaderChanged is notified when Raft reports another leader (or none)
 	// and when this node's leadership becomes ready or ends; readyTerm is
@@ -126,13 +140,16 @@ type Node struct {
 }
 
 // Open starts a node on its data dir. On first start with BootstrapExpect
-// of at most 1 and no Join seeds it bootstraps a single-voter cluster; with
+// of at most 1 and no GossipSeeds it bootstraps a single-voter cluster; with
 // a larger BootstrapExpect it bootstraps together with its gossip peers
 // (see DESIGN.md); later starts recover from the data dir.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	cfg.setDefaults()
 	if cfg.ID == "" {
 		return nil, errors.New("open node: empty id")
+	}
+	if err := requireKeyOffLoopback(cfg); err != nil {
+		return nil, fmt.Errorf("open node: %w", err)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("open node: data dir: %w", err)
@@ -147,10 +164,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		closing: make(chan struct{}),
 	}
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
+	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
+		return n.layer.DialInternal(addr, timeout)
+	})
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err
 	}
+	n.startClusterServer()
 	n.clicks = newClickCounter(cfg.ID, f)
 	n.wg.Add(4)
 	go n.watchLeader()
@@ -171,6 +192,42 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		go n.runDiscovery(!hasState && cfg.BootstrapExpect > 1)
 	}
 	return n, nil
+}
+
+// requireKeyOffLoopback refuses a node without a cluster key whose Raft or
+// gossip listener (bound or advertised) is not on loopback. Without a key
+// nothing tells a member from anyone who reaches those ports: a process
+// that joins gossip is added as a voter and receives every link, and one
+// forged AppendEntries with a higher term unseats the leader. A keyless
+// cluster is for development on one host.
+func requireKeyOffLoopback(cfg Config) error {
+	if cfg.Key != nil {
+		return nil
+	}
+	addrs := []struct{ flag, addr string }{{"--raft-addr", cfg.RaftAddr}, {"--gossip-addr", cfg.GossipAddr}, {"--advertise", cfg.Advertise}}
+	for _, a := range addrs {
+		if a.addr != "" && !onLoopback(a.addr) {
+			return fmt.Errorf("%s %s is not a loopback address and no --cluster-key is set: anyone who reaches it "+
+				"could join the cluster and read every link. Make a key with `linkraft keygen` and give every node "+
+				"the same --cluster-key (only a development cluster on 127.0.0.1 may run without one)", a.flag, a.addr)
+		}
+	}
+	return nil
+}
+
+// onLoopback reports whether addr (host:port, or a host alone as
+// --advertise may be) names a loopback host. A name other than localhost
+// is not resolved here: it may point anywhere.
+func onLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // raftRPCTimeout bounds each Raft RPC's I/O and each dial (snapshots get
@@ -271,7 +328,7 @@ func (n *Node) openRaft() (bool, error) {
 		n.shutdownRaft()
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.Join) == 0 {
+	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 {
 		cfg := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
 		}}}
@@ -356,6 +413,15 @@ func (n *Node) Close() error {
 
 func (n *Node) shutdownRaft() error {
 	var errs []error
+	if n.clusterServer != nil {
+		// Requests in flight end with n.closing or the write timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+		if err := n.clusterServer.ShutdownWithContext(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("cluster HTTP shutdown: %w", err))
+		}
+		cancel()
+		<-n.clusterServed
+	}
 	if err := n.raft.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 	}

@@ -3,14 +3,17 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -188,5 +191,33 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10 s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestKeylessNodesStayOnLoopback(t *testing.T) {
+	key, err := secure.ParseKey(base64.StdEncoding.EncodeToString(make([]byte, secure.KeySize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"loopback", Config{RaftAddr: "127.0.0.1:8081", GossipAddr: "127.0.0.2:8082"}, true},
+		{"localhost and ::1", Config{RaftAddr: "localhost:8081", GossipAddr: "[::1]:8082", Advertise: "127.0.0.5"}, true},
+		{"no gossip", Config{RaftAddr: "127.0.0.1:8081"}, true},
+		{"raft on every interface", Config{RaftAddr: "0.0.0.0:8081"}, false},
+		{"raft on an empty host", Config{RaftAddr: ":8081"}, false},
+		{"gossip on a LAN", Config{RaftAddr: "127.0.0.1:8081", GossipAddr: "10.0.0.1:8082"}, false},
+		{"advertised on a LAN", Config{RaftAddr: "127.0.0.1:8081", Advertise: "10.0.0.1"}, false},
+		{"advertised by name", Config{RaftAddr: "127.0.0.1:8081", Advertise: "node1.example:8081"}, false},
+		{"with a key", Config{RaftAddr: "0.0.0.0:8081", GossipAddr: "0.0.0.0:8082", Advertise: "10.0.0.1", Key: key}, true},
+	}
+	for _, tt := range tests {
+		err := requireKeyOffLoopback(tt.cfg)
+		if (err == nil) != tt.ok || err != nil && !strings.Contains(err.Error(), "linkraft keygen") {
+			t.Errorf("%s: %v, want ok=%v (and an error that names linkraft keygen)", tt.name, err, tt.ok)
+		}
 	}
 }

@@ -132,7 +132,7 @@ func (n *Node) reconcile() {
 			n.log.Debug("reconcile: gossip member does not answer on its raft address; not adding it", "member", m.ID, "err", err)
 			continue
 		}
-		if err := n.addVoter(m.ID, m.RaftAddr); err != nil {
+		if err := n.raftAddVoter(m.ID, m.RaftAddr); err != nil {
 			n.log.Warn("reconcile: add voter", "member", m.ID, "err", err)
 			continue
 		}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
 )
 
 // Relaying creates: a follower hands the creates its clients sent to the
@@ -19,7 +21,7 @@ import (
 // item: its link or FSM error, and the log index that decided it.
 
 // maxRelayBodyBytes bounds the body of one relayed batch, below the
-// receiver's MaxInternalBodyBytes. Only batches of long URLs ever reach it;
+// receiver's wire.MaxBodyBytes. Only batches of long URLs ever reach it;
 // a batch of ordinary links is a few dozen KiB.
 const maxRelayBodyBytes = 3 << 20
 
@@ -107,7 +109,7 @@ func (n *Node) relayCreates(batch []*createCall) {
 	}()
 
 	keyed := live[0].req.RequestID != "" // relayBatches keeps keyed and unkeyed apart
-	items := make([]wireCreate, len(live))
+	items := make([]wire.Create, len(live))
 	for i, c := range live {
 		items[i] = toWireCreate(c.req)
 	}
@@ -133,7 +135,7 @@ func relayFailure(err error, keyed bool) createReply {
 		// A leader that refuses the batch itself (an older version without
 		// this exchange, a key mismatch) would refuse it again.
 		return createReply{err: fmt.Errorf("%w: %w", ErrNoLeader, err)}
-	case errors.Is(err, errNotApplied), neverSent(err):
+	case errors.Is(err, errNotApplied), wire.NeverSent(err):
 		return createReply{err: err, retry: true}
 	case keyed:
 		return createReply{err: outcomeUnknown(err), retry: true}
@@ -160,27 +162,29 @@ func replyAll(calls []*createCall, r createReply) {
 // answer. With followLeader the request is abandoned (errLeaderChanged) as
 // soon as addr is no longer the leader's address; the request itself runs
 // out on its own goroutine, with its own buffers.
-func (n *Node) sendCreates(ctx context.Context, addr string, items []wireCreate, followLeader bool) (createBatchAnswer, error) {
-	body, err := json.Marshal(createBatch{V: protocolVersion, Items: items})
+func (n *Node) sendCreates(ctx context.Context, addr string, items []wire.Create, followLeader bool) (wire.CreateBatchAnswer, error) {
+	body, err := json.Marshal(wire.CreateBatch{V: wire.Version, Items: items})
 	if err != nil {
-		return createBatchAnswer{}, fmt.Errorf("encode creates: %w", err)
+		return wire.CreateBatchAnswer{}, fmt.Errorf("encode creates: %w", err)
 	}
 	deadline, _ := ctx.Deadline()
 	type outcome struct {
-		answer createBatchAnswer
+		answer wire.CreateBatchAnswer
 		err    error
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
 		var o outcome
-		o.err = n.postCreates(addr, body, deadline, &o.answer)
+		o.err = createsError(n.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
 		done <- o
 	}()
 	for {
 		changed := n.leaderChanged.wait()
 		if followLeader {
 			if to, err := n.leader(); err != nil || to.addr != addr {
-				return createBatchAnswer{}, errLeaderChanged
+				return wire.CreateBatchAnswer{}, errLeaderChanged
 			}
 		}
 		select {
@@ -188,47 +192,36 @@ func (n *Node) sendCreates(ctx context.Context, addr string, items []wireCreate,
 			return o.answer, o.err
 		case <-changed:
 		case <-ctx.Done():
-			return createBatchAnswer{}, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+			return wire.CreateBatchAnswer{}, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
 		}
 	}
 }
 
-// postCreates makes the request of sendCreates. 503 means the receiver
-// applied nothing (errNotApplied); a 4xx but 429 is ErrRefused; anything
-// else that is not 200 leaves the outcome unknown.
-func (n *Node) postCreates(addr string, body []byte, deadline time.Time, out *createBatchAnswer) error {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI("http://" + addr + createsPath)
-	req.Header.SetContentType("application/json")
-	req.SetBody(body)
-	n.markForwarded(req)
-	if err := n.peer(addr).DoDeadline(req, resp, deadline); err != nil {
-		return fmt.Errorf("POST %s to %s: %w: %w", createsPath, addr, ErrNoLeader, err)
+// createsError says what a failed POST creates means for its creates:
+// 503 is the receiver's word that it applied nothing (errNotApplied), a
+// 4xx but 429 a refusal of the whole batch (ErrRefused), no connection
+// ErrNoLeader; anything else leaves the outcome unknown.
+func createsError(err error) error {
+	var status *wire.StatusError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &status):
+		return fmt.Errorf("%w: %w", ErrNoLeader, err)
+	case status.Status == fasthttp.StatusServiceUnavailable:
+		return fmt.Errorf("%w: %w", errNotApplied, err)
+	case status.Refused():
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	switch status := resp.StatusCode(); {
-	case status == fasthttp.StatusOK:
-	case status == fasthttp.StatusServiceUnavailable:
-		return fmt.Errorf("POST %s: %s answered %d %s: %w", createsPath, addr, status, resp.Body(), errNotApplied)
-	case status >= 400 && status < 500 && status != fasthttp.StatusTooManyRequests:
-		return fmt.Errorf("POST %s: %s answered %d %s: %w", createsPath, addr, status, resp.Body(), ErrRefused)
-	default:
-		return fmt.Errorf("POST %s: %s answered %d %s", createsPath, addr, status, resp.Body())
-	}
-	if err := decodeMessage(resp.Body(), out); err != nil {
-		return fmt.Errorf("POST %s: %w", createsPath, err)
-	}
-	return nil
+	return err
 }
 
 // serveCreates is the leader's end of POST creates: every item joins this
 // node's create batcher, and the answer holds one result per item.
 func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
-	var batch createBatch
-	if err := decodeMessage(ctx.PostBody(), &batch); err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	var batch wire.CreateBatch
+	if err := wire.Decode(ctx.PostBody(), &batch); err != nil {
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
 	wait, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
@@ -239,16 +232,23 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 		writeUnavailable(ctx, err)
 		return
 	}
-	answer := createBatchAnswer{V: protocolVersion, Results: make([]wireCreateResult, len(batch.Items))}
+	answer := wire.CreateBatchAnswer{V: wire.Version, Results: make([]wire.CreateResult, len(batch.Items))}
 	calls := make([]*createCall, len(batch.Items))
 	var group []*createCall
 	for i, it := range batch.Items {
-		req, err := it.request()
+		req, err := createRequestOf(it)
+		if err == nil {
+			// The rules a client's create meets: a peer is trusted to
+			// relay, not to decide what may be stored.
+			if verr := input.Prepared(req, n.cfg.AllowPrivateTargets); verr != nil {
+				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
+			}
+		}
 		if err != nil {
-			answer.Results[i] = wireCreateResult{Error: createErrorKind(err), Detail: err.Error()}
+			answer.Results[i] = wire.CreateResult{Error: wire.KindOf(err), Detail: err.Error()}
 			continue
 		}
-		calls[i] = &createCall{ctx: wait, req: req, relayed: true, done: make(chan createReply, 1)}
+		calls[i] = &createCall{ctx: wait, req: req, fromFollower: true, done: make(chan createReply, 1)}
 		group = append(group, calls[i])
 	}
 	if len(group) > 0 {
@@ -270,127 +270,55 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 		case r := <-c.done:
 			answer.Results[i] = toWireResult(r)
 		case <-wait.Done():
-			answer.Results[i] = wireCreateResult{Error: kindUnknown, Detail: ErrTimeout.Error()}
+			answer.Results[i] = wire.CreateResult{Error: wire.KindUnknown, Detail: ErrTimeout.Error()}
 		}
 	}
-	writeMessage(ctx, answer)
+	wire.WriteMessage(ctx, answer)
 }
 
 // notQueued answers every create of calls as not applied, and forgets
 // the calls.
-func notQueued(calls []*createCall, results []wireCreateResult, why string) {
+func notQueued(calls []*createCall, results []wire.CreateResult, why string) {
 	for i, c := range calls {
 		if c != nil {
-			results[i] = wireCreateResult{Error: kindNotApplied, Detail: why}
+			results[i] = wire.CreateResult{Error: wire.KindNotApplied, Detail: why}
 			calls[i] = nil
 		}
 	}
 }
 
-// Error kinds of a relayed create's result: the FSM's refusals, which the
-// relaying node turns back into the same errors, and the write path's.
-const (
-	kindCodeTaken          = "code_taken"
-	kindReserved           = "reserved"
-	kindHashCollision      = "hash_collision"
-	kindRequestIDReused    = "request_id_reused"
-	kindCodeSpaceExhausted = "code_space_exhausted"
-	kindInvalid            = "invalid"
-	kindNotInitialized     = "not_initialized"
-	kindUnauthorized       = "unauthorized"
-	kindFailed             = "failed" // any other FSM error
-	// kindNotApplied: the leader did not propose the create (it lost
-	// leadership first): safe to send again.
-	kindNotApplied = "not_applied"
-	// kindUnknown: proposed, outcome unknown (leadership lost meanwhile,
-	// timeout): only a create with a request id may be sent again.
-	kindUnknown = "unknown"
-)
-
-// fsmRefusals pairs each FSM refusal with its name on the wire.
-var fsmRefusals = [...]struct {
-	kind string
-	err  error
-}{
-	{kindCodeTaken, fsm.ErrCodeTaken},
-	{kindReserved, fsm.ErrReserved},
-	{kindHashCollision, fsm.ErrHashCollision},
-	{kindRequestIDReused, fsm.ErrRequestIDReused},
-	{kindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
-	{kindInvalid, fsm.ErrInvalidRequest},
-	{kindNotInitialized, fsm.ErrNotInitialized},
-	{kindUnauthorized, fsm.ErrUnauthorized},
-}
-
-// createErrorKind names an FSM refusal for the wire.
-func createErrorKind(err error) string {
-	for _, r := range fsmRefusals {
-		if errors.Is(err, r.err) {
-			return r.kind
-		}
-	}
-	return kindFailed
-}
-
-// createErrorOf turns a relayed refusal back into the FSM's error: the
-// same sentinel for errors.Is and the same message.
-func createErrorOf(kind, detail string) error {
-	for _, r := range fsmRefusals {
-		if r.kind != kind {
-			continue
-		}
-		if detail == "" {
-			return r.err
-		}
-		return &relayedError{sentinel: r.err, msg: detail}
-	}
-	if detail == "" {
-		detail = "the leader refused the create (" + kind + ")"
-	}
-	return errors.New(detail)
-}
-
-// relayedError is an FSM refusal as the leader reported it.
-type relayedError struct {
-	sentinel error
-	msg      string
-}
-
-func (e *relayedError) Error() string { return e.msg }
-func (e *relayedError) Unwrap() error { return e.sentinel }
-
 // toWireResult is the leader's answer for one item.
-func toWireResult(r createReply) wireCreateResult {
+func toWireResult(r createReply) wire.CreateResult {
 	switch {
 	case r.err == nil && r.res.Err == nil:
-		return wireCreateResult{Link: toWire(r.res.Link), Existing: r.res.Existing, Index: r.index}
+		return wire.CreateResult{Link: wire.FromLink(r.res.Link), Existing: r.res.Existing, Index: r.index}
 	case r.err == nil:
-		return wireCreateResult{Error: createErrorKind(r.res.Err), Detail: r.res.Err.Error(), Index: r.index}
+		return wire.CreateResult{Error: wire.KindOf(r.res.Err), Detail: r.res.Err.Error(), Index: r.index}
 	case errors.Is(r.err, ErrNoLeader):
-		return wireCreateResult{Error: kindNotApplied, Detail: r.err.Error()}
+		return wire.CreateResult{Error: wire.KindNotApplied, Detail: r.err.Error()}
 	}
-	return wireCreateResult{Error: kindUnknown, Detail: r.err.Error()}
+	return wire.CreateResult{Error: wire.KindUnknown, Detail: r.err.Error()}
 }
 
 // relayedReply is the relaying node's reply for one item of the leader's
 // answer.
-func relayedReply(w wireCreateResult, keyed bool) createReply {
+func relayedReply(w wire.CreateResult, keyed bool) createReply {
 	switch w.Error {
 	case "":
 		if w.Link == nil {
 			return createReply{err: errors.New("the leader answered a create without its link")}
 		}
-		return createReply{res: fsm.CreateResult{Link: w.Link.link(), Existing: w.Existing}, index: w.Index}
-	case kindNotApplied:
+		return createReply{res: fsm.CreateResult{Link: w.Link.FSM(), Existing: w.Existing}, index: w.Index}
+	case wire.KindNotApplied:
 		return createReply{err: fmt.Errorf("%w: leader: %s", ErrNoLeader, w.Detail), retry: true}
-	case kindUnknown:
+	case wire.KindUnknown:
 		return createReply{err: fmt.Errorf("%w: leader: %s", ErrTimeout, w.Detail), retry: keyed}
 	}
-	return createReply{res: fsm.CreateResult{Err: createErrorOf(w.Error, w.Detail)}, index: w.Index}
+	return createReply{res: fsm.CreateResult{Err: wire.RefusalOf(w.Error, w.Detail)}, index: w.Index}
 }
 
-func toWireCreate(r fsm.CreateRequest) wireCreate {
-	w := wireCreate{
+func toWireCreate(r fsm.CreateRequest) wire.Create {
+	w := wire.Create{
 		RequestID: r.RequestID, URL: r.URL, Canonical: r.Canonical, Workspace: r.Workspace,
 		CustomCode: r.CustomCode, Dedupe: r.Dedupe, ExpiresAt: r.ExpiresAt, CodeLength: r.CodeLength, KeyID: r.KeyID,
 	}
@@ -400,10 +328,11 @@ func toWireCreate(r fsm.CreateRequest) wireCreate {
 	return w
 }
 
-// request is the create a relayed item asks for. An unknown strategy (from
-// a newer node) is refused as invalid rather than guessed, and so is what
-// checkCreate refuses: one bad item must not fail a whole log entry.
-func (w wireCreate) request() (fsm.CreateRequest, error) {
+// createRequestOf is the create a relayed item asks for. An unknown
+// strategy (from a newer node) is refused as invalid rather than guessed,
+// and so is what checkCreate refuses: one bad item must not fail a whole
+// log entry.
+func createRequestOf(w wire.Create) (fsm.CreateRequest, error) {
 	r := fsm.CreateRequest{
 		RequestID: w.RequestID, URL: w.URL, Canonical: w.Canonical, Workspace: w.Workspace,
 		CustomCode: w.CustomCode, Dedupe: w.Dedupe, ExpiresAt: w.ExpiresAt, CodeLength: w.CodeLength, KeyID: w.KeyID,

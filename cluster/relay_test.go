@@ -11,58 +11,62 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// member is an in-process node with its node-to-node protocol served over
-// HTTP, as httpd would serve it.
+// member is an in-process node; its port serves Raft and the
+// node-to-node protocol, as every node's does.
 type member struct {
 	*Node
-	httpAddr string
-	relayed  atomic.Int64 // POST creates requests this member served
 }
 
-// openMember starts a node with an HTTP listener for the internal
-// protocol. A node opened with bootstrap false waits to be joined.
-func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Duration) *member {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// relayedRequests is how many POST creates m sent that a leader answered.
+func (m *member) relayedRequests(t *testing.T) int {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.metrics.forwards)
+	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &member{httpAddr: ln.Addr().String()}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kindCreateBatch && labels["outcome"] == outcomeOK {
+				return int(metric.GetCounter().GetValue())
+			}
+		}
+	}
+	return 0
+}
+
+// openMember starts a node. A node opened with bootstrap false waits to be
+// joined.
+func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Duration) *member {
+	t.Helper()
 	expect := 1
 	if !bootstrap {
 		expect = 2 // without gossip or seeds: wait to be added
 	}
-	m.Node, err = Open(Config{
-		ID: id, DataDir: t.TempDir(), RaftAddr: freeAddr(t), HTTPAddr: m.httpAddr, BootstrapExpect: expect,
+	n, err := Open(Config{
+		ID: id, DataDir: t.TempDir(), RaftAddr: freeAddr(t), BootstrapExpect: expect,
 		WriteTimeout: writeTimeout, ClickFlushInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
 	}, fsm.New())
 	if err != nil {
-		ln.Close()
 		t.Fatalf("open %s: %v", id, err)
 	}
-	internal := m.InternalHandler()
-	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		if string(ctx.Path()) == createsPath {
-			m.relayed.Add(1)
-		}
-		internal(ctx)
-	}, MaxRequestBodySize: MaxInternalBodyBytes}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		m.Close()
-		srv.Shutdown()
-	})
-	return m
+	t.Cleanup(func() { n.Close() })
+	return &member{Node: n}
 }
 
 // openPair starts a leader and a follower that knows where the leader is.
@@ -71,15 +75,15 @@ func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *membe
 	leader = openMember(t, "n1", true, writeTimeout)
 	waitFor(t, leader.ready)
 	follower = openMember(t, "n2", false, writeTimeout)
-	if err := leader.Join("n2", follower.cfg.RaftAddr, follower.httpAddr); err != nil {
+	if err := leader.AddVoter("n2", follower.cfg.RaftAddr, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	waitFor(t, func() bool { to, err := follower.leader(); return err == nil && to.addr == leader.httpAddr })
+	waitFor(t, func() bool { to, err := follower.leader(); return err == nil && to.addr == leader.cfg.RaftAddr })
 	return leader, follower
 }
 
 func TestCreatesThroughAFollowerShareRequests(t *testing.T) {
-	leader, follower := openPair(t, 5*time.Second)
+	_, follower := openPair(t, 5*time.Second)
 	const creates = 300
 	links := make([]fsm.Link, creates)
 	errs := make(chan error, creates)
@@ -118,10 +122,10 @@ func TestCreatesThroughAFollowerShareRequests(t *testing.T) {
 		}
 		seen[l.Code] = true
 	}
-	if got := leader.relayed.Load(); got == 0 || got >= creates {
+	if got := follower.relayedRequests(t); got == 0 || got >= creates {
 		t.Fatalf("%d creates took %d relayed requests; concurrent creates should share requests", creates, got)
 	}
-	t.Logf("%d creates in %d relayed requests", creates, leader.relayed.Load())
+	t.Logf("%d creates in %d relayed requests", creates, follower.relayedRequests(t))
 }
 
 // TestRelayedCreatesAnswerLikeTheLeader: the same create gives the same
@@ -158,9 +162,9 @@ func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
 		{"an invalid code length", func(string) fsm.CreateRequest {
 			return fsm.CreateRequest{URL: "https://example.com/i", Workspace: "default", CodeLength: 99}
 		}, fsm.ErrInvalidRequest},
-		{"dedupe without a canonical URL", func(string) fsm.CreateRequest {
-			return fsm.CreateRequest{URL: "https://example.com/d", Workspace: "default", Dedupe: true, CodeLength: 7}
-		}, fsm.ErrInvalidRequest},
+		// Creates no node prepares (a dedupe without its canonical form)
+		// are refused by the leader's checks of relayed creates before the
+		// state machine sees them: TestRelayedCreatesAreValidated.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,16 +260,16 @@ func TestServeCreates(t *testing.T) {
 	leader, follower := openPair(t, 5*time.Second)
 	taken := createURL(t, leader.Node, "https://example.com/taken")
 	peer := net.IPv4(127, 0, 0, 1)
-	batch := func(items ...wireCreate) []byte {
-		b, _ := json.Marshal(createBatch{V: protocolVersion, Items: items})
+	batch := func(items ...wire.Create) []byte {
+		b, _ := json.Marshal(wire.CreateBatch{V: wire.Version, Items: items})
 		return b
 	}
-	item := wireCreate{URL: "https://example.com/a", Workspace: "default", CodeLength: 7}
-	takenItem := wireCreate{URL: "https://example.com/b", Workspace: "default", CustomCode: taken.Code, CodeLength: 7}
-	oddItem := wireCreate{URL: "https://example.com/c", Workspace: "default", Strategy: "fancy", CodeLength: 7}
+	item := wire.Create{URL: "https://example.com/a", Workspace: "default", CodeLength: 7}
+	takenItem := wire.Create{URL: "https://example.com/b", Workspace: "default", CustomCode: taken.Code, CodeLength: 7}
+	oddItem := wire.Create{URL: "https://example.com/c", Workspace: "default", Strategy: "fancy", CodeLength: 7}
 	// The log cannot carry this one; it must not fail the items around it.
-	longItem := wireCreate{URL: "https://example.com/d", Workspace: "default", CodeLength: 99}
-	lastItem := wireCreate{URL: "https://example.com/e", Workspace: "default", CodeLength: 7}
+	longItem := wire.Create{URL: "https://example.com/d", Workspace: "default", CodeLength: 99}
+	lastItem := wire.Create{URL: "https://example.com/e", Workspace: "default", CodeLength: 7}
 	tests := []struct {
 		name        string
 		n           *member
@@ -279,14 +283,13 @@ func TestServeCreates(t *testing.T) {
 				`"error":"invalid","detail":"invalid create request: unknown strategy \"fancy\""`,
 				`"error":"invalid","detail":"invalid create request: code length 99"`, `"url":"https://example.com/e"`}},
 		{"an empty batch", leader, "n2", batch(), 200, []string{`"results":[]`}},
-		{"not from a peer", leader, "", batch(item), 403, []string{"cluster members only"}},
 		{"another protocol version", leader, "n2", []byte(`{"v":2,"items":[]}`), 400, []string{"protocol version 2"}},
 		{"not JSON", leader, "n2", []byte(`items`), 400, nil},
 		{"a follower applies nothing", follower, "n1", batch(item), 503, []string{"no leader"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := serveInternal(tt.n.Node, peer, "POST", createsPath, tt.body, tt.forwardedBy)
+			ctx := serveInternal(tt.n.Node, peer, "POST", wire.PathCreates, tt.body, tt.forwardedBy)
 			body := string(ctx.Response.Body())
 			if got := ctx.Response.StatusCode(); got != tt.status {
 				t.Fatalf("got %d %s, want %d", got, body, tt.status)
@@ -310,15 +313,15 @@ func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
 		kind     string
 		sentinel error // what errors.Is must find on the relaying node
 	}{
-		{fsm.ErrCodeTaken, kindCodeTaken, fsm.ErrCodeTaken},
-		{fsm.ErrReserved, kindReserved, fsm.ErrReserved},
-		{fsm.ErrHashCollision, kindHashCollision, fsm.ErrHashCollision},
-		{fsm.ErrRequestIDReused, kindRequestIDReused, fsm.ErrRequestIDReused},
-		{fsm.ErrCodeSpaceExhausted, kindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
-		{fsm.ErrInvalidRequest, kindInvalid, fsm.ErrInvalidRequest},
-		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), kindInvalid, fsm.ErrInvalidRequest},
-		{fsm.ErrNotInitialized, kindNotInitialized, fsm.ErrNotInitialized},
-		{errors.New("disk on fire"), kindFailed, nil},
+		{fsm.ErrCodeTaken, wire.KindCodeTaken, fsm.ErrCodeTaken},
+		{fsm.ErrReserved, wire.KindReserved, fsm.ErrReserved},
+		{fsm.ErrHashCollision, wire.KindHashCollision, fsm.ErrHashCollision},
+		{fsm.ErrRequestIDReused, wire.KindRequestIDReused, fsm.ErrRequestIDReused},
+		{fsm.ErrCodeSpaceExhausted, wire.KindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
+		{fsm.ErrInvalidRequest, wire.KindInvalid, fsm.ErrInvalidRequest},
+		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), wire.KindInvalid, fsm.ErrInvalidRequest},
+		{fsm.ErrNotInitialized, wire.KindNotInitialized, fsm.ErrNotInitialized},
+		{errors.New("disk on fire"), wire.KindFailed, nil},
 	}
 	for _, tt := range tests {
 		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9})
@@ -347,16 +350,21 @@ func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
 		is     error
 		result bool // the FSM's answer, final
 	}{
-		{"leader did not propose it", relayedReply(wireCreateResult{Error: kindNotApplied}, false), true, ErrNoLeader, false},
-		{"outcome unknown, keyed", relayedReply(wireCreateResult{Error: kindUnknown}, true), true, ErrTimeout, false},
-		{"outcome unknown, no key", relayedReply(wireCreateResult{Error: kindUnknown}, false), false, ErrTimeout, false},
-		{"a link", relayedReply(wireCreateResult{Link: toWire(fsm.Link{Code: "abc"}), Index: 3}, false), false, nil, true},
+		{"leader did not propose it", relayedReply(wire.CreateResult{Error: wire.KindNotApplied}, false), true, ErrNoLeader, false},
+		{"outcome unknown, keyed", relayedReply(wire.CreateResult{Error: wire.KindUnknown}, true), true, ErrTimeout, false},
+		{"outcome unknown, no key", relayedReply(wire.CreateResult{Error: wire.KindUnknown}, false), false, ErrTimeout, false},
+		{"a link", relayedReply(wire.CreateResult{Link: wire.FromLink(fsm.Link{Code: "abc"}), Index: 3}, false), false, nil, true},
 		{"a leader that does not lead", relayFailure(errNotApplied, false), true, ErrNoLeader, false},
 		{"the leader changed, keyed", relayFailure(errLeaderChanged, true), true, ErrNoLeader, false},
 		{"no answer, keyed", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, lost), true), true, ErrTimeout, false},
 		{"no answer, no key", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, lost), false), false, ErrTimeout, false},
 		{"never connected, no key", relayFailure(fmt.Errorf("%w: %w", ErrNoLeader, fasthttp.ErrDialTimeout), false), true, nil, false},
 		{"refused", relayFailure(fmt.Errorf("404: %w", ErrRefused), true), false, ErrNoLeader, false},
+		{"answered 503", relayFailure(createsError(&wire.StatusError{Status: 503}), false), true, ErrNoLeader, false},
+		{"answered 404", relayFailure(createsError(&wire.StatusError{Status: 404}), true), false, ErrRefused, false},
+		{"answered 500, keyed", relayFailure(createsError(&wire.StatusError{Status: 500}), true), true, ErrTimeout, false},
+		{"answered 429, no key", relayFailure(createsError(&wire.StatusError{Status: 429}), false), false, ErrTimeout, false},
+		{"not connected", relayFailure(createsError(fmt.Errorf("dial: %w", fasthttp.ErrDialTimeout)), false), true, ErrNoLeader, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,8 +400,8 @@ func TestRelayBatchesFitOneRequest(t *testing.T) {
 				for _, c := range b {
 					size += relayedSize(&c.req)
 				}
-				if size > maxRelayBodyBytes || maxRelayBodyBytes > MaxInternalBodyBytes {
-					t.Fatalf("a batch of %d bytes at most; the receiver takes %d", size, MaxInternalBodyBytes)
+				if size > maxRelayBodyBytes || maxRelayBodyBytes > wire.MaxBodyBytes {
+					t.Fatalf("a batch of %d bytes at most; the receiver takes %d", size, wire.MaxBodyBytes)
 				}
 				total += len(b)
 			}
@@ -435,24 +443,56 @@ func TestRelayedCreatesDoNotWaitForTheCommitTimeout(t *testing.T) {
 	}
 }
 
-func TestPeersAreDialledFromTheNodesOwnLoopbackAddress(t *testing.T) {
+// TestRelayedCreatesAreValidated: a peer's creates meet the rules a
+// client's create meets; the leader refuses each bad item, not the batch.
+// Without a cluster key any request marked as forwarded from a server's
+// host counts as a peer's, which is how the attack was made.
+func TestRelayedCreatesAreValidated(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	createURL(t, n, "https://example.com/first")
+	twin := fsm.CreateRequest{URL: "https://example.com/twin", Workspace: "default", Dedupe: true, Canonical: "https://example.com/twin", CodeLength: 7}
+	if res, err := n.Create(context.Background(), twin); err != nil || res.Err != nil {
+		t.Fatalf("create twin: %v %v", err, res.Err)
+	}
+	item := func(url string) wire.Create { return wire.Create{URL: url, Workspace: "default", CodeLength: 7} }
+	custom := item("javascript:alert(document.domain)")
+	custom.CustomCode = "jsx"
+	badWorkspace, badCode := item("https://example.com/ws"), item("https://example.com/code")
+	badWorkspace.Workspace, badCode.CustomCode = "a/b", "x"
+	forged := item("https://evil.example/")
+	forged.Dedupe, forged.Canonical = true, "https://example.com/twin" // would hand the twin's clients this link
 	tests := []struct {
-		peer  string
-		local string
-		want  string // "" for the system's choice
+		name string
+		item wire.Create
+		kind string
 	}{
-		{"127.0.0.12:8080", "127.0.0.11", "127.0.0.11:0"},
-		{"127.0.0.12:8080", "10.0.0.1", ""},
-		{"10.0.0.2:8080", "10.0.0.1", ""},
-		{"10.0.0.2:8080", "127.0.0.11", ""},
-		{"node2.example:8080", "127.0.0.11", ""},
-		{"127.0.0.12:8080", "", ""},
-		{"[::1]:8080", "::1", "[::1]:0"},
+		{"javascript target", custom, wire.KindInvalid},
+		{"metadata address", item("http://169.254.169.254/latest/meta-data/"), wire.KindInvalid},
+		{"CR LF in the target", item("https://example.com/\r\nSet-Cookie: a=b"), wire.KindInvalid},
+		{"too long", item("https://example.com/" + strings.Repeat("a", 2100)), wire.KindInvalid},
+		{"workspace syntax", badWorkspace, wire.KindInvalid},
+		{"custom code syntax", badCode, wire.KindInvalid},
+		{"canonical that is not the url's", forged, wire.KindInvalid},
+		{"a valid create", item("https://example.com/fine"), ""},
 	}
 	for _, tt := range tests {
-		got := sourceAddr(tt.peer, net.ParseIP(tt.local))
-		if (got == nil) != (tt.want == "") || got != nil && got.String() != tt.want {
-			t.Errorf("dialling %s from %s: source %v, want %q", tt.peer, tt.local, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			before := n.FSM().Len()
+			body, _ := json.Marshal(wire.CreateBatch{V: wire.Version, Items: []wire.Create{tt.item}})
+			ctx := serveInternal(n, net.IPv4(127, 0, 0, 1), "POST", wire.PathCreates, body, "n2")
+			var answer wire.CreateBatchAnswer
+			if err := wire.Decode(ctx.Response.Body(), &answer); err != nil || len(answer.Results) != 1 {
+				t.Fatalf("answer %d %s: %v", ctx.Response.StatusCode(), ctx.Response.Body(), err)
+			}
+			if got := answer.Results[0].Error; got != tt.kind {
+				t.Fatalf("result %+v, want error kind %q", answer.Results[0], tt.kind)
+			}
+			if grew := n.FSM().Len() - before; grew != map[bool]int{true: 1, false: 0}[tt.kind == ""] {
+				t.Fatalf("links grew by %d", grew)
+			}
+		})
+	}
+	if _, ok := n.FSM().Get("jsx"); ok {
+		t.Fatal("the javascript: target was stored as jsx")
 	}
 }

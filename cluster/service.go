@@ -1,57 +1,110 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
+	"fmt"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
-// InternalHandler serves the node-to-node protocol (everything under
-// InternalPrefix). Every exchange but "who are you" answers only other
-// members of this cluster (FromPeer). Errors are problem+json, like the
-// public API's; callers act on the status alone.
-func (n *Node) InternalHandler() fasthttp.RequestHandler {
+// maxForwardedBodyBytes bounds the body of a public request a follower
+// forwards to the leader: a restore or an import, which the follower
+// accepted only from an admin. Peers hold the cluster key.
+const maxForwardedBodyBytes = 1 << 30
+
+// startClusterServer serves HTTP on the cluster's port (the connections
+// the stream layer sorts as internal): the node-to-node protocol under
+// wire.Prefix, and public requests other nodes forward to the leader,
+// which the handler ServeForwarded registers answers. Every request it
+// serves is a peer's (FromPeer).
+func (n *Node) startClusterServer() {
+	protocol := n.internalHandler()
+	n.clusterServer = &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			ctx.SetUserValue(peerKey{}, true)
+			if bytes.HasPrefix(ctx.Path(), []byte(wire.Prefix)) {
+				protocol(ctx)
+				return
+			}
+			if h := n.forwarded.Load(); h != nil {
+				(*h)(ctx)
+				return
+			}
+			wire.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "this node does not serve forwarded requests yet")
+		},
+		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			if bytes.HasPrefix(h.RequestURI(), []byte(wire.Prefix)) {
+				return fasthttp.RequestConfig{}
+			}
+			return fasthttp.RequestConfig{MaxRequestBodySize: maxForwardedBodyBytes, ReadTimeout: 5 * time.Minute}
+		},
+		Name:                  "linkraft-cluster",
+		NoDefaultServerHeader: true,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          5 * time.Minute, // a forwarded backup or export
+		IdleTimeout:           time.Minute,
+		MaxRequestBodySize:    wire.MaxBodyBytes,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{n.log},
+	}
+	ln := n.layer.Internal()
+	n.clusterServed = make(chan struct{})
+	go func() { // not in n.wg: it stops in shutdownRaft, after the wait for n.wg
+		defer close(n.clusterServed)
+		if err := n.clusterServer.Serve(ln); err != nil {
+			n.log.Warn("cluster port's HTTP server stopped", "err", err)
+		}
+	}()
+}
+
+// ServeForwarded makes h answer the public requests other nodes forward
+// to this one when it leads (deletes, admin calls). httpd registers its
+// handler; h sees FromPeer true for them.
+func (n *Node) ServeForwarded(h fasthttp.RequestHandler) { n.forwarded.Store(&h) }
+
+// fasthttpLogger adapts slog to fasthttp's Printf logger.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (p fasthttpLogger) Printf(format string, args ...any) {
+	p.log.Debug(fmt.Sprintf(format, args...), "component", "cluster-http")
+}
+
+// internalHandler serves the node-to-node protocol (everything under
+// wire.Prefix). Errors are problem+json, like the public API's; callers
+// act on the status alone.
+func (n *Node) internalHandler() fasthttp.RequestHandler {
 	r := router.New()
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		writeProblem(ctx, fasthttp.StatusNotFound, "no internal endpoint at "+string(ctx.Path()))
+		wire.WriteProblem(ctx, fasthttp.StatusNotFound, "no internal endpoint at "+string(ctx.Path()))
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
+		wire.WriteProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
 	}
-	r.GET(nodePath, n.serveNodeInfo)
-	r.GET(readIndexPath, n.peersOnly(n.serveReadIndex))
-	r.GET(linkPath+"{code}", n.peersOnly(n.serveLink))
-	r.POST(clicksPath, n.peersOnly(n.serveClicks))
-	r.POST(leavePath, n.peersOnly(n.serveLeave))
-	r.GET(appliedPath, n.peersOnly(n.serveApplied))
-	r.POST(createsPath, n.peersOnly(n.serveCreates)) // relay.go
+	r.GET(wire.PathNode, n.serveNodeInfo)
+	r.GET(wire.PathReadIndex, n.serveReadIndex)
+	r.GET(wire.PathLinks+"{code}", n.serveLink)
+	r.POST(wire.PathClicks, n.serveClicks)
+	r.POST(wire.PathLeave, n.serveLeave)
+	r.GET(wire.PathApplied, n.serveApplied)
+	r.POST(wire.PathCreates, n.serveCreates) // relay.go
 	return r.Handler
 }
 
-// peersOnly refuses requests that do not come from a member of this
-// cluster.
-func (n *Node) peersOnly(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if !n.FromPeer(&ctx.Request, ctx.RemoteIP()) {
-			writeProblem(ctx, fasthttp.StatusForbidden, "internal endpoint: cluster members only")
-			return
-		}
-		h(ctx)
-	}
-}
-
 func (n *Node) serveNodeInfo(ctx *fasthttp.RequestCtx) {
-	info := nodeInfo{V: protocolVersion, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()}
+	info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()}
 	if n.gossip != nil {
 		info.GossipAddr = n.gossip.advertised()
 	}
-	writeMessage(ctx, info)
+	wire.WriteMessage(ctx, info)
 }
 
 func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
@@ -60,7 +113,7 @@ func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
 		writeUnavailable(ctx, err)
 		return
 	}
-	writeMessage(ctx, readIndexAnswer{V: protocolVersion, Index: index})
+	wire.WriteMessage(ctx, wire.ReadIndexAnswer{V: wire.Version, Index: index})
 }
 
 // serveLink answers a node that is behind with one link, after a read
@@ -71,46 +124,46 @@ func (n *Node) serveLink(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	code, _ := ctx.UserValue("code").(string)
-	answer := linkAnswer{V: protocolVersion}
+	answer := wire.LinkAnswer{V: wire.Version}
 	if l, ok := n.fsm.Get(code); ok {
-		answer.Found, answer.Link = true, toWire(l)
+		answer.Found, answer.Link = true, wire.FromLink(l)
 	}
-	writeMessage(ctx, answer)
+	wire.WriteMessage(ctx, answer)
 }
 
 func (n *Node) serveClicks(ctx *fasthttp.RequestCtx) {
 	applied, err := n.applyClicks(ctx.PostBody())
 	switch {
 	case errors.Is(err, errNotClickBatch):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 	case err != nil:
 		writeUnavailable(ctx, err)
 	default:
-		writeMessage(ctx, clicksAnswer{V: protocolVersion, Applied: applied})
+		wire.WriteMessage(ctx, wire.ClicksAnswer{V: wire.Version, Applied: applied})
 	}
 }
 
 // serveLeave removes a node that is leaving gracefully, at its own request:
 // a node can only ask for its own removal.
 func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
-	var req leaveRequest
-	if err := decodeMessage(ctx.PostBody(), &req); err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	var req wire.LeaveRequest
+	if err := wire.Decode(ctx.PostBody(), &req); err != nil {
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	if req.ID == "" || req.ID != string(ctx.Request.Header.Peek(ForwardedHeader)) {
-		writeProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
+	if req.ID == "" || req.ID != string(ctx.Request.Header.Peek(wire.ForwardedHeader)) {
+		wire.WriteProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
 		return
 	}
 	switch err := n.RemoveServer(req.ID); {
 	case errors.Is(err, ErrUnknownServer):
-		writeProblem(ctx, fasthttp.StatusNotFound, err.Error())
+		wire.WriteProblem(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, ErrLastVoter):
-		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
+		wire.WriteProblem(ctx, fasthttp.StatusConflict, err.Error())
 	case err != nil:
 		writeUnavailable(ctx, err)
 	default:
-		writeMessage(ctx, ack{V: protocolVersion})
+		wire.WriteMessage(ctx, wire.Ack{V: wire.Version})
 	}
 }
 
@@ -119,39 +172,18 @@ func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
 func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
 	index, err := strconv.ParseUint(string(ctx.QueryArgs().Peek("index")), 10, 64)
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
 		return
 	}
 	n.noteLeaderIndex(index) // until it is applied, hits here ask the leader
 	wait, cancel := context.WithTimeout(ctx, visibilityWait)
 	defer cancel()
 	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
-	writeMessage(ctx, appliedAnswer{V: protocolVersion, Index: n.appliedIndex()})
-}
-
-func writeMessage(ctx *fasthttp.RequestCtx, msg versioned) {
-	body, err := json.Marshal(msg)
-	if err != nil {
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "encoding the answer failed")
-		return
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
+	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.appliedIndex()})
 }
 
 // writeUnavailable answers an exchange this node cannot complete now (not
 // the leader, no leader, timeout, closing): the caller may retry.
 func writeUnavailable(ctx *fasthttp.RequestCtx, err error) {
-	writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
-}
-
-func writeProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
-	ctx.Response.Reset()
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
-	body, _ := json.Marshal(map[string]any{
-		"type": "about:blank", "title": http.StatusText(status), "status": status, "detail": detail, "error": detail,
-	})
-	ctx.SetBody(body)
+	wire.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 }

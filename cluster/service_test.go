@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -23,9 +24,9 @@ func serveInternal(n *Node, remote net.IP, method, uri string, body []byte, forw
 	ctx.Request.SetRequestURI(uri)
 	ctx.Request.SetBody(body)
 	if forwardedBy != "" {
-		ctx.Request.Header.Set(ForwardedHeader, forwardedBy)
+		ctx.Request.Header.Set(wire.ForwardedHeader, forwardedBy)
 	}
-	n.InternalHandler()(&ctx)
+	n.internalHandler()(&ctx)
 	return &ctx
 }
 
@@ -35,7 +36,7 @@ func TestInternalHandler(t *testing.T) {
 	stranger, peer := net.IPv4(10, 9, 8, 7), net.IPv4(127, 0, 0, 1) // peer: the host of a configured server
 
 	clicks := fsm.EncodeClicks(fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: l.Code, Count: 3}}})
-	leave, _ := json.Marshal(leaveRequest{V: protocolVersion, ID: "n9"})
+	leave, _ := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: "n9"})
 	tests := []struct {
 		name        string
 		remote      net.IP
@@ -45,21 +46,17 @@ func TestInternalHandler(t *testing.T) {
 		status      int
 		answer      string // a fragment of the body
 	}{
-		{"anyone may ask who a node is", stranger, "", "GET", nodePath, nil, 200, `"id":"n1"`},
-		{"read index needs a peer", stranger, "n2", "GET", readIndexPath, nil, 403, "cluster members only"},
-		{"read index unmarked", peer, "", "GET", readIndexPath, nil, 403, "cluster members only"},
-		{"read index from a peer", peer, "n2", "GET", readIndexPath, nil, 200, `"index":`},
-		{"link from a peer", peer, "n2", "GET", linkPath + l.Code, nil, 200, `"url":"https://example.com/internal"`},
-		{"unknown link", peer, "n2", "GET", linkPath + "nope", nil, 200, `"found":false`},
-		{"link needs a peer", stranger, "n2", "GET", linkPath + l.Code, nil, 403, ""},
-		{"clicks from a peer", peer, "n2", "POST", clicksPath, clicks, 200, `"applied":true`},
-		{"clicks not a batch", peer, "n2", "POST", clicksPath, fsm.EncodeDelete(fsm.DeleteCommand{Code: l.Code}), 400, "not a click batch"},
-		{"clicks needs a peer", stranger, "n2", "POST", clicksPath, clicks, 403, ""},
-		{"leave for another node", peer, "n2", "POST", leavePath, leave, 403, "its own removal"},
-		{"leave of an unknown server", peer, "n9", "POST", leavePath, leave, 404, ""},
-		{"leave with a newer protocol", peer, "n9", "POST", leavePath, []byte(`{"v":2,"id":"n9"}`), 400, "protocol version 2"},
-		{"wrong method", peer, "n2", "POST", readIndexPath, nil, 405, ""},
-		{"unknown endpoint", peer, "n2", "GET", InternalPrefix + "nothing", nil, 404, ""},
+		{"anyone may ask who a node is", stranger, "", "GET", wire.PathNode, nil, 200, `"id":"n1"`},
+		{"read index from a peer", peer, "n2", "GET", wire.PathReadIndex, nil, 200, `"index":`},
+		{"link from a peer", peer, "n2", "GET", wire.PathLinks + l.Code, nil, 200, `"url":"https://example.com/internal"`},
+		{"unknown link", peer, "n2", "GET", wire.PathLinks + "nope", nil, 200, `"found":false`},
+		{"clicks from a peer", peer, "n2", "POST", wire.PathClicks, clicks, 200, `"applied":true`},
+		{"clicks not a batch", peer, "n2", "POST", wire.PathClicks, fsm.EncodeDelete(fsm.DeleteCommand{Code: l.Code}), 400, "not a click batch"},
+		{"leave for another node", peer, "n2", "POST", wire.PathLeave, leave, 403, "its own removal"},
+		{"leave of an unknown server", peer, "n9", "POST", wire.PathLeave, leave, 404, ""},
+		{"leave with a newer protocol", peer, "n9", "POST", wire.PathLeave, []byte(`{"v":2,"id":"n9"}`), 400, "protocol version 2"},
+		{"wrong method", peer, "n2", "POST", wire.PathReadIndex, nil, 405, ""},
+		{"unknown endpoint", peer, "n2", "GET", wire.Prefix + "nothing", nil, 404, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,24 +68,6 @@ func TestInternalHandler(t *testing.T) {
 	}
 	if got, _ := n.FSM().Get(l.Code); got.Clicks != 3 {
 		t.Fatalf("clicks after the peer's batch: %d, want 3", got.Clicks)
-	}
-}
-
-func TestDecodeMessageChecksVersion(t *testing.T) {
-	tests := []struct {
-		body string
-		ok   bool
-	}{
-		{`{"v":1,"index":7}`, true},
-		{`{"index":7}`, false}, // no version: not this protocol
-		{`{"v":2,"index":7}`, false},
-		{`not json`, false},
-	}
-	for _, tt := range tests {
-		var answer readIndexAnswer
-		if err := decodeMessage([]byte(tt.body), &answer); (err == nil) != tt.ok {
-			t.Errorf("decode %s: err %v, want ok=%v", tt.body, err, tt.ok)
-		}
 	}
 }
 

@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"sync"
+	"context"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -82,8 +82,11 @@ func (n *Node) Status() (Status, error) {
 	if err != nil {
 		return st, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	applied := n.appliedIndexes(ctx, servers, 0, false)
+	answered := time.Now().UTC()
 	st.Servers = make([]Server, len(servers))
-	var wg sync.WaitGroup
 	for i, s := range servers {
 		srv := &st.Servers[i]
 		*srv = Server{
@@ -94,20 +97,10 @@ func (n *Node) Status() (Status, error) {
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			srv.AppliedIndex = ptr(n.appliedIndex())
-			continue
+		} else if index, ok := applied[string(s.ID)]; ok {
+			srv.Reachable, srv.LastContact, srv.AppliedIndex = true, answered, ptr(index)
 		}
-		if srv.HTTPAddr == "" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if applied, ok := n.appliedIndexOf(srv.HTTPAddr, 500*time.Millisecond); ok {
-				srv.Reachable, srv.LastContact, srv.AppliedIndex = true, time.Now().UTC(), ptr(applied)
-			}
-		}()
 	}
-	wg.Wait()
 	setLags(st.Servers)
 	return st, nil
 }

@@ -2,12 +2,9 @@ package cluster
 
 import (
 	"context"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/valyala/fasthttp"
 )
 
 // visibilityWait bounds how long a delete waits for the other voters to
@@ -32,25 +29,10 @@ func (n *Node) awaitVoters(index uint64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), visibilityWait+100*time.Millisecond)
 	defer cancel()
-	var wg sync.WaitGroup
+	applied := n.appliedIndexes(ctx, servers, index, true)
 	for _, s := range servers {
-		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.ID {
-			continue
+		if s.Suffrage == raft.Voter && string(s.ID) != n.cfg.ID && applied[string(s.ID)] < index {
+			n.log.Debug("a voter has not applied a delete yet; excused", "id", s.ID, "index", index)
 		}
-		addr, ok := n.httpAddrOf(string(s.ID))
-		if !ok {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var answer appliedAnswer
-			path := appliedPath + "?index=" + strconv.FormatUint(index, 10)
-			err := n.call(ctx, addr, fasthttp.MethodGet, path, nil, &answer)
-			if err != nil || answer.Index < index {
-				n.log.Debug("a voter has not applied a delete yet; excused", "id", s.ID, "index", index, "applied", answer.Index, "err", err)
-			}
-		}()
 	}
-	wg.Wait()
 }

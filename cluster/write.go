@@ -27,17 +27,19 @@ const (
 // again after a failed attempt, unless Raft reports another leader first.
 const relayRetryBackoff = 50 * time.Millisecond
 
-// createCall is one create waiting in the batcher's queue: proposed here
-// when relay is false (this node leads), relayed to the leader otherwise.
+// createCall is one create waiting in the batcher's queue.
 type createCall struct {
-	// ctx is the caller's: a relayed call whose caller left is not sent.
-	ctx   context.Context
-	req   fsm.CreateRequest
-	relay bool
-	// relayed: another node relayed this create here and waits until it
+	// ctx is the caller's: a call for the leader whose caller left is not
+	// sent.
+	ctx context.Context
+	req fsm.CreateRequest
+	// toLeader: this node does not lead; the batcher relays the create to
+	// the leader (relay.go). Otherwise it proposes it here.
+	toLeader bool
+	// fromFollower: a follower relayed this create here and waits until it
 	// has applied it too (see commitpush.go).
-	relayed bool
-	done    chan createReply // buffered: the batcher never blocks on a gone caller
+	fromFollower bool
+	done         chan createReply // buffered: the batcher never blocks on a gone caller
 	// group, when set, makes this call a carrier of the creates in it,
 	// which the batcher takes together: the creates of one relayed batch
 	// arrive at once and would otherwise be split across entries by a
@@ -84,9 +86,9 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	var reply createReply
-	relayed := false
+	remote := false // the attempt that decided it was the leader's, elsewhere
 	err := n.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
-		relayed = !to.self
+		remote = !to.self
 		if to.self {
 			reply = n.createHere(ctx, req)
 		} else {
@@ -97,7 +99,7 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 	if err != nil {
 		return fsm.CreateResult{}, err
 	}
-	if relayed {
+	if remote {
 		if err := n.waitApplied(ctx, reply.index); err != nil {
 			return fsm.CreateResult{}, fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, reply.index)
 		}
@@ -136,8 +138,8 @@ func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createRepl
 }
 
 // submitCreate queues one create for the batcher and waits for its reply.
-func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, relay bool) createReply {
-	call := &createCall{ctx: ctx, req: req, relay: relay, done: make(chan createReply, 1)}
+func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, toLeader bool) createReply {
+	call := &createCall{ctx: ctx, req: req, toLeader: toLeader, done: make(chan createReply, 1)}
 	select {
 	case n.creates <- call:
 	case <-ctx.Done():
@@ -208,7 +210,7 @@ func (n *Node) runCreateBatcher() {
 func splitCreates(batch []*createCall) (here, keyed, unkeyed []*createCall) {
 	for _, c := range batch {
 		switch {
-		case !c.relay:
+		case !c.toLeader:
 			here = append(here, c)
 		case c.req.RequestID != "":
 			keyed = append(keyed, c)
@@ -238,10 +240,10 @@ func (n *Node) runBatch(slots chan struct{}, batch []*createCall, run func([]*cr
 // followers learn soon that the entry committed (commitpush.go).
 func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 	cmd := fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: make([]fsm.CreateRequest, len(batch))}
-	relayed := false
+	fromFollower := false
 	for i, c := range batch {
 		cmd.Items[i] = c.req
-		relayed = relayed || c.relayed
+		fromFollower = fromFollower || c.fromFollower
 	}
 	n.metrics.createBatch.Observe(float64(len(batch)))
 	push.proposing()
@@ -250,7 +252,7 @@ func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
 	}
-	if err == nil && relayed {
+	if err == nil && fromFollower {
 		push.applied()
 	}
 	for i, c := range batch {

@@ -87,30 +87,36 @@ func TestCommandLine(t *testing.T) {
 	invalid := []struct {
 		name string
 		flag string
+		says string // in the output, when set
 	}{
-		{"redirect status 200", "--redirect-status=200"},
-		{"redirect status text", "--redirect-status=permanent"},
-		{"code length 0", "--code-length=0"},
-		{"cluster key not base64", "--cluster-key=not-a-key!"},
-		{"cluster key too short", "--cluster-key=" + base64.StdEncoding.EncodeToString([]byte("short"))},
+		{"redirect status 200", "--redirect-status=200", ""},
+		{"redirect status text", "--redirect-status=permanent", ""},
+		{"code length 0", "--code-length=0", ""},
+		{"cluster key not base64", "--cluster-key=not-a-key!", ""},
+		{"cluster key too short", "--cluster-key=" + base64.StdEncoding.EncodeToString([]byte("short")), ""},
+		// Without a key, only loopback: the error says how to make a key.
+		{"raft on every interface without a key", fmt.Sprintf("--raft-addr=0.0.0.0:%d", freePort(t, false)), "linkraft keygen"},
+		{"gossip on every interface without a key", fmt.Sprintf("--gossip-addr=0.0.0.0:%d", freePort(t, true)), "linkraft keygen"},
+		{"advertised off loopback without a key", "--advertise=192.0.2.1", "linkraft keygen"},
 	}
 	for _, tc := range invalid {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
 			args := []string{
-				"serve", tc.flag,
+				"serve",
 				"--id=bad-flags",
 				"--data-dir=" + t.TempDir(),
 				fmt.Sprintf("--http-addr=127.0.0.1:%d", freePort(t, false)),
 				fmt.Sprintf("--raft-addr=127.0.0.1:%d", freePort(t, false)),
 				fmt.Sprintf("--gossip-addr=127.0.0.1:%d", freePort(t, true)),
+				tc.flag, // after the defaults above, so that it wins
 			}
 			out, err := runCommand(t, 8*time.Second, nil, args...)
 			if err == nil {
 				t.Errorf("serve %s exited with status 0, want an error; output:\n%s", tc.flag, out)
 			} else if strings.Contains(err.Error(), "still running") {
 				t.Errorf("serve %s kept running instead of refusing the setting; output:\n%s", tc.flag, out)
-			} else if strings.TrimSpace(out) == "" {
-				t.Errorf("serve %s failed (%v) without saying why", tc.flag, err)
+			} else if strings.TrimSpace(out) == "" || !strings.Contains(out, tc.says) {
+				t.Errorf("serve %s failed (%v) without saying why (want %q); output:\n%s", tc.flag, err, tc.says, out)
 			}
 		})
 	}

@@ -165,7 +165,8 @@ func TestKeyCreatedBeforeLeaderKill(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 3 creates acknowledged before the kill; each works on every node", acknowledged)
-	createKey(t, nodes[0], `{"name":"after","scopes":["links:read"],"workspaces":["*"]}`)
+	leader, _ := waitOneLeader(t, leaderWaitTimeout, nodes...)
+	createKey(t, leader, `{"name":"after","scopes":["links:read"],"workspaces":["*"]}`)
 }
 
 // TestInitialAdminKey: a cluster bootstrapped without --admin-token writes

@@ -221,6 +221,9 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if r.URL == "" || r.Workspace == "" || len(r.CustomCode) > maxCodeLen {
 		return CreateResult{Err: ErrInvalidRequest}
 	}
+	if err := checkTarget(r.URL); err != nil {
+		return CreateResult{Err: err}
+	}
 	dedupe := r.Dedupe || r.Strategy == StrategyHash
 	canonical := r.Canonical
 	if dedupe && canonical == "" {

@@ -88,7 +88,7 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Join(req.ID, req.RaftAddr, req.HTTPAddr); err != nil {
+	if err := s.node.AddVoter(req.ID, req.RaftAddr, req.HTTPAddr); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}

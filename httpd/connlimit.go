@@ -1,12 +1,14 @@
 package httpd
 
 import (
-	"encoding/json"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // connLimitListener caps the connections one client holds open at once,
@@ -31,7 +33,7 @@ const refuseWriteTimeout = 100 * time.Millisecond
 
 func newConnLimitListener(ln net.Listener, max int) *connLimitListener {
 	detail := "this address already has " + strconv.Itoa(max) + " connections open; close some or retry later"
-	body, _ := json.Marshal(problemBody{Type: "about:blank", Title: "Too Many Requests", Status: 429, Detail: detail, Error: detail})
+	body := wire.ProblemJSON(http.StatusTooManyRequests, detail)
 	head := "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/problem+json\r\n" +
 		"Retry-After: 1\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"

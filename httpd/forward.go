@@ -18,21 +18,10 @@ const idempotencyHeader = "Idempotency-Key"
 // for ten minutes: a UUID (36 bytes) or a hash fits with room to spare.
 const maxIdempotencyKeyBytes = 128
 
-// fromPeerKey is the user value holding a request's fromPeer verdict.
-const fromPeerKey = "linkraft.fromPeer"
-
-// fromPeer reports whether another node of this cluster sent the request.
-// The verdict (a signature check with a cluster key) is kept for the
-// request: a request may ask it more than once (rate limit, admin check,
-// forwarder).
-func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
-	if v, ok := ctx.UserValue(fromPeerKey).(bool); ok {
-		return v
-	}
-	v := s.node.FromPeer(&ctx.Request, ctx.RemoteIP())
-	ctx.SetUserValue(fromPeerKey, v)
-	return v
-}
+// fromPeer reports whether another node of this cluster sent the request:
+// it arrived on the cluster's port (cluster.FromPeer), never on the public
+// one, whatever its headers say.
+func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool { return cluster.FromPeer(ctx) }
 
 // forwardMode says how a route's requests are forwarded. Creates are not
 // forwarded as requests: this node prepares them and the cluster relays

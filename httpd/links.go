@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -157,39 +158,42 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// requestTime is when the client's request arrived: now, or for a request
-// that was (or was about to be) forwarded, when it reached the forwarding
-// node, so that every leader it may be sent to computes the same expiry.
+// requestTime is when the client's request arrived: now, or for a create
+// this node relays, the time markIdempotent fixed, so that every attempt
+// carries the same expiry. (Creates forwarded as whole requests, with the
+// time in a header, came only from versions that cannot reach the cluster
+// port.)
 func (s *Server) requestTime(ctx *fasthttp.RequestCtx) time.Time {
 	if t, ok := ctx.UserValue(requestTimeKey).(time.Time); ok {
 		return t
 	}
-	if raw := ctx.Request.Header.Peek(cluster.RequestTimeHeader); len(raw) > 0 && s.fromPeer(ctx) {
-		if ms, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-			return time.UnixMilli(ms)
-		}
-	}
 	return time.Now()
 }
 
+// writeCreateError answers a create the state machine refused, with the
+// status the refusal table (wire.Refusals) gives it; a conflict and a
+// reused key get messages that name what the client sent.
 func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateRequest, err error) {
-	switch {
-	case errors.Is(err, fsm.ErrReserved):
-		writeProblem(ctx, fasthttp.StatusConflict, "custom_code "+req.CustomCode+" is a reserved word")
-	case errors.Is(err, fsm.ErrCodeTaken):
-		writeProblem(ctx, fasthttp.StatusConflict, "custom_code "+req.CustomCode+" is already taken")
-	case errors.Is(err, fsm.ErrHashCollision), errors.Is(err, fsm.ErrCodeSpaceExhausted), errors.Is(err, fsm.ErrNotInitialized):
-		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-	case errors.Is(err, fsm.ErrRequestIDReused):
-		writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "Idempotency-Key was already used for a different request")
-	case errors.Is(err, fsm.ErrUnauthorized):
+	if errors.Is(err, fsm.ErrUnauthorized) { // 401 with its challenge
 		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
-	default:
+		return
+	}
+	status, refused := wire.StatusOf(err)
+	if !refused {
 		s.log.Error("create failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
+		return
 	}
+	detail := err.Error()
+	switch {
+	case errors.Is(err, fsm.ErrReserved):
+		detail = "custom_code " + req.CustomCode + " is a reserved word"
+	case errors.Is(err, fsm.ErrCodeTaken):
+		detail = "custom_code " + req.CustomCode + " is already taken"
+	case errors.Is(err, fsm.ErrRequestIDReused):
+		detail = "Idempotency-Key was already used for a different request"
+	}
+	writeProblem(ctx, status, detail)
 }
 
 // writeWriteError answers a write the cluster could not complete.
@@ -252,9 +256,9 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	index, err := s.node.Delete(context.Background(), code, keyID(ctx))
 	switch {
 	case err == nil:
-		if len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0 {
+		if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
 			// The forwarding node applies this far before its client hears.
-			ctx.Response.Header.Set(cluster.AppliedIndexHeader, strconv.FormatUint(index, 10))
+			ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
 		}
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	case errors.Is(err, fsm.ErrNotFound):

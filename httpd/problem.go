@@ -7,32 +7,14 @@ import (
 	"net/http"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
-// problemBody is an RFC 7807 problem document. Error repeats Detail for
-// clients that look for a single "error" string.
-type problemBody struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	Error  string `json:"error"`
-}
-
-// writeProblem answers with an application/problem+json error. A 503
-// tells the client when to try again (Retry-After), whichever handler
-// answers it.
+// writeProblem answers with an application/problem+json error; the
+// node-to-node protocol writes its errors with the same writer.
 func writeProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
-	ctx.Response.Reset()
-	ctx.SetStatusCode(status)
-	if status == fasthttp.StatusServiceUnavailable {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
-	}
-	ctx.SetContentType("application/problem+json")
-	body, _ := json.Marshal(problemBody{
-		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Error: detail,
-	})
-	ctx.SetBody(body)
+	wire.WriteProblem(ctx, status, detail)
 }
 
 // wantsHTML reports whether the client is a browser that prefers a page to

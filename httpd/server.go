@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -93,6 +92,9 @@ func New(cfg Config, node *cluster.Node) *Server {
 		s.rootTokenHash = sum[:]
 	}
 	s.routes()
+	// Deletes and admin calls other nodes forward to this one arrive on
+	// the cluster's port; they get the same handler.
+	node.ServeForwarded(s.Handler)
 	s.srv = &fasthttp.Server{
 		Handler:               s.Handler,
 		ErrorHandler:          s.handleTransportError,
@@ -153,8 +155,8 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.require(fsm.ScopeStatsRead, s.statsHandler("clicks")))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
 	handle("GET", "/stats/{code}", "stats", s.require(fsm.ScopeStatsRead, s.statsHandler("click_count")))
-	// The node-to-node protocol is the cluster package's, both ends.
-	handle(router.MethodWild, "/internal/v1/{path:*}", "internal", s.node.InternalHandler())
+	// The node-to-node protocol is served on the cluster's port only (see
+	// cluster/DESIGN.md): here /internal/v1/* is a path like any other, 404.
 
 	// Admin calls act on the leader's view: the leader alone knows which
 	// servers are reachable and holds the freshest state.
@@ -223,15 +225,12 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
 
 // requestLimits gives restores and imports a larger body limit than
 // everything else, and only to requests that carry an admin credential, so
-// no other client can make the node buffer a huge body; node-to-node
-// requests get the limit of the largest the protocol sends.
+// no other client can make the node buffer a huge body.
 func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if !h.IsPost() {
 		return fasthttp.RequestConfig{}
 	}
 	switch uri := h.RequestURI(); {
-	case bytes.HasPrefix(uri, []byte(cluster.InternalPrefix)):
-		return fasthttp.RequestConfig{MaxRequestBodySize: cluster.MaxInternalBodyBytes}
 	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.keyHasLargeBodyRight(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}

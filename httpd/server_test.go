@@ -179,3 +179,32 @@ func benchmarkRedirect(b *testing.B, configure func(*Config)) {
 		}
 	}
 }
+
+// TestRelayInjectionDoesNotRedirect: a request that claims to come from a
+// peer cannot store a target a client could not, and so no short link
+// answers with it.
+func TestRelayInjectionDoesNotRedirect(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/"}`) // the node leads
+	body := `{"v":1,"items":[{"url":"javascript:alert(document.domain)","workspace":"default","custom_code":"jsx","code_length":7}]}`
+	do(s, "POST", "/internal/v1/creates", "application/json", body, "X-Linkraft-Forwarded", "rogue")
+	if ctx := do(s, "GET", "/jsx", "", ""); ctx.Response.StatusCode() != fasthttp.StatusNotFound {
+		t.Fatalf("GET /jsx: %d Location %q, want 404", ctx.Response.StatusCode(), ctx.Response.Header.Peek("Location"))
+	}
+}
+
+// TestPublicPortServesNoInternalPaths: the node-to-node protocol lives on
+// the cluster's port; the public one answers 404 for its paths, whatever a
+// request claims about its sender.
+func TestPublicPortServesNoInternalPaths(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/internal/v1/node"}, {"GET", "/internal/v1/read-index"}, {"GET", "/internal/v1/applied?index=0"},
+		{"POST", "/internal/v1/creates"}, {"POST", "/internal/v1/clicks"}, {"POST", "/internal/v1/leave"},
+	} {
+		ctx := do(s, tt.method, tt.path, "application/json", `{"v":1}`, "X-Linkraft-Forwarded", "n2")
+		if got := ctx.Response.StatusCode(); got != fasthttp.StatusNotFound {
+			t.Errorf("%s %s: %d, want 404", tt.method, tt.path, got)
+		}
+	}
+}

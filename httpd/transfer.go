@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/input"
 )
@@ -104,10 +105,10 @@ type proposedChunk struct {
 // cluster cannot take writes, the remaining lines are not attempted.
 func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 	report, index := s.importBody(ctx.PostBody(), keyID(ctx))
-	if index > 0 && len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0 {
+	if index > 0 && len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
 		// The forwarding node applies this far before its client hears,
 		// so the imported links redirect there once the answer arrives.
-		ctx.Response.Header.Set(cluster.AppliedIndexHeader, strconv.FormatUint(index, 10))
+		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
 	}
 	writeJSON(ctx, fasthttp.StatusOK, report)
 }

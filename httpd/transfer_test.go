@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/input"
 )
@@ -24,7 +24,7 @@ func importReportOf(t *testing.T, s *Server, body string, headers ...string) (im
 	if err := json.Unmarshal(ctx.Response.Body(), &r); err != nil {
 		t.Fatalf("import report %s: %v", ctx.Response.Body(), err)
 	}
-	return r, string(ctx.Response.Header.Peek(cluster.AppliedIndexHeader))
+	return r, string(ctx.Response.Header.Peek(wire.AppliedIndexHeader))
 }
 
 func requireRedirect(t *testing.T, s *Server, code, want string) {
@@ -170,13 +170,13 @@ func TestForwardedImportNamesItsIndex(t *testing.T) {
 	s := newTestServer(t, nil)
 	line := `{"short_code":"fwd-one","original_url":"https://example.com/fwd"}`
 	if _, index := importReportOf(t, s, line); index != "" {
-		t.Errorf("a client's import carries %s: %q", cluster.AppliedIndexHeader, index)
+		t.Errorf("a client's import carries %s: %q", wire.AppliedIndexHeader, index)
 	}
 	line = `{"short_code":"fwd-two","original_url":"https://example.com/fwd"}`
-	_, raw := importReportOf(t, s, line, cluster.ForwardedHeader, "n2")
+	_, raw := importReportOf(t, s, line, wire.ForwardedHeader, "n2")
 	index, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil || index == 0 || index > s.node.AppliedIndex() {
-		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", cluster.AppliedIndexHeader, raw, s.node.AppliedIndex())
+		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", wire.AppliedIndexHeader, raw, s.node.AppliedIndex())
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package secure owns everything the cluster key protects: the memberlist
-// gossip encryption key, mutual TLS for Raft traffic (the StreamLayer handed to
-// raft.NewNetworkTransport), and the HMAC that authenticates requests to the
-// nodes' internal HTTP endpoints.
+// gossip encryption key, and mutual TLS on the cluster's port (the
+// StreamLayer handed to raft.NewNetworkTransport), which carries Raft and the
+// nodes' internal HTTP, told apart by the first byte of each connection.
 //
 // Construction. Operators give every node the same --cluster-key: 32 random
 // bytes in standard base64. The raw key is never used directly; each purpose
@@ -15,24 +15,26 @@
 //     Both ends of every Raft connection present it and accept only a peer whose
 //     certificate carries that same Ed25519 public key. TLS 1.3 makes each side
 //     prove possession of the matching private key, so a handshake completes
-//     only between holders of the cluster key.
-//   - "linkraft internal http": the HMAC-SHA256 key behind Key.Sign/Verify.
+//     only between holders of the cluster key. Internal HTTP rides the same
+//     connections, so it needs no signature of its own: a request that
+//     arrived through the handshake is a key holder's, and TLS keeps it
+//     from being read or replayed. (Earlier versions signed those requests
+//     with an HMAC under "linkraft internal http"; that subkey is gone.)
 //
 // Without a key (nil *Key) the StreamLayer is plain TCP, the behaviour of
-// raft.NewTCPTransport, for single-node and trusted-network deployments.
+// raft.NewTCPTransport, for a development cluster on loopback (cluster.Open
+// refuses a keyless node elsewhere).
 package secure
 
 import (
 	"crypto/ed25519"
 	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
@@ -48,7 +50,6 @@ const KeySize = 32
 const (
 	infoGossip = "linkraft gossip"
 	infoTLS    = "linkraft raft tls"
-	infoHTTP   = "linkraft internal http"
 )
 
 // Key is a parsed cluster key. It holds only subkeys derived from the
@@ -56,7 +57,6 @@ const (
 // concurrent use.
 type Key struct {
 	gossip [32]byte
-	mac    [32]byte
 	cert   tls.Certificate
 	pub    ed25519.PublicKey
 }
@@ -90,11 +90,6 @@ func newKey(raw []byte) (*Key, error) {
 		return nil, err
 	}
 	copy(k.gossip[:], gossip)
-	mac, err := derive(raw, infoHTTP)
-	if err != nil {
-		return nil, err
-	}
-	copy(k.mac[:], mac)
 	seed, err := derive(raw, infoTLS)
 	if err != nil {
 		return nil, err
@@ -199,29 +194,6 @@ func verifyPeer(pub ed25519.PublicKey, rawCerts [][]byte) error {
 		return fmt.Errorf("%w: certificate public key does not match", errNotClusterPeer)
 	}
 	return nil
-}
-
-// Sign returns the hex HMAC-SHA256 of msg under the internal-HTTP subkey.
-// Callers decide what msg covers (method, path, timestamp, body hash); this
-// package only guarantees that nobody without the cluster key can produce it.
-func (k *Key) Sign(msg []byte) string {
-	return hex.EncodeToString(k.mac256(msg))
-}
-
-// Verify reports whether sig is Sign(msg). The comparison is constant-time so
-// response timing leaks nothing about the expected MAC.
-func (k *Key) Verify(msg []byte, sig string) bool {
-	got, err := hex.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return false
-	}
-	return hmac.Equal(got, k.mac256(msg))
-}
-
-func (k *Key) mac256(msg []byte) []byte {
-	m := hmac.New(sha256.New, k.mac[:])
-	m.Write(msg)
-	return m.Sum(nil)
 }
 
 // String keeps derived key material out of logs and error messages.

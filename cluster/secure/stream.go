@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -12,18 +13,44 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// defaultHandshakeTimeout bounds the TLS handshake of an accepted connection,
-// and of a dial when raft passes no timeout.
+// defaultHandshakeTimeout bounds the TLS handshake and the first byte of an
+// accepted connection, and a dial when raft passes no timeout.
 const defaultHandshakeTimeout = 10 * time.Second
 
-// StreamLayer is a raft.StreamLayer over TCP. With a non-nil key every
+// maxPendingConns bounds the accepted connections that have not yet
+// completed their handshake and sent their first byte. Beyond it new
+// connections are closed at once: a flood of silent clients costs the
+// listener nothing but file descriptors it frees immediately.
+const maxPendingConns = 256
+
+// InternalByte is the first byte a node writes on a connection that
+// carries node-to-node HTTP rather than Raft (inside TLS with a key). Raft
+// connections carry no header: raft's NetworkTransport starts each with its
+// RPC type (0 to 3), so nodes of a version without the multiplexer still
+// reach this one's Raft, and this value is not one of them.
+const InternalByte byte = 0xF1
+
+// StreamLayer is a raft.StreamLayer over TCP that also carries the
+// cluster's internal HTTP on the same port. With a non-nil key every
 // connection, in both directions, is mutual TLS pinned to the cluster key;
-// with a nil key it is plain TCP like raft.NewTCPTransport.
+// with a nil key it is plain TCP like raft.NewTCPTransport (a node refuses
+// that off loopback). Each accepted connection is handshaked and its first
+// byte read on a goroutine of its own; InternalByte sends it to Internal(),
+// anything else to Accept (raft), with the byte put back.
 type StreamLayer struct {
 	listener         net.Listener
 	advertise        net.Addr
 	tlsConfig        *tls.Config // nil: plain TCP
 	handshakeTimeout time.Duration
+
+	raftConns     chan net.Conn
+	internalConns chan net.Conn
+	closed        chan struct{}
+	closeOnce     sync.Once
+	sorting       sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[net.Conn]struct{} // connections being sorted; Close closes them
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -36,6 +63,10 @@ var _ raft.StreamLayer = (*StreamLayer)(nil)
 // port is 0 the bound port is used, so callers binding ":0" (tests) can still
 // advertise a dialable address.
 func NewStreamLayer(bindAddr string, advertise net.Addr, key *Key) (*StreamLayer, error) {
+	return newStreamLayer(bindAddr, advertise, key, defaultHandshakeTimeout)
+}
+
+func newStreamLayer(bindAddr string, advertise net.Addr, key *Key, handshakeTimeout time.Duration) (*StreamLayer, error) {
 	if advertise == nil {
 		return nil, errors.New("raft transport: no advertise address: set --advertise")
 	}
@@ -58,16 +89,129 @@ func NewStreamLayer(bindAddr string, advertise net.Addr, key *Key) (*StreamLayer
 		}
 		adv = &net.TCPAddr{IP: adv.IP, Port: bound.Port, Zone: adv.Zone}
 	}
-	s := &StreamLayer{listener: ln, advertise: adv, handshakeTimeout: defaultHandshakeTimeout}
+	s := &StreamLayer{
+		listener: ln, advertise: adv, handshakeTimeout: handshakeTimeout,
+		raftConns: make(chan net.Conn), internalConns: make(chan net.Conn),
+		closed: make(chan struct{}), pending: map[net.Conn]struct{}{},
+	}
 	if key != nil {
 		s.tlsConfig = key.TLSConfig()
 	}
+	s.sorting.Add(1)
+	go s.acceptLoop()
 	return s, nil
 }
 
-// Dial connects to a peer. With a key, the TLS handshake finishes inside
-// Dial and within timeout (the same budget covers the TCP connect), so a
-// peer without the cluster key makes Dial fail rather than a later write.
+// acceptLoop accepts connections until the listener closes and sorts each
+// on its own goroutine, so a client that connects and stays silent stalls
+// nobody.
+func (s *StreamLayer) acceptLoop() {
+	defer s.sorting.Done()
+	for {
+		conn, err := s.listener.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // a transient failure (EMFILE shows as a timeout): try again
+			}
+			return // closed
+		}
+		if !s.track(conn) {
+			conn.Close() // too many connections being sorted, or closing
+			continue
+		}
+		s.sorting.Add(1)
+		go func() {
+			defer s.sorting.Done()
+			s.sort(conn)
+		}()
+	}
+}
+
+// track records a connection being sorted, unless there are too many or
+// the layer is closing.
+func (s *StreamLayer) track(conn net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil || len(s.pending) >= maxPendingConns {
+		return false
+	}
+	s.pending[conn] = struct{}{}
+	return true
+}
+
+func (s *StreamLayer) untrack(conn net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, conn)
+}
+
+// sort completes the handshake and reads the first byte of conn within
+// the handshake timeout, then hands it to the acceptor of its kind.
+func (s *StreamLayer) sort(raw net.Conn) {
+	conn, first, err := s.open(raw)
+	s.untrack(raw)
+	if err != nil {
+		raw.Close()
+		return
+	}
+	to := s.raftConns
+	if first == InternalByte {
+		to = s.internalConns
+	} else {
+		conn = &prefixConn{Conn: conn, first: first, unread: true}
+	}
+	select {
+	case to <- conn:
+	case <-s.closed:
+		conn.Close()
+	}
+}
+
+// open handshakes (with a key) and reads the first byte, bounded by the
+// handshake timeout; the deadline is cleared for the connection's owner.
+func (s *StreamLayer) open(raw net.Conn) (net.Conn, byte, error) {
+	conn := raw
+	deadline := time.Now().Add(s.handshakeTimeout)
+	if err := raw.SetDeadline(deadline); err != nil {
+		return nil, 0, err
+	}
+	if s.tlsConfig != nil {
+		tc := tls.Server(raw, s.tlsConfig)
+		if err := tc.Handshake(); err != nil {
+			return nil, 0, fmt.Errorf("accept from %v (mutual tls): %w", raw.RemoteAddr(), err)
+		}
+		conn = tc
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return nil, 0, fmt.Errorf("accept from %v: first byte: %w", raw.RemoteAddr(), err)
+	}
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		return nil, 0, err
+	}
+	return conn, b[0], nil
+}
+
+// prefixConn gives back the first byte the layer read to sort it.
+type prefixConn struct {
+	net.Conn
+	first  byte
+	unread bool
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if c.unread && len(b) > 0 {
+		b[0], c.unread = c.first, false
+		return 1, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// Dial connects to a peer for Raft. With a key, the TLS handshake finishes
+// inside Dial and within timeout (the same budget covers the TCP connect),
+// so a peer without the cluster key makes Dial fail rather than a later
+// write.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if s.tlsConfig == nil {
 		conn, err := net.DialTimeout("tcp", string(address), timeout)
@@ -90,68 +234,85 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	return conn, nil
 }
 
-// Accept waits for the next connection. With a key it does NOT handshake:
-// a client that connects and stays silent would otherwise stall Accept, and
-// with it every other peer. The returned conn handshakes on its first Read
-// or Write (raft's per-connection goroutine reads at once), bounded by the
-// handshake timeout; until the handshake succeeds no byte reaches the caller.
-func (s *StreamLayer) Accept() (net.Conn, error) {
-	conn, err := s.listener.Accept()
+// DialInternal connects to a peer's internal HTTP: a Raft connection that
+// starts with InternalByte.
+func (s *StreamLayer) DialInternal(address string, timeout time.Duration) (net.Conn, error) {
+	conn, err := s.Dial(raft.ServerAddress(address), timeout)
 	if err != nil {
-		return nil, err // raft checks for shutdown itself; keep the error as is
+		return nil, err
 	}
-	if s.tlsConfig == nil {
-		return conn, nil
+	if err := conn.SetWriteDeadline(time.Now().Add(s.handshakeTimeout)); err == nil {
+		_, err = conn.Write([]byte{InternalByte})
+		if err == nil {
+			err = conn.SetWriteDeadline(time.Time{})
+		}
 	}
-	return &serverConn{Conn: tls.Server(conn, s.tlsConfig), timeout: s.handshakeTimeout}, nil
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("internal dial %s: %w", address, err)
+	}
+	return conn, nil
 }
 
-// Close stops the listener. Established connections are the caller's.
-func (s *StreamLayer) Close() error { return s.listener.Close() }
+// Accept waits for the next Raft connection: one that completed the
+// handshake and whose first byte is not InternalByte.
+func (s *StreamLayer) Accept() (net.Conn, error) {
+	select {
+	case conn := <-s.raftConns:
+		return conn, nil
+	case <-s.closed:
+		return nil, net.ErrClosed // raft checks for shutdown itself
+	}
+}
+
+// Internal is the listener of the internal HTTP connections. Closing it
+// stops only its acceptor; the layer's Close closes the port.
+func (s *StreamLayer) Internal() net.Listener {
+	return &internalListener{s: s, closed: make(chan struct{})}
+}
+
+type internalListener struct {
+	s      *StreamLayer
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *internalListener) Accept() (net.Conn, error) {
+	select {
+	case conn := <-l.s.internalConns:
+		return conn, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-l.s.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *internalListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *internalListener) Addr() net.Addr { return l.s.advertise }
+
+// Close stops the listener, closes the connections still being sorted and
+// waits for their goroutines. Established connections are their owners'.
+func (s *StreamLayer) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		err = s.listener.Close()
+		s.mu.Lock()
+		for conn := range s.pending {
+			conn.Close()
+		}
+		s.pending = nil
+		s.mu.Unlock()
+		s.sorting.Wait()
+	})
+	return err
+}
 
 // Addr is the advertised address, which raft stores in its configuration and
 // hands to peers.
 func (s *StreamLayer) Addr() net.Addr { return s.advertise }
-
-// serverConn is an accepted TLS connection whose handshake runs on first use
-// with a deadline.
-//
-// The bound comes from HandshakeContext with a timeout context rather than
-// SetDeadline: when the context expires, crypto/tls closes the underlying
-// connection, which unblocks the handshake, and no deadline the caller may
-// already have set is overwritten or cleared afterwards. The sync.Once makes
-// concurrent first Read and Write share one handshake and one result.
-type serverConn struct {
-	*tls.Conn
-	timeout time.Duration
-	once    sync.Once
-	err     error
-}
-
-func (c *serverConn) handshake() error {
-	c.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		defer cancel()
-		if err := c.Conn.HandshakeContext(ctx); err != nil {
-			c.err = fmt.Errorf("raft accept from %v (mutual tls): %w", c.Conn.RemoteAddr(), err)
-			// A failed handshake leaves nothing usable; drop the socket now
-			// instead of waiting for the caller to notice.
-			c.Conn.Close()
-		}
-	})
-	return c.err
-}
-
-func (c *serverConn) Read(b []byte) (int, error) {
-	if err := c.handshake(); err != nil {
-		return 0, err
-	}
-	return c.Conn.Read(b)
-}
-
-func (c *serverConn) Write(b []byte) (int, error) {
-	if err := c.handshake(); err != nil {
-		return 0, err
-	}
-	return c.Conn.Write(b)
-}

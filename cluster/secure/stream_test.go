@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -230,20 +232,35 @@ func TestRejectedClients(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newLayer(t, key)
-			res := serve(srv, len(payload), []byte("secret reply"))
+			res := serve(srv, 4, []byte("pong"))
 			dialErr := tt.dial(t, srv.Addr().String())
 			if tt.dialMustFail && dialErr == nil {
 				t.Fatal("client handshake succeeded; want failure")
 			}
-			r := wait(t, res)
-			t.Logf("client: %v; server: %v", dialErr, r.err)
-			if r.err == nil {
-				t.Fatalf("server read %q without error", r.got)
-			}
-			if len(r.got) != 0 {
-				t.Fatalf("server application received %q", r.got)
+			t.Logf("client: %v", dialErr)
+			// The attacker's connection never reaches the acceptor: the
+			// first it gets is a key holder's.
+			exchange(t, newLayer(t, key), srv)
+			if r := wait(t, res); r.err != nil || string(r.got) != "ping" {
+				t.Fatalf("the acceptor got %q, %v; want the key holder's ping", r.got, r.err)
 			}
 		})
+	}
+}
+
+// exchange dials srv from client, sends "ping" and expects "pong".
+func exchange(t *testing.T, client, srv *StreamLayer) {
+	t.Helper()
+	conn, err := client.Dial(raft.ServerAddress(srv.Addr().String()), waitLimit)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitLimit))
+	conn.Write([]byte("ping"))
+	reply := make([]byte, 4)
+	if _, err := io.ReadFull(conn, reply); err != nil || string(reply) != "pong" {
+		t.Fatalf("client read %q, %v", reply, err)
 	}
 }
 
@@ -271,48 +288,203 @@ func tlsAttack(t *testing.T, addr string, cfg *tls.Config, payload []byte) error
 }
 
 // TestSilentClientDoesNotBlockAccept: a client that connects and never
-// speaks neither blocks Accept for the next peer nor holds its connection
-// past the handshake timeout.
+// speaks neither blocks Accept for the next peer nor reaches it.
 func TestSilentClientDoesNotBlockAccept(t *testing.T) {
 	key, _ := newTestKey(t)
-	srv := newLayer(t, key)
-	srv.handshakeTimeout = 200 * time.Millisecond
-	client := newLayer(t, key)
+	for _, tt := range []struct {
+		name string
+		key  *Key
+	}{{"mutual tls", key}, {"plain tcp", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newLayer(t, tt.key)
+			silent, err := net.DialTimeout("tcp", srv.Addr().String(), waitLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer silent.Close()
+			res := serve(srv, 4, []byte("pong"))
+			exchange(t, newLayer(t, tt.key), srv)
+			if r := wait(t, res); r.err != nil || string(r.got) != "ping" {
+				t.Fatalf("the acceptor got %q, %v; want the peer's ping", r.got, r.err)
+			}
+		})
+	}
+}
 
+// TestSilentClientIsDropped: a connection that completes no handshake
+// within the handshake timeout is closed.
+func TestSilentClientIsDropped(t *testing.T) {
+	key, _ := newTestKey(t)
+	srv, err := newStreamLayer("127.0.0.1:0", &net.TCPAddr{IP: loopback()}, key, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
 	silent, err := net.DialTimeout("tcp", srv.Addr().String(), waitLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer silent.Close()
+	silent.SetDeadline(time.Now().Add(waitLimit))
+	if n, err := silent.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("silent client read %d bytes, %v; want the server to hang up", n, err)
+	}
+}
 
-	// Two identical acceptors: which one gets the silent connection is up
-	// to the scheduler.
-	res1, res2 := serve(srv, 4, []byte("pong")), serve(srv, 4, []byte("pong"))
+// TestInternalConnectionsAreSorted: a connection that starts with
+// InternalByte goes to Internal() without it, any other to Accept with
+// its first byte intact, with and without a key.
+func TestInternalConnectionsAreSorted(t *testing.T) {
+	key, _ := newTestKey(t)
+	for _, tt := range []struct {
+		name string
+		key  *Key
+	}{{"mutual tls", key}, {"plain tcp", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, client := newLayer(t, tt.key), newLayer(t, tt.key)
+			internal := srv.Internal()
+			got := make(chan string, 1)
+			go func() {
+				conn, err := internal.Accept()
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(waitLimit))
+				buf := make([]byte, 3)
+				_, err = io.ReadFull(conn, buf)
+				got <- fmt.Sprint(string(buf), err)
+			}()
+			raftRes := serve(srv, 4, []byte("pong"))
+			conn, err := client.DialInternal(srv.Addr().String(), waitLimit)
+			if err != nil {
+				t.Fatalf("DialInternal: %v", err)
+			}
+			defer conn.Close()
+			conn.Write([]byte("GET"))
+			exchange(t, client, srv)
+			if r := wait(t, raftRes); string(r.got) != "ping" {
+				t.Fatalf("raft acceptor got %q, %v", r.got, r.err)
+			}
+			select {
+			case g := <-got:
+				if g != "GET<nil>" {
+					t.Fatalf("internal acceptor got %q", g)
+				}
+			case <-time.After(waitLimit):
+				t.Fatal("the internal connection never arrived")
+			}
+			internal.Close()
+			if _, err := internal.Accept(); !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("Accept after Close: %v", err)
+			}
+		})
+	}
+}
 
-	conn, err := client.Dial(raft.ServerAddress(srv.Addr().String()), waitLimit)
+// TestCapturedInternalRequestIsUseless: with a key, what crosses the
+// network between nodes is TLS 1.3: a captured internal request shows
+// nothing of the request, and sending the captured bytes again gets no
+// answer, because every handshake is fresh.
+func TestCapturedInternalRequestIsUseless(t *testing.T) {
+	key, _ := newTestKey(t)
+	srv, client := newLayer(t, key), newLayer(t, key)
+	internal := srv.Internal()
+	defer internal.Close()
+	answered := make(chan int, 2)
+	go func() {
+		for range 2 { // the real request, and at most one replay
+			conn, err := internal.Accept()
+			if err != nil {
+				return
+			}
+			conn.SetDeadline(time.Now().Add(waitLimit))
+			buf := make([]byte, 64)
+			n, _ := conn.Read(buf)
+			conn.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+			conn.Close()
+			answered <- n
+		}
+	}()
+
+	// A recording proxy between the two nodes.
+	proxy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("Dial while a silent client is pending: %v", err)
+		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer proxy.Close()
+	var captured bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		in, err := proxy.Accept()
+		if err != nil {
+			return
+		}
+		defer in.Close()
+		out, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			return
+		}
+		defer out.Close()
+		go io.Copy(in, out)
+		buf := make([]byte, 4096)
+		for {
+			n, err := in.Read(buf)
+			mu.Lock()
+			captured.Write(buf[:n])
+			mu.Unlock()
+			if n > 0 {
+				out.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	request := "POST /internal/v1/creates HTTP/1.1\r\nAuthorization: Bearer operator-token\r\n\r\n"
+	conn, err := client.DialInternal(proxy.Addr().String(), waitLimit)
+	if err != nil {
+		t.Fatalf("DialInternal through the proxy: %v", err)
+	}
 	conn.SetDeadline(time.Now().Add(waitLimit))
-	conn.Write([]byte("ping"))
-	reply := make([]byte, 4)
-	if _, err := io.ReadFull(conn, reply); err != nil || string(reply) != "pong" {
-		t.Fatalf("client read %q, %v", reply, err)
+	conn.Write([]byte(request))
+	reply, _ := io.ReadAll(conn)
+	conn.Close()
+	if !strings.HasPrefix(string(reply), "HTTP/1.1 200") {
+		t.Fatalf("the real request got %q", reply)
+	}
+	select {
+	case <-answered:
+	case <-time.After(waitLimit):
+		t.Fatal("the real request never arrived")
+	}
+	mu.Lock()
+	wire := captured.Bytes()
+	mu.Unlock()
+	for _, secret := range []string{"/internal/v1/creates", "operator-token", "POST"} {
+		if bytes.Contains(wire, []byte(secret)) {
+			t.Fatalf("the captured bytes show %q", secret)
+		}
 	}
 
-	// Accept order between the two serve goroutines is not fixed; exactly
-	// one must have the good exchange and the other a handshake failure.
-	r1, r2 := wait(t, res1), wait(t, res2)
-	good, bad := r1, r2
-	if r1.err != nil {
-		good, bad = r2, r1
+	// Replay everything the client sent on a new connection.
+	replay, err := net.DialTimeout("tcp", srv.Addr().String(), waitLimit)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if good.err != nil || string(good.got) != "ping" {
-		t.Fatalf("good connection: %q, %v", good.got, good.err)
+	defer replay.Close()
+	replay.SetDeadline(time.Now().Add(waitLimit))
+	replay.Write(wire)
+	got, _ := io.ReadAll(replay)
+	if bytes.Contains(got, []byte("HTTP/1.1")) {
+		t.Fatalf("the replay was answered: %q", got)
 	}
-	if bad.err == nil || len(bad.got) != 0 {
-		t.Fatalf("silent connection: %q, %v; want a handshake error", bad.got, bad.err)
+	select {
+	case n := <-answered:
+		t.Fatalf("the replayed request reached the internal acceptor (%d bytes)", n)
+	default:
 	}
 }
 

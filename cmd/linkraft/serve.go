@@ -204,10 +204,11 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
-		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Join: splitList(cfg.join),
+		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
 		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
+		AllowPrivateTargets: cfg.allowPrivateTargets,
 	}, fsm.New())
 	if err != nil {
 		return err
@@ -272,7 +273,8 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	return nil
 }
 
-// advertisedHTTP is the HTTP address other nodes forward to: the listener's
+// advertisedHTTP is the HTTP address operators' views show for this node
+// (nodes reach each other at their Raft addresses): the listener's
 // port on the --advertise host, or on the listener's own host, or, when that
 // is unspecified (":8080"), on the Raft address's host.
 func advertisedHTTP(listen net.Addr, advertise, raftAddr string) string {

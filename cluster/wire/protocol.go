@@ -1,0 +1,183 @@
+// Package wire is the node-to-node protocol of linkraft, both ends of it:
+// the paths and headers, the messages and their encoding, the client every
+// node uses to reach another, how a request is marked as a peer's, the
+// table that carries the state machine's refusals across, and the
+// problem+json writer that this protocol and the public API share.
+//
+// Package cluster serves the exchanges (its handlers need the node's Raft
+// and state) and is this client's only user; httpd uses the headers, the
+// refusal table and the problem writer. cluster/DESIGN.md documents every
+// exchange.
+package wire
+
+import "github.com/linkraft/linkraft/fsm"
+
+const (
+	// Prefix is the root of every exchange.
+	Prefix = "/internal/v1/"
+	// MaxBodyBytes is the largest request body the protocol sends: a
+	// click batch of up to 4096 codes of up to 64 bytes, or a batch of
+	// relayed creates (bounded below it by the sender).
+	MaxBodyBytes = 4 << 20
+
+	PathNode      = Prefix + "node"
+	PathReadIndex = Prefix + "read-index"
+	PathLinks     = Prefix + "links/" // + path-escaped code
+	PathClicks    = Prefix + "clicks"
+	PathLeave     = Prefix + "leave"
+	PathApplied   = Prefix + "applied" // ?index=N
+	PathCreates   = Prefix + "creates"
+)
+
+// Headers of node-to-node requests, the forwarded public ones included.
+const (
+	// ForwardedHeader names the node that sent the request. Its receiver
+	// never forwards the request again, so leadership changes cannot make
+	// requests loop.
+	ForwardedHeader = "X-Linkraft-Forwarded"
+	// AppliedIndexHeader carries, on the leader's answer to a forwarded
+	// write, the log index the write was applied at: the forwarding node
+	// applies that far before it answers its client.
+	AppliedIndexHeader = "X-Linkraft-Applied-Index"
+)
+
+// Version is the "v" of every JSON message. A change that an older node
+// would misread gets a new version (and a new Prefix when the paths
+// change); adding a field that older nodes may ignore does not.
+const Version = 1
+
+// NodeInfo answers GET node: who this server is and where its gossip
+// listens.
+type NodeInfo struct {
+	V          int    `json:"v"`
+	ID         string `json:"id"`
+	Cluster    string `json:"cluster_id"`            // empty until the cluster is initialised
+	GossipAddr string `json:"gossip_addr,omitempty"` // for a member whose gossip lost this one
+}
+
+// ReadIndexAnswer answers GET read-index: an index that covers every write
+// the leader acknowledged before the request.
+type ReadIndexAnswer struct {
+	V     int    `json:"v"`
+	Index uint64 `json:"index"`
+}
+
+// LinkAnswer answers GET links/{code} for a node that is behind.
+type LinkAnswer struct {
+	V     int   `json:"v"`
+	Found bool  `json:"found"`
+	Link  *Link `json:"link,omitempty"`
+}
+
+// Link is a link as the protocol carries it; times are unix milliseconds,
+// as in the state machine.
+type Link struct {
+	ID         uint64 `json:"id"`
+	Code       string `json:"code"`
+	URL        string `json:"url"`
+	Workspace  string `json:"workspace"`
+	Canonical  string `json:"canonical,omitempty"`
+	CreatedAt  int64  `json:"created_at_ms"`
+	ExpiresAt  int64  `json:"expires_at_ms,omitempty"`
+	Clicks     uint64 `json:"clicks"`
+	LastAccess int64  `json:"last_access_ms,omitempty"`
+}
+
+// FromLink is l as the protocol carries it.
+func FromLink(l fsm.Link) *Link {
+	return &Link{
+		ID: l.ID, Code: l.Code, URL: l.URL, Workspace: l.Workspace, Canonical: l.Canonical,
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, Clicks: l.Clicks, LastAccess: l.LastAccess,
+	}
+}
+
+// FSM is the link w carries.
+func (w *Link) FSM() fsm.Link {
+	return fsm.Link{
+		ID: w.ID, Code: w.Code, URL: w.URL, Workspace: w.Workspace, Canonical: w.Canonical,
+		CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt, Clicks: w.Clicks, LastAccess: w.LastAccess,
+	}
+}
+
+// CreateBatch is the body of POST creates: creates that clients sent to a
+// follower, validated and prepared there (canonical URL, absolute expiry),
+// which the leader proposes through its own create batcher.
+type CreateBatch struct {
+	V     int      `json:"v"`
+	Items []Create `json:"items"`
+}
+
+// Create is one fsm.CreateRequest as the protocol carries it.
+type Create struct {
+	RequestID  string `json:"request_id,omitempty"`
+	URL        string `json:"url"`
+	Canonical  string `json:"canonical,omitempty"`
+	Workspace  string `json:"workspace"`
+	CustomCode string `json:"custom_code,omitempty"`
+	Strategy   string `json:"strategy,omitempty"` // "hash"; empty for the counter
+	Dedupe     bool   `json:"dedupe,omitempty"`
+	ExpiresAt  int64  `json:"expires_at_ms,omitempty"`
+	CodeLength int    `json:"code_length"`
+	// KeyID is the API key the relaying node authenticated the create
+	// with; the leader's state machine checks it again.
+	KeyID string `json:"key_id,omitempty"`
+}
+
+// CreateBatchAnswer answers POST creates with one result per item, in the
+// order of the items.
+type CreateBatchAnswer struct {
+	V       int            `json:"v"`
+	Results []CreateResult `json:"results"`
+}
+
+// CreateResult is the outcome of one relayed create. Without Error it
+// carries the link; Error is a kind (see refusals.go) and Detail the
+// message the leader's error had. Index is the log entry that decided the
+// create: the relaying node applies that far before it answers its client.
+type CreateResult struct {
+	Link     *Link  `json:"link,omitempty"`
+	Existing bool   `json:"existing,omitempty"`
+	Index    uint64 `json:"index,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// ClicksAnswer answers POST clicks, whose body is one click batch in the
+// state machine's command encoding (fsm.EncodeClicks): the leader proposes
+// those bytes as they are. Applied is false for a batch applied before.
+type ClicksAnswer struct {
+	V       int  `json:"v"`
+	Applied bool `json:"applied"`
+}
+
+// AppliedAnswer answers GET applied?index=N: the index this node has
+// applied, once it reached N or the wait bound passed, whichever is first.
+type AppliedAnswer struct {
+	V     int    `json:"v"`
+	Index uint64 `json:"index"`
+}
+
+// LeaveRequest is the body of POST leave: a node asks the leader to remove
+// it from the configuration. ID must be the sender's own.
+type LeaveRequest struct {
+	V  int    `json:"v"`
+	ID string `json:"id"`
+}
+
+// Ack answers a request that has nothing else to say.
+type Ack struct {
+	V int `json:"v"`
+}
+
+// Message is what every message has in common: its version.
+type Message interface{ version() int }
+
+func (m NodeInfo) version() int          { return m.V }
+func (m ReadIndexAnswer) version() int   { return m.V }
+func (m LinkAnswer) version() int        { return m.V }
+func (m ClicksAnswer) version() int      { return m.V }
+func (m LeaveRequest) version() int      { return m.V }
+func (m Ack) version() int               { return m.V }
+func (m AppliedAnswer) version() int     { return m.V }
+func (m CreateBatch) version() int       { return m.V }
+func (m CreateBatchAnswer) version() int { return m.V }

@@ -1,0 +1,101 @@
+package wire
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Error kinds of a relayed create's result: the state machine's refusals,
+// which the relaying node turns back into the same errors, and the write
+// path's.
+const (
+	KindCodeTaken          = "code_taken"
+	KindReserved           = "reserved"
+	KindHashCollision      = "hash_collision"
+	KindRequestIDReused    = "request_id_reused"
+	KindCodeSpaceExhausted = "code_space_exhausted"
+	KindInvalid            = "invalid"
+	KindNotInitialized     = "not_initialized"
+	KindUnauthorized       = "unauthorized"
+	KindFailed             = "failed" // any other state machine error
+	// KindNotApplied: the leader did not propose the create (it lost
+	// leadership first): safe to send again.
+	KindNotApplied = "not_applied"
+	// KindUnknown: proposed, outcome unknown (leadership lost meanwhile,
+	// timeout): only a create with a request id may be sent again.
+	KindUnknown = "unknown"
+)
+
+// Refusals is the one table of the state machine's refusals of a create:
+// the sentinel error, its name on the wire, and the HTTP status a client
+// gets for it. The relay names a refusal by it, the relaying node turns the
+// name back into the sentinel, and httpd answers with its status, so a
+// create is answered alike whichever node proposed it.
+var Refusals = [...]struct {
+	Err    error
+	Kind   string
+	Status int
+}{
+	{fsm.ErrCodeTaken, KindCodeTaken, http.StatusConflict},
+	{fsm.ErrReserved, KindReserved, http.StatusConflict},
+	// The client may send the same create again: another code, or the
+	// counter's next length, may be free by then.
+	{fsm.ErrHashCollision, KindHashCollision, http.StatusServiceUnavailable},
+	{fsm.ErrCodeSpaceExhausted, KindCodeSpaceExhausted, http.StatusServiceUnavailable},
+	{fsm.ErrNotInitialized, KindNotInitialized, http.StatusServiceUnavailable},
+	{fsm.ErrRequestIDReused, KindRequestIDReused, http.StatusUnprocessableEntity},
+	{fsm.ErrInvalidRequest, KindInvalid, http.StatusBadRequest},
+	// The key was revoked or expired between its check and the apply.
+	{fsm.ErrUnauthorized, KindUnauthorized, http.StatusUnauthorized},
+}
+
+// KindOf names a refusal for the wire; KindFailed for an error the table
+// does not hold.
+func KindOf(err error) string {
+	for _, r := range Refusals {
+		if errors.Is(err, r.Err) {
+			return r.Kind
+		}
+	}
+	return KindFailed
+}
+
+// StatusOf is the HTTP status of a refusal, and false for an error the
+// table does not hold (a failure, not a refusal: 500).
+func StatusOf(err error) (int, bool) {
+	for _, r := range Refusals {
+		if errors.Is(err, r.Err) {
+			return r.Status, true
+		}
+	}
+	return http.StatusInternalServerError, false
+}
+
+// RefusalOf turns a relayed refusal back into the state machine's error:
+// the same sentinel for errors.Is and the same message.
+func RefusalOf(kind, detail string) error {
+	for _, r := range Refusals {
+		if r.Kind != kind {
+			continue
+		}
+		if detail == "" {
+			return r.Err
+		}
+		return &relayedError{sentinel: r.Err, msg: detail}
+	}
+	if detail == "" {
+		detail = "the leader refused the create (" + kind + ")"
+	}
+	return errors.New(detail)
+}
+
+// relayedError is a refusal as the leader reported it.
+type relayedError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *relayedError) Error() string { return e.msg }
+func (e *relayedError) Unwrap() error { return e.sentinel }
