@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,17 +222,45 @@ func TestBrowserUI(t *testing.T) {
 	}
 	fitsPhone(t, bctx, "the link page")
 
-	// The Links view lists the new link with its clicks and its page.
+	// The Links view shows every workspace the key sees, newest first, 20
+	// at a time: the 20 newer links of another workspace come first, and
+	// More brings the first link with its clicks and its page.
+	newer := make([]string, 20)
+	for i := range newer {
+		newer[i] = n.createLink(t, map[string]any{"original_url": "https://example.com/newer/" + strconv.Itoa(i), "workspace": "other"}).ShortCode
+	}
 	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("n-links"))); err != nil {
 		t.Fatalf("open the Links view: %v", err)
 	}
-	waitPage(t, bctx, "the Links view lists the link", 5*time.Second, `(() => {
+	waitPage(t, bctx, "the Links view shows the 20 newest links and More", 5*time.Second, `(() => {
+		const codes = [...document.querySelectorAll("#ls-list li")].map(li => li.dataset.code);
+		return codes.join() === `+jsString(strings.Join(reversed(newer), ","))+` && !document.getElementById("ls-more").hidden;
+	})()`, `document.getElementById("v-links").innerText`)
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("ls-more"))); err != nil {
+		t.Fatalf("click More: %v", err)
+	}
+	waitPage(t, bctx, "More lists the first link", 5*time.Second, `(() => {
 		const li = document.querySelector(`+jsString(`#ls-list li[data-code="`+code+`"]`)+`);
 		return !!li && li.textContent.includes(`+jsString(target)+`) && li.textContent.includes(`+jsString(short)+`) &&
 			li.textContent.includes("workspace default") && li.textContent.includes("3 clicks") &&
 			li.querySelector(`+jsString(`a[href="#/link/`+code+`"]`)+`) !== null;
 	})()`, `document.getElementById("v-links").innerText`)
 	fitsPhone(t, bctx, "the Links view")
+
+	// Delete asks first; then the link leaves the list and the cluster.
+	doomed := `#ls-list li[data-code="` + newer[0] + `"]`
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(doomed+` button[aria-label^="Delete"]`)),
+		chromedp.Click(chromedp.CSS(doomed+` button.danger`)),
+	); err != nil {
+		t.Fatalf("delete a link in the Links view: %v", err)
+	}
+	waitPage(t, bctx, "the deleted link leaves the list", 5*time.Second,
+		`!document.querySelector(`+jsString(doomed)+`) && document.getElementById("ls-msg").textContent.includes("Deleted link")`,
+		`document.getElementById("v-links").innerText`)
+	if r := n.get(t, "/api/v1/urls/"+newer[0]); r.status != http.StatusNotFound {
+		t.Errorf("GET the link deleted in the UI: %d, want 404", r.status)
+	}
 
 	// The Keys view creates a key and shows its secret once.
 	if err := chromedp.Do(bctx,
@@ -346,6 +375,13 @@ func fitsPhone(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
 	waitPage(t, ctx, what+" fits 375 px without scrolling sideways", 5*time.Second,
 		`innerWidth === 375 && document.documentElement.scrollWidth <= 375`, `document.documentElement.scrollWidth + " px wide"`)
+}
+
+// reversed is s in the opposite order.
+func reversed(s []string) []string {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
 }
 
 // jsString quotes s as a JavaScript string literal.

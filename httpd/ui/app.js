@@ -450,7 +450,12 @@ function setKey(k) {
   show($("s-out"));
   render(false);
 }
-onSubmit("f-key", () => setKey($("k-in").value.trim()));
+onSubmit("f-key", () => {
+  const k = $("k-in").value.trim();
+  // Keys and tokens are ASCII; fetch refuses most else with a vague error.
+  if (/[^\x20-\x7e]/.test(k)) return show($("k-state"), errNode("That is not a key: keys and tokens are plain ASCII text."));
+  setKey(k);
+});
 $("k-forget").addEventListener("click", () => { setKey(""); $("k-in").focus(); });
 $("k-in").value = apiKey;
 showKey();
