@@ -98,9 +98,9 @@ func (c *consoleErrors) list() []string {
 // a shorten without a key asks for one; with the admin token in the key
 // field, shorten a link through the form, follow the short URL the page
 // shows, watch the clicks arrive in the link page's chart, switch the chart
-// to days, check the layout at phone width, find the link in the Links
-// view, create a key in the Keys view, use it (it is not an admin's), revoke
-// it, then read the cluster view. With LINKRAFT_SCREENSHOTS set to a
+// to days, check the layout at phone width, page through the Links view to
+// the link and delete another there, create a key in the Keys view, use it
+// (it is not an admin's), revoke it, then read the cluster view. With LINKRAFT_SCREENSHOTS set to a
 // directory it saves ui-link.png, ui-keys.png and ui-cluster.png there.
 func TestBrowserUI(t *testing.T) {
 	skipIfShort(t)
