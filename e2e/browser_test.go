@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,10 +38,36 @@ func chromiumPath(t *testing.T) string {
 }
 
 // consoleErrors collects what the page logs as an error or throws, so the
-// test can require a clean console.
+// test can require a clean console. The browser itself logs every answer
+// with an error status; those the test provokes on purpose are expected.
 type consoleErrors struct {
-	mu   sync.Mutex
-	msgs []string
+	mu       sync.Mutex
+	msgs     []string
+	expected []expectedRefusal
+}
+
+// expectedRefusal is an error status the test provokes: the browser logs it
+// for a request whose URL ends in path.
+type expectedRefusal struct {
+	status, path string
+}
+
+func (c *consoleErrors) expect(status int, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expected = append(c.expected, expectedRefusal{strconv.Itoa(status), path})
+}
+
+func (c *consoleErrors) isExpected(m chromedp.ConsoleMessage) bool {
+	if m.Source != "network" {
+		return false
+	}
+	for _, e := range c.expected {
+		if strings.Contains(m.Text, "status of "+e.status+" ") && strings.HasSuffix(m.URL, e.path) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *consoleErrors) watch(ctx context.Context) {
@@ -49,7 +79,9 @@ func (c *consoleErrors) watch(ctx context.Context) {
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
 				c.mu.Lock()
-				c.msgs = append(c.msgs, m.String())
+				if !c.isExpected(m) {
+					c.msgs = append(c.msgs, m.String()+" ("+m.URL+")")
+				}
 				c.mu.Unlock()
 			}
 		}
@@ -63,11 +95,13 @@ func (c *consoleErrors) list() []string {
 }
 
 // TestBrowserUI drives /ui/ in headless chromium against a 3-node cluster:
-// shorten a link through the form, follow the short URL the page shows,
-// watch the clicks arrive in the link page's chart, switch the chart to
-// days, check the layout at phone width, then read the cluster view. With
-// LINKRAFT_SCREENSHOTS set to a directory it saves ui-link.png and
-// ui-cluster.png there.
+// a shorten without a key asks for one; with the admin token in the key
+// field, shorten a link through the form, follow the short URL the page
+// shows, watch the clicks arrive in the link page's chart, switch the chart
+// to days, check the layout at phone width, page through the Links view to
+// the link and delete another there, create a key in the Keys view, use it
+// (it is not an admin's), revoke it, then read the cluster view. With LINKRAFT_SCREENSHOTS set to a
+// directory it saves ui-link.png, ui-keys.png and ui-cluster.png there.
 func TestBrowserUI(t *testing.T) {
 	skipIfShort(t)
 	browser := chromiumPath(t)
@@ -91,12 +125,23 @@ func TestBrowserUI(t *testing.T) {
 	var console consoleErrors
 	console.watch(bctx)
 
+	// Without a key the create is refused, and the page says what to do.
 	const target = "https://example.com/browser-test?x=1"
+	console.expect(http.StatusUnauthorized, "/api/v1/urls")
 	if err := chromedp.Do(bctx,
 		chromedp.EmulateViewport(1280, 900),
 		chromedp.Navigate(base+"/ui/"),
 		chromedp.WaitVisible(chromedp.ID("s-url")),
 		chromedp.SendKeys(chromedp.ID("s-url"), target),
+		chromedp.Click(chromedp.ID("s-go")),
+	); err != nil {
+		t.Fatalf("shorten without a key: %v", err)
+	}
+	waitPage(t, bctx, "a shorten without a key asks for one", 5*time.Second,
+		`document.querySelector("#s-out [role=alert]")?.textContent.includes("enter a valid API key")`, `document.getElementById("s-out").textContent`)
+
+	useKey(t, bctx, e2eToken)
+	if err := chromedp.Do(bctx,
 		chromedp.Click(chromedp.ID("s-go")),
 		chromedp.WaitVisible(chromedp.ID("l-short")),
 	); err != nil {
@@ -111,8 +156,9 @@ func TestBrowserUI(t *testing.T) {
 	if err != nil || u.Host != n.httpAddr || len(strings.Trim(u.Path, "/")) == 0 {
 		t.Fatalf("short URL %q: want http://%s/<code> (%v)", short, n.httpAddr, err)
 	}
+	code := strings.Trim(u.Path, "/")
 	hash, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.hash`))
-	if want := "#/link/" + strings.Trim(u.Path, "/"); hash != want {
+	if want := "#/link/" + code; hash != want {
 		t.Errorf("after shortening the page is at %q, want %q", hash, want)
 	}
 
@@ -174,13 +220,117 @@ func TestBrowserUI(t *testing.T) {
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
 		t.Fatalf("narrow viewport: %v", err)
 	}
-	waitPage(t, bctx, "the link page fits 375 px without scrolling sideways", 5*time.Second,
-		`innerWidth === 375 && document.documentElement.scrollWidth <= 375`, `document.documentElement.scrollWidth + " px wide"`)
+	fitsPhone(t, bctx, "the link page")
 
+	// The Links view shows every workspace the key sees, newest first, 20
+	// at a time: the 20 newer links of another workspace come first, and
+	// More brings the first link with its clicks and its page.
+	newer := make([]string, 20)
+	for i := range newer {
+		newer[i] = n.createLink(t, map[string]any{"original_url": "https://example.com/newer/" + strconv.Itoa(i), "workspace": "other"}).ShortCode
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("n-links"))); err != nil {
+		t.Fatalf("open the Links view: %v", err)
+	}
+	waitPage(t, bctx, "the Links view shows the 20 newest links and More", 5*time.Second, `(() => {
+		const codes = [...document.querySelectorAll("#ls-list li")].map(li => li.dataset.code);
+		return codes.join() === `+jsString(strings.Join(reversed(newer), ","))+` && !document.getElementById("ls-more").hidden;
+	})()`, `document.getElementById("v-links").innerText`)
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("ls-more"))); err != nil {
+		t.Fatalf("click More: %v", err)
+	}
+	waitPage(t, bctx, "More lists the first link", 5*time.Second, `(() => {
+		const li = document.querySelector(`+jsString(`#ls-list li[data-code="`+code+`"]`)+`);
+		return !!li && li.textContent.includes(`+jsString(target)+`) && li.textContent.includes(`+jsString(short)+`) &&
+			li.textContent.includes("workspace default") && li.textContent.includes("3 clicks") &&
+			li.querySelector(`+jsString(`a[href="#/link/`+code+`"]`)+`) !== null;
+	})()`, `document.getElementById("v-links").innerText`)
+	fitsPhone(t, bctx, "the Links view")
+
+	// Delete asks first; then the link leaves the list and the cluster.
+	doomed := `#ls-list li[data-code="` + newer[0] + `"]`
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(doomed+` button[aria-label^="Delete"]`)),
+		chromedp.Click(chromedp.CSS(doomed+` button.danger`)),
+	); err != nil {
+		t.Fatalf("delete a link in the Links view: %v", err)
+	}
+	waitPage(t, bctx, "the deleted link leaves the list", 5*time.Second,
+		`!document.querySelector(`+jsString(doomed)+`) && document.getElementById("ls-msg").textContent.includes("Deleted link")`,
+		`document.getElementById("v-links").innerText`)
+	if r := n.get(t, "/api/v1/urls/"+newer[0]); r.status != http.StatusNotFound {
+		t.Errorf("GET the link deleted in the UI: %d, want 404", r.status)
+	}
+
+	// The Keys view creates a key and shows its secret once.
 	if err := chromedp.Do(bctx,
 		chromedp.EmulateViewport(1280, 900),
-		chromedp.Click(chromedp.ID("n-cluster")),
+		chromedp.Click(chromedp.ID("n-keys")),
+		chromedp.WaitVisible(chromedp.ID("k-name")),
+		chromedp.SendKeys(chromedp.ID("k-name"), "browser test"),
+		chromedp.SendKeys(chromedp.ID("k-ws"), "default"),
+		chromedp.Click(chromedp.ID("k-create")),
 	); err != nil {
+		t.Fatalf("create a key in the Keys view: %v", err)
+	}
+	waitPage(t, bctx, "the Keys view shows the new key's secret and lists the key", 5*time.Second, `(() => {
+		const secret = document.getElementById("k-secret").value, id = secret.slice(3, 15);
+		return !document.getElementById("k-new").hidden && /^lr_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/.test(secret) &&
+			document.querySelector('#kl-list li[data-id="' + id + '"]')?.textContent.includes("browser test");
+	})()`, `document.getElementById("v-keys").innerText`)
+	secret, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("k-secret").value`))
+	if err != nil {
+		t.Fatalf("read the new key: %v", err)
+	}
+	keyID := secret[3:15]
+	if shots != "" {
+		screenshot(t, bctx, filepath.Join(shots, "ui-keys.png"))
+	}
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
+		t.Fatalf("narrow viewport: %v", err)
+	}
+	fitsPhone(t, bctx, "the Keys view")
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatalf("wide viewport: %v", err)
+	}
+
+	// The secret is a working key, but not an admin's: the Keys view says so.
+	asKey := http.Header{"Authorization": {"Bearer " + secret}}
+	if r := n.request(t, http.MethodGet, "/api/v1/urls?workspace=default", asKey, nil); r.status != http.StatusOK || !strings.Contains(string(r.body), code) {
+		t.Errorf("GET /api/v1/urls with the new key: %d %s; want 200 listing %s", r.status, r.body, code)
+	}
+	console.expect(http.StatusForbidden, "/admin/keys")
+	useKey(t, bctx, secret)
+	waitPage(t, bctx, "the Keys view tells a key without admin that it lacks the scope", 5*time.Second,
+		`document.getElementById("kl-msg").textContent.includes("This key lacks the admin scope") && document.getElementById("k-admin").hidden`,
+		`document.getElementById("v-keys").innerText`)
+
+	// Back to the admin token: revoking the key removes it from the list,
+	// and the key stops working.
+	useKey(t, bctx, e2eToken)
+	row := `#kl-list li[data-id="` + keyID + `"]`
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(row+` button[aria-label^="Revoke"]`)),
+		chromedp.Click(chromedp.CSS(row+` button.danger`)),
+	); err != nil {
+		t.Fatalf("revoke the key: %v", err)
+	}
+	waitPage(t, bctx, "the revoked key leaves the list", 5*time.Second,
+		`!document.querySelector('`+row+`') && document.getElementById("kl-msg").textContent.includes("Revoked key browser test")`,
+		`document.getElementById("v-keys").innerText`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := n.request(t, http.MethodGet, "/api/v1/urls", asKey, nil)
+		if r.status == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /api/v1/urls with the revoked key: %d, want 401", r.status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("n-cluster"))); err != nil {
 		t.Fatalf("open the cluster view: %v", err)
 	}
 	waitPage(t, bctx, "the cluster view lists 3 reachable nodes and exactly one leader", 15*time.Second, `(() => {
@@ -199,6 +349,45 @@ func TestBrowserUI(t *testing.T) {
 	if errs := console.list(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// useKey enters key in the page's key field and waits until the page uses it.
+func useKey(t *testing.T, ctx context.Context, key string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("k-in"), key),
+		chromedp.Click(chromedp.ID("k-go")),
+	); err != nil {
+		t.Fatalf("enter the key: %v", err)
+	}
+	want := "Using a token"
+	if m := keyPattern.FindStringSubmatch(key); m != nil {
+		want = "Using key " + m[1]
+	}
+	waitPage(t, ctx, "the page uses the key", 5*time.Second,
+		`document.getElementById("k-state").textContent.startsWith(`+jsString(want)+`)`, `document.getElementById("k-state").textContent`)
+}
+
+var keyPattern = regexp.MustCompile(`^lr_([a-z0-9]{12})_[A-Za-z0-9_-]{43}$`)
+
+// fitsPhone fails unless the page, at 375 px, does not scroll sideways.
+func fitsPhone(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	waitPage(t, ctx, what+" fits 375 px without scrolling sideways", 5*time.Second,
+		`innerWidth === 375 && document.documentElement.scrollWidth <= 375`, `document.documentElement.scrollWidth + " px wide"`)
+}
+
+// reversed is s in the opposite order.
+func reversed(s []string) []string {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // waitPage polls a JavaScript predicate in the page until it is true or

@@ -37,15 +37,29 @@ function dl(box, rows) {
   for (const [k, v, id] of rows) box.append(el("dt", null, k), el("dd", id ? {id} : null, dash(v)));
   return box;
 }
+
+/* The API key (or the node's admin token) lives in this tab's
+   sessionStorage only and goes with every API call as a bearer token. */
+const KEY = "linkraft.apiKey";
+let apiKey = "";
+try { apiKey = sessionStorage.getItem(KEY) || ""; } catch (_) {}
+// call fetches an API path with the key; a refusal throws an Error whose
+// message says what to do and whose status is the HTTP status.
 async function call(path, opts = {}) {
   opts.headers = Object.assign({Accept: "application/json"}, opts.headers);
+  if (apiKey) opts.headers.Authorization = "Bearer " + apiKey;
   opts.cache = "no-store";
   let res, data = null;
   try { res = await fetch(path, opts); } catch (e) { throw new Error("Network error: " + e.message); }
   if ((res.headers.get("Content-Type") || "").includes("json")) try { data = await res.json(); } catch (_) {}
   if (!res.ok) {
     let msg = (data && (data.detail || data.title || data.error)) || "HTTP " + res.status + " " + res.statusText;
-    if (res.status === 429) {
+    if (res.status === 401) {
+      msg = (apiKey ? "The API key was refused (unknown, revoked or expired)" : "This needs an API key") + ": enter a valid API key above.";
+    } else if (res.status === 403) {
+      const m = /lacks the (\S+) scope/.exec(msg);
+      if (m) msg = "This key lacks the " + m[1] + " scope.";
+    } else if (res.status === 429) {
       const ra = res.headers.get("Retry-After");
       msg += ra ? " Retry after " + ra + (/^\d+$/.test(ra) ? " s." : ".") : " Please retry later.";
     }
@@ -62,6 +76,24 @@ function onSubmit(id, fn) {
   });
 }
 const linkHash = code => "#/link/" + encodeURIComponent(code);
+// confirmed is a button that asks before it acts: a click shows the
+// question with "Yes" and "Cancel", and only "Yes" runs act.
+function confirmed(verb, what, act) {
+  const box = el("span", {class: "cf"}), b = el("button", {type: "button", class: "sec", "aria-label": verb + " " + what}, verb);
+  const reset = () => box.replaceChildren(b);
+  b.addEventListener("click", () => {
+    const yes = el("button", {type: "button", class: "danger"}, "Yes, " + verb.toLowerCase()), no = el("button", {type: "button", class: "sec"}, "Cancel");
+    yes.addEventListener("click", async () => {
+      yes.disabled = no.disabled = true;
+      try { await act(); } finally { reset(); }
+    });
+    no.addEventListener("click", () => { reset(); b.focus(); });
+    box.replaceChildren(el("span", null, verb + " " + what + "?"), yes, no);
+    no.focus();
+  });
+  reset();
+  return box;
+}
 
 /* Pollers run fn now and then every ms while on and the tab is visible;
    a call that arrives while fn runs is queued, never run twice at once. */
@@ -127,34 +159,114 @@ onSubmit("f-st", () => {
   go(linkHash(code));
 });
 
-let cursor = null;
-async function loadRecent(reset) {
-  const list = $("r-list"), more = $("r-more"), msg = $("r-msg");
-  const p = {workspace: $("r-ws").value.trim() || "default", limit: 20};
-  if (!reset && cursor) p.cursor = cursor;
+/* Links: every link the key may see (or one workspace's), newest first,
+   a page at a time. */
+const LS = {cursor: null, seq: 0};
+async function loadLinks(reset) {
+  const list = $("ls-list"), more = $("ls-more"), msg = $("ls-msg"), ws = $("ls-ws").value.trim(), seq = ++LS.seq;
+  const p = {limit: 20};
+  if (ws) p.workspace = ws;
+  if (!reset && LS.cursor) p.cursor = LS.cursor;
   more.disabled = true;
   try {
     const {data} = await call("/api/v1/urls?" + new URLSearchParams(p));
+    if (seq !== LS.seq) return; // a newer load started meanwhile
     if (reset) list.replaceChildren();
-    for (const l of data.links || []) {
-      list.append(el("li", null, el("a", {href: linkHash(l.short_code), "aria-label": "Link page for " + l.short_code}, l.short_code),
-        el("small", null, l.original_url || ""),
-        el("small", null, (l.click_count ?? 0) + " clicks · created ", fmtTime(l.created_at))));
-    }
-    cursor = data.next_cursor || null;
-    more.hidden = !cursor;
-    show(msg, list.children.length ? "" : el("p", null, "No links in this workspace."));
-  } catch (e) { show(msg, errNode(e.message)); }
+    for (const l of data.links || []) list.append(linkItem(l));
+    LS.cursor = data.next_cursor || null;
+    more.hidden = !LS.cursor;
+    show(msg, list.children.length ? "" : el("p", null, ws ? "No links in this workspace." : "No links yet."));
+  } catch (e) {
+    if (seq !== LS.seq) return;
+    if (reset) { list.replaceChildren(); more.hidden = true; }
+    show(msg, errNode(e.message));
+  }
   more.disabled = false;
 }
-onSubmit("f-r", () => loadRecent(true));
-$("r-more").addEventListener("click", () => loadRecent(false));
+function linkItem(l) {
+  const code = l.short_code, li = el("li", {"data-code": code});
+  li.append(el("div", {class: "lh"}, el("a", {href: linkHash(code), "aria-label": "Link page for " + code}, code), " ", link(l.short_url)),
+    el("small", null, "→ ", link(l.original_url)),
+    el("small", null, "workspace " + l.workspace + " · " + plural(l.click_count ?? 0) + " · created ", fmtTime(l.created_at),
+      l.expires_at ? " · expires " : null, l.expires_at ? fmtTime(l.expires_at) : null),
+    confirmed("Delete", "link " + code, async () => {
+      try {
+        await call("/api/v1/urls/" + encodeURIComponent(code), {method: "DELETE"});
+        li.remove();
+        show($("ls-msg"), el("p", {class: "okc"}, "Deleted link " + code + "."));
+      } catch (e) { show($("ls-msg"), errNode(e.message)); }
+    }));
+  return li;
+}
+onSubmit("f-ls", () => loadLinks(true));
+$("ls-more").addEventListener("click", () => loadLinks(false));
+
+/* Keys: an admin lists, creates and revokes API keys. */
+async function loadKeys() {
+  const list = $("kl-list"), msg = $("kl-msg");
+  try {
+    const {data} = await call("/admin/keys");
+    const keys = (data.keys || []).sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)));
+    list.replaceChildren(...keys.map(keyItem));
+    show(msg, keys.length ? "" : el("p", null, "No keys yet."));
+    $("k-admin").hidden = false;
+  } catch (e) {
+    list.replaceChildren();
+    $("k-admin").hidden = true;
+    show(msg, e.status === 403 ? el("p", null, e.message + " Only an admin key can see, create and revoke keys.") : errNode(e.message));
+  }
+}
+function keyItem(k) {
+  const li = el("li", {"data-id": k.id}), name = k.name || "(no name)";
+  const expired = isTime(k.expires_at) && new Date(k.expires_at) <= Date.now();
+  li.append(el("div", {class: "lh"}, el("strong", null, name), " ", el("code", null, k.id), expired ? el("span", {class: "err"}, " expired") : null),
+    el("small", null, "scopes " + (k.scopes || []).join(", ") + " · workspaces " + (k.workspaces || []).join(", ")),
+    el("small", null, "created ", fmtTime(k.created_at), k.created_by ? " by " + k.created_by : null, " · expires ", never(k.expires_at)),
+    confirmed("Revoke", "key " + name + " (" + k.id + ")", async () => {
+      try {
+        await call("/admin/keys/" + encodeURIComponent(k.id), {method: "DELETE"});
+        li.remove();
+        show($("kl-msg"), el("p", {class: "okc"}, "Revoked key " + name + " (" + k.id + ")."));
+      } catch (e) { show($("kl-msg"), errNode(e.message)); }
+    }));
+  return li;
+}
+onSubmit("f-k", async () => {
+  const out = $("k-out"), days = $("k-exp").value.trim();
+  const body = {name: $("k-name").value.trim(),
+    scopes: [...document.querySelectorAll("#f-k [name=scope]:checked")].map(c => c.value),
+    workspaces: $("k-ws").value.split(",").map(w => w.trim()).filter(Boolean)};
+  if (!body.scopes.length) return show(out, errNode("Choose at least one scope."));
+  if (!body.workspaces.length) { show(out, errNode("Name the workspaces the key may use, or * for all.")); return $("k-ws").focus(); }
+  if (days) {
+    if (!/^\d+$/.test(days) || +days < 1) { show(out, errNode("Expiry must be a whole number of days (1 or more).")); return $("k-exp").focus(); }
+    body.expires_at = new Date(Date.now() + days * 86400000).toISOString();
+  }
+  hideSecret();
+  try {
+    const {data: k} = await call("/admin/keys", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    show(out);
+    $("k-secret").value = k.key;
+    $("k-new").hidden = false;
+    $("f-k").reset();
+    await loadKeys();
+    $("k-secret").focus(); // scrolls the secret into view
+  } catch (e) { show(out, errNode(e.message)); }
+});
+// The secret of a new key is shown until the view is left or redrawn.
+function hideSecret() {
+  $("k-new").hidden = true;
+  $("k-secret").value = "";
+  show($("k-copied"));
+}
 
 /* Link page: the link, its QR code and its clicks over time. */
 const LP = {code: null, iv: "hour", seq: 0, series: null};
 const RANGE = {hour: "the last 24 hours", day: "the last 30 days"};
-async function copyShort() {
-  const inp = $("l-short"), out = $("l-copied"), text = inp.value;
+// copyFrom copies a read-only field's text and says so in out.
+const copyTimers = new Map();
+async function copyFrom(inp, out) {
+  const text = inp.value;
   let ok = false;
   try { await navigator.clipboard.writeText(text); ok = true; } catch (_) {
     // No clipboard API (plain http on another host) or no permission:
@@ -164,10 +276,12 @@ async function copyShort() {
   }
   out.className = ok ? "okc" : "";
   out.textContent = ok ? "Copied to the clipboard." : "Selected: press Ctrl+C (⌘C) to copy.";
-  clearTimeout(copyShort.t);
-  copyShort.t = setTimeout(() => { out.textContent = ""; }, 3000);
+  clearTimeout(copyTimers.get(out));
+  copyTimers.set(out, setTimeout(() => { out.textContent = ""; }, 3000));
 }
-$("l-copy").addEventListener("click", copyShort);
+$("l-copy").addEventListener("click", () => copyFrom($("l-short"), $("l-copied")));
+$("k-copy").addEventListener("click", () => copyFrom($("k-secret"), $("k-copied")));
+$("k-secret").addEventListener("focus", e => e.target.select());
 $("l-short").addEventListener("focus", e => e.target.select());
 
 function openLink(code) {
@@ -206,7 +320,9 @@ async function refreshLink() {
     $("l-upd").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 seconds while this tab is visible.";
   } catch (e) {
     if (seq !== LP.seq) return;
-    if (e.status === 404 || e.status === 410) { $("l-body").hidden = $("l-stats").hidden = true; linkPoll.stop(); }
+    // Retrying cannot help a missing link or a refused key; a new key
+    // restarts the page.
+    if ([401, 403, 404, 410].includes(e.status)) { $("l-body").hidden = $("l-stats").hidden = true; linkPoll.stop(); }
     show($("l-msg"), errNode(e.message));
   }
 }
@@ -277,15 +393,11 @@ if (window.ResizeObserver) {
   new ResizeObserver(() => { const w = $("l-chart").clientWidth; if (w && w !== lastW) { lastW = w; drawChart(); } }).observe($("l-chart"));
 }
 
-/* Cluster: the leader's view of every server; the token lives in
-   sessionStorage only. */
-const TK = "linkraft.adminToken";
-try { $("c-tok").value = sessionStorage.getItem(TK) || ""; } catch (_) {}
+/* Cluster: the leader's view of every server (an admin key's). */
 async function loadCluster() {
-  const out = $("c-out"), tok = $("c-tok").value.trim();
-  try { tok ? sessionStorage.setItem(TK, tok) : sessionStorage.removeItem(TK); } catch (_) {}
+  const out = $("c-out");
   try {
-    const {data: c} = await call("/admin/cluster", {headers: tok ? {Authorization: "Bearer " + tok} : {}});
+    const {data: c} = await call("/admin/cluster");
     const row = (tag, cells, attrs) => el("tr", attrs, ...cells.map(v => el(tag, tag === "th" ? {scope: "col"} : typeof v === "number" ? {class: "n"} : null, v)));
     // Only the leader and the answering node know their roles; a reachable
     // voter that is not the leader follows it.
@@ -303,14 +415,12 @@ async function loadCluster() {
       el("p", {class: "hint"}, "Applied is the last log index a server applied; lag is how many entries that is behind the leader. Unreachable servers show —."));
     $("c-upd").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 seconds while this tab is visible.";
   } catch (e) {
-    const auth = e.status === 401 || e.status === 403;
-    show(out, errNode(e.message + (auth ? " Enter a valid admin token above." : "")));
-    // Without a valid token retrying cannot help; the form restarts it.
-    if (auth) { clusterPoll.stop(); $("c-upd").textContent = ""; }
+    show(out, errNode(e.message));
+    // Without a valid admin key retrying cannot help; a new key restarts it.
+    if (e.status === 401 || e.status === 403) { clusterPoll.stop(); $("c-upd").textContent = ""; }
   }
 }
 const clusterPoll = poller(loadCluster, 5000);
-onSubmit("f-c", async () => { clusterPoll.start(); });
 
 /* Health: every 5 s while the tab is visible. */
 async function health() {
@@ -325,23 +435,51 @@ async function health() {
   }
 }
 
-/* Views: #/ (shorten and look up), #/link/{code}, #/cluster. */
+/* The key field: a new key redraws the current view with it. */
+function showKey() {
+  const m = /^lr_([a-z0-9]{12})_/.exec(apiKey);
+  $("k-state").textContent = (!apiKey ? "No key: enter an API key (or the node's admin token) to list, read and manage links."
+    : m ? "Using key " + m[1] + "." : "Using a token that is not an lr_ API key, such as the admin token.") + " It is kept in this tab only.";
+  $("k-forget").hidden = !apiKey;
+}
+function setKey(k) {
+  apiKey = k;
+  try { k ? sessionStorage.setItem(KEY, k) : sessionStorage.removeItem(KEY); } catch (_) {}
+  $("k-in").value = k;
+  showKey();
+  show($("s-out"));
+  render(false);
+}
+onSubmit("f-key", () => {
+  const k = $("k-in").value.trim();
+  // Keys and tokens are ASCII; fetch refuses most else with a vague error.
+  if (/[^\x20-\x7e]/.test(k)) return show($("k-state"), errNode("That is not a key: keys and tokens are plain ASCII text."));
+  setKey(k);
+});
+$("k-forget").addEventListener("click", () => { setKey(""); $("k-in").focus(); });
+$("k-in").value = apiKey;
+showKey();
+
+/* Views: #/ (shorten and look up), #/links, #/keys, #/link/{code},
+   #/cluster. */
+const VIEWS = {home: "h-s", links: "h-ls", keys: "h-k", link: "h-l", cluster: "h-c"};
+const TITLES = {home: "linkraft", links: "Links · linkraft", keys: "Keys · linkraft", cluster: "Cluster · linkraft"};
 function route() {
   const h = location.hash.replace(/^#\/?/, ""), m = /^link\/([^/]+)/.exec(h);
   if (m) { try { return {view: "link", code: decodeURIComponent(m[1])}; } catch (_) { return {view: "link", code: m[1]}; } }
-  return {view: h === "cluster" ? "cluster" : "home"};
+  return {view: ["links", "keys", "cluster"].includes(h) ? h : "home"};
 }
-let homeLoaded = false;
 function render(moveFocus) {
   const r = route();
-  for (const v of ["home", "link", "cluster"]) $("v-" + v).hidden = v !== r.view;
-  for (const v of ["home", "cluster"]) r.view === v ? $("n-" + v).setAttribute("aria-current", "page") : $("n-" + v).removeAttribute("aria-current");
+  for (const v in VIEWS) $("v-" + v).hidden = v !== r.view;
+  for (const v in TITLES) r.view === v ? $("n-" + v).setAttribute("aria-current", "page") : $("n-" + v).removeAttribute("aria-current");
   linkPoll.stop(); clusterPoll.stop();
   if (r.view === "link") { openLink(r.code); linkPoll.start(); }
-  else document.title = r.view === "cluster" ? "Cluster · linkraft" : "linkraft";
+  else document.title = TITLES[r.view];
+  if (r.view === "links") loadLinks(true);
+  if (r.view === "keys") { hideSecret(); loadKeys(); }
   if (r.view === "cluster") clusterPoll.start();
-  if (r.view === "home" && !homeLoaded) { homeLoaded = true; loadRecent(true); }
-  if (moveFocus) $({home: "h-s", link: "h-l", cluster: "h-c"}[r.view]).focus();
+  if (moveFocus) $(VIEWS[r.view]).focus();
 }
 // go shows a view; the same hash again (a reused link) fires no hashchange.
 function go(hash) { location.hash === hash ? render(true) : location.hash = hash; }
