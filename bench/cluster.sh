@@ -24,6 +24,15 @@
 # flags (fsync on every WAL write), puts through its JSON gRPC gateway. Both
 # keep their data in one temp dir on the same file system.
 #
+# Credentials: the nodes get a random --admin-token (the admin credential),
+# used only for the admin calls (POST /admin/keys, GET /admin/cluster). With
+# it the script makes one API key with links:write (workspace "default"),
+# and every linkraft create carries that key: the wrk rows (LINKRAFT_KEY,
+# sent by bench/wrk/cluster.lua as "Authorization: Bearer"), the probes and
+# "linkraft bench --key" (its creates and seeding; redirects carry none, as
+# browsers send none). A key is checked against the replicated state, so this
+# measures creates as clients with keys make them. etcd runs without auth.
+#
 # Needs wrk and etcd-server from Debian (installed with apt-get if missing),
 # curl and jq. Usage: bench/cluster.sh [seconds per run] [rounds]
 # (defaults 10 and 3; CONNS=256 in the environment sets the connections,
@@ -95,13 +104,16 @@ else
 	bin=$tmp/linkraft
 fi
 key=$("$bin" keygen)
+# The admin credential, and the API key the creates carry (made below).
+token=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+apikey=""
 
 # --- linkraft: three nodes -------------------------------------------------
 for i in 1 2 3; do
 	"$bin" serve --id "n$i" --data-dir "$tmp/lk/n$i" --http-addr "127.0.0.1:2808$i" \
 		--raft-addr "127.0.0.1:2809$i" --gossip-addr "127.0.0.1:2807$i" --cluster-key "$key" \
 		--join 127.0.0.1:28071,127.0.0.1:28072,127.0.0.1:28073 --bootstrap-expect 3 \
-		--create-rate 0 --log-level warn 2>>"$tmp/linkraft-n$i.log" &
+		--admin-token "$token" --create-rate 0 --log-level warn 2>>"$tmp/linkraft-n$i.log" &
 	pids+=($!)
 done
 
@@ -118,18 +130,32 @@ lk_leader() {
 		[ "$(curl -s -m 2 "http://${lk[$i]}/health" | jq -r .node_id 2>/dev/null)" = "${ids[0]}" ] && { echo "$i"; return 0; }
 	done
 }
-lk_create() { # node index → HTTP status
+lk_create() { # node index → HTTP status of a create with the API key
 	curl -s -o /dev/null -w '%{http_code}' -m 10 -H 'Content-Type: application/json' \
+		-H "Authorization: Bearer $apikey" \
 		-d "{\"url\":\"https://example.com/probe/$RANDOM$RANDOM\"}" "http://${lk[$1]}/api/v1/urls" || true
+}
+# lk_make_key makes the API key on a node with the admin token (a Raft
+# write, so it also proves the cluster takes writes); it prints the secret.
+lk_make_key() { # node index
+	curl -s -m 10 -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+		-d '{"name":"bench/cluster.sh","scopes":["links:write"],"workspaces":["default"]}' \
+		"http://${lk[$1]}/admin/keys" | jq -r '.key // empty' 2>/dev/null || true
 }
 lead=""
 for _ in $(seq 300); do # up to ~30 s
 	lead=$(lk_leader)
-	[ -n "$lead" ] && [ "$(lk_create "$lead")" = 201 ] && break
+	[ -n "$lead" ] && apikey=$(lk_make_key "$lead") && [ -n "$apikey" ] && break
 	lead=""
 	sleep 0.1
 done
-[ -n "$lead" ] || { tail -n 20 "$tmp"/linkraft-n*.log >&2; die "the linkraft cluster elected no leader in 30 s"; }
+[ -n "$lead" ] || { tail -n 20 "$tmp"/linkraft-n*.log >&2; die "the linkraft cluster elected no leader (or made no API key) in 30 s"; }
+# Every node must take a create with the key before any row starts.
+for i in 0 1 2; do
+	ok=""
+	for _ in $(seq 100); do [ "$(lk_create "$i")" = 201 ] && { ok=1; break; }; sleep 0.1; done
+	[ -n "$ok" ] || die "node n$((i + 1)) did not take a create with the API key in 10 s (last status $(lk_create "$i"))"
+done
 
 # --- etcd: three members ---------------------------------------------------
 initial=e1=http://127.0.0.1:28381,e2=http://127.0.0.1:28382,e3=http://127.0.0.1:28383
@@ -174,7 +200,7 @@ etcd_leader() {
 }
 # Raft terms: a change of term during a row means an election ran, even if
 # the same server leads at the end.
-lk_term() { curl -s -m 2 "http://${lk[0]}/admin/cluster" | jq -r '.term // empty' 2>/dev/null || true; }
+lk_term() { curl -s -m 2 -H "Authorization: Bearer $token" "http://${lk[0]}/admin/cluster" | jq -r '.term // empty' 2>/dev/null || true; }
 etcd_term() { curl -s -m 2 -X POST -d '{}' "http://${ec[0]}$etcd_status_path" | jq -r '.header.raft_term // empty' 2>/dev/null || true; }
 
 elead=""
@@ -187,6 +213,7 @@ echo "machine: $(nproc) cores ($(awk -F': ' '/^model name/ {print $2; exit}' /pr
 echo "data dirs: $tmp ($(df -T "$tmp" | awk 'NR==2 {print $2}')); loopback only; servers and load tools share the cores"
 echo "versions: $("$bin" version 2>&1 | awk 'NR==1') (tree $(git describe --always --dirty 2>/dev/null || echo unknown)); $(etcd --version 2>&1 | awk 'NR==1'); $({ wrk -v 2>&1 || true; } | awk 'NR==1 {print $1, $2}'); $(go version 2>/dev/null | awk '{print $3}')"
 echo "wrk -t3 -c$conns -d${secs}s --timeout 5s -s bench/wrk/cluster.lua: $per connections per thread, $((per * 3)) in all; thread i stays on target i mod N"
+echo "credentials: linkraft creates carry an API key with links:write (Authorization: Bearer); etcd has no auth"
 echo "etcd gateway: POST $etcd_path; linkraft leader n$((lead + 1)) (${lk[$lead]}, term $(lk_term)), etcd leader e$((elead + 1)) (${ec[$elead]}, term $(etcd_term))"
 echo
 
@@ -223,7 +250,7 @@ wrk_row() { # round, row, kind, targets
 	first=${targets%%,*}
 	out=$tmp/wrk-$row-r$r.txt
 	read -ra before <<<"$(served "$kind")"
-	WRK_KIND=$kind WRK_TARGETS=$targets WRK_PATH=$etcd_path WRK_RUN="$row-r$r-$$" \
+	WRK_KIND=$kind WRK_TARGETS=$targets WRK_PATH=$etcd_path WRK_RUN="$row-r$r-$$" LINKRAFT_KEY=$apikey \
 		wrk -t3 -c"$conns" -d"${secs}s" --timeout 5s -s bench/wrk/cluster.lua "http://$first/" >"$out" 2>&1 || true
 	read -ra after <<<"$(served "$kind")"
 	res=$(grep '^RESULT ' "$out" || true)
@@ -267,7 +294,7 @@ for r in $(seq "$rounds"); do
 
 	# linkraft bench, mixed (80% redirects, 20% creates) over the three nodes.
 	targets="${lk[0]},${lk[1]},${lk[2]}"
-	"$bin" bench --scenario mixed --targets "$targets" -c "$conns" --duration "${secs}s" --warmup 2s \
+	LINKRAFT_KEY=$apikey "$bin" bench --scenario mixed --targets "$targets" -c "$conns" --duration "${secs}s" --warmup 2s \
 		--json >"$tmp/mixed-closed-r$r.json" 2>"$tmp/mixed-closed-r$r.log" || { cat "$tmp/mixed-closed-r$r.log" >&2; die "linkraft bench (closed loop) failed"; }
 	peak[$r]=$(jq -r '(.success / (if .elapsed_s > 0 then .elapsed_s else 1 end)) | floor' "$tmp/mixed-closed-r$r.json")
 	printf '  %-12s %8s 2xx/s   closed loop, %s connections; %s\n' mixed-peak "${peak[$r]}" "$conns" \
@@ -275,7 +302,7 @@ for r in $(seq "$rounds"); do
 	[ "$(jq .errors "$tmp/mixed-closed-r$r.json")" = 0 ] || note[mixed-peak,$r]="!"
 	rate=$(( peak[r] / 2 ))
 	(( rate > 0 )) || die "linkraft bench measured no successful requests"
-	"$bin" bench --scenario mixed --targets "$targets" -c "$conns" --rate "$rate" --duration "${secs}s" --warmup 2s \
+	LINKRAFT_KEY=$apikey "$bin" bench --scenario mixed --targets "$targets" -c "$conns" --rate "$rate" --duration "${secs}s" --warmup 2s \
 		--json >"$tmp/mixed-open-r$r.json" 2>"$tmp/mixed-open-r$r.log" || { cat "$tmp/mixed-open-r$r.log" >&2; die "linkraft bench (open loop) failed"; }
 	p99[$r]=$(jq -r '.latency_ms.p99' "$tmp/mixed-open-r$r.json")
 	p99create[$r]=$(jq -r '[.ops[] | select(.op == "create") | .latency_ms.p99][0] // "-"' "$tmp/mixed-open-r$r.json")

@@ -14,6 +14,9 @@
 # Usage: bench/scale.sh [links (1000000)]. Needs curl and awk. Only
 # 127.0.0.1 is used; both nodes are stopped on exit (LINKRAFT_BIN: a
 # prebuilt binary instead of building ./cmd/linkraft).
+# Credentials: both nodes get the same random --admin-token, which the two
+# admin calls (POST /admin/import, POST /admin/join) carry; nothing here
+# creates links one by one, and redirects, /health and /metrics need none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 links=${1:-1000000}
@@ -23,6 +26,8 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
+token=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+auth="Authorization: Bearer $token"
 bin=${LINKRAFT_BIN:-$tmp/linkraft}
 [ -n "${LINKRAFT_BIN:-}" ] || go build -o "$bin" ./cmd/linkraft
 
@@ -48,7 +53,7 @@ start() { # id, http port, raft port, gossip port, extra flags...
 	local id=$1 http=$2 raft=$3 gossip=$4
 	shift 4
 	"$bin" serve --id "$id" --data-dir "$tmp/$id" --http-addr "127.0.0.1:$http" \
-		--raft-addr "127.0.0.1:$raft" --gossip-addr "127.0.0.1:$gossip" --create-rate 0 \
+		--raft-addr "127.0.0.1:$raft" --gossip-addr "127.0.0.1:$gossip" --admin-token "$token" --create-rate 0 \
 		--log-level warn "$@" 2>>"$tmp/$id.log" &
 	pid=$!
 	pids+=("$pid")
@@ -74,7 +79,7 @@ start node1 28581 28591 28571
 node1=$pid
 wait_for "node1" 200 healthy "$n1"
 t0=$(now)
-curl -sf -o "$tmp/report" --data-binary @"$tmp/links.jsonl" "http://$n1/admin/import"
+curl -sSf -o "$tmp/report" -H "$auth" --data-binary @"$tmp/links.jsonl" "http://$n1/admin/import"
 took=$(since "$t0")
 grep -q "\"created\":$links" "$tmp/report" || { echo "import report: $(head -c 300 "$tmp/report")" >&2; exit 1; }
 echo "import          $took s   $(awk -v n="$links" -v s="$took" 'BEGIN { printf "%.0f", n / s }') links/s"
@@ -96,7 +101,7 @@ start node2 28582 28592 28572 --bootstrap-expect 2
 node2=$pid
 wait_for "node2" 200 listening "$n2"
 t0=$(now)
-curl -sf -o /dev/null -H 'Content-Type: application/json' \
+curl -sSf -o /dev/null -H "$auth" -H 'Content-Type: application/json' \
 	-d "{\"id\":\"node2\",\"raft_addr\":\"127.0.0.1:28592\",\"http_addr\":\"$n2\"}" "http://$n1/admin/join"
 wait_for "node2 to hold every link" 1200 holds_all "$n2"
 echo "new node        $(since "$t0") s from join to holding all $links links"

@@ -5,9 +5,13 @@
 #
 #   set -a; . /etc/linkraft.env; set +a; linkraft-backup.sh
 #
-# Environment (the unit reads /etc/linkraft.env):
-#   LINKRAFT_ADMIN_TOKEN   the nodes' --admin-token; empty: none is sent, which
-#                          works only against a node on this machine
+# Environment (the unit reads /etc/linkraft.env). GET /admin/backup needs an
+# admin credential from every client, one on this machine included; set one
+# of these two (when both are set LINKRAFT_KEY is sent, as the admin CLI does):
+#   LINKRAFT_KEY           an API key with the admin scope: the one a new
+#                          cluster writes to <data-dir>/admin.key, or one made
+#                          with "linkraft keys create --name backup --scopes admin"
+#   LINKRAFT_ADMIN_TOKEN   the nodes' --admin-token
 #   LINKRAFT_ADDR          node to ask, http(s)://host:port or host:port
 #                          (default: this machine, port of LINKRAFT_HTTP_ADDR).
 #                          Any node will do: it relays to the leader.
@@ -23,7 +27,7 @@ set -eu
 dir=${LINKRAFT_BACKUP_DIR:-/var/lib/linkraft-backups}
 keep=${LINKRAFT_BACKUP_KEEP:-14}
 timeout=${LINKRAFT_BACKUP_TIMEOUT:-900}
-token=${LINKRAFT_ADMIN_TOKEN:-}
+token=${LINKRAFT_KEY:-${LINKRAFT_ADMIN_TOKEN:-}}
 
 die() {
 	echo "linkraft-backup: $*" >&2
@@ -33,9 +37,10 @@ die() {
 case $keep in '' | *[!0-9]*) die "LINKRAFT_BACKUP_KEEP=$keep: want a whole number >= 1" ;; esac
 [ "$keep" -ge 1 ] || die "LINKRAFT_BACKUP_KEEP=$keep: want a whole number >= 1"
 case $timeout in '' | *[!0-9]*) die "LINKRAFT_BACKUP_TIMEOUT=$timeout: want seconds" ;; esac
-# The token goes to curl in a config file read from standard input, so it
-# never shows on a command line (ps); the config's quoting forbids these.
-case $token in *'"'* | *'\'*) die "LINKRAFT_ADMIN_TOKEN must not contain a quote or a backslash" ;; esac
+[ -n "$token" ] || die "no credential: set LINKRAFT_KEY (an API key with the admin scope) or LINKRAFT_ADMIN_TOKEN (the nodes' --admin-token)"
+# The credential goes to curl in a config file read from standard input, so
+# it never shows on a command line (ps); the config's quoting forbids these.
+case $token in *'"'* | *'\'*) die "LINKRAFT_KEY / LINKRAFT_ADMIN_TOKEN must not contain a quote or a backslash" ;; esac
 command -v curl >/dev/null 2>&1 || die "curl is not installed"
 
 addr=${LINKRAFT_ADDR:-}
@@ -60,9 +65,7 @@ trap 'rm -f "$tmp" "$hdr"' EXIT
 trap 'exit 1' HUP INT TERM
 
 curl_config() {
-	if [ -n "$token" ]; then
-		printf 'header = "Authorization: Bearer %s"\n' "$token"
-	fi
+	printf 'header = "Authorization: Bearer %s"\n' "$token"
 }
 
 status=$(curl_config | curl --silent --show-error --config - \
@@ -72,7 +75,8 @@ status=$(curl_config | curl --silent --show-error --config - \
 
 if [ "$status" != 200 ]; then
 	# Errors are problem+json; their detail says what is wrong (401: the
-	# token, 403: no token and not a loopback client).
+	# credential is unknown, revoked or expired; 403: an API key without the
+	# admin scope).
 	detail=$(dd if="$tmp" bs=400 count=1 2>/dev/null | tr '\n' ' ')
 	die "GET $url answered $status: $detail"
 fi

@@ -9,6 +9,9 @@
 --                target ((i-1) mod N)+1 for the whole run, so with -t N
 --                every target gets exactly -c/N connections
 --   WRK_RUN      a tag that keeps keys distinct across runs
+--   LINKRAFT_KEY the credential linkraft creates carry, as
+--                "Authorization: Bearer <key>" (an API key with links:write;
+--                creates without one are answered 401); etcd puts carry none
 --
 -- done() prints one line that bench/cluster.sh parses:
 --   RESULT duration_s=.. requests=.. ok=.. non2xx=.. connect=.. read=.. write=.. timeout=.. statuses=201:n,503:n
@@ -63,6 +66,14 @@ local function b64(s)
 end
 
 local json = { ["Content-Type"] = "application/json" }
+local lk_headers = { ["Content-Type"] = "application/json" }
+
+-- init runs in every thread's state: the key goes into the headers of the
+-- linkraft creates that thread sends.
+function init(args)
+  local key = os.getenv("LINKRAFT_KEY") or ""
+  if key ~= "" then lk_headers["Authorization"] = "Bearer " .. key end
+end
 
 request = function()
   n = n + 1
@@ -72,7 +83,7 @@ request = function()
     local body = '{"key":"' .. b64("bench/" .. id) .. '","value":"' .. b64(url) .. '"}'
     return wrk.format("POST", etcd_path, json, body)
   end
-  return wrk.format("POST", "/api/v1/urls", json, '{"url":"' .. url .. '"}')
+  return wrk.format("POST", "/api/v1/urls", lk_headers, '{"url":"' .. url .. '"}')
 end
 
 response = function(status, headers, body)
