@@ -196,7 +196,11 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	} else {
 		s.router.Handler(ctx)
 	}
-	nosniff(ctx)
+	// A redirect has no body to sniff: its hit path, the one that must
+	// stay cheap, skips the header.
+	if status := ctx.Response.StatusCode(); status < 300 || status > 399 {
+		nosniff(ctx)
+	}
 	if s.cfg.AccessLog { // off, the redirect path stays free of allocations
 		s.logAccess(ctx)
 	}
