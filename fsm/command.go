@@ -218,9 +218,18 @@ func EncodeServer(c ServerCommand) []byte {
 }
 
 func EncodeKeyCreate(c KeyCreateCommand) []byte {
-	k := &c.Key
 	e := encoder{buf: make([]byte, 0, 128)}
 	e.byte(byte(cmdKeyCreate))
+	encodeKey(&e, &c.Key)
+	e.string(c.By)
+	e.varint(c.Now)
+	return seal(e.buf)
+}
+
+// encodeKey writes a key's fields as the key command and the snapshot both
+// carry them; CreatedBy is the caller's (the command's By, or the
+// snapshot's own field).
+func encodeKey(e *encoder, k *APIKey) {
 	e.string(k.ID)
 	e.string(k.Name)
 	e.fixed(k.Hash[:])
@@ -231,9 +240,20 @@ func EncodeKeyCreate(c KeyCreateCommand) []byte {
 	}
 	e.varint(k.CreatedAt)
 	e.varint(k.ExpiresAt)
-	e.string(c.By)
-	e.varint(c.Now)
-	return seal(e.buf)
+}
+
+// decodeKey reads what encodeKey wrote.
+func decodeKey(d *decoder) *APIKey {
+	k := &APIKey{ID: d.string(), Name: d.string()}
+	d.fixed(k.Hash[:])
+	k.Scopes = Scope(d.byte())
+	n := d.count(1)
+	k.Workspaces = make([]string, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		k.Workspaces = append(k.Workspaces, d.string())
+	}
+	k.CreatedAt, k.ExpiresAt = d.varint(), d.varint()
+	return k
 }
 
 func EncodeKeyRevoke(c KeyRevokeCommand) []byte {
@@ -336,17 +356,7 @@ func decodeClicks(d *decoder) ClickBatch {
 }
 
 func decodeKeyCreate(d *decoder) KeyCreateCommand {
-	var c KeyCreateCommand
-	k := &c.Key
-	k.ID, k.Name = d.string(), d.string()
-	d.fixed(k.Hash[:])
-	k.Scopes = Scope(d.byte())
-	n := d.count(1)
-	k.Workspaces = make([]string, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		k.Workspaces = append(k.Workspaces, d.string())
-	}
-	k.CreatedAt, k.ExpiresAt = d.varint(), d.varint()
+	c := KeyCreateCommand{Key: *decodeKey(d)}
 	c.By, c.Now = d.string(), d.varint()
 	return c
 }

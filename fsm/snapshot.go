@@ -503,16 +503,7 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 func (snap *snapshot) encodeKeys(e *encoder) {
 	e.uvarint(uint64(len(snap.keys)))
 	for _, k := range snap.keys {
-		e.string(k.ID)
-		e.string(k.Name)
-		e.fixed(k.Hash[:])
-		e.byte(byte(k.Scopes))
-		e.uvarint(uint64(len(k.Workspaces)))
-		for _, w := range k.Workspaces {
-			e.string(w)
-		}
-		e.varint(k.CreatedAt)
-		e.varint(k.ExpiresAt)
+		encodeKey(e, k)
 		e.string(k.CreatedBy)
 	}
 	e.uvarint(uint64(len(snap.revoked)))
@@ -526,13 +517,8 @@ func (snap *snapshot) encodeKeys(e *encoder) {
 func (st *state) decodeKeys(d *decoder) error {
 	prev := ""
 	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
-		k := &APIKey{ID: d.string(), Name: d.string()}
-		d.fixed(k.Hash[:])
-		k.Scopes = Scope(d.byte())
-		for m := d.count(1); m > 0 && d.err == nil; m-- {
-			k.Workspaces = append(k.Workspaces, d.string())
-		}
-		k.CreatedAt, k.ExpiresAt, k.CreatedBy = d.varint(), d.varint(), d.string()
+		k := decodeKey(d)
+		k.CreatedBy = d.string()
 		if d.err != nil {
 			break
 		}
