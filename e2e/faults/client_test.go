@@ -40,8 +40,18 @@ type answer struct {
 	err      error
 }
 
-// do sends one request to addr, bounded by timeout.
+// do sends one request to addr, bounded by timeout, with the workload's
+// key, or the admin token for admin calls and until the key is made.
 func (c *client) do(method, addr, path string, body []byte, timeout time.Duration) answer {
+	credential := c.token
+	if c.key != "" && !strings.HasPrefix(path, "/admin/") {
+		credential = c.key
+	}
+	return c.doAs(credential, method, addr, path, body, timeout)
+}
+
+// doAs is do with the given credential ("" for none).
+func (c *client) doAs(credential, method, addr, path string, body []byte, timeout time.Duration) answer {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -50,10 +60,6 @@ func (c *client) do(method, addr, path string, body []byte, timeout time.Duratio
 	if body != nil {
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
-	}
-	credential := c.token
-	if c.key != "" && !strings.HasPrefix(path, "/admin/") {
-		credential = c.key
 	}
 	if credential != "" {
 		req.Header.Set("Authorization", "Bearer "+credential)
