@@ -255,7 +255,7 @@ func boundedInt(field string, v json.RawMessage, max int64) (int64, error) {
 // an older node forwarded as a whole request is served as it is.
 func (s *Server) relayable(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.node.IsLeader() && !s.fromPeer(ctx) {
+		if !s.node.Self.IsLeader() && !s.fromPeer(ctx) {
 			s.markIdempotent(ctx)
 		}
 		h(ctx)

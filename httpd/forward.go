@@ -46,14 +46,14 @@ var (
 // forwarded once is always served where it lands, so requests never loop.
 func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.node.IsLeader() || s.fromPeer(ctx) {
+		if s.node.Self.IsLeader() || s.fromPeer(ctx) {
 			h(ctx)
 			return
 		}
 		var req fasthttp.Request
 		var resp fasthttp.Response
 		ctx.Request.CopyTo(&req)
-		err := s.node.Forward(&req, &resp, mode.opts)
+		err := s.node.Leader.Forward(&req, &resp, mode.opts)
 		switch {
 		case err == nil:
 			resp.CopyTo(&ctx.Response)

@@ -141,7 +141,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	req.RequestID = string(ctx.Request.Header.Peek(idempotencyHeader))
 	req.KeyID = keyID(ctx)
 
-	res, err := s.node.Create(context.Background(), req)
+	res, err := s.node.Writes.Create(context.Background(), req)
 	if err != nil {
 		s.writeWriteError(ctx, err)
 		return
@@ -211,7 +211,7 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 // confirm (no leader within the write timeout) is answered as a miss: a
 // node cut off from the leader serves what it has.
 func (s *Server) findLink(code string) (fsm.Link, bool) {
-	l, err := s.node.Lookup(context.Background(), code)
+	l, err := s.node.Reads.Lookup(context.Background(), code)
 	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
 		s.log.Debug("lookup not confirmed by a leader", "code", code, "err", err)
 	}
@@ -253,7 +253,7 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	index, err := s.node.Delete(context.Background(), code, keyID(ctx))
+	index, err := s.node.Writes.Delete(context.Background(), code, keyID(ctx))
 	switch {
 	case err == nil:
 		if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
