@@ -107,7 +107,10 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 
 	creates chan *createCall
-	clicks  *clickCounter
+	// push is the batcher's record of applied relayed creates whose commit
+	// the leader loop's commit pusher announces (commitpush.go).
+	push   *commitPusher
+	clicks *clickCounter
 	// proposals is held for reading while an entry is handed to Raft and
 	// for writing by a restore, which must see every change before it
 	// merges the current state into the backup (see backup.go).
@@ -160,6 +163,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		fsm:     f,
 		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
 		creates: make(chan *createCall, maxCreateBatch*4),
+		push:    newCommitPusher(),
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
@@ -173,14 +177,11 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n.startClusterServer()
 	n.clicks = newClickCounter(cfg.ID, f)
-	n.wg.Add(4)
-	go n.watchLeader()
-	go n.monitorLeadership()
-	go n.runCreateBatcher()
-	go n.runClickFlusher()
-	n.wg.Add(2)
-	go n.runVolumeSnapshots()
-	go n.runLagMonitor()
+	n.spawn(n.watchLeader)
+	n.spawn(n.monitorLeadership)
+	n.spawn(n.runCreateBatcher)
+	n.spawn(n.runClickFlusher)
+	n.spawn(n.runVolumeSnapshots)
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			close(n.closing)
@@ -188,10 +189,20 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			n.shutdownRaft()
 			return nil, err
 		}
-		n.wg.Add(1)
-		go n.runDiscovery(!hasState && cfg.BootstrapExpect > 1)
+		bootstrapping := !hasState && cfg.BootstrapExpect > 1
+		n.spawn(func() { n.runDiscovery(bootstrapping) })
 	}
 	return n, nil
+}
+
+// spawn runs f on a goroutine of its own that Close waits for: every
+// goroutine of the node's background work starts here.
+func (n *Node) spawn(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
 }
 
 // requireKeyOffLoopback refuses a node without a cluster key whose Raft or

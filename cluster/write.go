@@ -161,12 +161,9 @@ func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, toLeader
 // a batch is a single create and waits for nothing; under heavy load
 // batches fill while earlier ones are being committed or relayed.
 func (n *Node) runCreateBatcher() {
-	defer n.wg.Done()
 	local := make(chan struct{}, maxInflightBatches)
 	relays := make(chan struct{}, maxInflightBatches)
-	push := newCommitPusher()
-	n.wg.Add(1)
-	go n.runCommitPusher(push)
+	push := n.push
 	apply := func(batch []*createCall) { n.applyCreates(batch, push) }
 	for {
 		var batch []*createCall
@@ -227,12 +224,10 @@ func (n *Node) runBatch(slots chan struct{}, batch []*createCall, run func([]*cr
 		return
 	}
 	slots <- struct{}{}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.spawn(func() {
 		defer func() { <-slots }()
 		run(batch)
-	}()
+	})
 }
 
 // applyCreates proposes a batch as one entry and hands every caller its
