@@ -120,10 +120,11 @@ type Node struct {
 	peers  *wire.Client
 	// clusterServer serves HTTP on the Raft port (service.go); forwarded
 	// answers the public requests forwarded to it.
-	clusterServer *fasthttp.Server
-	clusterServed chan struct{} // closed when clusterServer has stopped
-	forwarded     atomic.Pointer[fasthttp.RequestHandler]
-	readRounds    *roundBatcher
+	clusterServer   *fasthttp.Server
+	clusterListener net.Listener  // what clusterServer accepts from
+	clusterServed   chan struct{} // closed when clusterServer has stopped
+	forwarded       atomic.Pointer[fasthttp.RequestHandler]
+	readRounds      *roundBatcher
 
 	// leaderChanged is notified when Raft reports another leader (or none)
 	// and when this node's leadership becomes ready or ends; readyTerm is
@@ -447,6 +448,10 @@ func (n *Node) shutdownRaft() error {
 			errs = append(errs, fmt.Errorf("cluster HTTP shutdown: %w", err))
 		}
 		cancel()
+		// fasthttp closes only the listeners Serve has registered: a
+		// shutdown right after Open may come first, and Serve would then
+		// accept forever.
+		n.clusterListener.Close()
 		<-n.clusterServed
 	}
 	if err := n.raft.Shutdown().Error(); err != nil {
