@@ -130,7 +130,10 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 			fmt.Sprintf("Idempotency-Key is %d bytes long; at most %d bytes are allowed", n, maxIdempotencyKeyBytes))
 		return
 	}
-	req, err := s.parseCreate(ctx, s.requestTime(ctx), defaultWorkspaceOf(keyOf(ctx)))
+	// Expiry counts from the request's arrival: the create is prepared
+	// once, so every attempt Node.Create makes carries the same absolute
+	// expiry.
+	req, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
 	if err != nil {
 		writeBadRequest(ctx, err)
 		return
@@ -138,6 +141,8 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	if !mayCreateIn(ctx, req.Workspace) {
 		return
 	}
+	// The client's key, if any; Node.Create gives a create it relays
+	// without one a request id of its own.
 	req.RequestID = string(ctx.Request.Header.Peek(idempotencyHeader))
 	req.KeyID = keyID(ctx)
 
@@ -156,18 +161,6 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	default:
 		s.writeCreateError(ctx, req, res.Err)
 	}
-}
-
-// requestTime is when the client's request arrived: now, or for a create
-// this node relays, the time markIdempotent fixed, so that every attempt
-// carries the same expiry. (Creates forwarded as whole requests, with the
-// time in a header, came only from versions that cannot reach the cluster
-// port.)
-func (s *Server) requestTime(ctx *fasthttp.RequestCtx) time.Time {
-	if t, ok := ctx.UserValue(requestTimeKey).(time.Time); ok {
-		return t
-	}
-	return time.Now()
 }
 
 // writeCreateError answers a create the state machine refused, with the

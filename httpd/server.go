@@ -143,7 +143,7 @@ func (s *Server) routes() {
 
 	// Creates are prepared on the node the client reached and handed to
 	// Node.Create, which relays them to the leader in batches.
-	create := s.authorizeCreate(s.limitCreates(s.relayable(s.handleCreate)))
+	create := s.authorizeCreate(s.limitCreates(s.handleCreate))
 	handle("POST", "/shorten", "create", create)
 	handle("POST", "/api/v1/urls", "create", create)
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
