@@ -158,7 +158,6 @@ func (n *Node) proposeClicks(ctx context.Context, batch []byte) error {
 }
 
 func (n *Node) runClickFlusher() {
-	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.ClickFlushInterval)
 	defer t.Stop()
 	for {

@@ -83,14 +83,18 @@ func (p *commitPusher) take() bool {
 }
 
 // runCommitPusher proposes the owed barriers, one at a time: owed
-// entries applied while a barrier is in flight share the next one.
-func (n *Node) runCommitPusher(p *commitPusher) {
-	defer n.wg.Done()
+// entries applied while a barrier is in flight share the next one. It runs
+// under the leader loop, until stop (leadership ends) or the node closes:
+// only a leader applies relayed creates, and only a leader's barrier
+// carries a commit index.
+func (n *Node) runCommitPusher(p *commitPusher, stop <-chan struct{}) {
 	grace := time.NewTimer(pushGrace)
 	grace.Stop()
 	for {
 		select {
 		case <-p.wake:
+		case <-stop:
+			return
 		case <-n.closing:
 			return
 		}
@@ -98,6 +102,8 @@ func (n *Node) runCommitPusher(p *commitPusher) {
 			grace.Reset(pushGrace)
 			select {
 			case <-grace.C:
+			case <-stop:
+				return
 			case <-n.closing:
 				return
 			}

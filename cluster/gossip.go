@@ -110,8 +110,7 @@ func (n *Node) startGossip(hasState bool) error {
 	}
 	g.list = list
 	n.gossip = g
-	n.wg.Add(1)
-	go g.keepJoined()
+	n.spawn(g.keepJoined)
 	return nil
 }
 
@@ -140,7 +139,6 @@ const (
 // members, and servers of the Raft configuration that are not live in
 // gossip, whose gossip address is asked over the node-to-node protocol.
 func (g *gossip) keepJoined() {
-	defer g.n.wg.Done()
 	wait := rejoinMin
 	for {
 		if missing := g.missing(); len(missing) == 0 {

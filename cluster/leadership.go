@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,7 +29,6 @@ const (
 // watchLeader turns Raft's leader observations into leaderChanged
 // notifications, for everything that waits for a leader to exist or change.
 func (n *Node) watchLeader() {
-	defer n.wg.Done()
 	observations := make(chan raft.Observation, 16)
 	observer := raft.NewObserver(observations, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -52,7 +52,6 @@ func (n *Node) watchLeader() {
 // Consul's leader loop does. A "true" while duties run means leadership was
 // lost and won again in between: the duties start over for the new term.
 func (n *Node) monitorLeadership() {
-	defer n.wg.Done()
 	var stop chan struct{}
 	done := make(chan struct{})
 	revoke := func() {
@@ -71,23 +70,30 @@ func (n *Node) monitorLeadership() {
 			revoke()
 			if leading {
 				stop, done = make(chan struct{}), make(chan struct{})
-				go func() {
+				loopStop := stop
+				n.spawn(func() {
 					defer close(done)
-					n.leaderLoop(stop)
-				}()
+					n.leaderLoop(loopStop)
+				})
 			}
 		}
 	}
 }
 
 // leaderLoop runs while this node leads: it establishes leadership, then
-// reconciles membership on gossip events (and a periodic full pass) and
-// purges expired state once a minute.
+// starts the duties that run only while it leads (the commit pusher and
+// the replication-lag monitor, which end with stop), reconciles membership
+// on gossip events (and a periodic full pass) and purges expired state
+// once a minute.
 func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer n.revokeLeadership()
 	if !n.establishLeadership(stop) {
 		return
 	}
+	var duties sync.WaitGroup
+	defer duties.Wait()
+	duties.Go(func() { n.runCommitPusher(n.push, stop) })
+	duties.Go(func() { n.runLagMonitor(stop) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}

@@ -121,32 +121,21 @@ const (
 )
 
 // runLagMonitor keeps linkraft_replication_lag_entries while this node
-// leads, and drops every series as soon as it does not (a follower's
-// gauge must come from the leader only, or two nodes would report one
-// follower).
-func (n *Node) runLagMonitor() {
-	defer n.wg.Done()
+// leads: it runs under the leader loop, until stop (leadership ends) or
+// the node closes, and then drops every series (a follower's gauge must
+// come from the leader only, or two nodes would report one follower).
+func (n *Node) runLagMonitor(stop <-chan struct{}) {
+	defer n.metrics.lag.Reset()
 	tick := time.NewTicker(lagInterval)
 	defer tick.Stop()
 	known := map[string]uint64{} // follower id → last applied index it reported
 	for {
-		changed := n.leaderChanged.wait()
-		measure := false
 		select {
+		case <-stop:
+			return
 		case <-n.closing:
 			return
 		case <-tick.C:
-			measure = true
-		case <-changed:
-		}
-		if !n.IsLeader() {
-			if len(known) > 0 {
-				n.metrics.lag.Reset()
-				clear(known)
-			}
-			continue
-		}
-		if measure {
 			n.measureLag(known)
 		}
 	}

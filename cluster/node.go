@@ -107,7 +107,10 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 
 	creates chan *createCall
-	clicks  *clickCounter
+	// push is the batcher's record of applied relayed creates whose commit
+	// the leader loop's commit pusher announces (commitpush.go).
+	push   *commitPusher
+	clicks *clickCounter
 	// proposals is held for reading while an entry is handed to Raft and
 	// for writing by a restore, which must see every change before it
 	// merges the current state into the backup (see backup.go).
@@ -117,10 +120,11 @@ type Node struct {
 	peers  *wire.Client
 	// clusterServer serves HTTP on the Raft port (service.go); forwarded
 	// answers the public requests forwarded to it.
-	clusterServer *fasthttp.Server
-	clusterServed chan struct{} // closed when clusterServer has stopped
-	forwarded     atomic.Pointer[fasthttp.RequestHandler]
-	readRounds    *roundBatcher
+	clusterServer   *fasthttp.Server
+	clusterListener net.Listener  // what clusterServer accepts from
+	clusterServed   chan struct{} // closed when clusterServer has stopped
+	forwarded       atomic.Pointer[fasthttp.RequestHandler]
+	readRounds      *roundBatcher
 
 	// leaderChanged is notified when Raft reports another leader (or none)
 	// and when this node's leadership becomes ready or ends; readyTerm is
@@ -160,6 +164,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		fsm:     f,
 		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
 		creates: make(chan *createCall, maxCreateBatch*4),
+		push:    newCommitPusher(),
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
@@ -173,14 +178,11 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n.startClusterServer()
 	n.clicks = newClickCounter(cfg.ID, f)
-	n.wg.Add(4)
-	go n.watchLeader()
-	go n.monitorLeadership()
-	go n.runCreateBatcher()
-	go n.runClickFlusher()
-	n.wg.Add(2)
-	go n.runVolumeSnapshots()
-	go n.runLagMonitor()
+	n.spawn(n.watchLeader)
+	n.spawn(n.monitorLeadership)
+	n.spawn(n.runCreateBatcher)
+	n.spawn(n.runClickFlusher)
+	n.spawn(n.runVolumeSnapshots)
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			close(n.closing)
@@ -188,10 +190,20 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			n.shutdownRaft()
 			return nil, err
 		}
-		n.wg.Add(1)
-		go n.runDiscovery(!hasState && cfg.BootstrapExpect > 1)
+		bootstrapping := !hasState && cfg.BootstrapExpect > 1
+		n.spawn(func() { n.runDiscovery(bootstrapping) })
 	}
 	return n, nil
+}
+
+// spawn runs f on a goroutine of its own that Close waits for: every
+// goroutine of the node's background work starts here.
+func (n *Node) spawn(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
 }
 
 // requireKeyOffLoopback refuses a node without a cluster key whose Raft or
@@ -240,14 +252,36 @@ func onLoopback(addr string) bool {
 const raftRPCTimeout = time.Second
 
 // openRaft starts Raft and reports whether the data dir held Raft state.
-func (n *Node) openRaft() (bool, error) {
+// Whatever it opened before an error is closed on one path, the deferred
+// cleanup: Raft with everything under it once it runs, else the transport
+// and the store.
+func (n *Node) openRaft() (hasState bool, err error) {
+	var (
+		store     *raftboltdb.BoltStore
+		transport *raft.NetworkTransport
+	)
+	defer func() {
+		switch {
+		case err == nil:
+		case n.raft != nil:
+			n.shutdownRaft()
+		default:
+			if transport != nil {
+				transport.Close()
+			}
+			if store != nil {
+				store.Close()
+			}
+		}
+	}()
+
 	dir := n.cfg.DataDir
 	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.RaftLogLevel))
 	dbPath := filepath.Join(dir, "raft.db")
 	if err := checkStore(dbPath); err != nil {
 		return false, damaged(err, dir)
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{
+	store, err = raftboltdb.New(raftboltdb.Options{
 		Path: dbPath,
 		// Skipping the freelist sync makes each append cheaper; bolt rebuilds
 		// the freelist on open instead.
@@ -257,30 +291,25 @@ func (n *Node) openRaft() (bool, error) {
 		return false, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
 	}
 	if err := verifyLog(store); err != nil {
-		store.Close()
 		return false, damaged(err, dir)
 	}
 	logs, err := raft.NewLogCache(1024, store)
 	if err != nil {
-		store.Close()
 		return false, fmt.Errorf("open log cache: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
 	if err != nil {
-		store.Close()
 		return false, fmt.Errorf("open snapshot store: %w", err)
 	}
 	advertise, err := advertiseAddr(n.cfg.RaftAddr, n.cfg.Advertise)
 	if err != nil {
-		store.Close()
 		return false, err
 	}
 	layer, err := secure.NewStreamLayer(n.cfg.RaftAddr, advertise, n.cfg.Key)
 	if err != nil {
-		store.Close()
 		return false, fmt.Errorf("open raft transport: %w", err)
 	}
-	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: raftRPCTimeout, Logger: hlog,
 	})
 
@@ -292,10 +321,6 @@ func (n *Node) openRaft() (bool, error) {
 	rc.NoLegacyTelemetry = true
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 256
-	// Half the library's 1 s defaults: a follower notices a dead leader
-	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
-	// their own goroutines, so a busy disk does not cause false elections
-	// on a LAN; the lease must not exceed the heartbeat timeout.
 	if n.cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = n.cfg.SnapshotThreshold
 	}
@@ -309,13 +334,16 @@ func (n *Node) openRaft() (bool, error) {
 	// follower further behind installs the snapshot instead (a million
 	// links in about a second, docs/BENCHMARKS.md).
 	rc.TrailingLogs = 1024
+	// Half the library's 1 s defaults: a follower notices a dead leader
+	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
+	// their own goroutines, so a busy disk does not cause false elections
+	// on a LAN; the lease must not exceed the heartbeat timeout.
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond
 	r, err := raft.NewRaft(rc, n.machine, logs, store, snaps, transport)
 	if err != nil {
-		transport.Close()
-		store.Close()
+		// A snapshot Raft could not restore is damage an operator repairs.
 		if serr := checkSnapshots(snaps); serr != nil {
 			return false, damaged(serr, dir)
 		}
@@ -323,17 +351,17 @@ func (n *Node) openRaft() (bool, error) {
 	}
 	n.raft, n.layer, n.transport, n.store = r, layer, transport, store
 
-	hasState, err := raft.HasExistingState(logs, store, snaps)
+	hasState, err = raft.HasExistingState(logs, store, snaps)
 	if err != nil {
-		n.shutdownRaft()
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
+	// A first start alone bootstraps a cluster of one; with peers to
+	// expect or seeds to join, it waits to be added instead.
 	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 {
 		cfg := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
 		}}}
 		if err := r.BootstrapCluster(cfg).Error(); err != nil {
-			n.shutdownRaft()
 			return false, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped a single-voter cluster", "id", n.cfg.ID, "raft_addr", transport.LocalAddr())
@@ -420,6 +448,10 @@ func (n *Node) shutdownRaft() error {
 			errs = append(errs, fmt.Errorf("cluster HTTP shutdown: %w", err))
 		}
 		cancel()
+		// fasthttp closes only the listeners Serve has registered: a
+		// shutdown right after Open may come first, and Serve would then
+		// accept forever.
+		n.clusterListener.Close()
 		<-n.clusterServed
 	}
 	if err := n.raft.Shutdown().Error(); err != nil {

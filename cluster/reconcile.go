@@ -15,7 +15,6 @@ import (
 // state or the cluster id, and on every restore (which may bring another
 // cluster's id). Membership itself is the leader's: see leaderLoop.
 func (n *Node) runDiscovery(bootstrapping bool) {
-	defer n.wg.Done()
 	var retry <-chan time.Time
 	for {
 		members := n.gossip.changed.wait()

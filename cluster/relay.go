@@ -88,15 +88,9 @@ func (n *Node) relayCreates(batch []*createCall) {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(n.cfg.WriteTimeout)
 	}
-	to, err := n.leader()
-	if err == nil && to.self {
-		err = fmt.Errorf("%w: this node leads now", ErrNoLeader)
-	}
-	if err != nil {
-		n.metrics.forwarded(kindCreateBatch, err)
-		replyAll(live, createReply{err: err, retry: true})
-		return
-	}
+	// The leader every create of the batch is for, as its attempt decided
+	// (splitCreates keeps each batch to one).
+	leader := live[0].leader
 	n.metrics.relayBatch.Observe(float64(len(live)))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
@@ -113,7 +107,7 @@ func (n *Node) relayCreates(batch []*createCall) {
 	for i, c := range live {
 		items[i] = toWireCreate(c.req)
 	}
-	answer, err := n.sendCreates(ctx, to.addr, items, keyed)
+	answer, err := n.sendCreates(ctx, leader, items, keyed)
 	if err == nil && len(answer.Results) != len(live) {
 		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
 	}

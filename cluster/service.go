@@ -56,6 +56,7 @@ func (n *Node) startClusterServer() {
 		Logger:                fasthttpLogger{n.log},
 	}
 	ln := n.layer.Internal()
+	n.clusterListener = ln
 	n.clusterServed = make(chan struct{})
 	go func() { // not in n.wg: it stops in shutdownRaft, after the wait for n.wg
 		defer close(n.clusterServed)

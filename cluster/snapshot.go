@@ -45,7 +45,6 @@ func (v *logVolume) snapshotted() { v.since.Store(0) }
 
 // runVolumeSnapshots takes a snapshot whenever logVolume says so.
 func (n *Node) runVolumeSnapshots() {
-	defer n.wg.Done()
 	for {
 		select {
 		case <-n.closing:

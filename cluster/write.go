@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -33,9 +35,9 @@ type createCall struct {
 	// sent.
 	ctx context.Context
 	req fsm.CreateRequest
-	// toLeader: this node does not lead; the batcher relays the create to
-	// the leader (relay.go). Otherwise it proposes it here.
-	toLeader bool
+	// leader is the Raft address of the leader this attempt relays the
+	// create to, as Create decided it (relay.go); empty: propose it here.
+	leader string
 	// fromFollower: a follower relayed this create here and waits until it
 	// has applied it too (see commitpush.go).
 	fromFollower bool
@@ -78,7 +80,10 @@ type createReply struct {
 // the leader changed, froze or was cut off — is made again at the next
 // leader, or here when this node wins the election, as long as that
 // cannot apply it twice: it was not applied, or it carries a RequestID.
-// ctx and the write timeout bound the whole.
+// A create without one gets one before it is first relayed, so every
+// relayed create may be sent again. Each attempt decides once where the
+// leader is, and the batcher relays to that node. ctx and the write
+// timeout bound the whole.
 func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	if err := checkCreate(req); err != nil {
 		return fsm.CreateResult{Err: err}, nil
@@ -92,7 +97,10 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 		if to.self {
 			reply = n.createHere(ctx, req)
 		} else {
-			reply = n.submitCreate(ctx, req, true)
+			if req.RequestID == "" {
+				req.RequestID = newRequestID()
+			}
+			reply = n.submitCreate(ctx, req, to.addr)
 		}
 		return !reply.retry, reply.err
 	})
@@ -127,7 +135,7 @@ func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createRepl
 	if err := n.waitReady(ctx, true); err != nil {
 		return createReply{err: err, retry: true}
 	}
-	r := n.submitCreate(ctx, req, false)
+	r := n.submitCreate(ctx, req, "")
 	switch {
 	case errors.Is(r.err, ErrNoLeader): // not applied
 		r.retry = true
@@ -137,9 +145,20 @@ func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createRepl
 	return r
 }
 
-// submitCreate queues one create for the batcher and waits for its reply.
-func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, toLeader bool) createReply {
-	call := &createCall{ctx: ctx, req: req, toLeader: toLeader, done: make(chan createReply, 1)}
+// newRequestID is the request id a relaying node gives a create its
+// client sent without one: an attempt whose answer was lost is made again
+// under it and returns the first outcome, also at another leader or here
+// when this node wins the election.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// submitCreate queues one create for the batcher and waits for its reply:
+// relayed to the leader at leader, or proposed here when leader is empty.
+func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, leader string) createReply {
+	call := &createCall{ctx: ctx, req: req, leader: leader, done: make(chan createReply, 1)}
 	select {
 	case n.creates <- call:
 	case <-ctx.Done():
@@ -161,12 +180,9 @@ func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, toLeader
 // a batch is a single create and waits for nothing; under heavy load
 // batches fill while earlier ones are being committed or relayed.
 func (n *Node) runCreateBatcher() {
-	defer n.wg.Done()
 	local := make(chan struct{}, maxInflightBatches)
 	relays := make(chan struct{}, maxInflightBatches)
-	push := newCommitPusher()
-	n.wg.Add(1)
-	go n.runCommitPusher(push)
+	push := n.push
 	apply := func(batch []*createCall) { n.applyCreates(batch, push) }
 	for {
 		var batch []*createCall
@@ -186,39 +202,50 @@ func (n *Node) runCreateBatcher() {
 				break drain
 			}
 		}
-		here, keyed, unkeyed := splitCreates(batch)
+		here, relayed := splitCreates(batch)
 		for len(here) > 0 { // a group may take a batch over the bound
 			k := min(len(here), maxCreateBatch)
 			push.forming()
 			n.runBatch(local, here[:k], apply)
 			here = here[k:]
 		}
-		// Relayed creates with and without request ids travel apart: only
-		// the former may be sent again after a lost answer, and a batch
-		// that may not must not hold them back (see relay.go).
-		for _, b := range relayBatches(keyed) {
-			n.runBatch(relays, b, n.relayCreates)
-		}
-		for _, b := range relayBatches(unkeyed) {
-			n.runBatch(relays, b, n.relayCreates)
+		for _, group := range relayed {
+			for _, b := range relayBatches(group) {
+				n.runBatch(relays, b, n.relayCreates)
+			}
 		}
 	}
 }
 
-// splitCreates sorts a batch into creates proposed here and creates
-// relayed to the leader, with and without request ids.
-func splitCreates(batch []*createCall) (here, keyed, unkeyed []*createCall) {
-	for _, c := range batch {
-		switch {
-		case !c.toLeader:
-			here = append(here, c)
-		case c.req.RequestID != "":
-			keyed = append(keyed, c)
-		default:
-			unkeyed = append(unkeyed, c)
-		}
+// splitCreates sorts a batch into creates proposed here and groups of
+// creates relayed together: to one leader (the one each create's attempt
+// decided on), with or without request ids. Creates with and without
+// request ids travel apart: only the former may be sent again after a
+// lost answer, and a batch that may not must not hold them back (see
+// relay.go).
+func splitCreates(batch []*createCall) (here []*createCall, relayed [][]*createCall) {
+	type route struct {
+		leader string
+		keyed  bool
 	}
-	return here, keyed, unkeyed
+	var routes []route
+	for _, c := range batch {
+		if c.leader == "" {
+			here = append(here, c)
+			continue
+		}
+		r := route{c.leader, c.req.RequestID != ""}
+		i := 0
+		for i < len(routes) && routes[i] != r {
+			i++
+		}
+		if i == len(routes) {
+			routes = append(routes, r)
+			relayed = append(relayed, nil)
+		}
+		relayed[i] = append(relayed[i], c)
+	}
+	return here, relayed
 }
 
 // runBatch runs one batch on its own goroutine once one of slots is free.
@@ -227,12 +254,10 @@ func (n *Node) runBatch(slots chan struct{}, batch []*createCall, run func([]*cr
 		return
 	}
 	slots <- struct{}{}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.spawn(func() {
 		defer func() { <-slots }()
 		run(batch)
-	}()
+	})
 }
 
 // applyCreates proposes a batch as one entry and hands every caller its

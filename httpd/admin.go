@@ -19,18 +19,18 @@ type clusterJSON struct {
 }
 
 func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
-	st, err := s.node.Status()
+	st, err := s.node.Admin.Status()
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, clusterJSON{Status: st, HTTPAddr: s.node.HTTPAddr()})
+	writeJSON(ctx, fasthttp.StatusOK, clusterJSON{Status: st, HTTPAddr: s.node.Self.HTTPAddr()})
 }
 
 func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/octet-stream")
 	ctx.Response.Header.Set(fasthttp.HeaderContentDisposition, `attachment; filename="linkraft.backup"`)
-	if err := s.node.Backup(ctx); err != nil {
+	if err := s.node.Admin.Backup(ctx); err != nil {
 		s.log.Error("backup failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "backup failed")
 	}
@@ -42,7 +42,7 @@ func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "send a backup (from GET /admin/backup) as the request body")
 		return
 	}
-	err := s.node.Restore(body)
+	err := s.node.Admin.Restore(body)
 	switch {
 	case err == nil:
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": s.fsm.Len()})
@@ -88,7 +88,7 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.AddVoter(req.ID, req.RaftAddr, req.HTTPAddr); err != nil {
+	if err := s.node.Admin.AddVoter(req.ID, req.RaftAddr, req.HTTPAddr); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}
@@ -102,7 +102,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.RemoveServer(req.ID); err != nil {
+	if err := s.node.Admin.RemoveServer(req.ID); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}
@@ -110,7 +110,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
-	if err := s.node.TransferLeadership(); err != nil {
+	if err := s.node.Admin.TransferLeadership(); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}

@@ -76,7 +76,7 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 	}
 	key, known := s.fsm.Key(id)
 	if !known && catchUp {
-		if err := s.node.CatchUp(context.Background()); err != nil {
+		if err := s.node.Reads.CatchUp(context.Background()); err != nil {
 			s.log.Debug("unknown API key not confirmed by a leader", "key_id", id, "err", err)
 		}
 		key, known = s.fsm.Key(id)

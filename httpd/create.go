@@ -247,17 +247,3 @@ func boundedInt(field string, v json.RawMessage, max int64) (int64, error) {
 	}
 	return n, nil
 }
-
-// relayable prepares a create that this node will not propose itself: a
-// follower validates and prepares it here, and the cluster relays it to
-// the leader (Node.Create). It gets an idempotency key first, so the relay
-// can be sent again after a lost answer without creating twice. A create
-// an older node forwarded as a whole request is served as it is.
-func (s *Server) relayable(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if !s.node.IsLeader() && !s.fromPeer(ctx) {
-			s.markIdempotent(ctx)
-		}
-		h(ctx)
-	}
-}

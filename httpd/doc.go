@@ -2,7 +2,8 @@
 // the cluster node and the FSM, and their answers back into HTTP: JSON
 // bodies, problem+json errors, HTML error pages for browsers, redirects. It
 // mounts the cluster's node-to-node handler but never talks to another node
-// itself: forwarding and read-after-write are cluster.Node's.
+// itself: forwarding and read-after-write are cluster.Node's, which
+// httpd reaches through the small interfaces of node.go.
 //
 // The redirect path is the hot one and bypasses the router: a map lookup,
 // two header writes and a click increment, without allocating. DESIGN.md

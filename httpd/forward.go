@@ -1,8 +1,6 @@
 package httpd
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -42,18 +40,19 @@ var (
 )
 
 // forwarder serves a request here when this node leads, and otherwise
-// forwards it to the leader and relays the answer. A request that was
+// forwards it to the leader and relays the answer. Node.Forward decides
+// once where the leader is (ErrLeaderIsSelf: here). A request that was
 // forwarded once is always served where it lands, so requests never loop.
 func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.node.IsLeader() || s.fromPeer(ctx) {
+		if s.fromPeer(ctx) {
 			h(ctx)
 			return
 		}
 		var req fasthttp.Request
 		var resp fasthttp.Response
 		ctx.Request.CopyTo(&req)
-		err := s.node.Forward(&req, &resp, mode.opts)
+		err := s.node.Leader.Forward(&req, &resp, mode.opts)
 		switch {
 		case err == nil:
 			resp.CopyTo(&ctx.Response)
@@ -66,28 +65,4 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			s.writeWriteError(ctx, err)
 		}
 	}
-}
-
-// requestTimeKey is the user value holding the time a create that this
-// node relays to the leader arrived from its client.
-const requestTimeKey = "linkraft.requestTime"
-
-// markIdempotent gives a create that may be sent to the leader more than
-// once an idempotency key (the client's, or a random one) and fixes its
-// arrival time. The key becomes the create's request id: an attempt whose
-// answer was lost is made again under it and returns the first outcome,
-// also at another leader or at this node when it wins the election. The
-// create is prepared here once, so every attempt carries the same
-// absolute expiry.
-func (s *Server) markIdempotent(ctx *fasthttp.RequestCtx) {
-	if len(ctx.Request.Header.Peek(idempotencyHeader)) == 0 {
-		ctx.Request.Header.Set(idempotencyHeader, randomKey())
-	}
-	ctx.SetUserValue(requestTimeKey, time.Now())
-}
-
-func randomKey() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -115,7 +115,7 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	}
 	k.ID, k.Hash = id, hash
 	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
-	if err := s.node.CreateKey(context.Background(), cmd); err != nil {
+	if err := s.node.Writes.CreateKey(context.Background(), cmd); err != nil {
 		s.writeWriteError(ctx, err)
 		return
 	}
@@ -141,7 +141,7 @@ func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+strconv.Quote(id))
 		return
 	}
-	err := s.node.RevokeKey(context.Background(), fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()})
+	err := s.node.Writes.RevokeKey(context.Background(), fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()})
 	switch {
 	case err == nil:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -130,7 +130,10 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 			fmt.Sprintf("Idempotency-Key is %d bytes long; at most %d bytes are allowed", n, maxIdempotencyKeyBytes))
 		return
 	}
-	req, err := s.parseCreate(ctx, s.requestTime(ctx), defaultWorkspaceOf(keyOf(ctx)))
+	// Expiry counts from the request's arrival: the create is prepared
+	// once, so every attempt Node.Create makes carries the same absolute
+	// expiry.
+	req, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
 	if err != nil {
 		writeBadRequest(ctx, err)
 		return
@@ -138,10 +141,12 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	if !mayCreateIn(ctx, req.Workspace) {
 		return
 	}
+	// The client's key, if any; Node.Create gives a create it relays
+	// without one a request id of its own.
 	req.RequestID = string(ctx.Request.Header.Peek(idempotencyHeader))
 	req.KeyID = keyID(ctx)
 
-	res, err := s.node.Create(context.Background(), req)
+	res, err := s.node.Writes.Create(context.Background(), req)
 	if err != nil {
 		s.writeWriteError(ctx, err)
 		return
@@ -156,18 +161,6 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	default:
 		s.writeCreateError(ctx, req, res.Err)
 	}
-}
-
-// requestTime is when the client's request arrived: now, or for a create
-// this node relays, the time markIdempotent fixed, so that every attempt
-// carries the same expiry. (Creates forwarded as whole requests, with the
-// time in a header, came only from versions that cannot reach the cluster
-// port.)
-func (s *Server) requestTime(ctx *fasthttp.RequestCtx) time.Time {
-	if t, ok := ctx.UserValue(requestTimeKey).(time.Time); ok {
-		return t
-	}
-	return time.Now()
 }
 
 // writeCreateError answers a create the state machine refused, with the
@@ -211,7 +204,7 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 // confirm (no leader within the write timeout) is answered as a miss: a
 // node cut off from the leader serves what it has.
 func (s *Server) findLink(code string) (fsm.Link, bool) {
-	l, err := s.node.Lookup(context.Background(), code)
+	l, err := s.node.Reads.Lookup(context.Background(), code)
 	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
 		s.log.Debug("lookup not confirmed by a leader", "code", code, "err", err)
 	}
@@ -253,7 +246,7 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	index, err := s.node.Delete(context.Background(), code, keyID(ctx))
+	index, err := s.node.Writes.Delete(context.Background(), code, keyID(ctx))
 	switch {
 	case err == nil:
 		if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {

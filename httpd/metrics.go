@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // metrics holds this server's Prometheus registry. Per-route children are
@@ -41,7 +41,7 @@ type routeMetrics struct {
 	byStatus map[int]prometheus.Counter
 }
 
-func newMetrics(node *cluster.Node, registry *prometheus.Registry) *metrics {
+func newMetrics(node Self, state *fsm.FSM, registry *prometheus.Registry) *metrics {
 	if registry == nil {
 		registry = prometheus.NewRegistry()
 	}
@@ -71,7 +71,7 @@ func newMetrics(node *cluster.Node, registry *prometheus.Registry) *metrics {
 		gauge("linkraft_raft_term", "Current Raft term.", func() float64 { return float64(node.Term()) }),
 		gauge("linkraft_raft_commit_index", "Last committed Raft index.", func() float64 { return float64(node.CommitIndex()) }),
 		gauge("linkraft_raft_applied_index", "Last Raft index applied to the state machine.", func() float64 { return float64(node.AppliedIndex()) }),
-		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(node.FSM().Len()) }),
+		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(state.Len()) }),
 		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(node.PendingClicks()) }),
 	)
 	m.registry.MustRegister(node.Collectors()...)

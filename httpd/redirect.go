@@ -52,7 +52,7 @@ func isCodeByte(c byte) bool {
 // counts a click; HEAD does not.
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	t, ok := s.fsm.Lookup(code)
-	if !ok || s.node.Behind() {
+	if !ok || s.node.Reads.Behind() {
 		t, ok = s.confirm(code)
 	}
 	if !ok {
@@ -73,7 +73,7 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// such as fasthttp's cannot tell where it ends and drop the connection.
 	h.SetContentLength(0)
 	if ctx.IsGet() {
-		s.node.RecordClick(t.Code)
+		s.node.Reads.RecordClick(t.Code)
 	}
 }
 

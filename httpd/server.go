@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -59,7 +58,7 @@ type Config struct {
 // Server serves the public API of one node.
 type Server struct {
 	cfg     Config
-	node    *cluster.Node
+	node    Node
 	fsm     *fsm.FSM
 	router  *router.Router
 	metrics *metrics
@@ -72,17 +71,18 @@ type Server struct {
 	rootTokenHash []byte
 }
 
-// New builds the server; call Serve to start it.
-func New(cfg Config, node *cluster.Node) *Server {
+// New builds the server on node's parts (Of gives them from a
+// *cluster.Node); call Serve to start it.
+func New(cfg Config, node Node) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{
 		cfg:     cfg,
 		node:    node,
-		fsm:     node.FSM(),
+		fsm:     node.Reads.FSM(),
 		router:  router.New(),
-		metrics: newMetrics(node, cfg.Registry),
+		metrics: newMetrics(node.Self, node.Reads.FSM(), cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
 		log:     cfg.Logger,
@@ -94,7 +94,7 @@ func New(cfg Config, node *cluster.Node) *Server {
 	s.routes()
 	// Deletes and admin calls other nodes forward to this one arrive on
 	// the cluster's port; they get the same handler.
-	node.ServeForwarded(s.Handler)
+	node.Leader.ServeForwarded(s.Handler)
 	s.srv = &fasthttp.Server{
 		Handler:               s.Handler,
 		ErrorHandler:          s.handleTransportError,
@@ -143,7 +143,7 @@ func (s *Server) routes() {
 
 	// Creates are prepared on the node the client reached and handed to
 	// Node.Create, which relays them to the leader in batches.
-	create := s.authorizeCreate(s.limitCreates(s.relayable(s.handleCreate)))
+	create := s.authorizeCreate(s.limitCreates(s.handleCreate))
 	handle("POST", "/shorten", "create", create)
 	handle("POST", "/api/v1/urls", "create", create)
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
@@ -214,7 +214,7 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx) {
 		slog.Int("status", ctx.Response.StatusCode()),
 		slog.Duration("duration", time.Since(ctx.Time())),
 		slog.String("remote", ctx.RemoteAddr().String()),
-		slog.String("node", s.node.ID()),
+		slog.String("node", s.node.Self.ID()),
 	)
 }
 

@@ -32,10 +32,13 @@ func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s := New(cfg, node)
+	s := New(cfg, Of(node))
 	tb.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s
 }
+
+// realNode is the single node under a test server.
+func realNode(s *Server) *cluster.Node { return s.node.Self.(*cluster.Node) }
 
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
@@ -139,7 +142,7 @@ func TestRedirectPath(t *testing.T) {
 			}
 		})
 	}
-	if got := s.node.PendingClicks(); got != 1 {
+	if got := s.node.Self.PendingClicks(); got != 1 {
 		t.Fatalf("pending clicks = %d, want 1 (GET counts, HEAD does not)", got)
 	}
 	time.Sleep(1100 * time.Millisecond)

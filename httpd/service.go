@@ -36,8 +36,8 @@ type healthJSON struct {
 // handleHealth is 200 while this node can serve redirects from its state.
 func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
 	h := healthJSON{
-		Status: "healthy", NodeID: s.node.ID(), Role: s.node.Role(), Leader: s.node.Leader(), ClusterID: s.fsm.ClusterID(),
-		Links: s.fsm.Len(), AppliedIndex: s.node.AppliedIndex(), Version: s.cfg.Version,
+		Status: "healthy", NodeID: s.node.Self.ID(), Role: s.node.Self.Role(), Leader: s.node.Self.Leader(), ClusterID: s.fsm.ClusterID(),
+		Links: s.fsm.Len(), AppliedIndex: s.node.Self.AppliedIndex(), Version: s.cfg.Version,
 	}
 	status := fasthttp.StatusOK
 	if h.Role == "shutdown" {

@@ -153,7 +153,7 @@ func (s *Server) importBody(body []byte, keyID string) (importReport, uint64) {
 			for i := range p.reqs {
 				p.reqs[i].KeyID = keyID
 			}
-			p.bulk = s.node.ProposeCreates(context.Background(), p.reqs)
+			p.bulk = s.node.Writes.ProposeCreates(context.Background(), p.reqs)
 		}
 		proposed <- p
 	}

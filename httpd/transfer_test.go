@@ -132,7 +132,7 @@ func TestImportEarlierLineWins(t *testing.T) {
 // attempted, and the report still names every line.
 func TestImportStopsWhenWritesFail(t *testing.T) {
 	s := newTestServer(t, nil)
-	if err := s.node.Close(); err != nil {
+	if err := realNode(s).Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	// Chunks beyond the first importInflight+2 are proposed only after the
@@ -175,8 +175,8 @@ func TestForwardedImportNamesItsIndex(t *testing.T) {
 	line = `{"short_code":"fwd-two","original_url":"https://example.com/fwd"}`
 	_, raw := importReportOf(t, s, line, wire.ForwardedHeader, "n2")
 	index, err := strconv.ParseUint(raw, 10, 64)
-	if err != nil || index == 0 || index > s.node.AppliedIndex() {
-		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", wire.AppliedIndexHeader, raw, s.node.AppliedIndex())
+	if err != nil || index == 0 || index > s.node.Self.AppliedIndex() {
+		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", wire.AppliedIndexHeader, raw, s.node.Self.AppliedIndex())
 	}
 }
 

@@ -231,7 +231,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 		AccessLog: cfg.accessLog, Registry: registry,
-	}, node)
+	}, httpd.Of(node))
 
 	defer tuneGC()()
 

@@ -1,0 +1,93 @@
+package httpd
+
+import (
+	"context"
+	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Node is what the HTTP layer asks of the cluster, grouped by what the
+// handlers need, so each handler's dependency is visible: the read paths
+// use Reads, the write paths Writes, the admin API Admin, the routes served
+// by the leader Leader, and health and metrics Self. Of gives every part
+// from one *cluster.Node; a test may replace a part with a fake.
+type Node struct {
+	Reads  Reads
+	Writes Writes
+	Admin  Admin
+	Leader Leader
+	Self   Self
+}
+
+// Reads is what serving links and credentials needs: the local state, the
+// read-after-write lookup, catching up with the leader, and the click a
+// redirect counts.
+type Reads interface {
+	FSM() *fsm.FSM
+	Lookup(ctx context.Context, code string) (fsm.Link, error)
+	Behind() bool
+	CatchUp(ctx context.Context) error
+	RecordClick(code string)
+}
+
+// Writes is what changes the replicated state through Raft: links and
+// keys. Its errors are mapped to statuses by writeWriteError and
+// writeCreateError.
+type Writes interface {
+	Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error)
+	Delete(ctx context.Context, code, keyID string) (uint64, error)
+	ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *cluster.BulkCreates
+	CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error
+	RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error
+}
+
+// Admin is what the /admin routes do besides writes: membership, leadership
+// and whole-state backups. Membership refusals are mapped by
+// writeMembershipError.
+type Admin interface {
+	Status() (cluster.Status, error)
+	AddVoter(id, raftAddr, httpAddr string) error
+	RemoveServer(id string) error
+	TransferLeadership() error
+	Backup(w io.Writer) error
+	Restore(backup []byte) error
+}
+
+// Leader is what the routes served by the leader need (forwarder):
+// relaying a request to it, and serving those other nodes relay here.
+type Leader interface {
+	Forward(req *fasthttp.Request, resp *fasthttp.Response, opts cluster.ForwardOptions) error
+	ServeForwarded(h fasthttp.RequestHandler)
+}
+
+// Self is the node's identity and role, for health, logs and metrics.
+type Self interface {
+	ID() string
+	HTTPAddr() string
+	Role() string
+	Leader() string
+	IsLeader() bool
+	Term() uint64
+	CommitIndex() uint64
+	AppliedIndex() uint64
+	PendingClicks() uint64
+	Collectors() []prometheus.Collector
+}
+
+var (
+	_ Reads  = (*cluster.Node)(nil)
+	_ Writes = (*cluster.Node)(nil)
+	_ Admin  = (*cluster.Node)(nil)
+	_ Leader = (*cluster.Node)(nil)
+	_ Self   = (*cluster.Node)(nil)
+)
+
+// Of is every part of Node served by n.
+func Of(n *cluster.Node) Node {
+	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n}
+}
