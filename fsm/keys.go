@@ -114,19 +114,19 @@ func ValidKeyID(id string) bool {
 // Bounds Apply holds keys to, so a key cannot grow without limit whoever
 // proposed it. The HTTP layer refuses more before proposing.
 const (
-	maxKeyName       = 256
-	maxKeyWorkspaces = 64
+	MaxKeyName       = 256 // bytes
+	MaxKeyWorkspaces = 64
 	maxWorkspaceLen  = 64
 )
 
 // validKey checks what a stored key must satisfy.
 func validKey(k *APIKey) bool {
-	if !ValidKeyID(k.ID) || len(k.Name) > maxKeyName || k.Scopes == 0 || k.Scopes&^allScopes != 0 ||
-		len(k.Workspaces) == 0 || len(k.Workspaces) > maxKeyWorkspaces {
+	if !ValidKeyID(k.ID) || len(k.Name) > MaxKeyName || k.Scopes == 0 || k.Scopes&^allScopes != 0 ||
+		len(k.Workspaces) == 0 || len(k.Workspaces) > MaxKeyWorkspaces {
 		return false
 	}
 	for _, w := range k.Workspaces {
-		if w == "" || len(w) > maxWorkspaceLen || strings.ContainsAny(w, "\x00") {
+		if w == "" || len(w) > maxWorkspaceLen {
 			return false
 		}
 	}

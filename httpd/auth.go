@@ -157,11 +157,11 @@ func sees(ctx *fasthttp.RequestCtx, scope fsm.Scope, workspace string) bool {
 	return k != nil && k.Allows(scope, workspace, time.Now().UnixMilli())
 }
 
-// keyHasLargeBodyRight reports, from the headers alone, whether a request
+// mayUploadLargeBody reports, from the headers alone, whether a request
 // may send a restore's or an import's body: an admin key this node knows.
 // fasthttp calls it before reading the body, so an anonymous client never
 // makes the node buffer more than the small limit.
-func (s *Server) keyHasLargeBodyRight(h *fasthttp.RequestHeader) bool {
+func (s *Server) mayUploadLargeBody(h *fasthttp.RequestHeader) bool {
 	key, res := s.checkKey(h, time.Now(), false)
 	return res == authOK && key.Has(fsm.ScopeAdmin)
 }

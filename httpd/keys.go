@@ -42,12 +42,6 @@ type keyRequest struct {
 	ExpiresAt  *string  `json:"expires_at"`
 }
 
-// Limits of a key's fields; the state holds keys to the same.
-const (
-	maxKeyNameLength = 256
-	maxKeyWorkspaces = 64
-)
-
 // parseKeyRequest validates a key request into the key to store, without
 // its id and hash.
 func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
@@ -58,8 +52,8 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 		return fsm.APIKey{}, invalid("body must be a JSON object with name, scopes, workspaces and optional expires_at: %v", err)
 	}
 	k := fsm.APIKey{Name: req.Name, CreatedAt: now.UnixMilli()}
-	if len(req.Name) > maxKeyNameLength {
-		return k, invalid("name is longer than %d bytes", maxKeyNameLength)
+	if len(req.Name) > fsm.MaxKeyName {
+		return k, invalid("name is longer than %d bytes", fsm.MaxKeyName)
 	}
 	if len(req.Scopes) == 0 {
 		return k, invalid("scopes must list at least one of links:read, links:write, stats:read, admin")
@@ -74,8 +68,8 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 	switch {
 	case len(req.Workspaces) == 0:
 		return k, invalid(`workspaces must list the workspaces the key may use, or ["*"] for all`)
-	case len(req.Workspaces) > maxKeyWorkspaces:
-		return k, invalid("a key may name at most %d workspaces", maxKeyWorkspaces)
+	case len(req.Workspaces) > fsm.MaxKeyWorkspaces:
+		return k, invalid("a key may name at most %d workspaces", fsm.MaxKeyWorkspaces)
 	case slices.Contains(req.Workspaces, fsm.AllWorkspaces) && len(req.Workspaces) > 1:
 		return k, invalid(`"*" already means every workspace: list it alone`)
 	}

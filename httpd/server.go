@@ -235,7 +235,7 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 		return fasthttp.RequestConfig{}
 	}
 	switch uri := h.RequestURI(); {
-	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.keyHasLargeBodyRight(h):
+	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.mayUploadLargeBody(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	}
 	return fasthttp.RequestConfig{}
