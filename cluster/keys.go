@@ -78,7 +78,7 @@ func (n *Node) mintInitialKey() error {
 	if err != nil {
 		return fmt.Errorf("apply initial admin key: %w", err)
 	}
-	n.log.Warn("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", id)
+	n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", id)
 	return nil
 }
 

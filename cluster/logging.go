@@ -85,7 +85,26 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 		return
 	}
 	sl, _ := slogLevel(level)
+	if sl == slog.LevelWarn && firstElection(msg, args) {
+		sl = slog.LevelInfo
+	}
 	a.log.Log(context.Background(), sl, msg, args...)
+}
+
+// firstElection reports Raft's warning that it starts an election while
+// it has never known a leader: every new cluster and every restart logs it,
+// so an operator who alerts on warnings would be paged for a clean start.
+// The same words after a leader was known stay a warning.
+func firstElection(msg string, args []any) bool {
+	if msg != "heartbeat timeout reached, starting election" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "last-leader-id" {
+			return args[i+1] == ""
+		}
+	}
+	return false
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

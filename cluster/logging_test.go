@@ -71,6 +71,21 @@ func TestHCLoggerLevels(t *testing.T) {
 	}
 }
 
+// TestFirstElectionIsNotAWarning: a clean start logs Raft's "starting
+// election" at info; after a leader was known it stays a warning.
+func TestFirstElectionIsNotAWarning(t *testing.T) {
+	for _, tt := range []struct {
+		lastLeader, want string
+	}{{"", "INFO"}, {"node2", "WARN"}} {
+		var buf bytes.Buffer
+		l := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "raft", hclog.Warn)
+		l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", tt.lastLeader)
+		if lines := jsonLines(t, &buf); len(lines) != 1 || lines[0]["level"] != tt.want {
+			t.Errorf("last leader %q: %v, want one %s line", tt.lastLeader, lines, tt.want)
+		}
+	}
+}
+
 func TestHCLoggerInfersStandardLoggerLevels(t *testing.T) {
 	tests := []struct {
 		line      string

@@ -11,14 +11,17 @@ import (
 	"github.com/linkraft/linkraft/cluster"
 )
 
-const recoverHelp = `Rebuild a cluster that lost quorum (offline). See cluster.Recover.
+const recoverHelp = `Rebuild a cluster that lost quorum (offline), as docs/DEPLOY.md describes.
 
   1. Stop every surviving node.
   2. On each survivor write the same peers.json, listing every survivor's id
      and Raft address (hashicorp/raft format):
        [{"id": "n1", "address": "10.0.0.1:8081", "non_voter": false}, ...]
   3. On each survivor run: linkraft recover --data-dir DIR --peers peers.json
-  4. Start the survivors again with their usual flags.
+  4. Start the survivors again with their usual flags; they elect a leader.
+  5. Grow back to three voters: start new nodes with an empty data dir and
+     the usual --join (the leader adds them), or add each running one with
+     linkraft join --id ID --raft-addr HOST:PORT.
 `
 
 // recoverCmd is "linkraft recover".
