@@ -13,9 +13,9 @@ FUZZ_TARGETS = \
 	./fsm/codes:FuzzCounterCode \
 	./httpd/input:FuzzTarget
 
-.PHONY: test deps check unit fuzz build bench
+.PHONY: test deps check unit k8s fuzz build bench
 
-test: deps check unit fuzz
+test: deps check unit k8s fuzz
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
 # browser test (as root, with apt-get), or says how to get it.
@@ -32,6 +32,12 @@ check:
 
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# k8s decodes the Kubernetes manifests strictly into the API types. It is a
+# module of its own (deploy/kubernetes/go.mod), so that k8s.io stays out of
+# linkraft's go.mod; "go vet ./..." above does not reach into it.
+k8s:
+	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
