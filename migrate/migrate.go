@@ -118,10 +118,10 @@ type Dropped struct {
 
 // NewPlan checks each link against the rules the server applies on import
 // (target URL, custom code, workspace, expiry), so that a dry run refuses
-// what the server would. Private targets are refused as a node without
-// --allow-private-targets does. workspace, when not "", is the workspace
-// of links whose source names none.
-func NewPlan(links []Link, workspace string, now time.Time) (*Plan, error) {
+// what the server would. allowPrivate is the node's
+// --allow-private-targets. workspace, when not "", is the workspace of links
+// whose source names none.
+func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (*Plan, error) {
 	if workspace != "" {
 		if err := input.Workspace(workspace); err != nil {
 			return nil, fmt.Errorf("--workspace: %w", err)
@@ -141,13 +141,13 @@ func NewPlan(links []Link, workspace string, now time.Time) (*Plan, error) {
 			l.Workspace = workspace
 		}
 		refuse := func(err error) { p.Refused = append(p.Refused, Problem{Line: l.Line, Error: err.Error()}) }
-		target, err := input.Target(l.URL, false)
+		target, err := input.Target(l.URL, allowPrivate)
 		if err != nil {
 			refuse(err)
 			continue
 		}
 		if err := input.CustomCode(l.Code); err != nil {
-			refuse(fmt.Errorf("%w (linkraft codes are 3-64 letters, digits, - or _)", err))
+			refuse(err)
 			continue
 		}
 		if codes.IsReserved(l.Code) {

@@ -146,7 +146,7 @@ func TestPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := NewPlan(links, tc.workspace, now)
+			p, err := NewPlan(links, tc.workspace, false, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +195,7 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewPlan(nil, "a b", now); err == nil {
+	if _, err := NewPlan(nil, "a b", false, now); err == nil {
 		t.Error("a bad --workspace was taken")
 	}
 }
