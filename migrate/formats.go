@@ -48,7 +48,6 @@ func parseYOURLS(data []byte) ([]Link, []Problem, error) {
 	err := eachJSONItem(data, "links", func(line int, raw json.RawMessage) {
 		var r struct {
 			ShortURL  string  `json:"shorturl"`
-			Keyword   string  `json:"keyword"` // the shlink-list plugin action's name for it
 			URL       string  `json:"url"`
 			Title     string  `json:"title"`
 			Timestamp string  `json:"timestamp"`
@@ -58,10 +57,7 @@ func parseYOURLS(data []byte) ([]Link, []Problem, error) {
 			problems = append(problems, Problem{line, "not a YOURLS link: " + err.Error()})
 			return
 		}
-		l := Link{Line: line, Code: r.Keyword, URL: r.URL, Title: r.Title, Clicks: int64(r.Clicks)}
-		if l.Code == "" {
-			l.Code = codeFromShortURL(r.ShortURL)
-		}
+		l := Link{Line: line, Code: codeFromShortURL(r.ShortURL), URL: r.URL, Title: r.Title, Clicks: int64(r.Clicks)}
 		var err error
 		if l.CreatedAt, err = parseTime("timestamp", r.Timestamp); err != nil {
 			problems = append(problems, Problem{line, err.Error()})
@@ -189,8 +185,10 @@ func parseShlink(data []byte) ([]Link, []Problem, error) {
 	var links []Link
 	problems, err := csvRows(data, []string{"longurl", "shortcode|shorturl"}, func(line int, row map[string]string) error {
 		l := Link{Line: line, Code: row["shortcode"], URL: row["longurl"], Title: row["title"], Tags: splitTags(row["tags"], "|")}
-		if l.Code == "" {
-			l.Code = codeFromShortURL(row["shorturl"])
+		if _, ok := row["shortcode"]; !ok {
+			// The first 3.x web clients wrote no shortCode column and
+			// joined tags with ",".
+			l.Code, l.Tags = codeFromShortURL(row["shorturl"]), splitTags(row["tags"], ",")
 		}
 		var err error
 		if l.CreatedAt, err = parseTime("createdAt", row["createdat"]); err != nil {

@@ -18,9 +18,10 @@
 //     timestamp "YYYY-MM-DD hh:mm:ss" and clicks); YOURLS core has no other
 //     export.
 //   - shlink: the CSV that Shlink's web client exports from its short URL
-//     list (shlink-web-client 3.x / shlink-web-component 0.x, short_urls.csv:
-//     createdAt, title, shortUrl, domain, shortCode, longUrl, tags joined
-//     with "|", visits); the columns are found by their header.
+//     list (short_urls.csv from shlink-web-client 3.x and
+//     shlink-web-component: createdAt, title, shortUrl, domain, shortCode,
+//     longUrl, tags joined with "|", visits; the first 3.x clients wrote no
+//     shortCode and joined tags with ","); columns are found by their header.
 //   - kutt: the JSON answer of Kutt's API, GET /api/v2/links (Kutt 2.x and
 //     3.x: "data" holds links with address, target, description,
 //     created_at, expire_in and visit_count).

@@ -111,6 +111,10 @@ func TestParseSeveralPages(t *testing.T) {
 	if err != nil || len(links) != 2 || links[1].Code != "p2" || links[1].Line != 2 {
 		t.Fatalf("two pages: %+v %v", links, err)
 	}
+	links, _, err = Parse("shlink", []byte("createdAt,shortUrl,longUrl,title,tags,visits\n2021-01-01T00:00:00Z,https://s.test/old1,https://example.com/,,\"a,b\",3\n"))
+	if err != nil || len(links) != 1 || links[0].Code != "old1" || len(links[0].Tags) != 2 {
+		t.Fatalf("an early Shlink export: %+v %v", links, err)
+	}
 	links, _, err = Parse("bitly", []byte(`[{"link":"https://bit.ly/x1y","long_url":"https://example.com/"}]`))
 	if err != nil || len(links) != 1 || links[0].Code != "x1y" {
 		t.Fatalf("a bare list: %+v %v", links, err)
