@@ -126,6 +126,8 @@ type adminClient struct {
 	token   string
 	timeout time.Duration
 	client  *fasthttp.Client
+	// need names the scope a 403 is missing; "" means admin.
+	need string
 }
 
 // parse parses a subcommand's arguments. Only the connection flags read
@@ -213,10 +215,14 @@ func (c *adminClient) do(method, path, contentType string, body []byte) ([]byte,
 	if status < 200 || status > 299 {
 		e := &adminError{status: status, msg: fmt.Sprintf("%d %s", status, problemDetail(status, resp.Body()))}
 		switch {
+		case status == fasthttp.StatusUnauthorized && c.token == "" && c.need != "":
+			e.hint = "give an API key with the " + c.need + " scope with --key or LINKRAFT_KEY (linkraft keys create makes one)"
 		case status == fasthttp.StatusUnauthorized && c.token == "":
 			e.hint = "give an admin API key with --key or LINKRAFT_KEY (a new cluster writes one to <data-dir>/admin.key), or --admin-token"
 		case status == fasthttp.StatusUnauthorized:
 			e.hint = "the key was not accepted: is it revoked or expired?"
+		case status == fasthttp.StatusForbidden && c.need != "":
+			e.hint = "this call needs a key with the " + c.need + " scope on the link's workspace"
 		case status == fasthttp.StatusForbidden:
 			e.hint = "this call needs a key with the admin scope"
 		}

@@ -27,6 +27,10 @@ Usage:
   linkraft restore FILE|-  make the whole cluster take the state in a backup
   linkraft keys create|list|revoke
                            manage API keys
+  linkraft links create|list|get|delete
+                           manage links (no edit yet: the API cannot change a link)
+  linkraft import --from yourls|shlink|kutt|bitly|csv [--dry-run] FILE
+                           bring links over from another shortener's export
   linkraft recover --data-dir DIR --peers FILE
                            offline: rebuild a cluster that lost quorum
   linkraft bench [flags]   load one or more nodes and report throughput and latency
@@ -66,6 +70,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return adminRestore(args[1:], os.Stdin, stdout, stderr)
 	case "keys":
 		return keysCmd(args[1:], stdout, stderr)
+	case "links":
+		return linksCmd(args[1:], stdout, stderr)
+	case "import":
+		return importCmd(args[1:], stdout, stderr)
 	case "recover":
 		return recoverCmd(args[1:], stdout, stderr)
 	case "bench":

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/migrate"
+)
+
+// importCmd is "linkraft import --from FORMAT FILE": it reads another
+// shortener's export with package migrate, refuses what the server would
+// refuse, and sends the rest to POST /admin/import. The formats and the
+// versions they were read from are listed in package migrate's doc.
+//
+// Lines the server would refuse are never sent, so the dry run and the
+// import report the same refusals. Whether a code is already taken on the
+// server is not asked code by code in a dry run: the import decides it
+// (skipped when the code holds the same URL, failed otherwise), and the
+// dry run says so instead of guessing.
+func importCmd(args []string, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("import", "import --from yourls|shlink|kutt|bitly|csv [--workspace W] [--dry-run] FILE [--addr URL] [--key KEY]", stderr)
+	o.register(fs, 5*time.Minute)
+	from := fs.String("from", "", "the export's format: "+strings.Join(migrate.Formats, ", "))
+	workspace := fs.String("workspace", "", "the workspace of links whose export names none (default: default)")
+	dryRun := fs.Bool("dry-run", false, "report what would be created, skipped or refused, and send nothing")
+	allowPrivate := fs.Bool("allow-private-targets", false, "accept targets inside the network, as a node with --allow-private-targets does")
+	pos, code := o.parse(fs, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	switch {
+	case *from == "":
+		return usageError(fs, stderr, "--from is required: %s", strings.Join(migrate.Formats, ", "))
+	case len(pos) != 1:
+		return usageError(fs, stderr, "give exactly one export file")
+	}
+	file := pos[0]
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fail("import", stderr, fmt.Errorf("read the export: %w", err))
+	}
+	links, problems, err := migrate.Parse(*from, data)
+	if err != nil {
+		return fail("import", stderr, fmt.Errorf("%s: %w", file, err))
+	}
+	plan, err := migrate.NewPlan(links, *workspace, *allowPrivate, time.Now())
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	name := filepath.Base(file)
+	refused := append(problems, plan.Refused...)
+	fmt.Fprintf(stdout, "read %d links from %s (%s)\n", len(links)+len(problems), name, *from)
+
+	if *dryRun {
+		fmt.Fprintf(stdout, "dry run, nothing sent:\n")
+		fmt.Fprintf(stdout, "  would create %d (a code the cluster already has is checked at import time: skipped if it holds the same URL, failed otherwise)\n", len(plan.Send))
+		fmt.Fprintf(stdout, "  would skip   %d (repeats of an earlier line)\n", len(plan.Skipped))
+		fmt.Fprintf(stdout, "  would refuse %d\n", len(refused))
+		printProblems(stdout, name, refused)
+		printDropped(stdout, plan.Dropped)
+		if len(refused) > 0 {
+			return 1
+		}
+		return 0
+	}
+
+	var report struct {
+		Created int `json:"created"`
+		Skipped int `json:"skipped"`
+		Failed  []struct {
+			Line  int    `json:"line"`
+			Error string `json:"error"`
+		} `json:"failed"`
+	}
+	if len(plan.Send) > 0 {
+		answer, code := o.call("import", fs, stderr, fasthttp.MethodPost, "/admin/import", "application/x-ndjson", plan.Body)
+		if code >= 0 {
+			return code
+		}
+		if err := json.Unmarshal(answer, &report); err != nil {
+			return fail("import", stderr, fmt.Errorf("the node's answer is not an import report: %w", err))
+		}
+	}
+	failed := refused
+	for _, f := range report.Failed {
+		failed = append(failed, migrate.Problem{Line: plan.SourceLine(f.Line), Error: f.Error})
+	}
+	fmt.Fprintf(stdout, "created %d, skipped %d (already there with the same URL, or repeated in the file), failed %d\n",
+		report.Created, report.Skipped+len(plan.Skipped), len(failed))
+	printProblems(stdout, name, failed)
+	printDropped(stdout, plan.Dropped)
+	if len(failed) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// printProblems lists problems as "file:line: error", in line order.
+func printProblems(w io.Writer, file string, ps []migrate.Problem) {
+	sorted := slices.Clone(ps)
+	slices.SortStableFunc(sorted, func(a, b migrate.Problem) int { return cmp.Compare(a.Line, b.Line) })
+	for _, p := range sorted {
+		fmt.Fprintf(w, "  %s:%d: %s\n", file, p.Line, p.Error)
+	}
+}
+
+// printDropped says which values of the links sent linkraft does not keep,
+// and why, so nobody finds out later.
+func printDropped(w io.Writer, d migrate.Dropped) {
+	if d == (migrate.Dropped{}) {
+		return
+	}
+	fmt.Fprintln(w, "not kept by linkraft (the links are imported without them):")
+	if d.Titles > 0 {
+		fmt.Fprintf(w, "  %d titles: linkraft stores no titles yet\n", d.Titles)
+	}
+	if d.Tags > 0 {
+		fmt.Fprintf(w, "  %d tags: linkraft stores no tags yet\n", d.Tags)
+	}
+	if d.CreatedTimes > 0 {
+		fmt.Fprintf(w, "  %d creation times: an imported link is created now\n", d.CreatedTimes)
+	}
+	if d.ClickTotals > 0 {
+		fmt.Fprintf(w, "  %d click totals: an imported link starts at 0 clicks\n", d.ClickTotals)
+	}
+}

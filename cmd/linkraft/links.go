@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// linksCmd is "linkraft links create|list|get|delete": the links API for
+// people in a terminal. It reuses the admin client (its flags, environment,
+// error reporting), but any key with the right links scope will do.
+func linksCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, linksUsage)
+		return 2
+	}
+	switch args[0] {
+	case "create":
+		return linksCreate(args[1:], stdout, stderr)
+	case "list":
+		return linksList(args[1:], stdout, stderr)
+	case "get":
+		return linksGet(args[1:], stdout, stderr)
+	case "delete":
+		return linksDelete(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, linksUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "linkraft links: unknown command %q\n\n%s", args[0], linksUsage)
+	return 2
+}
+
+const linksUsage = `Usage:
+  linkraft links create URL [--code C] [--workspace W] [--expires-in D | --expires-at T] [--dedupe]
+                           shorten URL and print the short link
+  linkraft links list [--workspace W] [--limit N] [--all]
+                           list links, newest first (--all follows every page)
+  linkraft links get CODE  show one link with its click count
+  linkraft links delete CODE
+                           delete a link; its code is never handed out again
+There is no "links edit" yet: the API has no way to change a link.
+Each takes --addr (LINKRAFT_ADDR) and --key (LINKRAFT_KEY): an API key with
+links:write (create, delete) or links:read (list, get) on the workspace.
+--json prints the node's JSON answer as it is.
+`
+
+// link is a link as the API reads it.
+type link struct {
+	ID             int64   `json:"id"`
+	ShortCode      string  `json:"short_code"`
+	ShortURL       string  `json:"short_url"`
+	OriginalURL    string  `json:"original_url"`
+	Workspace      string  `json:"workspace"`
+	CreatedAt      string  `json:"created_at"`
+	ExpiresAt      *string `json:"expires_at"`
+	ClickCount     int64   `json:"click_count"`
+	LastAccessedAt *string `json:"last_accessed_at"`
+	Existing       bool    `json:"existing"`
+}
+
+// linksFlags registers the connection flags and --json, and marks the
+// client with the scope the call needs, for the hint on 401 and 403.
+func linksFlags(name, synopsis string, stderr io.Writer) (*flag.FlagSet, *adminOpts, *bool) {
+	o := &adminOpts{}
+	fs := newFlagSet(name, synopsis, stderr)
+	o.register(fs, 30*time.Second)
+	// The admin help text asks for the admin scope; here any key with the
+	// links scope will do.
+	fs.Lookup("key").Usage = "an API key with the links:read or links:write scope (env LINKRAFT_KEY)"
+	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
+	return fs, o, raw
+}
+
+// linksCall makes one request to the links API. It returns the answer's
+// body and -1, or the exit code after reporting the error.
+func linksCall(o *adminOpts, fs *flag.FlagSet, stderr io.Writer, need, method, path string, body []byte) ([]byte, int) {
+	c, err := o.client(fs.Name())
+	if err != nil {
+		return nil, usageError(fs, stderr, "%v", err)
+	}
+	c.need = need
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	answer, err := c.do(method, path, contentType, body)
+	if err != nil {
+		return nil, fail(fs.Name(), stderr, err)
+	}
+	return answer, -1
+}
+
+// writeRaw prints a JSON answer as it came, ending in a newline.
+func writeRaw(w io.Writer, body []byte) int {
+	w.Write(body)
+	if !bytes.HasSuffix(body, []byte("\n")) {
+		fmt.Fprintln(w)
+	}
+	return 0
+}
+
+func linksCreate(args []string, stdout, stderr io.Writer) int {
+	fs, o, raw := linksFlags("links create", "links create URL [--code C] [--workspace W] [--expires-in D | --expires-at T] [--dedupe] [--addr URL] [--key KEY] [--json]", stderr)
+	code := fs.String("code", "", "a custom code (3-64 letters, digits, - or _)")
+	workspace := fs.String("workspace", "", "the workspace (default: the key's only workspace, else default)")
+	expiresIn := fs.Duration("expires-in", 0, "the link expires after this long, in whole seconds (e.g. 720h)")
+	expiresAt := fs.String("expires-at", "", "the link expires at this RFC 3339 time")
+	dedupe := fs.Bool("dedupe", false, "return the existing link for the same URL in the workspace instead of making a new one")
+	pos, exit := o.parse(fs, args, stderr)
+	if exit >= 0 {
+		return exit
+	}
+	switch {
+	case len(pos) != 1:
+		return usageError(fs, stderr, "give exactly one URL to shorten")
+	case *expiresIn != 0 && *expiresAt != "":
+		return usageError(fs, stderr, "give --expires-in or --expires-at, not both")
+	case *expiresIn < 0 || *expiresIn%time.Second != 0:
+		return usageError(fs, stderr, "--expires-in must be a positive whole number of seconds")
+	}
+	req := map[string]any{"original_url": pos[0]}
+	if *code != "" {
+		req["custom_code"] = *code
+	}
+	if *workspace != "" {
+		req["workspace"] = *workspace
+	}
+	if *expiresIn > 0 {
+		req["expires_in_seconds"] = int64(*expiresIn / time.Second)
+	} else if *expiresAt != "" {
+		req["expires_at"] = *expiresAt
+	}
+	if *dedupe {
+		req["dedupe"] = true
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fail(fs.Name(), stderr, fmt.Errorf("encode the request: %w", err))
+	}
+	answer, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodPost, "/api/v1/urls", body)
+	if exit >= 0 {
+		return exit
+	}
+	if *raw {
+		return writeRaw(stdout, answer)
+	}
+	var l link
+	if err := json.Unmarshal(answer, &l); err != nil {
+		return fail(fs.Name(), stderr, fmt.Errorf("the node's answer is not a link: %w", err))
+	}
+	if l.Existing {
+		fmt.Fprintf(stderr, "an existing link for this URL in %s:\n", l.Workspace)
+	}
+	fmt.Fprintln(stdout, l.ShortURL)
+	return 0
+}
+
+// listPage is one page of GET /api/v1/urls. Links stay raw so that --json
+// --all prints them exactly as the node sent them.
+type listPage struct {
+	Links      []json.RawMessage `json:"links"`
+	NextCursor *string           `json:"next_cursor"`
+}
+
+func linksList(args []string, stdout, stderr io.Writer) int {
+	fs, o, raw := linksFlags("links list", "links list [--workspace W] [--limit N] [--all] [--addr URL] [--key KEY] [--json]", stderr)
+	workspace := fs.String("workspace", "", "list this workspace (default: every workspace the key may see)")
+	limit := fs.Int("limit", 100, "links per page, 1-1000")
+	all := fs.Bool("all", false, "follow next_cursor until the last page")
+	pos, exit := o.parse(fs, args, stderr)
+	if exit >= 0 {
+		return exit
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
+	case *limit < 1 || *limit > 1000:
+		return usageError(fs, stderr, "--limit must be 1-1000")
+	}
+	var links []json.RawMessage
+	var next *string
+	cursor := ""
+	for {
+		q := url.Values{"limit": {strconv.Itoa(*limit)}}
+		if *workspace != "" {
+			q.Set("workspace", *workspace)
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, "/api/v1/urls?"+q.Encode(), nil)
+		if exit >= 0 {
+			return exit
+		}
+		if *raw && !*all {
+			return writeRaw(stdout, answer)
+		}
+		var page listPage
+		if err := json.Unmarshal(answer, &page); err != nil {
+			return fail(fs.Name(), stderr, fmt.Errorf("the node's answer is not a list of links: %w", err))
+		}
+		links, next = append(links, page.Links...), page.NextCursor
+		if !*all || next == nil || *next == "" {
+			break
+		}
+		if *next == cursor {
+			return fail(fs.Name(), stderr, fmt.Errorf("the node sent cursor %s twice", cursor))
+		}
+		cursor = *next
+	}
+	if *raw {
+		// Every page in one document, shaped like a single last page.
+		if links == nil {
+			links = []json.RawMessage{}
+		}
+		doc, err := json.Marshal(listPage{Links: links})
+		if err != nil {
+			return fail(fs.Name(), stderr, fmt.Errorf("encode the links: %w", err))
+		}
+		return writeRaw(stdout, doc)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CODE\tWORKSPACE\tCLICKS\tCREATED\tEXPIRES\tURL")
+	for _, r := range links {
+		var l link
+		if err := json.Unmarshal(r, &l); err != nil {
+			return fail(fs.Name(), stderr, fmt.Errorf("the node's answer holds something that is not a link: %w", err))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.ShortCode, l.Workspace, l.ClickCount, l.CreatedAt, never(l.ExpiresAt), l.OriginalURL)
+	}
+	tw.Flush()
+	if next != nil && *next != "" {
+		fmt.Fprintf(stderr, "more links: --all, or the API with cursor=%s\n", *next)
+	}
+	return 0
+}
+
+func never(s *string) string {
+	if s == nil {
+		return "never"
+	}
+	return *s
+}
+
+// codePath is the API path of one link; the code is escaped so that a
+// mistyped argument cannot name another endpoint.
+func codePath(code string) string { return "/api/v1/urls/" + url.PathEscape(code) }
+
+func linksGet(args []string, stdout, stderr io.Writer) int {
+	fs, o, raw := linksFlags("links get", "links get CODE [--addr URL] [--key KEY] [--json]", stderr)
+	pos, exit := o.parse(fs, args, stderr)
+	if exit >= 0 {
+		return exit
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usageError(fs, stderr, "give the code of one link")
+	}
+	answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, codePath(pos[0]), nil)
+	if exit >= 0 {
+		return exit
+	}
+	if *raw {
+		return writeRaw(stdout, answer)
+	}
+	var l link
+	if err := json.Unmarshal(answer, &l); err != nil {
+		return fail(fs.Name(), stderr, fmt.Errorf("the node's answer is not a link: %w", err))
+	}
+	last := "never"
+	if l.LastAccessedAt != nil {
+		last = *l.LastAccessedAt
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "code:\t%s\n", l.ShortCode)
+	fmt.Fprintf(tw, "short url:\t%s\n", l.ShortURL)
+	fmt.Fprintf(tw, "url:\t%s\n", l.OriginalURL)
+	fmt.Fprintf(tw, "workspace:\t%s\n", l.Workspace)
+	fmt.Fprintf(tw, "clicks:\t%d\n", l.ClickCount)
+	fmt.Fprintf(tw, "last click:\t%s\n", last)
+	fmt.Fprintf(tw, "created:\t%s\n", l.CreatedAt)
+	fmt.Fprintf(tw, "expires:\t%s\n", never(l.ExpiresAt))
+	tw.Flush()
+	return 0
+}
+
+func linksDelete(args []string, stdout, stderr io.Writer) int {
+	fs, o, _ := linksFlags("links delete", "links delete CODE [--addr URL] [--key KEY]", stderr)
+	pos, exit := o.parse(fs, args, stderr)
+	if exit >= 0 {
+		return exit
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usageError(fs, stderr, "give the code of one link")
+	}
+	if _, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodDelete, codePath(pos[0]), nil); exit >= 0 {
+		return exit
+	}
+	fmt.Fprintf(stdout, "deleted %s\n", pos[0])
+	return 0
+}

@@ -1,0 +1,236 @@
+// Package migrate reads other URL shorteners' exports and turns them into
+// linkraft's import format (JSON Lines of short_code, original_url,
+// workspace and expires_at, see POST /admin/import in docs/API.md).
+//
+// Each reader keeps every value its format has, including those linkraft
+// does not store yet (titles, tags, creation times, click totals), so that
+// the caller can say plainly what a migration leaves behind, and so that a
+// later server that keeps them needs no new parser. Every link keeps the
+// line of the source file it came from, so the server's report, which
+// counts lines of the import body, can be mapped back to the file a person
+// knows.
+//
+// The formats, and the versions of the projects they were read from:
+//
+//   - yourls: the JSON answer of YOURLS's own API, yourls-api.php
+//     ?action=stats&filter=last&limit=N&format=json (YOURLS 1.7-1.9:
+//     "links" holds link_1, link_2 ... each with shorturl, url, title,
+//     timestamp "YYYY-MM-DD hh:mm:ss" and clicks); YOURLS core has no other
+//     export.
+//   - shlink: the CSV that Shlink's web client exports from its short URL
+//     list (short_urls.csv from shlink-web-client 3.x and
+//     shlink-web-component: createdAt, title, shortUrl, domain, shortCode,
+//     longUrl, tags joined with "|", visits; the first 3.x clients wrote no
+//     shortCode and joined tags with ","); columns are found by their header.
+//   - kutt: the JSON answer of Kutt's API, GET /api/v2/links (Kutt 2.x and
+//     3.x: "data" holds links with address, target, description,
+//     created_at, expire_in and visit_count).
+//   - bitly: the JSON answer of Bitly's API v4, GET /v4/groups/{guid}/bitlinks
+//     ("links" with link, long_url, title, created_at, tags). Bitly's web
+//     export is a CSV whose columns Bitly does not document, so it is not
+//     read; the API answer is what Bitly documents and other importers use.
+//   - csv: a CSV with a header naming linkraft's own fields (short_code,
+//     original_url, workspace, expires_at) and optionally title, tags
+//     (separated by "|"), created_at and clicks.
+package migrate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/linkraft/linkraft/fsm/codes"
+	"github.com/linkraft/linkraft/httpd/input"
+)
+
+// Link is one link read from an export.
+type Link struct {
+	Line      int    // line of the source file the link starts on
+	Code      string // the short code, as the source has it
+	URL       string
+	Workspace string     // "" when the source has none
+	ExpiresAt *time.Time // nil: never
+
+	// Values linkraft does not keep yet; counted as dropped.
+	Title     string
+	Tags      []string
+	CreatedAt *time.Time
+	Clicks    int64
+}
+
+// Problem is a line of the source that is not a link linkraft can take.
+type Problem struct {
+	Line  int
+	Error string
+}
+
+// Formats are the names Parse accepts.
+var Formats = []string{"yourls", "shlink", "kutt", "bitly", "csv"}
+
+// Parse reads an export in the named format. A record it cannot read at
+// all (no URL, a date that is no date) is a Problem; a file it cannot read
+// at all is an error.
+func Parse(format string, data []byte) ([]Link, []Problem, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // spreadsheets write a BOM
+	if !utf8.Valid(data) {
+		return nil, nil, errors.New("the file is not UTF-8")
+	}
+	switch format {
+	case "yourls":
+		return parseYOURLS(data)
+	case "shlink":
+		return parseShlink(data)
+	case "kutt":
+		return parseKutt(data)
+	case "bitly":
+		return parseBitly(data)
+	case "csv":
+		return parseCSV(data)
+	}
+	return nil, nil, fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+// Plan is what an import would do with a set of links, judged with the
+// server's own input rules.
+type Plan struct {
+	// Send are the links to send, in order; Lines[i] is the source line of
+	// Send[i], the i+1-th line of Body.
+	Send  []Link
+	Body  []byte
+	Lines []int
+	// Skipped are repeats of an earlier link of the file (same code, URL
+	// and workspace), which the server would skip too.
+	Skipped []Problem
+	// Refused are links the server would refuse, with the reason.
+	Refused []Problem
+	Dropped Dropped
+}
+
+// Dropped counts the values of the links sent that linkraft does not keep.
+type Dropped struct {
+	Titles, Tags, CreatedTimes, ClickTotals int
+}
+
+// NewPlan checks each link against the rules the server applies on import
+// (target URL, custom code, workspace, expiry), so that a dry run refuses
+// what the server would. allowPrivate is the node's
+// --allow-private-targets. workspace, when not "", is the workspace of links
+// whose source names none.
+func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (*Plan, error) {
+	if workspace != "" {
+		if err := input.Workspace(workspace); err != nil {
+			return nil, fmt.Errorf("--workspace: %w", err)
+		}
+	}
+	p := &Plan{}
+	type seen struct {
+		line           int
+		url, workspace string
+	}
+	byCode := map[string]seen{}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	for _, l := range links {
+		if l.Workspace == "" {
+			l.Workspace = workspace
+		}
+		refuse := func(err error) { p.Refused = append(p.Refused, Problem{Line: l.Line, Error: err.Error()}) }
+		target, err := input.Target(l.URL, allowPrivate)
+		if err != nil {
+			refuse(err)
+			continue
+		}
+		if err := input.CustomCode(l.Code); err != nil {
+			refuse(err)
+			continue
+		}
+		if codes.IsReserved(l.Code) {
+			refuse(fmt.Errorf("custom_code %s is a reserved word", l.Code))
+			continue
+		}
+		if l.Workspace != "" {
+			if err := input.Workspace(l.Workspace); err != nil {
+				refuse(err)
+				continue
+			}
+		}
+		if l.ExpiresAt != nil && !l.ExpiresAt.After(now) {
+			refuse(fmt.Errorf("expired at %s", l.ExpiresAt.UTC().Format(time.RFC3339)))
+			continue
+		}
+		ws := l.Workspace
+		if ws == "" {
+			ws = "default"
+		}
+		if s, ok := byCode[l.Code]; ok {
+			if s.url == target && s.workspace == ws {
+				p.Skipped = append(p.Skipped, Problem{Line: l.Line, Error: fmt.Sprintf("same link as line %d", s.line)})
+			} else {
+				refuse(fmt.Errorf("code %s is already used by line %d for another link", l.Code, s.line))
+			}
+			continue
+		}
+		byCode[l.Code] = seen{line: l.Line, url: target, workspace: ws}
+
+		line := struct {
+			ShortCode   string  `json:"short_code"`
+			OriginalURL string  `json:"original_url"`
+			Workspace   string  `json:"workspace,omitempty"`
+			ExpiresAt   *string `json:"expires_at,omitempty"`
+		}{ShortCode: l.Code, OriginalURL: target, Workspace: l.Workspace}
+		if l.ExpiresAt != nil {
+			s := l.ExpiresAt.UTC().Format(time.RFC3339)
+			line.ExpiresAt = &s
+		}
+		if err := enc.Encode(line); err != nil {
+			return nil, fmt.Errorf("line %d: encode: %w", l.Line, err)
+		}
+		p.Send = append(p.Send, l)
+		p.Lines = append(p.Lines, l.Line)
+		if l.Title != "" {
+			p.Dropped.Titles++
+		}
+		p.Dropped.Tags += len(l.Tags)
+		if l.CreatedAt != nil {
+			p.Dropped.CreatedTimes++
+		}
+		if l.Clicks > 0 {
+			p.Dropped.ClickTotals++
+		}
+	}
+	p.Body = body.Bytes()
+	sort.SliceStable(p.Refused, func(i, j int) bool { return p.Refused[i].Line < p.Refused[j].Line })
+	return p, nil
+}
+
+// SourceLine maps a line of the import body (1-based, as the server's
+// report counts them) to the line of the source file, or 0.
+func (p *Plan) SourceLine(bodyLine int) int {
+	if bodyLine < 1 || bodyLine > len(p.Lines) {
+		return 0
+	}
+	return p.Lines[bodyLine-1]
+}
+
+// lineAt is the 1-based line of data that offset falls on.
+func lineAt(data []byte, offset int64) int {
+	return bytes.Count(data[:offset], []byte("\n")) + 1
+}
+
+// splitTags splits a joined tag list, dropping empty entries.
+func splitTags(s, sep string) []string {
+	var tags []string
+	for _, t := range strings.Split(s, sep) {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return slices.Clip(tags)
+}
