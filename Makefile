@@ -13,7 +13,7 @@ FUZZ_TARGETS = \
 	./fsm/codes:FuzzCounterCode \
 	./httpd/input:FuzzTarget
 
-.PHONY: test deps check unit fuzz build bench
+.PHONY: test deps check unit fuzz build bench image
 
 test: deps check unit fuzz
 
@@ -40,8 +40,21 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
 
+VERSION = $$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o linkraft ./cmd/linkraft
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o linkraft ./cmd/linkraft
+
+# image builds the container image from the Dockerfile. The binary is built
+# here, not in the Dockerfile, which cannot reach the network for a golang
+# image or modules (its header says more); the build context is a fresh
+# directory holding only the binary and an empty data/ for /data.
+CONTAINER ?= podman
+IMAGE ?= linkraft
+image:
+	@set -e; ctx=$$(mktemp -d); trap 'rm -rf "$$ctx"' EXIT; mkdir "$$ctx/data"; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o "$$ctx/linkraft" ./cmd/linkraft; \
+	$(CONTAINER) build $(if $(findstring podman,$(CONTAINER)),--format docker) -f Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):latest "$$ctx"
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./fsm/... ./httpd/...
