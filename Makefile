@@ -18,12 +18,17 @@ FUZZ_TARGETS = \
 test: deps check unit fuzz
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
-# browser test (as root, with apt-get), or says how to get it.
+# browser test, podman and runc for the image test (as root, with apt-get),
+# or says how to get them.
 deps:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "the browser test needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+	@{ command -v podman >/dev/null && command -v runc >/dev/null; } || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq podman runc; \
+		else echo "the image test needs Debian's podman and runc: sudo apt-get install podman runc"; exit 1; fi; }
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
