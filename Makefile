@@ -13,17 +13,22 @@ FUZZ_TARGETS = \
 	./fsm/codes:FuzzCounterCode \
 	./httpd/input:FuzzTarget
 
-.PHONY: test deps check unit k8s fuzz build bench
+.PHONY: test deps check unit k8s fuzz build bench image
 
 test: deps check unit k8s fuzz
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
-# browser test (as root, with apt-get), or says how to get it.
+# browser test, podman and runc for the image test (as root, with apt-get),
+# or says how to get them.
 deps:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "the browser test needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+	@{ command -v podman >/dev/null && command -v runc >/dev/null; } || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq podman runc; \
+		else echo "the image test needs Debian's podman and runc: sudo apt-get install podman runc"; exit 1; fi; }
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -46,8 +51,21 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
 
+VERSION = $$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o linkraft ./cmd/linkraft
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o linkraft ./cmd/linkraft
+
+# image builds the container image from the Dockerfile. The binary is built
+# here, not in the Dockerfile, which cannot reach the network for a golang
+# image or modules (its header says more); the build context is a fresh
+# directory holding only the binary and an empty data/ for /data.
+CONTAINER ?= podman
+IMAGE ?= linkraft
+image:
+	@set -e; ctx=$$(mktemp -d); trap 'rm -rf "$$ctx"' EXIT; mkdir "$$ctx/data"; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o "$$ctx/linkraft" ./cmd/linkraft; \
+	$(CONTAINER) build $(if $(findstring podman,$(CONTAINER)),--format docker) -f Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):latest "$$ctx"
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./fsm/... ./httpd/...

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +94,11 @@ func (n *Node) startGossip(hasState bool) error {
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertisePort = port
 	if adv := advertiseHost(n.cfg.Advertise); adv != "" {
-		mc.AdvertiseAddr = adv
+		ip, err := advertiseIP(adv)
+		if err != nil {
+			return err
+		}
+		mc.AdvertiseAddr = ip
 	}
 	mc.Delegate = g
 	mc.Events = g
@@ -120,6 +125,21 @@ func advertiseHost(advertise string) string {
 		return host
 	}
 	return advertise
+}
+
+// advertiseIP is the IP memberlist advertises for --advertise's host.
+// memberlist takes only an IP, while a container's --advertise is its
+// service name (compose, Kubernetes): a name is resolved once, at start, as
+// the Raft transport resolves the same host (advertiseAddr).
+func advertiseIP(host string) (string, error) {
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		return ip.String(), nil
+	}
+	addr, err := net.ResolveIPAddr("ip", host)
+	if err != nil {
+		return "", fmt.Errorf("advertise host %q: %w", host, err)
+	}
+	return addr.IP.String(), nil
 }
 
 // Rejoin rounds back off from rejoinMin to rejoinMax while a member stays

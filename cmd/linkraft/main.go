@@ -18,6 +18,9 @@ const usage = `linkraft: a URL shortener that is its own fault-tolerant database
 
 Usage:
   linkraft serve [flags]   run a node (no flags: a single node on :8080, data in ./data)
+  linkraft health [--addr URL]
+                           exit 0 when the node answers /health healthy, else 1
+                           (the container image's HEALTHCHECK)
   linkraft status          show the cluster: leader, term, indexes, servers
   linkraft join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT]
                            add a server to the cluster as a voter
@@ -58,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "health":
+		return healthCmd(args[1:], stdout, stderr)
 	case "status":
 		return adminStatus(args[1:], stdout, stderr)
 	case "join":

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// healthCmd is "linkraft health": one GET /health, exit 0 when the node
+// answers 200 with status "healthy", else 1 with a one-line reason. It is
+// the container image's HEALTHCHECK, where there is no shell or curl, so it
+// takes everything from flags and the environment and prints little.
+func healthCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("health", "health [--addr URL] [--timeout D]", stderr)
+	addr := fs.String("addr", defaultHealthAddr(), "HTTP address of the node: http(s)://host:port or host:port "+
+		"(env LINKRAFT_ADDR; unset: this machine's port of LINKRAFT_HTTP_ADDR, else "+defaultAdminAddr+")")
+	timeout := fs.Duration("timeout", 5*time.Second, "fail when the node has not answered within this time (env LINKRAFT_TIMEOUT)")
+	pos, code := parseArgs(fs, args, stderr, "addr", "timeout")
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "unexpected arguments: %v", pos)
+	}
+	if *timeout <= 0 {
+		return usageError(fs, stderr, "--timeout must be positive")
+	}
+	base, err := normalizeAddr(*addr)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if err := checkHealth(base, *timeout); err != nil {
+		fmt.Fprintln(stderr, "linkraft health: unhealthy:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "healthy")
+	return 0
+}
+
+// defaultHealthAddr is where the node on this machine listens. Inside the
+// container LINKRAFT_HTTP_ADDR is the server's own setting (":8080" in the
+// image), so a HEALTHCHECK follows an operator who moves the port without
+// being told twice. An unspecified or empty host means loopback works.
+func defaultHealthAddr() string {
+	listen, ok := os.LookupEnv("LINKRAFT_HTTP_ADDR")
+	if !ok {
+		return defaultAdminAddr
+	}
+	host, port, err := net.SplitHostPort(strings.TrimSpace(listen))
+	if err != nil {
+		return defaultAdminAddr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// checkHealth asks base for /health and says why the answer is not a
+// healthy node, in one line.
+func checkHealth(base string, timeout time.Duration) error {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(base + "/health")
+	req.Header.Set(fasthttp.HeaderAccept, "application/json")
+	client := &fasthttp.Client{
+		Name: "linkraft-health/" + version, ReadTimeout: timeout, WriteTimeout: timeout,
+		MaxIdemponentCallAttempts: 1,
+	}
+	if err := client.DoTimeout(req, resp, timeout); err != nil {
+		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
+			return fmt.Errorf("no answer from %s within %s", base, timeout)
+		}
+		return fmt.Errorf("cannot reach %s: %v", base, err)
+	}
+	var h struct {
+		Status string `json:"status"`
+		Role   string `json:"role"`
+	}
+	decodeErr := json.Unmarshal(resp.Body(), &h)
+	switch {
+	case resp.StatusCode() != fasthttp.StatusOK && decodeErr == nil && h.Status != "":
+		return fmt.Errorf("%s answered %d: status %q, role %q", base, resp.StatusCode(), h.Status, h.Role)
+	case resp.StatusCode() != fasthttp.StatusOK:
+		return fmt.Errorf("%s answered %d", base, resp.StatusCode())
+	case decodeErr != nil:
+		return fmt.Errorf("%s/health is not a linkraft health document: %v", base, decodeErr)
+	case h.Status != "healthy":
+		return fmt.Errorf("%s says status %q, role %q", base, h.Status, h.Role)
+	}
+	return nil
+}
