@@ -149,6 +149,9 @@ type KeyRevokeCommand struct {
 
 // createKey applies a KeyCreateCommand.
 func (s *state) createKey(c KeyCreateCommand) error {
+	if !s.mayAdminister(c.By, c.Now) {
+		return ErrUnauthorized
+	}
 	k := c.Key
 	if !validKey(&k) {
 		return ErrKeyInvalid
@@ -168,6 +171,9 @@ func (s *state) createKey(c KeyCreateCommand) error {
 
 // revokeKey applies a KeyRevokeCommand.
 func (s *state) revokeKey(c KeyRevokeCommand) error {
+	if !s.mayAdminister(c.By, c.Now) {
+		return ErrUnauthorized
+	}
 	if _, ok := s.keys[c.ID]; !ok {
 		return ErrKeyNotFound
 	}
@@ -175,6 +181,22 @@ func (s *state) revokeKey(c KeyRevokeCommand) error {
 	s.revoked[c.ID] = struct{}{}
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditKeyRevoke, Subject: c.ID})
 	return nil
+}
+
+// mayAdminister is the state's own check of who makes or revokes a key,
+// as mayWrite is for links: the operator's token, an admin key that is
+// still valid at the command's time, or no one at all only for the
+// initial key of a cluster that has none. A key revoked or expired while
+// its request was on the way to the log can do nothing more.
+func (s *state) mayAdminister(by string, now int64) bool {
+	switch by {
+	case RootKeyID:
+		return true
+	case "":
+		return len(s.keys) == 0
+	}
+	k, ok := s.keys[by]
+	return ok && !k.Expired(now) && k.Scopes&ScopeAdmin != 0
 }
 
 // mayWrite is the state's own check of a link write's key: the key must

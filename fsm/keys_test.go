@@ -105,11 +105,11 @@ func TestStateChecksTheWritingKey(t *testing.T) {
 	expiring.ExpiresAt = 500
 	applyAll(t, f,
 		EncodeInit(InitCommand{Key: testKey}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("rrrrrrrrrrrr", ScopeLinksRead|ScopeStatsRead, AllWorkspaces), Now: 1}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("tttttttttttt", ScopeLinksWrite, "team"), Now: 1}),
-		EncodeKeyCreate(KeyCreateCommand{Key: expiring, Now: 1}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("vvvvvvvvvvvv", ScopeLinksWrite, AllWorkspaces), Now: 1}),
-		EncodeKeyRevoke(KeyRevokeCommand{ID: "vvvvvvvvvvvv", Now: 2}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("rrrrrrrrrrrr", ScopeLinksRead|ScopeStatsRead, AllWorkspaces), Now: 1, By: RootKeyID}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("tttttttttttt", ScopeLinksWrite, "team"), Now: 1, By: RootKeyID}),
+		EncodeKeyCreate(KeyCreateCommand{Key: expiring, Now: 1, By: RootKeyID}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("vvvvvvvvvvvv", ScopeLinksWrite, AllWorkspaces), Now: 1, By: RootKeyID}),
+		EncodeKeyRevoke(KeyRevokeCommand{ID: "vvvvvvvvvvvv", By: RootKeyID, Now: 2}),
 		create(10, CreateRequest{URL: "https://example.com/", CustomCode: "victim", Workspace: "team", KeyID: "tttttttttttt"}),
 	)
 	before := len(f.Audit("", 100))
@@ -160,17 +160,17 @@ func TestKeyCreateRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := New()
-			applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: good}))
+			applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: good, By: RootKeyID}))
 			k := good
 			k.Workspaces = []string{"ws"}
 			tc.edit(&k)
-			if err, _ := applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: k}))[0].(error); !errors.Is(err, tc.want) {
+			if err, _ := applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: k, By: RootKeyID}))[0].(error); !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
 	}
 	f := New()
-	if err, _ := applyAll(t, f, EncodeKeyRevoke(KeyRevokeCommand{ID: "nonexistent1"}))[0].(error); !errors.Is(err, ErrKeyNotFound) {
+	if err, _ := applyAll(t, f, EncodeKeyRevoke(KeyRevokeCommand{ID: "nonexistent1", By: RootKeyID}))[0].(error); !errors.Is(err, ErrKeyNotFound) {
 		t.Fatalf("revoke unknown: %v", err)
 	}
 }
@@ -239,5 +239,36 @@ func TestLogFromBeforeKeysReplays(t *testing.T) {
 	applyAll(t, current, workload()...)
 	if !bytes.Equal(snapshotBytes(t, replayed), snapshotBytes(t, current)) {
 		t.Fatal("entries from before keys replay to a different state")
+	}
+}
+
+// TestStateChecksWhoAdministersKeys: only the operator's token or an admin
+// key valid at the command's time makes or revokes keys, so a revoked or
+// expired admin key whose request was already on its way can do nothing;
+// no one at all only for a cluster's first key.
+func TestStateChecksWhoAdministersKeys(t *testing.T) {
+	f := New()
+	admin := testAPIKey("admin0000000", ScopeAdmin, AllWorkspaces)
+	expiring := testAPIKey("expiring0000", ScopeAdmin, AllWorkspaces)
+	expiring.ExpiresAt = 50
+	results := applyAll(t, f,
+		EncodeKeyCreate(KeyCreateCommand{Key: admin, Now: 1}), // the initial key: no one made it
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("secondkey000", ScopeAdmin, AllWorkspaces), Now: 2}),
+		EncodeKeyCreate(KeyCreateCommand{Key: expiring, By: "admin0000000", Now: 3}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("writer000000", ScopeLinksWrite, AllWorkspaces), By: "admin0000000", Now: 4}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("bywriter0000", ScopeAdmin, AllWorkspaces), By: "writer000000", Now: 5}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("byexpired000", ScopeAdmin, AllWorkspaces), By: "expiring0000", Now: 60}),
+		EncodeKeyRevoke(KeyRevokeCommand{ID: "admin0000000", By: "admin0000000", Now: 70}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("byrevoked000", ScopeAdmin, AllWorkspaces), By: "admin0000000", Now: 80}),
+		EncodeKeyRevoke(KeyRevokeCommand{ID: "writer000000", By: "admin0000000", Now: 90}),
+	)
+	want := []error{nil, ErrUnauthorized, nil, nil, ErrUnauthorized, ErrUnauthorized, nil, ErrUnauthorized, ErrUnauthorized}
+	for i, w := range want {
+		if err, _ := results[i].(error); !errors.Is(err, w) {
+			t.Errorf("entry %d: %v, want %v", i, err, w)
+		}
+	}
+	if _, ok := f.Key("writer000000"); !ok {
+		t.Fatal("a revoked admin key revoked another key")
 	}
 }

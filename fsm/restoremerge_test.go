@@ -150,7 +150,7 @@ func TestRestoreKeepsKeysAndRevocations(t *testing.T) {
 			t.Errorf("key %s known after the restore: %v, want %v", id, ok, want)
 		}
 	}
-	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces)})}).(error); !errors.Is(err, ErrKeyExists) {
+	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID})}).(error); !errors.Is(err, ErrKeyExists) {
 		t.Fatalf("a revoked key id was created again: %v", err)
 	}
 	if got, want := f.Audit("", 10), cur.Audit("", 10); len(got) != len(want) || got[0] != want[0] {

@@ -3,8 +3,11 @@ package httpd
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
@@ -128,9 +131,44 @@ const pprofPrefix = "/debug/pprof/"
 func pprofHandler() fasthttp.RequestHandler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(pprofPrefix, pprof.Index) // and the named profiles
-	mux.HandleFunc(pprofPrefix+"cmdline", pprof.Cmdline)
+	mux.HandleFunc(pprofPrefix+"cmdline", redactedCmdline)
 	mux.HandleFunc(pprofPrefix+"profile", pprof.Profile)
 	mux.HandleFunc(pprofPrefix+"symbol", pprof.Symbol)
 	mux.HandleFunc(pprofPrefix+"trace", pprof.Trace)
 	return fasthttpadaptor.NewFastHTTPHandler(mux)
+}
+
+// secretFlag reports the flags whose values /debug/pprof/cmdline never
+// shows: an admin key must not turn into the cluster key (membership) or
+// the root token (which no revocation stops).
+func secretFlag(name string) bool { return name == "cluster-key" || name == "admin-token" }
+
+// redactedCmdline is pprof's cmdline answer (arguments separated by NUL)
+// with the values of secret flags replaced, in both the "--flag value" and
+// the "--flag=value" forms, with one dash or two.
+func redactedCmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, strings.Join(redactArgs(os.Args), "\x00"))
+}
+
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	redactNext := false
+	for i, a := range args {
+		out[i] = a
+		if redactNext {
+			out[i], redactNext = "REDACTED", false
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || !secretFlag(name) {
+			continue
+		}
+		if hasValue {
+			out[i] = a[:strings.Index(a, "=")+1] + "REDACTED"
+		} else {
+			redactNext = true
+		}
+	}
+	return out
 }

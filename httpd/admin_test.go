@@ -41,3 +41,19 @@ func TestPprofIsGuardedLikeAdmin(t *testing.T) {
 		})
 	}
 }
+
+// TestCmdlineHidesSecrets: the command line a profile shows never holds the
+// cluster key or the admin token, whichever way the flag was written, so an
+// admin key cannot be turned into either.
+func TestCmdlineHidesSecrets(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"linkraft", "serve", "--cluster-key", "K", "--id", "n1"}, []string{"linkraft", "serve", "--cluster-key", "REDACTED", "--id", "n1"}},
+		{[]string{"linkraft", "serve", "--admin-token=T", "-cluster-key=K"}, []string{"linkraft", "serve", "--admin-token=REDACTED", "-cluster-key=REDACTED"}},
+		{[]string{"linkraft", "serve", "-admin-token", "T"}, []string{"linkraft", "serve", "-admin-token", "REDACTED"}},
+		{[]string{"linkraft", "serve", "--id", "admin-token"}, []string{"linkraft", "serve", "--id", "admin-token"}},
+	} {
+		if got := redactArgs(tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("redactArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -48,12 +48,13 @@ const (
 	authInvalid            // unknown, revoked, expired or malformed
 )
 
-// checkKey authenticates a request's credential against the admin token and the
-// replicated keys. With catchUp, a key id this node does not know is looked
-// up again after the node has applied everything acknowledged before the
-// request, so a key works on every node once its creation was
-// acknowledged; without, only local state is asked (the header callback,
-// which must not wait).
+// checkKey authenticates a request's credential against the admin token
+// and the replicated keys. With catchUp, a key id this node does not know
+// (or any key, while this node knows it is behind) is looked up again
+// after the node has applied everything acknowledged before the request,
+// so a key works on every node once its creation was acknowledged and on
+// none once its revocation was; without, only local state is asked (the
+// header callback, which must not wait).
 func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool) (fsm.APIKey, authResult) {
 	cred, malformed := credential(h)
 	switch {
@@ -75,9 +76,12 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 		return fsm.APIKey{}, authInvalid
 	}
 	key, known := s.fsm.Key(id)
-	if !known && catchUp {
+	// A node that knows it is behind the leader may not have applied a
+	// revocation the leader acknowledged (a voter excused from the wait):
+	// it catches up before it believes a key, as before it refuses one.
+	if catchUp && (!known || s.node.Reads.Behind()) {
 		if err := s.node.Reads.CatchUp(context.Background()); err != nil {
-			s.log.Debug("unknown API key not confirmed by a leader", "key_id", id, "err", err)
+			s.log.Debug("API key not confirmed by a leader", "key_id", id, "err", err)
 		}
 		key, known = s.fsm.Key(id)
 	}

@@ -197,6 +197,7 @@ func TestKeysAPI(t *testing.T) {
 		`{"scopes":["links:read"],"workspaces":["bad name"]}`,
 		`{"scopes":["links:read"],"workspaces":["*"],"expires_at":"2001-01-01T00:00:00Z"}`,
 		`{"scopes":["links:read"],"workspaces":["*"],"colour":"blue"}`,
+		`{"scopes":["admin"],"workspaces":["team"]}`,
 	} {
 		if c := do(s, "POST", "/admin/keys", "application/json", body); c.Response.StatusCode() != 400 {
 			t.Errorf("create key %s: %d, want 400", body, c.Response.StatusCode())

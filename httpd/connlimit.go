@@ -18,10 +18,14 @@ import (
 //
 // fasthttp's Server.MaxConnsPerIP does the same for IPv4 only: it lets
 // every IPv6 connection through uncounted, hence this listener.
+//
+// Connections from a --trusted-proxy are not counted: behind a proxy every
+// client shares its address, and the cap per client belongs on the proxy.
 type connLimitListener struct {
 	net.Listener
 	max     int
-	refusal []byte // the whole HTTP answer to a connection over the cap
+	trusted []netip.Prefix // proxies whose connections are not counted
+	refusal []byte         // the whole HTTP answer to a connection over the cap
 
 	mu   sync.Mutex
 	open map[netip.Addr]int // client → connections open
@@ -31,13 +35,13 @@ type connLimitListener struct {
 // accept loop.
 const refuseWriteTimeout = 100 * time.Millisecond
 
-func newConnLimitListener(ln net.Listener, max int) *connLimitListener {
+func newConnLimitListener(ln net.Listener, max int, trusted []netip.Prefix) *connLimitListener {
 	detail := "this address already has " + strconv.Itoa(max) + " connections open; close some or retry later"
 	body := wire.ProblemJSON(http.StatusTooManyRequests, detail)
 	head := "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/problem+json\r\n" +
 		"Retry-After: 1\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
-	return &connLimitListener{Listener: ln, max: max, refusal: append([]byte(head), body...), open: map[netip.Addr]int{}}
+	return &connLimitListener{Listener: ln, max: max, trusted: trusted, refusal: append([]byte(head), body...), open: map[netip.Addr]int{}}
 }
 
 // Accept returns the next connection within its client's cap. Connections
@@ -50,8 +54,8 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		tcp, ok := c.RemoteAddr().(*net.TCPAddr)
-		if !ok {
-			return c, nil // not an IP connection: nothing to count by
+		if !ok || l.isTrusted(tcp.AddrPort().Addr()) {
+			return c, nil // not an IP connection, or a proxy: nothing to count by
 		}
 		key, ok := l.admit(tcp.AddrPort().Addr())
 		if ok {
@@ -61,6 +65,16 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 		_, _ = c.Write(l.refusal)
 		_ = c.Close()
 	}
+}
+
+func (l *connLimitListener) isTrusted(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range l.trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // admit counts a new connection from ip, unless its client is at the cap.

@@ -71,7 +71,7 @@ func TestMaxConnsPerIP(t *testing.T) {
 // TestConnLimitCountsClients: an IPv6 client holds a /64, so its addresses
 // share one count, as they share one create rate bucket.
 func TestConnLimitCountsClients(t *testing.T) {
-	l := newConnLimitListener(nil, 2)
+	l := newConnLimitListener(nil, 2, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
 	steps := []struct {
 		addr  string
 		admit bool
@@ -90,6 +90,10 @@ func TestConnLimitCountsClients(t *testing.T) {
 		if ok != st.admit {
 			t.Fatalf("step %d: connection from %s admitted %v, want %v", i, st.addr, ok, st.admit)
 		}
+	}
+	// A trusted proxy speaks for many clients: it is not counted.
+	if !l.isTrusted(netip.MustParseAddr("::ffff:127.0.0.1")) || l.isTrusted(netip.MustParseAddr("127.0.0.2")) {
+		t.Fatal("the trusted proxy is 127.0.0.1 alone")
 	}
 	key, _ := l.admit(netip.MustParseAddr("198.51.100.1"))
 	l.release(key)

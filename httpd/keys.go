@@ -82,6 +82,11 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 		}
 	}
 	k.Workspaces = slices.Compact(slices.Sorted(slices.Values(req.Workspaces)))
+	if k.Scopes&fsm.ScopeAdmin != 0 && !slices.Equal(k.Workspaces, []string{fsm.AllWorkspaces}) {
+		// admin reaches every workspace whatever the list says: refuse a
+		// list that would make the key look narrower than it is.
+		return k, invalid(`an admin key reaches every workspace: give workspaces ["*"]`)
+	}
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {

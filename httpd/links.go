@@ -194,6 +194,8 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed):
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, fsm.ErrUnauthorized):
+		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
 	default:
 		s.log.Error("write failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "write failed")

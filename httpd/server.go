@@ -281,7 +281,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.cfg.MaxConnsPerIP > 0 {
-		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP)
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP, s.cfg.TrustedProxies)
 	}
 	return s.srv.Serve(ln)
 }
