@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -22,6 +23,13 @@ const defaultHandshakeTimeout = 10 * time.Second
 // connections are closed at once: a flood of silent clients costs the
 // listener nothing but file descriptors it frees immediately.
 const maxPendingConns = 256
+
+// maxPendingPerSource bounds the connections one source address may have
+// in that state, so one host without the key cannot fill every slot and
+// lock the peers out. A peer opens a few at once at most (Raft's pool,
+// the internal client's relays, up to 16 in flight); nodes sharing one
+// host (a development cluster on 127.0.0.1) share the bound.
+const maxPendingPerSource = 32
 
 // InternalByte is the first byte a node writes on a connection that
 // carries node-to-node HTTP rather than Raft (inside TLS with a key). Raft
@@ -49,8 +57,9 @@ type StreamLayer struct {
 	closeOnce     sync.Once
 	sorting       sync.WaitGroup
 
-	mu      sync.Mutex
-	pending map[net.Conn]struct{} // connections being sorted; Close closes them
+	mu       sync.Mutex
+	pending  map[net.Conn]struct{} // connections being sorted; Close closes them
+	bySource map[netip.Addr]int    // pending connections per source address
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -92,7 +101,7 @@ func newStreamLayer(bindAddr string, advertise net.Addr, key *Key, handshakeTime
 	s := &StreamLayer{
 		listener: ln, advertise: adv, handshakeTimeout: handshakeTimeout,
 		raftConns: make(chan net.Conn), internalConns: make(chan net.Conn),
-		closed: make(chan struct{}), pending: map[net.Conn]struct{}{},
+		closed: make(chan struct{}), pending: map[net.Conn]struct{}{}, bySource: map[netip.Addr]int{},
 	}
 	if key != nil {
 		s.tlsConfig = key.TLSConfig()
@@ -131,19 +140,39 @@ func (s *StreamLayer) acceptLoop() {
 // track records a connection being sorted, unless there are too many or
 // the layer is closing.
 func (s *StreamLayer) track(conn net.Conn) bool {
+	src := sourceOf(conn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pending == nil || len(s.pending) >= maxPendingConns {
+	if s.pending == nil || len(s.pending) >= maxPendingConns || s.bySource[src] >= maxPendingPerSource {
 		return false
 	}
 	s.pending[conn] = struct{}{}
+	s.bySource[src]++
 	return true
 }
 
 func (s *StreamLayer) untrack(conn net.Conn) {
+	src := sourceOf(conn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.pending[conn]; !ok {
+		return
+	}
 	delete(s.pending, conn)
+	if s.bySource[src] <= 1 {
+		delete(s.bySource, src)
+	} else {
+		s.bySource[src]--
+	}
+}
+
+// sourceOf is the address a connection comes from (the zero Addr for a
+// connection that is not TCP).
+func sourceOf(conn net.Conn) netip.Addr {
+	if tcp, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		return tcp.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // sort completes the handshake and reads the first byte of conn within

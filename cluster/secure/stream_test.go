@@ -573,3 +573,42 @@ func TestRaftTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestOneSourceCannotFillThePendingSlots: a host that opens connections and
+// sends nothing holds at most maxPendingPerSource of the slots for
+// connections being sorted; its next one is closed at once, while a
+// connection from another address is still taken in.
+func TestOneSourceCannotFillThePendingSlots(t *testing.T) {
+	key, _ := newTestKey(t)
+	srv, err := newStreamLayer("127.0.0.1:0", &net.TCPAddr{IP: loopback()}, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dialFrom := func(ip string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: waitLimit}
+		c, err := d.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// closedSoon reports whether the server hangs up on c within a
+	// moment (it never does for a tracked connection: the handshake
+	// timeout is a minute).
+	closedSoon := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	for range maxPendingPerSource {
+		dialFrom("127.0.0.1")
+	}
+	if !closedSoon(dialFrom("127.0.0.1")) {
+		t.Fatal("a source holding every slot it may was given one more")
+	}
+	if closedSoon(dialFrom("127.0.0.2")) {
+		t.Fatal("another source was refused while one source was at its limit")
+	}
+}
