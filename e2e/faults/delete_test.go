@@ -108,9 +108,17 @@ func buildMutant(t *testing.T, muts []mutation) string {
 		t.Fatalf("module root: %v", err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"go.mod", "go.sum", "cluster", "httpd", "fsm", "bench", "cmd"} {
-		if out, err := exec.Command("cp", "-r", filepath.Join(root, name), dir).CombinedOutput(); err != nil {
-			t.Fatalf("copy %s: %v: %s", name, err, out)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything but version control and a local data dir, so a package
+	// added later is in the copy too.
+	for _, e := range entries {
+		if name := e.Name(); name != ".git" && name != "data" {
+			if out, err := exec.Command("cp", "-r", filepath.Join(root, name), dir).CombinedOutput(); err != nil {
+				t.Fatalf("copy %s: %v: %s", name, err, out)
+			}
 		}
 	}
 	for _, m := range muts {
