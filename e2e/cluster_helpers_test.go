@@ -191,9 +191,6 @@ func launchNode(t *testing.T, id string, settings map[string]string) *node {
 	return n
 }
 
-// httpUp is a readiness condition: the node answers /health at all.
-func httpUp(health) bool { return true }
-
 // restartAll kills and relaunches every node (same flags and data dirs)
 // before waiting for any of them, so a cluster that needs a quorum to elect
 // a leader can come back; then it waits until every node knows a leader.
