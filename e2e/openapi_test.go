@@ -424,7 +424,7 @@ func TestOpenAPIContract(t *testing.T) {
 	// for a leader far longer, up to a minute for the stale cluster view.)
 	leader.kill9()
 	if !eventually(10*time.Second, func() bool {
-		h, err := survivor.tryHealth()
+		h, err := survivor.tryLive() // /health is 503 without a leader
 		return err == nil && h.Leader == ""
 	}) {
 		t.Fatalf("node %s still names a leader 10 s after the leader was killed", survivor.id)
