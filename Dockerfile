@@ -44,7 +44,9 @@ VOLUME /data
 EXPOSE 8080/tcp 8081/tcp 8082/tcp 8082/udp
 
 # No shell or curl in the image: the binary checks itself. `linkraft health`
-# asks this container's LINKRAFT_HTTP_ADDR port for /health.
+# asks this container's LINKRAFT_HTTP_ADDR port for /health: readiness, so
+# "healthy" means the node serves its cluster's links (a node waiting for
+# its peers is "starting", then "unhealthy"); `--live` would ask liveness.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 CMD ["/linkraft", "health"]
 
 ENTRYPOINT ["/linkraft"]

@@ -91,7 +91,7 @@ func TestClosedCluster(t *testing.T) {
 		}
 		// Keyless is allowed on loopback: that is the rogue's whole point.
 		rogue := launchNode(t, "rogue", map[string]string{"join": strings.Join(seeds, ","), "write-timeout": "2s"})
-		if err := rogue.waitReady(httpUp); err != nil {
+		if err := rogue.waitLive(); err != nil {
 			t.Fatalf("rogue: %v", err)
 		}
 		// A negative can only be watched for a while: several of the
@@ -101,7 +101,7 @@ func TestClosedCluster(t *testing.T) {
 			if got := strings.Join(leader.clusterView(t).ids(), ","); got != want {
 				t.Fatalf("the cluster lists %s, want exactly %s", got, want)
 			}
-			if h := rogue.health(t); h.Leader != "" || h.Links != 0 {
+			if h := rogue.liveHealth(t); h.Leader != "" || h.Links != 0 {
 				t.Fatalf("the rogue learnt leader %q and %d links", h.Leader, h.Links)
 			}
 			time.Sleep(250 * time.Millisecond)

@@ -292,7 +292,7 @@ func TestClusterLostQuorum(t *testing.T) {
 			}
 
 			// One node back: a quorum again, writes resume.
-			down[0].restartUntil(httpUp)
+			down[0].restartLive()
 			var recovered link
 			ok := eventually(20*time.Second, func() bool {
 				l, _, err := survivor.tryCreate("https://example.com/quorum/recovered")

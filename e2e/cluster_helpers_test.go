@@ -127,10 +127,16 @@ func nodeIDs(nodes ...*node) []string {
 	return ids
 }
 
-// tryHealth reads /health without failing the test.
-func (n *node) tryHealth() (health, error) {
+// tryHealth reads /health (readiness) without failing the test.
+func (n *node) tryHealth() (health, error) { return n.tryHealthAt("/health") }
+
+// tryLive reads /health/live (liveness, the same body), which is 200 on a
+// node without a leader or not yet in a cluster.
+func (n *node) tryLive() (health, error) { return n.tryHealthAt("/health/live") }
+
+func (n *node) tryHealthAt(path string) (health, error) {
 	probe := &http.Client{Transport: n.transport, Timeout: 2 * time.Second}
-	resp, err := probe.Get("http://" + n.httpAddr + "/health")
+	resp, err := probe.Get("http://" + n.httpAddr + path)
 	if err != nil {
 		return health{}, err
 	}
@@ -138,10 +144,10 @@ func (n *node) tryHealth() (health, error) {
 	var h health
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return h, fmt.Errorf("/health: %d %s", resp.StatusCode, body)
+		return h, fmt.Errorf("%s: %d %s", path, resp.StatusCode, body)
 	}
 	if err := json.Unmarshal(body, &h); err != nil {
-		return h, fmt.Errorf("/health: %w: %s", err, body)
+		return h, fmt.Errorf("%s: %w: %s", path, err, body)
 	}
 	return h, nil
 }
@@ -190,9 +196,6 @@ func launchNode(t *testing.T, id string, settings map[string]string) *node {
 	n.launch()
 	return n
 }
-
-// httpUp is a readiness condition: the node answers /health at all.
-func httpUp(health) bool { return true }
 
 // restartAll kills and relaunches every node (same flags and data dirs)
 // before waiting for any of them, so a cluster that needs a quorum to elect

@@ -32,10 +32,44 @@ func startWaitingNode(t *testing.T, id string, settings map[string]string) *node
 		all[k] = v
 	}
 	n := launchNode(t, id, all)
-	if err := n.waitReady(httpUp); err != nil {
+	if err := n.waitLive(); err != nil {
 		t.Fatalf("node %s: %v", id, err)
 	}
 	return n
+}
+
+// TestHealthReadinessOfAJoiner: a node started to join a cluster that does
+// not exist yet serves HTTP (liveness 200) but is not ready (/health 503,
+// not_member): a load balancer must not send it traffic, it would answer
+// 404 to every code. Once added, it is ready.
+func TestHealthReadinessOfAJoiner(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	first := startNode(t, nodeOptions{ID: "node1"})
+	l := first.createURL(t, "https://example.com/readiness/before")
+	joiner := startWaitingNode(t, "node2", nil)
+
+	r := joiner.get(t, "/health")
+	var h health
+	decodeObject(t, r, []string{"status", "reason", "node_id", "role", "leader", "links", "applied_index", "version"}, &h)
+	if r.status != http.StatusServiceUnavailable || h.Status != "unavailable" || h.Reason != "not_member" {
+		t.Errorf("/health on a node waiting to join: %d %+v, want 503 unavailable, reason not_member", r.status, h)
+	}
+	if h := joiner.liveHealth(t); h.Status != "alive" || h.NodeID != "node2" {
+		t.Errorf("/health/live on a node waiting to join: %+v, want alive", h)
+	}
+
+	r = first.postJSON(t, "/admin/join", map[string]any{"id": joiner.id, "raft_addr": joiner.raftAddr, "http_addr": joiner.httpAddr})
+	if r.status < 200 || r.status > 299 {
+		t.Fatalf("POST /admin/join: want 2xx, got %v", r)
+	}
+	if err := joiner.waitReady(leaderKnown); err != nil {
+		t.Fatalf("after the join: %v", err)
+	}
+	if h := joiner.health(t); h.Status != "healthy" || h.Reason != "" || h.Links != 1 {
+		t.Errorf("/health after the join: %+v, want healthy with the cluster's link", h)
+	}
+	joiner.requireRedirect(t, l.ShortCode, l.OriginalURL)
 }
 
 // TestClusterLeaveAndJoin removes a server and adds it back with a fresh
@@ -264,7 +298,7 @@ func TestClusterWrongClusterKeyRefused(t *testing.T) {
 		"join":          strings.Join(seeds, ","),
 		"write-timeout": "2s",
 	})
-	if err := intruder.waitReady(httpUp); err != nil {
+	if err := intruder.waitLive(); err != nil {
 		t.Fatalf("intruder: %v", err)
 	}
 
@@ -275,7 +309,7 @@ func TestClusterWrongClusterKeyRefused(t *testing.T) {
 	if got := leader.clusterView(t).ids(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("after 5 s the cluster lists %v, want exactly %v", got, want)
 	}
-	if h := intruder.health(t); h.Leader != "" {
+	if h := intruder.liveHealth(t); h.Leader != "" {
 		t.Errorf("the wrong-key node knows leader %q, want none", h.Leader)
 	}
 	r := intruder.postJSON(t, "/api/v1/urls", map[string]any{"original_url": "https://example.com/wrong-key/write"})
@@ -291,7 +325,7 @@ func TestClusterWrongClusterKeyRefused(t *testing.T) {
 	if got := leader.clusterView(t).ids(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("after the refused join the cluster lists %v, want exactly %v", got, want)
 	}
-	if h := intruder.health(t); h.Leader != "" || h.Links != 0 {
+	if h := intruder.liveHealth(t); h.Leader != "" || h.Links != 0 {
 		t.Errorf("the wrong-key node learnt leader %q and %d links, want none", h.Leader, h.Links)
 	}
 	for _, n := range nodes {

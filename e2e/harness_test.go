@@ -299,7 +299,7 @@ func startJoinedCluster(t *testing.T, size int, settings map[string]string) []*n
 	for _, n := range nodes[1:] {
 		// The joiner's HTTP port answers once it listens; join only then so
 		// the leader can reach it.
-		if err := n.waitReady(func(health) bool { return true }); err != nil {
+		if err := n.waitLive(); err != nil {
 			t.Fatalf("node %s: %v", n.id, err)
 		}
 		r := first.postJSON(t, "/admin/join", map[string]any{"id": n.id, "raft_addr": n.raftAddr, "http_addr": n.httpAddr})
@@ -426,9 +426,18 @@ func leaderKnown(h health) bool { return h.Leader != "" }
 // waitLeader waits until the node reports itself as leader.
 func (n *node) waitLeader() error { return n.waitReady(isLeader) }
 
-// waitReady polls /health until it answers 200 and ready accepts the answer,
-// the process exits, or leaderWaitTimeout passes.
-func (n *node) waitReady(ready func(health) bool) error {
+// waitReady polls /health (readiness) until it answers 200 and ready
+// accepts the answer, the process exits, or leaderWaitTimeout passes.
+func (n *node) waitReady(ready func(health) bool) error { return n.waitHealth("/health", ready) }
+
+// waitLive polls /health/live until it answers 200: the process serves
+// HTTP, whether or not it is a member of a cluster yet. For a node that
+// waits to be added, /health stays 503 until it is.
+func (n *node) waitLive() error {
+	return n.waitHealth("/health/live", func(health) bool { return true })
+}
+
+func (n *node) waitHealth(path string, ready func(health) bool) error {
 	probe := &http.Client{Transport: n.transport, Timeout: time.Second}
 	deadline := time.Now().Add(leaderWaitTimeout)
 	last := "no answer yet"
@@ -441,7 +450,7 @@ func (n *node) waitReady(ready func(health) bool) error {
 			return fmt.Errorf("process exited (%v) before it was ready", n.exitErr())
 		default:
 		}
-		resp, err := probe.Get("http://" + n.httpAddr + "/health")
+		resp, err := probe.Get("http://" + n.httpAddr + path)
 		if err != nil {
 			last = err.Error()
 		} else {
@@ -455,7 +464,7 @@ func (n *node) waitReady(ready func(health) bool) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("not ready after %v; last /health: %s", leaderWaitTimeout, last)
+	return fmt.Errorf("not ready after %v; last %s: %s", leaderWaitTimeout, path, last)
 }
 
 func (n *node) exitErr() error {
@@ -530,6 +539,18 @@ func (n *node) restartUntil(ready func(health) bool) {
 	fmt.Fprintf(n.out, "\n=== harness: restart ===\n")
 	n.launch()
 	if err := n.waitReady(ready); err != nil {
+		n.t.Fatalf("node %s after restart: %v", n.id, err)
+	}
+}
+
+// restartLive kills and relaunches the process and waits only until it
+// serves HTTP (/health/live), not until it is ready.
+func (n *node) restartLive() {
+	n.t.Helper()
+	n.kill()
+	fmt.Fprintf(n.out, "\n=== harness: restart ===\n")
+	n.launch()
+	if err := n.waitLive(); err != nil {
 		n.t.Fatalf("node %s after restart: %v", n.id, err)
 	}
 }
@@ -771,6 +792,7 @@ func checkProblemBody(t *testing.T, r response) problem {
 // health is the /health answer.
 type health struct {
 	Status       string `json:"status"`
+	Reason       string `json:"reason"`
 	NodeID       string `json:"node_id"`
 	Role         string `json:"role"`
 	Leader       string `json:"leader"`
@@ -781,9 +803,21 @@ type health struct {
 
 func (n *node) health(t *testing.T) health {
 	t.Helper()
-	r := n.get(t, "/health")
+	return n.healthAt(t, "/health")
+}
+
+// liveHealth reads /health/live, which has /health's body and is 200 on a
+// node that is not (yet) a member of any cluster.
+func (n *node) liveHealth(t *testing.T) health {
+	t.Helper()
+	return n.healthAt(t, "/health/live")
+}
+
+func (n *node) healthAt(t *testing.T, path string) health {
+	t.Helper()
+	r := n.get(t, path)
 	if r.status != http.StatusOK {
-		t.Fatalf("GET /health: want 200, got %v", r)
+		t.Fatalf("GET %s: want 200, got %v", path, r)
 	}
 	var h health
 	decodeObject(t, r, []string{"status", "node_id", "role", "leader", "links", "applied_index", "version"}, &h)

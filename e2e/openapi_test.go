@@ -195,6 +195,7 @@ func TestOpenAPIContract(t *testing.T) {
 	// Service endpoints.
 	c.call(t, n1, http.MethodGet, "/", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/health", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/health/live", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/metrics", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/ui/", nil, nil, http.StatusOK)
 
@@ -366,6 +367,7 @@ func TestOpenAPIContract(t *testing.T) {
 	// limits creates to one per second, so its second create is a 429.
 	limited := map[string]string{"admin-token": token, "write-timeout": "1s", "create-rate": "1", "create-burst": "1"}
 	n2 := startWaitingNode(t, "node2", limited)
+	c.call(t, n2, http.MethodGet, "/health", nil, nil, http.StatusServiceUnavailable) // not a member yet
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
 		[]byte(`{"id":"node2","raft_addr":"`+n2.raftAddr+`","http_addr":"`+n2.httpAddr+`"}`), http.StatusOK)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
@@ -422,7 +424,7 @@ func TestOpenAPIContract(t *testing.T) {
 	// for a leader far longer, up to a minute for the stale cluster view.)
 	leader.kill9()
 	if !eventually(10*time.Second, func() bool {
-		h, err := survivor.tryHealth()
+		h, err := survivor.tryLive() // /health is 503 without a leader
 		return err == nil && h.Leader == ""
 	}) {
 		t.Fatalf("node %s still names a leader 10 s after the leader was killed", survivor.id)

@@ -110,17 +110,18 @@ func startNotifying(t *testing.T, s *notifySocket, settings map[string]string) (
 	return n, ready
 }
 
-// requireServingAtReady checks what a load balancer or "systemctl start"
-// relies on: the first /health request after READY=1 succeeds, without a
-// retry, and the status line names the HTTP address.
+// requireServingAtReady checks what "systemctl start" relies on: the first
+// liveness request after READY=1 succeeds, without a retry, and the status
+// line names the HTTP address. READY=1 means the process serves; /health
+// (readiness) follows once the node is in a cluster with a leader.
 func requireServingAtReady(t *testing.T, n *node, ready string) health {
 	t.Helper()
-	h, err := n.tryHealth()
+	h, err := n.tryLive()
 	if err != nil {
-		t.Fatalf("GET /health right after READY=1: want 200, got %v", err)
+		t.Fatalf("GET /health/live right after READY=1: want 200, got %v", err)
 	}
-	if h.Status != "healthy" || h.NodeID != n.id {
-		t.Errorf("GET /health right after READY=1: status %q node %q, want healthy %s", h.Status, h.NodeID, n.id)
+	if h.Status != "alive" || h.NodeID != n.id {
+		t.Errorf("GET /health/live right after READY=1: status %q node %q, want alive %s", h.Status, h.NodeID, n.id)
 	}
 	if !strings.Contains(ready, "\nSTATUS=") || !strings.Contains(ready, n.httpAddr) {
 		t.Errorf("READY=1 message %q: want a STATUS= line naming the HTTP address %s", ready, n.httpAddr)
@@ -168,7 +169,7 @@ func TestSystemdNotify(t *testing.T) {
 	})
 
 	// The first VM of a new cluster must not hold "systemctl start" until
-	// its peers are up: it serves /health (no leader yet) and is ready.
+	// its peers are up: it serves /health/live (no leader yet) and is ready.
 	t.Run("awaiting_peers", func(t *testing.T) {
 		t.Parallel()
 		s := listenNotify(t)

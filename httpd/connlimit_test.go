@@ -20,11 +20,12 @@ func TestMaxConnsPerIP(t *testing.T) {
 	}
 	go s.Serve(ln)
 
+	// Liveness: it answers 200 before the fresh node has elected itself.
 	get := func(c net.Conn) (*http.Response, error) {
 		if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 			return nil, err
 		}
-		if _, err := c.Write([]byte("GET /health HTTP/1.1\r\nHost: sho.rt\r\n\r\n")); err != nil {
+		if _, err := c.Write([]byte("GET /health/live HTTP/1.1\r\nHost: sho.rt\r\n\r\n")); err != nil {
 			return nil, err
 		}
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)

@@ -65,7 +65,8 @@ type Leader interface {
 	ServeForwarded(h fasthttp.RequestHandler)
 }
 
-// Self is the node's identity and role, for health, logs and metrics.
+// Self is the node's identity, role and readiness, for health, logs and
+// metrics.
 type Self interface {
 	ID() string
 	HTTPAddr() string
@@ -77,6 +78,10 @@ type Self interface {
 	AppliedIndex() uint64
 	PendingClicks() uint64
 	Collectors() []prometheus.Collector
+	// NotReady is why the node cannot serve its cluster's links, "" when
+	// it can (readiness); Live is false once Raft has shut down (liveness).
+	NotReady() string
+	Live() bool
 }
 
 var (

@@ -136,6 +136,7 @@ func (s *Server) routes() {
 	}
 	handle("GET", "/", "root", s.handleRoot)
 	handle("GET", "/health", "health", s.handleHealth)
+	handle("GET", "/health/live", "health", s.handleLive)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
 	handle("GET", "/ui/app.js", "ui", uiAsset("text/javascript; charset=utf-8", uiScript))

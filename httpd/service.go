@@ -4,6 +4,8 @@ import (
 	_ "embed"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
 )
 
 // The web UI: a page, its script and its style, served as separate files
@@ -24,6 +26,7 @@ func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
 
 type healthJSON struct {
 	Status       string `json:"status"`
+	Reason       string `json:"reason,omitempty"`
 	NodeID       string `json:"node_id"`
 	Role         string `json:"role"`
 	Leader       string `json:"leader"`
@@ -33,17 +36,37 @@ type healthJSON struct {
 	Version      string `json:"version"`
 }
 
-// handleHealth is 200 while this node can serve redirects from its state.
+// handleHealth is readiness: 200 "healthy" only while this node can serve
+// its cluster's links (a member that knows a leader and has the state),
+// else 503 "unavailable" with the reason. A node that is up but not in a
+// cluster yet must not be sent traffic: it would answer 404 to every code.
 func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
-	h := healthJSON{
+	h := s.healthOf()
+	status := fasthttp.StatusOK
+	if h.Reason = s.node.Self.NotReady(); h.Reason != "" {
+		h.Status, status = "unavailable", fasthttp.StatusServiceUnavailable
+	}
+	writeJSON(ctx, status, h)
+}
+
+// handleLive is liveness: 200 "alive" while the process serves HTTP and
+// Raft runs, whether or not the node is in a cluster yet — restarting a
+// node that waits to be added, or that is cut off, would not help it.
+func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
+	h := s.healthOf()
+	h.Status = "alive"
+	status := fasthttp.StatusOK
+	if !s.node.Self.Live() {
+		h.Status, h.Reason, status = "unavailable", cluster.NotReadyShuttingDown, fasthttp.StatusServiceUnavailable
+	}
+	writeJSON(ctx, status, h)
+}
+
+func (s *Server) healthOf() healthJSON {
+	return healthJSON{
 		Status: "healthy", NodeID: s.node.Self.ID(), Role: s.node.Self.Role(), Leader: s.node.Self.Leader(), ClusterID: s.fsm.ClusterID(),
 		Links: s.fsm.Len(), AppliedIndex: s.node.Self.AppliedIndex(), Version: s.cfg.Version,
 	}
-	status := fasthttp.StatusOK
-	if h.Role == "shutdown" {
-		h.Status, status = "unhealthy", fasthttp.StatusServiceUnavailable
-	}
-	writeJSON(ctx, status, h)
 }
 
 // uiCSP lets the page load only its own script, style, API and QR images,

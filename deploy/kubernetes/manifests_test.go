@@ -297,14 +297,23 @@ func TestStatefulSet(t *testing.T) {
 		t.Errorf("LINKRAFT_LEAVE_ON_TERMINATE=%s: a rolling restart would shrink the cluster", got)
 	}
 
-	// Probes hit /health on the port the node serves HTTP on.
-	for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+	// Probes ask the port the node serves HTTP on: readiness /health (can
+	// serve this cluster's links), startup and liveness /health/live (the
+	// process runs), so a node waiting for its peers is never restarted.
+	probes := map[string]struct {
+		p    *corev1.Probe
+		path string
+	}{
+		"startup": {c.StartupProbe, "/health/live"}, "readiness": {c.ReadinessProbe, "/health"}, "liveness": {c.LivenessProbe, "/health/live"},
+	}
+	for name, pp := range probes {
+		p := pp.p
 		if p == nil || p.HTTPGet == nil {
 			t.Errorf("%s probe: want an httpGet", name)
 			continue
 		}
-		if p.HTTPGet.Path != "/health" {
-			t.Errorf("%s probe path %q: want /health", name, p.HTTPGet.Path)
+		if p.HTTPGet.Path != pp.path {
+			t.Errorf("%s probe path %q: want %s", name, p.HTTPGet.Path, pp.path)
 		}
 		if got, err := containerPort(c, p.HTTPGet.Port, "TCP"); err != nil || got != httpPort {
 			t.Errorf("%s probe port %s: %d, %v; HTTP is on %d", name, p.HTTPGet.Port.String(), got, err, httpPort)
