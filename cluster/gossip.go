@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -39,6 +40,7 @@ type gossip struct {
 	n       *Node
 	list    *memberlist.Memberlist
 	changed broadcast // a member joined, left, died or changed its metadata
+	seeds   *seedResolver
 
 	mu      sync.Mutex
 	left    map[string]struct{} // ids of members that announced their leave
@@ -114,6 +116,7 @@ func (n *Node) startGossip(hasState bool) error {
 		return fmt.Errorf("start gossip: %w", err)
 	}
 	g.list = list
+	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.advertised())
 	n.gossip = g
 	n.spawn(g.keepJoined)
 	return nil
@@ -159,9 +162,19 @@ const (
 // members, and servers of the Raft configuration that are not live in
 // gossip, whose gossip address is asked over the node-to-node protocol.
 func (g *gossip) keepJoined() {
+	// Lookups of --join names end when the node closes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-g.n.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	wait := rejoinMin
 	for {
-		if missing := g.missing(); len(missing) == 0 {
+		if missing := g.missing(ctx); len(missing) == 0 {
 			wait = rejoinMin
 		} else {
 			if joined, err := g.list.Join(missing); err != nil {
@@ -179,9 +192,13 @@ func (g *gossip) keepJoined() {
 	}
 }
 
-// missing returns the gossip addresses to join: seeds that are not live
-// members and servers of the Raft configuration not live in gossip.
-func (g *gossip) missing() []string {
+// missing returns the gossip addresses to join: servers of the Raft
+// configuration not live in gossip, and seeds that are not live members.
+// A round that joins resolves the --join names again, since they may point
+// elsewhere now; a round with nothing to join (every second while the pool
+// is whole) reuses their last answer for up to rejoinMax, rather than asking
+// DNS every second for good.
+func (g *gossip) missing(ctx context.Context) []string {
 	liveAddrs, liveIDs := map[string]bool{}, map[string]bool{}
 	for _, node := range g.list.Members() {
 		liveAddrs[node.Address()] = true
@@ -189,16 +206,31 @@ func (g *gossip) missing() []string {
 			liveIDs[m.ID] = true
 		}
 	}
-	var out []string
-	for _, seed := range g.n.cfg.GossipSeeds {
-		if seed != g.n.cfg.GossipAddr && !liveAddrs[seed] {
-			out = append(out, seed)
-		}
+	out := g.missingServers(liveIDs)
+	maxAge := rejoinMax
+	if len(out) > 0 {
+		maxAge = 0
 	}
+	for {
+		seeds, fresh := g.seeds.addrs(ctx, maxAge)
+		missing := slices.DeleteFunc(slices.Clone(seeds), func(addr string) bool {
+			return liveAddrs[addr] || slices.Contains(out, addr)
+		})
+		if len(missing) == 0 || fresh {
+			return append(out, missing...)
+		}
+		maxAge = 0 // the last answer leaves something to join: ask again
+	}
+}
+
+// missingServers returns the gossip addresses of the servers of the Raft
+// configuration that are not live in gossip, as far as they answer.
+func (g *gossip) missingServers(liveIDs map[string]bool) []string {
 	servers, err := g.n.configuration()
 	if err != nil {
-		return out
+		return nil
 	}
+	var out []string
 	for _, s := range servers {
 		if liveIDs[string(s.ID)] || string(s.ID) == g.n.cfg.ID {
 			continue
