@@ -46,6 +46,11 @@ type gossip struct {
 	left    map[string]struct{} // ids of members that announced their leave
 	removed map[string]string   // id → boot of servers removed while running
 	meta    memberMeta          // what NodeMeta returns
+	// live holds a copy of every live member by name, as the event
+	// delegate reports them: memberlist's Members returns pointers into its
+	// own state, which it rewrites under its lock when a member's metadata
+	// changes, so reading what it returns races with gossip.
+	live map[string]memberlist.Node
 	// gone holds, by member name, the members memberlist reported gone
 	// (for linkraft_gossip_members): memberlist forgets a dead member
 	// after a while and never says that a member is suspected.
@@ -85,6 +90,7 @@ func (n *Node) startGossip(hasState bool) error {
 		left:    map[string]struct{}{},
 		removed: map[string]string{},
 		gone:    map[string]goneMember{},
+		live:    map[string]memberlist.Node{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
@@ -200,9 +206,9 @@ func (g *gossip) keepJoined() {
 // DNS every second for good.
 func (g *gossip) missing(ctx context.Context) []string {
 	liveAddrs, liveIDs := map[string]bool{}, map[string]bool{}
-	for _, node := range g.list.Members() {
+	for _, node := range g.liveMembers() {
 		liveAddrs[node.Address()] = true
-		if m, ok := parseMeta(node); ok {
+		if m, ok := parseMeta(&node); ok {
 			liveIDs[m.ID] = true
 		}
 	}
@@ -289,21 +295,37 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 		state = memberLeft
 	}
 	g.gone[node.Name] = goneMember{state: state, at: time.Now()}
+	delete(g.live, node.Name)
 	g.mu.Unlock()
 	g.changed.notify()
 }
 
 func (g *gossip) alive(node *memberlist.Node) {
+	c := *node
+	c.Addr, c.Meta = slices.Clone(node.Addr), slices.Clone(node.Meta)
 	g.mu.Lock()
 	delete(g.gone, node.Name)
+	g.live[node.Name] = c
 	g.mu.Unlock()
 	g.changed.notify()
+}
+
+// liveMembers returns a copy of every live member, this node included
+// (memberlist's live members: suspects among them).
+func (g *gossip) liveMembers() []memberlist.Node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]memberlist.Node, 0, len(g.live))
+	for _, node := range g.live {
+		out = append(out, node)
+	}
+	return out
 }
 
 // memberStates counts the members by state: alive (memberlist's live
 // members, suspects among them), dead and left (see gone).
 func (g *gossip) memberStates() map[string]int {
-	live := g.list.Members()
+	live := g.liveMembers()
 	counts := map[string]int{memberAlive: len(live)}
 	isLive := make(map[string]bool, len(live))
 	for _, node := range live {
@@ -338,8 +360,8 @@ func parseMeta(node *memberlist.Node) (memberMeta, bool) {
 // members returns the metadata of every live member, this node included.
 func (g *gossip) members() []memberMeta {
 	var out []memberMeta
-	for _, node := range g.list.Members() {
-		if m, ok := parseMeta(node); ok {
+	for _, node := range g.liveMembers() {
+		if m, ok := parseMeta(&node); ok {
 			out = append(out, m)
 		}
 	}
