@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -39,11 +40,17 @@ type gossip struct {
 	n       *Node
 	list    *memberlist.Memberlist
 	changed broadcast // a member joined, left, died or changed its metadata
+	seeds   *seedResolver
 
 	mu      sync.Mutex
 	left    map[string]struct{} // ids of members that announced their leave
 	removed map[string]string   // id → boot of servers removed while running
 	meta    memberMeta          // what NodeMeta returns
+	// live holds a copy of every live member by name, as the event
+	// delegate reports them: memberlist's Members returns pointers into its
+	// own state, which it rewrites under its lock when a member's metadata
+	// changes, so reading what it returns races with gossip.
+	live map[string]memberlist.Node
 	// gone holds, by member name, the members memberlist reported gone
 	// (for linkraft_gossip_members): memberlist forgets a dead member
 	// after a while and never says that a member is suspected.
@@ -83,6 +90,7 @@ func (n *Node) startGossip(hasState bool) error {
 		left:    map[string]struct{}{},
 		removed: map[string]string{},
 		gone:    map[string]goneMember{},
+		live:    map[string]memberlist.Node{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
@@ -114,6 +122,7 @@ func (n *Node) startGossip(hasState bool) error {
 		return fmt.Errorf("start gossip: %w", err)
 	}
 	g.list = list
+	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.advertised())
 	n.gossip = g
 	n.spawn(g.keepJoined)
 	return nil
@@ -159,9 +168,19 @@ const (
 // members, and servers of the Raft configuration that are not live in
 // gossip, whose gossip address is asked over the node-to-node protocol.
 func (g *gossip) keepJoined() {
+	// Lookups of --join names end when the node closes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-g.n.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	wait := rejoinMin
 	for {
-		if missing := g.missing(); len(missing) == 0 {
+		if missing := g.missing(ctx); len(missing) == 0 {
 			wait = rejoinMin
 		} else {
 			if joined, err := g.list.Join(missing); err != nil {
@@ -179,26 +198,45 @@ func (g *gossip) keepJoined() {
 	}
 }
 
-// missing returns the gossip addresses to join: seeds that are not live
-// members and servers of the Raft configuration not live in gossip.
-func (g *gossip) missing() []string {
+// missing returns the gossip addresses to join: servers of the Raft
+// configuration not live in gossip, and seeds that are not live members.
+// A round that joins resolves the --join names again, since they may point
+// elsewhere now; a round with nothing to join (every second while the pool
+// is whole) reuses their last answer for up to rejoinMax, rather than asking
+// DNS every second for good.
+func (g *gossip) missing(ctx context.Context) []string {
 	liveAddrs, liveIDs := map[string]bool{}, map[string]bool{}
-	for _, node := range g.list.Members() {
+	for _, node := range g.liveMembers() {
 		liveAddrs[node.Address()] = true
-		if m, ok := parseMeta(node); ok {
+		if m, ok := parseMeta(&node); ok {
 			liveIDs[m.ID] = true
 		}
 	}
-	var out []string
-	for _, seed := range g.n.cfg.GossipSeeds {
-		if seed != g.n.cfg.GossipAddr && !liveAddrs[seed] {
-			out = append(out, seed)
-		}
+	out := g.missingServers(liveIDs)
+	maxAge := rejoinMax
+	if len(out) > 0 {
+		maxAge = 0
 	}
+	for {
+		seeds, fresh := g.seeds.addrs(ctx, maxAge)
+		missing := slices.DeleteFunc(slices.Clone(seeds), func(addr string) bool {
+			return liveAddrs[addr] || slices.Contains(out, addr)
+		})
+		if len(missing) == 0 || fresh {
+			return append(out, missing...)
+		}
+		maxAge = 0 // the last answer leaves something to join: ask again
+	}
+}
+
+// missingServers returns the gossip addresses of the servers of the Raft
+// configuration that are not live in gossip, as far as they answer.
+func (g *gossip) missingServers(liveIDs map[string]bool) []string {
 	servers, err := g.n.configuration()
 	if err != nil {
-		return out
+		return nil
 	}
+	var out []string
 	for _, s := range servers {
 		if liveIDs[string(s.ID)] || string(s.ID) == g.n.cfg.ID {
 			continue
@@ -257,21 +295,37 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 		state = memberLeft
 	}
 	g.gone[node.Name] = goneMember{state: state, at: time.Now()}
+	delete(g.live, node.Name)
 	g.mu.Unlock()
 	g.changed.notify()
 }
 
 func (g *gossip) alive(node *memberlist.Node) {
+	c := *node
+	c.Addr, c.Meta = slices.Clone(node.Addr), slices.Clone(node.Meta)
 	g.mu.Lock()
 	delete(g.gone, node.Name)
+	g.live[node.Name] = c
 	g.mu.Unlock()
 	g.changed.notify()
+}
+
+// liveMembers returns a copy of every live member, this node included
+// (memberlist's live members: suspects among them).
+func (g *gossip) liveMembers() []memberlist.Node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]memberlist.Node, 0, len(g.live))
+	for _, node := range g.live {
+		out = append(out, node)
+	}
+	return out
 }
 
 // memberStates counts the members by state: alive (memberlist's live
 // members, suspects among them), dead and left (see gone).
 func (g *gossip) memberStates() map[string]int {
-	live := g.list.Members()
+	live := g.liveMembers()
 	counts := map[string]int{memberAlive: len(live)}
 	isLive := make(map[string]bool, len(live))
 	for _, node := range live {
@@ -306,8 +360,8 @@ func parseMeta(node *memberlist.Node) (memberMeta, bool) {
 // members returns the metadata of every live member, this node included.
 func (g *gossip) members() []memberMeta {
 	var out []memberMeta
-	for _, node := range g.list.Members() {
-		if m, ok := parseMeta(node); ok {
+	for _, node := range g.liveMembers() {
+		if m, ok := parseMeta(&node); ok {
 			out = append(out, m)
 		}
 	}

@@ -34,7 +34,10 @@ type Config struct {
 	Advertise  string // host other nodes reach this one at; default: the bind addresses'
 	// GossipSeeds are gossip addresses of members to join (--join); a
 	// node with seeds and no Raft state waits to be added to their cluster.
+	// An entry may be a host name: every join attempt resolves it again,
+	// through Resolver, and joins all its addresses.
 	GossipSeeds []string
+	Resolver    Resolver // default: net.DefaultResolver
 	// BootstrapExpect is the number of servers that bootstrap a new cluster
 	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
 	// first start; with GossipSeeds it waits to be added to a cluster.
@@ -79,6 +82,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SnapshotBytes <= 0 {
 		c.SnapshotBytes = defaultSnapshotBytes
+	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -61,7 +61,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.raftAddr, "raft-addr", "127.0.0.1:8081", "Raft listen address")
 	fs.StringVar(&c.gossipAddr, "gossip-addr", "127.0.0.1:8082", "gossip (memberlist) listen address")
 	fs.StringVar(&c.advertise, "advertise", "", "host other nodes reach this node at (default: the listen addresses)")
-	fs.StringVar(&c.join, "join", "", "comma-separated gossip addresses of nodes to join")
+	fs.StringVar(&c.join, "join", "", "comma-separated gossip addresses (host:port) of nodes to join; a host name is resolved again at every join attempt and all its addresses are joined")
 	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster together")
 	fs.StringVar(&c.baseURL, "base-url", "", "prefix of short URLs (default: http://<request Host> on a loopback --http-addr, else http://<advertised HTTP address>)")
 	fs.IntVar(&c.codeLength, "code-length", 7, "length of generated codes (counter strategy), 4-10")
