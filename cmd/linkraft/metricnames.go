@@ -117,11 +117,24 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
+// snakeLabels returns labels with snake_case names (raft's transport labels
+// its timings rpcType). It copies: the caller may reuse its slice.
+func snakeLabels(labels []gometrics.Label) []gometrics.Label {
+	if len(labels) == 0 {
+		return labels
+	}
+	out := make([]gometrics.Label, len(labels))
+	for i, l := range labels {
+		out[i] = gometrics.Label{Name: snakeCase(l.Name), Value: l.Value}
+	}
+	return out
+}
+
 func (p promNames) SetGauge(key []string, val float32) { p.SetGaugeWithLabels(key, val, nil) }
 
 func (p promNames) SetGaugeWithLabels(key []string, val float32, labels []gometrics.Label) {
 	name, scale := promName(key, gaugeKind)
-	p.next.SetGaugeWithLabels([]string{name}, val*scale, labels)
+	p.next.SetGaugeWithLabels([]string{name}, val*scale, snakeLabels(labels))
 }
 
 // EmitKey has no Prometheus equivalent (the sink drops it too).
@@ -131,12 +144,12 @@ func (p promNames) IncrCounter(key []string, val float32) { p.IncrCounterWithLab
 
 func (p promNames) IncrCounterWithLabels(key []string, val float32, labels []gometrics.Label) {
 	name, scale := promName(key, counterKind)
-	p.next.IncrCounterWithLabels([]string{name}, val*scale, labels)
+	p.next.IncrCounterWithLabels([]string{name}, val*scale, snakeLabels(labels))
 }
 
 func (p promNames) AddSample(key []string, val float32) { p.AddSampleWithLabels(key, val, nil) }
 
 func (p promNames) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
 	name, scale := promName(key, sampleKind)
-	p.next.AddSampleWithLabels([]string{name}, val*scale, labels)
+	p.next.AddSampleWithLabels([]string{name}, val*scale, snakeLabels(labels))
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	gometrics "github.com/hashicorp/go-metrics/compat"
 )
 
 func TestPromNames(t *testing.T) {
@@ -28,5 +30,16 @@ func TestPromNames(t *testing.T) {
 		if name != c.name || scale != c.scale {
 			t.Errorf("promName(%s, %d) = %s, %v; want %s, %v", c.key, c.kind, name, scale, c.name, c.scale)
 		}
+	}
+}
+
+func TestPromNamesLabels(t *testing.T) {
+	in := []gometrics.Label{{Name: "rpcType", Value: "AppendEntries"}, {Name: "peer_id", Value: "n1"}}
+	got := snakeLabels(in)
+	if got[0].Name != "rpc_type" || got[0].Value != "AppendEntries" || got[1].Name != "peer_id" {
+		t.Errorf("snakeLabels = %v", got)
+	}
+	if in[0].Name != "rpcType" {
+		t.Errorf("snakeLabels changed its argument: %v", in)
 	}
 }
