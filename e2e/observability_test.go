@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
 // What an operator watches: /metrics (Raft's own metrics next to
@@ -109,10 +112,10 @@ func TestObservabilityCluster(t *testing.T) {
 
 	m := scrape(t, leader)
 	for _, key := range []string{
-		"raft_commitTime_count",       // commit time
-		"raft_fsm_applyBatch_count",   // FSM apply latency (the FSM applies in batches)
-		"raft_boltdb_storeLogs_count", // fsync of log appends
-		"raft_state_leader",           // leader changes
+		"raft_commit_time_seconds_count",       // commit time
+		"raft_fsm_apply_batch_seconds_count",   // FSM apply latency (the FSM applies in batches)
+		"raft_boltdb_store_logs_seconds_count", // fsync of log appends
+		"raft_state_leader_total",              // leader changes
 		"linkraft_create_batch_size_count",
 	} {
 		if m[key] <= 0 {
@@ -120,7 +123,7 @@ func TestObservabilityCluster(t *testing.T) {
 		}
 	}
 	for _, f := range followers {
-		key := `raft_replication_appendEntries_rpc_count{peer_id="` + f.id + `"}`
+		key := `raft_replication_append_entries_rpc_seconds_count{peer_id="` + f.id + `"}`
 		if m[key] <= 0 {
 			t.Errorf("leader /metrics: %s = %v, want > 0 (per-peer append RPC time)", key, m[key])
 		}
@@ -133,7 +136,12 @@ func TestObservabilityCluster(t *testing.T) {
 	waitMetric(t, leader, 10*time.Second, `linkraft_gossip_members{state="alive"}`, func(v float64) bool { return v == 3 })
 	waitMetric(t, followers[0], 5*time.Second, "linkraft_relay_batch_size_count", positive)
 	// Raft checks the snapshot threshold every 10-20 s.
-	waitMetric(t, leader, 40*time.Second, "raft_snapshot_takeSnapshot_count", positive)
+	waitMetric(t, leader, 40*time.Second, "raft_snapshot_take_snapshot_seconds_count", positive)
+	// Every name follows Prometheus' conventions, on the leader (which
+	// reports the most series) and on a follower, now that both have
+	// replicated and snapshotted.
+	requirePromlint(t, leader)
+	requirePromlint(t, followers[0])
 	for _, f := range followers {
 		for key := range scrape(t, f) {
 			if strings.HasPrefix(key, "linkraft_replication_lag_entries") {
@@ -190,6 +198,24 @@ func TestObservabilityCluster(t *testing.T) {
 	}
 	if raftLines == 0 {
 		t.Errorf("no node wrote a Raft log line (component raft); want at least the election's")
+	}
+}
+
+// requirePromlint runs promtool's linter ("promtool check metrics" is this
+// code) over n's /metrics and fails on any finding: camelCase, a counter
+// without _total, a unit that is not a base unit suffix, ...
+func requirePromlint(t *testing.T, n *node) {
+	t.Helper()
+	r := n.get(t, "/metrics")
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /metrics on %s: want 200, got %v", n.id, r)
+	}
+	problems, err := promlint.New(bytes.NewReader(r.body)).Lint()
+	if err != nil {
+		t.Fatalf("promlint on %s's /metrics: %v", n.id, err)
+	}
+	for _, p := range problems {
+		t.Errorf("/metrics on %s: %s: %s", n.id, p.Metric, p.Text)
 	}
 }
 

@@ -331,9 +331,10 @@ func splitList(s string) []string {
 }
 
 // raftMetrics sends the metrics hashicorp/raft, raft-boltdb and memberlist
-// emit to registry, under their own names (raft_commitTime,
-// memberlist_gossip, ...). The libraries emit through go-metrics' global
-// instance, which is their only way out: it is set once here, before
+// emit to registry, renamed to Prometheus conventions by promNames
+// (raft.commitTime → raft_commit_time_seconds, memberlist.msg.dead →
+// memberlist_msg_dead_total, ...). The libraries emit through go-metrics'
+// global instance, which is their only way out: it is set once here, before
 // cluster.Open, so nothing from the start (the first election) is lost. No
 // host name in the names (Prometheus labels the target) and no runtime
 // metrics (the registry has Go's collector already).
@@ -347,12 +348,8 @@ func raftMetrics(registry *prometheus.Registry) error {
 		// Declared series are there from the start and never expire, so
 		// rare ones (snapshots, restores) stay visible between events.
 		SummaryDefinitions: raftSummaries(),
-		CounterDefinitions: []gmprometheus.CounterDefinition{
-			{Name: []string{"raft", "state", "leader"}, Help: "Times this node became the Raft leader."},
-			{Name: []string{"raft", "state", "candidate"}, Help: "Elections this node started."},
-			{Name: []string{"raft", "state", "follower"}, Help: "Times this node became a follower."},
-		},
-		Name: "linkraft_go_metrics_sink",
+		CounterDefinitions: raftCounters(),
+		Name:               "linkraft_go_metrics_sink",
 	})
 	if err != nil {
 		return fmt.Errorf("raft metrics: %w", err)
@@ -361,26 +358,42 @@ func raftMetrics(registry *prometheus.Registry) error {
 	conf.EnableHostname = false
 	conf.EnableHostnameLabel = false
 	conf.EnableRuntimeMetrics = false
-	if _, err := gometrics.NewGlobal(conf, sink); err != nil {
+	if _, err := gometrics.NewGlobal(conf, promNames{next: sink}); err != nil {
 		return fmt.Errorf("raft metrics: %w", err)
 	}
 	return nil
 }
 
-// raftSummaries declares the timings an operator watches (milliseconds).
+// raftSummaries declares the timings an operator watches, under the names
+// promNames gives them.
 func raftSummaries() []gmprometheus.SummaryDefinition {
 	var defs []gmprometheus.SummaryDefinition
-	for _, d := range []struct{ name, help string }{
-		{"raft.commitTime", "Leader: time from an entry's append to its commit (ms)."},
-		{"raft.fsm.applyBatch", "Time the state machine took to apply a batch of committed entries (ms)."},
-		{"raft.boltdb.storeLogs", "Time to write and fsync a batch of log entries to raft.db (ms)."},
-		{"raft.rpc.appendEntries.storeLogs", "Follower: time to store the entries of an append (ms)."},
-		{"raft.snapshot.takeSnapshot", "Time to take a snapshot, from start to the log compacted (ms)."},
-		{"raft.snapshot.create", "Time to create a snapshot's file (ms)."},
-		{"raft.snapshot.persist", "Time to write a snapshot to disk (ms)."},
-		{"raft.fsm.restore", "Time the state machine took to restore a snapshot (ms)."},
+	for _, d := range []struct{ key, help string }{
+		{"raft.commitTime", "Leader: time from an entry's append to its commit (seconds)."},
+		{"raft.fsm.applyBatch", "Time the state machine took to apply a batch of committed entries (seconds)."},
+		{"raft.boltdb.storeLogs", "Time to write and fsync a batch of log entries to raft.db (seconds)."},
+		{"raft.rpc.appendEntries.storeLogs", "Follower: time to store the entries of an append (seconds)."},
+		{"raft.snapshot.takeSnapshot", "Time to take a snapshot, from start to the log compacted (seconds)."},
+		{"raft.snapshot.create", "Time to create a snapshot's file (seconds)."},
+		{"raft.snapshot.persist", "Time to write a snapshot to disk (seconds)."},
+		{"raft.fsm.restore", "Time the state machine took to restore a snapshot (seconds)."},
 	} {
-		defs = append(defs, gmprometheus.SummaryDefinition{Name: strings.Split(d.name, "."), Help: d.help})
+		name, _ := promName(strings.Split(d.key, "."), sampleKind)
+		defs = append(defs, gmprometheus.SummaryDefinition{Name: []string{name}, Help: d.help})
+	}
+	return defs
+}
+
+// raftCounters declares the counters of Raft state changes.
+func raftCounters() []gmprometheus.CounterDefinition {
+	var defs []gmprometheus.CounterDefinition
+	for _, d := range []struct{ key, help string }{
+		{"raft.state.leader", "Times this node became the Raft leader."},
+		{"raft.state.candidate", "Elections this node started."},
+		{"raft.state.follower", "Times this node became a follower."},
+	} {
+		name, _ := promName(strings.Split(d.key, "."), counterKind)
+		defs = append(defs, gmprometheus.CounterDefinition{Name: []string{name}, Help: d.help})
 	}
 	return defs
 }
