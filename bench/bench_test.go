@@ -210,10 +210,12 @@ func TestSeedingRetries429(t *testing.T) {
 // linkraft would for a key that may write only in workspace allowed.
 type fakeLinkraft struct {
 	allowed string
-	mu      sync.Mutex
-	links   map[string]string // code → workspace
-	created int
-	deletes int
+	// failAfter > 0: creates after that many answer 500.
+	failAfter int
+	mu        sync.Mutex
+	links     map[string]string // code → workspace
+	created   int
+	deletes   int
 	// workspaces counts the creates by the workspace they named.
 	workspaces map[string]int
 }
@@ -237,6 +239,10 @@ func (f *fakeLinkraft) handle(ctx *fasthttp.RequestCtx) {
 		f.workspaces[body.Workspace]++
 		if body.Workspace != f.allowed {
 			ctx.SetStatusCode(fasthttp.StatusForbidden)
+			return
+		}
+		if f.failAfter > 0 && f.created >= f.failAfter {
+			ctx.SetStatusCode(fasthttp.StatusInternalServerError)
 			return
 		}
 		f.created++
@@ -352,6 +358,24 @@ func TestForbiddenWorkspaceStops(t *testing.T) {
 			t.Errorf("%s: %d creates sent after a 403", s, f.workspaces["bench"])
 		}
 		f.mu.Unlock()
+	}
+}
+
+// TestFailedSeedingCleansUp checks that the links created before seeding
+// failed are removed too.
+func TestFailedSeedingCleansUp(t *testing.T) {
+	f, srv := startFake(t, "bench")
+	f.failAfter = 7
+	cfg := testConfig(ScenarioRedirect)
+	cfg.Targets, cfg.Connections = []string{srv}, 1
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "of the 7 created, 7 removed, 0 not") {
+		t.Errorf("want a seeding error that says the 7 seeds were removed, got %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.links) != 0 {
+		t.Errorf("%d links left after failed seeding", len(f.links))
 	}
 }
 

@@ -33,11 +33,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer closeTargets(targets)
 	seeds, err := seedLinks(ctx, &cfg, targets, runID)
 	if err != nil {
-		// Remove what was created before the failure; nothing to report it in.
+		err = fmt.Errorf("bench: seeding %d links in workspace %q: %w", cfg.seedCount(), cfg.Workspace, err)
+		// Remove what was created before the failure, and say how that went:
+		// there is no report to say it in.
 		if !cfg.KeepSeeds {
-			removeSeeds(ctx, &cfg, targets, seeds)
+			if res, _ := removeSeeds(ctx, &cfg, targets, seeds); res.Created > 0 {
+				err = fmt.Errorf("%w (of the %d created, %d removed, %d not)", err, res.Created, res.Removed, res.Failed)
+			}
 		}
-		return nil, fmt.Errorf("bench: seeding %d links in workspace %q: %w", cfg.seedCount(), cfg.Workspace, err)
+		return nil, err
 	}
 	var reads []string // the create scenario reads none, not even its probe
 	if cfg.needsSeeds() {
