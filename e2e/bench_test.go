@@ -128,6 +128,17 @@ func TestBenchMatchesServerCounters(t *testing.T) {
 			t.Logf("%d measured requests (%.0f req/s); counters checked on every node", rep.Requests, rep.Throughput)
 		})
 	}
+	// A key that may not write in the bench's workspace stops it before
+	// the run, saying what the key needs.
+	t.Run("forbidden-workspace", func(t *testing.T) {
+		k := createKey(t, nodes[0], `{"name":"bench-elsewhere","scopes":["links:write"],"workspaces":["elsewhere"]}`)
+		args := append(append([]string{"bench", "--scenario", "redirect"}, common...), "--key", k.Key)
+		var stdout, stderr bytes.Buffer
+		err := runBinary(t, 90*time.Second, nil, &stdout, &stderr, args...)
+		if err == nil || stdout.Len() != 0 || !strings.Contains(stderr.String(), `the key needs links:write on workspace "bench"`) {
+			t.Errorf("want a failure that names the workspace and no report; err %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
+		}
+	})
 }
 
 // checkBenchSeeds checks what the report says of the seeds against what the
