@@ -3,9 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +19,7 @@ import (
 func testConfig(s Scenario) Config {
 	return Config{
 		Scenario: s, Connections: 4, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		SeedLinks: 50, Timeout: 2 * time.Second,
+		SeedLinks: 50, Timeout: 2 * time.Second, Workspace: "bench",
 	}
 }
 
@@ -155,10 +157,16 @@ func TestConnectionRefusedIsCounted(t *testing.T) {
 	ln.Close()
 	cfg := testConfig(ScenarioCreate)
 	cfg.Targets, cfg.Connections, cfg.Duration, cfg.Warmup = []string{addr}, 1, 200*time.Millisecond, 0
-	r, err := Run(context.Background(), cfg)
-	if err != nil {
+	// Run stops at its probe create; the load itself counts what it sends.
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "seeding") {
+		t.Errorf("Run against a closed port: want a seeding error, got %v", err)
+	}
+	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
+	targets := newTargets(cfg.Targets, cfg.Connections)
+	defer closeTargets(targets)
+	r := load(context.Background(), &cfg, serverLinkraft, targets, nil, "test")
 	checkCounts(t, r)
 	if r.Success != 0 || r.TransportErrors["connection refused"] != r.Requests {
 		t.Errorf("want every request refused, got %d requests, transport errors %v", r.Requests, r.TransportErrors)
@@ -170,6 +178,10 @@ func TestConnectionRefusedIsCounted(t *testing.T) {
 func TestSeedingRetries429(t *testing.T) {
 	var posts atomic.Int64
 	srv := startServer(t, func(ctx *fasthttp.RequestCtx) {
+		if ctx.IsDelete() {
+			ctx.SetStatusCode(fasthttp.StatusNoContent)
+			return
+		}
 		if !ctx.IsPost() {
 			ctx.SetStatusCode(fasthttp.StatusFound)
 			return
@@ -191,6 +203,187 @@ func TestSeedingRetries429(t *testing.T) {
 	checkCounts(t, r)
 	if got := r.Sent[0].Seed["create"]; got != 13 || posts.Load() != 13 {
 		t.Errorf("seeding sent %d creates (server saw %d), want 10 + 3 retries", got, posts.Load())
+	}
+}
+
+// fakeLinkraft answers creates, redirects and deletes from a map, as
+// linkraft would for a key that may write only in workspace allowed.
+type fakeLinkraft struct {
+	allowed string
+	// failAfter > 0: creates after that many answer 500.
+	failAfter int
+	mu        sync.Mutex
+	links     map[string]string // code → workspace
+	created   int
+	deletes   int
+	// workspaces counts the creates by the workspace they named.
+	workspaces map[string]int
+}
+
+func startFake(t *testing.T, allowed string) (*fakeLinkraft, string) {
+	f := &fakeLinkraft{allowed: allowed, links: map[string]string{}, workspaces: map[string]int{}}
+	return f, startServer(t, f.handle)
+}
+
+func (f *fakeLinkraft) handle(ctx *fasthttp.RequestCtx) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	path := string(ctx.Path())
+	switch {
+	case ctx.IsPost() && path == "/api/v1/urls":
+		var body struct{ URL, Workspace string }
+		if err := json.Unmarshal(ctx.PostBody(), &body); err != nil || body.URL == "" {
+			ctx.SetStatusCode(fasthttp.StatusBadRequest)
+			return
+		}
+		f.workspaces[body.Workspace]++
+		if body.Workspace != f.allowed {
+			ctx.SetStatusCode(fasthttp.StatusForbidden)
+			return
+		}
+		if f.failAfter > 0 && f.created >= f.failAfter {
+			ctx.SetStatusCode(fasthttp.StatusInternalServerError)
+			return
+		}
+		f.created++
+		code := "c" + strconv.Itoa(f.created)
+		f.links[code] = body.Workspace
+		ctx.SetStatusCode(fasthttp.StatusCreated)
+		ctx.SetBodyString(`{"short_code":"` + code + `"}`)
+	case ctx.IsDelete() && strings.HasPrefix(path, "/api/v1/urls/"):
+		f.deletes++
+		code := strings.TrimPrefix(path, "/api/v1/urls/")
+		if _, ok := f.links[code]; !ok {
+			ctx.SetStatusCode(fasthttp.StatusNotFound)
+			return
+		}
+		delete(f.links, code)
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	case ctx.IsGet() && f.links[strings.TrimPrefix(path, "/")] != "":
+		ctx.SetStatusCode(fasthttp.StatusFound)
+	default:
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+	}
+}
+
+// TestSeedsAreRemoved checks that seeds go to the bench's workspace and
+// are deleted after the run, each delete counted under "delete".
+func TestSeedsAreRemoved(t *testing.T) {
+	f, srv := startFake(t, "bench-t")
+	cfg := testConfig(ScenarioRedirect)
+	cfg.Targets, cfg.SeedLinks, cfg.Duration, cfg.Warmup, cfg.Workspace = []string{srv}, 40, 200*time.Millisecond, 0, "bench-t"
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+	if r.Errors != 0 {
+		t.Errorf("want only redirects, got errors %v", r.ErrorsByStatus)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.workspaces["bench-t"] != 40 || len(f.workspaces) != 1 {
+		t.Errorf("creates by workspace: %v, want 40 in bench-t", f.workspaces)
+	}
+	if len(f.links) != 0 || f.deletes != 40 {
+		t.Errorf("after the run: %d links left, %d deletes; want 0 and 40", len(f.links), f.deletes)
+	}
+	want := SeedCleanup{Workspace: "bench-t", Created: 40, Removed: 40}
+	if r.Seeds == nil || *r.Seeds != want {
+		t.Errorf("report seeds = %+v, want %+v", r.Seeds, want)
+	}
+	if got := r.Sent[0].Cleanup["delete"]; got != 40 {
+		t.Errorf("sent cleanup deletes = %d, want 40", got)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, r); err != nil || !strings.Contains(text.String(), "40 created in workspace bench-t, 40 removed") {
+		t.Errorf("text report lacks the seeds line (%v):\n%s", err, text.String())
+	}
+}
+
+// TestKeepSeeds checks that --keep-seeds sends no delete.
+func TestKeepSeeds(t *testing.T) {
+	f, srv := startFake(t, "bench")
+	cfg := testConfig(ScenarioRedirect)
+	cfg.Targets, cfg.SeedLinks, cfg.Duration, cfg.Warmup, cfg.KeepSeeds = []string{srv}, 10, 200*time.Millisecond, 0, true
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.links) != 10 || f.deletes != 0 {
+		t.Errorf("with KeepSeeds: %d links left, %d deletes; want 10 and 0", len(f.links), f.deletes)
+	}
+	if r.Seeds == nil || !r.Seeds.Kept || r.Seeds.Removed != 0 || len(r.Sent[0].Cleanup) != 0 {
+		t.Errorf("report: seeds %+v, cleanup sent %v", r.Seeds, r.Sent[0].Cleanup)
+	}
+}
+
+// TestCreateScenarioProbesAndKeepsCreates checks the create scenario: one
+// probe create, removed afterwards; the measured creates, in the workspace,
+// stay.
+func TestCreateScenarioProbesAndKeepsCreates(t *testing.T) {
+	f, srv := startFake(t, "bench")
+	cfg := testConfig(ScenarioCreate)
+	cfg.Targets, cfg.Duration, cfg.Warmup = []string{srv}, 200*time.Millisecond, 0
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.Errors != 0 || f.workspaces["bench"] != f.created || int64(f.created) != r.Requests+1 {
+		t.Errorf("creates: %v by workspace, %d created, %d measured (+1 probe), errors %v", f.workspaces, f.created, r.Requests, r.ErrorsByStatus)
+	}
+	if f.deletes != 1 || len(f.links) != int(r.Requests) || r.Seeds.Removed != 1 {
+		t.Errorf("want the probe deleted and every measured create kept: %d deletes, %d links, seeds %+v", f.deletes, len(f.links), r.Seeds)
+	}
+}
+
+// TestForbiddenWorkspaceStops checks that a key that may not use the
+// workspace stops the bench before the run, with a message that says so.
+func TestForbiddenWorkspaceStops(t *testing.T) {
+	for _, s := range []Scenario{ScenarioRedirect, ScenarioCreate} {
+		f, srv := startFake(t, "elsewhere")
+		cfg := testConfig(s)
+		cfg.Targets = []string{srv}
+		_, err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), `links:write on workspace "bench"`) {
+			t.Errorf("%s: want a links:write error, got %v", s, err)
+		}
+		f.mu.Lock()
+		if f.workspaces["bench"] > cfg.Connections {
+			t.Errorf("%s: %d creates sent after a 403", s, f.workspaces["bench"])
+		}
+		f.mu.Unlock()
+	}
+}
+
+// TestFailedSeedingCleansUp checks that the links created before seeding
+// failed are removed too.
+func TestFailedSeedingCleansUp(t *testing.T) {
+	f, srv := startFake(t, "bench")
+	f.failAfter = 7
+	cfg := testConfig(ScenarioRedirect)
+	cfg.Targets, cfg.Connections = []string{srv}, 1
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "of the 7 created, 7 removed, 0 not") {
+		t.Errorf("want a seeding error that says the 7 seeds were removed, got %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.links) != 0 {
+		t.Errorf("%d links left after failed seeding", len(f.links))
+	}
+}
+
+func TestBadWorkspace(t *testing.T) {
+	cfg := testConfig(ScenarioRedirect)
+	cfg.Targets, cfg.Workspace = []string{"127.0.0.1:1"}, `a"b`
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "workspace") {
+		t.Errorf("want a workspace error, got %v", err)
 	}
 }
 

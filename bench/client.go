@@ -47,11 +47,13 @@ type conn struct {
 	path    []byte
 	body    []byte
 	timeout time.Duration
-	auth    string // Authorization header of creates and stats reads
+	auth    string // Authorization header of creates, deletes and stats reads
+	// workspace is where creates go; it needs no JSON escaping (validate).
+	workspace string
 }
 
-func newConn(timeout time.Duration, key string) *conn {
-	c := &conn{timeout: timeout}
+func newConn(timeout time.Duration, key, workspace string) *conn {
+	c := &conn{timeout: timeout, workspace: workspace}
 	if key != "" {
 		c.auth = "Bearer " + key
 	}
@@ -85,6 +87,10 @@ func (c *conn) build(host string, o op, code string, body []byte) {
 		c.req.Header.SetMethod(fasthttp.MethodPost)
 		c.req.Header.SetContentType("application/json")
 		c.req.SetBody(body)
+	case opDelete:
+		p = append(append(p, "/api/v1/urls/"...), code...)
+		c.setAuth()
+		c.req.Header.SetMethod(fasthttp.MethodDelete)
 	}
 	c.path = p
 	c.req.SetRequestURIBytes(p)
@@ -96,8 +102,9 @@ func (c *conn) setAuth() {
 	}
 }
 
-// createBody is the JSON of a create of url, built in c's buffer (valid
-// until the next call). url must need no JSON escaping.
+// createBody is the JSON of a create of prefix/parts... in c's workspace,
+// built in c's buffer (valid until the next call). prefix must need no JSON
+// escaping.
 func (c *conn) createBody(prefix string, parts ...int64) []byte {
 	b := append(c.body[:0], `{"url":"`...)
 	b = append(b, prefix...)
@@ -105,7 +112,7 @@ func (c *conn) createBody(prefix string, parts ...int64) []byte {
 		b = append(b, '/')
 		b = strconv.AppendInt(b, p, 10)
 	}
-	b = append(b, `"}`...)
+	b = append(append(append(b, `","workspace":"`...), c.workspace...), `"}`...)
 	c.body = b
 	return b
 }

@@ -26,8 +26,10 @@
 #
 # Credentials: the nodes get a random --admin-token (the admin credential),
 # used only for the admin calls (POST /admin/keys, GET /admin/cluster). With
-# it the script makes one API key with links:write (workspace "default"),
-# and every linkraft create carries that key: the wrk rows (LINKRAFT_KEY,
+# it the script makes one API key with links:write on workspaces "default"
+# (the wrk rows' creates, which name none) and "bench" (where linkraft bench
+# seeds and creates, removing its seeds afterwards), and every linkraft
+# create carries that key: the wrk rows (LINKRAFT_KEY,
 # sent by bench/wrk/cluster.lua as "Authorization: Bearer"), the probes and
 # "linkraft bench --key" (its creates and seeding; redirects carry none, as
 # browsers send none). A key is checked against the replicated state, so this
@@ -139,7 +141,7 @@ lk_create() { # node index → HTTP status of a create with the API key
 # write, so it also proves the cluster takes writes); it prints the secret.
 lk_make_key() { # node index
 	curl -s -m 10 -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-		-d '{"name":"bench/cluster.sh","scopes":["links:write"],"workspaces":["default"]}' \
+		-d '{"name":"bench/cluster.sh","scopes":["links:write"],"workspaces":["default","bench"]}' \
 		"http://${lk[$1]}/admin/keys" | jq -r '.key // empty' 2>/dev/null || true
 }
 lead=""

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -53,9 +54,17 @@ type Config struct {
 	// mixed run (the ceiling server gets the same number in its map).
 	SeedLinks int
 	Timeout   time.Duration // per request
-	// Key is the API key creates and stats requests carry (links:write,
-	// and stats:read for the stats scenario); redirects carry none.
+	// Key is the API key creates, deletes and stats requests carry
+	// (links:write on Workspace, and stats:read for the stats scenario);
+	// redirects carry none.
 	Key string
+	// Workspace is where the seeds and the measured creates go: a
+	// workspace of the bench's own, so a run never mixes its links with
+	// anyone's and its seeds can be removed afterwards.
+	Workspace string
+	// KeepSeeds leaves the seeded links in place after the run; by
+	// default they are deleted (the measured creates always stay).
+	KeepSeeds bool
 	// Ceiling: after a redirect, mixed or stats run, run the same load
 	// against the in-process ceiling server and report the ratio.
 	Ceiling bool
@@ -68,6 +77,21 @@ func (c *Config) openLoop() bool { return c.Rate > 0 }
 
 // needsSeeds reports whether the scenario reads existing links.
 func (c *Config) needsSeeds() bool { return c.Scenario != ScenarioCreate }
+
+// seedCount is how many links are created before the run. The create
+// scenario reads none, but creates one anyway (and removes it with the
+// seeds): a key that may not use the workspace then stops the bench
+// before the run instead of turning the whole run into 403s.
+func (c *Config) seedCount() int {
+	if c.needsSeeds() {
+		return c.SeedLinks
+	}
+	return 1
+}
+
+// workspaceName is the server's rule for workspace names (docs/API.md);
+// checking it here also keeps the name safe to put in JSON unescaped.
+var workspaceName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // validate checks the config and normalises the targets to host:port.
 func (c *Config) validate() error {
@@ -91,7 +115,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("ceiling comparison is for the redirect, mixed and stats scenarios, not %s", c.Scenario)
 	}
 	if c.Scenario == ScenarioCeiling {
-		return nil // the targets are not used
+		return nil // the targets and the workspace are not used
+	}
+	if !workspaceName.MatchString(c.Workspace) {
+		return fmt.Errorf("workspace %q: want 1-64 of A-Z a-z 0-9 _ -", c.Workspace)
 	}
 	targets, err := normaliseTargets(c.Targets)
 	if err != nil {

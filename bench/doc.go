@@ -2,7 +2,9 @@
 // "linkraft bench". It owns everything a load test of linkraft needs and
 // nothing else:
 //
-//   - seeding the links a run reads (POST /api/v1/urls);
+//   - seeding the links a run reads (POST /api/v1/urls) in a workspace of
+//     the bench's own, and deleting them after the run, so that runs leave
+//     nothing behind but the links they measured creating;
 //   - sending requests with fasthttp, in a closed loop (a fixed number of
 //     connections, each sending its next request when the previous one was
 //     answered) or an open loop (requests issued at intended times

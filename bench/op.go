@@ -16,22 +16,25 @@ const (
 	opRedirect op = iota
 	opCreate
 	opStats
+	opDelete // removing the seeds after a run; never part of the measured load
 	numOps
 )
 
 func (o op) String() string {
-	return [numOps]string{"redirect", "create", "stats"}[o]
+	return [numOps]string{"redirect", "create", "stats", "delete"}[o]
 }
 
 // ok reports whether status is a success for o: any redirect status for a
 // redirect (nodes may run with --redirect-status 301, 307 or 308), 201 or
-// 200 (a deduplicated link) for a create, 200 for stats.
+// 200 (a deduplicated link) for a create, 204 for a delete, 200 for stats.
 func (o op) ok(status int) bool {
 	switch o {
 	case opRedirect:
 		return status == 301 || status == 302 || status == 307 || status == 308
 	case opCreate:
 		return status == 201 || status == 200
+	case opDelete:
+		return status == 204
 	default:
 		return status == 200
 	}

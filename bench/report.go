@@ -43,6 +43,9 @@ type Report struct {
 	Ops       []OpReport   `json:"ops"`
 	Seconds   []Second     `json:"seconds"`
 	Sent      []TargetSent `json:"sent"`
+	// Seeds is what became of the seeded links (nil for the ceiling
+	// scenario, which seeds none on linkraft).
+	Seeds *SeedCleanup `json:"seeds,omitempty"`
 
 	// Ceiling is the same load against the in-process ceiling server
 	// (--ceiling); CeilingPercent is Throughput as a percentage of its.
@@ -82,14 +85,15 @@ type Second struct {
 }
 
 // TargetSent is every request sent to one target, by phase and route
-// ("redirect", "create", "stats": linkraft's route labels). Requests that
-// failed in transport are included: they may or may not have reached the
-// server.
+// ("redirect", "create", "stats", "delete": linkraft's route labels).
+// Cleanup is the deletes of the seeds after the run. Requests that failed
+// in transport are included: they may or may not have reached the server.
 type TargetSent struct {
-	Target string           `json:"target"`
-	Seed   map[string]int64 `json:"seed"`
-	Warmup map[string]int64 `json:"warmup"`
-	Run    map[string]int64 `json:"run"`
+	Target  string           `json:"target"`
+	Seed    map[string]int64 `json:"seed"`
+	Warmup  map[string]int64 `json:"warmup"`
+	Run     map[string]int64 `json:"run"`
+	Cleanup map[string]int64 `json:"cleanup"`
 }
 
 // report builds the plan's report from its workers' recorders.
@@ -177,10 +181,11 @@ func (p *plan) sent(t *tally) []TargetSent {
 	out := make([]TargetSent, len(p.targets))
 	for i, tg := range p.targets {
 		out[i] = TargetSent{
-			Target: tg.addr,
-			Seed:   byRoute(t.sent[i][phaseSeed]),
-			Warmup: byRoute(t.sent[i][phaseWarmup]),
-			Run:    byRoute(t.sent[i][phaseRun]),
+			Target:  tg.addr,
+			Seed:    byRoute(t.sent[i][phaseSeed]),
+			Warmup:  byRoute(t.sent[i][phaseWarmup]),
+			Run:     byRoute(t.sent[i][phaseRun]),
+			Cleanup: map[string]int64{},
 		}
 	}
 	return out
@@ -202,6 +207,15 @@ func (r *Report) addSeeds(perTarget []int64) {
 	for i, n := range perTarget {
 		if n > 0 {
 			r.Sent[i].Seed[opCreate.String()] = n
+		}
+	}
+}
+
+// addCleanup records the deletes of the seeds sent to each target.
+func (r *Report) addCleanup(perTarget []int64) {
+	for i, n := range perTarget {
+		if n > 0 {
+			r.Sent[i].Cleanup[opDelete.String()] = n
 		}
 	}
 }

@@ -14,10 +14,10 @@ const (
 	serverCeiling  = "ceiling"
 )
 
-// Run seeds links (unless the scenario only creates), runs the warm-up and
-// the measured load, and, with cfg.Ceiling, the same load against the
-// in-process ceiling server. Cancelling ctx ends the load early; the
-// report then covers what ran.
+// Run seeds links in cfg.Workspace, runs the warm-up and the measured
+// load, and, with cfg.Ceiling, the same load against the in-process
+// ceiling server; then, unless cfg.KeepSeeds, it deletes the seeds.
+// Cancelling ctx ends the load early; the report then covers what ran.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -31,20 +31,42 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	targets := newTargets(cfg.Targets, cfg.Connections)
 	defer closeTargets(targets)
-	seeds := &seeded{sent: make([]int64, len(targets))}
+	seeds, err := seedLinks(ctx, &cfg, targets, runID)
+	if err != nil {
+		err = fmt.Errorf("bench: seeding %d links in workspace %q: %w", cfg.seedCount(), cfg.Workspace, err)
+		// Remove what was created before the failure, and say how that went:
+		// there is no report to say it in.
+		if !cfg.KeepSeeds {
+			if res, _ := removeSeeds(ctx, &cfg, targets, seeds); res.Created > 0 {
+				err = fmt.Errorf("%w (of the %d created, %d removed, %d not)", err, res.Created, res.Removed, res.Failed)
+			}
+		}
+		return nil, err
+	}
+	var reads []string // the create scenario reads none, not even its probe
 	if cfg.needsSeeds() {
-		if seeds, err = seedLinks(ctx, &cfg, targets, runID); err != nil {
-			return nil, fmt.Errorf("bench: seeding %d links: %w", cfg.SeedLinks, err)
+		reads = seeds.codes
+	}
+	rep := load(ctx, &cfg, serverLinkraft, targets, reads, runID)
+	rep.addSeeds(seeds.sent)
+	var ceilingErr error
+	if cfg.Ceiling && cfg.needsSeeds() && ctx.Err() == nil {
+		var ceiling *Report
+		if ceiling, ceilingErr = runCeiling(ctx, &cfg, seeds); ceilingErr == nil {
+			rep.attachCeiling(ceiling)
 		}
 	}
-	rep := load(ctx, &cfg, serverLinkraft, targets, seeds.codes, runID)
-	rep.addSeeds(seeds.sent)
-	if cfg.Ceiling && cfg.needsSeeds() && ctx.Err() == nil {
-		ceiling, err := runCeiling(ctx, &cfg, seeds)
-		if err != nil {
-			return nil, err
+	rep.Seeds = &SeedCleanup{Workspace: cfg.Workspace, Created: len(seeds.codes), Kept: cfg.KeepSeeds}
+	if !cfg.KeepSeeds {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "bench: removing %d seeded links from workspace %s\n", len(seeds.codes), cfg.Workspace)
 		}
-		rep.attachCeiling(ceiling)
+		var sent []int64
+		*rep.Seeds, sent = removeSeeds(ctx, &cfg, targets, seeds)
+		rep.addCleanup(sent)
+	}
+	if ceilingErr != nil {
+		return nil, ceilingErr
 	}
 	return rep, nil
 }

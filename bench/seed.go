@@ -26,13 +26,15 @@ type seeded struct {
 	sent  []int64 // creates sent per target, retries included
 }
 
-// seedLinks creates cfg.SeedLinks links through the targets round-robin,
-// with up to maxSeedWorkers creates in flight. A 429 or 503 is retried
-// after a pause (bounded); any other failure ends seeding with an error.
+// seedLinks creates cfg.seedCount() links in cfg.Workspace through the
+// targets round-robin, with up to maxSeedWorkers creates in flight. A 429
+// or 503 is retried after a pause (bounded); any other failure ends
+// seeding with an error. seeded is returned even then: the links created
+// before the failure are to be removed too.
 func seedLinks(ctx context.Context, cfg *Config, targets []*target, runID string) (*seeded, error) {
 	ctx, cancel := context.WithTimeout(ctx, seedTimeout)
 	defer cancel()
-	n := cfg.SeedLinks
+	n := cfg.seedCount()
 	s := &seeded{runID: runID, codes: make([]string, n), urls: make([]string, n), sent: make([]int64, len(targets))}
 	workers := min(cfg.Connections, maxSeedWorkers, n)
 	sent := make([][]int64, workers)
@@ -41,11 +43,17 @@ func seedLinks(ctx context.Context, cfg *Config, targets []*target, runID string
 	for w := range workers {
 		sent[w] = make([]int64, len(targets))
 		wg.Go(func() {
-			c := newConn(cfg.Timeout, cfg.Key)
+			c := newConn(cfg.Timeout, cfg.Key, cfg.Workspace)
 			for i := w; i < n && ctx.Err() == nil; i += workers {
 				s.urls[i] = seedURL(runID, i)
 				tgt := i % len(targets)
 				code, err := seedOne(ctx, c, targets[tgt], s.urls[i], &sent[w][tgt])
+				if errors.Is(err, errWorkspaceDenied) {
+					errs[w] = fmt.Errorf("%w: the key needs links:write on workspace %q (an admin key, or one with workspaces [\"*\"], works)",
+						err, cfg.Workspace)
+					cancel()
+					return
+				}
 				if err != nil {
 					errs[w] = fmt.Errorf("link %d via %s: %w", i, targets[tgt].addr, err)
 					cancel()
@@ -65,19 +73,20 @@ func seedLinks(ctx context.Context, cfg *Config, targets []*target, runID string
 	// cancellations.
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
+			return s, err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, ctx.Err()
 }
 
-// seedOne creates one link and returns its code, counting every request
-// sent in *sent.
+// errWorkspaceDenied: a create answered 403, so the key may not create
+// links in the bench's workspace.
+var errWorkspaceDenied = errors.New("create answered 403 Forbidden")
+
+// seedOne creates one link in c's workspace and returns its code, counting
+// every request sent in *sent.
 func seedOne(ctx context.Context, c *conn, t *target, url string, sent *int64) (string, error) {
-	body := append(append([]byte(`{"url":`), strconv.Quote(url)...), '}')
+	body := fmt.Appendf(nil, `{"url":%s,"workspace":%s}`, strconv.Quote(url), strconv.Quote(c.workspace))
 	for attempt := 1; ; attempt++ {
 		*sent++
 		status, err := c.send(t, opCreate, "", body)
@@ -86,6 +95,8 @@ func seedOne(ctx context.Context, c *conn, t *target, url string, sent *int64) (
 			return "", err
 		case opCreate.ok(status):
 			return shortCode(c.resp.Body())
+		case status == 403:
+			return "", errWorkspaceDenied
 		case (status == 429 || status == 503) && attempt < maxSeedAttempts:
 			if err := pause(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
 				return "", err

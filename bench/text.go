@@ -43,6 +43,9 @@ func writeSummary(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "linkraft bench\trun %s\n", r.RunID)
 	fmt.Fprintf(w, "server\t%s at %s\n", r.Server, strings.Join(r.Targets, ", "))
 	fmt.Fprintf(w, "scenario\t%s\n", scenarioLine(r))
+	if r.Seeds != nil {
+		fmt.Fprintf(w, "seeds\t%s\n", seedsLine(r.Seeds))
+	}
 	fmt.Fprintf(w, "mode\t%s\n", modeLine(r))
 	fmt.Fprintf(w, "duration\t%gs after %gs warm-up (measured %.2fs)\n", r.DurationS, r.WarmupS, r.ElapsedS)
 	fmt.Fprintf(w, "requests\t%d\n", r.Requests)
@@ -66,6 +69,18 @@ func scenarioLine(r *Report) string {
 		s += fmt.Sprintf(", %d links seeded", r.SeededLinks)
 	}
 	return s
+}
+
+// seedsLine says where the seeds went and whether they are gone.
+func seedsLine(s *SeedCleanup) string {
+	line := fmt.Sprintf("%d created in workspace %s, ", s.Created, s.Workspace)
+	switch {
+	case s.Kept:
+		return line + "kept (--keep-seeds)"
+	case s.Failed == 0:
+		return line + fmt.Sprintf("%d removed after the run", s.Removed)
+	}
+	return line + fmt.Sprintf("%d removed after the run, %d NOT removed: %s", s.Removed, s.Failed, s.FirstError)
 }
 
 func modeLine(r *Report) string {

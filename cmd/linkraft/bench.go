@@ -26,7 +26,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*bench.Config, benchOutpu
 	var targets, scenario string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&targets, "targets", "127.0.0.1:8080", "comma-separated nodes to load, host:port or http://host:port (round-robin, as DNS would)")
+	fs.StringVar(&targets, "targets", "127.0.0.1:8080", "comma-separated nodes to load, host:port or http://host:port (round-robin, as DNS would); the default is a single node on :8080, the Procfile cluster is 127.0.0.1:8001,127.0.0.1:8002,127.0.0.1:8003")
 	fs.StringVar(&scenario, "scenario", string(bench.ScenarioRedirect), fmt.Sprintf("what to send: one of %v", bench.Scenarios()))
 	fs.IntVar(&c.Connections, "connections", 64, "closed loop: connections; open loop: most requests in flight")
 	fs.IntVar(&c.Connections, "c", 64, "shorthand for --connections")
@@ -35,7 +35,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*bench.Config, benchOutpu
 	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "load before the measured run; its results are dropped")
 	fs.IntVar(&c.SeedLinks, "seed-links", 1000, "links created before a redirect, stats or mixed run")
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "per-request timeout")
-	fs.StringVar(&c.Key, "key", "", "API key for creates and stats reads: links:write (and stats:read for --scenario stats)")
+	fs.StringVar(&c.Key, "key", "", "API key for creates, deletes and stats reads: links:write on --workspace (and stats:read for --scenario stats); an admin key, or one with workspaces [\"*\"], works")
+	fs.StringVar(&c.Workspace, "workspace", "bench", "workspace the seeds and the measured creates go to")
+	fs.BoolVar(&c.KeepSeeds, "keep-seeds", false, "keep the seeded links after the run (by default they are deleted; measured creates always stay)")
 	fs.BoolVar(&c.Ceiling, "ceiling", false, "also run the same load against an in-process bare fasthttp server and report linkraft as a percentage of it")
 	fs.BoolVar(&out.json, "json", false, "write the report as JSON to stdout instead of the table")
 	fs.StringVar(&out.html, "html", "", "also write a self-contained HTML report with latency and throughput charts to this file")
@@ -75,6 +77,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if err := writeBenchReport(rep, out, stdout); err != nil {
 		fmt.Fprintln(stderr, "linkraft bench:", err)
 		return 1
+	}
+	// The measurement stands, so the exit status stays 0; but links were
+	// left behind, which the operator should hear about outside --json.
+	if s := rep.Seeds; s != nil && s.Failed > 0 {
+		fmt.Fprintf(stderr, "linkraft bench: %d of %d seeded links were not removed from workspace %s: %s\n",
+			s.Failed, s.Created, s.Workspace, s.FirstError)
 	}
 	return 0
 }
