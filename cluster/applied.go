@@ -11,20 +11,19 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 )
 
-// appliedIndexes asks every other server of servers (only the voters when
-// votersOnly) what it has applied, concurrently and bounded by ctx: GET
+// appliedIndexes asks every other server of servers what it has applied, concurrently and bounded by ctx: GET
 // applied?index=N answers once the server has applied N or after
 // visibilityWait, and at once for index 0 (every version of the protocol
 // serves it). Deletes wait on it, the lag monitor and Status read it. A
 // server that did not answer is absent from the result.
-func (n *Node) appliedIndexes(ctx context.Context, servers []raft.Server, index uint64, votersOnly bool) map[string]uint64 {
+func (n *Node) appliedIndexes(ctx context.Context, servers []raft.Server, index uint64) map[string]uint64 {
 	path := wire.PathApplied + "?index=" + strconv.FormatUint(index, 10)
 	got := make(map[string]uint64, len(servers))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		id := string(s.ID)
-		if id == n.cfg.ID || votersOnly && s.Suffrage != raft.Voter {
+		if id == n.cfg.ID {
 			continue
 		}
 		addr := string(s.Address)

@@ -26,6 +26,9 @@ type memberMeta struct {
 	Expect   int    `json:"expect"`
 	HasState bool   `json:"state"`             // has Raft state: bootstrapped or joined
 	Cluster  string `json:"cluster,omitempty"` // cluster id, once initialised
+	// Replica asks to be added as a non-voter (--read-replica); such a
+	// member is not one of the servers that bootstrap a cluster.
+	Replica bool `json:"replica,omitempty"`
 	// Leaving announces a graceful leave before the node goes: memberlist's
 	// NotifyLeave cannot tell a leave from a death (the state it passes is
 	// not updated), but it passes the node's last metadata.
@@ -94,7 +97,7 @@ func (n *Node) startGossip(hasState bool) error {
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
-			Boot: randomHex(8),
+			Replica: n.cfg.ReadReplica, Boot: randomHex(8),
 		},
 	}
 	mc := memberlist.DefaultLANConfig()

@@ -21,14 +21,14 @@ func (n *Node) CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error {
 }
 
 // RevokeKey removes an API key through Raft. Like a delete, it returns once
-// every voter that answers in time has applied it too (awaitVoters): a
+// every other server that answers in time has applied it too (awaitServers): a
 // node that still knew the key would go on accepting it.
 func (n *Node) RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error {
 	index, err := n.proposeOne(ctx, fsm.EncodeKeyRevoke(c))
 	if err != nil {
 		return err
 	}
-	n.awaitVoters(index)
+	n.awaitServers(index)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -20,6 +21,7 @@ var (
 	ErrInvalidServer    = errors.New("invalid server")
 	ErrOtherCluster     = errors.New("server belongs to another cluster")
 	ErrUnreachable      = errors.New("cannot reach the server's raft address")
+	ErrAlreadyVoter     = errors.New("the server is already a voter")
 )
 
 func (n *Node) configuration() ([]raft.Server, error) {
@@ -30,14 +32,17 @@ func (n *Node) configuration() ([]raft.Server, error) {
 	return f.Configuration().Servers, nil
 }
 
-// AddVoter adds a server as a voter, for an operator (the admin join): the
-// same id and address again is a no-op; an id or address already used by
-// another server is refused, and so is a server that reports (over gossip,
-// or asked at its Raft address) a different id or another cluster.
+// AddServer adds a server, for an operator (the admin join): as a voter,
+// or with nonVoter as a non-voter (a read replica, which never counts
+// towards the quorum). The same id, address and suffrage again is a no-op;
+// an id or address already used by another server is refused, and so is a
+// known server with the other suffrage (a replica becomes a voter through
+// Promote; a voter is never demoted), and a server that reports (over
+// gossip, or asked at its Raft address) a different id or another cluster.
 // httpAddr, when given, is recorded for operators' views (Status).
 // Servers that gossip are added by reconciliation instead (reconcile.go);
 // Config.GossipSeeds is how a node finds those.
-func (n *Node) AddVoter(id, raftAddr, httpAddr string) error {
+func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidServer)
 	}
@@ -54,8 +59,12 @@ func (n *Node) AddVoter(id, raftAddr, httpAddr string) error {
 	for _, s := range servers {
 		sameID, sameAddr := s.ID == raft.ServerID(id), s.Address == raft.ServerAddress(raftAddr)
 		switch {
-		case sameID && sameAddr:
+		case sameID && sameAddr && (s.Suffrage == raft.Voter) == !nonVoter:
 			return nil
+		case sameID && sameAddr && nonVoter:
+			return fmt.Errorf("%w: %s is a voter, and a voter is never made a non-voter", ErrServerConflict, s.ID)
+		case sameID && sameAddr:
+			return fmt.Errorf("%w: %s is a non-voter: promote it instead", ErrServerConflict, s.ID)
 		case sameID || sameAddr:
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
@@ -71,7 +80,7 @@ func (n *Node) AddVoter(id, raftAddr, httpAddr string) error {
 	if err := n.reachable(raftAddr, 2*time.Second); err != nil {
 		return err
 	}
-	if err := n.raftAddVoter(id, raftAddr); err != nil {
+	if err := n.raftAddServer(id, raftAddr, nonVoter); err != nil {
 		return err
 	}
 	if err := n.recordHTTPAddr(id, httpAddr); err != nil {
@@ -92,12 +101,46 @@ func (n *Node) reachable(raftAddr string, timeout time.Duration) error {
 	return conn.Close()
 }
 
-// raftAddVoter adds a voter or, for a known id, updates its address.
-func (n *Node) raftAddVoter(id, raftAddr string) error {
-	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
-		return fmt.Errorf("add voter %s: %w", id, raftError(err))
+// raftAddServer adds a voter or a non-voter or, for a known id, updates
+// its address. Raft keeps a known voter a voter even through AddNonvoter;
+// AddVoter on a known non-voter promotes it.
+func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
+	add, kind := n.raft.AddVoter, "voter"
+	if nonVoter {
+		add, kind = n.raft.AddNonvoter, "non-voter"
 	}
-	n.log.Info("server joined", "id", id, "raft_addr", raftAddr)
+	if err := add(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
+		return fmt.Errorf("add %s %s: %w", kind, id, raftError(err))
+	}
+	n.log.Info("server joined", "id", id, "raft_addr", raftAddr, "suffrage", kind)
+	return nil
+}
+
+// Promote makes a non-voter (a read replica) a voter, at the address the
+// configuration has for it. It must answer at that address first: a voter
+// that cannot be reached counts towards the quorum without acknowledging.
+func (n *Node) Promote(id string) error {
+	if !n.IsLeader() {
+		return ErrNoLeader
+	}
+	servers, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(servers, func(s raft.Server) bool { return s.ID == raft.ServerID(id) })
+	switch {
+	case i < 0:
+		return ErrUnknownServer
+	case servers[i].Suffrage == raft.Voter:
+		return ErrAlreadyVoter
+	}
+	addr := string(servers[i].Address)
+	if err := n.reachable(addr, 2*time.Second); err != nil {
+		return err
+	}
+	if err := n.raftAddServer(id, addr, false); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
 	return nil
 }
 

@@ -156,7 +156,7 @@ func (n *Node) measureLag(known map[string]uint64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
-	maps.Copy(known, n.appliedIndexes(ctx, servers, 0, false))
+	maps.Copy(known, n.appliedIndexes(ctx, servers, 0))
 	// Sampled after the answers: a lag is never understated.
 	leaderApplied := n.appliedIndex()
 	for id, applied := range known {

@@ -42,6 +42,11 @@ type Config struct {
 	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
 	// first start; with GossipSeeds it waits to be added to a cluster.
 	BootstrapExpect int
+	// ReadReplica makes this node a read replica: it advertises so over
+	// gossip, the leader adds it as a non-voter (it never counts towards
+	// the quorum nor becomes leader), and it never bootstraps a cluster nor
+	// counts as one of BootstrapExpect's servers: it waits to be added.
+	ReadReplica bool
 	// Key authenticates and encrypts everything between nodes: Raft and
 	// the internal HTTP on its port (mutual TLS), and gossip. nil: plain
 	// TCP, which Open allows only on loopback.
@@ -196,7 +201,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			n.shutdownRaft()
 			return nil, err
 		}
-		bootstrapping := !hasState && cfg.BootstrapExpect > 1
+		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
 		n.spawn(func() { n.runDiscovery(bootstrapping) })
 	}
 	return n, nil
@@ -363,7 +368,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	}
 	// A first start alone bootstraps a cluster of one; with peers to
 	// expect or seeds to join, it waits to be added instead.
-	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 {
+	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 && !n.cfg.ReadReplica {
 		cfg := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
 		}}}

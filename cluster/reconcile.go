@@ -52,7 +52,8 @@ func (n *Node) refreshMeta() bool {
 // tryBootstrap implements --bootstrap-expect the way Consul does: bootstrap
 // only a node without Raft state, only when exactly the expected number of
 // servers have met over gossip, all agree on the expected number, and none
-// of them already belongs to a cluster. Every one of them then bootstraps
+// of them already belongs to a cluster. Read replicas are not counted (nor
+// does a replica ever run this). Every one of them then bootstraps
 // the same configuration (sorted by id), so exactly one cluster forms.
 // It reports whether it still has to bootstrap, and when to try again
 // after a failure; otherwise the next gossip change decides.
@@ -67,6 +68,10 @@ func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
 		case m.HasState:
 			n.log.Info("a cluster already exists; waiting for its leader to add this node", "member", m.ID)
 			return false, nil
+		case m.Replica:
+			// A replica waits for a cluster to add it: it is neither one of
+			// the expected servers nor asked to agree on their number.
+			continue
 		case m.Expect != n.cfg.BootstrapExpect:
 			n.log.Error("members disagree on --bootstrap-expect; not bootstrapping",
 				"member", m.ID, "theirs", m.Expect, "ours", n.cfg.BootstrapExpect)
@@ -94,7 +99,8 @@ func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
 	return false, nil
 }
 
-// reconcile brings the Raft configuration in line with gossip. Leader only.
+// reconcile brings the Raft configuration in line with gossip: live members
+// are added, as voters or, for read replicas, as non-voters. Leader only.
 func (n *Node) reconcile() {
 	servers, err := n.configuration()
 	if err != nil {
@@ -131,8 +137,15 @@ func (n *Node) reconcile() {
 			n.log.Debug("reconcile: gossip member does not answer on its raft address; not adding it", "member", m.ID, "err", err)
 			continue
 		}
-		if err := n.raftAddVoter(m.ID, m.RaftAddr); err != nil {
-			n.log.Warn("reconcile: add voter", "member", m.ID, "err", err)
+		// A new server's suffrage is what it asks for; a known server
+		// whose address changed keeps its own, so a promoted replica stays
+		// a voter even though it still advertises --read-replica.
+		nonVoter := m.Replica
+		if s, ok := byID[raft.ServerID(m.ID)]; ok {
+			nonVoter = s.Suffrage != raft.Voter
+		}
+		if err := n.raftAddServer(m.ID, m.RaftAddr, nonVoter); err != nil {
+			n.log.Warn("reconcile: add server", "member", m.ID, "non_voter", nonVoter, "err", err)
 			continue
 		}
 		n.recordMemberHTTPAddr(m)

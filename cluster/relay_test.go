@@ -75,7 +75,7 @@ func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *membe
 	leader = openMember(t, "n1", true, writeTimeout)
 	waitFor(t, leader.ready)
 	follower = openMember(t, "n2", false, writeTimeout)
-	if err := leader.AddVoter("n2", follower.cfg.RaftAddr, ""); err != nil {
+	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool { to, err := follower.leader(); return err == nil && to.addr == leader.cfg.RaftAddr })

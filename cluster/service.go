@@ -177,7 +177,10 @@ func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	n.noteLeaderIndex(index) // until it is applied, hits here ask the leader
-	wait, cancel := context.WithTimeout(ctx, visibilityWait)
+	// Not derived from ctx: a context derived from a fasthttp RequestCtx
+	// watches its Done from a goroutine of its own, which races with the
+	// server's Shutdown resetting it. The wait is short and bounded anyway.
+	wait, cancel := context.WithTimeout(context.Background(), visibilityWait)
 	defer cancel()
 	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
 	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.appliedIndex()})

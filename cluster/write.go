@@ -301,15 +301,15 @@ func (n *Node) failQueuedCreates() {
 }
 
 // Delete removes a link through Raft, recording keyID as the key that
-// asked. fsm.ErrNotFound when there is none. It returns once every voter
-// that answers within visibilityWait has applied the delete too (see
+// asked. fsm.ErrNotFound when there is none. It returns once every server
+// (voter or replica) that answers within visibilityWait has applied it too (see
 // visibility.go), with the delete's log index.
 func (n *Node) Delete(ctx context.Context, code, keyID string) (uint64, error) {
 	index, err := n.proposeOne(ctx, fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli(), KeyID: keyID}))
 	if err != nil {
 		return 0, err
 	}
-	n.awaitVoters(index)
+	n.awaitServers(index)
 	return index, nil
 }
 

@@ -288,6 +288,10 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON, []byte(`not json`), http.StatusBadRequest)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON, []byte(`{"id":"node9"}`), http.StatusBadRequest)
 	c.call(t, n1, http.MethodPost, "/admin/join", anonymous(jsonH), []byte(`{"id":"node9"}`), http.StatusUnauthorized)
+	c.call(t, n1, http.MethodPost, "/admin/promote", authJSON, []byte(`{"id":"node1"}`), http.StatusConflict) // a voter already
+	c.call(t, n1, http.MethodPost, "/admin/promote", authJSON, []byte(`{"id":"ghost"}`), http.StatusNotFound)
+	c.call(t, n1, http.MethodPost, "/admin/promote", authJSON, []byte(`not json`), http.StatusBadRequest)
+	c.call(t, n1, http.MethodPost, "/admin/promote", anonymous(jsonH), []byte(`{"id":"node1"}`), http.StatusUnauthorized)
 
 	backup := c.call(t, n1, http.MethodGet, "/admin/backup", auth, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/admin/backup", noCredential(), nil, http.StatusUnauthorized)
@@ -373,8 +377,10 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
 		[]byte(`{"id":"node2","raft_addr":"127.0.0.1:1","http_addr":"`+n2.httpAddr+`"}`), http.StatusConflict)
 	n3 := startWaitingNode(t, "node3", settings)
+	// node3 joins as a read replica, then is promoted to a voter.
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
-		[]byte(`{"id":"node3","raft_addr":"`+n3.raftAddr+`","http_addr":"`+n3.httpAddr+`"}`), http.StatusOK)
+		[]byte(`{"id":"node3","raft_addr":"`+n3.raftAddr+`","http_addr":"`+n3.httpAddr+`","non_voter":true}`), http.StatusOK)
+	c.call(t, n1, http.MethodPost, "/admin/promote", authJSON, []byte(`{"id":"node3"}`), http.StatusOK)
 	nodes := []*node{n1, n2, n3}
 	for _, n := range nodes {
 		if err := n.waitReady(leaderKnown); err != nil {

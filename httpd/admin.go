@@ -74,7 +74,7 @@ func (s *Server) writeMembershipError(ctx *fasthttp.RequestCtx, err error) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, cluster.ErrUnknownServer):
 		writeProblem(ctx, fasthttp.StatusNotFound, err.Error())
-	case errors.Is(err, cluster.ErrServerConflict), errors.Is(err, cluster.ErrLastVoter),
+	case errors.Is(err, cluster.ErrServerConflict), errors.Is(err, cluster.ErrLastVoter), errors.Is(err, cluster.ErrAlreadyVoter),
 		errors.Is(err, cluster.ErrNoTransferTarget), errors.Is(err, cluster.ErrOtherCluster):
 		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
 	default:
@@ -87,11 +87,12 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 		ID       string `json:"id"`
 		RaftAddr string `json:"raft_addr"`
 		HTTPAddr string `json:"http_addr"`
+		NonVoter bool   `json:"non_voter"` // a read replica: never counts towards the quorum
 	}
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.AddVoter(req.ID, req.RaftAddr, req.HTTPAddr); err != nil {
+	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}
@@ -106,6 +107,21 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.RemoveServer(req.ID); err != nil {
+		s.writeMembershipError(ctx, err)
+		return
+	}
+	s.handleCluster(ctx)
+}
+
+// handlePromote makes a non-voter (a read replica) a voter.
+func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if !decodeAdminBody(ctx, &req) {
+		return
+	}
+	if err := s.node.Admin.Promote(req.ID); err != nil {
 		s.writeMembershipError(ctx, err)
 		return
 	}

@@ -86,6 +86,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/admin/keys", `{"name":"x","scopes":["admin"],"workspaces":["*"]}`, true, with(403, 403, 403)},
 		{"DELETE", "/admin/keys/" + revokedID, "", true, with(403, 403, 403)},
 		{"POST", "/admin/leave", `{"id":"test"}`, true, with(403, 403, 403)},
+		{"POST", "/admin/promote", `{"id":"test"}`, true, with(403, 403, 403)},
 		{"POST", "/admin/import", `{"short_code":"imported","original_url":"https://example.com/i"}`, true, with(403, 403, 403)},
 		{"POST", "/admin/restore", "not a backup", true, with(403, 403, 403)},
 	}

@@ -37,9 +37,10 @@ type failingAdmin struct {
 	err error
 }
 
-func (a failingAdmin) AddVoter(string, string, string) error { return a.err }
-func (a failingAdmin) RemoveServer(string) error             { return a.err }
-func (a failingAdmin) TransferLeadership() error             { return a.err }
+func (a failingAdmin) AddServer(string, string, string, bool) error { return a.err }
+func (a failingAdmin) Promote(string) error                         { return a.err }
+func (a failingAdmin) RemoveServer(string) error                    { return a.err }
+func (a failingAdmin) TransferLeadership() error                    { return a.err }
 
 // TestWriteErrorStatus maps each error the write path can return to the
 // status, and the headers, a client gets for it.
@@ -53,6 +54,7 @@ func TestWriteErrorStatus(t *testing.T) {
 		join     = call{"POST", "/admin/join", `{"id":"n2","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2"}`}
 		leave    = call{"POST", "/admin/leave", `{"id":"n2"}`}
 		transfer = call{"POST", "/admin/leadership-transfer", ""}
+		promote  = call{"POST", "/admin/promote", `{"id":"n2"}`}
 	)
 	unavailable := []error{cluster.ErrNoLeader, cluster.ErrTimeout, cluster.ErrClosed}
 	type tc struct {
@@ -69,7 +71,7 @@ func TestWriteErrorStatus(t *testing.T) {
 		for _, c := range []call{create, del, newKey, revoke} {
 			cases = append(cases, tc{c.method + " " + c.uri + " " + err.Error(), c, failingWrites{err: wrapped}, nil, 503, fasthttp.HeaderRetryAfter})
 		}
-		for _, c := range []call{join, leave, transfer} {
+		for _, c := range []call{join, leave, transfer, promote} {
 			cases = append(cases, tc{c.uri + " " + err.Error(), c, failingWrites{}, wrapped, 503, fasthttp.HeaderRetryAfter})
 		}
 	}
@@ -96,9 +98,9 @@ func TestWriteErrorStatus(t *testing.T) {
 	}{
 		{cluster.ErrInvalidServer, 400}, {cluster.ErrUnreachable, 400}, {cluster.ErrUnknownServer, 404},
 		{cluster.ErrServerConflict, 409}, {cluster.ErrLastVoter, 409}, {cluster.ErrNoTransferTarget, 409},
-		{cluster.ErrOtherCluster, 409},
+		{cluster.ErrOtherCluster, 409}, {cluster.ErrAlreadyVoter, 409},
 	} {
-		for _, c := range []call{join, leave, transfer} {
+		for _, c := range []call{join, leave, transfer, promote} {
 			cases = append(cases, tc{c.uri + " " + m.err.Error(), c, failingWrites{}, fmt.Errorf("%w: in a test", m.err), m.status, ""})
 		}
 	}

@@ -51,7 +51,8 @@ type Writes interface {
 // writeMembershipError.
 type Admin interface {
 	Status() (cluster.Status, error)
-	AddVoter(id, raftAddr, httpAddr string) error
+	AddServer(id, raftAddr, httpAddr string, nonVoter bool) error
+	Promote(id string) error
 	RemoveServer(id string) error
 	TransferLeadership() error
 	Backup(w io.Writer) error

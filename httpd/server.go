@@ -172,6 +172,7 @@ func (s *Server) routes() {
 	adminRead("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
 	admin("POST", "/admin/join", "admin_join", s.handleJoin)
 	admin("POST", "/admin/leave", "admin_leave", s.handleLeave)
+	admin("POST", "/admin/promote", "admin_promote", s.handlePromote)
 	admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", s.handleLeadershipTransfer)
 	adminRead("GET", "/admin/backup", "admin_backup", s.handleBackup)
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)

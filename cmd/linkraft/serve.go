@@ -39,7 +39,7 @@ type serveConfig struct {
 	snapshotThreshold                                            uint64
 	allowPrivateTargets, publicCreate                            bool
 	adminToken, clusterKey                                       string
-	leaveOnTerminate                                             bool
+	leaveOnTerminate, readReplica                                bool
 	createRate                                                   float64
 	createBurst                                                  int
 	maxConnsPerIP                                                int
@@ -74,6 +74,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.BoolVar(&c.publicCreate, "public-create", false, "let clients without a key create links, into workspace public only")
 	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating cluster traffic (linkraft keygen)")
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
+	fs.BoolVar(&c.readReplica, "read-replica", false, "join as a read replica: a Raft non-voter that serves reads and redirects, relays writes and never counts towards the quorum; never bootstraps a cluster")
 	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
 	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
 	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", 1024, "connections one client (IPv4 address, IPv6 /64) may hold open at once (0: no cap)")
@@ -206,6 +207,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
 		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
+		ReadReplica:  cfg.readReplica,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
 		AllowPrivateTargets: cfg.allowPrivateTargets,

@@ -36,7 +36,7 @@ func TestBrokenDeleteWaitIsCaught(t *testing.T) {
 		t.Skip("fault-injection test: skipped in -short mode")
 	}
 	bin := buildMutant(t, []mutation{
-		{"cluster/write.go", "\tn.awaitVoters(index)\n", ""},
+		{"cluster/write.go", "\tn.awaitServers(index)\n", ""},
 		{"cluster/forward.go", "\t\terr = n.applyLeaderIndex(ctx, resp)\n", ""},
 	})
 	found := deleteThroughFollower(t, bin)
