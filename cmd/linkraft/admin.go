@@ -418,11 +418,12 @@ func adminStatus(args []string, stdout, stderr io.Writer) int {
 // adminJoin is "linkraft join".
 func adminJoin(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("join", "join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT] [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet("join", "join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT] [--non-voter] [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
 	id := fs.String("id", "", "id of the server to add (its --id)")
 	raftAddr := fs.String("raft-addr", "", "Raft address the cluster reaches the server at")
 	httpAddr := fs.String("http-addr", "", "HTTP address of the server (optional)")
+	nonVoter := fs.Bool("non-voter", false, "add it as a non-voter (a read replica), which never counts towards the quorum")
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
 	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
@@ -436,7 +437,11 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 	case *raftAddr == "":
 		return usageError(fs, stderr, "--raft-addr is required")
 	}
-	req, _ := json.Marshal(map[string]string{"id": *id, "raft_addr": *raftAddr, "http_addr": *httpAddr})
+	fields := map[string]any{"id": *id, "raft_addr": *raftAddr, "http_addr": *httpAddr}
+	if *nonVoter {
+		fields["non_voter"] = true
+	}
+	req, _ := json.Marshal(fields)
 	body, code := o.call("join", fs, stderr, fasthttp.MethodPost, "/admin/join", "application/json", req)
 	if code >= 0 {
 		return code
@@ -449,10 +454,21 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 
 // adminLeave is "linkraft leave".
 func adminLeave(args []string, stdout, stderr io.Writer) int {
+	return adminServerChange(args, stdout, stderr, "leave", "/admin/leave", "id of the server to remove", "removed")
+}
+
+// adminPromote is "linkraft promote": a non-voter (read replica) becomes
+// a voter.
+func adminPromote(args []string, stdout, stderr io.Writer) int {
+	return adminServerChange(args, stdout, stderr, "promote", "/admin/promote", "id of the non-voter to make a voter", "promoted")
+}
+
+// adminServerChange posts {"id"} to path and prints the cluster after it.
+func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUsage, done string) int {
 	var o adminOpts
-	fs := newFlagSet("leave", "leave --id ID [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet(name, name+" --id ID [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
-	id := fs.String("id", "", "id of the server to remove")
+	id := fs.String("id", "", idUsage)
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
 	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
@@ -465,14 +481,14 @@ func adminLeave(args []string, stdout, stderr io.Writer) int {
 		return usageError(fs, stderr, "--id is required")
 	}
 	req, _ := json.Marshal(map[string]string{"id": *id})
-	body, code := o.call("leave", fs, stderr, fasthttp.MethodPost, "/admin/leave", "application/json", req)
+	body, code := o.call(name, fs, stderr, fasthttp.MethodPost, path, "application/json", req)
 	if code >= 0 {
 		return code
 	}
 	if !*raw {
-		fmt.Fprintf(stdout, "removed %s\n\n", *id)
+		fmt.Fprintf(stdout, "%s %s\n\n", done, *id)
 	}
-	return printClusterAnswer("leave", stdout, stderr, body, *raw)
+	return printClusterAnswer(name, stdout, stderr, body, *raw)
 }
 
 // adminBackup is "linkraft backup".

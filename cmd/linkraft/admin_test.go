@@ -240,6 +240,28 @@ func TestLeave(t *testing.T) {
 	}
 }
 
+func TestJoinNonVoterAndPromote(t *testing.T) {
+	n := startFakeNode(t, map[string]cannedAnswer{
+		"POST /admin/join":    jsonAnswer(clusterJSON("leader", time.Now())),
+		"POST /admin/promote": jsonAnswer(clusterJSON("leader", time.Now())),
+	})
+	code, out, errOut := runCmd(t, "join", "--addr", n.addr, "--id", "r1", "--raft-addr", "10.0.0.9:8081", "--non-voter")
+	if code != 0 || !strings.HasPrefix(out, "joined r1") {
+		t.Fatalf("join exit %d: %s", code, errOut)
+	}
+	if req := n.only(t); string(req.body) != `{"http_addr":"","id":"r1","non_voter":true,"raft_addr":"10.0.0.9:8081"}` {
+		t.Fatalf("join body %s", req.body)
+	}
+	code, out, errOut = runCmd(t, "promote", "--addr", n.addr, "--id", "r1")
+	if code != 0 || !strings.HasPrefix(out, "promoted r1\n") {
+		t.Fatalf("promote exit %d: %s%s", code, out, errOut)
+	}
+	reqs := n.requests()
+	if req := reqs[len(reqs)-1]; len(reqs) != 2 || req.path != "/admin/promote" || string(req.body) != `{"id":"r1"}` {
+		t.Fatalf("requests %+v, want the join then one promote", reqs)
+	}
+}
+
 func TestLeaveUnknownID(t *testing.T) {
 	n := startFakeNode(t, map[string]cannedAnswer{"POST /admin/leave": problem(404, "no server with that id in the cluster")})
 	code, out, errOut := runCmd(t, "leave", "--addr", n.addr, "--id", "nope")

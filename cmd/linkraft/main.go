@@ -24,7 +24,9 @@ Usage:
   linkraft status          show the cluster: leader, term, indexes, servers
   linkraft join --id ID --raft-addr HOST:PORT [--http-addr HOST:PORT]
                            add a server to the cluster as a voter
+                           (--non-voter: as a read replica)
   linkraft leave --id ID   remove a server from the cluster
+  linkraft promote --id ID make a non-voter (read replica) a voter
   linkraft backup [-o FILE]
                            save a consistent snapshot of all state
   linkraft restore FILE|-  make the whole cluster take the state in a backup
@@ -40,7 +42,7 @@ Usage:
   linkraft keygen          print a new --cluster-key
   linkraft version         print the version
 
-The admin commands (status, join, leave, backup, restore, keys) talk to any
+The admin commands (status, join, leave, promote, backup, restore, keys) talk to any
 node: --addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and an admin
 credential: --key (LINKRAFT_KEY; a new cluster writes its first admin key to
 <data-dir>/admin.key) or --admin-token (LINKRAFT_ADMIN_TOKEN). Run
@@ -69,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return adminJoin(args[1:], stdout, stderr)
 	case "leave":
 		return adminLeave(args[1:], stdout, stderr)
+	case "promote":
+		return adminPromote(args[1:], stdout, stderr)
 	case "backup":
 		return adminBackup(args[1:], stdout, stderr)
 	case "restore":

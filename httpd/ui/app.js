@@ -401,11 +401,14 @@ async function loadCluster() {
     const row = (tag, cells, attrs) => el("tr", attrs, ...cells.map(v => el(tag, tag === "th" ? {scope: "col"} : typeof v === "number" ? {class: "n"} : null, v)));
     // Only the leader and the answering node know their roles; a reachable
     // voter that is not the leader follows it.
+    // A read replica is a Raft non-voter (--read-replica, or joined with non_voter).
+    const replica = s => s.suffrage === "Nonvoter";
     const role = s => s.leader ? "leader" : s.id === c.node_id ? c.role : !s.reachable ? "—" : s.suffrage === "Voter" ? "follower" : String(s.suffrage || "—").toLowerCase();
     const tb = el("tbody", null, ...(c.servers || []).map(s => row("td", [
-      el("span", null, s.id, s.leader ? " " : null, s.leader ? el("span", {class: "badge", title: "Raft leader"}, "★ leader") : null), role(s),
+      el("span", null, s.id, s.leader ? " " : null, s.leader ? el("span", {class: "badge", title: "Raft leader"}, "★ leader") : null,
+        replica(s) ? " " : null, replica(s) ? el("span", {class: "badge", title: "read replica: a Raft non-voter, never counted towards the quorum"}, "replica") : null), role(s),
       dash(s.http_addr), s.raft_addr, s.reachable ? "yes" : el("span", {class: "err"}, "no"), s.applied_index ?? "—", s.replication_lag ?? "—", ago(s.last_contact)],
-      {"data-id": s.id, "data-leader": String(!!s.leader), "data-reachable": String(!!s.reachable)})));
+      {"data-id": s.id, "data-leader": String(!!s.leader), "data-reachable": String(!!s.reachable), "data-suffrage": String(s.suffrage || "")})));
     show(out,
       dl(el("dl"), [["Answered by", c.node_id + " (" + c.role + ")"], ["Leader", (c.leader || "none") + (c.leader_raft_addr ? " (" + c.leader_raft_addr + ")" : "")],
         ["Term", c.term], ["Commit index", c.commit_index], ["Applied index", c.applied_index]]),
