@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -46,6 +47,9 @@ func TestImportIsReadAsItIsImported(t *testing.T) {
 
 	const lines = 100_000 // ~14 MB
 	pr, pw := io.Pipe()
+	// A failing test ends the request, instead of leaving the server
+	// waiting for the rest of the body until its read timeout.
+	t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
 	req, err := http.NewRequest(http.MethodPost, base+"/admin/import", pr)
 	if err != nil {
 		t.Fatal(err)

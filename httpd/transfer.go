@@ -237,8 +237,9 @@ func (s *Server) importBody(body io.Reader, keyID string) (importReport, uint64,
 func cutImport(body io.Reader, order, work chan<- *importChunk) importRead {
 	br := bufio.NewReaderSize(body, 64<<10)
 	line := 1
+	size := 0 // of the last chunk: the next one is likely as large
 	for {
-		var data []byte
+		data := make([]byte, 0, size)
 		n := 0
 		var err error
 		for n < importChunkLines {
@@ -259,6 +260,7 @@ func cutImport(body io.Reader, order, work chan<- *importChunk) importRead {
 		if err != nil && err != io.EOF {
 			return importRead{lines: line - 1, err: err}
 		}
+		size = len(data)
 		if n > 0 {
 			c := &importChunk{first: line, data: data, parsed: make(chan parsedChunk, 1)}
 			order <- c
