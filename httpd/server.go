@@ -1,10 +1,12 @@
 package httpd
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -106,9 +108,12 @@ func New(cfg Config, node Node) *Server {
 		WriteTimeout:          orDefault(cfg.WriteTimeout, 30*time.Second),
 		IdleTimeout:           orDefault(cfg.IdleTimeout, 60*time.Second),
 		MaxRequestBodySize:    maxBodyBytes,
-		ReadBufferSize:        8 << 10,
-		CloseOnShutdown:       true,
-		Logger:                slogPrinter{cfg.Logger},
+		// Bodies are read by Handler (readBody), not before it: an import
+		// is read as it is imported, so the node never holds it whole.
+		StreamRequestBody: true,
+		ReadBufferSize:    8 << 10,
+		CloseOnShutdown:   true,
+		Logger:            slogPrinter{cfg.Logger},
 	}
 	return s
 }
@@ -177,7 +182,9 @@ func (s *Server) routes() {
 	adminRead("GET", "/admin/backup", "admin_backup", s.handleBackup)
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
 	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
-	admin("POST", "/admin/import", "admin_import", s.handleImport)
+	// An import is read as it is imported, and forwarded only once read
+	// whole (importRoute).
+	handle("POST", "/admin/import", "admin_import", s.require(fsm.ScopeAdmin, s.importRoute(s.forwarder(s.handleImport, forwardAdmin))))
 	admin("POST", "/admin/keys", "admin_keys", s.handleCreateKey)
 	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
 	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
@@ -193,6 +200,14 @@ func (s *Server) routes() {
 // goes straight to the redirect; the rest goes through the router.
 func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	defer s.recoverPanic(ctx) // the router's PanicHandler does not cover the redirect path
+	body, ok := s.readBody(ctx)
+	if !ok {
+		nosniff(ctx)
+		return
+	}
+	if body != nil {
+		defer body.finish(ctx)
+	}
 	if code, ok := redirectCode(ctx); ok {
 		s.metrics.instrumentRedirect(ctx, code, s.redirect)
 	} else {
@@ -301,4 +316,113 @@ type slogPrinter struct{ log *slog.Logger }
 
 func (p slogPrinter) Printf(format string, args ...any) {
 	p.log.Debug(fmt.Sprintf(format, args...), "component", "http")
+}
+
+// prefetchedBodyBytes is how much of a body fasthttp reads with the header
+// when it streams bodies (readBodyWithStreaming): a body this small is in
+// memory before the handler runs, and reading it cannot fail.
+const prefetchedBodyBytes = 8 << 10
+
+// readBody reads the request's body, within the request's limit, before the
+// request is routed, so that handlers find it in PostBody as they would
+// without StreamRequestBody. The one exception is an import that was given
+// the large limit: its body is returned, to be read as it is imported
+// (nil for every other request). false: the request was refused and
+// answered here.
+//
+// fasthttp's own limit does not hold for streamed bodies (a body over it is
+// handed over as a stream, a chunked one is never measured): this is where
+// the limits of requestLimits are enforced.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx) (*streamedBody, bool) {
+	stream := ctx.RequestBodyStream()
+	if stream == nil { // read whole by fasthttp (the cluster port's server), or none
+		return nil, true
+	}
+	h := &ctx.Request.Header
+	limit := s.bodyLimit(h)
+	n := h.ContentLength()
+	switch {
+	case n == 0:
+		return nil, true
+	case n > limit:
+		s.handleTransportError(ctx, fasthttp.ErrBodyTooLarge)
+		ctx.SetConnectionClose() // the body was not read
+		return nil, false
+	case limit > maxBodyBytes && string(h.RequestURI()) == "/admin/import":
+		b := &streamedBody{r: stream, limit: limit}
+		ctx.SetUserValue(streamedBodyKey{}, b)
+		return b, true
+	case n > 0 && n <= prefetchedBodyBytes:
+		ctx.Request.Body() // copies the prefetched bytes from the stream into the pooled body buffer
+		return nil, true
+	}
+	b := streamedBody{r: stream, limit: limit}
+	if err := b.readAll(ctx, n); err != nil {
+		s.handleTransportError(ctx, err)
+		ctx.SetConnectionClose()
+		return nil, false
+	}
+	return nil, true
+}
+
+// streamedBody is a request body read from the connection by the handler,
+// cut at the request's body limit.
+type streamedBody struct {
+	r     io.Reader
+	limit int
+	read  int
+	err   error // the first error, io.EOF at the end of the body
+}
+
+type streamedBodyKey struct{}
+
+// streamedBodyOf is the body of ctx's request when it is read as a
+// stream, nil when it is in PostBody.
+func streamedBodyOf(ctx *fasthttp.RequestCtx) *streamedBody {
+	b, _ := ctx.UserValue(streamedBodyKey{}).(*streamedBody)
+	return b
+}
+
+func (b *streamedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.r.Read(p)
+	if b.read += n; b.read > b.limit {
+		n -= b.read - b.limit
+		b.read, err = b.limit, fasthttp.ErrBodyTooLarge
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// readAll reads the rest of the body (n bytes long; -1: unknown) into the
+// request, where PostBody finds it, and makes it no longer a stream. The
+// buffer is the request's alone, not a pooled one: after a large body it
+// is garbage the collector takes back.
+func (b *streamedBody) readAll(ctx *fasthttp.RequestCtx, n int) error {
+	var buf bytes.Buffer
+	if n > 0 {
+		buf.Grow(n - b.read + bytes.MinRead) // ReadFrom needs MinRead free to see the end
+	}
+	if _, err := buf.ReadFrom(b); err != nil {
+		return err
+	}
+	if n > 0 && b.read != n { // fasthttp's stream takes a closed connection for the end
+		return io.ErrUnexpectedEOF
+	}
+	ctx.Request.SetBodyRaw(buf.Bytes())
+	ctx.RemoveUserValue(streamedBodyKey{})
+	return nil
+}
+
+// finish runs once the request is answered. A body not read to its end
+// is still on the connection, where fasthttp would read it as the next
+// request: the connection is closed instead.
+func (b *streamedBody) finish(ctx *fasthttp.RequestCtx) {
+	if b.err != io.EOF {
+		ctx.SetConnectionClose()
+	}
 }

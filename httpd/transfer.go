@@ -1,12 +1,16 @@
 package httpd
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -80,7 +84,7 @@ func importReadAhead() int { return 2*runtime.GOMAXPROCS(0) + 2 }
 // importChunk is a run of whole lines of the body.
 type importChunk struct {
 	first  int    // line number of data's first line
-	data   []byte // the lines, a slice of the body (never copied)
+	data   []byte // the lines, as read from the body
 	parsed chan parsedChunk
 }
 
@@ -99,12 +103,59 @@ type proposedChunk struct {
 	stop error                // why not
 }
 
+// importRoute serves an import whose body is read as a stream (see
+// readBody) here when this node leads, so the body is never held whole.
+// Anywhere else the body is read whole first: the follower forwards a copy
+// of the request (next, the forwarder), which carries no stream. Should
+// this node lose leadership during the import, its proposals fail and the
+// remaining lines are reported not attempted, as when that happens to a
+// forwarded import.
+func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if b := streamedBodyOf(ctx); b != nil {
+			if s.node.Self.IsLeader() {
+				s.handleImport(ctx)
+				return
+			}
+			if err := b.readAll(ctx, ctx.Request.Header.ContentLength()); err != nil {
+				s.handleTransportError(ctx, err)
+				return
+			}
+		}
+		next(ctx)
+	}
+}
+
 // handleImport creates the links of a JSON Lines body with their codes. A
 // line whose code already points to the same URL is skipped; every other
 // refusal is reported with its line number and changes nothing. Once the
 // cluster cannot take writes, the remaining lines are not attempted.
 func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
-	report, index := s.importBody(ctx.PostBody(), keyID(ctx))
+	var body io.Reader
+	if b := streamedBodyOf(ctx); b != nil {
+		body = b
+	} else {
+		body = bytes.NewReader(ctx.PostBody())
+	}
+	report, index, read := s.importBody(body, keyID(ctx))
+	// The import's chunks, parsed lines and results are garbage now, as
+	// much as the links it created: hand the memory back to the operating
+	// system at once rather than keep it until the heap grows into it (as
+	// after a restore).
+	go debug.FreeOSMemory()
+	if read.err != nil {
+		status := fasthttp.StatusBadRequest
+		var timeout interface{ Timeout() bool }
+		switch {
+		case errors.Is(read.err, fasthttp.ErrBodyTooLarge):
+			status = fasthttp.StatusRequestEntityTooLarge
+		case errors.As(read.err, &timeout) && timeout.Timeout():
+			status = fasthttp.StatusRequestTimeout
+		}
+		writeProblem(ctx, status, fmt.Sprintf("the body could not be read after line %d (%v); the lines up to it were imported: %d created, %d skipped, %d failed",
+			read.lines, read.err, report.Created, report.Skipped, len(report.Failed)))
+		return
+	}
 	if index > 0 && len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
 		// The forwarding node applies this far before its client hears,
 		// so the imported links redirect there once the answer arrives.
@@ -113,13 +164,25 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, report)
 }
 
+// importRead is how far the import read its body: the lines it cut, and
+// the error that ended the reading early (nil: the body was read whole).
+type importRead struct {
+	lines int
+	err   error
+}
+
 // importBody imports the lines of body as key keyID and returns the
-// report and the highest log index its entries were applied at (0: none
-// was).
-func (s *Server) importBody(body []byte, keyID string) (importReport, uint64) {
+// report, the highest log index its entries were applied at (0: none
+// was), and how far body was read.
+func (s *Server) importBody(body io.Reader, keyID string) (importReport, uint64, importRead) {
 	order := make(chan *importChunk, importReadAhead())
 	work := make(chan *importChunk, importReadAhead())
-	go cutImport(body, order, work)
+	var read importRead // written by cutImport before it closes order
+	go func() {
+		read = cutImport(body, order, work)
+		close(order) // after read is set: the proposer reads it once order ends
+		close(work)
+	}()
 	var parsers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		parsers.Add(1)
@@ -160,30 +223,53 @@ func (s *Server) importBody(body []byte, keyID string) (importReport, uint64) {
 	close(proposed)
 	<-done
 	slices.SortFunc(report.Failed, func(a, b importFailure) int { return cmp.Compare(a.Line, b.Line) })
-	return report, index
+	return report, index, read
 }
 
-// cutImport sends the body's chunks, in order, to order (for the proposer)
-// and work (for the parsers). order is sent first and is bounded: parsing
-// runs at most its capacity ahead of proposing.
-func cutImport(body []byte, order, work chan<- *importChunk) {
-	defer close(work)
-	defer close(order)
+// cutImport reads body and sends its chunks, in order, to order (for the
+// proposer) and work (for the parsers). order is sent first and is
+// bounded: parsing runs at most its capacity ahead of proposing, and
+// reading no further ahead than parsing, so an import holds a few chunks
+// of its body at a time, never the whole. Each chunk's bytes are its own:
+// they are garbage once its lines are proposed. A read error ends the body
+// early; the incomplete chunk it interrupted is dropped. The caller closes
+// order and work once it returns.
+func cutImport(body io.Reader, order, work chan<- *importChunk) importRead {
+	br := bufio.NewReaderSize(body, 64<<10)
 	line := 1
-	for len(body) > 0 {
-		end, n := 0, 0
-		for n < importChunkLines && end < len(body) {
-			if i := bytes.IndexByte(body[end:], '\n'); i >= 0 {
-				end += i + 1
-			} else {
-				end = len(body)
+	size := 0 // of the last chunk: the next one is likely as large
+	for {
+		data := make([]byte, 0, size)
+		n := 0
+		var err error
+		for n < importChunkLines {
+			var piece []byte
+			piece, err = br.ReadSlice('\n')
+			data = append(data, piece...)
+			if err == bufio.ErrBufferFull { // a line longer than the buffer: its next piece
+				continue
+			}
+			if err != nil {
+				if len(piece) > 0 && err == io.EOF { // a last line without a newline
+					n++
+				}
+				break
 			}
 			n++
 		}
-		c := &importChunk{first: line, data: body[:end], parsed: make(chan parsedChunk, 1)}
-		order <- c
-		work <- c
-		body, line = body[end:], line+n
+		if err != nil && err != io.EOF {
+			return importRead{lines: line - 1, err: err}
+		}
+		size = len(data)
+		if n > 0 {
+			c := &importChunk{first: line, data: data, parsed: make(chan parsedChunk, 1)}
+			order <- c
+			work <- c
+			line += n
+		}
+		if err == io.EOF {
+			return importRead{lines: line - 1}
+		}
 	}
 }
 

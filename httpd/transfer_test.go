@@ -144,7 +144,10 @@ func TestImportStopsWhenWritesFail(t *testing.T) {
 	}
 	body.WriteString("{not json")
 
-	report, index := s.importBody([]byte(body.String()), fsm.RootKeyID)
+	report, index, read := s.importBody(strings.NewReader(body.String()), fsm.RootKeyID)
+	if read.err != nil || read.lines != lines {
+		t.Fatalf("read %d lines, error %v; want %d, none", read.lines, read.err, lines)
+	}
 	if report.Created != 0 || report.Skipped != 0 || len(report.Failed) != lines || index != 0 {
 		t.Fatalf("report: %d created, %d skipped, %d failed, index %d; want all %d lines failed", report.Created, report.Skipped, len(report.Failed), index, lines)
 	}
