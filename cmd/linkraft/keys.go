@@ -14,22 +14,30 @@ import (
 // keysCmd is "linkraft keys create|list|revoke": the /admin/keys API for
 // people in a terminal.
 func keysCmd(args []string, stdout, stderr io.Writer) int {
+	return dispatch("keys", keysUsage, map[string]subcommand{
+		"create": keysCreate, "list": keysList, "revoke": keysRevoke,
+	}, args, stdout, stderr)
+}
+
+// subcommand runs one command of a group such as "linkraft keys".
+type subcommand func(args []string, stdout, stderr io.Writer) int
+
+// dispatch runs the subcommand args[0] of group, printing usage for help,
+// and for no or an unknown subcommand (exit 2).
+func dispatch(group, usage string, commands map[string]subcommand, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, keysUsage)
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
-	case "create":
-		return keysCreate(args[1:], stdout, stderr)
-	case "list":
-		return keysList(args[1:], stdout, stderr)
-	case "revoke":
-		return keysRevoke(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, keysUsage)
+		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "linkraft keys: unknown command %q\n\n%s", args[0], keysUsage)
+	if run, ok := commands[args[0]]; ok {
+		return run(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "linkraft %s: unknown command %q\n\n%s", group, args[0], usage)
 	return 2
 }
 

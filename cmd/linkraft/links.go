@@ -19,25 +19,9 @@ import (
 // people in a terminal. It reuses the admin client (its flags, environment,
 // error reporting), but any key with the right links scope will do.
 func linksCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, linksUsage)
-		return 2
-	}
-	switch args[0] {
-	case "create":
-		return linksCreate(args[1:], stdout, stderr)
-	case "list":
-		return linksList(args[1:], stdout, stderr)
-	case "get":
-		return linksGet(args[1:], stdout, stderr)
-	case "delete":
-		return linksDelete(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, linksUsage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "linkraft links: unknown command %q\n\n%s", args[0], linksUsage)
-	return 2
+	return dispatch("links", linksUsage, map[string]subcommand{
+		"create": linksCreate, "list": linksList, "get": linksGet, "delete": linksDelete,
+	}, args, stdout, stderr)
 }
 
 const linksUsage = `Usage:
