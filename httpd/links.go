@@ -242,9 +242,11 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	code, _ := ctx.UserValue("code").(string)
-	// This node leads (the route forwards to the leader), so its state
-	// holds every acknowledged write: no lookup through the cluster.
-	if l, ok := s.fsm.Get(code); !ok || !sees(ctx, fsm.ScopeLinksWrite, l.Workspace) {
+	// The read-after-write lookup, not the local state: this node leads,
+	// but right after winning an election it may not have applied what
+	// earlier leaders committed (its barrier comes first), and a local miss
+	// there would answer 404 for a link that exists.
+	if l, ok := s.findLink(code); !ok || !sees(ctx, fsm.ScopeLinksWrite, l.Workspace) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
