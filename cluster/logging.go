@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -101,7 +102,8 @@ func firstElection(msg string, args []any) bool {
 	}
 	for i := 0; i+1 < len(args); i += 2 {
 		if args[i] == "last-leader-id" {
-			return args[i+1] == ""
+			// Raft passes a raft.ServerID, not a string.
+			return fmt.Sprint(args[i+1]) == ""
 		}
 	}
 	return false

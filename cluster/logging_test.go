@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // jsonLines decodes every line of buf as one JSON object.
@@ -79,7 +80,7 @@ func TestFirstElectionIsNotAWarning(t *testing.T) {
 	}{{"", "INFO"}, {"node2", "WARN"}} {
 		var buf bytes.Buffer
 		l := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "raft", hclog.Warn)
-		l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", tt.lastLeader)
+		l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID(tt.lastLeader))
 		if lines := jsonLines(t, &buf); len(lines) != 1 || lines[0]["level"] != tt.want {
 			t.Errorf("last leader %q: %v, want one %s line", tt.lastLeader, lines, tt.want)
 		}
