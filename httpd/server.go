@@ -339,11 +339,12 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (*streamedBody, bool) {
 		return nil, true
 	}
 	h := &ctx.Request.Header
-	limit := s.bodyLimit(h)
 	n := h.ContentLength()
-	switch {
-	case n == 0:
+	if n == 0 { // every redirect: decided before any limit is worked out
 		return nil, true
+	}
+	limit := s.bodyLimit(h)
+	switch {
 	case n > limit:
 		s.handleTransportError(ctx, fasthttp.ErrBodyTooLarge)
 		ctx.SetConnectionClose() // the body was not read
