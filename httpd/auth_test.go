@@ -91,6 +91,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"DELETE", "/admin/keys/" + revokedID, "", true, with(403, 403, 403)},
 		{"POST", "/admin/leave", `{"id":"test"}`, true, with(403, 403, 403)},
 		{"POST", "/admin/promote", `{"id":"test"}`, true, with(403, 403, 403)},
+		{"POST", "/admin/join", `{"id":"n9","raft_addr":"127.0.0.1:1","non_voter":true}`, true, with(403, 403, 403)},
+		{"POST", "/admin/leadership-transfer", "", true, with(403, 403, 403)},
+		{"GET", "/admin/backup", "", false, with(403, 403, 403, 200, 200)},
+		{"GET", "/health/live", "", false, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200}},
 		{"POST", "/admin/import", `{"short_code":"imported","original_url":"https://example.com/i"}`, true, with(403, 403, 403)},
 		{"POST", "/admin/restore", "not a backup", true, with(403, 403, 403)},
 	}
