@@ -1,0 +1,225 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Options is what a link may have beyond its code, target and expiry. A
+// link without any of it has no Options at all (nil), so the redirect of a
+// plain link reads nothing more than before options existed. An Options
+// value is never changed once stored: an edit stores a new one, so readers
+// may keep it without copying.
+type Options struct {
+	Title        string
+	Tags         []string // as given; compared case-insensitively
+	MaxVisits    uint64   // 0: no limit
+	ValidSince   int64    // unix ms; 0: valid from creation
+	PasswordHash string   // bcrypt; "" for none. Never the password.
+	ForwardQuery bool     // append the request's query to the target's
+	PublicStats  bool     // stats readable without a key
+	Rules        []Rule   // the first that holds picks the target
+	// History is every earlier target, oldest first, with when and by whom
+	// it was replaced. Empty until the target is first edited.
+	History []Version
+}
+
+// Limits of what a link may hold. The HTTP layer refuses more with a
+// message; Apply refuses it again so no proposer can store more.
+const (
+	MaxTags      = 10
+	MaxTagLen    = 40
+	MaxTitleLen  = 256
+	MaxRules     = 32
+	MaxRuleQuery = 8
+)
+
+// Device is the class of device a rule asks for.
+type Device byte
+
+const (
+	DeviceAny Device = iota
+	DeviceIOS
+	DeviceAndroid
+	DeviceMobile // any phone or tablet, iOS and Android included
+	DeviceDesktop
+)
+
+var deviceNames = [...]string{"", "ios", "android", "mobile", "desktop"}
+
+func (d Device) String() string {
+	if int(d) < len(deviceNames) {
+		return deviceNames[d]
+	}
+	return fmt.Sprintf("device(%d)", d)
+}
+
+// ParseDevice reads a device name; "" is DeviceAny.
+func ParseDevice(s string) (Device, bool) {
+	for i, n := range deviceNames {
+		if n == s {
+			return Device(i), true
+		}
+	}
+	return DeviceAny, false
+}
+
+// Rule sends a visit to URL when every condition it sets holds. An unset
+// condition (zero value) holds always.
+type Rule struct {
+	Device   Device
+	Language string       // lower-case language range: "en" matches "en-GB"
+	Query    []QueryParam // each parameter must have the value; sorted by name
+	Country  string       // ISO 3166 alpha-2, upper-case
+	After    int64        // unix ms: the rule holds from this time on
+	Before   int64        // unix ms: the rule holds until this time
+	URL      string
+}
+
+// QueryParam is one query condition of a rule.
+type QueryParam struct{ Name, Value string }
+
+// Version is one earlier target of a link.
+type Version struct {
+	URL       string
+	ChangedAt int64  // when the next target replaced it (unix ms)
+	KeyID     string // the key that replaced it
+}
+
+// HasTag reports whether the link has tag, compared case-insensitively.
+func (o *Options) HasTag(tag string) bool {
+	if o == nil {
+		return false
+	}
+	for _, t := range o.Tags {
+		if strings.EqualFold(t, tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// empty reports whether o holds nothing a link needs to keep.
+func (o *Options) empty() bool {
+	return o == nil || o.Title == "" && len(o.Tags) == 0 && o.MaxVisits == 0 && o.ValidSince == 0 &&
+		o.PasswordHash == "" && !o.ForwardQuery && !o.PublicStats && len(o.Rules) == 0 && len(o.History) == 0
+}
+
+// check is the state machine's floor for options: bounds that keep one
+// link small, and targets it would be dangerous to serve. Every node checks
+// far more before proposing.
+func (o *Options) check() error {
+	if o == nil {
+		return nil
+	}
+	switch {
+	case len(o.Title) > 4*MaxTitleLen: // bytes: a title is up to 256 characters
+		return fmt.Errorf("%w: title too long", ErrInvalidRequest)
+	case len(o.Tags) > MaxTags:
+		return fmt.Errorf("%w: more than %d tags", ErrInvalidRequest, MaxTags)
+	case len(o.Rules) > MaxRules:
+		return fmt.Errorf("%w: more than %d rules", ErrInvalidRequest, MaxRules)
+	case len(o.PasswordHash) > 128:
+		return fmt.Errorf("%w: password hash too long", ErrInvalidRequest)
+	}
+	for _, t := range o.Tags {
+		if t == "" || len(t) > MaxTagLen {
+			return fmt.Errorf("%w: tag %q", ErrInvalidRequest, t)
+		}
+	}
+	for _, r := range o.Rules {
+		if len(r.Query) > MaxRuleQuery || r.Device > DeviceDesktop {
+			return fmt.Errorf("%w: rule for %q", ErrInvalidRequest, r.URL)
+		}
+		if err := checkTarget(r.URL); err != nil {
+			return fmt.Errorf("rule target: %w", err)
+		}
+	}
+	return nil
+}
+
+// encodeOptions writes o after a presence byte, in the order below. Log
+// entries and snapshots share it.
+func encodeOptions(e *encoder, o *Options) {
+	if o.empty() {
+		e.bool(false)
+		return
+	}
+	e.bool(true)
+	e.string(o.Title)
+	e.uvarint(uint64(len(o.Tags)))
+	for _, t := range o.Tags {
+		e.string(t)
+	}
+	e.uvarint(o.MaxVisits)
+	e.varint(o.ValidSince)
+	e.string(o.PasswordHash)
+	e.bool(o.ForwardQuery)
+	e.bool(o.PublicStats)
+	encodeRules(e, o.Rules)
+	e.uvarint(uint64(len(o.History)))
+	for _, v := range o.History {
+		e.string(v.URL)
+		e.varint(v.ChangedAt)
+		e.string(v.KeyID)
+	}
+}
+
+func encodeRules(e *encoder, rules []Rule) {
+	e.uvarint(uint64(len(rules)))
+	for _, r := range rules {
+		e.byte(byte(r.Device))
+		e.string(r.Language)
+		e.uvarint(uint64(len(r.Query)))
+		for _, q := range r.Query {
+			e.string(q.Name)
+			e.string(q.Value)
+		}
+		e.string(r.Country)
+		e.varint(r.After)
+		e.varint(r.Before)
+		e.string(r.URL)
+	}
+}
+
+// decodeOptions reads what encodeOptions wrote; nil when there were none.
+func decodeOptions(d *decoder) *Options {
+	if !d.bool() {
+		return nil
+	}
+	o := &Options{Title: d.string()}
+	n := d.count(1)
+	for i := 0; i < n && d.err == nil; i++ {
+		o.Tags = append(o.Tags, d.string())
+	}
+	o.MaxVisits, o.ValidSince = d.uvarint(), d.varint()
+	o.PasswordHash = d.string()
+	o.ForwardQuery, o.PublicStats = d.bool(), d.bool()
+	o.Rules = decodeRules(d)
+	n = d.count(3)
+	for i := 0; i < n && d.err == nil; i++ {
+		o.History = append(o.History, Version{URL: d.string(), ChangedAt: d.varint(), KeyID: d.string()})
+	}
+	return o
+}
+
+// minRuleSize is the smallest encoding of a rule: eight one-byte fields.
+const minRuleSize = 8
+
+func decodeRules(d *decoder) []Rule {
+	n := d.count(minRuleSize)
+	var rules []Rule
+	for i := 0; i < n && d.err == nil; i++ {
+		r := Rule{Device: Device(d.byte()), Language: d.string()}
+		k := d.count(2)
+		for j := 0; j < k && d.err == nil; j++ {
+			r.Query = append(r.Query, QueryParam{Name: d.string(), Value: d.string()})
+		}
+		r.Country, r.After, r.Before, r.URL = d.string(), d.varint(), d.varint(), d.string()
+		if r.Device > DeviceDesktop {
+			d.fail(fmt.Errorf("unknown device %d", r.Device))
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
