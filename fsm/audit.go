@@ -8,9 +8,13 @@ const (
 	AuditLinkDelete
 	AuditKeyCreate
 	AuditKeyRevoke
+	AuditLinkEdit
+	AuditDomainSet
+	AuditDomainRemove
 )
 
-var auditActionNames = [...]string{"", "link.create", "link.delete", "key.create", "key.revoke"}
+var auditActionNames = [...]string{"", "link.create", "link.delete", "key.create", "key.revoke",
+	"link.edit", "domain.set", "domain.remove"}
 
 func (a AuditAction) String() string {
 	if int(a) < len(auditActionNames) {

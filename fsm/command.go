@@ -26,6 +26,12 @@ const (
 	// decode (logs replay entries written before keys), with no key.
 	cmdCreateKeyed
 	cmdDeleteKeyed
+	// cmdCreateOptions is cmdCreateKeyed with each item's domain and
+	// Options; what the write path proposes since links have them.
+	cmdCreateOptions
+	cmdEdit
+	cmdDomain
+	cmdVisit
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -102,6 +108,10 @@ type CreateRequest struct {
 	// KeyID is the API key the create was made with: "" for an anonymous
 	// (public) create, RootKeyID for the operator's token.
 	KeyID string
+	// Domain is the registered domain the link lives in; "" for the
+	// default one. CustomCode is unique within it.
+	Domain  string
+	Options *Options // nil: none
 }
 
 // CreateBatch carries many creates in one log entry, all stamped with the
@@ -160,7 +170,7 @@ func EncodeInit(c InitCommand) []byte {
 
 func EncodeCreate(c CreateBatch) []byte {
 	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
-	e.byte(byte(cmdCreateKeyed))
+	e.byte(byte(cmdCreateOptions))
 	e.varint(c.Now)
 	e.uvarint(uint64(len(c.Items)))
 	for _, it := range c.Items {
@@ -174,8 +184,57 @@ func EncodeCreate(c CreateBatch) []byte {
 		e.varint(it.ExpiresAt)
 		e.uvarint(uint64(it.CodeLength))
 		e.string(it.KeyID)
+		e.string(it.Domain)
+		encodeOptions(&e, it.Options)
 	}
 	return seal(e.buf)
+}
+
+func EncodeEdit(c EditCommand) []byte {
+	e := encoder{buf: make([]byte, 0, 128)}
+	e.byte(byte(cmdEdit))
+	encodeEdit(&e, c)
+	return seal(e.buf)
+}
+
+func EncodeDomain(c DomainCommand) []byte {
+	var e encoder
+	e.byte(byte(cmdDomain))
+	e.string(c.Domain.Name)
+	e.string(c.Domain.RootRedirect)
+	e.string(c.Domain.NotFoundRedirect)
+	e.bool(c.Remove)
+	e.string(c.By)
+	e.varint(c.Now)
+	return seal(e.buf)
+}
+
+func EncodeVisit(c VisitCommand) []byte {
+	var e encoder
+	e.byte(byte(cmdVisit))
+	e.string(c.Code)
+	e.varint(c.Now)
+	return seal(e.buf)
+}
+
+// EncodeOptions and DecodeOptions carry a link's Options where the log
+// and snapshots do not: between nodes, in the same encoding.
+func EncodeOptions(o *Options) []byte {
+	var e encoder
+	encodeOptions(&e, o)
+	return e.buf
+}
+
+func DecodeOptions(b []byte) (*Options, error) {
+	d := decoder{buf: b}
+	o := decodeOptions(&d)
+	if d.err == nil && len(d.buf) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("decode options: %w", d.err)
+	}
+	return o, nil
 }
 
 func EncodeDelete(c DeleteCommand) []byte {
@@ -282,8 +341,15 @@ func DecodeCommand(data []byte) (any, error) {
 		d.fixed(c.Key[:])
 		d.fixed(c.ClusterID[:])
 		cmd = c
-	case cmdCreate, cmdCreateKeyed:
-		cmd = decodeCreate(&d, typ == cmdCreateKeyed)
+	case cmdCreate, cmdCreateKeyed, cmdCreateOptions:
+		cmd = decodeCreate(&d, typ)
+	case cmdEdit:
+		cmd = decodeEdit(&d)
+	case cmdDomain:
+		cmd = DomainCommand{Domain: Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()},
+			Remove: d.bool(), By: d.string(), Now: d.varint()}
+	case cmdVisit:
+		cmd = VisitCommand{Code: d.string(), Now: d.varint()}
 	case cmdDelete:
 		cmd = DeleteCommand{Code: d.string(), Now: d.varint()}
 	case cmdDeleteKeyed:
@@ -314,7 +380,7 @@ func DecodeCommand(data []byte) (any, error) {
 // strings, strategy, dedupe, expiry and length.
 const minCreateItemSize = 9
 
-func decodeCreate(d *decoder, keyed bool) CreateBatch {
+func decodeCreate(d *decoder, typ commandType) CreateBatch {
 	c := CreateBatch{Now: d.varint()}
 	n := d.count(minCreateItemSize)
 	c.Items = make([]CreateRequest, 0, n)
@@ -334,8 +400,12 @@ func decodeCreate(d *decoder, keyed bool) CreateBatch {
 			d.fail(fmt.Errorf("code length %d", length))
 		}
 		it.CodeLength = int(length)
-		if keyed {
+		if typ >= cmdCreateKeyed {
 			it.KeyID = d.string()
+		}
+		if typ >= cmdCreateOptions {
+			it.Domain = d.string()
+			it.Options = decodeOptions(d)
 		}
 		if it.Strategy > StrategyHash {
 			d.fail(fmt.Errorf("unknown strategy %d", it.Strategy))

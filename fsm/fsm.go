@@ -62,26 +62,48 @@ func (f *FSM) Applied() (uint64, bool) {
 
 // Target is what a redirect needs to know about a code.
 type Target struct {
-	Code      string // the stored code string, safe to keep as a map key
+	Code      string // the qualified code, safe to keep as a map key
 	URL       string
 	ExpiresAt int64
+	Clicks    uint64   // counted so far: a link at its visit limit answers at once
+	Options   *Options // nil for a plain link
 }
 
-// Lookup finds the redirect target of code. It does not allocate.
-func (f *FSM) Lookup(code []byte) (Target, bool) {
+// Lookup finds the redirect target of code in the default domain. It does
+// not allocate.
+func (f *FSM) Lookup(code []byte) (Target, bool) { return f.Resolve(nil, code) }
+
+// Resolve finds the redirect target of code as a request for host asks
+// for it: in the registered domain host names, else in the default
+// domain. It does not allocate.
+func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	// The string is only compared, never kept.
-	p, ok := f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code)))
+	key := unsafe.String(unsafe.SliceData(code), len(code)) // only compared, never kept
+	var qualified [maxCodeLen]byte
+	if d, ok := f.s.domainOfHost(host); ok {
+		n := copy(qualified[:], d.Name)
+		qualified[n] = '/'
+		m := copy(qualified[n+1:], code)
+		if m < len(code) {
+			return Target{}, false
+		}
+		key = unsafe.String(&qualified[0], n+1+m)
+	}
+	p, ok := f.s.lookup(key)
 	if !ok {
 		return Target{}, false
 	}
 	r := f.s.recs.at(p)
 	text := &f.s.recs.text
-	return Target{Code: text.code(r), URL: text.url(r), ExpiresAt: r.expiresAt}, true
+	t := Target{Code: text.code(r), URL: text.url(r), ExpiresAt: r.expiresAt, Clicks: r.clicks}
+	if r.flags&flagOptions != 0 {
+		t.Options = f.s.opts[p]
+	}
+	return t, true
 }
 
-// Get returns the link with this code.
+// Get returns the link with this qualified code (QualifiedCode).
 func (f *FSM) Get(code string) (Link, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

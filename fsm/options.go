@@ -19,8 +19,9 @@ type Options struct {
 	ForwardQuery bool     // append the request's query to the target's
 	PublicStats  bool     // stats readable without a key
 	Rules        []Rule   // the first that holds picks the target
-	// History is every earlier target, oldest first, with when and by whom
-	// it was replaced. Empty until the target is first edited.
+	// History is every target the link has had, the current one last,
+	// each with when and by which key it became the target. Empty until
+	// the target is first edited (the creation is then its first entry).
 	History []Version
 }
 
@@ -79,11 +80,11 @@ type Rule struct {
 // QueryParam is one query condition of a rule.
 type QueryParam struct{ Name, Value string }
 
-// Version is one earlier target of a link.
+// Version is one target of a link.
 type Version struct {
 	URL       string
-	ChangedAt int64  // when the next target replaced it (unix ms)
-	KeyID     string // the key that replaced it
+	ChangedAt int64  // when it became the target (unix ms)
+	KeyID     string // the key that made it the target; "" for the creation
 }
 
 // HasTag reports whether the link has tag, compared case-insensitively.

@@ -32,6 +32,7 @@ const (
 	flagLive    = 1 << iota // cleared when the link is deleted or purged
 	flagDedupe              // the link takes part in dedupe: it has a canonical URL
 	flagIndexed             // the dedupe index points to this link
+	flagOptions             // the link has Options (state.opts)
 )
 
 func (r *record) live() bool   { return r.flags&flagLive != 0 }

@@ -29,7 +29,8 @@ const (
 	snapshotV1      = 1 // links with their canonical URL, then a dedupe section
 	snapshotV2      = 2 // links with flags; the dedupe index is a flag
 	snapshotV3      = 3 // version 2, then clicks per hour
-	snapshotVersion = 4 // version 3, then API keys and the audit log
+	snapshotV4      = 4 // version 3, then API keys and the audit log
+	snapshotVersion = 5 // version 4 with each link's options, then the domains
 )
 
 // Link flags in a version 2 snapshot.
@@ -70,6 +71,8 @@ type snapshot struct {
 	keys       []*APIKey
 	revoked    []string
 	audit      []AuditEntry
+	opts       map[uint32]*Options // Options never change once stored: shared
+	domains    []Domain
 	release    func()
 }
 
@@ -106,6 +109,8 @@ func (s *state) snapshot() *snapshot {
 	snap.keys = slices.Collect(maps.Values(s.keys))
 	snap.revoked = slices.Collect(maps.Keys(s.revoked))
 	snap.audit = s.audit.oldestFirst()
+	snap.opts = maps.Clone(s.opts)
+	snap.domains = slices.Collect(maps.Values(s.domains))
 	return snap
 }
 
@@ -116,6 +121,7 @@ func (snap *snapshot) sort() {
 	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
 	slices.SortFunc(snap.keys, func(a, b *APIKey) int { return cmp.Compare(a.ID, b.ID) })
 	slices.Sort(snap.revoked)
+	slices.SortFunc(snap.domains, func(a, b Domain) int { return cmp.Compare(a.Name, b.Name) })
 }
 
 // Persist writes the snapshot to the Raft snapshot sink.
@@ -162,6 +168,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	for p := range snap.records.n {
 		if r := snap.records.at(p); r.live() {
 			snap.encodeLink(&e, r)
+			encodeOptions(&e, snap.opts[p])
 			flush(false)
 		}
 	}
@@ -199,6 +206,12 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.string(a.Workspace)
 		e.string(a.Subject)
 		flush(false)
+	}
+	e.uvarint(uint64(len(snap.domains)))
+	for _, d := range snap.domains {
+		e.string(d.Name)
+		e.string(d.RootRedirect)
+		e.string(d.NotFoundRedirect)
 	}
 	flush(true)
 	if werr != nil {
@@ -361,11 +374,16 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 	}
-	if version >= 4 {
+	if version >= snapshotV4 {
 		if err := st.decodeKeys(d); err != nil {
 			return nil, err
 		}
 		if err := st.decodeAudit(d); err != nil {
+			return nil, err
+		}
+	}
+	if version >= 5 {
+		if err := st.decodeDomains(d); err != nil {
 			return nil, err
 		}
 	}
@@ -431,8 +449,15 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 			flags = snapDedupe
 		}
 		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
+		var opts *Options
+		if version >= 5 {
+			opts = decodeOptions(d)
+		}
 		if d.err != nil {
 			return d.err
+		}
+		if err := opts.check(); err != nil {
+			return fmt.Errorf("link %q: %w", code, err)
 		}
 		switch {
 		case code == "" || url == "" || ws == "":
@@ -453,6 +478,7 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 			canonical = url
 		}
 		p := st.insert(r, code, url, ws, canonical, dedupe)
+		st.setOptions(p, opts)
 		if flags&snapIndexed != 0 {
 			if err := st.restoreIndexed(p); err != nil {
 				return err
@@ -465,11 +491,11 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 // restoreIndexed makes the link at p the one dedupe returns for its URL.
 func (st *state) restoreIndexed(p uint32) error {
 	r := st.recs.mutable(p)
-	canonical := st.recs.text.canonical(r)
-	if _, dup := st.dedupeLookup(r.workspace, canonical); dup {
+	canonical, domain := st.recs.text.canonical(r), st.domainIndex(st.recs.text.code(r))
+	if _, dup := st.dedupeLookup(r.workspace, domain, canonical); dup {
 		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
 	}
-	st.dedupe.insert(st.dedupeHash(r.workspace, canonical), p)
+	st.dedupe.insert(st.dedupeHash(r.workspace, domain, canonical), p)
 	r.flags |= flagIndexed
 	return nil
 }
@@ -553,4 +579,22 @@ func (st *state) decodeAudit(d *decoder) error {
 		st.audit.add(a)
 	}
 	return d.err
+}
+
+// decodeDomains reads the registered domains, and checks that every link
+// outside the default domain lives in one of them.
+func (st *state) decodeDomains(d *decoder) error {
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
+		if d.err == nil && !validDomainName(dom.Name) {
+			return fmt.Errorf("domain name %q", dom.Name)
+		}
+		st.domains[dom.Name] = dom
+	}
+	for name := range st.domainLinks {
+		if _, ok := st.domains[name]; !ok && d.err == nil {
+			return fmt.Errorf("links in domain %q, which is not registered", name)
+		}
+	}
+	return nil
 }

@@ -20,6 +20,8 @@ var (
 	ErrHashCollision      = errors.New("hash code collides with other links after every retry")
 	ErrInvalidRequest     = errors.New("invalid create request")
 	ErrRequestIDReused    = errors.New("idempotency key already used for a different request")
+	// ErrCodeDeleted is ErrCodeTaken for a code whose link was deleted.
+	ErrCodeDeleted = fmt.Errorf("%w: it belonged to a deleted link, and deleted codes are never reused", ErrCodeTaken)
 )
 
 // Link is one short link as readers see it. Times are unix milliseconds.
@@ -28,14 +30,19 @@ var (
 type Link struct {
 	ID         uint64
 	Code       string
+	Domain     string // "" for the default domain
 	URL        string
 	Workspace  string
 	Canonical  string // set when the link takes part in dedupe (dedupe or hash)
 	CreatedAt  int64
 	ExpiresAt  int64 // 0: never
 	Clicks     uint64
-	LastAccess int64 // 0: never clicked
+	LastAccess int64    // 0: never clicked
+	Options    *Options // nil: none; never changed once stored
 }
+
+// Qualified is the link's code as the state names it (QualifiedCode).
+func (l *Link) Qualified() string { return QualifiedCode(l.Domain, l.Code) }
 
 // Expired reports whether the link is past its expiry at time now.
 func (l *Link) Expired(now int64) bool { return l.ExpiresAt != 0 && now >= l.ExpiresAt }
@@ -71,21 +78,29 @@ type state struct {
 	keys       map[string]*APIKey  // key id → key; a key never changes once added
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog
+	opts       map[uint32]*Options // record position → options, for links flagged flagOptions
+	domains    map[string]Domain
+	// domainLinks counts each registered domain's live links, so a domain
+	// is removed only once it has none.
+	domainLinks map[string]int
 }
 
 func newState() *state {
 	seed := maphash.MakeSeed()
 	return &state{
-		counters:   map[int]uint64{},
-		recs:       newRecordTable(),
-		workspaces: newWorkspaceTable(),
-		seed:       seed,
-		tombstones: map[string]struct{}{},
-		clickSeqs:  map[string]uint64{},
-		servers:    map[string]string{},
-		requests:   newRequestWindow(seed),
-		keys:       map[string]*APIKey{},
-		revoked:    map[string]struct{}{},
+		counters:    map[int]uint64{},
+		recs:        newRecordTable(),
+		workspaces:  newWorkspaceTable(),
+		seed:        seed,
+		tombstones:  map[string]struct{}{},
+		clickSeqs:   map[string]uint64{},
+		servers:     map[string]string{},
+		requests:    newRequestWindow(seed),
+		keys:        map[string]*APIKey{},
+		revoked:     map[string]struct{}{},
+		opts:        map[uint32]*Options{},
+		domains:     map[string]Domain{},
+		domainLinks: map[string]int{},
 	}
 }
 
@@ -115,12 +130,19 @@ func (w *workspaceTable) intern(name string) uint32 {
 // link returns the record at position p as a Link.
 func (s *state) link(p uint32) Link {
 	r := s.recs.at(p)
-	return s.linkOf(r, &s.recs.text)
+	l := s.linkOf(r, &s.recs.text)
+	if r.flags&flagOptions != 0 {
+		l.Options = s.opts[p]
+	}
+	return l
 }
 
+// linkOf is the record as a Link, without its Options (which only the
+// state, not a snapshot's view, can look up).
 func (s *state) linkOf(r *record, text *textArena) Link {
+	domain, code := SplitCode(text.code(r))
 	return Link{
-		ID: r.id, Code: text.code(r), URL: text.url(r), Workspace: s.workspaces.names[r.workspace],
+		ID: r.id, Code: code, Domain: domain, URL: text.url(r), Workspace: s.workspaces.names[r.workspace],
 		Canonical: text.canonical(r), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
 		Clicks: r.clicks, LastAccess: r.lastAccess,
 	}
@@ -131,8 +153,18 @@ func (s *state) linkOf(r *record, text *textArena) Link {
 // written to a snapshot depends on the seed.
 func (s *state) codeHash(code string) uint32 { return uint32(maphash.String(s.seed, code)) }
 
-func (s *state) dedupeHash(workspace uint32, canonical string) uint32 {
-	return uint32(maphash.String(s.seed, canonical)) ^ workspace*0x9e3779b1
+func (s *state) dedupeHash(workspace uint32, domain, canonical string) uint32 {
+	h := uint32(maphash.String(s.seed, canonical)) ^ workspace*0x9e3779b1
+	if domain != "" {
+		h ^= uint32(maphash.String(s.seed, domain))
+	}
+	return h
+}
+
+// domainIndex is the domain part of a qualified code, as dedupeHash takes it.
+func (s *state) domainIndex(qualified string) string {
+	domain, _ := SplitCode(qualified)
+	return domain
 }
 
 // lookup returns the position of the live link with this code.
@@ -143,11 +175,12 @@ func (s *state) lookup(code string) (uint32, bool) {
 }
 
 // dedupeLookup returns the position of the link dedupe returns for a
-// canonical URL in a workspace.
-func (s *state) dedupeLookup(workspace uint32, canonical string) (uint32, bool) {
-	return s.dedupe.lookup(s.dedupeHash(workspace, canonical), func(p uint32) bool {
+// canonical URL in a workspace and domain.
+func (s *state) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
+	return s.dedupe.lookup(s.dedupeHash(workspace, domain, canonical), func(p uint32) bool {
 		r := s.recs.at(p)
-		return r.workspace == workspace && s.recs.text.canonical(r) == canonical
+		return r.workspace == workspace && s.recs.text.canonical(r) == canonical &&
+			s.domainIndex(s.recs.text.code(r)) == domain
 	})
 }
 
@@ -187,6 +220,12 @@ func (s *state) apply(data []byte) any {
 		return s.createKey(c)
 	case KeyRevokeCommand:
 		return s.revokeKey(c)
+	case EditCommand:
+		return s.edit(c)
+	case DomainCommand:
+		return s.setDomain(c)
+	case VisitCommand:
+		return s.visit(c)
 	}
 	return fmt.Errorf("apply: unhandled command %T", cmd)
 }
@@ -218,17 +257,11 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 }
 
 func (s *state) createNew(now int64, r CreateRequest) CreateResult {
-	if r.URL == "" || r.Workspace == "" || len(r.CustomCode) > maxCodeLen {
-		return CreateResult{Err: ErrInvalidRequest}
-	}
-	if err := checkTarget(r.URL); err != nil {
+	if err := s.checkCreate(r); err != nil {
 		return CreateResult{Err: err}
 	}
 	dedupe := r.Dedupe || r.Strategy == StrategyHash
 	canonical := r.Canonical
-	if dedupe && canonical == "" {
-		return CreateResult{Err: fmt.Errorf("%w: dedupe without a canonical URL", ErrInvalidRequest)}
-	}
 	if !dedupe {
 		canonical = ""
 	}
@@ -249,24 +282,25 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	var code string
 	switch {
 	case r.CustomCode != "":
-		if codes.IsReserved(r.CustomCode) {
-			return CreateResult{Err: ErrReserved}
-		}
-		if res, ok := existing(s.lookup(r.CustomCode)); ok {
+		q := QualifiedCode(r.Domain, r.CustomCode)
+		if res, ok := existing(s.lookup(q)); ok {
 			return res
 		}
-		if s.taken(r.CustomCode) {
+		if _, ok := s.tombstones[q]; ok {
+			return CreateResult{Err: ErrCodeDeleted}
+		}
+		if s.taken(q) {
 			return CreateResult{Err: ErrCodeTaken}
 		}
-		code = r.CustomCode
+		code = q
 	case r.Strategy == StrategyHash:
 		for salt := 0; salt <= codes.MaxHashSalt && code == ""; salt++ {
-			c := codes.HashCode(canonical, r.Workspace, salt)
-			if res, ok := existing(s.lookup(c)); ok {
+			q := QualifiedCode(r.Domain, codes.HashCode(canonical, r.Workspace, salt))
+			if res, ok := existing(s.lookup(q)); ok {
 				return res
 			}
-			if !s.taken(c) {
-				code = c
+			if !s.taken(q) {
+				code = q
 			}
 		}
 		if code == "" {
@@ -274,11 +308,11 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		}
 	default:
 		if dedupe && known {
-			if res, ok := existing(s.dedupeLookup(ws, canonical)); ok {
+			if res, ok := existing(s.dedupeLookup(ws, r.Domain, canonical)); ok {
 				return res
 			}
 		}
-		c, err := s.nextCounterCode(r.CodeLength)
+		c, err := s.nextCounterCode(r.CodeLength, r.Domain)
 		if err != nil {
 			return CreateResult{Err: err}
 		}
@@ -289,7 +323,32 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	p := s.insert(record{id: s.lastID, createdAt: now, expiresAt: r.ExpiresAt},
 		code, r.URL, r.Workspace, canonical, dedupe)
 	s.index(p, now)
+	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
+}
+
+// checkCreate is Apply's floor for a create (see DESIGN.md): it reads only
+// the request and the registered domains, before any code is drawn.
+func (s *state) checkCreate(r CreateRequest) error {
+	switch {
+	case r.URL == "" || r.Workspace == "" || len(r.CustomCode) > maxCodeLen:
+		return ErrInvalidRequest
+	case strings.IndexByte(r.CustomCode, '/') >= 0:
+		return fmt.Errorf("%w: a code cannot hold '/'", ErrInvalidRequest)
+	case r.CustomCode != "" && codes.IsReserved(r.CustomCode):
+		return ErrReserved
+	case (r.Dedupe || r.Strategy == StrategyHash) && r.Canonical == "":
+		return fmt.Errorf("%w: dedupe without a canonical URL", ErrInvalidRequest)
+	}
+	if r.Domain != "" {
+		if _, ok := s.domains[r.Domain]; !ok {
+			return ErrUnknownDomain
+		}
+	}
+	if err := checkTarget(r.URL); err != nil {
+		return err
+	}
+	return r.Options.check()
 }
 
 // taken reports whether code can never be handed out: in use, deleted
@@ -306,7 +365,7 @@ func (s *state) taken(code string) bool {
 
 // nextCounterCode walks the permutation from the length's counter, skipping
 // codes already taken by custom or hash codes.
-func (s *state) nextCounterCode(length int) (string, error) {
+func (s *state) nextCounterCode(length int, domain string) (string, error) {
 	if !s.hasKey {
 		return "", ErrNotInitialized
 	}
@@ -319,9 +378,9 @@ func (s *state) nextCounterCode(length int) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("counter code: %w", err)
 		}
-		if !s.taken(code) {
+		if q := QualifiedCode(domain, code); !s.taken(q) {
 			s.counters[length] = n + 1
-			return code, nil
+			return q, nil
 		}
 	}
 	s.counters[length] = space
@@ -346,6 +405,9 @@ func (s *state) insert(r record, code, url, workspace, canonical string, dedupe 
 	p := s.recs.append(r)
 	s.byCode.insert(s.codeHash(code), p)
 	s.workspaces.links[r.workspace] = append(s.workspaces.links[r.workspace], p)
+	if domain := s.domainIndex(code); domain != "" {
+		s.domainLinks[domain]++
+	}
 	return p
 }
 
@@ -356,9 +418,9 @@ func (s *state) index(p uint32, now int64) {
 	if !r.dedupe() {
 		return
 	}
-	canonical := s.recs.text.canonical(r)
-	h := s.dedupeHash(r.workspace, canonical)
-	if cur, ok := s.dedupeLookup(r.workspace, canonical); ok {
+	canonical, domain := s.recs.text.canonical(r), s.domainIndex(s.recs.text.code(r))
+	h := s.dedupeHash(r.workspace, domain, canonical)
+	if cur, ok := s.dedupeLookup(r.workspace, domain, canonical); ok {
 		if !s.recs.at(cur).expired(now) {
 			return
 		}
@@ -397,7 +459,14 @@ func (s *state) remove(p uint32) {
 		s.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
 	}
 	if indexed {
-		s.dedupe.remove(s.dedupeHash(r.workspace, s.recs.text.canonical(r)), p)
+		s.dedupe.remove(s.dedupeHash(r.workspace, s.domainIndex(code), s.recs.text.canonical(r)), p)
+	}
+	if domain := s.domainIndex(code); domain != "" {
+		s.domainLinks[domain]--
+	}
+	if r.flags&flagOptions != 0 {
+		delete(s.opts, p)
+		r.flags &^= flagOptions
 	}
 }
 
@@ -421,14 +490,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 		if !ok {
 			continue // deleted since the click: nothing to count
 		}
-		r := s.recs.mutable(p)
-		r.clicks += cc.Count
-		if c.Now > r.lastAccess {
-			r.lastAccess = c.Now
-		}
-		if timed && cc.Count > 0 {
-			hours.add(p, hour, cc.Count, s.recs.gen, sharing)
-		}
+		s.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
 	}
 	return true
 }

@@ -12,6 +12,8 @@ import (
 // path's.
 const (
 	KindCodeTaken          = "code_taken"
+	KindCodeDeleted        = "code_deleted"
+	KindUnknownDomain      = "unknown_domain"
 	KindReserved           = "reserved"
 	KindHashCollision      = "hash_collision"
 	KindRequestIDReused    = "request_id_reused"
@@ -38,7 +40,10 @@ var Refusals = [...]struct {
 	Kind   string
 	Status int
 }{
+	// Before ErrCodeTaken, which it wraps: the first match names it.
+	{fsm.ErrCodeDeleted, KindCodeDeleted, http.StatusConflict},
 	{fsm.ErrCodeTaken, KindCodeTaken, http.StatusConflict},
+	{fsm.ErrUnknownDomain, KindUnknownDomain, http.StatusBadRequest},
 	{fsm.ErrReserved, KindReserved, http.StatusConflict},
 	// The client may send the same create again: another code, or the
 	// counter's next length, may be free by then.

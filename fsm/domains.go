@@ -1,0 +1,147 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A link lives in one domain: the default one (""), which every host that
+// is not a registered domain serves, or a registered domain. Codes are
+// unique per domain, so the state names a link by its qualified code: the
+// code itself in the default domain, "domain/code" in another. Codes never
+// hold '/', and domain names never do either, so the two cannot meet; and
+// every map keyed by code (the code index, tombstones, clicks, the
+// idempotency window) is per domain without knowing about domains.
+
+// MaxDomainLen bounds a domain name, so a qualified code (domain, '/', a
+// custom code of up to 64 bytes) fits a record's one-byte code length.
+const MaxDomainLen = 128
+
+// ErrUnknownDomain is a create or edit naming a domain no one registered.
+var ErrUnknownDomain = errors.New("no such domain is registered")
+
+// ErrDomainInUse is removing a domain that still has links.
+var ErrDomainInUse = errors.New("the domain still has links")
+
+// QualifiedCode is how the state names the link with code in domain.
+func QualifiedCode(domain, code string) string {
+	if domain == "" {
+		return code
+	}
+	return domain + "/" + code
+}
+
+// SplitCode is the inverse of QualifiedCode.
+func SplitCode(qualified string) (domain, code string) {
+	if i := strings.LastIndexByte(qualified, '/'); i >= 0 {
+		return qualified[:i], qualified[i+1:]
+	}
+	return "", qualified
+}
+
+// Domain is a registered domain and where it sends visitors who ask for
+// no code or a code it does not have ("" for the default answers).
+type Domain struct {
+	Name             string
+	RootRedirect     string
+	NotFoundRedirect string
+}
+
+// DomainCommand registers a domain, changes its redirects, or removes it.
+type DomainCommand struct {
+	Domain Domain
+	Remove bool
+	By     string // the key that asked: an admin key or the operator's token
+	Now    int64
+}
+
+// validDomainName is the state's floor for a domain's name: lower case,
+// letters, digits, '-' and '.', the HTTP layer having checked it is a host
+// name. A name is what Host headers are compared with, so one spelling.
+func validDomainName(name string) bool {
+	if name == "" || len(name) > MaxDomainLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *state) setDomain(c DomainCommand) error {
+	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+		return ErrUnauthorized
+	}
+	d := c.Domain
+	if !validDomainName(d.Name) {
+		return fmt.Errorf("%w: domain name %q", ErrInvalidRequest, d.Name)
+	}
+	if c.Remove {
+		if _, ok := s.domains[d.Name]; !ok {
+			return ErrUnknownDomain
+		}
+		if s.domainLinks[d.Name] > 0 {
+			return ErrDomainInUse
+		}
+		delete(s.domains, d.Name)
+		s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainRemove, Subject: d.Name})
+		return nil
+	}
+	for _, target := range []string{d.RootRedirect, d.NotFoundRedirect} {
+		if target == "" {
+			continue
+		}
+		if err := checkTarget(target); err != nil {
+			return fmt.Errorf("domain redirect: %w", err)
+		}
+	}
+	s.domains[d.Name] = d
+	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainSet, Subject: d.Name})
+	return nil
+}
+
+// Domains returns the registered domains, by name.
+func (f *FSM) Domains() []Domain {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]Domain, 0, len(f.s.domains))
+	for _, d := range f.s.domains {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Domain) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// DomainOfHost returns the registered domain a request's Host names, the
+// port and letter case aside. It does not allocate.
+func (f *FSM) DomainOfHost(host []byte) (Domain, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.domainOfHost(host)
+}
+
+func (s *state) domainOfHost(host []byte) (Domain, bool) {
+	if len(s.domains) == 0 {
+		return Domain{}, false
+	}
+	if i := strings.LastIndexByte(string(host), ':'); i >= 0 && !strings.Contains(string(host[i:]), "]") {
+		host = host[:i] // the port; an IPv6 literal's last colon sits before ']'
+	}
+	if len(host) > MaxDomainLen {
+		return Domain{}, false
+	}
+	var lower [MaxDomainLen]byte
+	for i, c := range host {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	d, ok := s.domains[string(lower[:len(host)])]
+	return d, ok
+}

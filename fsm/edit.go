@@ -1,0 +1,286 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// EditField says which fields an EditCommand changes.
+type EditField uint16
+
+const (
+	EditURL EditField = 1 << iota
+	EditTitle
+	EditTags
+	EditExpiresAt
+	EditMaxVisits
+	EditValidSince
+	EditPassword
+	EditForwardQuery
+	EditPublicStats
+	EditRules
+
+	editKnown = EditRules<<1 - 1
+)
+
+// EditCommand changes a link. Only the fields named in Fields change; the
+// others keep their values (a zero value in a named field clears it).
+type EditCommand struct {
+	Code   string // qualified (QualifiedCode)
+	Now    int64
+	KeyID  string
+	Fields EditField
+
+	URL          string
+	Canonical    string // of URL, computed before proposing, as for creates
+	Title        string
+	Tags         []string
+	ExpiresAt    int64
+	MaxVisits    uint64
+	ValidSince   int64
+	PasswordHash string
+	ForwardQuery bool
+	PublicStats  bool
+	Rules        []Rule
+}
+
+// ErrVisitLimit is a visit to a link that has had all its visits.
+var ErrVisitLimit = errors.New("the link has reached its maximum number of visits")
+
+// edit applies an EditCommand. A new target is appended to the text arena
+// (the old bytes stay where readers may still hold them) and recorded in
+// the link's history; every other field replaces the link's Options as a
+// whole, so an Options value a reader holds never changes under it.
+func (s *state) edit(c EditCommand) error {
+	p, ok := s.lookup(c.Code)
+	if !ok {
+		return ErrNotFound
+	}
+	r := s.recs.at(p)
+	ws := s.workspaces.names[r.workspace]
+	if !s.mayWrite(c.KeyID, ws, c.Now) {
+		return ErrUnauthorized
+	}
+	if c.Fields&^editKnown != 0 {
+		return fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnown)
+	}
+	changeURL := c.Fields&EditURL != 0 && c.URL != s.recs.text.url(r)
+	if changeURL {
+		if err := checkTarget(c.URL); err != nil {
+			return err
+		}
+		if r.dedupe() && c.Canonical == "" {
+			return fmt.Errorf("%w: a dedupe link's new target needs its canonical URL", ErrInvalidRequest)
+		}
+	}
+	o := s.editedOptions(p, c, changeURL)
+	if err := o.check(); err != nil {
+		return err
+	}
+	if changeURL {
+		s.retarget(p, c.URL, c.Canonical, c.Now)
+	}
+	if c.Fields&EditExpiresAt != 0 {
+		s.recs.mutable(p).expiresAt = c.ExpiresAt
+	}
+	s.setOptions(p, o)
+	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
+	return nil
+}
+
+// editedOptions is the link's Options with the command's fields applied,
+// as a new value.
+func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options {
+	var o Options
+	if cur := s.opts[p]; cur != nil {
+		o = *cur
+	}
+	set := func(f EditField) bool { return c.Fields&f != 0 }
+	if set(EditTitle) {
+		o.Title = c.Title
+	}
+	if set(EditTags) {
+		o.Tags = slices.Clone(c.Tags)
+	}
+	if set(EditMaxVisits) {
+		o.MaxVisits = c.MaxVisits
+	}
+	if set(EditValidSince) {
+		o.ValidSince = c.ValidSince
+	}
+	if set(EditPassword) {
+		o.PasswordHash = c.PasswordHash
+	}
+	if set(EditForwardQuery) {
+		o.ForwardQuery = c.ForwardQuery
+	}
+	if set(EditPublicStats) {
+		o.PublicStats = c.PublicStats
+	}
+	if set(EditRules) {
+		o.Rules = slices.Clone(c.Rules)
+	}
+	if changeURL {
+		r := s.recs.at(p)
+		history := slices.Clip(o.History) // appending must not write into the old value's array
+		if len(history) == 0 {
+			history = append(history, Version{URL: s.recs.text.url(r), ChangedAt: r.createdAt})
+		}
+		o.History = append(history, Version{URL: c.URL, ChangedAt: c.Now, KeyID: c.KeyID})
+	}
+	return &o
+}
+
+// retarget points the link at p to url. A dedupe link moves in the dedupe
+// index to its new canonical URL.
+func (s *state) retarget(p uint32, url, canonical string, now int64) {
+	r := s.recs.mutable(p)
+	code := s.recs.text.code(r)
+	if r.flags&flagIndexed != 0 {
+		s.dedupe.remove(s.dedupeHash(r.workspace, s.domainIndex(code), s.recs.text.canonical(r)), p)
+		r.flags &^= flagIndexed
+	}
+	stored := ""
+	if r.dedupe() && canonical != url {
+		stored = canonical
+	}
+	r.text = s.recs.text.add(code, url, stored)
+	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
+	s.index(p, now)
+}
+
+// setOptions stores o as the link's Options, or none when o holds nothing.
+func (s *state) setOptions(p uint32, o *Options) {
+	r := s.recs.mutable(p)
+	if o.empty() {
+		delete(s.opts, p)
+		r.flags &^= flagOptions
+		return
+	}
+	s.opts[p] = o
+	r.flags |= flagOptions
+}
+
+// VisitCommand counts one visit to a link with a visit limit, or refuses
+// it once the limit is reached. Such visits are counted here, one entry
+// each, instead of in a node's click batches, so every node agrees on
+// which visit was the last one allowed: the limit is exact across nodes.
+type VisitCommand struct {
+	Code string // qualified
+	Now  int64
+}
+
+func (s *state) visit(c VisitCommand) error {
+	p, ok := s.lookup(c.Code)
+	if !ok {
+		return ErrNotFound
+	}
+	if o := s.opts[p]; o != nil && o.MaxVisits > 0 && s.recs.at(p).clicks >= o.MaxVisits {
+		return ErrVisitLimit
+	}
+	hour, timed := hourOf(c.Now)
+	if timed {
+		s.recs.hours.newest = max(s.recs.hours.newest, hour)
+	}
+	s.countClicks(p, 1, c.Now, hour, timed, s.recs.sharing.Load() > 0)
+	return nil
+}
+
+// countClicks adds n clicks at time now to the link at p.
+func (s *state) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
+	r := s.recs.mutable(p)
+	r.clicks += n
+	if now > r.lastAccess {
+		r.lastAccess = now
+	}
+	if timed && n > 0 {
+		s.recs.hours.add(p, hour, n, s.recs.gen, sharing)
+	}
+}
+
+func encodeEdit(e *encoder, c EditCommand) {
+	e.string(c.Code)
+	e.varint(c.Now)
+	e.string(c.KeyID)
+	e.uvarint(uint64(c.Fields))
+	set := func(f EditField) bool { return c.Fields&f != 0 }
+	if set(EditURL) {
+		e.string(c.URL)
+		e.string(c.Canonical)
+	}
+	if set(EditTitle) {
+		e.string(c.Title)
+	}
+	if set(EditTags) {
+		e.uvarint(uint64(len(c.Tags)))
+		for _, t := range c.Tags {
+			e.string(t)
+		}
+	}
+	if set(EditExpiresAt) {
+		e.varint(c.ExpiresAt)
+	}
+	if set(EditMaxVisits) {
+		e.uvarint(c.MaxVisits)
+	}
+	if set(EditValidSince) {
+		e.varint(c.ValidSince)
+	}
+	if set(EditPassword) {
+		e.string(c.PasswordHash)
+	}
+	if set(EditForwardQuery) {
+		e.bool(c.ForwardQuery)
+	}
+	if set(EditPublicStats) {
+		e.bool(c.PublicStats)
+	}
+	if set(EditRules) {
+		encodeRules(e, c.Rules)
+	}
+}
+
+func decodeEdit(d *decoder) EditCommand {
+	c := EditCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
+	fields := d.uvarint()
+	if fields&^uint64(editKnown) != 0 {
+		d.fail(fmt.Errorf("unknown edit fields %#x", fields))
+	}
+	c.Fields = EditField(fields)
+	set := func(f EditField) bool { return c.Fields&f != 0 }
+	if set(EditURL) {
+		c.URL, c.Canonical = d.string(), d.string()
+	}
+	if set(EditTitle) {
+		c.Title = d.string()
+	}
+	if set(EditTags) {
+		n := d.count(1)
+		for i := 0; i < n && d.err == nil; i++ {
+			c.Tags = append(c.Tags, d.string())
+		}
+	}
+	if set(EditExpiresAt) {
+		c.ExpiresAt = d.varint()
+	}
+	if set(EditMaxVisits) {
+		c.MaxVisits = d.uvarint()
+	}
+	if set(EditValidSince) {
+		c.ValidSince = d.varint()
+	}
+	if set(EditPassword) {
+		c.PasswordHash = d.string()
+	}
+	if set(EditForwardQuery) {
+		c.ForwardQuery = d.bool()
+	}
+	if set(EditPublicStats) {
+		c.PublicStats = d.bool()
+	}
+	if set(EditRules) {
+		c.Rules = decodeRules(d)
+	}
+	return c
+}

@@ -1,0 +1,268 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/linkraft/linkraft/fsm/codes"
+)
+
+// optionsWorkload exercises everything links gained beyond their target:
+// options on create, edits of each field, domains, visit limits.
+func optionsWorkload() [][]byte {
+	canon := func(u string) string { c, _ := codes.Canonicalize(u); return c }
+	return [][]byte{
+		EncodeInit(InitCommand{Key: testKey}),
+		EncodeDomain(DomainCommand{Domain: Domain{Name: "go.example", RootRedirect: "https://example.com/home"}, By: RootKeyID, Now: 10}),
+		create(100,
+			CreateRequest{URL: "https://example.com/a", CustomCode: "docs", Options: &Options{Title: "Docs", Tags: []string{"Go", "web"}}},
+			CreateRequest{URL: "https://example.com/b", CustomCode: "docs", Domain: "go.example", Options: &Options{MaxVisits: 2}},
+			CreateRequest{URL: "https://example.com/c", Dedupe: true, Options: &Options{PasswordHash: "$2a$10$abc", Rules: []Rule{
+				{Device: DeviceIOS, URL: "https://apps.example/ios"},
+				{Language: "de", Query: []QueryParam{{"ref", "x"}}, After: 5, Before: 500, URL: "https://example.de/"},
+			}}},
+		),
+		EncodeEdit(EditCommand{Code: "docs", Now: 200, KeyID: RootKeyID, Fields: EditURL | EditTitle, URL: "https://example.com/a2", Title: "Docs 2"}),
+		EncodeEdit(EditCommand{Code: "docs", Now: 300, Fields: EditURL | EditTags | EditForwardQuery, URL: "https://example.com/a3", ForwardQuery: true}),
+		EncodeEdit(EditCommand{Code: "go.example/docs", Now: 310, Fields: EditExpiresAt | EditValidSince | EditPublicStats, ExpiresAt: 9000, ValidSince: 50, PublicStats: true}),
+		EncodeEdit(EditCommand{Code: "docs", Now: 320, Fields: EditURL, URL: "https://example.com/c", Canonical: canon("https://example.com/c")}),
+		EncodeVisit(VisitCommand{Code: "go.example/docs", Now: 400}),
+		EncodeVisit(VisitCommand{Code: "go.example/docs", Now: 401}),
+		EncodeVisit(VisitCommand{Code: "go.example/docs", Now: 402}), // over the limit: refused
+	}
+}
+
+func TestEditKeepsHistoryAndOptions(t *testing.T) {
+	f := New()
+	results := applyAll(t, f, optionsWorkload()...)
+	for i, r := range results[3:9] {
+		if err, ok := r.(error); ok && err != nil {
+			t.Fatalf("entry %d: %v", i+3, err)
+		}
+	}
+	if err, _ := results[9].(error); !errors.Is(err, ErrVisitLimit) {
+		t.Fatalf("third visit to a link limited to two: %v, want ErrVisitLimit", results[9])
+	}
+	l, ok := f.Get("docs")
+	if !ok || l.URL != "https://example.com/c" {
+		t.Fatalf("edited link: %+v", l)
+	}
+	o := l.Options
+	if o.Title != "Docs 2" || len(o.Tags) != 0 || !o.ForwardQuery {
+		t.Fatalf("options after edits: %+v", o)
+	}
+	want := []Version{{URL: "https://example.com/a", ChangedAt: 100}, {URL: "https://example.com/a2", ChangedAt: 200, KeyID: RootKeyID}, {URL: "https://example.com/a3", ChangedAt: 300}, {URL: "https://example.com/c", ChangedAt: 320}}
+	if !reflect.DeepEqual(o.History, want) {
+		t.Fatalf("history %+v\nwant    %+v", o.History, want)
+	}
+	// The last edit changed docs into a link to example.com/c, but docs is
+	// not a dedupe link, so dedupe still returns the original dedupe link.
+	other, _ := f.Get("go.example/docs")
+	if other.Domain != "go.example" || other.Code != "docs" || other.Clicks != 2 || other.ExpiresAt != 9000 ||
+		other.Options.ValidSince != 50 || !other.Options.PublicStats || other.Options.MaxVisits != 2 {
+		t.Fatalf("link in the other domain: %+v %+v", other, other.Options)
+	}
+}
+
+func TestEditOfADedupeLinkMovesItsDedupeEntry(t *testing.T) {
+	f := New()
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	first := createOne(t, f, 1, CreateRequest{URL: "https://example.com/old", Dedupe: true})
+	canon, _ := codes.Canonicalize("https://example.com/new")
+	if err, _ := applyAll(t, f, EncodeEdit(EditCommand{Code: first.Link.Code, Now: 2, Fields: EditURL, URL: "https://example.com/new", Canonical: canon}))[0].(error); err != nil {
+		t.Fatal(err)
+	}
+	if again := createOne(t, f, 3, CreateRequest{URL: "https://example.com/new", Dedupe: true}); !again.Existing || again.Link.Code != first.Link.Code {
+		t.Fatalf("dedupe of the new target: %+v, want the edited link", again)
+	}
+	if old := createOne(t, f, 4, CreateRequest{URL: "https://example.com/old", Dedupe: true}); old.Existing {
+		t.Fatalf("dedupe of the old target returned the edited link %q", old.Link.Code)
+	}
+}
+
+func TestEditRefusals(t *testing.T) {
+	f := New()
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}),
+		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksWrite, "team"), By: RootKeyID, Now: 1}))
+	createOne(t, f, 2, CreateRequest{URL: "https://example.com/", CustomCode: "x"})
+	cases := []struct {
+		name string
+		cmd  EditCommand
+		want error
+	}{
+		{"missing link", EditCommand{Code: "nope", Fields: EditTitle}, ErrNotFound},
+		{"key of another workspace", EditCommand{Code: "x", KeyID: "aaaaaaaaaaaa", Now: 3, Fields: EditTitle}, ErrUnauthorized},
+		{"javascript target", EditCommand{Code: "x", Fields: EditURL, URL: "javascript:alert(1)"}, ErrInvalidRequest},
+		{"too many tags", EditCommand{Code: "x", Fields: EditTags, Tags: make([]string, MaxTags+1)}, ErrInvalidRequest},
+		{"rule to a javascript target", EditCommand{Code: "x", Fields: EditRules, Rules: []Rule{{URL: "javascript:x"}}}, ErrInvalidRequest},
+	}
+	before := f.Get
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err, _ := applyAll(t, f, EncodeEdit(tc.cmd))[0].(error)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if l, _ := before("x"); l.URL != "https://example.com/" || l.Options != nil {
+				t.Fatalf("a refused edit changed the link: %+v", l)
+			}
+		})
+	}
+}
+
+func TestDomainsKeepCodesApart(t *testing.T) {
+	f := New()
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	if res := createOne(t, f, 1, CreateRequest{URL: "https://example.com/", CustomCode: "x", Domain: "nowhere.example"}); !errors.Is(res.Err, ErrUnknownDomain) {
+		t.Fatalf("create in an unregistered domain: %v", res.Err)
+	}
+	applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}))
+	createOne(t, f, 2, CreateRequest{URL: "https://example.com/default", CustomCode: "x"})
+	createOne(t, f, 3, CreateRequest{URL: "https://example.com/a", CustomCode: "x", Domain: "a.example"})
+	if res := createOne(t, f, 4, CreateRequest{URL: "https://example.com/a2", CustomCode: "x", Domain: "a.example"}); !errors.Is(res.Err, ErrCodeTaken) {
+		t.Fatalf("second x in a.example: %v", res.Err)
+	}
+	for host, want := range map[string]string{"a.example": "https://example.com/a", "A.Example:8080": "https://example.com/a", "other.example": "https://example.com/default", "": "https://example.com/default"} {
+		if tg, ok := f.Resolve([]byte(host), []byte("x")); !ok || tg.URL != want {
+			t.Errorf("x on host %q: %+v, want %s", host, tg, want)
+		}
+	}
+	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}))[0].(error); !errors.Is(err, ErrDomainInUse) {
+		t.Fatalf("removing a domain with links: %v", err)
+	}
+	applyAll(t, f, EncodeDelete(DeleteCommand{Code: "a.example/x", Now: 5}))
+	if res := createOne(t, f, 6, CreateRequest{URL: "https://example.com/a3", CustomCode: "x", Domain: "a.example"}); !errors.Is(res.Err, ErrCodeDeleted) {
+		t.Fatalf("re-creating a deleted code: %v, want ErrCodeDeleted", res.Err)
+	}
+	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}))[0].(error); err != nil {
+		t.Fatalf("removing an empty domain: %v", err)
+	}
+	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "b.example"}, By: ""}))[0].(error); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("a domain without a key: %v", err)
+	}
+}
+
+func TestResolveDoesNotAllocate(t *testing.T) {
+	f := New()
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}))
+	createOne(t, f, 1, CreateRequest{URL: "https://example.com/a", CustomCode: "x", Domain: "a.example"})
+	host, code := []byte("a.example"), []byte("x")
+	if n := testing.AllocsPerRun(100, func() { f.Resolve(host, code) }); n != 0 {
+		t.Fatalf("Resolve allocates %v times", n)
+	}
+}
+
+func TestSnapshotKeepsOptionsAndDomains(t *testing.T) {
+	f := New()
+	applyAll(t, f, optionsWorkload()...)
+	raw := snapshotBytes(t, f)
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(raw)}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, restored), raw) {
+		t.Fatal("a restored state writes a different snapshot")
+	}
+	a, _ := f.Get("docs")
+	b, _ := restored.Get("docs")
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("restored link differs:\n%+v\n%+v", a, b)
+	}
+	if d := restored.Domains(); len(d) != 1 || d[0].RootRedirect != "https://example.com/home" {
+		t.Fatalf("restored domains: %+v", d)
+	}
+}
+
+// TestVersion4Loads reads a snapshot and a log written by the last build
+// before options (testdata/*-v4.bin: the workload with keys) and checks
+// both give the state this build makes from the same commands.
+func TestVersion4Loads(t *testing.T) {
+	current := New()
+	applyAll(t, current, append(workload(), keyWorkload()[1:]...)...)
+	want := snapshotBytes(t, current)
+
+	snap, err := os.ReadFile("testdata/snapshot-v4.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(snap)}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, restored), want) {
+		t.Fatal("a version 4 snapshot restores to a different state")
+	}
+
+	raw, err := os.ReadFile("testdata/log-v4.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries [][]byte
+	for len(raw) > 0 {
+		n, w := binary.Uvarint(raw)
+		if w <= 0 || uint64(len(raw)-w) < n {
+			t.Fatal("damaged fixture")
+		}
+		entries, raw = append(entries, raw[w:w+int(n)]), raw[w+int(n):]
+	}
+	replayed := New()
+	applyAll(t, replayed, entries...)
+	if !bytes.Equal(snapshotBytes(t, replayed), want) {
+		t.Fatal("a version 4 log replays to a different state")
+	}
+}
+
+func TestSearchAndTags(t *testing.T) {
+	f := New()
+	applyAll(t, f, optionsWorkload()...)
+	createOne(t, f, 500, CreateRequest{URL: "https://example.com/tagged", Options: &Options{Tags: []string{"GO"}}})
+	links, _ := f.Search(nil, Filter{Tag: "go", AnyDomain: true}, 0, 10)
+	if len(links) != 1 || links[0].URL != "https://example.com/tagged" {
+		t.Fatalf("tag go: %+v", links)
+	}
+	links, _ = f.Search(nil, Filter{Text: "DOCS 2"}, 0, 10)
+	if len(links) != 1 || links[0].Code != "docs" {
+		t.Fatalf("text search for the title: %+v", links)
+	}
+	links, _ = f.Search(nil, Filter{Domain: "go.example"}, 0, 10)
+	if len(links) != 1 || links[0].Domain != "go.example" {
+		t.Fatalf("domain filter: %+v", links)
+	}
+	top, _ := f.MostClicked(nil, Filter{AnyDomain: true}, 0, 1)
+	if len(top) != 1 || top[0].Clicks != 2 {
+		t.Fatalf("most clicked: %+v", top)
+	}
+	tags := f.Tags(nil)
+	if len(tags) != 1 || tags[0] != (TagCount{Tag: "go", Links: 1}) {
+		t.Fatalf("tags: %+v", tags)
+	}
+}
+
+func TestNewCommandsRoundTrip(t *testing.T) {
+	for _, cmd := range optionsWorkload() {
+		got, err := DecodeCommand(cmd)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		var again []byte
+		switch c := got.(type) {
+		case InitCommand:
+			again = EncodeInit(c)
+		case CreateBatch:
+			again = EncodeCreate(c)
+		case EditCommand:
+			again = EncodeEdit(c)
+		case DomainCommand:
+			again = EncodeDomain(c)
+		case VisitCommand:
+			again = EncodeVisit(c)
+		}
+		if !bytes.Equal(again, cmd) {
+			t.Fatalf("%T does not round-trip", got)
+		}
+	}
+}

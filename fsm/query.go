@@ -1,0 +1,153 @@
+package fsm
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Filter narrows a link list. The zero Filter keeps every link.
+type Filter struct {
+	Tag    string // links with this tag, compared case-insensitively
+	Text   string // links whose code, target or title holds this, case-insensitively
+	Domain string // links in this domain ("" with AnyDomain false: the default one)
+	// AnyDomain lists links of every domain; Domain is then ignored.
+	AnyDomain bool
+}
+
+func (q *Filter) empty() bool { return q.Tag == "" && q.Text == "" && q.AnyDomain }
+
+// keeps reports whether the link passes the filter.
+func (q *Filter) keeps(l *Link) bool {
+	if !q.AnyDomain && l.Domain != q.Domain {
+		return false
+	}
+	if q.Tag != "" && !l.Options.HasTag(q.Tag) {
+		return false
+	}
+	if q.Text == "" {
+		return true
+	}
+	title := ""
+	if l.Options != nil {
+		title = l.Options.Title
+	}
+	return containsFold(l.Code, q.Text) || containsFold(l.URL, q.Text) || containsFold(title, q.Text)
+}
+
+// containsFold reports whether s holds sub, ASCII letters compared without
+// case (the texts searched are codes, URLs and titles; a title's non-ASCII
+// letters match exactly).
+func containsFold(s, sub string) bool {
+	if len(sub) > len(s) {
+		return false
+	}
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// Search returns up to limit links of the workspaces (nil: all of them)
+// that pass the filter, newest first below the id before (0: from the
+// newest), and the cursor of the next page (0: none). It walks the
+// workspaces' links, so it costs their number, not the page's.
+func (f *FSM) Search(workspaces []string, q Filter, before uint64, limit int) (links []Link, next uint64) {
+	if q.empty() {
+		return f.List(workspaces, before, limit)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, p := range f.s.positionsNewestFirst(workspaces) {
+		l := f.s.link(p)
+		if before != 0 && l.ID >= before || !q.keeps(&l) {
+			continue
+		}
+		if len(links) == limit {
+			return links, links[limit-1].ID
+		}
+		links = append(links, l)
+	}
+	return links, 0
+}
+
+// MostClicked returns links of the workspaces that pass the filter, most
+// clicked first (newest first among equals), skipping the first offset;
+// next is the offset of the following page, 0 when there is none.
+func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (links []Link, next int) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var all []Link
+	for _, p := range f.s.positionsNewestFirst(workspaces) {
+		if l := f.s.link(p); q.keeps(&l) {
+			all = append(all, l)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b Link) int { return cmp.Compare(b.Clicks, a.Clicks) })
+	if offset >= len(all) {
+		return nil, 0
+	}
+	end := min(offset+limit, len(all))
+	if end < len(all) {
+		next = end
+	}
+	return all[offset:end], next
+}
+
+// positionsNewestFirst lists the live links of the workspaces (nil: all),
+// newest first.
+func (s *state) positionsNewestFirst(workspaces []string) []uint32 {
+	var out []uint32
+	if workspaces == nil {
+		for _, list := range s.workspaces.links {
+			out = append(out, list...)
+		}
+	}
+	for _, name := range workspaces {
+		if ws, ok := s.workspaces.ids[name]; ok {
+			out = append(out, s.workspaces.links[ws]...)
+		}
+	}
+	slices.Sort(out) // positions are in id order
+	slices.Reverse(out)
+	return out
+}
+
+// TagCount is one tag with how many links carry it and their clicks.
+type TagCount struct {
+	Tag    string // lower case: tags are compared without case
+	Links  int
+	Clicks uint64
+}
+
+// Tags counts the tags of the workspaces' links (nil: every workspace),
+// by tag.
+func (f *FSM) Tags(workspaces []string) []TagCount {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	counts := map[string]*TagCount{}
+	for _, p := range f.s.positionsNewestFirst(workspaces) {
+		o := f.s.opts[p]
+		if o == nil {
+			continue
+		}
+		for _, t := range o.Tags {
+			t = strings.ToLower(t)
+			c := counts[t]
+			if c == nil {
+				c = &TagCount{Tag: t}
+				counts[t] = c
+			}
+			c.Links++
+			c.Clicks += f.s.recs.at(p).clicks
+		}
+	}
+	out := make([]TagCount, 0, len(counts))
+	for _, c := range counts {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b TagCount) int { return cmp.Compare(a.Tag, b.Tag) })
+	return out
+}
