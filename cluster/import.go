@@ -98,6 +98,9 @@ func cutBulk(reqs []fsm.CreateRequest, results []fsm.CreateResult) [][]int {
 			continue
 		}
 		s := len(req.RequestID) + len(req.URL) + len(req.Canonical) + len(req.Workspace) + len(req.CustomCode) + bulkItemOverhead
+		if req.Options != nil {
+			s += len(fsm.EncodeOptions(req.Options))
+		}
 		if len(items) == maxBulkEntryItems || len(items) > 0 && size+s > maxBulkEntryBytes {
 			entries = append(entries, items)
 			items, size = nil, 0

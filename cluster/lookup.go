@@ -176,7 +176,7 @@ func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 	case !answer.Found || answer.Link == nil:
 		return fsm.Link{}, fsm.ErrNotFound
 	}
-	return answer.Link.FSM(), nil
+	return answer.Link.FSM()
 }
 
 // roundBatcher shares one call of fn among concurrent callers, so a flood

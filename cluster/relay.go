@@ -302,7 +302,11 @@ func relayedReply(w wire.CreateResult, keyed bool) createReply {
 		if w.Link == nil {
 			return createReply{err: errors.New("the leader answered a create without its link")}
 		}
-		return createReply{res: fsm.CreateResult{Link: w.Link.FSM(), Existing: w.Existing}, index: w.Index}
+		l, err := w.Link.FSM()
+		if err != nil {
+			return createReply{err: fmt.Errorf("the leader's answer: %w", err)}
+		}
+		return createReply{res: fsm.CreateResult{Link: l, Existing: w.Existing}, index: w.Index}
 	case wire.KindNotApplied:
 		return createReply{err: fmt.Errorf("%w: leader: %s", ErrNoLeader, w.Detail), retry: true}
 	case wire.KindUnknown:
@@ -315,6 +319,10 @@ func toWireCreate(r fsm.CreateRequest) wire.Create {
 	w := wire.Create{
 		RequestID: r.RequestID, URL: r.URL, Canonical: r.Canonical, Workspace: r.Workspace,
 		CustomCode: r.CustomCode, Dedupe: r.Dedupe, ExpiresAt: r.ExpiresAt, CodeLength: r.CodeLength, KeyID: r.KeyID,
+		Domain: r.Domain,
+	}
+	if r.Options != nil {
+		w.Options = fsm.EncodeOptions(r.Options)
 	}
 	if r.Strategy == fsm.StrategyHash {
 		w.Strategy = "hash"
@@ -330,6 +338,14 @@ func createRequestOf(w wire.Create) (fsm.CreateRequest, error) {
 	r := fsm.CreateRequest{
 		RequestID: w.RequestID, URL: w.URL, Canonical: w.Canonical, Workspace: w.Workspace,
 		CustomCode: w.CustomCode, Dedupe: w.Dedupe, ExpiresAt: w.ExpiresAt, CodeLength: w.CodeLength, KeyID: w.KeyID,
+		Domain: w.Domain,
+	}
+	if len(w.Options) > 0 {
+		o, err := fsm.DecodeOptions(w.Options)
+		if err != nil {
+			return r, fmt.Errorf("%w: %v", fsm.ErrInvalidRequest, err)
+		}
+		r.Options = o
 	}
 	switch w.Strategy {
 	case "", "counter":

@@ -92,7 +92,7 @@ func (n *Node) internalHandler() fasthttp.RequestHandler {
 	}
 	r.GET(wire.PathNode, n.serveNodeInfo)
 	r.GET(wire.PathReadIndex, n.serveReadIndex)
-	r.GET(wire.PathLinks+"{code}", n.serveLink)
+	r.GET(wire.PathLinks+"{code:*}", n.serveLink) // a qualified code holds a slash
 	r.POST(wire.PathClicks, n.serveClicks)
 	r.POST(wire.PathLeave, n.serveLeave)
 	r.GET(wire.PathApplied, n.serveApplied)

@@ -126,10 +126,15 @@ func TestDomainsKeepCodesApart(t *testing.T) {
 	if res := createOne(t, f, 4, CreateRequest{URL: "https://example.com/a2", CustomCode: "x", Domain: "a.example"}); !errors.Is(res.Err, ErrCodeTaken) {
 		t.Fatalf("second x in a.example: %v", res.Err)
 	}
+	createOne(t, f, 3, CreateRequest{URL: "https://example.com/only-default", CustomCode: "y"})
 	for host, want := range map[string]string{"a.example": "https://example.com/a", "A.Example:8080": "https://example.com/a", "other.example": "https://example.com/default", "": "https://example.com/default"} {
 		if tg, ok := f.Resolve([]byte(host), []byte("x")); !ok || tg.URL != want {
 			t.Errorf("x on host %q: %+v, want %s", host, tg, want)
 		}
+	}
+	// A registered domain also serves the default domain's links.
+	if tg, ok := f.Resolve([]byte("a.example"), []byte("y")); !ok || tg.URL != "https://example.com/only-default" {
+		t.Errorf("y on a.example: %+v", tg)
 	}
 	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}))[0].(error); !errors.Is(err, ErrDomainInUse) {
 		t.Fatalf("removing a domain with links: %v", err)

@@ -74,8 +74,9 @@ type Target struct {
 func (f *FSM) Lookup(code []byte) (Target, bool) { return f.Resolve(nil, code) }
 
 // Resolve finds the redirect target of code as a request for host asks
-// for it: in the registered domain host names, else in the default
-// domain. It does not allocate.
+// for it: in the registered domain host names, and then (as Shlink does)
+// in the default domain, whose links every host serves. It does not
+// allocate.
 func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -84,23 +85,27 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	if d, ok := f.s.domainOfHost(host); ok {
 		n := copy(qualified[:], d.Name)
 		qualified[n] = '/'
-		m := copy(qualified[n+1:], code)
-		if m < len(code) {
-			return Target{}, false
+		if m := copy(qualified[n+1:], code); m == len(code) {
+			if p, ok := f.s.lookup(unsafe.String(&qualified[0], n+1+m)); ok {
+				return f.s.target(p), true
+			}
 		}
-		key = unsafe.String(&qualified[0], n+1+m)
 	}
 	p, ok := f.s.lookup(key)
 	if !ok {
 		return Target{}, false
 	}
-	r := f.s.recs.at(p)
-	text := &f.s.recs.text
+	return f.s.target(p), true
+}
+
+func (s *state) target(p uint32) Target {
+	r := s.recs.at(p)
+	text := &s.recs.text
 	t := Target{Code: text.code(r), URL: text.url(r), ExpiresAt: r.expiresAt, Clicks: r.clicks}
 	if r.flags&flagOptions != 0 {
-		t.Options = f.s.opts[p]
+		t.Options = s.opts[p]
 	}
-	return t, true
+	return t
 }
 
 // Get returns the link with this qualified code (QualifiedCode).

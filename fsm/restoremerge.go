@@ -40,7 +40,9 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //     restore neither locks out a key made since the backup (the initial
 //     admin key of a node restored into, above all) nor brings back one
 //     revoked since;
-//   - the audit log is cur's: it records what happened in this cluster.
+//   - the audit log is cur's: it records what happened in this cluster;
+//   - the registered domains are those of both, next's settings first, so
+//     a host the cluster serves does not fall back to the default domain.
 //
 // Everything else is next's: links, targets, clicks, idempotency records,
 // servers. A code live in next stays live even when cur deleted it: the
@@ -74,6 +76,11 @@ func keepHandedOut(next, cur *state) {
 		}
 	}
 	next.audit = auditLog{entries: cur.audit.oldestFirst()}
+	for name, d := range cur.domains {
+		if _, ok := next.domains[name]; !ok {
+			next.domains[name] = d
+		}
+	}
 }
 
 // retire makes code a tombstone unless a live link holds it.

@@ -161,6 +161,14 @@ func sees(ctx *fasthttp.RequestCtx, scope fsm.Scope, workspace string) bool {
 	return k != nil && k.Allows(scope, workspace, time.Now().UnixMilli())
 }
 
+// mayWriteLinks reports, from the headers alone, whether a request carries
+// a key this node knows with links:write: a bulk create's larger body is
+// read only then.
+func (s *Server) mayWriteLinks(h *fasthttp.RequestHeader) bool {
+	key, res := s.checkKey(h, time.Now(), false)
+	return res == authOK && key.Has(fsm.ScopeLinksWrite)
+}
+
 // mayUploadLargeBody reports, from the headers alone, whether a request
 // may send a restore's or an import's body: an admin key this node knows.
 // fasthttp calls it before reading the body, so an anonymous client never

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,15 @@ type createFields struct {
 	Workspace        *string          `json:"workspace"`
 	Dedupe           *bool            `json:"dedupe"`
 	Strategy         *string          `json:"strategy"`
+	Domain           *string          `json:"domain"`
+	optionFields
 }
+
+// createFormFields are the fields a form create may carry: every JSON
+// field but rules.
+var createFormFields = []string{"original_url", "url", "custom_code", "expires_in_seconds", "expires_in_hours",
+	"expires_at", "workspace", "dedupe", "strategy", "domain",
+	"title", "tags", "max_visits", "valid_since", "password", "forward_query", "public_stats"}
 
 // badRequest is an input error with the status it maps to.
 type badRequest struct {
@@ -102,17 +111,42 @@ func decodeJSONBody(body []byte, f *createFields) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return invalid("body is empty: send a JSON object with an \"original_url\"")
 	}
-	if err := json.Unmarshal(body, f); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return invalid("field %q has the wrong type: want %s", typeErr.Field, typeErr.Type)
-		}
-		return invalid("body is not a valid JSON object: %v", err)
+	return decodeStrict(body, f)
+}
+
+// decodeStrict decodes one JSON object into v, refusing fields v does not
+// have: a create with a field this build does not know must not succeed
+// without it (a "password" silently dropped would make an open link).
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
 	}
-	return nil
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return invalid("field %q has the wrong type: want %s", typeErr.Field, typeErr.Type)
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return invalid("unknown field %s: this API does not have it", field)
+	}
+	return invalid("body is not a valid JSON object: %v", err)
 }
 
 func decodeFormBody(args *fasthttp.Args, f *createFields) error {
+	var unknown string
+	args.VisitAll(func(k, _ []byte) {
+		if unknown == "" && !slices.Contains(createFormFields, string(k)) {
+			unknown = string(k)
+		}
+	})
+	if unknown != "" {
+		return invalid("unknown field %q: this API does not have it", unknown)
+	}
 	str := func(key string) *string {
 		if !args.Has(key) {
 			return nil
@@ -129,19 +163,12 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 	}
 	f.OriginalURL, f.URL, f.CustomCode = str("original_url"), str("url"), str("custom_code")
 	f.ExpiresInSeconds, f.ExpiresInHours, f.ExpiresAt = num("expires_in_seconds"), num("expires_in_hours"), str("expires_at")
-	f.Workspace, f.Strategy = str("workspace"), str("strategy")
-	if v := str("dedupe"); v != nil {
-		switch *v {
-		case "1", "true", "on", "yes":
-			f.Dedupe = new(bool)
-			*f.Dedupe = true
-		case "", "0", "false", "off", "no":
-			f.Dedupe = new(bool)
-		default:
-			return invalid("dedupe must be true or false")
-		}
+	f.Workspace, f.Strategy, f.Domain = str("workspace"), str("strategy"), str("domain")
+	var err error
+	if f.Dedupe, err = formBool("dedupe", str("dedupe")); err != nil {
+		return err
 	}
-	return nil
+	return formOptions(str, &f.optionFields)
 }
 
 // validateCreate checks the fields of a create; a create that names no
@@ -201,6 +228,16 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 			return req, invalid("url cannot be canonicalised for dedupe: %v", err)
 		}
 	}
+	if f.Domain != nil && *f.Domain != "" {
+		if req.Domain, err = input.Domain(*f.Domain); err != nil {
+			return req, invalid("%s", err.Error())
+		}
+	}
+	opts, err := s.edit(&f.optionFields)
+	if err != nil {
+		return req, err
+	}
+	req.Options = optionsOf(opts)
 	return req, nil
 }
 

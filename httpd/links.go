@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -24,6 +25,7 @@ type linkJSON struct {
 	CreatedAt   string  `json:"created_at"`
 	ExpiresAt   *string `json:"expires_at"`
 	Existing    bool    `json:"existing,omitempty"`
+	optionsView
 }
 
 // linkReadJSON is a link as the read and list endpoints show it.
@@ -46,17 +48,28 @@ func optionalTimestamp(ms int64) *string {
 	return &t
 }
 
-func (s *Server) shortURL(ctx *fasthttp.RequestCtx, code string) string {
-	if s.cfg.BaseURL != "" {
-		return s.cfg.BaseURL + "/" + code
+// shortURL is the link's address: on its own domain when it has one (with
+// the scheme of --base-url, https when that is unset), else under the
+// base URL.
+func (s *Server) shortURL(ctx *fasthttp.RequestCtx, l *fsm.Link) string {
+	if l.Domain != "" {
+		scheme := "https://"
+		if strings.HasPrefix(s.cfg.BaseURL, "http://") {
+			scheme = "http://"
+		}
+		return scheme + l.Domain + "/" + l.Code
 	}
-	return "http://" + string(ctx.Host()) + "/" + code
+	if s.cfg.BaseURL != "" {
+		return s.cfg.BaseURL + "/" + l.Code
+	}
+	return "http://" + string(ctx.Host()) + "/" + l.Code
 }
 
 func (s *Server) linkView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkJSON {
 	return linkJSON{
-		ID: l.ID, ShortCode: l.Code, ShortURL: s.shortURL(ctx, l.Code), OriginalURL: l.URL,
+		ID: l.ID, ShortCode: l.Code, ShortURL: s.shortURL(ctx, l), OriginalURL: l.URL,
 		Workspace: l.Workspace, CreatedAt: timestamp(l.CreatedAt), ExpiresAt: optionalTimestamp(l.ExpiresAt),
+		optionsView: viewOptions(l),
 	}
 }
 
@@ -177,16 +190,25 @@ func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateReques
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
 		return
 	}
-	detail := err.Error()
+	writeProblem(ctx, status, createErrorDetail(req, err))
+}
+
+// createErrorDetail is the message of a refused create, naming what the
+// client sent.
+func createErrorDetail(req fsm.CreateRequest, err error) string {
 	switch {
 	case errors.Is(err, fsm.ErrReserved):
-		detail = "custom_code " + req.CustomCode + " is a reserved word"
+		return "custom_code " + req.CustomCode + " is a reserved word"
+	case errors.Is(err, fsm.ErrCodeDeleted):
+		return "custom_code " + req.CustomCode + " belonged to a deleted link; deleted codes are never reused"
 	case errors.Is(err, fsm.ErrCodeTaken):
-		detail = "custom_code " + req.CustomCode + " is already taken"
+		return "custom_code " + req.CustomCode + " is already taken"
 	case errors.Is(err, fsm.ErrRequestIDReused):
-		detail = "Idempotency-Key was already used for a different request"
+		return "Idempotency-Key was already used for a different request"
+	case errors.Is(err, fsm.ErrUnknownDomain):
+		return "domain " + req.Domain + " is not registered: an admin adds it with POST /admin/domains"
 	}
-	writeProblem(ctx, status, detail)
+	return err.Error()
 }
 
 // writeWriteError answers a write the cluster could not complete.
@@ -218,7 +240,7 @@ func (s *Server) findLink(code string) (fsm.Link, bool) {
 // answered exactly as one that does not exist; scope 0 is for public
 // routes.
 func (s *Server) lookupLink(ctx *fasthttp.RequestCtx, scope fsm.Scope) (fsm.Link, bool) {
-	code, _ := ctx.UserValue("code").(string)
+	code := routeCode(ctx)
 	l, ok := s.findLink(code)
 	if ok && scope != 0 && !sees(ctx, scope, l.Workspace) {
 		ok = false
@@ -241,7 +263,7 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
-	code, _ := ctx.UserValue("code").(string)
+	code := routeCode(ctx)
 	// The read-after-write lookup, not the local state: this node leads,
 	// but right after winning an election it may not have applied what
 	// earlier leaders committed (its barrier comes first), and a local miss
@@ -276,17 +298,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	// Without a workspace, every workspace the key sees; a workspace it
 	// may not see lists as an empty one.
-	var workspaces []string
-	if k := keyOf(ctx); !k.Allows(fsm.ScopeLinksRead, fsm.AllWorkspaces, time.Now().UnixMilli()) {
-		workspaces = k.Workspaces
-	}
-	if args.Has("workspace") {
-		ws := string(args.Peek("workspace"))
-		workspaces = []string{ws}
-		if !sees(ctx, fsm.ScopeLinksRead, ws) {
-			workspaces = []string{}
-		}
-	}
+	workspaces := visibleWorkspaces(ctx)
 	limit := defaultListLimit
 	if args.Has("limit") {
 		n, err := strconv.Atoi(string(args.Peek("limit")))
@@ -296,16 +308,40 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 		}
 		limit = n
 	}
-	var before uint64
+	var cursor uint64
 	if c := args.Peek("cursor"); len(c) > 0 {
 		n, err := strconv.ParseUint(string(c), 10, 64)
 		if err != nil || n == 0 {
 			writeProblem(ctx, fasthttp.StatusBadRequest, "cursor is not one this API returned")
 			return
 		}
-		before = n
+		cursor = n
 	}
-	links, next := s.fsm.List(workspaces, before, limit)
+	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain")}
+	filter.Domain = string(args.Peek("domain"))
+	var (
+		links []fsm.Link
+		next  uint64
+	)
+	switch sort := string(args.Peek("sort")); sort {
+	case "", "created":
+		links, next = s.fsm.Search(workspaces, filter, cursor, limit)
+	case "clicks":
+		// The cursor of a list by clicks is an offset (plus one, so that
+		// the first page's is never 0): clicks change between pages.
+		var offset int
+		if cursor > 0 {
+			offset = int(min(cursor-1, 1<<31))
+		}
+		var n int
+		links, n = s.fsm.MostClicked(workspaces, filter, offset, limit)
+		if n > 0 {
+			next = uint64(n) + 1
+		}
+	default:
+		writeProblem(ctx, fasthttp.StatusBadRequest, "sort must be created or clicks, not "+sort)
+		return
+	}
 	views := make([]linkReadJSON, len(links))
 	for i := range links {
 		views[i] = s.linkReadView(ctx, &links[i])
@@ -338,7 +374,7 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	png, ok := s.drawQR(ctx, s.shortURL(ctx, l.Code), size)
+	png, ok := s.drawQR(ctx, s.shortURL(ctx, &l), size)
 	if !ok {
 		return
 	}

@@ -35,12 +35,15 @@ type Reads interface {
 	RecordClick(code string)
 }
 
-// Writes is what changes the replicated state through Raft: links and
-// keys. Its errors are mapped to statuses by writeWriteError and
+// Writes is what changes the replicated state through Raft: links,
+// visits to limited links, domains and keys. Its errors are mapped to statuses by writeWriteError and
 // writeCreateError.
 type Writes interface {
 	Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error)
 	Delete(ctx context.Context, code, keyID string) (uint64, error)
+	Edit(ctx context.Context, c fsm.EditCommand) (uint64, error)
+	SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error)
+	Visit(ctx context.Context, code string) (uint64, error)
 	ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *cluster.BulkCreates
 	CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error
 	RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error

@@ -1,11 +1,14 @@
 package httpd
 
 import (
+	"context"
+	"errors"
 	"time"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 )
@@ -16,9 +19,10 @@ const cacheControlNoStore = "private, no-cache, no-store, must-revalidate"
 const maxCodeLen = 64
 
 // redirectCode returns the code of a GET or HEAD for "/{code}", where code
-// has only the characters codes can have. Everything else is for the router.
+// has only the characters codes can have, and of a POST there (a password
+// form's answer). Everything else is for the router.
 func redirectCode(ctx *fasthttp.RequestCtx) ([]byte, bool) {
-	if !ctx.IsGet() && !ctx.IsHead() {
+	if !ctx.IsGet() && !ctx.IsHead() && !ctx.IsPost() {
 		return nil, false
 	}
 	path := ctx.Path()
@@ -48,33 +52,135 @@ func isCodeByte(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-'
 }
 
-// redirect answers GET/HEAD /{code} from local state. A GET that redirects
-// counts a click; HEAD does not.
+// redirect answers GET/HEAD /{code} from local state, in the domain the
+// Host names. A GET that redirects counts a click; HEAD does not. A link
+// without options (no limits, password or rules) takes only the first
+// branch: that is the path that must stay cheap.
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
-	t, ok := s.fsm.Lookup(code)
+	t, ok := s.fsm.Resolve(ctx.Host(), code)
 	if !ok || s.node.Reads.Behind() {
-		t, ok = s.confirm(code)
+		t, ok = s.confirm(ctx, code)
 	}
 	if !ok {
-		writeBrowserError(ctx, fasthttp.StatusNotFound, "short link "+string(code)+" does not exist")
+		s.notFound(ctx, code)
 		return
 	}
-	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
-		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+t.Code+" has expired")
+	now := time.Now()
+	if t.ExpiresAt != 0 && now.UnixMilli() >= t.ExpiresAt {
+		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has expired")
+		return
+	}
+	target := t.URL
+	if t.Options != nil {
+		if target, ok = s.guardedTarget(ctx, &t, code, now); !ok {
+			return
+		}
+	} else if ctx.IsPost() {
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
 		return
 	}
 	ctx.SetStatusCode(s.cfg.RedirectStatus)
 	// SetCanonical skips key normalisation and a second copy of the value;
 	// stored URLs never contain CR or LF (input.Target refuses them).
 	h := &ctx.Response.Header
-	h.SetCanonical(bytesOf(fasthttp.HeaderLocation), bytesOf(t.URL))
+	h.SetCanonical(bytesOf(fasthttp.HeaderLocation), bytesOf(target))
 	h.SetCanonical(bytesOf(fasthttp.HeaderCacheControl), bytesOf(cacheControlNoStore))
 	// An answer to HEAD carries no length of its own: without this, clients
 	// such as fasthttp's cannot tell where it ends and drop the connection.
 	h.SetContentLength(0)
-	if ctx.IsGet() {
+	if !ctx.IsHead() && (t.Options == nil || t.Options.MaxVisits == 0) {
 		s.node.Reads.RecordClick(t.Code)
 	}
+}
+
+// guardedTarget applies a link's options to a visit: not before
+// valid_since, not past max_visits, only with the password; then the rules
+// pick the target. ok false: the answer is written.
+func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte, now time.Time) (target string, ok bool) {
+	o := t.Options
+	switch {
+	case o.ValidSince != 0 && now.UnixMilli() < o.ValidSince:
+		s.notFound(ctx, code)
+		return "", false
+	case o.MaxVisits > 0 && t.Clicks >= o.MaxVisits:
+		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
+		return "", false
+	case o.PasswordHash == "" && ctx.IsPost():
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
+		return "", false
+	}
+	// A peer forwards a visit to a limited link only once its password
+	// was checked where the client sent it.
+	if o.PasswordHash != "" && !s.fromPeer(ctx) && !s.passwordAccepted(ctx, t, code) {
+		return "", false
+	}
+	target = pickTarget(t.URL, o, visitOf(ctx, now))
+	if o.MaxVisits > 0 && !ctx.IsHead() && !s.countVisit(ctx, t, code) {
+		return "", false
+	}
+	return target, true
+}
+
+// passwordAccepted checks the password a visitor sent, after the guess
+// limits: a flood of guesses costs no hashing.
+func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
+	pw, sent := submittedPassword(ctx)
+	if !sent {
+		writePasswordForm(ctx, string(code), fasthttp.StatusUnauthorized, "")
+		return false
+	}
+	if wait, ok := s.guesses.allow(s.clientIP(ctx), t.Code); !ok {
+		writePasswordLimited(ctx, string(code), wait)
+		return false
+	}
+	if !linkPasswordMatches(t.Options.PasswordHash, pw) {
+		writePasswordForm(ctx, string(code), fasthttp.StatusUnauthorized, "Wrong password")
+		return false
+	}
+	return true
+}
+
+// countVisit counts a visit to a link with max_visits through the
+// leader's log, which alone decides which visit is the last one allowed:
+// a follower forwards the request and relays the leader's answer. ok
+// false: the answer is written (the relayed one, or a refusal).
+func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
+	if !s.fromPeer(ctx) {
+		var req fasthttp.Request
+		var resp fasthttp.Response
+		ctx.Request.CopyTo(&req)
+		err := s.node.Leader.Forward(&req, &resp, forwardWrite.opts)
+		switch {
+		case err == nil:
+			resp.CopyTo(&ctx.Response)
+			return false
+		case !errors.Is(err, cluster.ErrLeaderIsSelf):
+			writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and no leader is reachable to count this one: try again")
+			return false
+		}
+	}
+	_, err := s.node.Writes.Visit(context.Background(), t.Code)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, fsm.ErrVisitLimit):
+		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
+	case errors.Is(err, fsm.ErrNotFound):
+		s.notFound(ctx, code)
+	default:
+		writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and this one could not be counted: try again")
+	}
+	return false
+}
+
+// notFound answers a code the Host's domain does not have: its
+// not-found redirect when it has one, else 404.
+func (s *Server) notFound(ctx *fasthttp.RequestCtx, code []byte) {
+	if d, ok := s.fsm.DomainOfHost(ctx.Host()); ok && d.NotFoundRedirect != "" {
+		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
+		return
+	}
+	writeBrowserError(ctx, fasthttp.StatusNotFound, "short link "+string(code)+" does not exist")
 }
 
 // bytesOf views s as bytes without copying. Only for passing to functions
@@ -85,13 +191,19 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // while this node knows it is behind the leader: a code created through any
 // node is never answered 404 here, and a deleted one never redirects, while
 // the leader is reachable. Kept out of redirect so the hit path stays small.
-func (s *Server) confirm(code []byte) (fsm.Target, bool) {
+func (s *Server) confirm(ctx *fasthttp.RequestCtx, code []byte) (fsm.Target, bool) {
 	if codes.IsReserved(string(code)) {
 		return fsm.Target{}, false // "/API", "/Admin": never a code
 	}
-	l, ok := s.findLink(string(code))
+	l, ok := fsm.Link{}, false
+	if d, inDomain := s.fsm.DomainOfHost(ctx.Host()); inDomain {
+		l, ok = s.findLink(fsm.QualifiedCode(d.Name, string(code)))
+	}
+	if !ok {
+		l, ok = s.findLink(string(code)) // every host serves the default domain's links
+	}
 	if !ok {
 		return fsm.Target{}, false
 	}
-	return fsm.Target{Code: l.Code, URL: l.URL, ExpiresAt: l.ExpiresAt}, true
+	return fsm.Target{Code: l.Qualified(), URL: l.URL, ExpiresAt: l.ExpiresAt, Clicks: l.Clicks, Options: l.Options}, true
 }

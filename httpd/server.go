@@ -22,7 +22,9 @@ import (
 // Limits on requests. Bodies are small JSON except a restore or an import,
 // which carry whole data sets.
 const (
-	maxBodyBytes    = 64 << 10
+	maxBodyBytes = 64 << 10
+	// maxBulkBytes fits a bulk create of 1000 links with long targets.
+	maxBulkBytes    = 4 << 20
 	maxRestoreBytes = 1 << 30
 )
 
@@ -67,6 +69,8 @@ type Server struct {
 	limiter *ipLimiter
 	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
 	qrCodes *qrCodes
+	// guesses bounds password guesses on protected links (password.go).
+	guesses *guessLimiter
 	srv     *fasthttp.Server
 	log     *slog.Logger
 	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
@@ -87,6 +91,7 @@ func New(cfg Config, node Node) *Server {
 		metrics: newMetrics(node.Self, node.Reads.FSM(), cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
+		guesses: newDefaultGuessLimiter(),
 		log:     cfg.Logger,
 	}
 	if cfg.AdminToken != "" {
@@ -154,13 +159,19 @@ func (s *Server) routes() {
 	handle("POST", "/api/v1/urls", "create", create)
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
 	handle("GET", "/api/v1/urls", "list", s.require(fsm.ScopeLinksRead, s.handleList))
+	handle("GET", "/api/v1/tags", "tags", s.require(fsm.ScopeLinksRead, s.handleTags))
+	// A bulk create is served by the leader, which packs it into a few
+	// log entries (bulk.go).
+	handle("POST", bulkPath, "bulk", s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(s.handleBulk, forwardWrite))))
 	handle("GET", "/api/v1/urls/{code}", "read", s.require(fsm.ScopeLinksRead, s.handleRead))
+	handle("PATCH", "/api/v1/urls/{code}", "edit", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleEdit, forwardWrite)))
+	handle("GET", "/api/v1/urls/{code}/history", "history", s.require(fsm.ScopeLinksRead, s.handleHistory))
 	// The leader checks the credential of a forwarded delete again: it
 	// travels with the request.
 	handle("DELETE", "/api/v1/urls/{code}", "delete", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleDelete, forwardWrite)))
-	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.require(fsm.ScopeStatsRead, s.statsHandler("clicks")))
+	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsRoute(s.statsHandler("clicks")))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
-	handle("GET", "/stats/{code}", "stats", s.require(fsm.ScopeStatsRead, s.statsHandler("click_count")))
+	handle("GET", "/stats/{code}", "stats", s.statsRoute(s.statsHandler("click_count")))
 	// The node-to-node protocol is served on the cluster's port only (see
 	// cluster/DESIGN.md): here /internal/v1/* is a path like any other, 404.
 
@@ -189,6 +200,9 @@ func (s *Server) routes() {
 	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
 	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
 	adminRead("GET", "/admin/audit", "admin_audit", s.handleAudit)
+	admin("POST", "/admin/domains", "admin_domains", s.handleSetDomain)
+	adminRead("GET", "/admin/domains", "admin_domains", s.handleListDomains)
+	admin("DELETE", "/admin/domains/{domain}", "admin_domains", s.handleRemoveDomain)
 
 	// Runtime profiles of this node, guarded like the admin API.
 	pprof := s.require(fsm.ScopeAdmin, pprofHandler())
@@ -254,6 +268,8 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 	switch uri := h.RequestURI(); {
 	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.mayUploadLargeBody(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
+	case string(uri) == bulkPath && s.mayWriteLinks(h):
+		return fasthttp.RequestConfig{MaxRequestBodySize: maxBulkBytes}
 	}
 	return fasthttp.RequestConfig{}
 }
@@ -307,6 +323,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // and closes idle connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.limiter.stop()
+	s.guesses.stop()
 	s.qrCodes.stop()
 	return s.srv.ShutdownWithContext(ctx)
 }

@@ -21,6 +21,10 @@ var (
 )
 
 func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
+	if d, ok := s.fsm.DomainOfHost(ctx.Host()); ok && d.RootRedirect != "" {
+		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
+		return
+	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"service": "linkraft", "version": s.cfg.Version})
 }
 

@@ -122,18 +122,43 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 			writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 			return
 		}
-		l, ok := s.lookupLink(ctx, fsm.ScopeStatsRead)
+		scope := fsm.ScopeStatsRead
+		if public, _ := ctx.UserValue(publicStatsKey{}).(bool); public {
+			scope = 0
+		}
+		l, ok := s.lookupLink(ctx, scope)
 		if !ok {
 			return
 		}
 		// A link this node has not applied yet (just created elsewhere) has
 		// no clicks here either: its series is all zeros.
-		hours, _ := s.fsm.ClickHours(l.Code, r.from, r.to)
+		hours, _ := s.fsm.ClickHours(l.Qualified(), r.from, r.to)
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
 			"short_code": l.Code, "original_url": l.URL, countField: l.Clicks,
 			"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
 			"interval": r.interval, "from": timestamp(r.from), "to": timestamp(r.to),
 			"series": clickSeries(r, hours),
 		})
+	}
+}
+
+// publicStatsKey marks a stats request served without a key because the
+// link's stats are public.
+type publicStatsKey struct{}
+
+// statsRoute serves a link's stats to a key with stats:read, and to a
+// request without any credential when the link's stats are public and it
+// has no password (a protected link's stats stay private).
+func (s *Server) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	guarded := s.require(fsm.ScopeStatsRead, h)
+	return func(ctx *fasthttp.RequestCtx) {
+		if key, _ := credential(&ctx.Request.Header); key == nil {
+			if l, ok := s.fsm.Get(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" {
+				ctx.SetUserValue(publicStatsKey{}, true)
+				h(ctx)
+				return
+			}
+		}
+		guarded(ctx)
 	}
 }

@@ -10,7 +10,11 @@
 // exchange.
 package wire
 
-import "github.com/linkraft/linkraft/fsm"
+import (
+	"fmt"
+
+	"github.com/linkraft/linkraft/fsm"
+)
 
 const (
 	// Prefix is the root of every exchange.
@@ -81,22 +85,40 @@ type Link struct {
 	ExpiresAt  int64  `json:"expires_at_ms,omitempty"`
 	Clicks     uint64 `json:"clicks"`
 	LastAccess int64  `json:"last_access_ms,omitempty"`
+	Domain     string `json:"domain,omitempty"`
+	// Options in the state machine's own encoding (fsm.EncodeOptions): a
+	// node that misses them would serve a protected link unprotected.
+	Options []byte `json:"options,omitempty"`
 }
 
 // FromLink is l as the protocol carries it.
 func FromLink(l fsm.Link) *Link {
-	return &Link{
+	w := &Link{
 		ID: l.ID, Code: l.Code, URL: l.URL, Workspace: l.Workspace, Canonical: l.Canonical,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, Clicks: l.Clicks, LastAccess: l.LastAccess,
+		Domain: l.Domain,
 	}
+	if l.Options != nil {
+		w.Options = fsm.EncodeOptions(l.Options)
+	}
+	return w
 }
 
 // FSM is the link w carries.
-func (w *Link) FSM() fsm.Link {
-	return fsm.Link{
+func (w *Link) FSM() (fsm.Link, error) {
+	l := fsm.Link{
 		ID: w.ID, Code: w.Code, URL: w.URL, Workspace: w.Workspace, Canonical: w.Canonical,
 		CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt, Clicks: w.Clicks, LastAccess: w.LastAccess,
+		Domain: w.Domain,
 	}
+	if len(w.Options) > 0 {
+		o, err := fsm.DecodeOptions(w.Options)
+		if err != nil {
+			return fsm.Link{}, fmt.Errorf("link %s: %w", w.Code, err)
+		}
+		l.Options = o
+	}
+	return l, nil
 }
 
 // CreateBatch is the body of POST creates: creates that clients sent to a
@@ -120,7 +142,9 @@ type Create struct {
 	CodeLength int    `json:"code_length"`
 	// KeyID is the API key the relaying node authenticated the create
 	// with; the leader's state machine checks it again.
-	KeyID string `json:"key_id,omitempty"`
+	KeyID   string `json:"key_id,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+	Options []byte `json:"options,omitempty"` // fsm.EncodeOptions
 }
 
 // CreateBatchAnswer answers POST creates with one result per item, in the

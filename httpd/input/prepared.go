@@ -40,5 +40,10 @@ func Prepared(r fsm.CreateRequest, allowPrivate bool) error {
 	} else if r.Canonical != "" {
 		return errors.New("canonical: set on a create that does not dedupe")
 	}
-	return nil
+	if r.Domain != "" {
+		if d, err := Domain(r.Domain); err != nil || d != r.Domain {
+			return fmt.Errorf("domain: %q", r.Domain)
+		}
+	}
+	return Options(r.Options, allowPrivate)
 }

@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Edit changes a link on the leader (httpd forwards the request here) and
+// returns the entry's index once every server has applied it or the wait
+// ran out, exactly as Delete does: after the answer, no node that reaches
+// the leader redirects to the old target.
+func (n *Node) Edit(ctx context.Context, c fsm.EditCommand) (uint64, error) {
+	c.Now = time.Now().UnixMilli()
+	index, err := n.proposeOne(ctx, fsm.EncodeEdit(c))
+	if err != nil {
+		return 0, fmt.Errorf("edit %s: %w", c.Code, err)
+	}
+	n.awaitServers(index)
+	return index, nil
+}
+
+// SetDomain registers, changes or removes a domain on the leader, with
+// the same visibility as an edit.
+func (n *Node) SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error) {
+	c.Now = time.Now().UnixMilli()
+	index, err := n.proposeOne(ctx, fsm.EncodeDomain(c))
+	if err != nil {
+		return 0, fmt.Errorf("domain %s: %w", c.Domain.Name, err)
+	}
+	n.awaitServers(index)
+	return index, nil
+}
+
+// Visit counts one visit to a link with a visit limit through the log, on
+// the leader, and returns fsm.ErrVisitLimit once the limit is reached.
+// Only limited links come here; every other click is batched (clicks.go).
+func (n *Node) Visit(ctx context.Context, code string) (uint64, error) {
+	index, err := n.proposeOne(ctx, fsm.EncodeVisit(fsm.VisitCommand{Code: code, Now: time.Now().UnixMilli()}))
+	if err != nil {
+		return 0, fmt.Errorf("visit %s: %w", code, err)
+	}
+	return index, nil
+}

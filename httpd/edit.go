@@ -1,0 +1,174 @@
+package httpd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/codes"
+	"github.com/linkraft/linkraft/httpd/input"
+)
+
+// routeCode is the qualified code (fsm.QualifiedCode) a link route names:
+// its {code} in the domain of ?domain= (the default domain without it).
+func routeCode(ctx *fasthttp.RequestCtx) string {
+	code, _ := ctx.UserValue("code").(string)
+	return fsm.QualifiedCode(string(ctx.QueryArgs().Peek("domain")), code)
+}
+
+// editFields is the body of an edit: the option fields, the target and
+// the expiry (null clears it).
+type editFields struct {
+	OriginalURL *string         `json:"original_url"`
+	ExpiresAt   json.RawMessage `json:"expires_at"`
+	optionFields
+}
+
+// handleEdit changes a link. It runs on the leader (the route forwards
+// it), which proposes the edit and waits for every server as a delete
+// does, so after the 200 no node that reaches the leader serves the old
+// target.
+func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
+	code := routeCode(ctx)
+	var f editFields
+	if err := decodeStrict(ctx.PostBody(), &f); err != nil {
+		writeBadRequest(ctx, err)
+		return
+	}
+	l, ok := s.findLink(code)
+	if !ok || !sees(ctx, fsm.ScopeLinksWrite, l.Workspace) {
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+		return
+	}
+	c, err := s.editOf(&f, l, time.Now())
+	if err != nil {
+		writeBadRequest(ctx, err)
+		return
+	}
+	if c.Fields == 0 {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "the body changes nothing: send at least one field to change")
+		return
+	}
+	c.Code, c.KeyID = code, keyID(ctx)
+	index, err := s.node.Writes.Edit(context.Background(), c)
+	switch {
+	case err == nil:
+	case errors.Is(err, fsm.ErrNotFound):
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+		return
+	case errors.Is(err, fsm.ErrInvalidRequest):
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	default:
+		s.writeWriteError(ctx, err)
+		return
+	}
+	if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
+		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
+	}
+	if l, ok = s.fsm.Get(code); !ok { // deleted right after the edit
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &l))
+}
+
+// editOf checks an edit's fields and prepares them for the log.
+func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, error) {
+	c, err := s.edit(&f.optionFields)
+	if err != nil {
+		return c, err
+	}
+	if f.OriginalURL != nil {
+		target, err := input.Target(*f.OriginalURL, s.cfg.AllowPrivateTargets)
+		if errors.Is(err, input.ErrURLTooLong) {
+			return c, &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+		}
+		if err != nil {
+			return c, invalid("%s", err.Error())
+		}
+		c.Fields |= fsm.EditURL
+		c.URL = target
+		if l.Canonical != "" { // a dedupe link moves to its new target's entry
+			if c.Canonical, err = codes.Canonicalize(target); err != nil {
+				return c, invalid("original_url cannot be canonicalised for dedupe: %v", err)
+			}
+		}
+	}
+	if f.ExpiresAt != nil {
+		c.Fields |= fsm.EditExpiresAt
+		if !isNull(f.ExpiresAt) {
+			var at string
+			if err := json.Unmarshal(f.ExpiresAt, &at); err != nil {
+				return c, invalid("expires_at must be an RFC 3339 time, or null to remove the expiry")
+			}
+			if c.ExpiresAt, err = expiry(&createFields{ExpiresAt: &at}, now); err != nil {
+				return c, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// handleHistory lists every target the link has had, oldest first.
+func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
+	l, ok := s.lookupLink(ctx, fsm.ScopeLinksRead)
+	if !ok {
+		return
+	}
+	type versionJSON struct {
+		OriginalURL string `json:"original_url"`
+		ChangedAt   string `json:"changed_at"`
+		KeyID       string `json:"key_id,omitempty"`
+	}
+	var versions []versionJSON
+	if l.Options != nil {
+		for _, v := range l.Options.History {
+			versions = append(versions, versionJSON{OriginalURL: v.URL, ChangedAt: timestamp(v.ChangedAt), KeyID: v.KeyID})
+		}
+	}
+	if len(versions) == 0 { // never edited: the creation is its one version
+		versions = []versionJSON{{OriginalURL: l.URL, ChangedAt: timestamp(l.CreatedAt)}}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"short_code": l.Code, "versions": versions})
+}
+
+// handleTags lists the tags of the links the key sees (or of one
+// workspace), each with how many links carry it and their clicks.
+func (s *Server) handleTags(ctx *fasthttp.RequestCtx) {
+	workspaces := visibleWorkspaces(ctx)
+	tags := s.fsm.Tags(workspaces)
+	type tagJSON struct {
+		Tag    string `json:"tag"`
+		Links  int    `json:"links"`
+		Clicks uint64 `json:"clicks"`
+	}
+	out := make([]tagJSON, len(tags))
+	for i, t := range tags {
+		out[i] = tagJSON{Tag: t.Tag, Links: t.Links, Clicks: t.Clicks}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"tags": out})
+}
+
+// visibleWorkspaces is the workspaces a read lists: ?workspace= if the key
+// sees it (none if not), else every workspace the key sees (nil: all).
+func visibleWorkspaces(ctx *fasthttp.RequestCtx) []string {
+	args := ctx.QueryArgs()
+	if args.Has("workspace") {
+		ws := string(args.Peek("workspace"))
+		if !sees(ctx, fsm.ScopeLinksRead, ws) {
+			return []string{}
+		}
+		return []string{ws}
+	}
+	if k := keyOf(ctx); !k.Allows(fsm.ScopeLinksRead, fsm.AllWorkspaces, time.Now().UnixMilli()) {
+		return k.Workspaces
+	}
+	return nil
+}

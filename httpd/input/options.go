@@ -1,0 +1,186 @@
+package input
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Tag checks a tag: 1 to 40 ASCII letters, digits, '_', '.' or '-'.
+func Tag(tag string) error {
+	if tag == "" || len(tag) > fsm.MaxTagLen {
+		return fmt.Errorf("tags: %q must be 1 to %d characters long", tag, fsm.MaxTagLen)
+	}
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; !isTokenByte(c) && c != '.' {
+			return fmt.Errorf("tags: %q holds %q; use letters, digits, '_', '.' and '-'", tag, rune(c))
+		}
+	}
+	return nil
+}
+
+// Tags checks a link's tags and returns them without repeats (compared
+// without case, the first spelling kept).
+func Tags(tags []string) ([]string, error) {
+	var out []string
+	for _, t := range tags {
+		if err := Tag(t); err != nil {
+			return nil, err
+		}
+		if !containsFold(out, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) > fsm.MaxTags {
+		return nil, fmt.Errorf("tags: at most %d per link, got %d", fsm.MaxTags, len(out))
+	}
+	return out, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Title checks a link's title: up to 256 characters of valid UTF-8
+// without control characters.
+func Title(title string) error {
+	if !utf8.ValidString(title) {
+		return errors.New("title: not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(title); n > fsm.MaxTitleLen {
+		return fmt.Errorf("title: at most %d characters, got %d", fsm.MaxTitleLen, n)
+	}
+	for _, r := range title {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("title: control characters are not allowed")
+		}
+	}
+	return nil
+}
+
+// Language checks a rule's language range: a primary tag of 1 to 8
+// letters and optional subtags of 1 to 8 letters or digits ("en",
+// "pt-BR", "zh-Hant"). It returns it in lower case.
+func Language(lang string) (string, error) {
+	parts := strings.Split(lang, "-")
+	for i, p := range parts {
+		ok := len(p) >= 1 && len(p) <= 8
+		for j := 0; ok && j < len(p); j++ {
+			c := p[j] | 0x20
+			ok = c >= 'a' && c <= 'z' || i > 0 && p[j] >= '0' && p[j] <= '9'
+		}
+		if !ok {
+			return "", fmt.Errorf("rules: language %q is not a language tag such as \"en\" or \"pt-BR\"", lang)
+		}
+	}
+	return strings.ToLower(lang), nil
+}
+
+// maxRuleQueryBytes bounds a rule's query parameter name or value.
+const maxRuleQueryBytes = 256
+
+// RuleQuery checks one query condition of a rule.
+func RuleQuery(name, value string) error {
+	if name == "" || len(name) > maxRuleQueryBytes || len(value) > maxRuleQueryBytes {
+		return fmt.Errorf("rules: query parameter %q: name 1 to %d bytes, value up to %d", name, maxRuleQueryBytes, maxRuleQueryBytes)
+	}
+	if !utf8.ValidString(name) || !utf8.ValidString(value) {
+		return errors.New("rules: query parameters must be valid UTF-8")
+	}
+	return nil
+}
+
+// Options checks the options a node prepared for the log against the
+// rules a client's create or edit meets: the leader runs it on what a
+// follower relays. A password arrives only as its hash.
+func Options(o *fsm.Options, allowPrivate bool) error {
+	if o == nil {
+		return nil
+	}
+	if err := Title(o.Title); err != nil {
+		return err
+	}
+	if tags, err := Tags(o.Tags); err != nil {
+		return err
+	} else if len(tags) != len(o.Tags) {
+		return errors.New("tags: repeated")
+	}
+	if o.PasswordHash != "" && !strings.HasPrefix(o.PasswordHash, "$2") {
+		return errors.New("password: not a hash this build makes")
+	}
+	if len(o.History) > 0 {
+		return errors.New("history: made by edits, never sent")
+	}
+	if len(o.Rules) > fsm.MaxRules {
+		return fmt.Errorf("rules: at most %d per link", fsm.MaxRules)
+	}
+	for _, r := range o.Rules {
+		if err := Rule(r, allowPrivate); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rule checks one prepared rule.
+func Rule(r fsm.Rule, allowPrivate bool) error {
+	target, err := Target(r.URL, allowPrivate)
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	if target != r.URL {
+		return errors.New("rules: url not in the form a node prepares")
+	}
+	if r.Language != "" {
+		if lang, err := Language(r.Language); err != nil || lang != r.Language {
+			return fmt.Errorf("rules: language %q", r.Language)
+		}
+	}
+	if len(r.Query) > fsm.MaxRuleQuery {
+		return fmt.Errorf("rules: at most %d query conditions per rule", fsm.MaxRuleQuery)
+	}
+	for _, q := range r.Query {
+		if err := RuleQuery(q.Name, q.Value); err != nil {
+			return err
+		}
+	}
+	if r.Country != "" {
+		return errors.New("rules: country conditions need the IP to country table, which this build does not have")
+	}
+	if r.Device > fsm.DeviceDesktop {
+		return errors.New("rules: unknown device")
+	}
+	if r.After != 0 && r.Before != 0 && r.Before <= r.After {
+		return errors.New("rules: before must come after after")
+	}
+	return nil
+}
+
+// Domain checks a domain's name (a host name: labels of letters, digits
+// and '-', joined by dots, at most 128 bytes) and returns it in lower
+// case, the one spelling Host headers are compared with.
+func Domain(name string) (string, error) {
+	name = strings.ToLower(name)
+	if name == "" || len(name) > fsm.MaxDomainLen {
+		return "", fmt.Errorf("domain: must be 1 to %d characters long", fsm.MaxDomainLen)
+	}
+	for _, label := range strings.Split(name, ".") {
+		ok := label != "" && len(label) <= 63 && label[0] != '-' && label[len(label)-1] != '-'
+		for i := 0; ok && i < len(label); i++ {
+			c := label[i]
+			ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
+		}
+		if !ok {
+			return "", fmt.Errorf("domain: %q is not a host name such as s.example.com", name)
+		}
+	}
+	return name, nil
+}

@@ -1,0 +1,320 @@
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
+)
+
+// optionFields are what a create and an edit may set beyond the target.
+// Fields that may be cleared with null are raw, so null and absent differ.
+type optionFields struct {
+	Title        *string         `json:"title"`
+	Tags         *[]string       `json:"tags"`
+	MaxVisits    json.RawMessage `json:"max_visits"`  // a number, or null
+	ValidSince   json.RawMessage `json:"valid_since"` // an RFC 3339 time, or null
+	Password     json.RawMessage `json:"password"`    // a string, or null
+	ForwardQuery *bool           `json:"forward_query"`
+	PublicStats  *bool           `json:"public_stats"`
+	Rules        *[]ruleJSON     `json:"rules"`
+}
+
+// ruleJSON is a redirect rule as the API takes and shows it.
+type ruleJSON struct {
+	When whenJSON `json:"when"`
+	URL  string   `json:"url"`
+}
+
+type whenJSON struct {
+	Device   string            `json:"device,omitempty"`
+	Language string            `json:"language,omitempty"`
+	Query    map[string]string `json:"query,omitempty"`
+	Country  string            `json:"country,omitempty"`
+	After    string            `json:"after,omitempty"`
+	Before   string            `json:"before,omitempty"`
+}
+
+const maxVisitsLimit = 1_000_000_000_000
+
+// isNull reports whether a raw field was sent as JSON null.
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// edit turns the fields into the parts of an edit they set. The password
+// is hashed here, on the node the client reached: only its hash travels.
+func (s *Server) edit(f *optionFields) (fsm.EditCommand, error) {
+	var c fsm.EditCommand
+	if f.Title != nil {
+		if err := input.Title(*f.Title); err != nil {
+			return c, invalid("%s", err.Error())
+		}
+		c.Fields |= fsm.EditTitle
+		c.Title = *f.Title
+	}
+	if f.Tags != nil {
+		tags, err := input.Tags(*f.Tags)
+		if err != nil {
+			return c, invalid("%s", err.Error())
+		}
+		c.Fields |= fsm.EditTags
+		c.Tags = tags
+	}
+	if f.MaxVisits != nil {
+		c.Fields |= fsm.EditMaxVisits
+		if !isNull(f.MaxVisits) {
+			n, err := boundedInt("max_visits", f.MaxVisits, maxVisitsLimit)
+			if err != nil {
+				return c, err
+			}
+			c.MaxVisits = uint64(n)
+		}
+	}
+	if f.ValidSince != nil {
+		c.Fields |= fsm.EditValidSince
+		if !isNull(f.ValidSince) {
+			at, err := rawTime("valid_since", f.ValidSince)
+			if err != nil {
+				return c, err
+			}
+			c.ValidSince = at
+		}
+	}
+	if f.Password != nil {
+		c.Fields |= fsm.EditPassword
+		if !isNull(f.Password) {
+			hash, err := passwordHashOf(f.Password)
+			if err != nil {
+				return c, err
+			}
+			c.PasswordHash = hash
+		}
+	}
+	if f.ForwardQuery != nil {
+		c.Fields |= fsm.EditForwardQuery
+		c.ForwardQuery = *f.ForwardQuery
+	}
+	if f.PublicStats != nil {
+		c.Fields |= fsm.EditPublicStats
+		c.PublicStats = *f.PublicStats
+	}
+	if f.Rules != nil {
+		rules, err := s.rules(*f.Rules)
+		if err != nil {
+			return c, err
+		}
+		c.Fields |= fsm.EditRules
+		c.Rules = rules
+	}
+	return c, nil
+}
+
+// optionsOf is what an edit sets, as a new link's Options; nil for none.
+func optionsOf(c fsm.EditCommand) *fsm.Options {
+	if c.Fields == 0 {
+		return nil
+	}
+	return &fsm.Options{
+		Title: c.Title, Tags: c.Tags, MaxVisits: c.MaxVisits, ValidSince: c.ValidSince, PasswordHash: c.PasswordHash,
+		ForwardQuery: c.ForwardQuery, PublicStats: c.PublicStats, Rules: c.Rules,
+	}
+}
+
+func rawTime(field string, raw json.RawMessage) (int64, error) {
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, invalid("%s must be an RFC 3339 time such as 2030-01-02T15:04:05Z, or null", field)
+	}
+	return parseTime(field, v)
+}
+
+func parseTime(field, v string) (int64, error) {
+	at, err := time.Parse(time.RFC3339, v)
+	if err != nil || at.Year() < 1970 || at.Year() > 9999 {
+		return 0, invalid("%s must be an RFC 3339 time such as 2030-01-02T15:04:05Z", field)
+	}
+	return at.UnixMilli(), nil
+}
+
+func passwordHashOf(raw json.RawMessage) (string, error) {
+	var pw string
+	if err := json.Unmarshal(raw, &pw); err != nil {
+		return "", invalid("password must be a string, or null to remove it")
+	}
+	if err := checkPasswordRule(pw); err != nil {
+		return "", invalid("%s", err.Error())
+	}
+	hash, err := hashLinkPassword(pw)
+	if err != nil {
+		return "", invalid("password: %v", err)
+	}
+	return hash, nil
+}
+
+// rules checks a link's rules and prepares them for the log.
+func (s *Server) rules(in []ruleJSON) ([]fsm.Rule, error) {
+	if len(in) > fsm.MaxRules {
+		return nil, invalid("rules: at most %d per link", fsm.MaxRules)
+	}
+	out := make([]fsm.Rule, 0, len(in))
+	for i, r := range in {
+		rule, err := s.rule(r)
+		if err != nil {
+			return nil, invalid("rules[%d]: %s", i, err.Error())
+		}
+		out = append(out, rule)
+	}
+	return out, nil
+}
+
+func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
+	var rule fsm.Rule
+	target, err := input.Target(r.URL, s.cfg.AllowPrivateTargets)
+	if err != nil {
+		return rule, err
+	}
+	rule.URL = target
+	w := r.When
+	device, ok := fsm.ParseDevice(w.Device)
+	if !ok {
+		return rule, errors.New("device must be ios, android, mobile or desktop")
+	}
+	rule.Device = device
+	if w.Language != "" {
+		if rule.Language, err = input.Language(w.Language); err != nil {
+			return rule, err
+		}
+	}
+	if len(w.Query) > fsm.MaxRuleQuery {
+		return rule, errors.New("at most 8 query conditions per rule")
+	}
+	for name, value := range w.Query {
+		if err := input.RuleQuery(name, value); err != nil {
+			return rule, err
+		}
+		rule.Query = append(rule.Query, fsm.QueryParam{Name: name, Value: value})
+	}
+	slices.SortFunc(rule.Query, func(a, b fsm.QueryParam) int { return strings.Compare(a.Name, b.Name) })
+	if w.Country != "" {
+		return rule, errors.New("country conditions need the IP to country table of the visits feature, which this build does not have yet")
+	}
+	for _, t := range []struct {
+		field string
+		raw   string
+		dst   *int64
+	}{{"after", w.After, &rule.After}, {"before", w.Before, &rule.Before}} {
+		if t.raw == "" {
+			continue
+		}
+		if *t.dst, err = parseTime(t.field, t.raw); err != nil {
+			return rule, err
+		}
+	}
+	if rule.After != 0 && rule.Before != 0 && rule.Before <= rule.After {
+		return rule, errors.New("before must be later than after")
+	}
+	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" {
+		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
+	}
+	return rule, nil
+}
+
+// optionsView is a link's options as the API shows them: never the
+// password or its hash, only whether there is one.
+type optionsView struct {
+	Domain            string     `json:"domain,omitempty"`
+	Title             string     `json:"title,omitempty"`
+	Tags              []string   `json:"tags"`
+	MaxVisits         *uint64    `json:"max_visits"`
+	ValidSince        *string    `json:"valid_since"`
+	PasswordProtected bool       `json:"password_protected"`
+	ForwardQuery      bool       `json:"forward_query"`
+	PublicStats       bool       `json:"public_stats"`
+	Rules             []ruleJSON `json:"rules,omitempty"`
+}
+
+func viewOptions(l *fsm.Link) optionsView {
+	v := optionsView{Domain: l.Domain, Tags: []string{}}
+	o := l.Options
+	if o == nil {
+		return v
+	}
+	v.Title, v.PasswordProtected, v.ForwardQuery, v.PublicStats = o.Title, o.PasswordHash != "", o.ForwardQuery, o.PublicStats
+	if len(o.Tags) > 0 {
+		v.Tags = o.Tags
+	}
+	if o.MaxVisits > 0 {
+		v.MaxVisits = &o.MaxVisits
+	}
+	v.ValidSince = optionalTimestamp(o.ValidSince)
+	for _, r := range o.Rules {
+		w := whenJSON{Device: r.Device.String(), Language: r.Language, Country: r.Country}
+		if r.After != 0 {
+			w.After = timestamp(r.After)
+		}
+		if r.Before != 0 {
+			w.Before = timestamp(r.Before)
+		}
+		for _, q := range r.Query {
+			if w.Query == nil {
+				w.Query = map[string]string{}
+			}
+			w.Query[q.Name] = q.Value
+		}
+		v.Rules = append(v.Rules, ruleJSON{When: w, URL: r.URL})
+	}
+	return v
+}
+
+// formOptions reads the option fields a form may carry: every one but
+// rules, tags as a comma-separated list.
+func formOptions(get func(string) *string, f *optionFields) error {
+	var err error
+	if f.ForwardQuery, err = formBool("forward_query", get("forward_query")); err != nil {
+		return err
+	}
+	if f.PublicStats, err = formBool("public_stats", get("public_stats")); err != nil {
+		return err
+	}
+	f.Title = get("title")
+	if v := get("tags"); v != nil {
+		tags := []string{}
+		for _, t := range strings.Split(*v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				tags = append(tags, t)
+			}
+		}
+		f.Tags = &tags
+	}
+	if v := get("max_visits"); v != nil && *v != "" {
+		f.MaxVisits = json.RawMessage(*v)
+	}
+	if v := get("valid_since"); v != nil && *v != "" {
+		f.ValidSince = json.RawMessage(strconv.Quote(*v))
+	}
+	if v := get("password"); v != nil && *v != "" {
+		f.Password = json.RawMessage(strconv.Quote(*v))
+	}
+	return nil
+}
+
+// formBool reads a form's boolean field: nil when absent.
+func formBool(field string, v *string) (*bool, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch *v {
+	case "1", "true", "on", "yes":
+		return ptr(true), nil
+	case "", "0", "false", "off", "no":
+		return ptr(false), nil
+	}
+	return nil, invalid("%s must be true or false", field)
+}
+
+func ptr[T any](v T) *T { return &v }
