@@ -151,7 +151,7 @@ func lowerASCIIBytes(s string) []byte {
 	return b
 }
 
-func TestAppendQuery(t *testing.T) {
+func TestForwardQueryAppend(t *testing.T) {
 	tests := []struct{ url, query, want string }{
 		{"https://example.com/a", "utm=x&b=2", "https://example.com/a?utm=x&b=2"},
 		{"https://example.com/a?ref=s", "utm=x", "https://example.com/a?ref=s&utm=x"},
