@@ -18,6 +18,7 @@ require (
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
 	github.com/valyala/fasthttp v1.74.0
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/crypto v0.58.0
 	golang.org/x/time v0.14.0
 )
 
