@@ -303,3 +303,28 @@ func BenchmarkRedirectWithRules(b *testing.B) {
 		}
 	}
 }
+
+// TestImportKeepsOptionsAndNeverOpensAProtectedLink: an exported line
+// brings its title, tags and limits along; one marked password_protected
+// without its password (exports never hold it) is refused, not imported
+// open.
+func TestImportKeepsOptionsAndNeverOpensAProtectedLink(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/"}`) // the node leads
+	lines := `{"short_code":"imp-opts","original_url":"https://example.com/o","title":"T","tags":["x"],"max_visits":3,"click_count":9}
+{"short_code":"imp-pw","original_url":"https://example.com/p","password_protected":true}
+`
+	ctx := do(s, "POST", "/admin/import", "application/x-ndjson", lines)
+	report := body(t, ctx)
+	failed, _ := report["failed"].([]any)
+	if report["created"] != 1.0 || len(failed) != 1 || !strings.Contains(failed[0].(map[string]any)["error"].(string), "password") {
+		t.Fatalf("import report: %d %v", status(ctx), report)
+	}
+	v := body(t, do(s, "GET", "/api/v1/urls/imp-opts", "", ""))
+	if v["title"] != "T" || v["max_visits"] != 3.0 || v["click_count"] != 0.0 {
+		t.Fatalf("imported link: %v", v)
+	}
+	if got := status(do(s, "GET", "/imp-pw", "", "")); got != 404 {
+		t.Fatalf("the protected line was imported: GET answers %d", got)
+	}
+}
