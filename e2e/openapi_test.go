@@ -369,11 +369,26 @@ func TestOpenAPIContract(t *testing.T) {
 		first, // skipped: the same code with the same URL
 		[]byte(`{"short_code":"openapi-imported","original_url":"https://example.com/openapi/imported"}`),
 		[]byte(`not json`),
+		// Options and domains are imported; a protected line without its
+		// password is refused, never imported open.
+		[]byte(`{"short_code":"openapi-imported-opts","original_url":"https://example.com/openapi/imported-opts","domain":"` + openapiDomain + `","title":"Imported","tags":["imported"],"max_visits":3,"click_count":7}`),
+		[]byte(`{"short_code":"openapi-imported-pw","original_url":"https://example.com/openapi/imported-pw","password_protected":true}`),
 	}, []byte("\n"))
 	ndjson := with(auth, "Content-Type", "application/x-ndjson")
 	r := c.call(t, n1, http.MethodPost, "/admin/import", ndjson, imp, http.StatusOK)
-	if !bytes.Contains(r.body, []byte(`"created":1,"skipped":1`)) {
-		t.Errorf("import report: want 1 created and 1 skipped, got %v", r)
+	var report struct {
+		Created, Skipped int
+		Failed           []struct {
+			Line  int
+			Error string
+		}
+	}
+	if err := json.Unmarshal(r.body, &report); err != nil || report.Created != 2 || report.Skipped != 1 || len(report.Failed) != 2 ||
+		report.Failed[1].Line != 5 || !strings.Contains(report.Failed[1].Error, "password") {
+		t.Errorf("import report: want 2 created, 1 skipped, lines 3 and 5 failed (5 for its password), got %v (%v)", r, err)
+	}
+	if r := c.call(t, n1, http.MethodGet, "/api/v1/urls/openapi-imported-opts?domain="+openapiDomain, nil, nil, http.StatusOK); !bytes.Contains(r.body, []byte(`"title":"Imported","tags":["imported"],"max_visits":3,`)) || !bytes.Contains(r.body, []byte(`"click_count":0,`)) {
+		t.Errorf("imported link lost its options or kept its clicks: %v", r)
 	}
 	c.call(t, n1, http.MethodPost, "/admin/import", anonymous(http.Header{"Content-Type": {"application/x-ndjson"}}), imp, http.StatusUnauthorized)
 
@@ -432,6 +447,35 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	asWriter := keyOf(`{"name":"team-a writer","scopes":["links:write"],"workspaces":["team-a"]}`)
 	asStats := keyOf(`{"name":"stats only","scopes":["stats:read"],"workspaces":["*"]}`)
+	asDomain := keyOf(`{"name":"short.example only","scopes":["links:read","links:write"],"workspaces":["*"],"domains":["Short.Example"]}`)
+	domainJSON := with(asDomain, "Content-Type", "application/json")
+	c.call(t, n1, http.MethodPost, "/admin/keys", authJSON, []byte(`{"scopes":["admin"],"workspaces":["*"],"domains":["short.example"]}`), http.StatusBadRequest)
+	c.call(t, n1, http.MethodGet, "/admin/keys", auth, nil, http.StatusOK) // lists keys with domains
+	// A key limited to a domain works there only; links elsewhere look absent.
+	c.call(t, n1, http.MethodPost, "/api/v1/urls", domainJSON, []byte(`{"url":"https://example.com/openapi/limited-key/default"}`), http.StatusForbidden)
+	c.call(t, n1, http.MethodPost, "/api/v1/urls", domainJSON, []byte(`{"url":"https://example.com/openapi/limited-key/in","domain":"`+openapiDomain+`"}`), http.StatusCreated)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode, asDomain, nil, http.StatusNotFound)
+	c.call(t, n1, http.MethodPatch, "/api/v1/urls/"+a.ShortCode, domainJSON, []byte(`{"title":"not mine"}`), http.StatusNotFound)
+	c.call(t, n1, http.MethodDelete, "/api/v1/urls/"+a.ShortCode, asDomain, nil, http.StatusNotFound)
+	c.call(t, n1, http.MethodPatch, "/api/v1/urls/"+fx.domainCode+"?domain="+openapiDomain, domainJSON, []byte(`{"tags":["domain","limited-key"]}`), http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+fx.domainCode+"/history?domain="+openapiDomain, asDomain, nil, http.StatusOK)
+	r = c.call(t, n1, http.MethodGet, "/api/v1/urls?limit=1000", asDomain, nil, http.StatusOK)
+	var scoped struct{ Links []managedLink }
+	if err := json.Unmarshal(r.body, &scoped); err != nil || len(scoped.Links) == 0 {
+		t.Errorf("list with a key limited to %s: %v (%v)", openapiDomain, r, err)
+	}
+	for _, l := range scoped.Links {
+		if l.Domain != openapiDomain {
+			t.Errorf("a key limited to %s lists %s of domain %q", openapiDomain, l.ShortCode, l.Domain)
+		}
+	}
+	if r := c.call(t, n1, http.MethodGet, "/api/v1/tags", asDomain, nil, http.StatusOK); bytes.Contains(r.body, []byte(`"openapi"`)) {
+		t.Errorf("a key limited to %s sees the tags of default-domain links: %s", openapiDomain, r.body)
+	}
+	r = c.call(t, n1, http.MethodPost, "/api/v1/urls/bulk", domainJSON, []byte(`{"links":[`+
+		`{"original_url":"https://example.com/openapi/limited-key/bulk-in","domain":"`+openapiDomain+`"},`+
+		`{"original_url":"https://example.com/openapi/limited-key/bulk-out"}]}`), http.StatusOK)
+	requireBulk(t, r, http.StatusCreated, http.StatusForbidden)
 	readerJSON, writerJSON := with(asReader, "Content-Type", "application/json"), with(asWriter, "Content-Type", "application/json")
 	c.call(t, n1, http.MethodPatch, "/api/v1/urls/"+ws.ShortCode, writerJSON, []byte(`{"title":"Team A"}`), http.StatusOK)
 	c.call(t, n1, http.MethodPatch, "/api/v1/urls/"+a.ShortCode, writerJSON, []byte(`{"title":"not team A"}`), http.StatusNotFound)
