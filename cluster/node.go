@@ -148,6 +148,7 @@ type Node struct {
 	leaderIndex atomic.Uint64
 
 	metrics *metrics // see metrics.go
+	levels  entryLevels
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background

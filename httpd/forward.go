@@ -39,6 +39,13 @@ var (
 	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute, Kind: "admin_read"}, localFallback: true}
 )
 
+// needs is the mode for a route whose write needs entry level: only a
+// cluster whose every server applies it forwards it (see cluster/levels.go).
+func (m forwardMode) needs(level int) forwardMode {
+	m.opts.Level = level
+	return m
+}
+
 // forwarder serves a request here when this node leads, and otherwise
 // forwards it to the leader and relays the answer. Node.Forward decides
 // once where the leader is (ErrLeaderIsSelf: here). A request that was

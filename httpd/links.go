@@ -232,7 +232,8 @@ func createErrorDetail(req fsm.CreateRequest, err error) string {
 // writeWriteError answers a write the cluster could not complete.
 func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed):
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed),
+		errors.Is(err, cluster.ErrUpgrading):
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, fsm.ErrUnauthorized):
 		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
