@@ -276,12 +276,23 @@ func CheckSingleTarget(ops []Op) []Anomaly {
 // completed. Any other target (the created one, an earlier edit's) is a
 // superseded one. A 404 is allowed only when a delete of the code
 // (acknowledged or indeterminate) was sent before the read completed.
+//
+// An edit's 200 answer is the link read back once the edit applied, so the
+// original_url it names follows the same rule: the edit's own target, or
+// that of an edit that may have taken effect after it and was sent before
+// the answer came.
 func CheckNoOlderTargetAfterEdit(ops []Op, windows []Window) []Anomaly {
 	var out []Anomaly
 	for code, cops := range codeIndex(ops) {
 		acked := ackedEdits(cops)
 		if len(acked) == 0 {
 			continue
+		}
+		for _, e := range acked {
+			if e.RespURL != "" && !targetAfter(e.RespURL, e, mayEdits(cops), e) {
+				out = append(out, Anomaly{Checker: "older-target-after-edit", Code: code, Node: e.Node, Ops: []int{e.ID},
+					Detail: fmt.Sprintf("edit to %q answered 200 naming %q, which no edit sent while it ran set", e.EditTarget(), e.RespURL)})
+			}
 		}
 		// The latest answer first: the anomaly names the newest edit the
 		// read should have seen.

@@ -47,6 +47,12 @@ func edit(id int, node, code string, from, to int64, outcome Outcome, status int
 	return o
 }
 
+// answered sets the original_url an edit's 200 named.
+func answered(o Op, url string) Op {
+	o.RespURL = url
+	return o
+}
+
 func apiRead(id int, node, code string, from, to int64, status int, url string) Op {
 	return op(id, Read, node, code, from, to, Ok, status, url)
 }
@@ -174,6 +180,11 @@ func TestCheckNoOlderTargetAfterEdit(t *testing.T) {
 		{name: "404 with an indeterminate delete", ops: base(del(2, "n2", "a", 25, 30, Info, 0), get(3, "n3", "a", 26, 27, 404, ""))},
 		{name: "404 without a delete", bad: true, ops: base(get(2, "n3", "a", 21, 22, 404, ""))},
 		{name: "404 before a delete was sent", bad: true, ops: base(get(2, "n3", "a", 21, 22, 404, ""), del(3, "n2", "a", 25, 30, Ok, 204))},
+		{name: "an edit's answer names a concurrent edit's target", ops: []Op{created(0, "a", u1, 0, 5),
+			answered(edit(1, "n1", "a", 10, 20, Ok, 200, u2), u3), edit(2, "n2", "a", 12, 22, Ok, 200, u3), get(3, "n3", "a", 23, 24, 302, u3)}},
+		{name: "an edit's answer names the old target", bad: true, ops: []Op{created(0, "a", u1, 0, 5), answered(edit(1, "n1", "a", 10, 20, Ok, 200, u2), u1)}},
+		{name: "an edit's answer names a target sent after it answered", bad: true, ops: []Op{created(0, "a", u1, 0, 5),
+			answered(edit(1, "n1", "a", 10, 20, Ok, 200, u2), u3), edit(2, "n2", "a", 21, 22, Ok, 200, u3)}},
 		{name: "no acked edit, no rule", ops: []Op{created(0, "a", u1, 0, 5), edit(1, "n1", "a", 10, 20, Info, 0, u2), get(2, "n3", "a", 21, 22, 302, u1)}},
 	}, CheckNoOlderTargetAfterEdit)
 }
@@ -310,6 +321,7 @@ func TestCheckLinearizable(t *testing.T) {
 		{name: "edit answered 404 on a live code", bad: true, ops: []Op{created(0, "a", u1, 0, 5), edit(1, "n2", "a", 8, 9, Fail, 404, u2), get(2, "n2", "a", 10, 11, 302, u1)}},
 		{name: "edit answered 404 applied just before a racing delete", ops: []Op{created(0, "a", u1, 0, 5), edit(1, "n2", "a", 8, 20, Fail, 404, u2), del(2, "n1", "a", 9, 19, Ok, 204), get(3, "n3", "a", 10, 11, 302, u2), get(4, "n3", "a", 21, 22, 404, "")}},
 		{name: "edit answered 200 after an acked delete", bad: true, ops: []Op{created(0, "a", u1, 0, 5), del(1, "n1", "a", 6, 7, Ok, 204), edit(2, "n2", "a", 8, 9, Ok, 200, u2)}},
+		{name: "an edit answered with a concurrent edit's target", ops: []Op{created(0, "a", u1, 0, 5), answered(edit(1, "n1", "a", 8, 20, Ok, 200, u2), u3), edit(2, "n2", "a", 9, 21, Ok, 200, u3), get(3, "n3", "a", 22, 23, 302, u3)}},
 		{name: "refused edit leaves the target", ops: []Op{created(0, "a", u1, 0, 5), edit(1, "n2", "a", 8, 9, Fail, 400, u2), get(2, "n2", "a", 10, 11, 302, u1)}},
 	}, func(ops []Op, windows []Window) []Anomaly {
 		return CheckLinearizable(ops, windows, "", 10*time.Second).Anomalies

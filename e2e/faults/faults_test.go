@@ -279,6 +279,16 @@ func report(t *testing.T, ops []Op, faults []fault, lin LinearizabilityResult, a
 	writeSettled(&b, faults)
 	fmt.Fprintf(&b, "\nlinearizability: %d codes, %d illegal, %d unknown (timeout), %d reads on nodes inside fault windows left out; visualisations %v\n",
 		lin.Codes, lin.Illegal, lin.Unknown, lin.DroppedReads, lin.HTML)
+	acked, other := 0, 0
+	for _, op := range ops {
+		if op.EditAcked() {
+			acked++
+			if op.RespURL != op.URL {
+				other++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "edits: %d answered 200, %d of them naming another target in the answer (an edit applied before the link was read back; the older-target checker judges it)\n", acked, other)
 	byChecker := map[string][]string{}
 	for _, a := range anomalies {
 		byChecker[a.Checker] = append(byChecker[a.Checker], a.String())

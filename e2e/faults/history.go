@@ -85,14 +85,10 @@ func (o Op) EditAcked() bool { return o.Kind == Edit && o.Outcome == Ok }
 // indeterminate edit may take effect any time after it was sent.
 func (o Op) MayHaveEdited() bool { return o.Kind == Edit && o.Outcome != Fail }
 
-// EditTarget is the target an edit set: the original_url answered, or the
-// one it sent.
-func (o Op) EditTarget() string {
-	if o.RespURL != "" {
-		return o.RespURL
-	}
-	return o.URL
-}
+// EditTarget is the target an edit sets: the URL it sent. Not the
+// original_url its 200 answered: the leader reads the link back after
+// applying the edit, so an edit applied in between shows there instead.
+func (o Op) EditTarget() string { return o.URL }
 
 // History is every recorded operation, safe for concurrent appends.
 type History struct {

@@ -36,9 +36,12 @@ type regInput struct {
 
 // regOutput is what the operation answered.
 type regOutput struct {
-	outcome  Outcome
-	url      string // create, edit: URL answered; get: URL found ("" for a miss)
-	existing bool   // create answered 200 existing (dedupe)
+	outcome Outcome
+	url     string // create, edit: URL answered; get: URL found ("" for a miss)
+	// An edit's answered URL is the link read back after the edit applied
+	// (CheckNoOlderTargetAfterEdit judges it); the model writes the URL the
+	// edit sent.
+	existing bool // create answered 200 existing (dedupe)
 }
 
 // registerModel is the per-code register as a nondeterministic model: an
@@ -97,7 +100,7 @@ func createStep(s regState, in regInput, out regOutput) []any {
 func editStep(s regState, in regInput, out regOutput) []any {
 	switch {
 	case out.outcome == Ok && s.phase == present:
-		return []any{regState{phase: present, url: out.url}}
+		return []any{regState{phase: present, url: in.url}}
 	case out.outcome == Info && s.phase == present:
 		return []any{s, regState{phase: present, url: in.url}}
 	case out.outcome == Info:
