@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
 )
 
 // body decodes a JSON answer.
@@ -302,4 +305,95 @@ func BenchmarkRedirectWithRules(b *testing.B) {
 			b.Fatalf("status %d", ctx.Response.StatusCode())
 		}
 	}
+}
+
+// TestImportKeepsOptionsAndNeverOpensAProtectedLink: an exported line
+// brings its title, tags and limits along; one marked password_protected
+// without its password (exports never hold it) is refused, not imported
+// open.
+func TestImportKeepsOptionsAndNeverOpensAProtectedLink(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/"}`) // the node leads
+	lines := `{"short_code":"imp-opts","original_url":"https://example.com/o","title":"T","tags":["x"],"max_visits":3,"click_count":9}
+{"short_code":"imp-pw","original_url":"https://example.com/p","password_protected":true}
+`
+	ctx := do(s, "POST", "/admin/import", "application/x-ndjson", lines)
+	report := body(t, ctx)
+	failed, _ := report["failed"].([]any)
+	if report["created"] != 1.0 || len(failed) != 1 || !strings.Contains(failed[0].(map[string]any)["error"].(string), "password") {
+		t.Fatalf("import report: %d %v", status(ctx), report)
+	}
+	v := body(t, do(s, "GET", "/api/v1/urls/imp-opts", "", ""))
+	if v["title"] != "T" || v["max_visits"] != 3.0 || v["click_count"] != 0.0 {
+		t.Fatalf("imported link: %v", v)
+	}
+	if got := status(do(s, "GET", "/imp-pw", "", "")); got != 404 {
+		t.Fatalf("the protected line was imported: GET answers %d", got)
+	}
+}
+
+// TestKeyLimitedToADomain: a key made for one domain creates, reads,
+// lists and edits links there only; links elsewhere look absent to it.
+func TestKeyLimitedToADomain(t *testing.T) {
+	s := newTestServer(t, nil)
+	do(s, "POST", "/admin/domains", "application/json", `{"domain":"go.example"}`)
+	mustCreate(t, s, `{"url":"https://example.com/default","custom_code":"outside"}`)
+	ctx := do(s, "POST", "/admin/keys", "application/json", `{"name":"go only","scopes":["links:read","links:write"],"workspaces":["*"],"domains":["Go.Example"]}`)
+	k := body(t, ctx)
+	if status(ctx) != 201 || k["domains"].([]any)[0] != "go.example" {
+		t.Fatalf("create a key limited to a domain: %d %v", status(ctx), k)
+	}
+	auth := "Bearer " + k["key"].(string)
+	if ctx := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"https://example.com/x"}`, "Authorization", auth); status(ctx) != 403 {
+		t.Fatalf("create in the default domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	if ctx := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"https://example.com/x","custom_code":"inside","domain":"go.example"}`, "Authorization", auth); status(ctx) != 201 {
+		t.Fatalf("create in its domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	for _, tc := range []struct{ method, uri, body string }{
+		{"GET", "/api/v1/urls/outside", ""},
+		{"PATCH", "/api/v1/urls/outside", `{"title":"mine now"}`},
+		{"DELETE", "/api/v1/urls/outside", ""},
+	} {
+		if ctx := do(s, tc.method, tc.uri, "application/json", tc.body, "Authorization", auth); status(ctx) != 404 {
+			t.Errorf("%s %s with a key of another domain: %d, want 404", tc.method, tc.uri, status(ctx))
+		}
+	}
+	links := body(t, do(s, "GET", "/api/v1/urls", "", "", "Authorization", auth))["links"].([]any)
+	if len(links) != 1 || links[0].(map[string]any)["short_code"] != "inside" {
+		t.Fatalf("the key lists %v, want its domain's link only", links)
+	}
+	if ctx := do(s, "POST", "/admin/keys", "application/json", `{"name":"x","scopes":["admin"],"workspaces":["*"],"domains":["go.example"]}`); status(ctx) != 400 {
+		t.Fatalf("an admin key limited to a domain: %d", status(ctx))
+	}
+}
+
+// FuzzLinkBody feeds arbitrary bodies to the edit parser (the create shares
+// its option fields): it never panics, and whatever it prepares passes the
+// check the leader runs on what a follower relays. Passwords are left out,
+// since hashing one costs 60 ms.
+func FuzzLinkBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"original_url":"https://example.com/","title":"t","tags":["a","B"],"max_visits":3,"expires_at":null}`,
+		`{"valid_since":"2030-01-02T15:04:05Z","forward_query":true,"public_stats":false}`,
+		`{"rules":[{"when":{"device":"ios","language":"pt-BR","query":{"a":"b"},"after":"2026-01-01T00:00:00Z"},"url":"https://example.com/i"}]}`,
+		`{"tags":["x","X"],"max_visits":null,"valid_since":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := &Server{}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fields editFields
+		if decodeStrict(data, &fields) != nil {
+			return
+		}
+		fields.Password = nil
+		c, err := s.editOf(&fields, fsm.Link{}, time.Unix(1_800_000_000, 0))
+		if err != nil {
+			return
+		}
+		if err := input.Options(optionsOf(c), false); err != nil {
+			t.Fatalf("prepared options the leader refuses: %v (%+v)", err, c)
+		}
+	})
 }
