@@ -37,10 +37,11 @@ type regInput struct {
 // regOutput is what the operation answered.
 type regOutput struct {
 	outcome Outcome
-	url     string // create, edit: URL answered; get: URL found ("" for a miss)
-	// An edit's answered URL is the link read back after the edit applied
-	// (CheckNoOlderTargetAfterEdit judges it); the model writes the URL the
-	// edit sent.
+	// url: the URL a create answered, or a get found ("" for a miss). For
+	// an edit, the URL its 200 answered, shown in visualisations only: the
+	// model writes the URL the edit sent, as the answer is the link read
+	// back after the edit applied (CheckNoOlderTargetAfterEdit judges it).
+	url      string
 	existing bool // create answered 200 existing (dedupe)
 }
 
@@ -145,8 +146,8 @@ type LinearizabilityResult struct {
 // model with porcupine. Reads without a definite answer are dropped (they
 // change nothing), and so are reads on a node inside a fault window: a node
 // cut off from the leader serves its local state by design. Indeterminate
-// creates, edits and deletes stay open until after the end of the history. For
-// each illegal code (at most maxHTML) an HTML visualisation is written
+// creates, edits and deletes stay open until after the end of the history.
+// For each illegal code (at most maxHTML) an HTML visualisation is written
 // into htmlDir when it is not empty.
 func CheckLinearizable(ops []Op, windows []Window, htmlDir string, timeout time.Duration) LinearizabilityResult {
 	var res LinearizabilityResult
@@ -245,7 +246,7 @@ func toPorcupine(op Op, windows []Window, end int64, cops []Op) (porcupine.Opera
 			return po, false
 		}
 		po.Input = regInput{op: "edit", url: op.URL, raced: raced404(op, cops)}
-		po.Output = regOutput{outcome: op.Outcome, url: op.EditTarget()}
+		po.Output = regOutput{outcome: op.Outcome, url: op.RespURL}
 	case op.Kind == Delete:
 		po.Input, po.Output = regInput{op: "delete"}, regOutput{outcome: op.Outcome}
 	default:
