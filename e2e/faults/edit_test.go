@@ -131,7 +131,7 @@ func TestBrokenEditWaitIsCaught(t *testing.T) {
 		t.Skip("fault-injection test: skipped in -short mode")
 	}
 	bin := buildMutant(t, []mutation{
-		{"cluster/edits.go", "\t\treturn 0, fmt.Errorf(\"edit %s: %w\", c.Code, err)\n\t}\n\tn.awaitServers(index)\n", "\t\treturn 0, fmt.Errorf(\"edit %s: %w\", c.Code, err)\n\t}\n"},
+		{"cluster/edits.go", "\tn.awaitServers(index)\n\treturn l, index, nil\n", "\treturn l, index, nil\n"},
 		{"cluster/forward.go", "\t\terr = n.applyLeaderIndex(ctx, resp)\n", ""},
 	})
 	seed := time.Now().UnixNano()
