@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd/input"
@@ -75,9 +73,7 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		s.writeWriteError(ctx, err)
 		return
 	}
-	if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-	}
+	markApplied(ctx, index)
 	// The link as this edit left it: a concurrent edit applied since must
 	// not answer for this one.
 	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &edited))

@@ -2,11 +2,13 @@ package httpd
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 const idempotencyHeader = "Idempotency-Key"
@@ -71,5 +73,15 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 		default:
 			s.writeWriteError(ctx, err)
 		}
+	}
+}
+
+// markApplied tells the node that forwarded a write the log index it was
+// applied at: that node applies this far before its client hears, so the
+// client reads its write there at once. Nothing for a client's own
+// request, or when nothing was applied (index 0).
+func markApplied(ctx *fasthttp.RequestCtx, index uint64) {
+	if index > 0 && len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
+		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
 	}
 }

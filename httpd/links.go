@@ -294,10 +294,7 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	index, err := s.node.Writes.Delete(context.Background(), code, keyID(ctx))
 	switch {
 	case err == nil:
-		if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-			// The forwarding node applies this far before its client hears.
-			ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-		}
+		markApplied(ctx, index)
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	case errors.Is(err, fsm.ErrNotFound):
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
