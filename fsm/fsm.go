@@ -67,6 +67,9 @@ type Target struct {
 	ExpiresAt int64
 	Clicks    uint64   // counted so far: a link at its visit limit answers at once
 	Options   *Options // nil for a plain link
+	// Fallback: the request's host is a registered domain that has no
+	// such code here, and the link is the default domain's.
+	Fallback bool
 }
 
 // Lookup finds the redirect target of code in the default domain. It does
@@ -89,7 +92,15 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	if !ok {
 		return Target{}, false
 	}
-	return f.s.target(p), true
+	t := f.s.target(p)
+	t.Fallback = len(f.s.domains) > 0 && f.s.onDomainHost(host)
+	return t, true
+}
+
+// onDomainHost reports whether host names a registered domain.
+func (s *state) onDomainHost(host []byte) bool {
+	_, ok := s.domainOfHost(host)
+	return ok
 }
 
 // lookupOnHost finds code in the registered domain host names, if any.

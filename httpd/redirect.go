@@ -59,7 +59,9 @@ func isCodeByte(c byte) bool {
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// The header's Host, not ctx.Host(): that one parses the whole URI.
 	t, ok := s.fsm.Resolve(ctx.Request.Header.Host(), code)
-	if !ok || s.node.Reads.Behind() {
+	// A default-domain link found for a registered domain's host: this
+	// node may not have applied that domain's own link of the code yet.
+	if !ok || t.Fallback || s.node.Reads.Behind() {
 		t, ok = s.confirm(ctx, code)
 	}
 	if !ok {
