@@ -375,13 +375,14 @@ func TestBrowserUI(t *testing.T) {
 	); err != nil {
 		t.Fatalf("save the edit: %v", err)
 	}
-	// Saved, the link page shows the new target, the rule and both targets
-	// in the history.
+	// Saved, the link page names the fields sent (only the changed ones:
+	// the tags are back as they were) and shows the new target, the rule
+	// and both targets in the history.
 	waitPage(t, bctx, "the link page shows the edited link and its two-entry history", 10*time.Second, `(() => {
 		const txt = id => document.getElementById(id)?.textContent;
 		return location.hash === `+jsString("#/link/"+alpha)+` && !document.getElementById("l-hist").hidden &&
 			txt("l-target") === `+jsString(newTarget)+` && txt("l-title") === "Alpha guide, second edition" &&
-			txt("l-rules")?.includes("device ios") && txt("l-msg").includes("Saved") &&
+			txt("l-rules")?.includes("device ios") && txt("l-msg") === "Saved: original url, title, rules." &&
 			[...document.querySelectorAll("#l-versions li")].map(li => li.dataset.url).join() === `+jsString("https://example.com/docs/alpha,"+newTarget)+` &&
 			document.querySelector("#l-versions li:last-child")?.textContent.includes("current");
 	})()`, `document.getElementById("v-link").innerText`)

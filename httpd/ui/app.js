@@ -276,7 +276,7 @@ function chips(tags, filter) {
 function linkItem(l) {
   const code = l.short_code, li = el("li", {"data-code": code});
   if (l.domain) li.dataset.domain = l.domain;
-  LS.seen.set(l.domain + "/" + code, l);
+  LS.seen.set((l.domain || "") + "/" + code, l);
   li.append(...[el("div", {class: "lh"}, el("a", {href: linkHash(code, l.domain), "aria-label": "Link page for " + code}, code), " ", link(l.short_url),
       l.password_protected ? el("span", {class: "flag", "data-flag": "password", title: "Visitors need a password"}, lockSVG(), " password") : null),
     l.title ? el("div", {class: "lt"}, l.title) : null,
@@ -608,8 +608,8 @@ async function openEdit(code, domain) {
 // editBody is what changed, as the fields of an edit.
 function editBody() {
   const l = ED.link, body = {}, v = id => $(id).value.trim();
-  if (v("e-url") !== l.original_url) body.original_url = v("e-url");
-  if (v("e-title") !== (l.title || "")) body.title = v("e-title");
+  if ($("e-url").value !== l.original_url) body.original_url = v("e-url");
+  if ($("e-title").value !== (l.title || "")) body.title = v("e-title");
   const tags = tagList($("e-tags").value);
   if (tags.join("\n") !== (l.tags || []).join("\n")) body.tags = tags;
   if ($("e-exp").value !== $("e-exp").dataset.init) body.expires_at = whenOf($("e-exp"));
