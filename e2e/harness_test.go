@@ -607,6 +607,9 @@ func (n *node) tryRequest(t *testing.T, method, path string, header http.Header,
 			req.Header.Add(k, v)
 		}
 	}
+	if host := header.Get("Host"); host != "" { // net/http sends req.Host, never the header
+		req.Host = host
+	}
 	n.authorize(req, header)
 	resp, err := n.client.Do(req)
 	if err != nil {

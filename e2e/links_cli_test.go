@@ -69,6 +69,18 @@ func TestLinksCLI(t *testing.T) {
 		t.Fatalf("links list of one page: %v\n%s", err, out)
 	}
 
+	out, err = cli("edit", "cli-one", "--url", "https://example.com/cli/edited", "--tags", "a,b", "--no-expiry")
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "/cli-one -> https://example.com/cli/edited") {
+		t.Fatalf("links edit: %v\n%s", err, out)
+	}
+	n.requireRedirect(t, "cli-one", "https://example.com/cli/edited")
+	out, err = cli("history", "cli-one")
+	if err != nil || !strings.Contains(out, "https://example.com/cli/ünïcode") || !strings.Contains(out, "https://example.com/cli/edited") {
+		t.Fatalf("links history: %v\n%s", err, out)
+	}
+	if out, err := cli("edit", "cli-one", "--max-visits", "3", "--no-max-visits"); err == nil || !strings.Contains(out, "contradicts") {
+		t.Fatalf("links edit with contradicting flags: %v\n%s", err, out)
+	}
 	if out, err := cli("delete", "cli-one"); err != nil || strings.TrimSpace(out) != "deleted cli-one" {
 		t.Fatalf("links delete: %v\n%s", err, out)
 	}

@@ -32,6 +32,8 @@ const (
 	cmdEdit
 	cmdDomain
 	cmdVisit
+	// cmdKeyCreateDomains is cmdKeyCreate followed by the key's domains.
+	cmdKeyCreateDomains
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -278,11 +280,34 @@ func EncodeServer(c ServerCommand) []byte {
 
 func EncodeKeyCreate(c KeyCreateCommand) []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
-	e.byte(byte(cmdKeyCreate))
+	typ := cmdKeyCreate
+	if len(c.Key.Domains) > 0 { // older builds read keys without domains
+		typ = cmdKeyCreateDomains
+	}
+	e.byte(byte(typ))
 	encodeKey(&e, &c.Key)
 	e.string(c.By)
 	e.varint(c.Now)
+	if typ == cmdKeyCreateDomains {
+		encodeStrings(&e, c.Key.Domains)
+	}
 	return seal(e.buf)
+}
+
+func encodeStrings(e *encoder, list []string) {
+	e.uvarint(uint64(len(list)))
+	for _, s := range list {
+		e.string(s)
+	}
+}
+
+func decodeStrings(d *decoder) []string {
+	n := d.count(1)
+	var out []string
+	for i := 0; i < n && d.err == nil; i++ {
+		out = append(out, d.string())
+	}
+	return out
 }
 
 // encodeKey writes a key's fields as the key command and the snapshot both
@@ -356,6 +381,10 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = DeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
 	case cmdKeyCreate:
 		cmd = decodeKeyCreate(&d)
+	case cmdKeyCreateDomains:
+		c := decodeKeyCreate(&d)
+		c.Key.Domains = decodeStrings(&d)
+		cmd = c
 	case cmdKeyRevoke:
 		cmd = KeyRevokeCommand{ID: d.string(), By: d.string(), Now: d.varint()}
 	case cmdClicks:

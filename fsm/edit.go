@@ -59,7 +59,7 @@ func (s *state) edit(c EditCommand) error {
 	}
 	r := s.recs.at(p)
 	ws := s.workspaces.names[r.workspace]
-	if !s.mayWrite(c.KeyID, ws, c.Now) {
+	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
 		return ErrUnauthorized
 	}
 	if c.Fields&^editKnown != 0 {

@@ -241,7 +241,7 @@ func TestSearchAndTags(t *testing.T) {
 	if len(top) != 1 || top[0].Clicks != 2 {
 		t.Fatalf("most clicked: %+v", top)
 	}
-	tags := f.Tags(nil)
+	tags := f.Tags(nil, nil)
 	if len(tags) != 1 || tags[0] != (TagCount{Tag: "go", Links: 1}) {
 		t.Fatalf("tags: %+v", tags)
 	}
@@ -269,5 +269,44 @@ func TestNewCommandsRoundTrip(t *testing.T) {
 		if !bytes.Equal(again, cmd) {
 			t.Fatalf("%T does not round-trip", got)
 		}
+	}
+}
+
+// TestKeysLimitedToDomains: a key limited to a domain writes there and
+// nowhere else, whichever node proposes the write; the limit survives a
+// snapshot.
+func TestKeysLimitedToDomains(t *testing.T) {
+	f := New()
+	k := testAPIKey("dddddddddddd", ScopeLinksWrite|ScopeLinksRead, AllWorkspaces)
+	k.Domains = []string{"a.example"}
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}),
+		EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}),
+		EncodeKeyCreate(KeyCreateCommand{Key: k, By: RootKeyID, Now: 1}))
+	if res := createOne(t, f, 2, CreateRequest{URL: "https://example.com/", CustomCode: "mine", Domain: "a.example", KeyID: k.ID}); res.Err != nil {
+		t.Fatalf("create in its domain: %v", res.Err)
+	}
+	if res := createOne(t, f, 3, CreateRequest{URL: "https://example.com/", CustomCode: "elsewhere", KeyID: k.ID}); !errors.Is(res.Err, ErrUnauthorized) {
+		t.Fatalf("create in the default domain: %v", res.Err)
+	}
+	createOne(t, f, 4, CreateRequest{URL: "https://example.com/", CustomCode: "theirs"})
+	for _, cmd := range [][]byte{
+		EncodeEdit(EditCommand{Code: "theirs", KeyID: k.ID, Now: 5, Fields: EditTitle, Title: "x"}),
+		EncodeDelete(DeleteCommand{Code: "theirs", KeyID: k.ID, Now: 5}),
+	} {
+		if err, _ := applyAll(t, f, cmd)[0].(error); !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("a write outside its domain: %v", err)
+		}
+	}
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := restored.Key(k.ID); !reflect.DeepEqual(got.Domains, k.Domains) {
+		t.Fatalf("restored key domains: %v", got.Domains)
+	}
+	admin := testAPIKey("aaaaaaaaaaaa", ScopeAdmin, AllWorkspaces)
+	admin.Domains = []string{"a.example"}
+	if err, _ := applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: admin, By: RootKeyID, Now: 6}))[0].(error); !errors.Is(err, ErrKeyInvalid) {
+		t.Fatalf("an admin key limited to a domain: %v", err)
 	}
 }

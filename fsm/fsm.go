@@ -80,28 +80,37 @@ func (f *FSM) Lookup(code []byte) (Target, bool) { return f.Resolve(nil, code) }
 func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	key := unsafe.String(unsafe.SliceData(code), len(code)) // only compared, never kept
-	var qualified [maxCodeLen]byte
-	if d, ok := f.s.domainOfHost(host); ok {
-		n := copy(qualified[:], d.Name)
-		qualified[n] = '/'
-		if m := copy(qualified[n+1:], code); m == len(code) {
-			if p, ok := f.s.lookup(unsafe.String(&qualified[0], n+1+m)); ok {
-				return f.s.target(p), true
-			}
+	if len(f.s.domains) > 0 {
+		if p, ok := f.s.lookupOnHost(host, code); ok {
+			return f.s.target(p), true
 		}
 	}
-	p, ok := f.s.lookup(key)
+	p, ok := f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code))) // only compared, never kept
 	if !ok {
 		return Target{}, false
 	}
 	return f.s.target(p), true
 }
 
+// lookupOnHost finds code in the registered domain host names, if any.
+func (s *state) lookupOnHost(host, code []byte) (uint32, bool) {
+	d, ok := s.domainOfHost(host)
+	if !ok {
+		return 0, false
+	}
+	var qualified [maxCodeLen]byte
+	n := copy(qualified[:], d.Name)
+	qualified[n] = '/'
+	if m := copy(qualified[n+1:], code); m == len(code) {
+		return s.lookup(unsafe.String(&qualified[0], n+1+m))
+	}
+	return 0, false
+}
+
+// target is the link at p as a redirect needs it.
 func (s *state) target(p uint32) Target {
 	r := s.recs.at(p)
-	text := &s.recs.text
-	t := Target{Code: text.code(r), URL: text.url(r), ExpiresAt: r.expiresAt, Clicks: r.clicks}
+	t := Target{Code: s.recs.text.code(r), URL: s.recs.text.url(r), ExpiresAt: r.expiresAt, Clicks: r.clicks}
 	if r.flags&flagOptions != 0 {
 		t.Options = s.opts[p]
 	}

@@ -65,6 +65,9 @@ type APIKey struct {
 	CreatedAt  int64    // unix milliseconds
 	ExpiresAt  int64    // 0: never
 	CreatedBy  string   // id of the key that created this one (the command's By)
+	// Domains limits the key to links in these registered domains; nil:
+	// every domain, the default one included. Never set on an admin key.
+	Domains []string
 }
 
 // Expired reports whether the key is past its expiry at time now.
@@ -79,6 +82,12 @@ func (k *APIKey) Sees(workspace string) bool {
 		return true
 	}
 	return slices.Contains(k.Workspaces, AllWorkspaces) || slices.Contains(k.Workspaces, workspace)
+}
+
+// SeesDomain reports whether the key may act on links in domain ("" is
+// the default domain).
+func (k *APIKey) SeesDomain(domain string) bool {
+	return len(k.Domains) == 0 || slices.Contains(k.Domains, domain)
 }
 
 // Allows reports whether the key may use scope in workspace at time now.
@@ -116,6 +125,7 @@ func ValidKeyID(id string) bool {
 const (
 	MaxKeyName       = 256 // bytes
 	MaxKeyWorkspaces = 64
+	MaxKeyDomains    = 64
 	maxWorkspaceLen  = 64
 )
 
@@ -127,6 +137,14 @@ func validKey(k *APIKey) bool {
 	}
 	for _, w := range k.Workspaces {
 		if w == "" || len(w) > maxWorkspaceLen {
+			return false
+		}
+	}
+	if len(k.Domains) > MaxKeyDomains || len(k.Domains) > 0 && k.Scopes&ScopeAdmin != 0 {
+		return false
+	}
+	for _, d := range k.Domains {
+		if !validDomainName(d) {
 			return false
 		}
 	}
@@ -162,7 +180,7 @@ func (s *state) createKey(c KeyCreateCommand) error {
 	if _, ok := s.revoked[k.ID]; ok {
 		return ErrKeyExists
 	}
-	k.Workspaces = slices.Clone(k.Workspaces)
+	k.Workspaces, k.Domains = slices.Clone(k.Workspaces), slices.Clone(k.Domains)
 	k.CreatedBy = c.By
 	s.keys[k.ID] = &k
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditKeyCreate, Subject: k.ID})
@@ -205,12 +223,12 @@ func (s *state) mayAdminister(by string, now int64) bool {
 // before keys existed); RootKeyID is the operator's token, which only the
 // nodes know. A revoked key therefore cannot write through any node, even
 // one that has not learnt of the revocation yet.
-func (s *state) mayWrite(keyID, workspace string, now int64) bool {
+func (s *state) mayWrite(keyID, workspace, domain string, now int64) bool {
 	if keyID == "" || keyID == RootKeyID {
 		return true
 	}
 	k, ok := s.keys[keyID]
-	return ok && k.Allows(ScopeLinksWrite, workspace, now)
+	return ok && k.Allows(ScopeLinksWrite, workspace, now) && k.SeesDomain(domain)
 }
 
 // Key returns the key with this id.

@@ -13,13 +13,16 @@ type Filter struct {
 	Domain string // links in this domain ("" with AnyDomain false: the default one)
 	// AnyDomain lists links of every domain; Domain is then ignored.
 	AnyDomain bool
+	// Domains, when not nil, keeps only links in these domains (those of a
+	// key limited to domains).
+	Domains []string
 }
 
-func (q *Filter) empty() bool { return q.Tag == "" && q.Text == "" && q.AnyDomain }
+func (q *Filter) empty() bool { return q.Tag == "" && q.Text == "" && q.AnyDomain && q.Domains == nil }
 
 // keeps reports whether the link passes the filter.
 func (q *Filter) keeps(l *Link) bool {
-	if !q.AnyDomain && l.Domain != q.Domain {
+	if !q.AnyDomain && l.Domain != q.Domain || q.Domains != nil && !slices.Contains(q.Domains, l.Domain) {
 		return false
 	}
 	if q.Tag != "" && !l.Options.HasTag(q.Tag) {
@@ -123,14 +126,14 @@ type TagCount struct {
 }
 
 // Tags counts the tags of the workspaces' links (nil: every workspace),
-// by tag.
-func (f *FSM) Tags(workspaces []string) []TagCount {
+// by tag; domains, when not nil, keeps only links in those domains.
+func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
 	for _, p := range f.s.positionsNewestFirst(workspaces) {
 		o := f.s.opts[p]
-		if o == nil {
+		if o == nil || domains != nil && !slices.Contains(domains, f.s.domainIndex(f.s.recs.text.code(f.s.recs.at(p)))) {
 			continue
 		}
 		for _, t := range o.Tags {

@@ -213,6 +213,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.string(d.RootRedirect)
 		e.string(d.NotFoundRedirect)
 	}
+	snap.encodeKeyDomains(&e)
 	flush(true)
 	if werr != nil {
 		return fmt.Errorf("write snapshot: %w", werr)
@@ -386,6 +387,9 @@ func decodeSections(d *decoder) (*state, error) {
 		if err := st.decodeDomains(d); err != nil {
 			return nil, err
 		}
+		if err := st.decodeKeyDomains(d); err != nil {
+			return nil, err
+		}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -521,6 +525,46 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 		if err := st.restoreIndexed(p); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// encodeKeyDomains writes, for the keys limited to domains, their id and
+// domains, by id (keys are sorted).
+func (snap *snapshot) encodeKeyDomains(e *encoder) {
+	n := 0
+	for _, k := range snap.keys {
+		if len(k.Domains) > 0 {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for _, k := range snap.keys {
+		if len(k.Domains) > 0 {
+			e.string(k.ID)
+			encodeStrings(e, k.Domains)
+		}
+	}
+}
+
+// decodeKeyDomains reads what encodeKeyDomains wrote; each entry must name
+// a key, and the key's domains must pass validKey.
+func (st *state) decodeKeyDomains(d *decoder) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		id, domains := d.string(), decodeStrings(d)
+		k, ok := st.keys[id]
+		if d.err != nil {
+			return d.err
+		}
+		if !ok {
+			return fmt.Errorf("domains of key %q, which does not exist", id)
+		}
+		limited := *k
+		limited.Domains = domains
+		if !validKey(&limited) {
+			return fmt.Errorf("key %q: invalid domains", id)
+		}
+		st.keys[id] = &limited
 	}
 	return nil
 }

@@ -231,7 +231,7 @@ func (s *state) apply(data []byte) any {
 }
 
 func (s *state) create(now int64, r CreateRequest) CreateResult {
-	if !s.mayWrite(r.KeyID, r.Workspace, now) {
+	if !s.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
 	var asked uint64
@@ -437,7 +437,7 @@ func (s *state) delete(c DeleteCommand) error {
 		return ErrNotFound
 	}
 	ws := s.workspaces.names[s.recs.at(p).workspace]
-	if !s.mayWrite(c.KeyID, ws, c.Now) {
+	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
 		return ErrUnauthorized
 	}
 	s.remove(p)

@@ -161,6 +161,20 @@ func sees(ctx *fasthttp.RequestCtx, scope fsm.Scope, workspace string) bool {
 	return k != nil && k.Allows(scope, workspace, time.Now().UnixMilli())
 }
 
+// seesLink is sees for a link: its workspace, and its domain when the key
+// is limited to some.
+func seesLink(ctx *fasthttp.RequestCtx, scope fsm.Scope, l *fsm.Link) bool {
+	return sees(ctx, scope, l.Workspace) && keyOf(ctx).SeesDomain(l.Domain)
+}
+
+// keyDomains is the domains a request's key is limited to; nil: every one.
+func keyDomains(ctx *fasthttp.RequestCtx) []string {
+	if k := keyOf(ctx); k != nil {
+		return k.Domains
+	}
+	return nil
+}
+
 // mayWriteLinks reports, from the headers alone, whether a request carries
 // a key this node knows with links:write: a bulk create's larger body is
 // read only then.

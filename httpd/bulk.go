@@ -83,6 +83,9 @@ func (s *Server) bulkItem(ctx *fasthttp.RequestCtx, raw json.RawMessage, now tim
 	if k := keyOf(ctx); k != nil && !k.Sees(req.Workspace) {
 		return req, fasthttp.StatusForbidden, "the API key may not create links in workspace " + req.Workspace
 	}
+	if k := keyOf(ctx); k != nil && !k.SeesDomain(req.Domain) {
+		return req, fasthttp.StatusForbidden, "the API key may not create links in " + domainName(req.Domain)
+	}
 	req.KeyID = keyID(ctx)
 	return req, 0, ""
 }

@@ -42,7 +42,7 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	l, ok := s.findLink(code)
-	if !ok || !sees(ctx, fsm.ScopeLinksWrite, l.Workspace) {
+	if !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
@@ -143,7 +143,7 @@ func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
 // workspace), each with how many links carry it and their clicks.
 func (s *Server) handleTags(ctx *fasthttp.RequestCtx) {
 	workspaces := visibleWorkspaces(ctx)
-	tags := s.fsm.Tags(workspaces)
+	tags := s.fsm.Tags(workspaces, keyDomains(ctx))
 	type tagJSON struct {
 		Tag    string `json:"tag"`
 		Links  int    `json:"links"`

@@ -23,6 +23,7 @@ type keyJSON struct {
 	Name       string   `json:"name"`
 	Scopes     []string `json:"scopes"`
 	Workspaces []string `json:"workspaces"`
+	Domains    []string `json:"domains,omitempty"`
 	CreatedAt  string   `json:"created_at"`
 	ExpiresAt  *string  `json:"expires_at"`
 	CreatedBy  string   `json:"created_by,omitempty"`
@@ -30,7 +31,7 @@ type keyJSON struct {
 }
 
 func keyView(k *fsm.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Names(), Workspaces: k.Workspaces,
+	return keyJSON{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Names(), Workspaces: k.Workspaces, Domains: k.Domains,
 		CreatedAt: timestamp(k.CreatedAt), ExpiresAt: optionalTimestamp(k.ExpiresAt), CreatedBy: k.CreatedBy}
 }
 
@@ -39,6 +40,7 @@ type keyRequest struct {
 	Name       string   `json:"name"`
 	Scopes     []string `json:"scopes"`
 	Workspaces []string `json:"workspaces"`
+	Domains    []string `json:"domains"`
 	ExpiresAt  *string  `json:"expires_at"`
 }
 
@@ -87,6 +89,20 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 		// list that would make the key look narrower than it is.
 		return k, invalid(`an admin key reaches every workspace: give workspaces ["*"]`)
 	}
+	if len(req.Domains) > 0 && k.Scopes&fsm.ScopeAdmin != 0 {
+		return k, invalid("an admin key reaches every domain: give it no domains")
+	}
+	if len(req.Domains) > fsm.MaxKeyDomains {
+		return k, invalid("a key may name at most %d domains", fsm.MaxKeyDomains)
+	}
+	for _, d := range req.Domains {
+		name, err := input.Domain(d)
+		if err != nil {
+			return k, invalid("%s", err.Error())
+		}
+		k.Domains = append(k.Domains, name)
+	}
+	k.Domains = slices.Compact(slices.Sorted(slices.Values(k.Domains)))
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {

@@ -137,6 +137,24 @@ func mayCreateIn(ctx *fasthttp.RequestCtx, workspace string) bool {
 	return true
 }
 
+// mayCreateInDomain answers the create itself and reports false when its
+// key is limited to other domains.
+func mayCreateInDomain(ctx *fasthttp.RequestCtx, domain string) bool {
+	if k := keyOf(ctx); k != nil && !k.SeesDomain(domain) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "the API key may not create links in "+domainName(domain))
+		return false
+	}
+	return true
+}
+
+// domainName names a domain in messages.
+func domainName(domain string) string {
+	if domain == "" {
+		return "the default domain"
+	}
+	return "domain " + domain
+}
+
 func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	if n := len(ctx.Request.Header.Peek(idempotencyHeader)); n > maxIdempotencyKeyBytes {
 		writeProblem(ctx, fasthttp.StatusBadRequest,
@@ -151,7 +169,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 		writeBadRequest(ctx, err)
 		return
 	}
-	if !mayCreateIn(ctx, req.Workspace) {
+	if !mayCreateIn(ctx, req.Workspace) || !mayCreateInDomain(ctx, req.Domain) {
 		return
 	}
 	// The client's key, if any; Node.Create gives a create it relays
@@ -242,7 +260,7 @@ func (s *Server) findLink(code string) (fsm.Link, bool) {
 func (s *Server) lookupLink(ctx *fasthttp.RequestCtx, scope fsm.Scope) (fsm.Link, bool) {
 	code := routeCode(ctx)
 	l, ok := s.findLink(code)
-	if ok && scope != 0 && !sees(ctx, scope, l.Workspace) {
+	if ok && scope != 0 && !seesLink(ctx, scope, &l) {
 		ok = false
 	}
 	if !ok {
@@ -268,7 +286,7 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	// but right after winning an election it may not have applied what
 	// earlier leaders committed (its barrier comes first), and a local miss
 	// there would answer 404 for a link that exists.
-	if l, ok := s.findLink(code); !ok || !sees(ctx, fsm.ScopeLinksWrite, l.Workspace) {
+	if l, ok := s.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
@@ -317,7 +335,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 		}
 		cursor = n
 	}
-	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain")}
+	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = string(args.Peek("domain"))
 	var (
 		links []fsm.Link

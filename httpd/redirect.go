@@ -57,7 +57,8 @@ func isCodeByte(c byte) bool {
 // without options (no limits, password or rules) takes only the first
 // branch: that is the path that must stay cheap.
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
-	t, ok := s.fsm.Resolve(ctx.Host(), code)
+	// The header's Host, not ctx.Host(): that one parses the whole URI.
+	t, ok := s.fsm.Resolve(ctx.Request.Header.Host(), code)
 	if !ok || s.node.Reads.Behind() {
 		t, ok = s.confirm(ctx, code)
 	}
@@ -65,14 +66,13 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 		s.notFound(ctx, code)
 		return
 	}
-	now := time.Now()
-	if t.ExpiresAt != 0 && now.UnixMilli() >= t.ExpiresAt {
+	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
 		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has expired")
 		return
 	}
 	target := t.URL
 	if t.Options != nil {
-		if target, ok = s.guardedTarget(ctx, &t, code, now); !ok {
+		if target, ok = s.guardedTarget(ctx, &t, code, time.Now()); !ok {
 			return
 		}
 	} else if ctx.IsPost() {
@@ -176,7 +176,7 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 // notFound answers a code the Host's domain does not have: its
 // not-found redirect when it has one, else 404.
 func (s *Server) notFound(ctx *fasthttp.RequestCtx, code []byte) {
-	if d, ok := s.fsm.DomainOfHost(ctx.Host()); ok && d.NotFoundRedirect != "" {
+	if d, ok := s.fsm.DomainOfHost(ctx.Request.Header.Host()); ok && d.NotFoundRedirect != "" {
 		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
 		return
 	}
@@ -196,7 +196,7 @@ func (s *Server) confirm(ctx *fasthttp.RequestCtx, code []byte) (fsm.Target, boo
 		return fsm.Target{}, false // "/API", "/Admin": never a code
 	}
 	l, ok := fsm.Link{}, false
-	if d, inDomain := s.fsm.DomainOfHost(ctx.Host()); inDomain {
+	if d, inDomain := s.fsm.DomainOfHost(ctx.Request.Header.Host()); inDomain {
 		l, ok = s.findLink(fsm.QualifiedCode(d.Name, string(code)))
 	}
 	if !ok {

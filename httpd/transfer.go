@@ -40,13 +40,18 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) {
 }
 
 // importLine is one line of an import: an exported link. Codes, targets,
-// workspaces and expiry are kept; creation times and clicks start afresh
-// (backup and restore copy everything).
+// workspaces, domains, expiry and options are kept; creation times, clicks
+// and histories start afresh (backup and restore copy everything). An
+// export never holds a password, so a line marked password_protected
+// without one is refused rather than imported open.
 type importLine struct {
-	ShortCode   string  `json:"short_code"`
-	OriginalURL string  `json:"original_url"`
-	Workspace   string  `json:"workspace"`
-	ExpiresAt   *string `json:"expires_at"`
+	ShortCode         string  `json:"short_code"`
+	OriginalURL       string  `json:"original_url"`
+	Workspace         string  `json:"workspace"`
+	ExpiresAt         *string `json:"expires_at"`
+	Domain            string  `json:"domain"`
+	PasswordProtected bool    `json:"password_protected"`
+	optionFields
 }
 
 type importFailure struct {
@@ -378,5 +383,18 @@ func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
 		}
 		req.ExpiresAt = at.UnixMilli()
 	}
+	if l.Domain != "" {
+		if req.Domain, err = input.Domain(l.Domain); err != nil {
+			return req, err
+		}
+	}
+	if l.PasswordProtected && (l.Password == nil || isNull(l.Password)) {
+		return req, errors.New("the link is password-protected and exports never carry the password: add \"password\" to the line, or set it after the import")
+	}
+	opts, err := s.edit(&l.optionFields)
+	if err != nil {
+		return req, err
+	}
+	req.Options = optionsOf(opts)
 	return req, nil
 }

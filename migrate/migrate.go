@@ -1,6 +1,7 @@
 // Package migrate reads other URL shorteners' exports and turns them into
 // linkraft's import format (JSON Lines of short_code, original_url,
-// workspace and expires_at, see POST /admin/import in docs/API.md).
+// workspace, expires_at, title and tags, see POST /admin/import in
+// docs/API.md).
 //
 // Each reader keeps every value its format has, including those linkraft
 // does not store yet (titles, tags, creation times, click totals), so that
@@ -45,6 +46,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd/input"
 )
@@ -180,11 +182,14 @@ func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (
 		byCode[l.Code] = seen{line: l.Line, url: target, workspace: ws}
 
 		line := struct {
-			ShortCode   string  `json:"short_code"`
-			OriginalURL string  `json:"original_url"`
-			Workspace   string  `json:"workspace,omitempty"`
-			ExpiresAt   *string `json:"expires_at,omitempty"`
+			ShortCode   string   `json:"short_code"`
+			OriginalURL string   `json:"original_url"`
+			Workspace   string   `json:"workspace,omitempty"`
+			ExpiresAt   *string  `json:"expires_at,omitempty"`
+			Title       string   `json:"title,omitempty"`
+			Tags        []string `json:"tags,omitempty"`
 		}{ShortCode: l.Code, OriginalURL: target, Workspace: l.Workspace}
+		line.Title, line.Tags = keptTitleAndTags(l, &p.Dropped)
 		if l.ExpiresAt != nil {
 			s := l.ExpiresAt.UTC().Format(time.RFC3339)
 			line.ExpiresAt = &s
@@ -194,10 +199,6 @@ func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (
 		}
 		p.Send = append(p.Send, l)
 		p.Lines = append(p.Lines, l.Line)
-		if l.Title != "" {
-			p.Dropped.Titles++
-		}
-		p.Dropped.Tags += len(l.Tags)
 		if l.CreatedAt != nil {
 			p.Dropped.CreatedTimes++
 		}
@@ -222,6 +223,29 @@ func (p *Plan) SourceLine(bodyLine int) int {
 // lineAt is the 1-based line of data that offset falls on.
 func lineAt(data []byte, offset int64) int {
 	return bytes.Count(data[:offset], []byte("\n")) + 1
+}
+
+// keptTitleAndTags is the title and the tags of l that linkraft can keep
+// (its rules: a title of up to 256 characters, at most 10 tags of
+// letters, digits, '_', '.' and '-'); the rest is counted as dropped
+// rather than failing the whole link.
+func keptTitleAndTags(l Link, dropped *Dropped) (string, []string) {
+	title := l.Title
+	if title != "" && input.Title(title) != nil {
+		title = ""
+		dropped.Titles++
+	}
+	var tags []string
+	for _, t := range l.Tags {
+		if input.Tag(t) != nil || len(tags) == fsm.MaxTags {
+			dropped.Tags++
+			continue
+		}
+		if !slices.ContainsFunc(tags, func(k string) bool { return strings.EqualFold(k, t) }) {
+			tags = append(tags, t)
+		}
+	}
+	return title, tags
 }
 
 // splitTags splits a joined tag list, dropping empty entries.

@@ -131,15 +131,15 @@ func TestPlan(t *testing.T) {
 		dropped                 Dropped
 	}{
 		{"yourls", "yourls.json", "", []int{2, 5}, nil,
-			map[int]string{3: "custom_code", 4: "scheme"}, Dropped{Titles: 2, CreatedTimes: 2, ClickTotals: 2}},
+			map[int]string{3: "custom_code", 4: "scheme"}, Dropped{CreatedTimes: 2, ClickTotals: 2}},
 		{"kutt", "kutt.json", "team", []int{6}, nil,
-			map[int]string{19: "custom_code", 28: "", 36: "expired"}, Dropped{Titles: 1, CreatedTimes: 1, ClickTotals: 1}},
+			map[int]string{19: "custom_code", 28: "", 36: "expired"}, Dropped{CreatedTimes: 1, ClickTotals: 1}},
 		{"bitly", "bitly.json", "", []int{2}, nil,
-			map[int]string{3: "scheme", 4: "reserved"}, Dropped{Titles: 1, Tags: 2, CreatedTimes: 1}},
+			map[int]string{3: "scheme", 4: "reserved"}, Dropped{Tags: 1, CreatedTimes: 1}}, // the tag "ünï": not a linkraft tag
 		{"shlink", "shlink.csv", "", []int{2, 4}, nil,
-			map[int]string{3: "custom_code", 6: ""}, Dropped{Titles: 2, Tags: 2, CreatedTimes: 2, ClickTotals: 2}},
+			map[int]string{3: "custom_code", 6: ""}, Dropped{Titles: 1, CreatedTimes: 2, ClickTotals: 2}}, // a title with a line break
 		{"csv", "links.csv", "", []int{2, 3}, []int{4},
-			map[int]string{5: "line 3", 6: "custom_code", 7: "workspace"}, Dropped{Titles: 1, Tags: 2, CreatedTimes: 1, ClickTotals: 1}},
+			map[int]string{5: "line 3", 6: "custom_code", 7: "workspace"}, Dropped{CreatedTimes: 1, ClickTotals: 1}},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.file))

@@ -122,10 +122,10 @@ func printDropped(w io.Writer, d migrate.Dropped) {
 	}
 	fmt.Fprintln(w, "not kept by linkraft (the links are imported without them):")
 	if d.Titles > 0 {
-		fmt.Fprintf(w, "  %d titles: linkraft stores no titles yet\n", d.Titles)
+		fmt.Fprintf(w, "  %d titles: over 256 characters, or with control characters\n", d.Titles)
 	}
 	if d.Tags > 0 {
-		fmt.Fprintf(w, "  %d tags: linkraft stores no tags yet\n", d.Tags)
+		fmt.Fprintf(w, "  %d tags: not 1-40 of letters, digits, '_', '.' and '-', or past the 10 a link may have\n", d.Tags)
 	}
 	if d.CreatedTimes > 0 {
 		fmt.Fprintf(w, "  %d creation times: an imported link is created now\n", d.CreatedTimes)

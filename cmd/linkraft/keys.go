@@ -42,12 +42,13 @@ func dispatch(group, usage string, commands map[string]subcommand, args []string
 }
 
 const keysUsage = `Usage:
-  linkraft keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--expires-in D | --expires-at T]
+  linkraft keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--domains D[,D]]
+                      [--expires-in D | --expires-at T]
                            create an API key and print it (shown this once)
   linkraft keys list       list the keys (never their secrets)
   linkraft keys revoke ID  revoke a key: from then on no node accepts it
 Scopes: links:read, links:write, stats:read, admin. Workspaces default to *
-(all). Each takes --addr and --key (or --admin-token) like the admin commands.
+(all); --domains limits a key to links in those registered domains. Each takes --addr and --key (or --admin-token) like the admin commands.
 `
 
 // apiKey is a key as /admin/keys shows it.
@@ -63,11 +64,12 @@ type apiKey struct {
 
 func keysCreate(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("keys create", "keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--expires-in D | --expires-at T] [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet("keys create", "keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--domains D[,D]] [--expires-in D | --expires-at T] [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
 	name := fs.String("name", "", "what the key is for")
 	scopes := fs.String("scopes", "", "comma-separated: links:read, links:write, stats:read, admin")
 	workspaces := fs.String("workspaces", "*", "comma-separated workspaces the key may use, or * for all")
+	domains := fs.String("domains", "", "comma-separated registered domains the key is limited to (default: every domain)")
 	expiresIn := fs.Duration("expires-in", 0, "the key stops working after this long (e.g. 720h)")
 	expiresAt := fs.String("expires-at", "", "the key stops working at this RFC 3339 time")
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
@@ -86,6 +88,9 @@ func keysCreate(args []string, stdout, stderr io.Writer) int {
 		return usageError(fs, stderr, "--expires-in must be positive")
 	}
 	req := map[string]any{"name": *name, "scopes": splitList(*scopes), "workspaces": splitList(*workspaces)}
+	if *domains != "" {
+		req["domains"] = splitList(*domains)
+	}
 	if *expiresIn > 0 {
 		req["expires_at"] = time.Now().Add(*expiresIn).UTC().Format(time.RFC3339)
 	} else if *expiresAt != "" {

@@ -20,7 +20,8 @@ import (
 // error reporting), but any key with the right links scope will do.
 func linksCmd(args []string, stdout, stderr io.Writer) int {
 	return dispatch("links", linksUsage, map[string]subcommand{
-		"create": linksCreate, "list": linksList, "get": linksGet, "delete": linksDelete,
+		"create": linksCreate, "list": linksList, "get": linksGet, "edit": linksEdit,
+		"history": linksHistory, "delete": linksDelete,
 	}, args, stdout, stderr)
 }
 
@@ -30,9 +31,14 @@ const linksUsage = `Usage:
   linkraft links list [--workspace W] [--limit N] [--all]
                            list links, newest first (--all follows every page)
   linkraft links get CODE  show one link with its click count
+  linkraft links edit CODE [--url U] [--title T] [--tags a,b] [--expires-at T | --no-expiry]
+                           [--max-visits N | --no-max-visits] [--password P | --no-password]
+                           change what the flags name; the rest stays as it is
+  linkraft links history CODE
+                           every target the link has had, oldest first
   linkraft links delete CODE
                            delete a link; its code is never handed out again
-There is no "links edit" yet: the API has no way to change a link.
+get, edit, history and delete take --domain D for a link in a registered domain.
 Each takes --addr (LINKRAFT_ADDR) and --key (LINKRAFT_KEY): an API key with
 links:write (create, delete) or links:read (list, get) on the workspace.
 --json prints the node's JSON answer as it is.
@@ -237,11 +243,28 @@ func never(s *string) string {
 }
 
 // codePath is the API path of one link; the code is escaped so that a
-// mistyped argument cannot name another endpoint.
-func codePath(code string) string { return "/api/v1/urls/" + url.PathEscape(code) }
+// mistyped argument cannot name another endpoint. sub is a sub-resource
+// ("/history") or ""; a domain, if any, goes in the query.
+func codePath(code, sub, domain string) string {
+	p := "/api/v1/urls/" + url.PathEscape(code) + sub
+	if domain != "" {
+		p += "?domain=" + url.QueryEscape(domain)
+	}
+	return p
+}
 
-func linksGet(args []string, stdout, stderr io.Writer) int {
-	fs, o, raw := linksFlags("links get", "links get CODE [--addr URL] [--key KEY] [--json]", stderr)
+func linksEdit(args []string, stdout, stderr io.Writer) int {
+	fs, o, raw := linksFlags("links edit", "links edit CODE [flags] [--addr URL] [--key KEY] [--json]", stderr)
+	domain := fs.String("domain", "", "the link's registered domain")
+	fs.String("url", "", "the new target")
+	fs.String("title", "", "the new title (\"\" removes it)")
+	tags := fs.String("tags", "", "the tags, comma-separated, replacing the link's (\"\" removes them)")
+	fs.String("expires-at", "", "expire at this RFC 3339 time")
+	fs.Bool("no-expiry", false, "never expire")
+	maxVisits := fs.Int64("max-visits", 0, "answer 410 after this many visits")
+	fs.Bool("no-max-visits", false, "remove the visit limit")
+	fs.String("password", "", "protect the link with this password (8-128 characters)")
+	fs.Bool("no-password", false, "remove the password")
 	pos, exit := o.parse(fs, args, stderr)
 	if exit >= 0 {
 		return exit
@@ -249,7 +272,107 @@ func linksGet(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || pos[0] == "" {
 		return usageError(fs, stderr, "give the code of one link")
 	}
-	answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, codePath(pos[0]), nil)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	edit := map[string]any{}
+	for name, field := range map[string]string{"url": "original_url", "title": "title", "expires-at": "expires_at", "password": "password"} {
+		if set[name] {
+			edit[field] = fs.Lookup(name).Value.String()
+		}
+	}
+	if set["tags"] {
+		list := []string{}
+		for _, t := range strings.Split(*tags, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				list = append(list, t)
+			}
+		}
+		edit["tags"] = list
+	}
+	if set["max-visits"] {
+		edit["max_visits"] = *maxVisits
+	}
+	for flagName, field := range map[string]string{"no-expiry": "expires_at", "no-max-visits": "max_visits", "no-password": "password"} {
+		if set[flagName] {
+			if _, both := edit[field]; both {
+				return usageError(fs, stderr, "--%s contradicts the flag that sets %s", flagName, field)
+			}
+			edit[field] = nil
+		}
+	}
+	if len(edit) == 0 {
+		return usageError(fs, stderr, "name at least one thing to change")
+	}
+	body, err := json.Marshal(edit)
+	if err != nil {
+		return fail(fs.Name(), stderr, fmt.Errorf("encode the request: %w", err))
+	}
+	answer, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodPatch, codePath(pos[0], "", *domain), body)
+	if exit >= 0 {
+		return exit
+	}
+	if *raw {
+		return writeRaw(stdout, answer)
+	}
+	var l link
+	if err := json.Unmarshal(answer, &l); err != nil {
+		return fail(fs.Name(), stderr, fmt.Errorf("the node's answer is not a link: %w", err))
+	}
+	fmt.Fprintf(stdout, "%s -> %s\n", l.ShortURL, l.OriginalURL)
+	return 0
+}
+
+func linksHistory(args []string, stdout, stderr io.Writer) int {
+	fs, o, raw := linksFlags("links history", "links history CODE [--domain D] [--addr URL] [--key KEY] [--json]", stderr)
+	domain := fs.String("domain", "", "the link's registered domain")
+	pos, exit := o.parse(fs, args, stderr)
+	if exit >= 0 {
+		return exit
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usageError(fs, stderr, "give the code of one link")
+	}
+	answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, codePath(pos[0], "/history", *domain), nil)
+	if exit >= 0 {
+		return exit
+	}
+	if *raw {
+		return writeRaw(stdout, answer)
+	}
+	var h struct {
+		Versions []struct {
+			OriginalURL string `json:"original_url"`
+			ChangedAt   string `json:"changed_at"`
+			KeyID       string `json:"key_id"`
+		} `json:"versions"`
+	}
+	if err := json.Unmarshal(answer, &h); err != nil {
+		return fail(fs.Name(), stderr, fmt.Errorf("the node's answer is not a history: %w", err))
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SINCE\tKEY\tTARGET")
+	for _, v := range h.Versions {
+		key := v.KeyID
+		if key == "" {
+			key = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", v.ChangedAt, key, v.OriginalURL)
+	}
+	tw.Flush()
+	return 0
+}
+
+func linksGet(args []string, stdout, stderr io.Writer) int {
+	fs, o, raw := linksFlags("links get", "links get CODE [--domain D] [--addr URL] [--key KEY] [--json]", stderr)
+	domain := fs.String("domain", "", "the link's registered domain")
+	pos, exit := o.parse(fs, args, stderr)
+	if exit >= 0 {
+		return exit
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usageError(fs, stderr, "give the code of one link")
+	}
+	answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, codePath(pos[0], "", *domain), nil)
 	if exit >= 0 {
 		return exit
 	}
@@ -278,7 +401,8 @@ func linksGet(args []string, stdout, stderr io.Writer) int {
 }
 
 func linksDelete(args []string, stdout, stderr io.Writer) int {
-	fs, o, _ := linksFlags("links delete", "links delete CODE [--addr URL] [--key KEY]", stderr)
+	fs, o, _ := linksFlags("links delete", "links delete CODE [--domain D] [--addr URL] [--key KEY]", stderr)
+	domain := fs.String("domain", "", "the link's registered domain")
 	pos, exit := o.parse(fs, args, stderr)
 	if exit >= 0 {
 		return exit
@@ -286,7 +410,7 @@ func linksDelete(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || pos[0] == "" {
 		return usageError(fs, stderr, "give the code of one link")
 	}
-	if _, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodDelete, codePath(pos[0]), nil); exit >= 0 {
+	if _, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodDelete, codePath(pos[0], "", *domain), nil); exit >= 0 {
 		return exit
 	}
 	fmt.Fprintf(stdout, "deleted %s\n", pos[0])
