@@ -104,10 +104,11 @@ func (c *consoleErrors) list() []string {
 // link from its row (a refused tag shows the server's reason; then a new
 // target, title and rule) and find the link page showing them and both
 // targets in its history; shorten three lines at once and read each line's
-// outcome; create a key in the Keys view, use it (it is not an admin's),
-// revoke it, then read the cluster view. With LINKRAFT_SCREENSHOTS set to a
-// directory it saves ui-link.png, ui-links.png, ui-edit.png, ui-keys.png
-// and ui-cluster.png there.
+// outcome; edit a link in a registered domain that shares its code with
+// one in the default domain; create a key in the Keys view, use it (it is
+// not an admin's), revoke it, then read the cluster view. With
+// LINKRAFT_SCREENSHOTS set to a directory it saves ui-link.png,
+// ui-links.png, ui-edit.png, ui-keys.png and ui-cluster.png there.
 func TestBrowserUI(t *testing.T) {
 	skipIfShort(t)
 	browser := chromiumPath(t)
@@ -421,6 +422,46 @@ func TestBrowserUI(t *testing.T) {
 			document.getElementById("b-out").textContent.startsWith("2 of 3 lines shortened");
 	})()`, `document.getElementById("b-out").innerText`)
 	n.requireRedirect(t, "bulk-two", "https://example.com/bulk/two")
+
+	// A link in a registered domain may share its code with one in the
+	// default domain: its row, link page (QR included) and edit name the
+	// domain, and the other link is left alone.
+	if r := n.postJSON(t, "/admin/domains", map[string]any{"domain": "go.example.com"}); r.status != http.StatusOK {
+		t.Fatalf("register a domain: %v", r)
+	}
+	n.createLink(t, map[string]any{"original_url": "https://example.com/on-domain", "custom_code": "twin", "domain": "go.example.com"})
+	n.createLink(t, map[string]any{"original_url": "https://example.com/off-domain", "custom_code": "twin"})
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("n-links")),
+		chromedp.SetValue(chromedp.ID("ls-tag"), ""),
+		chromedp.SetValue(chromedp.ID("ls-q"), "twin"),
+	); err != nil {
+		t.Fatalf("search for the twins: %v", err)
+	}
+	domainRow := `#ls-list li[data-code="twin"][data-domain="go.example.com"]`
+	waitPage(t, bctx, "both twins are listed, one in its domain", 5*time.Second,
+		`document.querySelectorAll('#ls-list li[data-code="twin"]').length === 2 && document.querySelector(`+jsString(domainRow)+`)?.textContent.includes("domain go.example.com")`,
+		`document.getElementById("v-links").innerText`)
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(domainRow+` a[aria-label^="Edit"]`))); err != nil {
+		t.Fatalf("edit the domain's link: %v", err)
+	}
+	waitPage(t, bctx, "the edit form shows the domain's link", 5*time.Second,
+		`!document.getElementById("f-e").hidden && document.getElementById("e-url").value === "https://example.com/on-domain"`, `document.getElementById("v-edit").innerText`)
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("e-title"), "On the domain"),
+		chromedp.Click(chromedp.ID("e-save")),
+	); err != nil {
+		t.Fatalf("save the domain's link: %v", err)
+	}
+	waitPage(t, bctx, "the domain's link page shows the edit and its QR code", 5*time.Second,
+		`location.hash === "#/link/twin?domain=go.example.com" && document.getElementById("l-title")?.textContent === "On the domain" &&
+			document.getElementById("l-qr").complete && document.getElementById("l-qr").naturalWidth > 0`, `document.getElementById("v-link").innerText`)
+	var twin struct {
+		Title string `json:"title"`
+	}
+	if r := n.get(t, "/api/v1/urls/twin"); r.status != http.StatusOK || json.Unmarshal(r.body, &twin) != nil || twin.Title != "" {
+		t.Errorf("the default domain's twin after editing the other: %v", r)
+	}
 
 	// The Keys view creates a key and shows its secret once.
 	if err := chromedp.Do(bctx,
