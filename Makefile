@@ -9,6 +9,8 @@ FUZZ_TARGETS = \
 	./fsm:FuzzReadSnapshot \
 	./fsm:FuzzParseKey \
 	./httpd:FuzzCredential \
+	./httpd:FuzzAcceptLanguage \
+	./httpd:FuzzLinkBody \
 	./fsm/codes:FuzzCanonicalize \
 	./fsm/codes:FuzzCounterCode \
 	./httpd/input:FuzzTarget

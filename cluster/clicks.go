@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,6 +36,9 @@ type clickCounter struct {
 	pending      *fsm.ClickBatch // proposed but not known to be applied
 	pendingCount atomic.Uint64   // clicks in pending, readable without flushMu
 	lastSeq      uint64
+	// saved: clicks the last stop wrote to the data dir are not all in the
+	// log yet (clickstore.go).
+	saved bool
 }
 
 // maxClickBatchCodes bounds one batch (about 1 MiB with 64-character custom
@@ -121,7 +127,7 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 		if c.pending == nil {
 			c.setPending(c.take(time.Now()))
 			if c.pending == nil {
-				return nil
+				break
 			}
 		}
 		err := n.proposeClicks(ctx, fsm.EncodeClicks(*c.pending))
@@ -137,7 +143,61 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 		}
 		c.setPending(nil)
 	}
+	if c.saved {
+		if err := forgetSavedClicks(n.cfg.DataDir); err != nil {
+			return err
+		}
+		c.saved = false
+	}
 	return nil
+}
+
+// restoreSavedClicks takes back the clicks the last stop saved: the batch
+// with an unknown outcome is proposed first, with its own sequence, and
+// the rest joins the next batch. A damaged file is set aside, not fatal:
+// losing those clicks is better than not starting.
+func (n *Node) restoreSavedClicks() {
+	c := n.clicks
+	pending, counts, err := loadClicks(n.cfg.DataDir)
+	if err != nil {
+		n.log.Error("the clicks saved by the last stop are lost", "err", err)
+		path := filepath.Join(n.cfg.DataDir, pendingClicksFile)
+		if rerr := os.Rename(path, path+".damaged"); rerr != nil {
+			n.log.Error("set the damaged clicks file aside", "err", rerr)
+		}
+		return
+	}
+	if pending == nil && len(counts) == 0 {
+		return
+	}
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	if pending != nil {
+		c.setPending(pending)
+		c.lastSeq = pending.Seq
+	}
+	c.mu.Lock()
+	for code, v := range counts {
+		c.counts[code] += v
+	}
+	c.mu.Unlock()
+	c.saved = true
+	n.log.Info("clicks saved by the last stop will be sent", "clicks", n.PendingClicks())
+}
+
+// saveUnflushedClicks writes what a final flush could not send to the
+// data dir (see clickstore.go).
+func (n *Node) saveUnflushedClicks() error {
+	c := n.clicks
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	counts := maps.Clone(c.counts)
+	c.mu.Unlock()
+	if c.pending == nil && len(counts) == 0 {
+		return nil
+	}
+	return saveClicks(n.cfg.DataDir, c.pending, counts)
 }
 
 // proposeClicks applies a batch here when this node leads and hands it to
@@ -165,7 +225,7 @@ func (n *Node) runClickFlusher() {
 		case <-n.closing:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+			ctx, cancel := context.WithTimeout(n.stopping, n.cfg.WriteTimeout)
 			if err := n.FlushClicks(ctx); err != nil {
 				n.log.Warn("click flush failed; will retry", "err", err)
 			}

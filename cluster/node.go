@@ -149,9 +149,13 @@ type Node struct {
 
 	metrics *metrics // see metrics.go
 
-	closing   chan struct{}
-	closeOnce sync.Once
-	wg        sync.WaitGroup
+	closing chan struct{}
+	// stopping ends when Close begins, before its final flush: background
+	// writes give up then instead of holding that flush back.
+	stopping     context.Context
+	stopStopping context.CancelFunc
+	closeOnce    sync.Once
+	wg           sync.WaitGroup
 }
 
 // Open starts a node on its data dir. On first start with BootstrapExpect
@@ -179,6 +183,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
+	n.stopping, n.stopStopping = context.WithCancel(context.Background())
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.layer.DialInternal(addr, timeout)
@@ -189,6 +194,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n.startClusterServer()
 	n.clicks = newClickCounter(cfg.ID, f)
+	n.restoreSavedClicks()
 	n.spawn(n.watchLeader)
 	n.spawn(n.monitorLeadership)
 	n.spawn(n.runCreateBatcher)
@@ -420,19 +426,30 @@ func (n *Node) ID() string { return n.cfg.ID }
 // IsLeader reports whether this node currently leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
-// Close flushes pending clicks (bounded by the write timeout), stops the
+// finalFlushTimeout bounds the last click flush of a stop, so that a node
+// without a leader stops well within the few seconds process managers
+// grant (foreman: 5 s, Kubernetes: 30 s) and saves its clicks instead.
+const finalFlushTimeout = 2 * time.Second
+
+// Close flushes pending clicks (bounded by finalFlushTimeout; what cannot
+// be flushed is saved in the data dir for the next start), stops the
 // background work and shuts Raft down. With LeaveOnTerminate a leader first
 // hands leadership to another voter, and the node leaves the cluster after
 // flushing. Safe to call more than once.
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
+		n.stopStopping()
 		if n.cfg.LeaveOnTerminate {
 			n.handOffLeadership()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
 		if ferr := n.FlushClicks(ctx); ferr != nil {
-			n.log.Warn("final click flush failed", "err", ferr)
+			if serr := n.saveUnflushedClicks(); serr != nil {
+				n.log.Error("final click flush failed, and saving the clicks failed too: they are lost", "flush_err", ferr, "err", serr)
+			} else {
+				n.log.Info("no leader to take the last clicks: saved them for the next start", "err", ferr)
+			}
 		}
 		cancel()
 		if n.cfg.LeaveOnTerminate {

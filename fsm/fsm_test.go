@@ -308,7 +308,7 @@ func TestDecodeCommandRejectsGarbage(t *testing.T) {
 }
 
 func FuzzDecodeCommand(f *testing.F) {
-	for _, c := range append(workload(), keyWorkload()...) {
+	for _, c := range append(append(workload(), keyWorkload()...), optionsWorkload()...) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -331,7 +331,9 @@ func FuzzReadSnapshot(f *testing.F) {
 	clicked, _ := withClickHours(f)
 	keyed := New()
 	applyAll(f, keyed, keyWorkload()...)
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed)} {
+	withOptions := New()
+	applyAll(f, withOptions, optionsWorkload()...)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -50,7 +50,12 @@ func (s *Server) handleSetDomain(ctx *fasthttp.RequestCtx) {
 
 // handleRemoveDomain forgets a domain that has no links left.
 func (s *Server) handleRemoveDomain(ctx *fasthttp.RequestCtx) {
-	name, _ := ctx.UserValue("domain").(string)
+	raw, _ := ctx.UserValue("domain").(string)
+	name, err := input.Domain(raw)
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
 	s.proposeDomain(ctx, fsm.DomainCommand{Domain: fsm.Domain{Name: name}, Remove: true}, fasthttp.StatusNoContent)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -19,7 +20,12 @@ import (
 // its {code} in the domain of ?domain= (the default domain without it).
 func routeCode(ctx *fasthttp.RequestCtx) string {
 	code, _ := ctx.UserValue("code").(string)
-	return fsm.QualifiedCode(string(ctx.QueryArgs().Peek("domain")), code)
+	return fsm.QualifiedCode(domainParam(ctx), code)
+}
+
+// domainParam is ?domain= in the one spelling domains are stored in.
+func domainParam(ctx *fasthttp.RequestCtx) string {
+	return strings.ToLower(string(ctx.QueryArgs().Peek("domain")))
 }
 
 // editFields is the body of an edit: the option fields, the target and

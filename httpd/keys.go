@@ -174,7 +174,8 @@ type auditJSON struct {
 	Action    string `json:"action"`
 	Workspace string `json:"workspace,omitempty"`
 	Code      string `json:"code,omitempty"`
-	Key       string `json:"key,omitempty"` // the key a key action created or revoked
+	Domain    string `json:"domain,omitempty"` // of the link, or the domain a domain action set or removed
+	Key       string `json:"key,omitempty"`    // the key a key action created or revoked
 }
 
 const (
@@ -200,8 +201,10 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
 		switch e.Action {
 		case fsm.AuditKeyCreate, fsm.AuditKeyRevoke:
 			v.Key = e.Subject
+		case fsm.AuditDomainSet, fsm.AuditDomainRemove:
+			v.Domain = e.Subject
 		default:
-			v.Code = e.Subject
+			v.Domain, v.Code = fsm.SplitCode(e.Subject)
 		}
 		views[i] = v
 	}

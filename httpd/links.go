@@ -336,7 +336,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 		cursor = n
 	}
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
-	filter.Domain = string(args.Peek("domain"))
+	filter.Domain = domainParam(ctx)
 	var (
 		links []fsm.Link
 		next  uint64

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/input"
 )
 
 // body decodes a JSON answer.
@@ -363,4 +366,34 @@ func TestKeyLimitedToADomain(t *testing.T) {
 	if ctx := do(s, "POST", "/admin/keys", "application/json", `{"name":"x","scopes":["admin"],"workspaces":["*"],"domains":["go.example"]}`); status(ctx) != 400 {
 		t.Fatalf("an admin key limited to a domain: %d", status(ctx))
 	}
+}
+
+// FuzzLinkBody feeds arbitrary bodies to the edit parser (the create shares
+// its option fields): it never panics, and whatever it prepares passes the
+// check the leader runs on what a follower relays. Passwords are left out,
+// since hashing one costs 60 ms.
+func FuzzLinkBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"original_url":"https://example.com/","title":"t","tags":["a","B"],"max_visits":3,"expires_at":null}`,
+		`{"valid_since":"2030-01-02T15:04:05Z","forward_query":true,"public_stats":false}`,
+		`{"rules":[{"when":{"device":"ios","language":"pt-BR","query":{"a":"b"},"after":"2026-01-01T00:00:00Z"},"url":"https://example.com/i"}]}`,
+		`{"tags":["x","X"],"max_visits":null,"valid_since":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := &Server{}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fields editFields
+		if decodeStrict(data, &fields) != nil {
+			return
+		}
+		fields.Password = nil
+		c, err := s.editOf(&fields, fsm.Link{}, time.Unix(1_800_000_000, 0))
+		if err != nil {
+			return
+		}
+		if err := input.Options(optionsOf(c), false); err != nil {
+			t.Fatalf("prepared options the leader refuses: %v (%+v)", err, c)
+		}
+	})
 }

@@ -47,7 +47,10 @@ const maxVisitsLimit = 1_000_000_000_000
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // edit turns the fields into the parts of an edit they set. The password
-// is hashed here, on the node the client reached: only its hash travels.
+// is hashed here, on the node that prepares the write for the log — the
+// one the client reached for a create, the leader for an edit, a bulk
+// create or an import, which reach it over the cluster's mutual TLS — and
+// only its hash is stored or replicated.
 func (s *Server) edit(f *optionFields) (fsm.EditCommand, error) {
 	var c fsm.EditCommand
 	if f.Title != nil {

@@ -102,16 +102,19 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 	case o.ValidSince != 0 && now.UnixMilli() < o.ValidSince:
 		s.notFound(ctx, code)
 		return "", false
-	case o.MaxVisits > 0 && t.Clicks >= o.MaxVisits:
-		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
-		return "", false
 	case o.PasswordHash == "" && ctx.IsPost():
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
 		return "", false
 	}
-	// A peer forwards a visit to a limited link only once its password
-	// was checked where the client sent it.
+	// The password comes before anything else about the link: without it
+	// a visitor learns nothing, not even that its visits are used up. A
+	// peer forwards a visit to a limited link only once its password was
+	// checked where the client sent it.
 	if o.PasswordHash != "" && !s.fromPeer(ctx) && !s.passwordAccepted(ctx, t, code) {
+		return "", false
+	}
+	if o.MaxVisits > 0 && t.Clicks >= o.MaxVisits {
+		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 		return "", false
 	}
 	target = pickTarget(t.URL, o, visitOf(ctx, now))

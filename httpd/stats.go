@@ -153,7 +153,7 @@ func (s *Server) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	guarded := s.require(fsm.ScopeStatsRead, h)
 	return func(ctx *fasthttp.RequestCtx) {
 		if key, _ := credential(&ctx.Request.Header); key == nil {
-			if l, ok := s.fsm.Get(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" {
+			if l, ok := s.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" {
 				ctx.SetUserValue(publicStatsKey{}, true)
 				h(ctx)
 				return
