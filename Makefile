@@ -13,7 +13,9 @@ FUZZ_TARGETS = \
 	./httpd:FuzzLinkBody \
 	./fsm/codes:FuzzCanonicalize \
 	./fsm/codes:FuzzCounterCode \
-	./httpd/input:FuzzTarget
+	./httpd/input:FuzzTarget \
+	./httpd/geo:FuzzCountry \
+	./httpd/agent:FuzzClassify
 
 .PHONY: test deps check unit k8s fuzz build bench image
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/wire"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // ErrRefused is a leader's permanent refusal of an internal request (a 4xx
@@ -42,6 +44,9 @@ func (n *Node) nodeInfoOf(raftAddr string, timeout time.Duration) (wire.NodeInfo
 	defer cancel()
 	var info wire.NodeInfo
 	err := n.call(ctx, raftAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
+	if err == nil && info.ID != "" {
+		n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys))
+	}
 	return info, err
 }
 

@@ -9,17 +9,21 @@ import (
 )
 
 // Edit changes a link on the leader (httpd forwards the request here) and
-// returns the entry's index once every server has applied it or the wait
-// ran out, exactly as Delete does: after the answer, no node that reaches
-// the leader redirects to the old target.
-func (n *Node) Edit(ctx context.Context, c fsm.EditCommand) (uint64, error) {
+// returns the link as the edit left it and the entry's index, once every
+// server has applied it or the wait ran out, exactly as Delete does: after
+// the answer, no node that reaches the leader redirects to the old target.
+func (n *Node) Edit(ctx context.Context, c fsm.EditCommand) (fsm.Link, uint64, error) {
 	c.Now = time.Now().UnixMilli()
-	index, err := n.proposeOne(ctx, fsm.EncodeEdit(c))
+	resp, index, err := n.proposeOneResult(ctx, fsm.EncodeEdit(c))
 	if err != nil {
-		return 0, fmt.Errorf("edit %s: %w", c.Code, err)
+		return fsm.Link{}, 0, fmt.Errorf("edit %s: %w", c.Code, err)
+	}
+	l, ok := resp.(fsm.Link)
+	if !ok {
+		return fsm.Link{}, 0, fmt.Errorf("edit %s: the state machine answered %T", c.Code, resp)
 	}
 	n.awaitServers(index)
-	return index, nil
+	return l, index, nil
 }
 
 // SetDomain registers, changes or removes a domain on the leader, with

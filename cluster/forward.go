@@ -21,6 +21,10 @@ type ForwardOptions struct {
 	// Kind names what is forwarded in linkraft_forwarded_requests_total
 	// ("write", "admin"); empty: "request".
 	Kind string
+	// Level is the entry level the request's write needs (fsm.LevelKeys
+	// when 0): a request that needs more than some server applies is not
+	// sent, since a leader of an older build would not know it.
+	Level int
 }
 
 // Forward relays a public request that must be served by the leader (a
@@ -40,6 +44,9 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
+	if err := n.requireLevel(ctx, opts.Level); err != nil {
+		return err
+	}
 	// Finding a leader takes at most the write timeout, however long the
 	// request may take once sent (a restore): without a leader the client
 	// gets its 503, or the local answer, in seconds.

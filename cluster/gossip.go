@@ -15,6 +15,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // memberMeta is what a node tells the others about itself over gossip.
@@ -29,6 +32,9 @@ type memberMeta struct {
 	// Replica asks to be added as a non-voter (--read-replica); such a
 	// member is not one of the servers that bootstrap a cluster.
 	Replica bool `json:"replica,omitempty"`
+	// Level is the entry level the member's build applies (levels.go);
+	// builds before levels send none.
+	Level int `json:"level,omitempty"`
 	// Leaving announces a graceful leave before the node goes: memberlist's
 	// NotifyLeave cannot tell a leave from a death (the state it passes is
 	// not updated), but it passes the node's last metadata.
@@ -97,7 +103,7 @@ func (n *Node) startGossip(hasState bool) error {
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
-			Replica: n.cfg.ReadReplica, Boot: randomHex(8),
+			Replica: n.cfg.ReadReplica, Boot: randomHex(8), Level: fsm.EntryLevel,
 		},
 	}
 	mc := memberlist.DefaultLANConfig()
@@ -306,6 +312,9 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 func (g *gossip) alive(node *memberlist.Node) {
 	c := *node
 	c.Addr, c.Meta = slices.Clone(node.Addr), slices.Clone(node.Meta)
+	if m, ok := parseMeta(&c); ok {
+		g.n.levels.heard(raft.ServerID(m.ID), max(m.Level, fsm.LevelKeys))
+	}
 	g.mu.Lock()
 	delete(g.gone, node.Name)
 	g.live[node.Name] = c

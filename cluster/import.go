@@ -68,6 +68,11 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 		}
 		return b
 	}
+	for i := range reqs {
+		if err := n.requireLevel(ctx, reqs[i].Level()); err != nil {
+			b.results[i].Err = err
+		}
+	}
 	now := time.Now().UnixMilli()
 	for _, items := range cutBulk(reqs, b.results) {
 		batch := make([]fsm.CreateRequest, len(items))
@@ -93,6 +98,9 @@ func cutBulk(reqs []fsm.CreateRequest, results []fsm.CreateResult) [][]int {
 	)
 	for i := range reqs {
 		req := &reqs[i]
+		if results[i].Err != nil { // refused before
+			continue
+		}
 		if err := checkCreate(*req); err != nil {
 			results[i].Err = err
 			continue

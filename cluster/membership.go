@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/fsm"
+
 	"github.com/linkraft/linkraft/cluster/wire"
 )
 
@@ -105,6 +107,9 @@ func (n *Node) reachable(raftAddr string, timeout time.Duration) error {
 // its address. Raft keeps a known voter a voter even through AddNonvoter;
 // AddVoter on a known non-voter promotes it.
 func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
+	if err := n.canApplyState(raftAddr); err != nil {
+		return err
+	}
 	add, kind := n.raft.AddVoter, "voter"
 	if nonVoter {
 		add, kind = n.raft.AddNonvoter, "non-voter"
@@ -113,6 +118,20 @@ func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
 		return fmt.Errorf("add %s %s: %w", kind, id, raftError(err))
 	}
 	n.log.Info("server joined", "id", id, "raft_addr", raftAddr, "suffrage", kind)
+	return nil
+}
+
+// canApplyState refuses a server whose build could not apply the entries
+// this cluster's state already holds (see levels.go); a server that does
+// not answer is left to the reachability checks.
+func (n *Node) canApplyState(raftAddr string) error {
+	info, err := n.nodeInfoOf(raftAddr, 2*time.Second)
+	if err != nil {
+		return nil
+	}
+	if got, need := max(info.EntryLevel, fsm.LevelKeys), n.fsm.Level(); got < need {
+		return fmt.Errorf("%w: %s runs an older build (entry level %d) than this cluster's state needs (%d): upgrade it first", ErrInvalidServer, info.ID, got, need)
+	}
 	return nil
 }
 

@@ -148,6 +148,7 @@ type Node struct {
 	leaderIndex atomic.Uint64
 
 	metrics *metrics // see metrics.go
+	levels  entryLevels
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -184,6 +185,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
+	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.layer.DialInternal(addr, timeout)
@@ -200,6 +202,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.spawn(n.runCreateBatcher)
 	n.spawn(n.runClickFlusher)
 	n.spawn(n.runVolumeSnapshots)
+	n.spawn(n.watchLevels)
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			close(n.closing)

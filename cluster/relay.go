@@ -236,6 +236,8 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 			// relay, not to decide what may be stored.
 			if verr := input.Prepared(req, n.cfg.AllowPrivateTargets); verr != nil {
 				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
+			} else {
+				err = n.requireLevel(wait, req.Level())
 			}
 		}
 		if err != nil {

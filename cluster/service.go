@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/wire"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // maxForwardedBodyBytes bounds the body of a public request a follower
@@ -101,7 +102,7 @@ func (n *Node) internalHandler() fasthttp.RequestHandler {
 }
 
 func (n *Node) serveNodeInfo(ctx *fasthttp.RequestCtx) {
-	info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID()}
+	info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel}
 	if n.gossip != nil {
 		info.GossipAddr = n.gossip.advertised()
 	}

@@ -90,6 +90,11 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
+	// Before it is queued or relayed: a batch is one entry, and one item an
+	// old server cannot apply must not hold back the others.
+	if err := n.requireLevel(ctx, req.Level()); err != nil {
+		return fsm.CreateResult{}, err
+	}
 	var reply createReply
 	remote := false // the attempt that decided it was the leader's, elsewhere
 	err := n.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
@@ -316,19 +321,28 @@ func (n *Node) Delete(ctx context.Context, code, keyID string) (uint64, error) {
 // proposeOne applies one entry once this node leads in an established
 // term, and returns its index or the error the FSM answered.
 func (n *Node) proposeOne(ctx context.Context, cmd []byte) (uint64, error) {
+	_, index, err := n.proposeOneResult(ctx, cmd)
+	return index, err
+}
+
+// proposeOneResult is proposeOne that also returns what the FSM answered.
+func (n *Node) proposeOneResult(ctx context.Context, cmd []byte) (any, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
+	if err := n.requireLevel(ctx, fsm.RequiredLevel(cmd)); err != nil {
+		return nil, 0, err
+	}
 	if err := n.waitReady(ctx, false); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	resp, index, err := n.applyAt(cmd)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if err, ok := resp.(error); ok {
-		return 0, err
+		return nil, 0, err
 	}
-	return index, nil
+	return resp, index, nil
 }
 
 // apply proposes one entry and waits for the FSM's response.

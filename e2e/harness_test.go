@@ -213,6 +213,8 @@ type node struct {
 	// credential is sent with every request that names none (see
 	// tryRequest): the node's --admin-token.
 	credential string
+	// bin is the binary to run; empty: the one built from this tree.
+	bin string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -397,7 +399,11 @@ func hermeticEnv(extra []string) []string {
 // launch execs the binary with the node's arguments.
 func (n *node) launch() {
 	n.t.Helper()
-	cmd := exec.Command(binPath, n.args...)
+	bin := binPath
+	if n.bin != "" {
+		bin = n.bin
+	}
+	cmd := exec.Command(bin, n.args...)
 	cmd.Env = hermeticEnv(n.env)
 	cmd.Dir = n.dataDir
 	cmd.Stdout = n.out

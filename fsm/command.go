@@ -172,7 +172,16 @@ func EncodeInit(c InitCommand) []byte {
 
 func EncodeCreate(c CreateBatch) []byte {
 	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
-	e.byte(byte(cmdCreateOptions))
+	// The oldest type that carries the batch (see RequiredLevel): builds
+	// before options apply creates without them.
+	typ := cmdCreateKeyed
+	for i := range c.Items {
+		if c.Items[i].Level() > LevelKeys {
+			typ = cmdCreateOptions
+			break
+		}
+	}
+	e.byte(byte(typ))
 	e.varint(c.Now)
 	e.uvarint(uint64(len(c.Items)))
 	for _, it := range c.Items {
@@ -186,8 +195,10 @@ func EncodeCreate(c CreateBatch) []byte {
 		e.varint(it.ExpiresAt)
 		e.uvarint(uint64(it.CodeLength))
 		e.string(it.KeyID)
-		e.string(it.Domain)
-		encodeOptions(&e, it.Options)
+		if typ == cmdCreateOptions {
+			e.string(it.Domain)
+			encodeOptions(&e, it.Options)
+		}
 	}
 	return seal(e.buf)
 }

@@ -48,35 +48,37 @@ type EditCommand struct {
 // ErrVisitLimit is a visit to a link that has had all its visits.
 var ErrVisitLimit = errors.New("the link has reached its maximum number of visits")
 
-// edit applies an EditCommand. A new target is appended to the text arena
-// (the old bytes stay where readers may still hold them) and recorded in
-// the link's history; every other field replaces the link's Options as a
-// whole, so an Options value a reader holds never changes under it.
-func (s *state) edit(c EditCommand) error {
+// edit applies an EditCommand and returns the link as it left it (its
+// proposer answers with that, not with what a later edit made of it). A
+// new target is appended to the text arena (the old bytes stay where
+// readers may still hold them) and recorded in the link's history; every
+// other field replaces the link's Options as a whole, so an Options value
+// a reader holds never changes under it.
+func (s *state) edit(c EditCommand) (Link, error) {
 	p, ok := s.lookup(c.Code)
 	if !ok {
-		return ErrNotFound
+		return Link{}, ErrNotFound
 	}
 	r := s.recs.at(p)
 	ws := s.workspaces.names[r.workspace]
 	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
-		return ErrUnauthorized
+		return Link{}, ErrUnauthorized
 	}
 	if c.Fields&^editKnown != 0 {
-		return fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnown)
+		return Link{}, fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnown)
 	}
 	changeURL := c.Fields&EditURL != 0 && c.URL != s.recs.text.url(r)
 	if changeURL {
 		if err := checkTarget(c.URL); err != nil {
-			return err
+			return Link{}, err
 		}
 		if r.dedupe() && c.Canonical == "" {
-			return fmt.Errorf("%w: a dedupe link's new target needs its canonical URL", ErrInvalidRequest)
+			return Link{}, fmt.Errorf("%w: a dedupe link's new target needs its canonical URL", ErrInvalidRequest)
 		}
 	}
 	o := s.editedOptions(p, c, changeURL)
 	if err := o.check(); err != nil {
-		return err
+		return Link{}, err
 	}
 	if changeURL {
 		s.retarget(p, c.URL, c.Canonical, c.Now)
@@ -86,7 +88,7 @@ func (s *state) edit(c EditCommand) error {
 	}
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
-	return nil
+	return s.link(p), nil
 }
 
 // editedOptions is the link's Options with the command's fields applied,

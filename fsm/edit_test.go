@@ -310,3 +310,38 @@ func TestKeysLimitedToDomains(t *testing.T) {
 		t.Fatalf("an admin key limited to a domain: %v", err)
 	}
 }
+
+// TestOldestFormatThatFits: entries and snapshots use what builds before
+// options read for as long as nothing needs more, so a cluster in the
+// middle of an upgrade can send its old nodes all it writes.
+func TestOldestFormatThatFits(t *testing.T) {
+	plain := create(1, CreateRequest{URL: "https://example.com/"})
+	withOptions := create(1, CreateRequest{URL: "https://example.com/", Options: &Options{Title: "t"}})
+	for _, tc := range []struct {
+		name  string
+		entry []byte
+		want  int
+	}{
+		{"create without options", plain, LevelKeys},
+		{"create with options", withOptions, LevelOptions},
+		{"create in a domain", create(1, CreateRequest{URL: "https://example.com/", Domain: "a.example"}), LevelOptions},
+		{"delete", EncodeDelete(DeleteCommand{Code: "x"}), LevelKeys},
+		{"key without domains", EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksRead, "*")}), LevelKeys},
+		{"edit", EncodeEdit(EditCommand{Code: "x", Fields: EditTitle}), LevelOptions},
+		{"domain", EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}}), LevelOptions},
+		{"visit", EncodeVisit(VisitCommand{Code: "x"}), LevelOptions},
+	} {
+		if got := RequiredLevel(tc.entry); got != tc.want {
+			t.Errorf("%s: level %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	f := New()
+	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), plain)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV4 {
+		t.Fatalf("a state without options writes snapshot version %d, want 4", v)
+	}
+	applyAll(t, f, withOptions)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotVersion {
+		t.Fatalf("a state with options writes snapshot version %d, want %d", v, snapshotVersion)
+	}
+}

@@ -73,6 +73,7 @@ type snapshot struct {
 	audit      []AuditEntry
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
+	level      int // the state's entry level: which version holds it
 	release    func()
 }
 
@@ -110,6 +111,7 @@ func (s *state) snapshot() *snapshot {
 	snap.revoked = slices.Collect(maps.Keys(s.revoked))
 	snap.audit = s.audit.oldestFirst()
 	snap.opts = maps.Clone(s.opts)
+	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))
 	return snap
 }
@@ -153,8 +155,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		}
 	}
 
+	version := snap.version()
 	e.fixed(snapshotMagic)
-	e.byte(snapshotVersion)
+	e.byte(version)
 	e.bool(snap.hasKey)
 	e.fixed(snap.key[:])
 	e.fixed(snap.clusterID[:])
@@ -168,7 +171,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	for p := range snap.records.n {
 		if r := snap.records.at(p); r.live() {
 			snap.encodeLink(&e, r)
-			encodeOptions(&e, snap.opts[p])
+			if version >= snapshotVersion {
+				encodeOptions(&e, snap.opts[p])
+			}
 			flush(false)
 		}
 	}
@@ -207,13 +212,15 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.string(a.Subject)
 		flush(false)
 	}
-	e.uvarint(uint64(len(snap.domains)))
-	for _, d := range snap.domains {
-		e.string(d.Name)
-		e.string(d.RootRedirect)
-		e.string(d.NotFoundRedirect)
+	if version >= snapshotVersion {
+		e.uvarint(uint64(len(snap.domains)))
+		for _, d := range snap.domains {
+			e.string(d.Name)
+			e.string(d.RootRedirect)
+			e.string(d.NotFoundRedirect)
+		}
+		snap.encodeKeyDomains(&e)
 	}
-	snap.encodeKeyDomains(&e)
 	flush(true)
 	if werr != nil {
 		return fmt.Errorf("write snapshot: %w", werr)
@@ -527,6 +534,20 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 		}
 	}
 	return nil
+}
+
+// version is the oldest snapshot version that holds this state: version 4
+// while its level is LevelKeys (no options, domains or keys limited to
+// domains). A cluster in the middle of an upgrade, whose new nodes hold
+// only such state (nothing newer is written until every node applies it,
+// see EntryLevel), then sends its old nodes snapshots they can read. The
+// choice depends on the state alone, so equal states still give equal
+// bytes.
+func (snap *snapshot) version() byte {
+	if snap.level > LevelKeys {
+		return snapshotVersion
+	}
+	return snapshotV4
 }
 
 // encodeKeyDomains writes, for the keys limited to domains, their id and

@@ -221,7 +221,11 @@ func (s *state) apply(data []byte) any {
 	case KeyRevokeCommand:
 		return s.revokeKey(c)
 	case EditCommand:
-		return s.edit(c)
+		l, err := s.edit(c)
+		if err != nil {
+			return err
+		}
+		return l
 	case DomainCommand:
 		return s.setDomain(c)
 	case VisitCommand:

@@ -60,9 +60,7 @@ func (s *Server) handleBulk(ctx *fasthttp.RequestCtx) {
 			results[items[k]] = s.bulkOutcome(ctx, res, reqs[k], err)
 		}
 	}
-	if index > 0 && len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-	}
+	markApplied(ctx, index)
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"results": results})
 }
 

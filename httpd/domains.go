@@ -3,11 +3,9 @@ package httpd
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/input"
 )
@@ -77,9 +75,7 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 		s.writeWriteError(ctx, err)
 		return
 	}
-	if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-	}
+	markApplied(ctx, index)
 	if status == fasthttp.StatusNoContent {
 		ctx.SetStatusCode(status)
 		return

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd/input"
@@ -62,7 +60,7 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c.Code, c.KeyID = code, keyID(ctx)
-	index, err := s.node.Writes.Edit(context.Background(), c)
+	edited, index, err := s.node.Writes.Edit(context.Background(), c)
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrNotFound):
@@ -75,14 +73,10 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		s.writeWriteError(ctx, err)
 		return
 	}
-	if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-	}
-	if l, ok = s.fsm.Get(code); !ok { // deleted right after the edit
-		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
-		return
-	}
-	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &l))
+	markApplied(ctx, index)
+	// The link as this edit left it: a concurrent edit applied since must
+	// not answer for this one.
+	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &edited))
 }
 
 // editOf checks an edit's fields and prepares them for the log.

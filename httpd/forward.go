@@ -2,11 +2,13 @@ package httpd
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 const idempotencyHeader = "Idempotency-Key"
@@ -39,6 +41,13 @@ var (
 	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute, Kind: "admin_read"}, localFallback: true}
 )
 
+// needs is the mode for a route whose write needs entry level: only a
+// cluster whose every server applies it forwards it (see cluster/levels.go).
+func (m forwardMode) needs(level int) forwardMode {
+	m.opts.Level = level
+	return m
+}
+
 // forwarder serves a request here when this node leads, and otherwise
 // forwards it to the leader and relays the answer. Node.Forward decides
 // once where the leader is (ErrLeaderIsSelf: here). A request that was
@@ -64,5 +73,15 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 		default:
 			s.writeWriteError(ctx, err)
 		}
+	}
+}
+
+// markApplied tells the node that forwarded a write the log index it was
+// applied at: that node applies this far before its client hears, so the
+// client reads its write there at once. Nothing for a client's own
+// request, or when nothing was applied (index 0).
+func markApplied(ctx *fasthttp.RequestCtx, index uint64) {
+	if index > 0 && len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
+		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
 	}
 }

@@ -232,7 +232,8 @@ func createErrorDetail(req fsm.CreateRequest, err error) string {
 // writeWriteError answers a write the cluster could not complete.
 func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed):
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed),
+		errors.Is(err, cluster.ErrUpgrading):
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, fsm.ErrUnauthorized):
 		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
@@ -293,10 +294,7 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	index, err := s.node.Writes.Delete(context.Background(), code, keyID(ctx))
 	switch {
 	case err == nil:
-		if len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-			// The forwarding node applies this far before its client hears.
-			ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-		}
+		markApplied(ctx, index)
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	case errors.Is(err, fsm.ErrNotFound):
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")

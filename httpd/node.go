@@ -41,7 +41,7 @@ type Reads interface {
 type Writes interface {
 	Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error)
 	Delete(ctx context.Context, code, keyID string) (uint64, error)
-	Edit(ctx context.Context, c fsm.EditCommand) (uint64, error)
+	Edit(ctx context.Context, c fsm.EditCommand) (fsm.Link, uint64, error)
 	SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error)
 	Visit(ctx context.Context, code string) (uint64, error)
 	ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *cluster.BulkCreates

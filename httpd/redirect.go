@@ -152,7 +152,7 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 		var req fasthttp.Request
 		var resp fasthttp.Response
 		ctx.Request.CopyTo(&req)
-		err := s.node.Leader.Forward(&req, &resp, forwardWrite.opts)
+		err := s.node.Leader.Forward(&req, &resp, forwardWrite.needs(fsm.LevelOptions).opts)
 		switch {
 		case err == nil:
 			resp.CopyTo(&ctx.Response)

@@ -162,9 +162,9 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/tags", "tags", s.require(fsm.ScopeLinksRead, s.handleTags))
 	// A bulk create is served by the leader, which packs it into a few
 	// log entries (bulk.go).
-	handle("POST", bulkPath, "bulk", s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(s.handleBulk, forwardWrite))))
+	handle("POST", bulkPath, "bulk", s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(s.handleBulk, forwardWrite.needs(fsm.LevelOptions)))))
 	handle("GET", "/api/v1/urls/{code}", "read", s.require(fsm.ScopeLinksRead, s.handleRead))
-	handle("PATCH", "/api/v1/urls/{code}", "edit", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleEdit, forwardWrite)))
+	handle("PATCH", "/api/v1/urls/{code}", "edit", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleEdit, forwardWrite.needs(fsm.LevelOptions))))
 	handle("GET", "/api/v1/urls/{code}/history", "history", s.require(fsm.ScopeLinksRead, s.handleHistory))
 	// The leader checks the credential of a forwarded delete again: it
 	// travels with the request.
@@ -200,9 +200,13 @@ func (s *Server) routes() {
 	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
 	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
 	adminRead("GET", "/admin/audit", "admin_audit", s.handleAudit)
-	admin("POST", "/admin/domains", "admin_domains", s.handleSetDomain)
+	// Domains are written with entries older builds do not apply.
+	domains := func(method, path string, h fasthttp.RequestHandler) {
+		handle(method, path, "admin_domains", s.require(fsm.ScopeAdmin, s.forwarder(h, forwardAdmin.needs(fsm.LevelOptions))))
+	}
+	domains("POST", "/admin/domains", s.handleSetDomain)
 	adminRead("GET", "/admin/domains", "admin_domains", s.handleListDomains)
-	admin("DELETE", "/admin/domains/{domain}", "admin_domains", s.handleRemoveDomain)
+	domains("DELETE", "/admin/domains/{domain}", s.handleRemoveDomain)
 
 	// Runtime profiles of this node, guarded like the admin API.
 	pprof := s.require(fsm.ScopeAdmin, pprofHandler())

@@ -166,12 +166,21 @@ func BenchmarkRedirect(b *testing.B) { benchmarkRedirect(b, nil) }
 // benchmarkRedirect follows one link over and over on a server configured
 // by configure.
 func benchmarkRedirect(b *testing.B, configure func(*Config)) {
+	benchmarkRedirectOf(b, configure, `{"url":"https://example.com/some/long/path?with=query"}`, "")
+}
+
+// benchmarkRedirectOf follows the link created with body, asked for with
+// query and the header name, value pairs.
+func benchmarkRedirectOf(b *testing.B, configure func(*Config), body, query string, headers ...string) {
 	s := newTestServer(b, configure)
-	code := mustCreate(b, s, `{"url":"https://example.com/some/long/path?with=query"}`)
+	code := mustCreate(b, s, body)
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5555}, nil)
 	ctx.Request.Header.SetMethod("GET")
-	ctx.Request.SetRequestURI("/" + code)
+	ctx.Request.SetRequestURI("/" + code + query)
+	for i := 0; i+1 < len(headers); i += 2 {
+		ctx.Request.Header.Set(headers[i], headers[i+1])
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

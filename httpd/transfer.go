@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
-	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/input"
 )
@@ -161,11 +159,7 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 			read.lines, read.err, report.Created, report.Skipped, len(report.Failed)))
 		return
 	}
-	if index > 0 && len(ctx.Request.Header.Peek(wire.ForwardedHeader)) > 0 {
-		// The forwarding node applies this far before its client hears,
-		// so the imported links redirect there once the answer arrives.
-		ctx.Response.Header.Set(wire.AppliedIndexHeader, strconv.FormatUint(index, 10))
-	}
+	markApplied(ctx, index)
 	writeJSON(ctx, fasthttp.StatusOK, report)
 }
 

@@ -57,6 +57,9 @@ type NodeInfo struct {
 	ID         string `json:"id"`
 	Cluster    string `json:"cluster_id"`            // empty until the cluster is initialised
 	GossipAddr string `json:"gossip_addr,omitempty"` // for a member whose gossip lost this one
+	// EntryLevel is the newest set of log entry types the node's build
+	// applies (fsm.EntryLevel); builds before it send none (level 1).
+	EntryLevel int `json:"entry_level,omitempty"`
 }
 
 // ReadIndexAnswer answers GET read-index: an index that covers every write

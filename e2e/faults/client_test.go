@@ -128,6 +128,24 @@ func (c *client) readOp(proc int, kind Kind, n *fnode, code string) Op {
 	return c.hist.Add(op)
 }
 
+// editOp changes a code's target to url with PATCH /api/v1/urls/{code}
+// and records it: the target sent, and the original_url a 200 answered.
+func (c *client) editOp(proc int, n *fnode, code, url string) Op {
+	body, _ := json.Marshal(map[string]string{"original_url": url})
+	op := Op{Client: proc, Kind: Edit, Node: n.id, Code: code, URL: url, Invoke: c.now()}
+	a := c.do(fasthttp.MethodPatch, n.httpAddr, "/api/v1/urls/"+code, body, c.timeout)
+	op.Complete = c.now()
+	classify(&op, a)
+	var l linkAnswer
+	_ = json.Unmarshal(a.body, &l)
+	if op.Outcome == Ok {
+		op.RespURL = l.URL
+	} else if op.Err == "" {
+		op.Err = l.Detail
+	}
+	return c.hist.Add(op)
+}
+
 // deleteOp deletes a code.
 func (c *client) deleteOp(proc int, n *fnode, code string) Op {
 	op := Op{Client: proc, Kind: Delete, Node: n.id, Code: code, Invoke: c.now()}

@@ -159,12 +159,14 @@ func check(c *cluster, ops []Op, faults []fault, converged error, htmlDir string
 	}
 	all = append(all, CheckLostCreates(ops, ids(c.nodes()))...)
 	all = append(all, CheckSingleTarget(ops)...)
+	all = append(all, CheckNoOlderTargetAfterEdit(ops, win)...)
 	all = append(all, CheckCustomWinners(ops)...)
 	all = append(all, CheckDedupe(ops)...)
 	all = append(all, CheckNoReadAfterDelete(ops, win)...)
 	all = append(all, CheckNo404AfterAck(ops, win)...)
 	exports, exportAnomalies := c.convergedExports(15 * time.Second)
 	all = append(all, exportAnomalies...)
+	all = append(all, c.editHistoryAnomalies(ops)...)
 	all = append(all, checkClicks(c.t, ops, faults, win, exports)...)
 	all = append(all, c.clickSeriesAnomalies(exports)...)
 	all = append(all, c.processAnomalies()...)
@@ -277,6 +279,16 @@ func report(t *testing.T, ops []Op, faults []fault, lin LinearizabilityResult, a
 	writeSettled(&b, faults)
 	fmt.Fprintf(&b, "\nlinearizability: %d codes, %d illegal, %d unknown (timeout), %d reads on nodes inside fault windows left out; visualisations %v\n",
 		lin.Codes, lin.Illegal, lin.Unknown, lin.DroppedReads, lin.HTML)
+	acked, other := 0, 0
+	for _, op := range ops {
+		if op.EditAcked() {
+			acked++
+			if op.RespURL != op.URL {
+				other++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "edits: %d answered 200, %d of them naming another target in the answer (an edit applied before the link was read back; the older-target checker judges it)\n", acked, other)
 	byChecker := map[string][]string{}
 	for _, a := range anomalies {
 		byChecker[a.Checker] = append(byChecker[a.Checker], a.String())

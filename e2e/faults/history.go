@@ -21,6 +21,7 @@ const (
 	Redirect Kind = "redirect" // GET /{code}
 	Read     Kind = "read"     // GET /api/v1/urls/{code}
 	Delete   Kind = "delete"   // DELETE /api/v1/urls/{code}
+	Edit     Kind = "edit"     // PATCH /api/v1/urls/{code} with a new original_url
 	Final    Kind = "final"    // HEAD /{code} after healing
 )
 
@@ -43,13 +44,13 @@ type Op struct {
 	Client   int     `json:"client"`
 	Kind     Kind    `json:"kind"`
 	Node     string  `json:"node"`
-	URL      string  `json:"url,omitempty"`      // target sent (creates)
-	Code     string  `json:"code,omitempty"`     // code sent (custom, reads, deletes) or returned (creates)
+	URL      string  `json:"url,omitempty"`      // target sent (creates, edits)
+	Code     string  `json:"code,omitempty"`     // code sent (custom, reads, deletes, edits) or returned (creates)
 	Invoke   int64   `json:"invoke"`             // ns since start
 	Complete int64   `json:"complete"`           // ns since start
 	Outcome  Outcome `json:"outcome"`            // ok, fail, info
 	Status   int     `json:"status"`             // HTTP status, 0 without an answer
-	RespURL  string  `json:"resp_url,omitempty"` // original_url answered, or Location of a redirect
+	RespURL  string  `json:"resp_url,omitempty"` // original_url answered (creates, edits, reads), or Location of a redirect
 	Existing bool    `json:"existing,omitempty"` // create answered 200 existing
 	Err      string  `json:"error,omitempty"`    // transport error or problem detail
 }
@@ -74,6 +75,20 @@ func (o Op) Missing() bool { return o.IsRead() && o.Status == 404 }
 
 // Acked reports whether a create was acknowledged with a code (201 or 200).
 func (o Op) Acked() bool { return o.IsCreate() && o.Outcome == Ok && o.Code != "" }
+
+// EditAcked reports whether an edit was answered 200: it took effect, and
+// every node that reaches the leader shows its target from then on.
+func (o Op) EditAcked() bool { return o.Kind == Edit && o.Outcome == Ok }
+
+// MayHaveEdited reports whether an edit took or may have taken effect:
+// answered 200, or indeterminate (a timeout, a lost answer, a 5xx). An
+// indeterminate edit may take effect any time after it was sent.
+func (o Op) MayHaveEdited() bool { return o.Kind == Edit && o.Outcome != Fail }
+
+// EditTarget is the target an edit sets: the URL it sent. Not the
+// original_url its 200 answered: the leader reads the link back after
+// applying the edit, so an edit applied in between shows there instead.
+func (o Op) EditTarget() string { return o.URL }
 
 // History is every recorded operation, safe for concurrent appends.
 type History struct {

@@ -10,8 +10,9 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// Each code is a register that is created once, read and deleted:
-// absent -> present(url) -> deleted, and never back.
+// Each code is a register that is created once, read, edited and deleted:
+// absent -> present(url) -> present(url') ... -> deleted, and never back.
+// An edit writes the register's URL; a read returns the latest written.
 type regState struct {
 	phase int // 0 absent, 1 present, 2 deleted
 	url   string
@@ -25,19 +26,27 @@ const (
 
 // regInput is an operation on one code's register.
 type regInput struct {
-	op  string // "create", "get", "delete"
-	url string // URL a create sends
+	op  string // "create", "get", "edit", "delete"
+	url string // URL a create or an edit sends
+	// raced: an edit answered 404 while a delete of the code was under way
+	// or done, so it may have been applied just before the delete (the
+	// leader answers 404 when the link is gone right after the edit).
+	raced bool
 }
 
 // regOutput is what the operation answered.
 type regOutput struct {
-	outcome  Outcome
-	url      string // create: URL answered; get: URL found ("" for a miss)
-	existing bool   // create answered 200 existing (dedupe)
+	outcome Outcome
+	// url: the URL a create answered, or a get found ("" for a miss). For
+	// an edit, the URL its 200 answered, shown in visualisations only: the
+	// model writes the URL the edit sent, as the answer is the link read
+	// back after the edit applied (CheckNoOlderTargetAfterEdit judges it).
+	url      string
+	existing bool // create answered 200 existing (dedupe)
 }
 
 // registerModel is the per-code register as a nondeterministic model: an
-// indeterminate create or delete may or may not have taken effect.
+// indeterminate create, edit or delete may or may not have taken effect.
 func registerModel() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{regState{}} },
@@ -60,6 +69,8 @@ func regStep(s regState, in regInput, out regOutput) []any {
 	switch in.op {
 	case "create":
 		return createStep(s, in, out)
+	case "edit":
+		return editStep(s, in, out)
 	case "delete":
 		return deleteStep(s, out)
 	default:
@@ -79,6 +90,26 @@ func createStep(s regState, in regInput, out regOutput) []any {
 		return []any{s}
 	case out.outcome == Ok && !out.existing && s.phase == absent:
 		return []any{regState{phase: present, url: out.url}}
+	}
+	return nil
+}
+
+// editStep: a 200 edit of a present code writes its URL; an indeterminate
+// one may have; a 404 says the code is not present, unless it raced a
+// delete (then it may also have been applied just before the delete).
+// Edits refused for other reasons never reach the model (see toPorcupine).
+func editStep(s regState, in regInput, out regOutput) []any {
+	switch {
+	case out.outcome == Ok && s.phase == present:
+		return []any{regState{phase: present, url: in.url}}
+	case out.outcome == Info && s.phase == present:
+		return []any{s, regState{phase: present, url: in.url}}
+	case out.outcome == Info:
+		return []any{s}
+	case out.outcome == Fail && s.phase != present:
+		return []any{s}
+	case out.outcome == Fail && in.raced:
+		return []any{regState{phase: present, url: in.url}}
 	}
 	return nil
 }
@@ -115,8 +146,8 @@ type LinearizabilityResult struct {
 // model with porcupine. Reads without a definite answer are dropped (they
 // change nothing), and so are reads on a node inside a fault window: a node
 // cut off from the leader serves its local state by design. Indeterminate
-// creates and deletes stay open until after the end of the history. For
-// each illegal code (at most maxHTML) an HTML visualisation is written
+// creates, edits and deletes stay open until after the end of the history.
+// For each illegal code (at most maxHTML) an HTML visualisation is written
 // into htmlDir when it is not empty.
 func CheckLinearizable(ops []Op, windows []Window, htmlDir string, timeout time.Duration) LinearizabilityResult {
 	var res LinearizabilityResult
@@ -174,9 +205,11 @@ func porcupineHistory(cops []Op, windows []Window, end int64) ([]porcupine.Opera
 	dropped := 0
 	creates := 0
 	for _, op := range cops {
-		po, keep := toPorcupine(op, windows, end)
+		po, keep := toPorcupine(op, windows, end, cops)
 		if !keep {
-			dropped++
+			if op.IsRead() {
+				dropped++
+			}
 			continue
 		}
 		if op.IsCreate() && (op.Status == 201 || op.Outcome == Info) {
@@ -193,7 +226,11 @@ func porcupineHistory(cops []Op, windows []Window, end int64) ([]porcupine.Opera
 	return hist, dropped
 }
 
-func toPorcupine(op Op, windows []Window, end int64) (porcupine.Operation, bool) {
+// toPorcupine turns one operation into a porcupine operation, or drops
+// it: a read without a definite answer or on a node inside a fault window,
+// and an edit refused with anything but 404 (a 400 or 401 changes nothing
+// and says nothing about the register).
+func toPorcupine(op Op, windows []Window, end int64, cops []Op) (porcupine.Operation, bool) {
 	po := porcupine.Operation{ClientId: max(op.Client, 0), Call: op.Invoke, Return: op.Complete, Metadata: op.ID}
 	switch {
 	case op.IsRead():
@@ -204,6 +241,12 @@ func toPorcupine(op Op, windows []Window, end int64) (porcupine.Operation, bool)
 		po.Input, po.Output = regInput{op: "get"}, regOutput{outcome: Ok, url: u}
 	case op.IsCreate():
 		po.Input, po.Output = regInput{op: "create", url: op.URL}, regOutput{outcome: op.Outcome, url: createdURL(op), existing: op.Existing}
+	case op.Kind == Edit:
+		if op.Outcome == Fail && op.Status != 404 {
+			return po, false
+		}
+		po.Input = regInput{op: "edit", url: op.URL, raced: raced404(op, cops)}
+		po.Output = regOutput{outcome: op.Outcome, url: op.RespURL}
 	case op.Kind == Delete:
 		po.Input, po.Output = regInput{op: "delete"}, regOutput{outcome: op.Outcome}
 	default:

@@ -42,7 +42,7 @@ func WriteAvailability(ops []Op, kinds []string, refs []int64) []Availability {
 func WriteSummary(w io.Writer, ops []Op, avail []Availability) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\tok\tfail\tinfo\tstatuses\t")
-	for _, k := range []Kind{Create, Dedupe, Custom, Redirect, Read, Delete, Final} {
+	for _, k := range []Kind{Create, Dedupe, Custom, Redirect, Read, Edit, Delete, Final} {
 		counts, statuses := map[Outcome]int{}, map[int]int{}
 		for _, op := range ops {
 			if op.Kind == k {

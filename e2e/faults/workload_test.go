@@ -14,10 +14,13 @@ type workload struct {
 	seed    uint64
 	clients int
 
-	mu        sync.Mutex
-	known     []string // every acknowledged code
-	deletable []string // acknowledged unique and custom codes not yet deleted
-	races     int      // custom-code races started
+	mu    sync.Mutex
+	known []string // every acknowledged code
+	// deletable is the acknowledged unique and custom codes not yet
+	// deleted; edits pick from it too (a dedupe link is not edited: its
+	// new target would move it out of its URL's dedupe entry).
+	deletable []string
+	races     int // custom-code races started
 }
 
 // sharedURLs is how many URLs the dedupe creates share.
@@ -69,9 +72,13 @@ func (w *workload) step(proc, n int, rng *mrand.Rand) {
 		if code, ok := w.pick(rng); ok {
 			w.c.cl.readOp(proc, Redirect, node, code)
 		}
-	case r < 90:
+	case r < 85:
 		if code, ok := w.pick(rng); ok {
 			w.c.cl.readOp(proc, Read, node, code)
+		}
+	case r < 90:
+		if code, ok := w.pickEditable(rng); ok {
+			w.editThenRead(proc, n, node, code, rng)
 		}
 	default:
 		if code, ok := w.takeDeletable(rng); ok {
@@ -148,4 +155,33 @@ func (w *workload) deleteThenRead(proc int, node *fnode, code string, rng *mrand
 	w.c.cl.readOp(proc, Redirect, node, code)
 	nodes := w.c.nodes()
 	w.c.cl.readOp(proc, Redirect, nodes[rng.IntN(len(nodes))], code)
+}
+
+// pickEditable returns an acknowledged unique or custom code not taken for
+// deletion: half of the time one of the newest.
+func (w *workload) pickEditable(rng *mrand.Rand) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.deletable) == 0 {
+		return "", false
+	}
+	if rng.IntN(2) == 0 {
+		return w.deletable[max(0, len(w.deletable)-1-rng.IntN(5))], true
+	}
+	return w.deletable[rng.IntN(len(w.deletable))], true
+}
+
+// editThenRead points a code at a fresh unique URL and, once the edit is
+// answered 200, sometimes reads it at once through another node.
+func (w *workload) editThenRead(proc, n int, node *fnode, code string, rng *mrand.Rand) {
+	url := fmt.Sprintf("https://example.com/e/%d/%d/%d", w.seed, proc, n)
+	if op := w.c.cl.editOp(proc, node, code, url); op.Status != 200 || rng.IntN(5) != 0 {
+		return
+	}
+	nodes := w.c.nodes()
+	other := nodes[rng.IntN(len(nodes))]
+	if i := indexOf(nodes, node); i >= 0 && len(nodes) > 1 {
+		other = nodes[(i+1+rng.IntN(len(nodes)-1))%len(nodes)]
+	}
+	w.c.cl.readOp(proc, Redirect, other, code)
 }

@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// A cluster upgraded one node at a time runs two builds at once, and a
+// node cannot apply a log entry type its build does not know: it would
+// skip the entry and hold another state than the others. So every node
+// reports the entry level its build applies (wire.NodeInfo), every node
+// keeps asking the servers of the configuration for theirs, and a write
+// that needs a newer level than some server reported is refused
+// (ErrUpgrading) until every server runs a build that knows it. Writes
+// the oldest build knows are never held back, and the state machine's
+// encoders pick the oldest entry type that carries a command
+// (fsm.RequiredLevel), so a link without options is written the way the
+// previous release writes it.
+//
+// Levels arrive in each member's gossip metadata as soon as it joins, and
+// from GET node, which every node asks each server every few seconds (a
+// cluster may run without gossip). What each server reported is kept in
+// the data dir, so a node that
+// restarts while another server is down still knows that server's build.
+// A server never heard from counts as the oldest build that can be in the
+// cluster: writing what it cannot apply would make it diverge once back.
+
+// ErrUpgrading refuses a write that some server of the cluster could not
+// apply: its build is older than the write.
+var ErrUpgrading = errors.New("a server of the cluster runs an older build that cannot apply this write: finish the upgrade first")
+
+const (
+	// levelPoll is how often every server is asked its level; a server
+	// restarted with another build is noticed within that time.
+	levelPoll = 5 * time.Second
+	// levelRetry is how soon a server below a write's level is asked
+	// again on the write path, so a finished upgrade shows at once.
+	levelRetry = time.Second
+	// levelsFile keeps what the servers reported, one "id level" a line.
+	levelsFile = "entry-levels"
+)
+
+// entryLevels remembers what each server reported.
+type entryLevels struct {
+	mu    sync.Mutex
+	known map[raft.ServerID]levelSeen
+	saved map[raft.ServerID]int // what levelsFile holds
+}
+
+type levelSeen struct {
+	level int       // the last answer; 0 before any
+	asked time.Time // the last time the server was asked
+}
+
+// requireLevel returns nil when every server of the configuration applies
+// entries of level, and ErrUpgrading naming one that does not otherwise.
+func (n *Node) requireLevel(ctx context.Context, level int) error {
+	if level <= fsm.LevelKeys {
+		return nil // every build that can join this cluster applies those
+	}
+	servers, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	n.askLevels(ctx, servers, level, levelRetry)
+	l := &n.levels
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range servers {
+		if got := l.levelOf(s.ID); s.ID != raft.ServerID(n.cfg.ID) && got < level {
+			return fmt.Errorf("%w (%s applies entry level %d, this write needs %d)", ErrUpgrading, s.ID, got, level)
+		}
+	}
+	return nil
+}
+
+// heard records a level a server reported some other way (its gossip
+// metadata).
+func (l *entryLevels) heard(id raft.ServerID, level int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := l.known[id]
+	seen.level = level
+	l.known[id] = seen
+}
+
+// levelOf is what a server reported; LevelKeys before any answer.
+func (l *entryLevels) levelOf(id raft.ServerID) int {
+	return max(l.known[id].level, fsm.LevelKeys)
+}
+
+// askLevels asks, at once, the servers below level that were not asked
+// within every, and records their answers.
+func (n *Node) askLevels(ctx context.Context, servers []raft.Server, level int, every time.Duration) {
+	l := &n.levels
+	now := time.Now()
+	var ask []raft.Server
+	l.mu.Lock()
+	for _, s := range servers {
+		seen := l.known[s.ID]
+		if s.ID != raft.ServerID(n.cfg.ID) && l.levelOf(s.ID) < level && now.Sub(seen.asked) >= every {
+			ask = append(ask, s)
+			seen.asked = now
+			l.known[s.ID] = seen
+		}
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range ask {
+		wg.Go(func() {
+			if got, ok := n.askLevel(ctx, s); ok {
+				l.mu.Lock()
+				seen := l.known[s.ID]
+				seen.level = got
+				l.known[s.ID] = seen
+				l.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// askLevel asks a server which entry level its build applies. A build
+// from before levels answers without one: it applies LevelKeys.
+func (n *Node) askLevel(ctx context.Context, s raft.Server) (int, bool) {
+	timeout := time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	info, err := n.nodeInfoOf(string(s.Address), timeout)
+	if err != nil {
+		return 0, false
+	}
+	return max(info.EntryLevel, fsm.LevelKeys), true
+}
+
+// watchLevels asks every server its level every levelPoll (every second
+// until each has answered once), and keeps the answers in the data dir.
+func (n *Node) watchLevels() {
+	t := time.NewTicker(levelRetry)
+	defer t.Stop()
+	for {
+		if servers, err := n.configuration(); err == nil {
+			ctx, cancel := context.WithTimeout(n.stopping, 2*levelRetry)
+			every := levelPoll
+			if !n.levels.allAnswered(servers, n.cfg.ID) {
+				every = levelRetry
+			}
+			n.askLevels(ctx, servers, int(^uint(0)>>1), every)
+			cancel()
+			if err := n.saveLevels(); err != nil {
+				n.log.Warn("keep the servers' entry levels", "err", err)
+			}
+		}
+		select {
+		case <-n.closing:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (l *entryLevels) allAnswered(servers []raft.Server, self string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range servers {
+		if s.ID != raft.ServerID(self) && l.known[s.ID].level == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// loadLevels reads what the servers reported before this start.
+func (n *Node) loadLevels() {
+	l := &n.levels
+	l.known, l.saved = map[raft.ServerID]levelSeen{}, map[raft.ServerID]int{}
+	data, err := os.ReadFile(filepath.Join(n.cfg.DataDir, levelsFile))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			n.log.Warn("read the servers' entry levels", "err", err)
+		}
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		id, level, ok := strings.Cut(line, " ")
+		if v, err := strconv.Atoi(level); ok && err == nil && v >= fsm.LevelKeys {
+			l.known[raft.ServerID(id)] = levelSeen{level: v}
+			l.saved[raft.ServerID(id)] = v
+		}
+	}
+}
+
+// saveLevels writes what the servers reported when it changed.
+func (n *Node) saveLevels() error {
+	l := &n.levels
+	l.mu.Lock()
+	now := map[raft.ServerID]int{}
+	for id, seen := range l.known {
+		if seen.level > 0 {
+			now[id] = seen.level
+		}
+	}
+	changed := len(now) != len(l.saved)
+	for id, v := range now {
+		changed = changed || l.saved[id] != v
+	}
+	l.saved = now
+	l.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	var lines []string
+	for id, v := range now {
+		lines = append(lines, string(id)+" "+strconv.Itoa(v))
+	}
+	slices.Sort(lines)
+	return writeSecretFile(filepath.Join(n.cfg.DataDir, levelsFile), strings.Join(lines, "\n")+"\n")
+}

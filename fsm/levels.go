@@ -1,0 +1,62 @@
+package fsm
+
+// Entry levels name the sets of log entry types a build applies. A
+// cluster upgraded one node at a time holds old and new builds at once; a
+// node of an older build cannot apply an entry type it does not know and
+// would diverge from the others. So a node reports the level it applies,
+// and nobody proposes an entry above the lowest level of the cluster's
+// servers (the cluster package decides).
+const (
+	// LevelKeys: types 1–10, what the release that brought API keys
+	// applies.
+	LevelKeys = 1
+	// LevelOptions: also types 11–15 (link options, edits, domains,
+	// visits to limited links, keys limited to domains).
+	LevelOptions = 2
+	// EntryLevel is the level this build applies.
+	EntryLevel = LevelOptions
+)
+
+// RequiredLevel is the entry level a node must apply to apply entry. The
+// encoders choose the oldest type that carries a command, so a create
+// without options or domain, or a key without domains, stays at
+// LevelKeys.
+func RequiredLevel(entry []byte) int {
+	if len(entry) == 0 {
+		return LevelKeys
+	}
+	if commandType(entry[0]&^sealedFlag) >= cmdCreateOptions {
+		return LevelOptions
+	}
+	return LevelKeys
+}
+
+// Level is the entry level a create needs: LevelOptions for a create in a
+// domain or with options, LevelKeys for any other.
+func (r *CreateRequest) Level() int {
+	if r.Domain != "" || !r.Options.empty() {
+		return LevelOptions
+	}
+	return LevelKeys
+}
+
+// Level is the entry level the state needs of a node that is to hold it:
+// LevelOptions once any link has options, a domain is registered or a key
+// is limited to domains.
+func (f *FSM) Level() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.level()
+}
+
+func (s *state) level() int {
+	if len(s.opts) > 0 || len(s.domains) > 0 {
+		return LevelOptions
+	}
+	for _, k := range s.keys {
+		if len(k.Domains) > 0 {
+			return LevelOptions
+		}
+	}
+	return LevelKeys
+}

@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"sync/atomic"
+)
+
+// MaxCachedLen is the longest User-Agent a Cache keeps, in bytes. Real
+// browsers send 100 to 300 bytes; longer strings are rare and are classified
+// on every call rather than cached. Truncating them to a key instead would
+// be wrong: tokens that matter, such as facebookexternalhit in iMessage's
+// previewer, come at the end.
+const MaxCachedLen = 512
+
+// MaxCacheSize bounds NewCache's size. A full cache of this size holds at
+// most about 38 MB (MaxCachedLen plus some 70 bytes a slot), and real
+// traffic has far fewer distinct User-Agents.
+const MaxCacheSize = 1 << 16
+
+// Cache remembers the Class of recently seen User-Agents, so that the
+// redirect path classifies a returning browser without allocating.
+//
+// It is a direct-mapped table: each User-Agent has one slot, chosen by a
+// hash seeded per Cache (so that no one can aim strings at one slot from
+// outside), and a newcomer replaces whatever shared its slot. Slots hold
+// atomic pointers to immutable entries, so hits take no lock and concurrent
+// misses only race to store equal answers. Memory is bounded by the slot
+// count times MaxCachedLen plus a few words per slot.
+type Cache struct {
+	seed  maphash.Seed
+	mask  uint64
+	slots []atomic.Pointer[entry]
+}
+
+type entry struct {
+	ua    string
+	class Class
+}
+
+// NewCache returns a cache of size slots, rounded up to a power of two and
+// kept between 1 and MaxCacheSize.
+func NewCache(size int) *Cache {
+	size = min(max(size, 1), MaxCacheSize)
+	n := 1 << bits.Len(uint(size-1))
+	return &Cache{
+		seed:  maphash.MakeSeed(),
+		mask:  uint64(n - 1),
+		slots: make([]atomic.Pointer[entry], n),
+	}
+}
+
+// Classify returns Classify(ua), from the cache when ua was seen recently.
+// A hit does not allocate; a miss allocates an entry holding a copy of ua.
+// It is safe for concurrent use, and ua is not retained.
+func (c *Cache) Classify(ua []byte) Class {
+	if len(ua) > MaxCachedLen {
+		return Classify(ua)
+	}
+	slot := &c.slots[maphash.Bytes(c.seed, ua)&c.mask]
+	if e := slot.Load(); e != nil && e.ua == string(ua) {
+		return e.class
+	}
+	class := Classify(ua)
+	slot.Store(&entry{ua: string(ua), class: class})
+	return class
+}
