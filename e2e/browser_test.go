@@ -99,9 +99,16 @@ func (c *consoleErrors) list() []string {
 // field, shorten a link through the form, follow the short URL the page
 // shows, watch the clicks arrive in the link page's chart, switch the chart
 // to days, check the layout at phone width, page through the Links view to
-// the link and delete another there, create a key in the Keys view, use it
-// (it is not an admin's), revoke it, then read the cluster view. With LINKRAFT_SCREENSHOTS set to a
-// directory it saves ui-link.png, ui-keys.png and ui-cluster.png there.
+// the link and delete another there; filter the Links view by tag, order
+// it by clicks, search it and narrow the search with a link's tag; edit a
+// link from its row (a refused tag shows the server's reason; then a new
+// target, title and rule) and find the link page showing them and both
+// targets in its history; shorten three lines at once and read each line's
+// outcome; edit a link in a registered domain that shares its code with
+// one in the default domain; create a key in the Keys view, use it (it is
+// not an admin's), revoke it, then read the cluster view. With
+// LINKRAFT_SCREENSHOTS set to a directory it saves ui-link.png,
+// ui-links.png, ui-edit.png, ui-keys.png and ui-cluster.png there.
 func TestBrowserUI(t *testing.T) {
 	skipIfShort(t)
 	browser := chromiumPath(t)
@@ -260,6 +267,200 @@ func TestBrowserUI(t *testing.T) {
 		`document.getElementById("v-links").innerText`)
 	if r := n.get(t, "/api/v1/urls/"+newer[0]); r.status != http.StatusNotFound {
 		t.Errorf("GET the link deleted in the UI: %d, want 404", r.status)
+	}
+
+	// Links with titles, tags and options, made through the API, for the
+	// Links view's search and tag filter and for the edit form.
+	alpha := n.createLink(t, map[string]any{"original_url": "https://example.com/docs/alpha", "title": "Alpha guide", "tags": []string{"docs", "team-a"}}).ShortCode
+	beta := n.createLink(t, map[string]any{"original_url": "https://example.com/blog/beta", "title": "Beta post", "tags": []string{"blog"}}).ShortCode
+	gamma := n.createLink(t, map[string]any{"original_url": "https://example.com/docs/gamma", "tags": []string{"docs"}, "password": "gamma-secret", "max_visits": 5}).ShortCode
+	rowCodes := `[...document.querySelectorAll("#ls-list li")].map(li => li.dataset.code).join()`
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Click(chromedp.ID("n-home")),
+		chromedp.Click(chromedp.ID("n-links")),
+	); err != nil {
+		t.Fatalf("reopen the Links view: %v", err)
+	}
+	// The tag filter offers each tag with its number of links; choosing
+	// one lists its links.
+	waitPage(t, bctx, "the tag filter lists the tags", 5*time.Second,
+		`[...document.getElementById("ls-tag").options].map(o => o.textContent).join() === "Any tag,blog (1 link),docs (2 links),team-a (1 link)"`,
+		`[...document.getElementById("ls-tag").options].map(o => o.textContent).join()`)
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("ls-tag"), "blog"),
+		chromedp.Click(chromedp.CSS(`#f-ls button[type=submit]`)),
+	); err != nil {
+		t.Fatalf("filter by tag: %v", err)
+	}
+	waitPage(t, bctx, "the blog tag lists the one blog link", 5*time.Second,
+		rowCodes+` === `+jsString(beta)+` && document.querySelector("#ls-list li .lt")?.textContent === "Beta post"`, rowCodes)
+	// Most clicks first: the link clicked 3 times leads.
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("ls-tag"), ""),
+		chromedp.SetValue(chromedp.ID("ls-sort"), "clicks"),
+		chromedp.Click(chromedp.CSS(`#f-ls button[type=submit]`)),
+	); err != nil {
+		t.Fatalf("sort by clicks: %v", err)
+	}
+	waitPage(t, bctx, "sorted by clicks, the clicked link comes first", 5*time.Second,
+		`document.querySelector("#ls-list li")?.dataset.code === `+jsString(code)+` && document.querySelectorAll("#ls-list li").length === 20`, rowCodes)
+	// Typing searches codes, targets and titles as it goes.
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("ls-sort"), "created"),
+		chromedp.SendKeys(chromedp.ID("ls-q"), "docs"),
+	); err != nil {
+		t.Fatalf("search: %v", err)
+	}
+	waitPage(t, bctx, "searching for docs lists the two docs links, with their title, tags, lock and visit limit", 5*time.Second, `(() => {
+		const li = code => document.querySelector('#ls-list li[data-code="' + code + '"]'), a = li(`+jsString(alpha)+`), g = li(`+jsString(gamma)+`);
+		const chips = li => [...li.querySelectorAll(".chip")].map(c => c.textContent).join();
+		return `+rowCodes+` === `+jsString(gamma+","+alpha)+` &&
+			a.querySelector(".lt")?.textContent === "Alpha guide" && chips(a) === "docs,team-a" && !a.querySelector("[data-flag=password]") &&
+			!g.querySelector(".lt") && chips(g) === "docs" && !!g.querySelector("[data-flag=password]") && g.textContent.includes("at most 5 visits") &&
+			!/\b(null|undefined)\b/.test(a.textContent + g.textContent);
+	})()`, `document.getElementById("v-links").innerText`)
+	if shots != "" {
+		screenshot(t, bctx, filepath.Join(shots, "ui-links.png"))
+	}
+	// A tag on a row filters by it, the search kept.
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#ls-list li[data-code="`+alpha+`"] button.chip:nth-child(2)`))); err != nil {
+		t.Fatalf("click the team-a tag: %v", err)
+	}
+	waitPage(t, bctx, "the team-a tag narrows the search to its link", 5*time.Second,
+		rowCodes+` === `+jsString(alpha)+` && document.getElementById("ls-tag").value === "team-a" && document.getElementById("ls-q").value === "docs"`, rowCodes)
+
+	// The row's Edit opens the form filled with the link; a refusal shows
+	// the server's detail.
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#ls-list li[data-code="`+alpha+`"] a[aria-label^="Edit"]`))); err != nil {
+		t.Fatalf("click Edit: %v", err)
+	}
+	waitPage(t, bctx, "the edit form shows the link", 5*time.Second, `(() => {
+		const v = id => document.getElementById(id).value;
+		return !document.getElementById("f-e").hidden && v("e-url") === "https://example.com/docs/alpha" && v("e-title") === "Alpha guide" &&
+			v("e-tags") === "docs, team-a" && v("e-exp") === "" && v("e-max") === "" && document.getElementById("e-pw-rm").disabled;
+	})()`, `document.getElementById("v-edit").innerText`)
+	console.expect(http.StatusBadRequest, "/api/v1/urls/"+alpha)
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("e-tags"), "docs, bad tag!"),
+		chromedp.Click(chromedp.ID("e-save")),
+	); err != nil {
+		t.Fatalf("save a bad tag: %v", err)
+	}
+	waitPage(t, bctx, "the form shows why the server refused the tag", 5*time.Second,
+		`document.querySelector("#e-out [role=alert]")?.textContent.includes('"bad tag!"')`, `document.getElementById("e-out").textContent`)
+	const newTarget = "https://example.com/docs/alpha-v2"
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("e-tags"), "docs, team-a"),
+		chromedp.SetValue(chromedp.ID("e-url"), newTarget),
+		chromedp.SetValue(chromedp.ID("e-title"), "Alpha guide, second edition"),
+		chromedp.Click(chromedp.ID("e-add")),
+		chromedp.SetValue(chromedp.CSS(`#e-rows select`), "ios"),
+		chromedp.SetValue(chromedp.CSS(`#e-rows input[type=url]`), "https://apps.apple.com/app/alpha"),
+	); err != nil {
+		t.Fatalf("fill the edit form: %v", err)
+	}
+	if shots != "" {
+		if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 1400)); err != nil {
+			t.Fatalf("tall viewport: %v", err)
+		}
+		screenshot(t, bctx, filepath.Join(shots, "ui-edit.png"))
+	}
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
+		t.Fatalf("narrow viewport: %v", err)
+	}
+	fitsPhone(t, bctx, "the edit form")
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Click(chromedp.ID("e-save")),
+	); err != nil {
+		t.Fatalf("save the edit: %v", err)
+	}
+	// Saved, the link page names the fields sent (only the changed ones:
+	// the tags are back as they were) and shows the new target, the rule
+	// and both targets in the history.
+	waitPage(t, bctx, "the link page shows the edited link and its two-entry history", 10*time.Second, `(() => {
+		const txt = id => document.getElementById(id)?.textContent;
+		return location.hash === `+jsString("#/link/"+alpha)+` && !document.getElementById("l-hist").hidden &&
+			txt("l-target") === `+jsString(newTarget)+` && txt("l-title") === "Alpha guide, second edition" &&
+			txt("l-rules")?.includes("device ios") && txt("l-msg") === "Saved: original url, title, rules." &&
+			[...document.querySelectorAll("#l-versions li")].map(li => li.dataset.url).join() === `+jsString("https://example.com/docs/alpha,"+newTarget)+` &&
+			document.querySelector("#l-versions li:last-child")?.textContent.includes("current");
+	})()`, `document.getElementById("v-link").innerText`)
+	var edited struct {
+		OriginalURL string   `json:"original_url"`
+		Title       string   `json:"title"`
+		Tags        []string `json:"tags"`
+		Rules       []struct {
+			When map[string]any `json:"when"`
+			URL  string         `json:"url"`
+		} `json:"rules"`
+	}
+	if r := n.get(t, "/api/v1/urls/"+alpha); r.status != http.StatusOK || json.Unmarshal(r.body, &edited) != nil {
+		t.Fatalf("GET the edited link: %v", r)
+	}
+	if edited.OriginalURL != newTarget || edited.Title != "Alpha guide, second edition" || strings.Join(edited.Tags, ",") != "docs,team-a" ||
+		len(edited.Rules) != 1 || edited.Rules[0].When["device"] != "ios" || edited.Rules[0].URL != "https://apps.apple.com/app/alpha" {
+		t.Errorf("after the UI's edit the link is %+v", edited)
+	}
+
+	// Shorten many: each line shows its short URL or why it failed.
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("n-home")),
+		chromedp.WaitVisible(chromedp.ID("b-lines")),
+		chromedp.SetValue(chromedp.ID("b-lines"), "https://example.com/bulk/one\n\nhttps://example.com/bulk/two bulk-two\nhttps://example.com/bulk/three "+code+"\n"),
+		chromedp.Click(chromedp.ID("b-go")),
+	); err != nil {
+		t.Fatalf("shorten many: %v", err)
+	}
+	waitPage(t, bctx, "each bulk line shows its outcome", 5*time.Second, `(() => {
+		const li = [...document.querySelectorAll("#b-results li")];
+		return li.length === 3 && li.map(l => l.dataset.line + ":" + l.dataset.status).join() === "1:201,3:201,4:409" &&
+			/^\/\w+$/.test(li[0].querySelector("a")?.textContent.replace(`+jsString(base)+`, "")) &&
+			li[1].querySelector("a")?.textContent === `+jsString(base+"/bulk-two")+` &&
+			li[2].querySelector(".err")?.textContent.includes("already taken") &&
+			document.getElementById("b-out").textContent.startsWith("2 of 3 lines shortened");
+	})()`, `document.getElementById("b-out").innerText`)
+	n.requireRedirect(t, "bulk-two", "https://example.com/bulk/two")
+
+	// A link in a registered domain may share its code with one in the
+	// default domain: its row, link page (QR included) and edit name the
+	// domain, and the other link is left alone.
+	if r := n.postJSON(t, "/admin/domains", map[string]any{"domain": "go.example.com"}); r.status != http.StatusOK {
+		t.Fatalf("register a domain: %v", r)
+	}
+	n.createLink(t, map[string]any{"original_url": "https://example.com/on-domain", "custom_code": "twin", "domain": "go.example.com"})
+	n.createLink(t, map[string]any{"original_url": "https://example.com/off-domain", "custom_code": "twin"})
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("n-links")),
+		chromedp.SetValue(chromedp.ID("ls-tag"), ""),
+		chromedp.SetValue(chromedp.ID("ls-q"), "twin"),
+	); err != nil {
+		t.Fatalf("search for the twins: %v", err)
+	}
+	domainRow := `#ls-list li[data-code="twin"][data-domain="go.example.com"]`
+	waitPage(t, bctx, "both twins are listed, one in its domain", 5*time.Second,
+		`document.querySelectorAll('#ls-list li[data-code="twin"]').length === 2 && document.querySelector(`+jsString(domainRow)+`)?.textContent.includes("domain go.example.com")`,
+		`document.getElementById("v-links").innerText`)
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(domainRow+` a[aria-label^="Edit"]`))); err != nil {
+		t.Fatalf("edit the domain's link: %v", err)
+	}
+	waitPage(t, bctx, "the edit form shows the domain's link", 5*time.Second,
+		`!document.getElementById("f-e").hidden && document.getElementById("e-url").value === "https://example.com/on-domain"`, `document.getElementById("v-edit").innerText`)
+	if err := chromedp.Do(bctx,
+		chromedp.SetValue(chromedp.ID("e-title"), "On the domain"),
+		chromedp.Click(chromedp.ID("e-save")),
+	); err != nil {
+		t.Fatalf("save the domain's link: %v", err)
+	}
+	waitPage(t, bctx, "the domain's link page shows the edit and its QR code", 5*time.Second,
+		`location.hash === "#/link/twin?domain=go.example.com" && document.getElementById("l-title")?.textContent === "On the domain" &&
+			document.getElementById("l-qr").complete && document.getElementById("l-qr").naturalWidth > 0`, `document.getElementById("v-link").innerText`)
+	var twin struct {
+		Title string `json:"title"`
+	}
+	if r := n.get(t, "/api/v1/urls/twin"); r.status != http.StatusOK || json.Unmarshal(r.body, &twin) != nil || twin.Title != "" {
+		t.Errorf("the default domain's twin after editing the other: %v", r)
 	}
 
 	// The Keys view creates a key and shows its secret once.

@@ -75,7 +75,17 @@ function onSubmit(id, fn) {
     try { await fn(); } finally { b.disabled = false; }
   });
 }
-const linkHash = code => "#/link/" + encodeURIComponent(code);
+/* A link is named by its code and, off the default domain, its domain:
+   API paths and page hashes carry the domain as ?domain=. */
+const withDomain = (path, domain, params) => {
+  const q = new URLSearchParams(params || {});
+  if (domain) q.set("domain", domain);
+  const qs = q.toString();
+  return qs ? path + "?" + qs : path;
+};
+const apiLink = (code, domain, sub, params) => withDomain("/api/v1/urls/" + encodeURIComponent(code) + (sub || ""), domain, params);
+const linkHash = (code, domain) => withDomain("#/link/" + encodeURIComponent(code), domain);
+const editHash = (code, domain) => withDomain("#/edit/" + encodeURIComponent(code), domain);
 // confirmed is a button that asks before it acts: a click shows the
 // question with "Yes" and "Cancel", and only "Yes" runs act.
 function confirmed(verb, what, act) {
@@ -140,8 +150,46 @@ onSubmit("f-s", async () => {
     const {data: d, res} = await call("/api/v1/urls", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
     show(out);
     flash = d.existing || res.status === 200 ? "An existing link for this URL was reused." : "Short link created.";
-    go(linkHash(d.short_code));
+    go(linkHash(d.short_code, d.domain));
   } catch (e) { show(out, errNode(e.message)); }
+});
+
+/* Shorten many: one target per line, optionally a space and a custom
+   code; one bulk call creates them all, and each line shows its outcome. */
+const MAX_BULK = 1000;
+onSubmit("f-b", async () => {
+  const out = $("b-out"), ws = $("b-ws").value.trim(), items = [];
+  const lines = $("b-lines").value.split(/\r?\n/).map((text, i) => ({n: i + 1, text: text.trim()})).filter(x => x.text);
+  if (!lines.length) { show(out, errNode("Enter at least one URL.")); return $("b-lines").focus(); }
+  if (lines.length > MAX_BULK) { show(out, errNode("At most " + MAX_BULK + " lines at once; this has " + lines.length + ".")); return $("b-lines").focus(); }
+  for (const x of lines) {
+    const parts = x.text.split(/\s+/);
+    if (parts.length > 2) { x.result = {error: "Expected a URL, or a URL, a space and a custom code."}; continue; }
+    const item = {original_url: parts[0]};
+    if (parts[1]) item.custom_code = parts[1];
+    if (ws) item.workspace = ws;
+    x.item = items.length;
+    items.push(item);
+  }
+  if (items.length) {
+    show(out, el("p", null, "Shortening " + (items.length === 1 ? "1 URL" : items.length + " URLs") + "…"));
+    try {
+      const {data} = await call("/api/v1/urls/bulk", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({links: items})});
+      for (const x of lines) if (x.item != null) x.result = (data.results || [])[x.item] || {error: "No answer for this line."};
+    } catch (e) { return show(out, errNode(e.message)); }
+  }
+  let ok = 0;
+  const ol = el("ol", {id: "b-results", class: "bulk"}, ...lines.map(x => {
+    const r = x.result, good = r.link && (r.status === 200 || r.status === 201);
+    if (good) ok++;
+    return el("li", {"data-line": x.n, "data-status": r.status || 0, class: good ? "" : "bad"},
+      el("small", null, "Line " + x.n + ": ", el("code", null, x.text)),
+      good ? el("div", null, el("span", {class: "okc"}, r.status === 200 ? "Reused " : "Created "), link(r.link.short_url), " · ",
+        el("a", {href: linkHash(r.link.short_code, r.link.domain), "aria-label": "Link page for " + r.link.short_code}, "link page"))
+        : el("div", {class: "err"}, (r.status ? r.status + ": " : "") + (r.error || "refused")));
+  }));
+  const bad = lines.length - ok;
+  show(out, el("p", {class: bad ? "err" : "okc"}, ok + " of " + lines.length + " lines shortened" + (bad ? "; " + bad + (bad === 1 ? " line" : " lines") + " failed, listed below." : ".")), ol);
 });
 
 /* Look up: accepts a bare code or a full short URL (last path segment). */
@@ -159,23 +207,31 @@ onSubmit("f-st", () => {
   go(linkHash(code));
 });
 
-/* Links: every link the key may see (or one workspace's), newest first,
-   a page at a time. */
-const LS = {cursor: null, seq: 0};
+/* Links: the links the key may see (or one workspace's), filtered by text
+   and tag, newest or most clicked first, a page at a time. */
+const LS = {cursor: null, seq: 0, timer: null, seen: new Map()};
+function lsFilter() {
+  return {q: $("ls-q").value.trim(), tag: $("ls-tag").value, sort: $("ls-sort").value, ws: $("ls-ws").value.trim()};
+}
 async function loadLinks(reset) {
-  const list = $("ls-list"), more = $("ls-more"), msg = $("ls-msg"), ws = $("ls-ws").value.trim(), seq = ++LS.seq;
-  const p = {limit: 20};
-  if (ws) p.workspace = ws;
+  clearTimeout(LS.timer);
+  const list = $("ls-list"), more = $("ls-more"), msg = $("ls-msg"), f = lsFilter(), seq = ++LS.seq;
+  const p = {limit: 20, sort: f.sort};
+  if (f.q) p.q = f.q;
+  if (f.tag) p.tag = f.tag;
+  if (f.ws) p.workspace = f.ws;
   if (!reset && LS.cursor) p.cursor = LS.cursor;
   more.disabled = true;
   try {
     const {data} = await call("/api/v1/urls?" + new URLSearchParams(p));
     if (seq !== LS.seq) return; // a newer load started meanwhile
-    if (reset) list.replaceChildren();
+    if (reset) { list.replaceChildren(); LS.seen.clear(); }
     for (const l of data.links || []) list.append(linkItem(l));
     LS.cursor = data.next_cursor || null;
     more.hidden = !LS.cursor;
-    show(msg, list.children.length ? "" : el("p", null, ws ? "No links in this workspace." : "No links yet."));
+    const n = list.children.length, filtered = f.q || f.tag;
+    show(msg, n ? el("p", {class: "hint"}, "Showing " + (n === 1 ? "1 link" : n + " links") + (filtered ? " that match" : "") + (LS.cursor ? "; More shows the next ones." : "."))
+      : el("p", null, filtered ? "No links match." : f.ws ? "No links in this workspace." : "No links yet."));
   } catch (e) {
     if (seq !== LS.seq) return;
     if (reset) { list.replaceChildren(); more.hidden = true; }
@@ -183,23 +239,69 @@ async function loadLinks(reset) {
   }
   more.disabled = false;
 }
+// loadTags fills the tag filter with the tags of the links the key sees
+// (or of the workspace), keeping the chosen one.
+async function loadTags() {
+  const sel = $("ls-tag"), ws = $("ls-ws").value.trim();
+  let tags;
+  try {
+    const {data} = await call("/api/v1/tags" + (ws ? "?" + new URLSearchParams({workspace: ws}) : ""));
+    tags = data.tags || [];
+  } catch (_) { return; } // the list's own call says what went wrong
+  const cur = sel.value;
+  sel.replaceChildren(el("option", {value: ""}, "Any tag"),
+    ...tags.map(t => el("option", {value: t.tag}, t.tag + " (" + (t.links === 1 ? "1 link" : t.links + " links") + ")")));
+  pickTag(cur);
+}
+// pickTag selects tag in the filter, adding it if the list lacks it.
+function pickTag(tag) {
+  const sel = $("ls-tag");
+  if (tag && ![...sel.options].some(o => o.value.toLowerCase() === tag.toLowerCase())) sel.append(el("option", {value: tag}, tag));
+  sel.value = [...sel.options].find(o => o.value.toLowerCase() === tag.toLowerCase())?.value ?? "";
+}
+const lockSVG = () => sv("svg", {viewBox: "0 0 16 16", width: 12, height: 12, "aria-hidden": "true", focusable: "false"},
+  sv("path", {d: "M4.5 7V5a3.5 3.5 0 0 1 7 0v2", fill: "none", stroke: "currentColor", "stroke-width": "1.6"}),
+  sv("rect", {x: 2.5, y: 7, width: 11, height: 8, rx: 1.5, fill: "currentColor"}));
+const visits = n => n === 1 ? "1 visit" : n.toLocaleString() + " visits";
+// chips shows tags; in the list each one is a button that filters by it.
+function chips(tags, filter) {
+  if (!tags || !tags.length) return null;
+  return el("span", {class: "chips"}, ...tags.map(t => {
+    if (!filter) return el("span", {class: "chip"}, t);
+    const b = el("button", {type: "button", class: "chip", title: "Show the links tagged " + t, "aria-label": "Show the links tagged " + t}, t);
+    b.addEventListener("click", () => { pickTag(t); loadLinks(true); $("ls-tag").focus(); });
+    return b;
+  }));
+}
 function linkItem(l) {
   const code = l.short_code, li = el("li", {"data-code": code});
-  li.append(el("div", {class: "lh"}, el("a", {href: linkHash(code), "aria-label": "Link page for " + code}, code), " ", link(l.short_url)),
+  if (l.domain) li.dataset.domain = l.domain;
+  LS.seen.set((l.domain || "") + "/" + code, l);
+  li.append(...[el("div", {class: "lh"}, el("a", {href: linkHash(code, l.domain), "aria-label": "Link page for " + code}, code), " ", link(l.short_url),
+      l.password_protected ? el("span", {class: "flag", "data-flag": "password", title: "Visitors need a password"}, lockSVG(), " password") : null),
+    l.title ? el("div", {class: "lt"}, l.title) : null,
     el("small", null, "→ ", link(l.original_url)),
+    chips(l.tags, true),
     el("small", null, "workspace " + l.workspace + " · " + plural(l.click_count ?? 0) + " · created ", fmtTime(l.created_at),
-      l.expires_at ? " · expires " : null, l.expires_at ? fmtTime(l.expires_at) : null),
-    confirmed("Delete", "link " + code, async () => {
-      try {
-        await call("/api/v1/urls/" + encodeURIComponent(code), {method: "DELETE"});
-        li.remove();
-        show($("ls-msg"), el("p", {class: "okc"}, "Deleted link " + code + "."));
-      } catch (e) { show($("ls-msg"), errNode(e.message)); }
-    }));
+      l.expires_at ? " · expires " : null, l.expires_at ? fmtTime(l.expires_at) : null,
+      l.max_visits != null ? " · at most " + visits(l.max_visits) : null, l.domain ? " · domain " + l.domain : null),
+    el("div", {class: "acts"}, el("a", {class: "btn", href: editHash(code, l.domain), "aria-label": "Edit link " + code}, "Edit"),
+      confirmed("Delete", "link " + code, async () => {
+        try {
+          await call(apiLink(code, l.domain), {method: "DELETE"});
+          li.remove();
+          show($("ls-msg"), el("p", {class: "okc"}, "Deleted link " + code + "."));
+        } catch (e) { show($("ls-msg"), errNode(e.message)); }
+      }))].filter(Boolean));
   return li;
 }
-onSubmit("f-ls", () => loadLinks(true));
+onSubmit("f-ls", () => Promise.all([loadTags(), loadLinks(true)]));
 $("ls-more").addEventListener("click", () => loadLinks(false));
+// Typing searches once it pauses; a new tag, order or workspace at once.
+$("ls-q").addEventListener("input", () => { clearTimeout(LS.timer); LS.timer = setTimeout(() => loadLinks(true), 300); });
+$("ls-tag").addEventListener("change", () => loadLinks(true));
+$("ls-sort").addEventListener("change", () => loadLinks(true));
+$("ls-ws").addEventListener("change", () => { loadTags(); loadLinks(true); });
 
 /* Keys: an admin lists, creates and revokes API keys. */
 async function loadKeys() {
@@ -261,7 +363,7 @@ function hideSecret() {
 }
 
 /* Link page: the link, its QR code and its clicks over time. */
-const LP = {code: null, iv: "hour", seq: 0, series: null};
+const LP = {code: null, domain: "", iv: "hour", seq: 0, series: null};
 const RANGE = {hour: "the last 24 hours", day: "the last 30 days"};
 // copyFrom copies a read-only field's text and says so in out.
 const copyTimers = new Map();
@@ -284,37 +386,65 @@ $("k-copy").addEventListener("click", () => copyFrom($("k-secret"), $("k-copied"
 $("k-secret").addEventListener("focus", e => e.target.select());
 $("l-short").addEventListener("focus", e => e.target.select());
 
-function openLink(code) {
-  if (LP.code !== code) {
-    LP.code = code; LP.series = null;
-    $("l-body").hidden = $("l-stats").hidden = true;
+function openLink(code, domain) {
+  if (LP.code !== code || LP.domain !== domain) {
+    LP.code = code; LP.domain = domain; LP.series = null;
+    $("l-body").hidden = $("l-stats").hidden = $("l-hist").hidden = true;
     $("l-qr").removeAttribute("src");
-    show($("l-chart")); show($("l-sum")); show($("l-copied"));
+    show($("l-chart")); show($("l-sum")); show($("l-copied")); show($("l-versions"));
     show($("l-msg"), el("p", null, "Loading…"));
   }
-  $("h-l").textContent = "Link " + code;
+  $("h-l").textContent = "Link " + code + (domain ? " on " + domain : "");
+  $("l-edit").setAttribute("href", editHash(code, domain));
   document.title = code + " · linkraft";
 }
+// ruleText says what a redirect rule asks for and where it sends.
+function ruleText(r) {
+  const w = r.when || {}, c = [];
+  if (w.device) c.push("device " + w.device);
+  if (w.language) c.push("language " + w.language);
+  for (const k in w.query || {}) c.push("query " + k + "=" + w.query[k]);
+  if (w.country) c.push("country " + w.country);
+  if (w.after) c.push("after " + new Date(w.after).toLocaleString());
+  if (w.before) c.push("before " + new Date(w.before).toLocaleString());
+  return el("li", null, (c.join(", ") || "always") + " → ", link(r.url));
+}
+// byKey says who made a change: "admin-token" is the root token's id.
+const byKey = id => id === "admin-token" ? " with the admin token" : " by key " + id;
 async function refreshLink() {
-  const code = LP.code, iv = LP.iv, seq = ++LP.seq, enc = encodeURIComponent(code);
+  const code = LP.code, domain = LP.domain, iv = LP.iv, seq = ++LP.seq;
   try {
-    const [{data: l}, {data: st}] = await Promise.all([
-      call("/api/v1/urls/" + enc), call("/api/v1/urls/" + enc + "/stats?interval=" + iv)]);
+    const [{data: l}, {data: st}, {data: h}] = await Promise.all([
+      call(apiLink(code, domain)), call(apiLink(code, domain, "/stats", {interval: iv})), call(apiLink(code, domain, "/history"))]);
     if (seq !== LP.seq) return; // the code or interval changed meanwhile
     $("l-short").value = l.short_url;
     const open = $("l-open");
     /^https?:\/\//i.test(l.short_url) ? open.setAttribute("href", l.short_url) : open.removeAttribute("href");
-    const qr = "/api/v1/urls/" + enc + "/qr?size=352";
+    const qr = apiLink(code, domain, "/qr", {size: 352});
     if ($("l-qr").getAttribute("src") !== qr) {
       $("l-qr").src = qr;
       $("l-qr").alt = "QR code for " + l.short_url;
     }
-    dl($("l-info"), [["Original URL", link(l.original_url)], ["Created", fmtTime(l.created_at)],
-      ["Total clicks", String(st.clicks ?? l.click_count ?? 0), "l-clicks"], ["Last accessed", never(st.last_accessed_at)],
-      ["Workspace", l.workspace], ["Expires", never(l.expires_at)]]);
+    const opts = [l.password_protected && "password protected", l.forward_query && "forwards the query string", l.public_stats && "public statistics"].filter(Boolean);
+    const rows = [["Original URL", link(l.original_url), "l-target"]];
+    if (l.title) rows.push(["Title", l.title, "l-title"]);
+    if (l.tags && l.tags.length) rows.push(["Tags", chips(l.tags, false), "l-tags"]);
+    rows.push(["Created", fmtTime(l.created_at)], ["Total clicks", String(st.clicks ?? l.click_count ?? 0), "l-clicks"], ["Last accessed", never(st.last_accessed_at)],
+      ["Workspace", l.workspace]);
+    if (l.domain) rows.push(["Domain", l.domain]);
+    rows.push(["Expires", never(l.expires_at)]);
+    if (l.valid_since) rows.push(["Valid from", fmtTime(l.valid_since)]);
+    if (l.max_visits != null) rows.push(["Visit limit", visits(l.max_visits)]);
+    rows.push(["Options", opts.length ? opts.join(" · ") : "none", "l-opts"]);
+    if (l.rules && l.rules.length) rows.push(["Rules", el("ol", {class: "rl"}, ...l.rules.map(ruleText)), "l-rules"]);
+    dl($("l-info"), rows);
+    const vs = h.versions || [];
+    $("l-versions").replaceChildren(...vs.map((v, i) => el("li", {"data-url": v.original_url},
+      link(v.original_url), i === vs.length - 1 ? el("span", {class: "badge"}, "current") : null,
+      el("small", null, i ? "from " : "created ", fmtTime(v.changed_at), v.key_id ? byKey(v.key_id) : null))));
     show($("l-msg"), flash ? el("p", {class: "okc"}, flash) : "");
     flash = null;
-    $("l-body").hidden = $("l-stats").hidden = false;
+    $("l-body").hidden = $("l-stats").hidden = $("l-hist").hidden = false;
     LP.series = st;
     drawChart();
     $("l-upd").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 seconds while this tab is visible.";
@@ -322,7 +452,7 @@ async function refreshLink() {
     if (seq !== LP.seq) return;
     // Retrying cannot help a missing link or a refused key; a new key
     // restarts the page.
-    if ([401, 403, 404, 410].includes(e.status)) { $("l-body").hidden = $("l-stats").hidden = true; linkPoll.stop(); }
+    if ([401, 403, 404, 410].includes(e.status)) { $("l-body").hidden = $("l-stats").hidden = $("l-hist").hidden = true; linkPoll.stop(); }
     show($("l-msg"), errNode(e.message));
   }
 }
@@ -333,6 +463,186 @@ for (const b of document.querySelectorAll("[data-iv]")) b.addEventListener("clic
   linkPoll.tick();
 });
 $("l-refresh").addEventListener("click", () => linkPoll.tick());
+
+/* Edit: a form for one link's target and options. It sends only the
+   fields that differ from the link as loaded. */
+const ED = {code: null, domain: "", link: null, rules0: "", rulesTouched: false, seq: 0, rid: 0};
+const pad2 = n => String(n).padStart(2, "0");
+// The datetime-local fields show local time to the minute. Each keeps the
+// time it was filled with, so an untouched field sends that time exactly.
+function setWhen(inp, iso) {
+  const d = iso ? new Date(iso) : null;
+  inp.value = d && !isNaN(d) ? d.getFullYear() + "-" + pad2(d.getMonth() + 1) + "-" + pad2(d.getDate()) + "T" + pad2(d.getHours()) + ":" + pad2(d.getMinutes()) : "";
+  inp.dataset.init = inp.value;
+  inp.dataset.iso = iso || "";
+}
+// whenOf is a datetime-local field's time in RFC 3339 UTC, null if empty.
+function whenOf(inp) {
+  if (!inp.value) return null;
+  if (inp.value === inp.dataset.init && inp.dataset.iso) return inp.dataset.iso;
+  const d = new Date(inp.value); // no offset: local time
+  if (isNaN(d)) throw fieldError(inp, "Enter a complete date and time.");
+  return d.toISOString().replace(/\.000Z$/, "Z");
+}
+const fieldError = (inp, msg) => Object.assign(new Error(msg), {field: inp});
+const tagList = v => v.split(",").map(t => t.trim()).filter(Boolean);
+
+function addRule(r) {
+  const id = "r" + (++ED.rid), w = (r && r.when) || {}, rows = $("e-rows");
+  const box = el("fieldset", {class: "rule", id});
+  const f = (key, label, input, hint) => {
+    input.id = id + "-" + key;
+    input.dataset.k = key;
+    return el("div", null, el("label", {for: input.id}, label, hint ? " " : null, hint ? el("span", {class: "hint"}, hint) : null), input);
+  };
+  const dev = el("select", null, ...["", "ios", "android", "mobile", "desktop"].map(v => el("option", {value: v}, v || "any")));
+  dev.value = w.device || "";
+  const lang = el("input", {type: "text", autocomplete: "off", spellcheck: "false", placeholder: "en, pt-BR"});
+  lang.value = w.language || "";
+  const q = el("input", {type: "text", autocomplete: "off", spellcheck: "false", placeholder: "utm_source=mail"});
+  q.value = Object.entries(w.query || {}).map(([k, v]) => k + "=" + v).join("&");
+  const after = el("input", {type: "datetime-local"}), before = el("input", {type: "datetime-local"});
+  setWhen(after, w.after); setWhen(before, w.before);
+  const url = el("input", {type: "url", autocomplete: "off", spellcheck: "false", placeholder: "https://…"});
+  url.value = (r && r.url) || "";
+  if (w.country) box.dataset.country = w.country; // kept as it was: this form cannot set it
+  const rm = el("button", {type: "button", class: "sec"}, "Remove rule");
+  rm.addEventListener("click", () => {
+    const next = box.nextElementSibling || box.previousElementSibling;
+    box.remove();
+    ED.rulesTouched = true;
+    numberRules();
+    (next ? next.querySelector("select") : $("e-add")).focus();
+  });
+  box.append(el("legend"), el("div", {class: "row"}, f("device", "Device", dev), f("language", "Language", lang), f("query", "Query", q, "(name=value&…)")),
+    el("div", {class: "row"}, f("after", "From", after, "(optional)"), f("before", "Until", before, "(optional)")), f("url", "Send to", url), rm);
+  rows.append(box);
+  numberRules();
+  return box;
+}
+function numberRules() {
+  [...$("e-rows").children].forEach((box, i) => {
+    box.querySelector("legend").textContent = "Rule " + (i + 1);
+    box.querySelector("button").setAttribute("aria-label", "Remove rule " + (i + 1));
+  });
+}
+// readRules is the rules the form shows; a rule with every field empty
+// is left out.
+function readRules() {
+  const out = [];
+  [...$("e-rows").children].forEach((box, i) => {
+    const g = k => box.querySelector("[data-k=" + k + "]"), when = {};
+    const url = g("url").value.trim(), lang = g("language").value.trim(), qs = g("query").value.trim();
+    if (!url && !g("device").value && !lang && !qs && !g("after").value && !g("before").value) return;
+    if (g("device").value) when.device = g("device").value;
+    if (lang) when.language = lang;
+    if (qs) {
+      when.query = {};
+      for (const part of qs.split("&")) {
+        const eq = part.indexOf("=");
+        if (eq < 1) throw fieldError(g("query"), "Rule " + (i + 1) + ": write each query condition as name=value.");
+        when.query[part.slice(0, eq)] = part.slice(eq + 1);
+      }
+    }
+    if (box.dataset.country) when.country = box.dataset.country;
+    const after = whenOf(g("after")), before = whenOf(g("before"));
+    if (after) when.after = after;
+    if (before) when.before = before;
+    if (!url) throw fieldError(g("url"), "Rule " + (i + 1) + ": enter the URL it sends to.");
+    out.push({when, url});
+  });
+  return out;
+}
+$("e-add").addEventListener("click", () => { ED.rulesTouched = true; addRule().querySelector("select").focus(); });
+// The rules are read, checked and compared only once they were touched.
+$("e-rules").addEventListener("input", () => { ED.rulesTouched = true; });
+$("e-pw-rm").addEventListener("change", e => { $("e-pw").disabled = e.target.checked; });
+// A change to the form retires the last save's error.
+$("f-e").addEventListener("input", () => { if ($("e-out").querySelector(".err")) show($("e-out")); });
+
+function fillEdit(l) {
+  ED.link = l;
+  $("e-url").value = l.original_url;
+  $("e-title").value = l.title || "";
+  $("e-tags").value = (l.tags || []).join(", ");
+  setWhen($("e-exp"), l.expires_at);
+  setWhen($("e-since"), l.valid_since);
+  $("e-max").value = l.max_visits ?? "";
+  $("e-pw").value = "";
+  $("e-pw").disabled = $("e-pw-rm").checked = false;
+  $("e-pw-rm").disabled = !l.password_protected;
+  $("e-pw-hint").textContent = l.password_protected ? "(empty: keep the current one; 8 to 128 characters)" : "(empty: none; 8 to 128 characters)";
+  $("e-fwd").checked = !!l.forward_query;
+  $("e-pub").checked = !!l.public_stats;
+  $("e-rows").replaceChildren();
+  for (const r of l.rules || []) addRule(r);
+  ED.rulesTouched = false;
+  try { ED.rules0 = JSON.stringify(readRules()); } catch (_) { ED.rules0 = ""; } // shown in a way it cannot read back: a touched rule sends them all
+  $("e-cancel").setAttribute("href", linkHash(l.short_code, l.domain));
+}
+async function openEdit(code, domain) {
+  const seq = ++ED.seq;
+  ED.code = code; ED.domain = domain; ED.link = null;
+  $("h-e").textContent = "Edit link " + code + (domain ? " on " + domain : "");
+  document.title = "Edit " + code + " · linkraft";
+  $("f-e").hidden = true;
+  show($("e-out"));
+  show($("e-msg"), el("p", null, "Loading…"));
+  try {
+    const {data: l} = await call(apiLink(code, domain));
+    if (seq !== ED.seq) return;
+    fillEdit(l);
+    show($("e-msg"));
+    $("f-e").hidden = false;
+  } catch (e) {
+    if (seq !== ED.seq) return;
+    // An expired link cannot be read, but it can be edited: the Links
+    // view's copy of it fills the form.
+    const listed = e.status === 410 && LS.seen.get(domain + "/" + code);
+    if (!listed) return show($("e-msg"), errNode(e.message));
+    fillEdit(listed);
+    show($("e-msg"), el("p", {class: "err", role: "alert"}, "This link has expired; a later expiry, or none, brings it back. The form shows it as the Links view last listed it."));
+    $("f-e").hidden = false;
+  }
+}
+// editBody is what changed, as the fields of an edit.
+function editBody() {
+  const l = ED.link, body = {}, v = id => $(id).value.trim();
+  if ($("e-url").value !== l.original_url) body.original_url = v("e-url");
+  if ($("e-title").value !== (l.title || "")) body.title = v("e-title");
+  const tags = tagList($("e-tags").value);
+  if (tags.join("\n") !== (l.tags || []).join("\n")) body.tags = tags;
+  if ($("e-exp").value !== $("e-exp").dataset.init) body.expires_at = whenOf($("e-exp"));
+  if ($("e-since").value !== $("e-since").dataset.init) body.valid_since = whenOf($("e-since"));
+  const max = v("e-max");
+  if ($("e-max").validity.badInput || max && !/^\d+$/.test(max) || max === "0") throw fieldError($("e-max"), "Max visits must be a whole number (1 or more), or empty for no limit.");
+  if (max !== String(l.max_visits ?? "")) body.max_visits = max ? Number(max) : null;
+  if ($("e-pw-rm").checked) body.password = null;
+  else if ($("e-pw").value) body.password = $("e-pw").value;
+  if ($("e-fwd").checked !== !!l.forward_query) body.forward_query = $("e-fwd").checked;
+  if ($("e-pub").checked !== !!l.public_stats) body.public_stats = $("e-pub").checked;
+  if (ED.rulesTouched) {
+    const rules = readRules();
+    if (JSON.stringify(rules) !== ED.rules0) body.rules = rules;
+  }
+  return body;
+}
+onSubmit("f-e", async () => {
+  const out = $("e-out");
+  if (!ED.link) return;
+  let body;
+  try { body = editBody(); } catch (e) {
+    show(out, errNode(e.message));
+    return e.field && e.field.focus();
+  }
+  if (!Object.keys(body).length) return show(out, el("p", null, "Nothing to save: no field was changed."));
+  try {
+    const {data: l} = await call(apiLink(ED.code, ED.domain), {method: "PATCH", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    show(out);
+    flash = "Saved: " + Object.keys(body).join(", ").replace(/_/g, " ") + ".";
+    go(linkHash(l.short_code, l.domain));
+  } catch (e) { show(out, errNode(e.message)); }
+});
 
 // niceMax is the top of the y axis: n itself up to 10, above that the
 // smallest 1, 2 or 5 times a power of ten at or above n.
@@ -464,12 +774,17 @@ $("k-in").value = apiKey;
 showKey();
 
 /* Views: #/ (shorten and look up), #/links, #/keys, #/link/{code},
+   #/edit/{code} (those two with ?domain= off the default domain),
    #/cluster. */
-const VIEWS = {home: "h-s", links: "h-ls", keys: "h-k", link: "h-l", cluster: "h-c"};
+const VIEWS = {home: "h-s", links: "h-ls", keys: "h-k", link: "h-l", edit: "h-e", cluster: "h-c"};
 const TITLES = {home: "linkraft", links: "Links · linkraft", keys: "Keys · linkraft", cluster: "Cluster · linkraft"};
 function route() {
-  const h = location.hash.replace(/^#\/?/, ""), m = /^link\/([^/]+)/.exec(h);
-  if (m) { try { return {view: "link", code: decodeURIComponent(m[1])}; } catch (_) { return {view: "link", code: m[1]}; } }
+  const h = location.hash.replace(/^#\/?/, ""), m = /^(link|edit)\/([^/?]+)(?:\?(.*))?$/.exec(h);
+  if (m) {
+    let code = m[2];
+    try { code = decodeURIComponent(code); } catch (_) {}
+    return {view: m[1], code, domain: new URLSearchParams(m[3] || "").get("domain") || ""};
+  }
   return {view: ["links", "keys", "cluster"].includes(h) ? h : "home"};
 }
 function render(moveFocus) {
@@ -477,9 +792,10 @@ function render(moveFocus) {
   for (const v in VIEWS) $("v-" + v).hidden = v !== r.view;
   for (const v in TITLES) r.view === v ? $("n-" + v).setAttribute("aria-current", "page") : $("n-" + v).removeAttribute("aria-current");
   linkPoll.stop(); clusterPoll.stop();
-  if (r.view === "link") { openLink(r.code); linkPoll.start(); }
+  if (r.view === "link") { openLink(r.code, r.domain); linkPoll.start(); }
+  else if (r.view === "edit") openEdit(r.code, r.domain);
   else document.title = TITLES[r.view];
-  if (r.view === "links") loadLinks(true);
+  if (r.view === "links") { loadTags(); loadLinks(true); }
   if (r.view === "keys") { hideSecret(); loadKeys(); }
   if (r.view === "cluster") clusterPoll.start();
   if (moveFocus) $(VIEWS[r.view]).focus();
