@@ -186,6 +186,12 @@ func TestRulesAndQueryForwarding(t *testing.T) {
 			t.Errorf("%s: Location %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	if ctx := do(s, "PATCH", "/api/v1/urls/"+code, "application/json", `{"rules":null,"forward_query":false}`); status(ctx) != 200 {
+		t.Fatalf("rules null: %d %s", status(ctx), ctx.Response.Body())
+	}
+	if got := location(do(s, "GET", "/"+code+"?ref=mail", "", "", "User-Agent", iphone)); got != "https://example.com/web?src=qr" {
+		t.Fatalf("after rules were removed: Location %q", got)
+	}
 }
 
 func TestListFiltersAndTags(t *testing.T) {

@@ -23,7 +23,7 @@ type optionFields struct {
 	Password     json.RawMessage `json:"password"`    // a string, or null
 	ForwardQuery *bool           `json:"forward_query"`
 	PublicStats  *bool           `json:"public_stats"`
-	Rules        *[]ruleJSON     `json:"rules"`
+	Rules        json.RawMessage `json:"rules"` // an array, or null (none)
 }
 
 // ruleJSON is a redirect rule as the API takes and shows it.
@@ -107,7 +107,11 @@ func (s *Server) edit(f *optionFields) (fsm.EditCommand, error) {
 		c.PublicStats = *f.PublicStats
 	}
 	if f.Rules != nil {
-		rules, err := s.rules(*f.Rules)
+		var in []ruleJSON
+		if err := decodeStrict(f.Rules, &in); err != nil {
+			return c, invalid("rules: %s", err.Error())
+		}
+		rules, err := s.rules(in)
 		if err != nil {
 			return c, err
 		}
