@@ -65,7 +65,6 @@ type Target struct {
 	Code      string // the qualified code, safe to keep as a map key
 	URL       string
 	ExpiresAt int64
-	Clicks    uint64   // counted so far: a link at its visit limit answers at once
 	Options   *Options // nil for a plain link
 	// Fallback: the request's host is a registered domain that has no
 	// such code here, and the link is the default domain's.
@@ -92,8 +91,16 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	if !ok {
 		return Target{}, false
 	}
-	t := f.s.target(p)
-	t.Fallback = len(f.s.domains) > 0 && f.s.onDomainHost(host)
+	// Built here rather than by target: this is the hot path of every
+	// redirect, and a plain link needs only its code, URL and expiry.
+	r := f.s.recs.at(p)
+	t := Target{Code: f.s.recs.text.code(r), URL: f.s.recs.text.url(r), ExpiresAt: r.expiresAt}
+	if r.flags&flagOptions != 0 {
+		t.Options = f.s.opts[p]
+	}
+	if len(f.s.domains) > 0 {
+		t.Fallback = f.s.onDomainHost(host)
+	}
 	return t, true
 }
 
@@ -121,11 +128,22 @@ func (s *state) lookupOnHost(host, code []byte) (uint32, bool) {
 // target is the link at p as a redirect needs it.
 func (s *state) target(p uint32) Target {
 	r := s.recs.at(p)
-	t := Target{Code: s.recs.text.code(r), URL: s.recs.text.url(r), ExpiresAt: r.expiresAt, Clicks: r.clicks}
+	t := Target{Code: s.recs.text.code(r), URL: s.recs.text.url(r), ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
 		t.Options = s.opts[p]
 	}
 	return t
+}
+
+// Clicks is the click count of the link with this qualified code, 0 for
+// none: a link at its visit limit answers at once, without the leader.
+func (f *FSM) Clicks(code string) uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if p, ok := f.s.lookup(code); ok {
+		return f.s.recs.at(p).clicks
+	}
+	return 0
 }
 
 // Get returns the link with this qualified code (QualifiedCode).

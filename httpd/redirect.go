@@ -115,7 +115,7 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 	if o.PasswordHash != "" && !s.fromPeer(ctx) && !s.passwordAccepted(ctx, t, code) {
 		return "", false
 	}
-	if o.MaxVisits > 0 && t.Clicks >= o.MaxVisits {
+	if o.MaxVisits > 0 && s.fsm.Clicks(t.Code) >= o.MaxVisits {
 		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 		return "", false
 	}
@@ -210,5 +210,5 @@ func (s *Server) confirm(ctx *fasthttp.RequestCtx, code []byte) (fsm.Target, boo
 	if !ok {
 		return fsm.Target{}, false
 	}
-	return fsm.Target{Code: l.Qualified(), URL: l.URL, ExpiresAt: l.ExpiresAt, Clicks: l.Clicks, Options: l.Options}, true
+	return fsm.Target{Code: l.Qualified(), URL: l.URL, ExpiresAt: l.ExpiresAt, Options: l.Options}, true
 }
