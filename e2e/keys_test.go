@@ -182,6 +182,8 @@ func TestInitialAdminKey(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: mode %v (%v), want 0600", path, st.Mode().Perm(), err)
 	}
+	// The key is written before it is proposed and logged once applied.
+	eventually(5*time.Second, func() bool { return strings.Contains(n.out.String(), "admin.key") })
 	if out := n.out.String(); strings.Contains(out, key) || !strings.Contains(out, "admin.key") {
 		t.Fatalf("the log must name the file and never the key:\n%s", out)
 	}
