@@ -133,8 +133,13 @@ func TestDomainsKeepCodesApart(t *testing.T) {
 		}
 	}
 	// A registered domain also serves the default domain's links.
-	if tg, ok := f.Resolve([]byte("a.example"), []byte("y")); !ok || tg.URL != "https://example.com/only-default" {
-		t.Errorf("y on a.example: %+v", tg)
+	if tg, ok := f.Resolve([]byte("a.example"), []byte("y")); !ok || tg.URL != "https://example.com/only-default" || !tg.Fallback {
+		t.Errorf("y on a.example: %+v, want the default domain's link, marked as a fallback", tg)
+	}
+	for _, host := range []string{"a.example", "other.example"} {
+		if tg, _ := f.Resolve([]byte(host), []byte("x")); tg.Fallback {
+			t.Errorf("x on %s is marked as a fallback", host)
+		}
 	}
 	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}))[0].(error); !errors.Is(err, ErrDomainInUse) {
 		t.Fatalf("removing a domain with links: %v", err)

@@ -82,57 +82,41 @@ func (f *FSM) Lookup(code []byte) (Target, bool) { return f.Resolve(nil, code) }
 func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	var p uint32
+	found, onDomain := false, false
 	if len(f.s.domains) > 0 {
-		if p, ok := f.s.lookupOnHost(host, code); ok {
-			return f.s.target(p), true
+		p, onDomain, found = f.s.lookupOnHost(host, code)
+	}
+	fallback := false
+	if !found {
+		if p, found = f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
+			return Target{}, false
 		}
+		fallback = onDomain
 	}
-	p, ok := f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code))) // only compared, never kept
-	if !ok {
-		return Target{}, false
-	}
-	// Built here rather than by target: this is the hot path of every
-	// redirect, and a plain link needs only its code, URL and expiry.
 	r := f.s.recs.at(p)
 	t := Target{Code: f.s.recs.text.code(r), URL: f.s.recs.text.url(r), ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
 		t.Options = f.s.opts[p]
 	}
-	if len(f.s.domains) > 0 {
-		t.Fallback = f.s.onDomainHost(host)
-	}
+	t.Fallback = fallback
 	return t, true
 }
 
-// onDomainHost reports whether host names a registered domain.
-func (s *state) onDomainHost(host []byte) bool {
-	_, ok := s.domainOfHost(host)
-	return ok
-}
-
-// lookupOnHost finds code in the registered domain host names, if any.
-func (s *state) lookupOnHost(host, code []byte) (uint32, bool) {
+// lookupOnHost finds code in the registered domain host names; onDomain
+// reports whether host names one at all.
+func (s *state) lookupOnHost(host, code []byte) (p uint32, onDomain, found bool) {
 	d, ok := s.domainOfHost(host)
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	var qualified [maxCodeLen]byte
 	n := copy(qualified[:], d.Name)
 	qualified[n] = '/'
 	if m := copy(qualified[n+1:], code); m == len(code) {
-		return s.lookup(unsafe.String(&qualified[0], n+1+m))
+		p, found = s.lookup(unsafe.String(&qualified[0], n+1+m))
 	}
-	return 0, false
-}
-
-// target is the link at p as a redirect needs it.
-func (s *state) target(p uint32) Target {
-	r := s.recs.at(p)
-	t := Target{Code: s.recs.text.code(r), URL: s.recs.text.url(r), ExpiresAt: r.expiresAt}
-	if r.flags&flagOptions != 0 {
-		t.Options = s.opts[p]
-	}
-	return t
+	return p, true, found
 }
 
 // Clicks is the click count of the link with this qualified code, 0 for

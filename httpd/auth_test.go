@@ -79,6 +79,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/v1/urls/" + code, "", false, with(200, 404, 200, 200, 200)},
 		{"GET", "/api/v1/urls/" + code + "/stats", "", false, with(403, 404, 200, 200, 200)},
 		{"GET", "/stats/" + code, "", false, with(403, 404, 200, 200, 200)},
+		{"PATCH", "/api/v1/urls/" + code, `{"title":"renamed"}`, true, with(403, 404, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/history", "", false, with(200, 404, 200, 200, 200)},
+		{"GET", "/api/v1/tags?workspace=team", "", false, with(200, 200, 200, 200, 200)},
+		{"POST", "/api/v1/urls/bulk", `{"links":[{"url":"https://example.com/bulk","workspace":"team"}]}`, true, with(403, 200, 200, 200, 200)},
+		{"POST", "/admin/domains", `{"domain":"m.example"}`, true, with(403, 403, 403, 200, 200)},
+		{"GET", "/admin/domains", "", false, with(403, 403, 403, 200, 200)},
+		{"DELETE", "/admin/domains/m.example", "", true, with(403, 403, 403)},
 		{"DELETE", "/api/v1/urls/" + code, "", true, with(403, 404)}, // those allowed are tried last
 		{"GET", "/api/v1/urls/" + code + "/qr", "", false, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200}},
 		{"GET", "/" + code, "", false, []int{302, 302, 302, 302, 302, 302, 302, 302, 302, 302}},
