@@ -34,6 +34,15 @@ const (
 	cmdVisit
 	// cmdKeyCreateDomains is cmdKeyCreate followed by the key's domains.
 	cmdKeyCreateDomains
+	// cmdClicksVisitors and cmdVisitVisitor are cmdClicks and cmdVisit
+	// with what each click says about its visitor (visitors.go).
+	cmdClicksVisitors
+	cmdVisitVisitor
+	// Webhooks (webhooks.go): registering and removing one, and the
+	// leader's acknowledgement of what it delivered.
+	cmdWebhookSet
+	cmdWebhookDelete
+	cmdWebhookAck
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -404,6 +413,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
 	case cmdServer:
 		cmd = ServerCommand{ID: d.string(), HTTPAddr: d.string()}
+	case cmdWebhookSet, cmdWebhookDelete, cmdWebhookAck:
+		cmd = decodeWebhookCommand(&d, typ)
 	default:
 		return nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}

@@ -346,7 +346,7 @@ func TestOldestFormatThatFits(t *testing.T) {
 		t.Fatalf("a state without options writes snapshot version %d, want 4", v)
 	}
 	applyAll(t, f, withOptions)
-	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotVersion {
-		t.Fatalf("a state with options writes snapshot version %d, want %d", v, snapshotVersion)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV5 {
+		t.Fatalf("a state with options writes snapshot version %d, want %d", v, snapshotV5)
 	}
 }

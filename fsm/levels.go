@@ -13,8 +13,11 @@ const (
 	// LevelOptions: also types 11–15 (link options, edits, domains,
 	// visits to limited links, keys limited to domains).
 	LevelOptions = 2
+	// LevelVisits: also types 16–20 (clicks with their visitors,
+	// webhooks).
+	LevelVisits = 3
 	// EntryLevel is the level this build applies.
-	EntryLevel = LevelOptions
+	EntryLevel = LevelVisits
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -25,7 +28,10 @@ func RequiredLevel(entry []byte) int {
 	if len(entry) == 0 {
 		return LevelKeys
 	}
-	if commandType(entry[0]&^sealedFlag) >= cmdCreateOptions {
+	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdClicksVisitors:
+		return LevelVisits
+	case typ >= cmdCreateOptions:
 		return LevelOptions
 	}
 	return LevelKeys
@@ -50,6 +56,9 @@ func (f *FSM) Level() int {
 }
 
 func (s *state) level() int {
+	if s.hooks.active() || s.visits.active() {
+		return LevelVisits
+	}
 	if len(s.opts) > 0 || len(s.domains) > 0 {
 		return LevelOptions
 	}

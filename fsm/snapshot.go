@@ -30,7 +30,8 @@ const (
 	snapshotV2      = 2 // links with flags; the dedupe index is a flag
 	snapshotV3      = 3 // version 2, then clicks per hour
 	snapshotV4      = 4 // version 3, then API keys and the audit log
-	snapshotVersion = 5 // version 4 with each link's options, then the domains
+	snapshotV5      = 5 // version 4 with each link's options, then the domains
+	snapshotVersion = 6 // version 5, then visitors per link and day, and webhooks
 )
 
 // Link flags in a version 2 snapshot.
@@ -171,7 +172,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	for p := range snap.records.n {
 		if r := snap.records.at(p); r.live() {
 			snap.encodeLink(&e, r)
-			if version >= snapshotVersion {
+			if version >= snapshotV5 {
 				encodeOptions(&e, snap.opts[p])
 			}
 			flush(false)
@@ -212,7 +213,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.string(a.Subject)
 		flush(false)
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV5 {
 		e.uvarint(uint64(len(snap.domains)))
 		for _, d := range snap.domains {
 			e.string(d.Name)
@@ -220,6 +221,10 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 			e.string(d.NotFoundRedirect)
 		}
 		snap.encodeKeyDomains(&e)
+	}
+	if version >= snapshotVersion {
+		snap.encodeVisits(&e, flush)
+		snap.encodeWebhooks(&e)
 	}
 	flush(true)
 	if werr != nil {
@@ -390,11 +395,19 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 	}
-	if version >= 5 {
+	if version >= snapshotV5 {
 		if err := st.decodeDomains(d); err != nil {
 			return nil, err
 		}
 		if err := st.decodeKeyDomains(d); err != nil {
+			return nil, err
+		}
+	}
+	if version >= snapshotVersion {
+		if err := st.decodeVisits(d); err != nil {
+			return nil, err
+		}
+		if err := st.decodeWebhooks(d); err != nil {
 			return nil, err
 		}
 	}
@@ -461,7 +474,7 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 		}
 		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
 		var opts *Options
-		if version >= 5 {
+		if version >= snapshotV5 {
 			opts = decodeOptions(d)
 		}
 		if d.err != nil {
@@ -544,8 +557,11 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 // choice depends on the state alone, so equal states still give equal
 // bytes.
 func (snap *snapshot) version() byte {
-	if snap.level > LevelKeys {
+	switch {
+	case snap.level >= LevelVisits:
 		return snapshotVersion
+	case snap.level == LevelOptions:
+		return snapshotV5
 	}
 	return snapshotV4
 }

@@ -83,6 +83,8 @@ type state struct {
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
 	domainLinks map[string]int
+	visits      visitTable // per link and day: who clicked (visitors.go)
+	hooks       webhooks   // webhooks.go
 }
 
 func newState() *state {
@@ -101,6 +103,7 @@ func newState() *state {
 		opts:        map[uint32]*Options{},
 		domains:     map[string]Domain{},
 		domainLinks: map[string]int{},
+		hooks:       newWebhooks(),
 	}
 }
 
@@ -230,6 +233,9 @@ func (s *state) apply(data []byte) any {
 		return s.setDomain(c)
 	case VisitCommand:
 		return s.visit(c)
+	}
+	if result, ok := s.applyWebhook(cmd); ok {
+		return result
 	}
 	return fmt.Errorf("apply: unhandled command %T", cmd)
 }
