@@ -29,8 +29,8 @@ type clickCounter struct {
 	fsm  *fsm.FSM
 
 	mu     sync.Mutex
-	counts map[string]uint64
-	spare  map[string]uint64
+	counts map[clickKey]uint64
+	spare  map[clickKey]uint64
 
 	flushMu      sync.Mutex      // one flush at a time
 	pending      *fsm.ClickBatch // proposed but not known to be applied
@@ -41,20 +41,28 @@ type clickCounter struct {
 	saved bool
 }
 
-// maxClickBatchCodes bounds one batch (about 1 MiB with 64-character custom
-// codes); more codes wait for the next flush.
+// clickKey is what clicks are aggregated by: the code and the visitor.
+type clickKey struct {
+	code    string
+	visitor fsm.Visitor
+}
+
+// maxClickBatchCodes bounds one batch's counts (about 5 MiB with
+// 64-character custom codes and long referrer hosts); more wait for the
+// next flush.
 const maxClickBatchCodes = 16384
 
 func newClickCounter(node string, f *fsm.FSM) *clickCounter {
-	return &clickCounter{node: node, fsm: f, counts: map[string]uint64{}, spare: map[string]uint64{}}
+	return &clickCounter{node: node, fsm: f, counts: map[clickKey]uint64{}, spare: map[clickKey]uint64{}}
 }
 
-// RecordClick counts one redirect of code. code should be the string the FSM
-// returned (fsm.Target.Code) so that counting allocates nothing.
-func (n *Node) RecordClick(code string) {
+// RecordClick counts one redirect of code by visitor. code should be the
+// string the FSM returned (fsm.Target.Code), and the visitor's referrer
+// one kept for reuse, so that counting allocates nothing.
+func (n *Node) RecordClick(code string, visitor fsm.Visitor) {
 	c := n.clicks
 	c.mu.Lock()
-	c.counts[code]++
+	c.counts[clickKey{code, visitor}]++
 	c.mu.Unlock()
 }
 
@@ -97,18 +105,20 @@ func (c *clickCounter) take(now time.Time) *fsm.ClickBatch {
 	if len(counts) == 0 {
 		return nil
 	}
-	b := &fsm.ClickBatch{Node: c.node, Now: now.UnixMilli(), Counts: make([]fsm.ClickCount, 0, min(len(counts), maxClickBatchCodes))}
-	for code, n := range counts {
+	b := &fsm.ClickBatch{Node: c.node, Now: now.UnixMilli(), Visitors: true,
+		Counts: make([]fsm.ClickCount, 0, min(len(counts), maxClickBatchCodes))}
+	for key, n := range counts {
 		if len(b.Counts) == maxClickBatchCodes {
 			c.mu.Lock()
-			c.counts[code] += n // over the batch limit: next flush
+			c.counts[key] += n // over the batch limit: next flush
 			c.mu.Unlock()
 			continue
 		}
-		b.Counts = append(b.Counts, fsm.ClickCount{Code: code, Count: n})
+		b.Counts = append(b.Counts, fsm.ClickCount{Code: key.code, Count: n, Visitor: key.visitor})
 	}
 	clear(counts)
-	slices.SortFunc(b.Counts, func(x, y fsm.ClickCount) int { return cmp.Compare(x.Code, y.Code) })
+	// By code, so that WithoutVisitors merges a code's counts into one.
+	slices.SortStableFunc(b.Counts, func(x, y fsm.ClickCount) int { return cmp.Compare(x.Code, y.Code) })
 	b.Seq = max(c.lastSeq+1, uint64(now.UnixNano()), c.fsm.ClickSeq(c.node)+1)
 	c.lastSeq = b.Seq
 	return b
@@ -130,7 +140,7 @@ func (n *Node) FlushClicks(ctx context.Context) error {
 				break
 			}
 		}
-		err := n.proposeClicks(ctx, fsm.EncodeClicks(*c.pending))
+		err := n.proposeClicks(ctx, n.encodeClicks(ctx, *c.pending))
 		if errors.Is(err, ErrRefused) {
 			// Retrying what the leader refuses would hold back every later
 			// click of this node; drop it loudly instead.
@@ -177,8 +187,8 @@ func (n *Node) restoreSavedClicks() {
 		c.lastSeq = pending.Seq
 	}
 	c.mu.Lock()
-	for code, v := range counts {
-		c.counts[code] += v
+	for key, v := range counts {
+		c.counts[key] += v
 	}
 	c.mu.Unlock()
 	c.saved = true
@@ -198,6 +208,17 @@ func (n *Node) saveUnflushedClicks() error {
 		return nil
 	}
 	return saveClicks(n.cfg.DataDir, c.pending, counts)
+}
+
+// encodeClicks writes a batch with its visitors once every server of the
+// cluster applies them (see levels.go), and without them before: a
+// cluster being upgraded counts clicks, and leaves bots out, as the
+// previous release does.
+func (n *Node) encodeClicks(ctx context.Context, b fsm.ClickBatch) []byte {
+	if b.Visitors && n.requireLevel(ctx, fsm.LevelVisits) != nil {
+		b = b.WithoutVisitors()
+	}
+	return fsm.EncodeClicks(b)
 }
 
 // proposeClicks applies a batch here when this node leads and hands it to

@@ -11,7 +11,8 @@ import (
 // BenchmarkRecordClick measures click aggregation on the redirect path:
 // counting redirects of 1000 codes, with the counts taken into a batch
 // after every 10 000 clicks as a flush would. Codes are the FSM's own
-// strings, as the redirect handler passes them.
+// strings, as the redirect handler passes them, each with one of a few
+// visitors.
 func BenchmarkRecordClick(b *testing.B) {
 	f := fsm.New()
 	n := &Node{clicks: newClickCounter("n1", f)}
@@ -20,16 +21,21 @@ func BenchmarkRecordClick(b *testing.B) {
 		codes[i] = fmt.Sprintf("c%06d", i)
 	}
 	// Warm both maps to their working size, as a running node has them.
+	visitors := []fsm.Visitor{
+		{Referrer: "news.example", Country: [2]byte{'D', 'E'}, Browser: fsm.Chrome, OS: fsm.Windows, Device: fsm.DeviceClassDesktop},
+		{Country: [2]byte{'U', 'S'}, Browser: fsm.Safari, OS: fsm.IOS, Device: fsm.DeviceClassMobile},
+		{Bot: fsm.Preview},
+	}
 	for range 2 {
-		for _, c := range codes {
-			n.RecordClick(c)
+		for i, c := range codes {
+			n.RecordClick(c, visitors[i%len(visitors)])
 		}
 		n.clicks.take(time.Now())
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		n.RecordClick(codes[i%len(codes)])
+		n.RecordClick(codes[i%len(codes)], visitors[i%len(visitors)])
 		if i++; i%10000 == 0 {
 			b.StopTimer()
 			n.clicks.take(time.Now())

@@ -25,7 +25,7 @@ const pendingClicksFile = "clicks-pending"
 // outcome, and the counts never proposed) atomically to dir. Each is a
 // click batch entry as the log carries it, so its checksum guards it on
 // disk as in the log.
-func saveClicks(dir string, pending *fsm.ClickBatch, counts map[string]uint64) error {
+func saveClicks(dir string, pending *fsm.ClickBatch, counts map[clickKey]uint64) error {
 	var data []byte
 	for _, b := range []*fsm.ClickBatch{pending, countsBatch(counts)} {
 		var entry []byte
@@ -44,19 +44,19 @@ func saveClicks(dir string, pending *fsm.ClickBatch, counts map[string]uint64) e
 
 // countsBatch carries never-proposed counts to disk; its sequence is 0
 // because it gets one when it is proposed.
-func countsBatch(counts map[string]uint64) *fsm.ClickBatch {
+func countsBatch(counts map[clickKey]uint64) *fsm.ClickBatch {
 	if len(counts) == 0 {
 		return nil
 	}
-	b := &fsm.ClickBatch{}
-	for code, n := range counts {
-		b.Counts = append(b.Counts, fsm.ClickCount{Code: code, Count: n})
+	b := &fsm.ClickBatch{Visitors: true}
+	for key, n := range counts {
+		b.Counts = append(b.Counts, fsm.ClickCount{Code: key.code, Count: n, Visitor: key.visitor})
 	}
 	return b
 }
 
 // loadClicks reads what saveClicks wrote; nothing when there is no file.
-func loadClicks(dir string) (pending *fsm.ClickBatch, counts map[string]uint64, err error) {
+func loadClicks(dir string) (pending *fsm.ClickBatch, counts map[clickKey]uint64, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, pendingClicksFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -83,9 +83,9 @@ func loadClicks(dir string) (pending *fsm.ClickBatch, counts map[string]uint64, 
 		batches[i] = &b
 	}
 	if batches[1] != nil {
-		counts = map[string]uint64{}
+		counts = map[clickKey]uint64{}
 		for _, c := range batches[1].Counts {
-			counts[c.Code] += c.Count
+			counts[clickKey{c.Code, c.Visitor}] += c.Count
 		}
 	}
 	return batches[0], counts, nil

@@ -41,8 +41,11 @@ func (n *Node) SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, erro
 // Visit counts one visit to a link with a visit limit through the log, on
 // the leader, and returns fsm.ErrVisitLimit once the limit is reached.
 // Only limited links come here; every other click is batched (clicks.go).
-func (n *Node) Visit(ctx context.Context, code string) (uint64, error) {
-	index, err := n.proposeOne(ctx, fsm.EncodeVisit(fsm.VisitCommand{Code: code, Now: time.Now().UnixMilli()}))
+// The visitor goes with it once every server applies visitors.
+func (n *Node) Visit(ctx context.Context, code string, visitor fsm.Visitor) (uint64, error) {
+	c := fsm.VisitCommand{Code: code, Now: time.Now().UnixMilli(), Visitor: visitor}
+	c.HasVisitor = n.requireLevel(ctx, fsm.LevelVisits) == nil
+	index, err := n.proposeOne(ctx, fsm.EncodeVisit(c))
 	if err != nil {
 		return 0, fmt.Errorf("visit %s: %w", code, err)
 	}

@@ -104,7 +104,7 @@ func TestClicksFlushOnceAndSurviveRestart(t *testing.T) {
 	n := openNode(t, dir)
 	l := createURL(t, n, "https://example.com/clicked")
 	for range 5 {
-		n.RecordClick(l.Code)
+		n.RecordClick(l.Code, fsm.Visitor{})
 	}
 	if got := n.PendingClicks(); got != 5 {
 		t.Fatalf("pending = %d, want 5", got)
@@ -120,14 +120,14 @@ func TestClicksFlushOnceAndSurviveRestart(t *testing.T) {
 	if got, _ := n.FSM().Get(l.Code); got.Clicks != 5 || n.PendingClicks() != 0 {
 		t.Fatalf("after flush: clicks %d pending %d, want 5 and 0", got.Clicks, n.PendingClicks())
 	}
-	n.RecordClick(l.Code)
+	n.RecordClick(l.Code, fsm.Visitor{})
 	if err := n.Close(); err != nil { // Close flushes the last click
 		t.Fatalf("close: %v", err)
 	}
 
 	again := openNode(t, dir)
 	waitFor(t, func() bool { got, _ := again.FSM().Get(l.Code); return got.Clicks == 6 })
-	again.RecordClick(l.Code)
+	again.RecordClick(l.Code, fsm.Visitor{})
 	if err := again.FlushClicks(ctx); err != nil {
 		t.Fatalf("flush after restart: %v", err)
 	}

@@ -23,14 +23,14 @@ func withClickHours(t testing.TB) (*FSM, []Link) {
 	a, b := links[0].Code, links[1].Code
 	base := 500_000 * hour
 	applyFrom(f, 1000,
-		clickAt("p1", 1, base+10, ClickCount{a, 2}, ClickCount{b, 1}),
-		clickAt("p1", 2, base+hour+5, ClickCount{a, 3}),
-		clickAt("p2", 1, base+hour/2, ClickCount{a, 4}),      // same hour as n1's first, later
-		clickAt("p1", 3, base+5*hour, ClickCount{b, 7}),      // a gap of hours
-		clickAt("p2", 2, base+4*hour+1, ClickCount{b, 1}),    // behind n1: inserted before
-		clickAt("p2", 2, base+6*hour, ClickCount{b, 100}),    // a retry: ignored
-		clickAt("p3", 1, -5, ClickCount{a, 1}),               // before 1970: total only
-		clickAt("p3", 2, base+5*hour, ClickCount{"nope", 9}), // no such link
+		clickAt("p1", 1, base+10, ClickCount{Code: a, Count: 2}, ClickCount{Code: b, Count: 1}),
+		clickAt("p1", 2, base+hour+5, ClickCount{Code: a, Count: 3}),
+		clickAt("p2", 1, base+hour/2, ClickCount{Code: a, Count: 4}),      // same hour as n1's first, later
+		clickAt("p1", 3, base+5*hour, ClickCount{Code: b, Count: 7}),      // a gap of hours
+		clickAt("p2", 2, base+4*hour+1, ClickCount{Code: b, Count: 1}),    // behind n1: inserted before
+		clickAt("p2", 2, base+6*hour, ClickCount{Code: b, Count: 100}),    // a retry: ignored
+		clickAt("p3", 1, -5, ClickCount{Code: a, Count: 1}),               // before 1970: total only
+		clickAt("p3", 2, base+5*hour, ClickCount{Code: "nope", Count: 9}), // no such link
 	)
 	return f, links
 }
@@ -72,7 +72,7 @@ func TestClickHoursRetention(t *testing.T) {
 	// A click on b exactly 90 days after a's first hour pushes that hour out
 	// of retention for every link, clicked again or not.
 	last := base + ClickRetentionHours*hour
-	applyFrom(f, 2000, clickAt("p1", 10, last, ClickCount{b, 1}))
+	applyFrom(f, 2000, clickAt("p1", 10, last, ClickCount{Code: b, Count: 1}))
 	gotA, _ := f.ClickHours(a, 0, 1<<60)
 	if want := []HourClicks{{base + hour, 3}}; !reflect.DeepEqual(gotA, want) {
 		t.Fatalf("a after retention: %v, want %v", gotA, want)
@@ -127,9 +127,9 @@ func TestClickHoursAreAPointInTime(t *testing.T) {
 	}
 	base := 500_000 * hour
 	applyFrom(f, 3000,
-		clickAt("p1", 20, base+hour, ClickCount{links[0].Code, 1}),   // an hour the snapshot holds
-		clickAt("p2", 20, base+2*hour, ClickCount{links[1].Code, 1}), // inserted between held hours
-		clickAt("p1", 21, base+9*hour, ClickCount{links[2].Code, 1}), // a link without hours
+		clickAt("p1", 20, base+hour, ClickCount{Code: links[0].Code, Count: 1}),   // an hour the snapshot holds
+		clickAt("p2", 20, base+2*hour, ClickCount{Code: links[1].Code, Count: 1}), // inserted between held hours
+		clickAt("p1", 21, base+9*hour, ClickCount{Code: links[2].Code, Count: 1}), // a link without hours
 	)
 	if !bytes.Equal(writeAndRelease(t, snap), want) {
 		t.Fatal("the snapshot changed after it was taken")

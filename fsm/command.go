@@ -139,10 +139,12 @@ type DeleteCommand struct {
 	KeyID string // the API key that asked for it, as in CreateRequest
 }
 
-// ClickCount is the number of redirects one node served for one code.
+// ClickCount is the number of redirects one node served for one code to
+// visitors alike in every class a Visitor records.
 type ClickCount struct {
-	Code  string
-	Count uint64
+	Code    string
+	Count   uint64
+	Visitor Visitor // zero in a batch without visitors
 }
 
 // ClickBatch is one node's aggregated clicks. Seq grows with every batch
@@ -153,6 +155,10 @@ type ClickBatch struct {
 	Seq    uint64
 	Now    int64 // the flushing node's clock: becomes last_accessed_at
 	Counts []ClickCount
+	// Visitors: each count carries its Visitor (entry level LevelVisits).
+	// Batches of older builds, and of a cluster still being upgraded
+	// (WithoutVisitors), count clicks only.
+	Visitors bool
 }
 
 // PurgeCommand tombstones links that expired before ExpiredBefore and forgets
@@ -233,9 +239,16 @@ func EncodeDomain(c DomainCommand) []byte {
 
 func EncodeVisit(c VisitCommand) []byte {
 	var e encoder
-	e.byte(byte(cmdVisit))
+	typ := cmdVisit
+	if c.HasVisitor {
+		typ = cmdVisitVisitor
+	}
+	e.byte(byte(typ))
 	e.string(c.Code)
 	e.varint(c.Now)
+	if c.HasVisitor {
+		encodeVisitor(&e, &c.Visitor)
+	}
 	return seal(e.buf)
 }
 
@@ -269,15 +282,23 @@ func EncodeDelete(c DeleteCommand) []byte {
 }
 
 func EncodeClicks(c ClickBatch) []byte {
-	e := encoder{buf: make([]byte, 0, 32+len(c.Counts)*12)}
-	e.byte(byte(cmdClicks))
+	e := encoder{buf: make([]byte, 0, 32+len(c.Counts)*24)}
+	typ := cmdClicks
+	if c.Visitors {
+		typ = cmdClicksVisitors
+	}
+	e.byte(byte(typ))
 	e.string(c.Node)
 	e.uvarint(c.Seq)
 	e.varint(c.Now)
 	e.uvarint(uint64(len(c.Counts)))
-	for _, cc := range c.Counts {
+	for i := range c.Counts {
+		cc := &c.Counts[i]
 		e.string(cc.Code)
 		e.uvarint(cc.Count)
+		if c.Visitors {
+			encodeVisitor(&e, &cc.Visitor)
+		}
 	}
 	return seal(e.buf)
 }
@@ -395,6 +416,10 @@ func DecodeCommand(data []byte) (any, error) {
 			Remove: d.bool(), By: d.string(), Now: d.varint()}
 	case cmdVisit:
 		cmd = VisitCommand{Code: d.string(), Now: d.varint()}
+	case cmdVisitVisitor:
+		c := VisitCommand{Code: d.string(), Now: d.varint(), HasVisitor: true}
+		c.Visitor = decodeVisitor(&d)
+		cmd = c
 	case cmdDelete:
 		cmd = DeleteCommand{Code: d.string(), Now: d.varint()}
 	case cmdDeleteKeyed:
@@ -407,8 +432,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = c
 	case cmdKeyRevoke:
 		cmd = KeyRevokeCommand{ID: d.string(), By: d.string(), Now: d.varint()}
-	case cmdClicks:
-		cmd = decodeClicks(&d)
+	case cmdClicks, cmdClicksVisitors:
+		cmd = decodeClicks(&d, typ)
 	case cmdPurge:
 		cmd = PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
 	case cmdServer:
@@ -466,12 +491,16 @@ func decodeCreate(d *decoder, typ commandType) CreateBatch {
 	return c
 }
 
-func decodeClicks(d *decoder) ClickBatch {
-	c := ClickBatch{Node: d.string(), Seq: d.uvarint(), Now: d.varint()}
+func decodeClicks(d *decoder, typ commandType) ClickBatch {
+	c := ClickBatch{Node: d.string(), Seq: d.uvarint(), Now: d.varint(), Visitors: typ == cmdClicksVisitors}
 	n := d.count(2)
 	c.Counts = make([]ClickCount, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		c.Counts = append(c.Counts, ClickCount{Code: d.string(), Count: d.uvarint()})
+		cc := ClickCount{Code: d.string(), Count: d.uvarint()}
+		if c.Visitors {
+			cc.Visitor = decodeVisitor(d)
+		}
+		c.Counts = append(c.Counts, cc)
 	}
 	return c
 }

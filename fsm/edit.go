@@ -168,9 +168,16 @@ func (s *state) setOptions(p uint32, o *Options) {
 // it once the limit is reached. Such visits are counted here, one entry
 // each, instead of in a node's click batches, so every node agrees on
 // which visit was the last one allowed: the limit is exact across nodes.
+//
+// A bot's visit uses up a visit like a person's (a forged User-Agent must
+// not open a limited link), yet counts among the link's bots, not its
+// clicks.
 type VisitCommand struct {
 	Code string // qualified
 	Now  int64
+	// HasVisitor: Visitor says who visited (entry level LevelVisits).
+	HasVisitor bool
+	Visitor    Visitor
 }
 
 func (s *state) visit(c VisitCommand) error {
@@ -178,14 +185,20 @@ func (s *state) visit(c VisitCommand) error {
 	if !ok {
 		return ErrNotFound
 	}
-	if o := s.opts[p]; o != nil && o.MaxVisits > 0 && s.recs.at(p).clicks >= o.MaxVisits {
+	if o := s.opts[p]; o != nil && o.MaxVisits > 0 && s.visitsUsed(p) >= o.MaxVisits {
 		return ErrVisitLimit
 	}
 	hour, timed := hourOf(c.Now)
 	if timed {
 		s.recs.hours.newest = max(s.recs.hours.newest, hour)
 	}
-	s.countClicks(p, 1, c.Now, hour, timed, s.recs.sharing.Load() > 0)
+	sharing := s.recs.sharing.Load() > 0
+	if !c.HasVisitor || c.Visitor.Bot == NotBot {
+		s.countClicks(p, 1, c.Now, hour, timed, sharing)
+	}
+	if c.HasVisitor {
+		s.addVisitors(p, &c.Visitor, 1, c.Now, sharing)
+	}
 	return nil
 }
 

@@ -311,6 +311,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range append(append(workload(), keyWorkload()...), optionsWorkload()...) {
 		f.Add(c)
 	}
+	f.Add(visitorsAt("n1", 1, 5, ClickCount{Code: "c", Count: 2, Visitor: chromeDE}, ClickCount{Code: "c", Count: 1, Visitor: slackbot}))
+	f.Add(EncodeVisit(VisitCommand{Code: "c", Now: 5, HasVisitor: true, Visitor: safariUS}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
 		if err != nil {
@@ -333,7 +335,8 @@ func FuzzReadSnapshot(f *testing.F) {
 	applyAll(f, keyed, keyWorkload()...)
 	withOptions := New()
 	applyAll(f, withOptions, optionsWorkload()...)
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions)} {
+	visited, _ := withVisitors(f)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

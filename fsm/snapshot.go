@@ -74,7 +74,8 @@ type snapshot struct {
 	audit      []AuditEntry
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
-	level      int // the state's entry level: which version holds it
+	visits     visitTable // shares pages, links and days: see visitTable
+	level      int        // the state's entry level: which version holds it
 	release    func()
 }
 
@@ -112,6 +113,7 @@ func (s *state) snapshot() *snapshot {
 	snap.revoked = slices.Collect(maps.Keys(s.revoked))
 	snap.audit = s.audit.oldestFirst()
 	snap.opts = maps.Clone(s.opts)
+	snap.visits = s.visits.share()
 	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))
 	return snap

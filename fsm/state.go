@@ -478,6 +478,7 @@ func (s *state) remove(p uint32) {
 		delete(s.opts, p)
 		r.flags &^= flagOptions
 	}
+	s.visits.forget(p, s.recs.gen, s.recs.sharing.Load() > 0)
 }
 
 // addClicks applies a click batch once; it reports whether it was applied.
@@ -495,12 +496,18 @@ func (s *state) addClicks(c ClickBatch) bool {
 	// this can only fall during the batch (a snapshot released): a copy
 	// then made is needless, never wrong.
 	sharing := s.recs.sharing.Load() > 0
-	for _, cc := range c.Counts {
+	for i := range c.Counts {
+		cc := &c.Counts[i]
 		p, ok := s.lookup(cc.Code)
 		if !ok {
 			continue // deleted since the click: nothing to count
 		}
-		s.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
+		if cc.Visitor.Bot == NotBot {
+			s.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
+		}
+		if c.Visitors {
+			s.addVisitors(p, &cc.Visitor, cc.Count, c.Now, sharing)
+		}
 	}
 	return true
 }

@@ -1,16 +1,547 @@
 package fsm
 
-// visitTable holds, per link and day, what the link's clicks said about
-// their visitors.
-type visitTable struct{}
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
 
-func (v *visitTable) active() bool { return false }
+// What clicks say about their visitors is kept per link and per day, in
+// the same exactly-once entries that count the clicks: each click of a
+// batch carries its Visitor, and the state adds it to the day of the
+// batch's clock. Only aggregates are kept (counts per browser, operating
+// system, device class, country and referrer host), never an address.
+//
+// Bots (crawlers and link previewers) are counted apart, per day and in
+// all, and leave the link's clicks, hours and last access untouched: a
+// link pasted into a chat is not a link followed.
+//
+// Days follow the hourly series' retention: a day is kept while its last
+// hour is within ClickRetentionHours of the newest hour any batch carried.
+//
+// Referrer hosts are bounded: a link keeps the first MaxReferrersPerDay
+// distinct hosts of each day, and counts later new hosts as "other". The
+// first hosts of a day are usually its main ones, and counts stay exact
+// for every host it names; ranking by count would need to keep every
+// host until the day ends.
 
-func (snap *snapshot) encodeVisits(e *encoder, flush func(bool)) { e.uvarint(0) }
+// Browser, OS, DeviceClass and Bot are the classes a Visitor falls in.
+// Their zero values are "other", and "none" for Bot.
+type (
+	Browser     uint8
+	OS          uint8
+	DeviceClass uint8
+	Bot         uint8
+)
 
+const (
+	BrowserOther Browser = iota
+	Chrome
+	Safari
+	Firefox
+	Edge
+	Opera
+	browserCount
+)
+
+const (
+	OSOther OS = iota
+	Windows
+	MacOS
+	Linux
+	IOS
+	Android
+	ChromeOS
+	osCount
+)
+
+const (
+	DeviceClassOther DeviceClass = iota
+	DeviceClassDesktop
+	DeviceClassMobile
+	DeviceClassTablet
+	deviceCount
+)
+
+const (
+	NotBot Bot = iota
+	Crawler
+	Preview
+	botCount
+)
+
+var (
+	browserNames = [browserCount]string{"other", "chrome", "safari", "firefox", "edge", "opera"}
+	osNames      = [osCount]string{"other", "windows", "macos", "linux", "ios", "android", "chromeos"}
+	classNames   = [deviceCount]string{"other", "desktop", "mobile", "tablet"}
+	botNames     = [botCount]string{"none", "crawler", "preview"}
+)
+
+func (b Browser) String() string { return nameOf(browserNames[:], b) }
+func (o OS) String() string      { return nameOf(osNames[:], o) }
+func (d DeviceClass) String() string { return nameOf(classNames[:], d) }
+func (b Bot) String() string     { return nameOf(botNames[:], b) }
+
+func nameOf[T ~uint8](names []string, v T) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return names[0]
+}
+
+const (
+	// MaxReferrersPerDay is how many referrer hosts a link keeps a day.
+	MaxReferrersPerDay = 32
+	// MaxReferrerLen bounds a referrer host: a DNS name's longest form.
+	MaxReferrerLen = 253
+	// Direct, OtherReferrer and UnknownCountry are the names the answers
+	// use for a click without a referrer, for the hosts past a day's
+	// bound, and for an address no country is known for.
+	Direct         = "direct"
+	OtherReferrer  = "other"
+	UnknownCountry = "XX"
+)
+
+// Visitor is what one click says about who made it.
+type Visitor struct {
+	// Referrer is the referring page's host, lower case; "" when the
+	// click had none.
+	Referrer string
+	// Country is an ISO 3166-1 alpha-2 code in upper case; zero when
+	// unknown.
+	Country [2]byte
+	Browser Browser
+	OS      OS
+	Device  DeviceClass
+	Bot     Bot
+}
+
+// CountryCode is the visitor's country as answers show it.
+func (v *Visitor) CountryCode() string {
+	if v.Country == ([2]byte{}) {
+		return UnknownCountry
+	}
+	return string(v.Country[:])
+}
+
+var errVisitor = errors.New("invalid visitor")
+
+// check refuses a visitor the state could not store as it is: a leader
+// refuses the batch that carries one instead of guessing.
+func (v *Visitor) check() error {
+	switch {
+	case v.Browser >= browserCount, v.OS >= osCount, v.Device >= deviceCount, v.Bot >= botCount:
+		return fmt.Errorf("%w: class out of range", errVisitor)
+	case v.Country != [2]byte{} && !(isUpper(v.Country[0]) && isUpper(v.Country[1])):
+		return fmt.Errorf("%w: country %q", errVisitor, v.Country[:])
+	case !validReferrer(v.Referrer):
+		return fmt.Errorf("%w: referrer %q", errVisitor, v.Referrer)
+	}
+	return nil
+}
+
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+
+// validReferrer accepts what a host can be, in lower case: letters,
+// digits, dots, hyphens and underscores, or a bracketed IPv6 address.
+func validReferrer(host string) bool {
+	if len(host) > MaxReferrerLen || host == Direct || host == OtherReferrer {
+		return false // those names belong to the answers
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
+}
+
+func encodeVisitor(e *encoder, v *Visitor) {
+	e.string(v.Referrer)
+	e.fixed(v.Country[:])
+	e.byte(byte(v.Browser))
+	e.byte(byte(v.OS))
+	e.byte(byte(v.Device))
+	e.byte(byte(v.Bot))
+}
+
+func decodeVisitor(d *decoder) Visitor {
+	v := Visitor{Referrer: d.string()}
+	d.fixed(v.Country[:])
+	v.Browser, v.OS, v.Device, v.Bot = Browser(d.byte()), OS(d.byte()), DeviceClass(d.byte()), Bot(d.byte())
+	if d.err == nil {
+		if err := v.check(); err != nil {
+			d.fail(err)
+		}
+	}
+	return v
+}
+
+// EncodeVisitor and DecodeVisitor carry a visitor between nodes where the
+// log does not: a follower forwarding a visit to a limited link.
+func EncodeVisitor(v Visitor) []byte {
+	var e encoder
+	encodeVisitor(&e, &v)
+	return e.buf
+}
+
+func DecodeVisitor(b []byte) (Visitor, error) {
+	d := decoder{buf: b}
+	v := decodeVisitor(&d)
+	if d.err == nil && len(d.buf) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
+	}
+	return v, d.err
+}
+
+// WithoutVisitors is the batch as a cluster that has not finished an
+// upgrade can apply it: clicks per code, without visitors, and without
+// bots, which would otherwise count as clicks.
+func (c ClickBatch) WithoutVisitors() ClickBatch {
+	out := ClickBatch{Node: c.Node, Seq: c.Seq, Now: c.Now}
+	for _, cc := range c.Counts {
+		switch n := len(out.Counts); {
+		case cc.Visitor.Bot != NotBot:
+		case n > 0 && out.Counts[n-1].Code == cc.Code:
+			out.Counts[n-1].Count += cc.Count
+		default:
+			out.Counts = append(out.Counts, ClickCount{Code: cc.Code, Count: cc.Count})
+		}
+	}
+	return out
+}
+
+// dayMillis is one day in Unix milliseconds; days are UTC.
+const dayMillis = 24 * hourMillis
+
+// keyCount is the clicks of one country or referrer host in a day.
+type keyCount struct {
+	key   string
+	count uint32
+}
+
+// dayVisits is one day of one link's visitors. The sums over browsers,
+// systems and devices are each the day's clicks that carried a visitor.
+type dayVisits struct {
+	day       uint32 // days since the Unix epoch
+	gen       uint64 // the record table's generation it was made in
+	browsers  [browserCount]uint32
+	systems   [osCount]uint32
+	devices   [deviceCount]uint32
+	bots      [botCount]uint32 // [NotBot] unused
+	countries []keyCount       // by key; "" never (UnknownCountry is a key)
+	referrers []keyCount       // by key; "" is a click without a referrer
+	others    uint32           // clicks from referrer hosts past the bound
+}
+
+// linkVisits is one link's visitors: its bots in all, and its days.
+type linkVisits struct {
+	gen  uint64
+	bots [botCount]uint64
+	days []*dayVisits // oldest first
+}
+
+type visitPage [pageSize]*linkVisits
+
+// visitTable holds linkVisits by record position. It is shared with
+// snapshots the way the record table is (records.go): pages, links and
+// days made in the current generation are the table's own and change in
+// place; older ones are copied before changing while a snapshot may be
+// reading them.
+type visitTable struct {
+	pages []*visitPage
+	gens  []uint64
+	links int // links with visitors: the state is at LevelVisits
+}
+
+func (v *visitTable) active() bool { return v.links > 0 }
+
+func (v *visitTable) at(p uint32) *linkVisits {
+	i := p / pageSize
+	if int(i) >= len(v.pages) || v.pages[i] == nil {
+		return nil
+	}
+	return v.pages[i][p%pageSize]
+}
+
+// share returns a view for a snapshot.
+func (v *visitTable) share() visitTable {
+	return visitTable{pages: slices.Clone(v.pages), links: v.links}
+}
+
+// mutable returns the link at p for changing, made or copied as needed.
+func (v *visitTable) mutable(p uint32, gen uint64, sharing bool) *linkVisits {
+	i := p / pageSize
+	for int(i) >= len(v.pages) {
+		v.pages = append(v.pages, nil)
+		v.gens = append(v.gens, gen)
+	}
+	switch {
+	case v.pages[i] == nil:
+		v.pages[i], v.gens[i] = new(visitPage), gen
+	case v.gens[i] != gen && sharing:
+		cp := *v.pages[i]
+		v.pages[i], v.gens[i] = &cp, gen
+	}
+	slot := &v.pages[i][p%pageSize]
+	switch lv := *slot; {
+	case lv == nil:
+		*slot = &linkVisits{gen: gen}
+		v.links++
+	case lv.gen != gen && sharing:
+		cp := *lv
+		cp.gen, cp.days = gen, slices.Clone(lv.days)
+		*slot = &cp
+	}
+	return *slot
+}
+
+// forget drops a removed link's visitors.
+func (v *visitTable) forget(p uint32, gen uint64, sharing bool) {
+	if v.at(p) == nil {
+		return
+	}
+	i := p / pageSize
+	if v.gens[i] != gen && sharing {
+		cp := *v.pages[i]
+		v.pages[i], v.gens[i] = &cp, gen
+	}
+	v.pages[i][p%pageSize] = nil
+	v.links--
+}
+
+// mutableDay returns lv's day for changing, adding it in order when new;
+// nil for a day before the oldest kept, which is not stored.
+func (lv *linkVisits) mutableDay(day, oldest uint32, gen uint64, sharing bool) *dayVisits {
+	if keep := firstDayAtOrAfter(lv.days, oldest); keep > 0 {
+		lv.days = slices.Clone(lv.days[keep:]) // never shift a shared slice
+	}
+	if day < oldest {
+		return nil
+	}
+	i := firstDayAtOrAfter(lv.days, day)
+	if i < len(lv.days) && lv.days[i].day == day {
+		d := lv.days[i]
+		if d.gen != gen && sharing {
+			cp := *d
+			cp.gen = gen
+			cp.countries, cp.referrers = slices.Clone(d.countries), slices.Clone(d.referrers)
+			lv.days[i] = &cp
+		}
+		return lv.days[i]
+	}
+	d := &dayVisits{day: day, gen: gen}
+	lv.days = slices.Insert(lv.days, i, d)
+	return d
+}
+
+func firstDayAtOrAfter(days []*dayVisits, day uint32) int {
+	i := len(days)
+	for i > 0 && days[i-1].day >= day {
+		i--
+	}
+	return i
+}
+
+// add counts n clicks of visitor v in this day.
+func (d *dayVisits) add(v *Visitor, n uint64) {
+	if v.Bot != NotBot {
+		d.bots[v.Bot] = saturatingAdd(d.bots[v.Bot], n)
+		return
+	}
+	d.browsers[v.Browser] = saturatingAdd(d.browsers[v.Browser], n)
+	d.systems[v.OS] = saturatingAdd(d.systems[v.OS], n)
+	d.devices[v.Device] = saturatingAdd(d.devices[v.Device], n)
+	d.countries = addKey(d.countries, v.CountryCode(), n)
+	d.referrers, d.others = addReferrer(d.referrers, d.others, v.Referrer, n)
+}
+
+func addReferrer(refs []keyCount, others uint32, host string, n uint64) ([]keyCount, uint32) {
+	if len(refs) >= MaxReferrersPerDay {
+		if i, ok := slices.BinarySearchFunc(refs, host, compareKey); ok {
+			refs[i].count = saturatingAdd(refs[i].count, n)
+			return refs, others
+		}
+		return refs, saturatingAdd(others, n)
+	}
+	return addKey(refs, host, n), others
+}
+
+// addKey adds n to key's count in the sorted list, inserting it (with a
+// copy of key, which may view a decoded entry) when absent.
+func addKey(list []keyCount, key string, n uint64) []keyCount {
+	i, ok := slices.BinarySearchFunc(list, key, compareKey)
+	if ok {
+		list[i].count = saturatingAdd(list[i].count, n)
+		return list
+	}
+	return slices.Insert(list, i, keyCount{strings.Clone(key), saturatingAdd(0, n)})
+}
+
+func compareKey(k keyCount, key string) int { return strings.Compare(k.key, key) }
+
+// addVisitors counts n clicks of visitor v to the link at p on the day of
+// now. The caller has already moved the newest hour.
+func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing bool) {
+	hour, timed := hourOf(now)
+	if !timed || n == 0 {
+		return
+	}
+	lv := s.visits.mutable(p, s.recs.gen, sharing)
+	if v.Bot != NotBot {
+		lv.bots[v.Bot] += n
+	}
+	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
+		d.add(v, n)
+	}
+}
+
+// oldestDay is the first day any of whose hours is within retention.
+func (s *state) oldestDay() uint32 { return s.recs.hours.oldestKept() / 24 }
+
+// visitsUsed is what a link's visit limit counts: its clicks and its bots.
+func (s *state) visitsUsed(p uint32) uint64 {
+	used := s.recs.at(p).clicks
+	if lv := s.visits.at(p); lv != nil {
+		used += lv.bots[Crawler] + lv.bots[Preview]
+	}
+	return used
+}
+
+// encodeVisits writes, for each live link with bots or kept days, in id
+// order: its id, its bots in all, and its days, each as the distance from
+// the previous one (from 0 for the first) and its counts.
+func (snap *snapshot) encodeVisits(e *encoder, flush func(bool)) {
+	recs, visits := &snap.records, &snap.visits
+	oldest := recs.hours.oldestKept() / 24
+	kept := func(p uint32) (*linkVisits, []*dayVisits) {
+		lv := visits.at(p)
+		if lv == nil || !recs.at(p).live() {
+			return nil, nil
+		}
+		days := lv.days[firstDayAtOrAfter(lv.days, oldest):]
+		if len(days) == 0 && lv.bots == [botCount]uint64{} {
+			return nil, nil
+		}
+		return lv, days
+	}
+	n := 0
+	for p := range recs.n {
+		if lv, _ := kept(p); lv != nil {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for p := range recs.n {
+		lv, days := kept(p)
+		if lv == nil {
+			continue
+		}
+		e.uvarint(recs.at(p).id)
+		e.uvarint(lv.bots[Crawler])
+		e.uvarint(lv.bots[Preview])
+		e.uvarint(uint64(len(days)))
+		prev := uint32(0)
+		for _, d := range days {
+			e.uvarint(uint64(d.day - prev))
+			prev = d.day
+			encodeDay(e, d)
+		}
+		flush(false)
+	}
+}
+
+func encodeDay(e *encoder, d *dayVisits) {
+	for _, counts := range [][]uint32{d.browsers[:], d.systems[:], d.devices[:], d.bots[Crawler:]} {
+		for _, c := range counts {
+			e.uvarint(uint64(c))
+		}
+	}
+	for _, list := range [][]keyCount{d.countries, d.referrers} {
+		e.uvarint(uint64(len(list)))
+		for _, k := range list {
+			e.string(k.key)
+			e.uvarint(uint64(k.count))
+		}
+	}
+	e.uvarint(uint64(d.others))
+}
+
+// decodeVisits reads what encodeVisits wrote, refusing anything the state
+// could not have made: unknown links, days out of order or out of
+// retention, keys out of order or not what a visitor can carry.
 func (st *state) decodeVisits(d *decoder) error {
-	if n := d.count(1); n != 0 {
-		d.fail(errorString("visits not read yet"))
+	newest, oldest := st.recs.hours.newest/24, st.oldestDay()
+	var prevID uint64
+	for n := d.count(4); n > 0 && d.err == nil; n-- {
+		id := d.uvarint()
+		p, ok := st.positionOf(id)
+		if d.err == nil && (!ok || id <= prevID) {
+			return fmt.Errorf("visitors of link %d: no such link, or out of order", id)
+		}
+		prevID = id
+		lv := st.visits.mutable(p, st.recs.gen, false)
+		lv.bots[Crawler], lv.bots[Preview] = d.uvarint(), d.uvarint()
+		day := uint64(0)
+		for k := d.count(20); k > 0 && d.err == nil; k-- {
+			step := d.uvarint()
+			day += step
+			if d.err == nil && (step == 0 && len(lv.days) > 0 || day > uint64(newest) || day < uint64(oldest)) {
+				return fmt.Errorf("visitors of link %d: day %d", id, day)
+			}
+			dv := &dayVisits{day: uint32(day), gen: st.recs.gen}
+			if err := decodeDay(d, dv); err != nil {
+				return fmt.Errorf("visitors of link %d, day %d: %w", id, day, err)
+			}
+			lv.days = append(lv.days, dv)
+		}
 	}
 	return d.err
+}
+
+func decodeDay(d *decoder, dv *dayVisits) error {
+	count := func() uint32 {
+		c := d.uvarint()
+		if d.err == nil && c > uint64(^uint32(0)) {
+			d.fail(fmt.Errorf("count %d", c))
+		}
+		return uint32(c)
+	}
+	for _, counts := range [][]uint32{dv.browsers[:], dv.systems[:], dv.devices[:], dv.bots[Crawler:]} {
+		for i := range counts {
+			counts[i] = count()
+		}
+	}
+	lists := []struct {
+		list  *[]keyCount
+		valid func(string) bool
+		max   int
+	}{
+		{&dv.countries, validCountryKey, 27 * 26},
+		{&dv.referrers, func(h string) bool { return validReferrer(h) }, MaxReferrersPerDay},
+	}
+	for _, l := range lists {
+		n := d.count(2)
+		if n > l.max {
+			return fmt.Errorf("%d keys", n)
+		}
+		for i := 0; i < n && d.err == nil; i++ {
+			k := keyCount{key: d.string(), count: count()}
+			if d.err != nil {
+				break
+			}
+			if !l.valid(k.key) || k.count == 0 || i > 0 && (*l.list)[i-1].key >= k.key {
+				return fmt.Errorf("key %q with %d clicks", k.key, k.count)
+			}
+			*l.list = append(*l.list, k)
+		}
+	}
+	dv.others = count()
+	return d.err
+}
+
+func validCountryKey(k string) bool {
+	return len(k) == 2 && isUpper(k[0]) && isUpper(k[1])
 }

@@ -159,15 +159,20 @@ func (s *Server) handleTags(ctx *fasthttp.RequestCtx) {
 // visibleWorkspaces is the workspaces a read lists: ?workspace= if the key
 // sees it (none if not), else every workspace the key sees (nil: all).
 func visibleWorkspaces(ctx *fasthttp.RequestCtx) []string {
+	return visibleWorkspacesFor(ctx, fsm.ScopeLinksRead)
+}
+
+// visibleWorkspacesFor is visibleWorkspaces for a read needing scope.
+func visibleWorkspacesFor(ctx *fasthttp.RequestCtx, scope fsm.Scope) []string {
 	args := ctx.QueryArgs()
 	if args.Has("workspace") {
 		ws := string(args.Peek("workspace"))
-		if !sees(ctx, fsm.ScopeLinksRead, ws) {
+		if !sees(ctx, scope, ws) {
 			return []string{}
 		}
 		return []string{ws}
 	}
-	if k := keyOf(ctx); !k.Allows(fsm.ScopeLinksRead, fsm.AllWorkspaces, time.Now().UnixMilli()) {
+	if k := keyOf(ctx); !k.Allows(scope, fsm.AllWorkspaces, time.Now().UnixMilli()) {
 		return k.Workspaces
 	}
 	return nil

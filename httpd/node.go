@@ -32,7 +32,7 @@ type Reads interface {
 	Lookup(ctx context.Context, code string) (fsm.Link, error)
 	Behind() bool
 	CatchUp(ctx context.Context) error
-	RecordClick(code string)
+	RecordClick(code string, visitor fsm.Visitor)
 }
 
 // Writes is what changes the replicated state through Raft: links,
@@ -43,7 +43,7 @@ type Writes interface {
 	Delete(ctx context.Context, code, keyID string) (uint64, error)
 	Edit(ctx context.Context, c fsm.EditCommand) (fsm.Link, uint64, error)
 	SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error)
-	Visit(ctx context.Context, code string) (uint64, error)
+	Visit(ctx context.Context, code string, visitor fsm.Visitor) (uint64, error)
 	ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *cluster.BulkCreates
 	CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error
 	RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error

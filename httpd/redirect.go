@@ -91,7 +91,7 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// such as fasthttp's cannot tell where it ends and drop the connection.
 	h.SetContentLength(0)
 	if !ctx.IsHead() && (t.Options == nil || t.Options.MaxVisits == 0) {
-		s.node.Reads.RecordClick(t.Code)
+		s.node.Reads.RecordClick(t.Code, s.visitorOf(ctx))
 	}
 }
 
@@ -150,10 +150,17 @@ func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code 
 // a follower forwards the request and relays the leader's answer. ok
 // false: the answer is written (the relayed one, or a refusal).
 func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
+	visitor, forwarded := forwardedVisitor(ctx)
+	if !forwarded {
+		visitor = s.visitorOf(ctx)
+	}
 	if !s.fromPeer(ctx) {
 		var req fasthttp.Request
 		var resp fasthttp.Response
 		ctx.Request.CopyTo(&req)
+		// The leader sees this node's address, not the visitor's: the
+		// visitor goes along as this node saw it.
+		req.Header.SetBytesV(visitorHeader, fsm.EncodeVisitor(visitor))
 		err := s.node.Leader.Forward(&req, &resp, forwardWrite.needs(fsm.LevelOptions).opts)
 		switch {
 		case err == nil:
@@ -164,7 +171,7 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 			return false
 		}
 	}
-	_, err := s.node.Writes.Visit(context.Background(), t.Code)
+	_, err := s.node.Writes.Visit(context.Background(), t.Code, visitor)
 	switch {
 	case err == nil:
 		return true

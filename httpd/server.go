@@ -17,6 +17,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/agent"
+	"github.com/linkraft/linkraft/httpd/geo"
 )
 
 // Limits on requests. Bodies are small JSON except a restore or an import,
@@ -47,7 +49,10 @@ type Config struct {
 	// IPv6 /64) holds open at once; 0 turns the cap off.
 	MaxConnsPerIP  int
 	TrustedProxies []netip.Prefix
-	ReadTimeout    time.Duration
+	// Countries maps a visitor's address to its country in the visit
+	// statistics; nil counts every visitor's country as unknown.
+	Countries    *geo.Table
+	ReadTimeout  time.Duration
 	WriteTimeout   time.Duration
 	IdleTimeout    time.Duration
 	Version        string
@@ -71,6 +76,10 @@ type Server struct {
 	qrCodes *qrCodes
 	// guesses bounds password guesses on protected links (password.go).
 	guesses *guessLimiter
+	// agents and referrers remember the classes of recent User-Agents and
+	// recent referrer hosts for the visit statistics (visitors.go).
+	agents    *agent.Cache
+	referrers *referrerHosts
 	srv     *fasthttp.Server
 	log     *slog.Logger
 	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
@@ -92,7 +101,11 @@ func New(cfg Config, node Node) *Server {
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
 		guesses: newDefaultGuessLimiter(),
-		log:     cfg.Logger,
+		// Browsers' User-Agents are few: thousands of slots hold a busy
+		// node's (about 4 MB at most, see agent.MaxCacheSize).
+		agents:    agent.NewCache(8192),
+		referrers: newReferrerHosts(),
+		log:       cfg.Logger,
 	}
 	if cfg.AdminToken != "" {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
@@ -172,6 +185,7 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsRoute(s.statsHandler("clicks")))
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
 	handle("GET", "/stats/{code}", "stats", s.statsRoute(s.statsHandler("click_count")))
+	handle("GET", "/api/v1/stats", "workspace_stats", s.require(fsm.ScopeStatsRead, s.handleWorkspaceStats))
 	// The node-to-node protocol is served on the cluster's port only (see
 	// cluster/DESIGN.md): here /internal/v1/* is a path like any other, 404.
 

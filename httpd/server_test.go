@@ -220,3 +220,11 @@ func TestPublicPortServesNoInternalPaths(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRedirectFromBrowser follows a link as a browser behind a proxy
+// does: with a User-Agent, a referrer and a forwarded public address, all
+// of which the click records.
+func BenchmarkRedirectFromBrowser(b *testing.B) {
+	benchmarkRedirectOf(b, withCountries(b), `{"url":"https://example.com/some/long/path?with=query"}`, "",
+		"User-Agent", chromeWindows, "Referer", "https://news.example.com/story?id=1", "X-Forwarded-For", "81.2.69.142")
+}

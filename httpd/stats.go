@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -117,10 +118,17 @@ func clickSeries(r seriesRange, hours []fsm.HourClicks) []seriesPoint {
 // (docs/API.md).
 func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		r, err := parseSeriesRange(ctx.QueryArgs(), time.Now())
-		if err != nil {
-			writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		req, ok := readStatsRequest(ctx, false)
+		if !ok {
 			return
+		}
+		var r seriesRange
+		if req.by == fsm.ByNothing {
+			var err error
+			if r, err = parseSeriesRange(ctx.QueryArgs(), time.Now()); err != nil {
+				writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+				return
+			}
 		}
 		scope := fsm.ScopeStatsRead
 		if public, _ := ctx.UserValue(publicStatsKey{}).(bool); public {
@@ -130,14 +138,29 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 		if !ok {
 			return
 		}
+		if req.by != fsm.ByNothing {
+			s.linkVisits(ctx, &l, countField, req)
+			return
+		}
 		// A link this node has not applied yet (just created elsewhere) has
 		// no clicks here either: its series is all zeros.
 		hours, _ := s.fsm.ClickHours(l.Qualified(), r.from, r.to)
+		series := clickSeries(r, hours)
+		if req.csv {
+			rows := [][]string{{"start", "clicks"}}
+			for _, p := range series {
+				rows = append(rows, []string{p.Start, strconv.FormatUint(p.Clicks, 10)})
+			}
+			writeCSV(ctx, l.Code+"-"+r.interval, rows)
+			return
+		}
+		crawlers, previews := s.fsm.BotsInAll(l.Qualified())
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
 			"short_code": l.Code, "original_url": l.URL, countField: l.Clicks,
+			"bots":       map[string]uint64{"crawlers": crawlers, "previews": previews},
 			"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
 			"interval": r.interval, "from": timestamp(r.from), "to": timestamp(r.to),
-			"series": clickSeries(r, hours),
+			"series": series,
 		})
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd"
+	"github.com/linkraft/linkraft/httpd/geo"
 )
 
 // serveConfig is every flag of "linkraft serve".
@@ -187,6 +188,10 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--trusted-proxy: %w", err)
 	}
+	countries, err := geo.Load()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen http: %w", err)
@@ -232,7 +237,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		AdminToken: cfg.adminToken, PublicCreate: cfg.publicCreate,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
-		AccessLog: cfg.accessLog, Registry: registry,
+		AccessLog: cfg.accessLog, Registry: registry, Countries: countries,
 	}, httpd.Of(node))
 
 	defer tuneGC()()

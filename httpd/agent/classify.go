@@ -1,7 +1,5 @@
 package agent
 
-import "bytes"
-
 // feature is one fact a token shows; Classify gathers them as a bit set in
 // one pass over the User-Agent and then decides from the bits alone.
 type feature uint32
@@ -85,31 +83,7 @@ var tokens = [...]token{
 	{text: "PhantomJS", feature: fCrawler},
 	{text: "Slurp", feature: fCrawler},
 	{text: "Nutch", feature: fCrawler},
-	// HTTP libraries and command-line tools, which send their own name.
-	{text: "curl/", feature: fCrawler},
-	{text: "Wget/", feature: fCrawler},
-	{text: "python-requests/", feature: fCrawler},
-	{text: "Python-urllib/", feature: fCrawler},
-	{text: "python-httpx/", feature: fCrawler},
-	{text: "aiohttp/", feature: fCrawler},
 	{text: "Scrapy/", feature: fCrawler},
-	{text: "Go-http-client/", feature: fCrawler},
-	{text: "Java/", feature: fCrawler},
-	{text: "okhttp/", feature: fCrawler},
-	{text: "Apache-HttpClient/", feature: fCrawler},
-	{text: "libwww-perl/", feature: fCrawler},
-	{text: "node-fetch", feature: fCrawler},
-	{text: "axios/", feature: fCrawler},
-	{text: "undici", feature: fCrawler},
-	{text: "GuzzleHttp/", feature: fCrawler},
-	{text: "Dart/", feature: fCrawler},
-	{text: "HTTPie/", feature: fCrawler},
-	{text: "PostmanRuntime/", feature: fCrawler},
-	{text: "insomnia/", feature: fCrawler},
-	{text: "reqwest/", feature: fCrawler},
-	{text: "Faraday v", feature: fCrawler},
-	{text: "http.rb/", feature: fCrawler},
-	{text: "WinHttp", feature: fCrawler},
 
 	// Browsers. Edge, Opera, Samsung Internet and the others also send
 	// Chrome/ (or CriOS/), so browser checks them first.
@@ -202,9 +176,6 @@ func (t *token) matches(s []byte) bool {
 func Classify(ua []byte) Class {
 	f := scan(ua)
 	switch {
-	// No browser sends an empty User-Agent; scripts and probes do.
-	case len(bytes.TrimSpace(ua)) == 0:
-		return bot(Crawler)
 	case f&fPreview != 0:
 		return bot(Preview)
 	case f&fCrawler != 0:

@@ -20,10 +20,13 @@
 // the link into a chat or post (Slack, Twitter/X, Facebook and iMessage,
 // WhatsApp, Telegram, Discord, LinkedIn, Skype and Teams, Reddit,
 // Pinterest, Mastodon, Bluesky, Matrix, Iframely, Embedly); it shows that a
-// link was shared, not that it was followed. A crawler is everything
-// automated otherwise: search engines, AI and SEO crawlers, headless
-// browsers, HTTP libraries and command-line tools, and empty User-Agents,
-// which no browser sends. Applebot is a crawler: it feeds Apple's search,
+// link was shared, not that it was followed. A crawler is a robot that
+// fetches pages for itself: search engines, AI and SEO crawlers, crawling
+// frameworks and headless browsers. HTTP libraries, command-line tools and
+// empty User-Agents are not bots here: behind a script or an app following
+// a link there is usually someone who asked for it, and an operator trying
+// a link with curl expects it counted; their browser, system and device
+// are "other". Applebot is a crawler: it feeds Apple's search,
 // while iMessage previews identify as facebookexternalhit and Twitterbot.
 // For bots, Browser and OS are "other" and Device is unknown, so that bots
 // do not show up in the browser and device shares.

@@ -1,0 +1,181 @@
+package httpd
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/agent"
+)
+
+// visitorOf is what a counted click records about who made it: the
+// classes of its User-Agent, its referrer's host and its country, never
+// its address. A bot keeps only that it is one. On a browser's repeated
+// visit this allocates nothing: the User-Agent's class and the referrer's
+// host come from caches.
+func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) fsm.Visitor {
+	c := s.agents.Classify(ctx.UserAgent())
+	switch c.Bot {
+	case agent.Crawler:
+		return fsm.Visitor{Bot: fsm.Crawler}
+	case agent.Preview:
+		return fsm.Visitor{Bot: fsm.Preview}
+	}
+	v := fsm.Visitor{Browser: browserOf(c.Browser), OS: osOf(c.OS), Device: deviceOf(c.Device)}
+	v.Referrer = s.referrers.host(ctx.Referer())
+	// The connection's address, or through a trusted proxy the one
+	// X-Forwarded-For names.
+	if s.cfg.Countries != nil {
+		if cc := s.cfg.Countries.Country(s.clientIP(ctx)); len(cc) == 2 {
+			v.Country = [2]byte{cc[0], cc[1]}
+		}
+	}
+	return v
+}
+
+// The statistics name fewer browsers than agent tells apart: Samsung
+// Internet counts as other.
+func browserOf(b string) fsm.Browser {
+	switch b {
+	case agent.Chrome:
+		return fsm.Chrome
+	case agent.Safari:
+		return fsm.Safari
+	case agent.Firefox:
+		return fsm.Firefox
+	case agent.Edge:
+		return fsm.Edge
+	case agent.Opera:
+		return fsm.Opera
+	}
+	return fsm.BrowserOther
+}
+
+func osOf(o string) fsm.OS {
+	switch o {
+	case agent.Windows:
+		return fsm.Windows
+	case agent.MacOS:
+		return fsm.MacOS
+	case agent.Linux:
+		return fsm.Linux
+	case agent.IOS:
+		return fsm.IOS
+	case agent.Android:
+		return fsm.Android
+	case agent.ChromeOS:
+		return fsm.ChromeOS
+	}
+	return fsm.OSOther
+}
+
+func deviceOf(d agent.Device) fsm.DeviceClass {
+	switch d {
+	case agent.Desktop:
+		return fsm.DeviceClassDesktop
+	case agent.Mobile:
+		return fsm.DeviceClassMobile
+	case agent.Tablet:
+		return fsm.DeviceClassTablet
+	}
+	return fsm.DeviceClassOther
+}
+
+// referrerHosts turns Referer headers into the hosts the statistics keep,
+// remembering recent ones so that a repeated host costs no allocation. It
+// is a direct-mapped table like agent.Cache: bounded, lock-free, and
+// seeded per process so no one can aim hosts at one slot.
+type referrerHosts struct {
+	seed  maphash.Seed
+	slots [1024]atomic.Pointer[string]
+}
+
+func newReferrerHosts() *referrerHosts { return &referrerHosts{seed: maphash.MakeSeed()} }
+
+// host returns the lower-case host of an absolute http(s) referrer, ""
+// for none, and "" too for anything that is not one: such a click counts
+// as direct rather than inventing a host.
+func (r *referrerHosts) host(referer []byte) string {
+	var buf [fsm.MaxReferrerLen]byte
+	host, ok := referrerHost(referer, &buf)
+	if !ok {
+		return ""
+	}
+	slot := &r.slots[maphash.Bytes(r.seed, host)&(uint64(len(r.slots))-1)]
+	if p := slot.Load(); p != nil && *p == string(host) {
+		return *p
+	}
+	s := string(host)
+	slot.Store(&s)
+	return s
+}
+
+// referrerHost writes the host of referer, lower case, into buf: scheme
+// http or https, user info and port left out. false when there is none,
+// or it is longer than a DNS name or holds what no host name does.
+func referrerHost(referer []byte, buf *[fsm.MaxReferrerLen]byte) ([]byte, bool) {
+	rest, ok := cutScheme(referer)
+	if !ok {
+		return nil, false
+	}
+	if i := bytes.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := bytes.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if len(rest) > 0 && rest[0] == '[' { // an IPv6 literal keeps its colons
+		if i := bytes.IndexByte(rest, ']'); i >= 0 {
+			rest = rest[:i+1]
+		}
+	} else if i := bytes.IndexByte(rest, ':'); i >= 0 {
+		rest = rest[:i]
+	}
+	rest = bytes.TrimSuffix(rest, []byte("."))
+	if len(rest) == 0 || len(rest) > len(buf) {
+		return nil, false
+	}
+	for i, c := range rest {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':' || c == '[' || c == ']') {
+			return nil, false
+		}
+		buf[i] = c
+	}
+	host := buf[:len(rest)]
+	if string(host) == fsm.Direct || string(host) == fsm.OtherReferrer {
+		return nil, false // the names the answers use for no host and many
+	}
+	return host, true
+}
+
+func cutScheme(referer []byte) ([]byte, bool) {
+	for _, scheme := range []string{"https://", "http://"} {
+		if len(referer) >= len(scheme) && bytes.EqualFold(referer[:len(scheme)], []byte(scheme)) {
+			return referer[len(scheme):], true
+		}
+	}
+	return nil, false
+}
+
+// visitorHeader carries a visit's Visitor from the node the visitor asked
+// to the leader, when a visit to a limited link is forwarded.
+const visitorHeader = "X-Linkraft-Visitor"
+
+// forwardedVisitor is the visitor a peer sent along; only a peer's word
+// is taken (the cluster port authenticates peers), and a malformed one is
+// ignored.
+func forwardedVisitor(ctx *fasthttp.RequestCtx) (fsm.Visitor, bool) {
+	raw := ctx.Request.Header.Peek(visitorHeader)
+	if len(raw) == 0 || !cluster.FromPeer(ctx) {
+		return fsm.Visitor{}, false
+	}
+	v, err := fsm.DecodeVisitor(raw)
+	return v, err == nil
+}
