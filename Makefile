@@ -22,8 +22,11 @@ FUZZ_TARGETS = \
 test: deps check unit k8s fuzz
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
-# browser test, podman and runc for the image test (as root, with apt-get),
-# or says how to get them.
+# browser test, podman and runc for the image test, systemd's
+# systemd-analyze for the unit files' hardening test and promtool for the
+# metrics test (as root, with apt-get), or says how to get them. promtool is
+# taken alone out of Debian's prometheus package: installing the package
+# would add a Prometheus server, its user and a service started at boot.
 deps:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -33,6 +36,17 @@ deps:
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq podman runc; \
 		else echo "the image test needs Debian's podman and runc: sudo apt-get install podman runc"; exit 1; fi; }
+	@command -v systemd-analyze >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq systemd; \
+		else echo "the unit files' test needs systemd-analyze: sudo apt-get install systemd"; exit 1; fi; }
+	@command -v promtool >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; apt-get update -qq; \
+			(cd "$$d" && apt-get download -qq -o APT::Sandbox::User=root prometheus); \
+			dpkg-deb --fsys-tarfile "$$d"/prometheus_*.deb | tar -xO ./usr/bin/promtool >"$$d/promtool"; \
+			install -m 0755 "$$d/promtool" /usr/local/bin/promtool; \
+		else echo "the metrics test needs promtool: sudo apt-get install prometheus (or put its promtool on PATH)"; exit 1; fi; }
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

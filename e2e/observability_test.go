@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,6 +144,10 @@ func TestObservabilityCluster(t *testing.T) {
 	// replicated and snapshotted.
 	requirePromlint(t, leader)
 	requirePromlint(t, followers[0])
+	t.Run("promtool", func(t *testing.T) {
+		requirePromtool(t, leader)
+		requirePromtool(t, followers[0])
+	})
 	for _, f := range followers {
 		for key := range scrape(t, f) {
 			if strings.HasPrefix(key, "linkraft_replication_lag_entries") {
@@ -216,6 +222,32 @@ func requirePromlint(t *testing.T, n *node) {
 	}
 	for _, p := range problems {
 		t.Errorf("/metrics on %s: %s: %s", n.id, p.Metric, p.Text)
+	}
+}
+
+// requirePromtool pipes n's /metrics through "promtool check metrics", the
+// check operators run, and fails on anything it reports. promlint above is
+// the same linter as a library; this runs the released tool (Debian's, which
+// `make deps` installs), so a difference between the two versions shows.
+func requirePromtool(t *testing.T, n *node) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("no promtool on PATH: it comes with Debian's prometheus package (`make deps` installs only promtool)")
+	}
+	r := n.get(t, "/metrics")
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /metrics on %s: want 200, got %v", n.id, r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(r.body)
+	// It reports findings on standard error and exits non-zero; a clean
+	// run prints nothing.
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics on %s's /metrics: %v\n%s", n.id, err, out)
 	}
 }
 
