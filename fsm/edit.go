@@ -88,7 +88,9 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	}
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
-	return s.link(p), nil
+	l := s.link(p)
+	s.webhookLink(EventLinkUpdated, c.Now, l)
+	return l, nil
 }
 
 // editedOptions is the link's Options with the command's fields applied,
@@ -186,6 +188,7 @@ func (s *state) visit(c VisitCommand) error {
 		s.recs.hours.newest = max(s.recs.hours.newest, hour)
 	}
 	s.countClicks(p, 1, c.Now, hour, timed, s.recs.sharing.Load() > 0)
+	s.webhookClicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1}}})
 	return nil
 }
 

@@ -308,7 +308,7 @@ func TestDecodeCommandRejectsGarbage(t *testing.T) {
 }
 
 func FuzzDecodeCommand(f *testing.F) {
-	for _, c := range append(append(workload(), keyWorkload()...), optionsWorkload()...) {
+	for _, c := range append(append(append(workload(), keyWorkload()...), optionsWorkload()...), webhookWorkload()...) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -333,7 +333,9 @@ func FuzzReadSnapshot(f *testing.F) {
 	applyAll(f, keyed, keyWorkload()...)
 	withOptions := New()
 	applyAll(f, withOptions, optionsWorkload()...)
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions)} {
+	withHooks := New()
+	applyAll(f, withHooks, webhookWorkload()...)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, withHooks)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

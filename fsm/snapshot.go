@@ -74,7 +74,8 @@ type snapshot struct {
 	audit      []AuditEntry
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
-	level      int // the state's entry level: which version holds it
+	hooks      []hookState // copies; their events are never changed (webhooks.go)
+	level      int         // the state's entry level: which version holds it
 	release    func()
 }
 
@@ -114,6 +115,7 @@ func (s *state) snapshot() *snapshot {
 	snap.opts = maps.Clone(s.opts)
 	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))
+	snap.hooks = s.hooks.snapshot()
 	return snap
 }
 
@@ -224,7 +226,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	}
 	if version >= snapshotVersion {
 		snap.encodeVisits(&e, flush)
-		snap.encodeWebhooks(&e)
+		snap.encodeWebhooks(&e, flush)
 	}
 	flush(true)
 	if werr != nil {
