@@ -249,7 +249,8 @@ func (s *state) applyWebhook(cmd any) (any, bool) {
 	return nil, false
 }
 
-func (s *state) setWebhook(c WebhookSetCommand) error {
+// setWebhook answers the stored Webhook, or an error.
+func (s *state) setWebhook(c WebhookSetCommand) any {
 	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
@@ -266,7 +267,7 @@ func (s *state) setWebhook(c WebhookSetCommand) error {
 	}
 	s.hooks.byID[w.ID] = &hookState{hook: w, next: 1}
 	s.hooks.recompute()
-	return nil
+	return w
 }
 
 func (s *state) deleteWebhook(c WebhookDeleteCommand) error {
