@@ -240,6 +240,11 @@ func (n *Node) deliverWebhook(ctx context.Context, id string) {
 			return
 		}
 		n.metrics.hookPending.WithLabelValues(id).Set(float64(info.Pending))
+		if delivered >= info.Next {
+			// A restore put an older outbox in place: its numbering is
+			// the backup's, and what this loop delivered is not in it.
+			delivered, unacked = 0, 0
+		}
 		delivered = max(delivered, info.Acked)
 		if delivered > info.Acked && (len(events) == 0 || failures > 0 || unacked >= webhookAckEvents || time.Since(firstAt) >= webhookAckDelay) {
 			if err := n.ackWebhook(ctx, id, delivered); err != nil {

@@ -371,6 +371,7 @@ func (s *state) webhookClicks(c ClickBatch) {
 type WebhookInfo struct {
 	Webhook
 	Pending   int    // events in the outbox
+	Next      uint64 // Seq of the next event
 	Acked     uint64 // highest Seq acknowledged
 	Delivered uint64
 	Dropped   uint64
@@ -389,7 +390,7 @@ func (f *FSM) Webhooks() []WebhookInfo {
 }
 
 func (h *hookState) info() WebhookInfo {
-	return WebhookInfo{Webhook: h.hook, Pending: len(h.events), Acked: h.acked, Delivered: h.delivered, Dropped: h.dropped}
+	return WebhookInfo{Webhook: h.hook, Pending: len(h.events), Next: h.next, Acked: h.acked, Delivered: h.delivered, Dropped: h.dropped}
 }
 
 // WebhookPending returns the webhook and up to limit of its events with a
