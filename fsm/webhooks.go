@@ -334,6 +334,9 @@ func (s *state) emit(t EventType, at int64, build func(*WebhookEvent)) {
 // webhookLink records a link event: l is the link as the write left it
 // (as it was, for a delete).
 func (s *state) webhookLink(t EventType, at int64, l Link) {
+	if !s.hooks.wanted.Has(t) { // the usual case: checked before building anything
+		return
+	}
 	s.emit(t, at, func(ev *WebhookEvent) {
 		ev.Link = EventLink{Code: l.Code, Domain: l.Domain, URL: l.URL, Workspace: l.Workspace, ExpiresAt: l.ExpiresAt}
 		if l.Options != nil { // never changed once stored: shared
