@@ -169,11 +169,16 @@ func (n *Node) DeleteWebhook(ctx context.Context, id, by string) (uint64, error)
 func (n *Node) runWebhooks(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(n.stopping)
 	defer cancel()
-	loops := map[string]context.CancelFunc{}
-	var wg sync.WaitGroup
+	type loop struct {
+		stop context.CancelFunc
+		done chan struct{}
+	}
+	loops := map[string]loop{}
 	defer func() {
 		cancel()
-		wg.Wait()
+		for _, l := range loops {
+			<-l.done
+		}
 		// Pending counts come from the leader only.
 		n.metrics.hookPending.Reset()
 	}()
@@ -188,13 +193,19 @@ func (n *Node) runWebhooks(stop <-chan struct{}) {
 				continue
 			}
 			loopCtx, stopLoop := context.WithCancel(ctx)
-			loops[info.ID] = stopLoop
+			l := loop{stop: stopLoop, done: make(chan struct{})}
+			loops[info.ID] = l
 			id := info.ID
-			wg.Go(func() { n.deliverWebhook(loopCtx, id) })
+			go func() {
+				defer close(l.done)
+				n.deliverWebhook(loopCtx, id)
+			}()
 		}
-		for id, stopLoop := range loops {
+		for id, l := range loops {
 			if !keep[id] {
-				stopLoop()
+				// Its series go once the loop can no longer add to them.
+				l.stop()
+				<-l.done
 				delete(loops, id)
 				n.metrics.hookPending.DeleteLabelValues(id)
 				n.metrics.hookDeliveries.DeletePartialMatch(map[string]string{"webhook": id})

@@ -353,6 +353,9 @@ func (s *state) webhookClicks(c ClickBatch) {
 		return
 	}
 	var hits []EventHit
+	// Every click of a batch adds to its link's count, so every one is
+	// reported. Should clicks ever be counted apart (bots, say), only
+	// those that add to the link's clicks belong here.
 	for _, cc := range c.Counts {
 		if cc.Count == 0 {
 			continue
