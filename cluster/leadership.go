@@ -94,6 +94,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer duties.Wait()
 	duties.Go(func() { n.runCommitPusher(n.push, stop) })
 	duties.Go(func() { n.runLagMonitor(stop) })
+	duties.Go(func() { n.runWebhooks(stop) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}

@@ -22,6 +22,8 @@ type metrics struct {
 	createBatch     prometheus.Histogram
 	relayBatch      prometheus.Histogram
 	gossipMembers   *prometheus.Desc
+	hookDeliveries  *prometheus.CounterVec
+	hookPending     *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -53,6 +55,14 @@ func newMetrics() *metrics {
 		gossipMembers: prometheus.NewDesc("linkraft_gossip_members",
 			"Gossip (memberlist) members as this node sees them, by state: alive (suspects included), dead, left.",
 			[]string{"state"}, nil),
+		hookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "linkraft_webhook_deliveries_total",
+			Help: "On the leader: webhook delivery attempts, by webhook id and result (ok: the receiver answered 2xx; error).",
+		}, []string{"webhook", "result"}),
+		hookPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "linkraft_webhook_pending_events",
+			Help: "On the leader: events in a webhook's outbox, not yet acknowledged as delivered, by webhook id.",
+		}, []string{"webhook"}),
 	}
 	// Every result is a series from the start, so a rate over it (and an
 	// alert) does not wait for the first miss of each kind.
@@ -67,6 +77,7 @@ func (n *Node) Collectors() []prometheus.Collector {
 	m := n.metrics
 	return []prometheus.Collector{
 		m.lag, m.forwards, m.confirmedMisses, m.createBatch, m.relayBatch,
+		m.hookDeliveries, m.hookPending,
 		gossipCollector{n},
 	}
 }

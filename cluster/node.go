@@ -148,7 +148,10 @@ type Node struct {
 	leaderIndex atomic.Uint64
 
 	metrics *metrics // see metrics.go
-	levels  entryLevels
+	// hooks are the leader's webhook delivery statistics and HTTP client
+	// (webhooks.go).
+	hooks  *hookStats
+	levels entryLevels
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -182,6 +185,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		creates: make(chan *createCall, maxCreateBatch*4),
 		push:    newCommitPusher(),
 		metrics: newMetrics(),
+		hooks:   newHookStats(),
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())

@@ -499,6 +499,23 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodGet, "/admin/domains", noCredential(), nil, http.StatusUnauthorized)
 	c.call(t, n1, http.MethodDelete, "/admin/domains/"+openapiDomain, asReader, nil, http.StatusForbidden)
 	c.call(t, n1, http.MethodDelete, "/admin/domains/"+openapiDomain, noCredential(), nil, http.StatusUnauthorized)
+	// Webhooks: registered, listed (never with their secret), removed.
+	const hookSecret = "openapi-webhook-secret"
+	r = c.call(t, n1, http.MethodPost, "/admin/webhooks", jsonH, []byte(`{"url":"https://hooks.example.com/linkraft","events":["link.created","link.clicked"],"secret":"`+hookSecret+`"}`), http.StatusCreated)
+	var hook struct{ ID string }
+	decodeAnswer(t, r, &hook)
+	if r := c.call(t, n1, http.MethodPost, "/admin/webhooks", jsonH, []byte(`{"url":"https://hooks.example.com/","events":["link.exploded"],"secret":"`+hookSecret+`"}`), http.StatusBadRequest); !strings.Contains(problemDetail(r), "events") {
+		t.Errorf("unknown webhook event: detail %q does not name the field", problemDetail(r))
+	}
+	c.call(t, n1, http.MethodPost, "/admin/webhooks", readerJSON, []byte(`{}`), http.StatusForbidden)
+	c.call(t, n1, http.MethodPost, "/admin/webhooks", anonymous(jsonH), []byte(`{}`), http.StatusUnauthorized)
+	if r := c.call(t, n1, http.MethodGet, "/admin/webhooks", nil, nil, http.StatusOK); bytes.Contains(r.body, []byte(hookSecret)) || !bytes.Contains(r.body, []byte(hook.ID)) {
+		t.Errorf("webhook list shows the secret or misses the webhook: %s", r.body)
+	}
+	c.call(t, n1, http.MethodGet, "/admin/webhooks", asReader, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodDelete, "/admin/webhooks/"+hook.ID, noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodDelete, "/admin/webhooks/"+hook.ID, nil, nil, http.StatusNoContent)
+	c.call(t, n1, http.MethodDelete, "/admin/webhooks/"+hook.ID, nil, nil, http.StatusNotFound)
 	// The audit log now holds edits and domain changes too.
 	r = c.call(t, n1, http.MethodGet, "/admin/audit?limit=1000", auth, nil, http.StatusOK)
 	for _, action := range []string{"link.edit", "domain.set", "domain.remove"} {

@@ -88,7 +88,9 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	}
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
-	return s.link(p), nil
+	l := s.link(p)
+	s.webhookLink(EventLinkUpdated, c.Now, l)
+	return l, nil
 }
 
 // editedOptions is the link's Options with the command's fields applied,
@@ -199,6 +201,7 @@ func (s *state) visit(c VisitCommand) error {
 	if c.HasVisitor {
 		s.addVisitors(p, &c.Visitor, 1, c.Now, sharing)
 	}
+	s.webhookClicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}})
 	return nil
 }
 

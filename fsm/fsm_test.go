@@ -308,7 +308,7 @@ func TestDecodeCommandRejectsGarbage(t *testing.T) {
 }
 
 func FuzzDecodeCommand(f *testing.F) {
-	for _, c := range append(append(workload(), keyWorkload()...), optionsWorkload()...) {
+	for _, c := range append(append(append(workload(), keyWorkload()...), optionsWorkload()...), webhookWorkload()...) {
 		f.Add(c)
 	}
 	f.Add(visitorsAt("n1", 1, 5, ClickCount{Code: "c", Count: 2, Visitor: chromeDE}, ClickCount{Code: "c", Count: 1, Visitor: slackbot}))
@@ -336,7 +336,9 @@ func FuzzReadSnapshot(f *testing.F) {
 	withOptions := New()
 	applyAll(f, withOptions, optionsWorkload()...)
 	visited, _ := withVisitors(f)
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited)} {
+	withHooks := New()
+	applyAll(f, withHooks, webhookWorkload()...)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited), snapshotBytes(f, withHooks)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

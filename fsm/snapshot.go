@@ -74,8 +74,9 @@ type snapshot struct {
 	audit      []AuditEntry
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
-	visits     visitTable // shares pages, links and days: see visitTable
-	level      int        // the state's entry level: which version holds it
+	visits     visitTable  // shares pages, links and days: see visitTable
+	hooks      []hookState // copies; their events are never changed (webhooks.go)
+	level      int         // the state's entry level: which version holds it
 	release    func()
 }
 
@@ -116,6 +117,7 @@ func (s *state) snapshot() *snapshot {
 	snap.visits = s.visits.share()
 	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))
+	snap.hooks = s.hooks.snapshot()
 	return snap
 }
 
@@ -226,7 +228,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	}
 	if version >= snapshotVersion {
 		snap.encodeVisits(&e, flush)
-		snap.encodeWebhooks(&e)
+		snap.encodeWebhooks(&e, flush)
 	}
 	flush(true)
 	if werr != nil {

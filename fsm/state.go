@@ -262,6 +262,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	}
 	if res.Err == nil && !res.Existing {
 		s.audit.add(AuditEntry{At: now, KeyID: r.KeyID, Action: AuditLinkCreate, Workspace: res.Link.Workspace, Subject: res.Link.Code})
+		s.webhookLink(EventLinkCreated, now, res.Link)
 	}
 	return res
 }
@@ -450,8 +451,10 @@ func (s *state) delete(c DeleteCommand) error {
 	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
 		return ErrUnauthorized
 	}
+	gone := s.link(p) // its texts stay where they are after the remove
 	s.remove(p)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkDelete, Workspace: ws, Subject: c.Code})
+	s.webhookLink(EventLinkDeleted, c.Now, gone)
 	return nil
 }
 
@@ -509,6 +512,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 			s.addVisitors(p, &cc.Visitor, cc.Count, c.Now, sharing)
 		}
 	}
+	s.webhookClicks(c)
 	return true
 }
 

@@ -86,6 +86,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/admin/domains", `{"domain":"m.example"}`, true, with(403, 403, 403, 200, 200)},
 		{"GET", "/admin/domains", "", false, with(403, 403, 403, 200, 200)},
 		{"DELETE", "/admin/domains/m.example", "", true, with(403, 403, 403)},
+		{"POST", "/admin/webhooks", `{"url":"https://hooks.example/in","events":["link.created"],"secret":"sixteen-bytes-ok"}`, true, with(403, 403, 403, 201, 201)},
+		{"GET", "/admin/webhooks", "", false, with(403, 403, 403, 200, 200)},
+		{"DELETE", "/admin/webhooks/nosuchhook000000", "", true, with(403, 403, 403, 404, 404)},
 		{"DELETE", "/api/v1/urls/" + code, "", true, with(403, 404)}, // those allowed are tried last
 		{"GET", "/api/v1/urls/" + code + "/qr", "", false, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200}},
 		{"GET", "/" + code, "", false, []int{302, 302, 302, 302, 302, 302, 302, 302, 302, 302}},

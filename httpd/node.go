@@ -22,6 +22,7 @@ type Node struct {
 	Admin  Admin
 	Leader Leader
 	Self   Self
+	Hooks  Hooks
 }
 
 // Reads is what serving links and credentials needs: the local state, the
@@ -62,6 +63,14 @@ type Admin interface {
 	Restore(backup []byte) error
 }
 
+// Hooks is what the webhook admin routes need: registering and removing
+// webhooks through Raft, and their delivery state (the leader's).
+type Hooks interface {
+	SetWebhook(ctx context.Context, c fsm.WebhookSetCommand) (fsm.Webhook, uint64, error)
+	DeleteWebhook(ctx context.Context, id, by string) (uint64, error)
+	Webhooks() []cluster.WebhookStatus
+}
+
 // Leader is what the routes served by the leader need (forwarder):
 // relaying a request to it, and serving those other nodes relay here.
 type Leader interface {
@@ -94,9 +103,10 @@ var (
 	_ Admin  = (*cluster.Node)(nil)
 	_ Leader = (*cluster.Node)(nil)
 	_ Self   = (*cluster.Node)(nil)
+	_ Hooks  = (*cluster.Node)(nil)
 )
 
 // Of is every part of Node served by n.
 func Of(n *cluster.Node) Node {
-	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n}
+	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n}
 }

@@ -221,6 +221,15 @@ func (s *Server) routes() {
 	domains("POST", "/admin/domains", s.handleSetDomain)
 	adminRead("GET", "/admin/domains", "admin_domains", s.handleListDomains)
 	domains("DELETE", "/admin/domains/{domain}", s.handleRemoveDomain)
+	// Webhooks, like domains, are written with entries older builds do
+	// not apply; their list is the leader's, which alone delivers and so
+	// alone knows the attempts' outcomes.
+	hooks := func(method, path string, h fasthttp.RequestHandler, mode forwardMode) {
+		handle(method, path, "admin_webhooks", s.require(fsm.ScopeAdmin, s.forwarder(h, mode.needs(fsm.LevelVisits))))
+	}
+	hooks("POST", "/admin/webhooks", s.handleCreateWebhook, forwardAdmin)
+	hooks("GET", "/admin/webhooks", s.handleListWebhooks, forwardAdminRead)
+	hooks("DELETE", "/admin/webhooks/{id}", s.handleDeleteWebhook, forwardAdmin)
 
 	// Runtime profiles of this node, guarded like the admin API.
 	pprof := s.require(fsm.ScopeAdmin, pprofHandler())
