@@ -373,7 +373,9 @@ func decodeKey(d *decoder) *APIKey {
 	d.fixed(k.Hash[:])
 	k.Scopes = Scope(d.byte())
 	n := d.count(1)
-	k.Workspaces = make([]string, 0, n)
+	// A snapshot is decoded as a stream, where counts are not bounded by
+	// the input read so far: grow with what is read instead.
+	k.Workspaces = make([]string, 0, min(n, 16))
 	for i := 0; i < n && d.err == nil; i++ {
 		k.Workspaces = append(k.Workspaces, d.string())
 	}
