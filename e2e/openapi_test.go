@@ -313,6 +313,13 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodGet, "/stats/"+a.ShortCode+span, nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/stats/"+a.ShortCode+"?from=yesterday", nil, nil, http.StatusBadRequest)
 	c.call(t, n1, http.MethodGet, "/stats/nosuchcode", nil, nil, http.StatusNotFound)
+	c.call(t, n1, http.MethodGet, stats+"?group_by=country", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/stats/"+a.ShortCode+"?group_by=referrer", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, stats+"?group_by=device&format=csv", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, stats+"?group_by=ip", nil, nil, http.StatusBadRequest)
+	c.call(t, n1, http.MethodGet, "/api/v1/stats?workspace=default&group_by=browser", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/api/v1/stats", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/api/v1/stats?format=csv", nil, nil, http.StatusOK)
 
 	// The expired link: 410 from every read of one code.
 	if !eventually(5*time.Second, func() bool {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
@@ -118,7 +119,9 @@ func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 		i := bytes.LastIndexByte(xff, ',')
 		hop := bytes.TrimSpace(xff[i+1:])
 		xff = xff[:max(i, 0)]
-		addr, err := netip.ParseAddr(string(hop))
+		// ParseAddr keeps nothing of its argument: a view of the header
+		// spares a copy on every request through a proxy.
+		addr, err := netip.ParseAddr(unsafe.String(unsafe.SliceData(hop), len(hop)))
 		if err != nil {
 			return peer // malformed: do not trust anything further left
 		}

@@ -100,6 +100,9 @@ func newReferrerHosts() *referrerHosts { return &referrerHosts{seed: maphash.Mak
 // for none, and "" too for anything that is not one: such a click counts
 // as direct rather than inventing a host.
 func (r *referrerHosts) host(referer []byte) string {
+	if len(referer) == 0 {
+		return ""
+	}
 	var buf [fsm.MaxReferrerLen]byte
 	host, ok := referrerHost(referer, &buf)
 	if !ok {
@@ -114,54 +117,82 @@ func (r *referrerHosts) host(referer []byte) string {
 	return s
 }
 
-// referrerHost writes the host of referer, lower case, into buf: scheme
-// http or https, user info and port left out. false when there is none,
-// or it is longer than a DNS name or holds what no host name does.
+// referrerHost writes the host of referer, lower case, into buf, in one
+// pass: scheme http or https, user info and port left out. false when
+// there is none, or it is longer than a DNS name or holds what no host
+// name does.
 func referrerHost(referer []byte, buf *[fsm.MaxReferrerLen]byte) ([]byte, bool) {
 	rest, ok := cutScheme(referer)
 	if !ok {
 		return nil, false
 	}
-	if i := bytes.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	if i := bytes.LastIndexByte(rest, '@'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	if len(rest) > 0 && rest[0] == '[' { // an IPv6 literal keeps its colons
-		if i := bytes.IndexByte(rest, ']'); i >= 0 {
-			rest = rest[:i+1]
-		}
-	} else if i := bytes.IndexByte(rest, ':'); i >= 0 {
-		rest = rest[:i]
-	}
-	rest = bytes.TrimSuffix(rest, []byte("."))
-	if len(rest) == 0 || len(rest) > len(buf) {
-		return nil, false
-	}
-	for i, c := range rest {
-		if 'A' <= c && c <= 'Z' {
+	n, port, bracket := 0, false, false
+	for _, c := range rest {
+		switch {
+		case c == '/' || c == '?' || c == '#':
+			return hostIn(buf[:n])
+		case c == '@': // what came before was user info
+			n, port, bracket = 0, false, false
+			continue
+		case port:
+			continue
+		case c == '[':
+			bracket = true
+		case c == ']':
+			bracket = false
+		case c == ':' && !bracket:
+			port = true
+			continue
+		case 'A' <= c && c <= 'Z':
 			c += 'a' - 'A'
-		}
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':' || c == '[' || c == ']') {
+		case !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':'):
 			return nil, false
 		}
-		buf[i] = c
+		if n == len(buf) {
+			return nil, false
+		}
+		buf[n] = c
+		n++
 	}
-	host := buf[:len(rest)]
-	if string(host) == fsm.Direct || string(host) == fsm.OtherReferrer {
-		return nil, false // the names the answers use for no host and many
+	return hostIn(buf[:n])
+}
+
+// hostIn checks a parsed host: not empty, without the root's trailing
+// dot, and not one of the names the answers use for no host and many.
+func hostIn(host []byte) ([]byte, bool) {
+	host = bytes.TrimSuffix(host, []byte("."))
+	if len(host) == 0 || string(host) == fsm.Direct || string(host) == fsm.OtherReferrer {
+		return nil, false
 	}
 	return host, true
 }
 
 func cutScheme(referer []byte) ([]byte, bool) {
-	for _, scheme := range []string{"https://", "http://"} {
-		if len(referer) >= len(scheme) && bytes.EqualFold(referer[:len(scheme)], []byte(scheme)) {
-			return referer[len(scheme):], true
-		}
+	switch {
+	case hasPrefixFold(referer, "https://"):
+		return referer[len("https://"):], true
+	case hasPrefixFold(referer, "http://"):
+		return referer[len("http://"):], true
 	}
 	return nil, false
+}
+
+// hasPrefixFold reports whether b starts with the lower-case prefix,
+// ASCII letters compared without case.
+func hasPrefixFold(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := range len(prefix) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // visitorHeader carries a visit's Visitor from the node the visitor asked

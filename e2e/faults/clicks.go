@@ -158,3 +158,56 @@ func SeriesClicks(stats []byte) ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// Breakdown is one node's answer for a link's clicks grouped by one
+// dimension (browser, referrer, ...): clicks per value.
+type Breakdown struct {
+	Code, By string
+	Groups   map[string]uint64
+}
+
+// VisitBreakdown reads the groups of a grouped stats answer.
+func VisitBreakdown(stats []byte) (Breakdown, error) {
+	var s struct {
+		Visits struct {
+			Groups []struct {
+				Value  string `json:"value"`
+				Clicks uint64 `json:"clicks"`
+			} `json:"groups"`
+		} `json:"visits"`
+	}
+	if err := json.Unmarshal(stats, &s); err != nil {
+		return Breakdown{}, fmt.Errorf("stats: %w", err)
+	}
+	b := Breakdown{Groups: map[string]uint64{}}
+	for _, g := range s.Visits.Groups {
+		b.Groups[g.Value] += g.Clicks
+	}
+	return b, nil
+}
+
+// CheckBreakdowns checks that every node answers each breakdown alike,
+// and that its groups add up to the link's agreed click total: a click
+// batch carries both in one exactly-once entry, so no fault may set them
+// apart. All the workload's clicks are people's (bots would not count).
+func CheckBreakdowns(counts map[string]uint64, byNode map[string]map[string]Breakdown) []Anomaly {
+	var out []Anomaly
+	nodes := slices.Sorted(maps.Keys(byNode))
+	for _, node := range nodes {
+		for key, b := range byNode[node] {
+			if first, ok := byNode[nodes[0]][key]; ok && !maps.Equal(b.Groups, first.Groups) {
+				out = append(out, Anomaly{Checker: "breakdowns", Node: node, Code: b.Code,
+					Detail: fmt.Sprintf("by %s %v differs from %s's %v", b.By, b.Groups, nodes[0], first.Groups)})
+			}
+			var sum uint64
+			for _, n := range b.Groups {
+				sum += n
+			}
+			if want, ok := counts[b.Code]; ok && sum != want {
+				out = append(out, Anomaly{Checker: "breakdowns", Node: node, Code: b.Code,
+					Detail: fmt.Sprintf("by %s the groups add up to %d clicks, the total is %d", b.By, sum, want)})
+			}
+		}
+	}
+	return out
+}

@@ -66,3 +66,36 @@ func TestCheckClickSeries(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckBreakdowns(t *testing.T) {
+	counts := map[string]uint64{"a": 5, "b": 2}
+	good := func() map[string]Breakdown {
+		return map[string]Breakdown{
+			"a by browser": {Code: "a", By: "browser", Groups: map[string]uint64{"chrome": 3, "safari": 2}},
+			"b by browser": {Code: "b", By: "browser", Groups: map[string]uint64{"firefox": 2}},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(n2 map[string]Breakdown)
+		want   int
+	}{
+		{"agreeing nodes", func(map[string]Breakdown) {}, 0},
+		{"a node's groups differ, same sum", func(n2 map[string]Breakdown) {
+			n2["a by browser"] = Breakdown{Code: "a", By: "browser", Groups: map[string]uint64{"chrome": 2, "safari": 3}}
+		}, 1},
+		{"a node counts a click twice", func(n2 map[string]Breakdown) {
+			n2["b by browser"] = Breakdown{Code: "b", By: "browser", Groups: map[string]uint64{"firefox": 3}}
+		}, 2}, // differs from n1, and its sum is off
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n2 := good()
+			tt.change(n2)
+			got := CheckBreakdowns(counts, map[string]map[string]Breakdown{"n1": good(), "n2": n2})
+			if len(got) != tt.want {
+				t.Fatalf("%d anomalies, want %d: %v", len(got), tt.want, got)
+			}
+		})
+	}
+}

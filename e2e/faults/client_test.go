@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -18,6 +19,18 @@ type client struct {
 	key     string        // an API key: the workload's link calls, once made
 	start   time.Time     // the history's time origin
 	hist    *History
+	// visitor turns through browserVisitors, so clicks carry several
+	// browsers and referrers for the breakdown check.
+	visitor atomic.Uint64
+}
+
+// browserVisitors are the User-Agent and Referer the workload's requests
+// take turns sending: all people, since bots are left out of the click
+// counts the click checkers compare with acknowledged redirects.
+var browserVisitors = [][2]string{
+	{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", "https://news.example.com/a"},
+	{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", ""},
+	{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", "https://mail.example.org/"},
 }
 
 func newHTTPClient() *fasthttp.Client {
@@ -66,6 +79,11 @@ func (c *client) doAs(credential, method, addr, path string, body []byte, timeou
 	}
 	if method == fasthttp.MethodHead {
 		resp.SkipBody = true
+	}
+	v := browserVisitors[c.visitor.Add(1)%uint64(len(browserVisitors))]
+	req.Header.SetUserAgent(v[0])
+	if v[1] != "" {
+		req.Header.SetReferer(v[1])
 	}
 	if err := c.hc.DoTimeout(req, resp, timeout); err != nil {
 		return answer{err: err}

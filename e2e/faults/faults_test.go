@@ -230,10 +230,23 @@ func (c *cluster) clickSeriesAnomalies(exports map[string][]byte) []Anomaly {
 		}
 	}
 	series := map[string]map[string][]uint64{}
+	breakdowns := map[string]map[string]Breakdown{}
 	var out []Anomaly
 	for _, n := range c.nodes() {
 		series[n.id] = map[string][]uint64{}
+		breakdowns[n.id] = map[string]Breakdown{}
 		for _, code := range clicked {
+			for _, dim := range []string{"browser", "referrer"} {
+				a := c.cl.do(fasthttp.MethodGet, n.httpAddr, "/api/v1/urls/"+code+"/stats?group_by="+dim, nil, 5*time.Second)
+				b, err := VisitBreakdown(a.body)
+				if a.err != nil || a.status != 200 || err != nil {
+					out = append(out, Anomaly{Checker: "breakdowns", Node: n.id, Code: code,
+						Detail: fmt.Sprintf("stats by %s: %d %v %v %.200s", dim, a.status, a.err, err, a.body)})
+					continue
+				}
+				b.Code, b.By = code, dim
+				breakdowns[n.id][code+" by "+dim] = b
+			}
 			a := c.cl.do(fasthttp.MethodGet, n.httpAddr, "/api/v1/urls/"+code+"/stats?interval=hour", nil, 5*time.Second)
 			hours, err := SeriesClicks(a.body)
 			if a.err != nil || a.status != 200 || err != nil {
@@ -244,7 +257,8 @@ func (c *cluster) clickSeriesAnomalies(exports map[string][]byte) []Anomaly {
 			series[n.id][code] = hours
 		}
 	}
-	c.t.Logf("click series: %d clicked links checked on %d nodes", len(clicked), len(series))
+	c.t.Logf("click series and breakdowns: %d clicked links checked on %d nodes", len(clicked), len(series))
+	out = append(out, CheckBreakdowns(counts, breakdowns)...)
 	return append(out, CheckClickSeries(counts, series)...)
 }
 

@@ -54,8 +54,8 @@ func NewCache(size int) *Cache {
 // A hit does not allocate; a miss allocates an entry holding a copy of ua.
 // It is safe for concurrent use, and ua is not retained.
 func (c *Cache) Classify(ua []byte) Class {
-	if len(ua) > MaxCachedLen {
-		return Classify(ua)
+	if len(ua) == 0 || len(ua) > MaxCachedLen {
+		return Classify(ua) // nothing to scan, or too long to keep
 	}
 	slot := &c.slots[maphash.Bytes(c.seed, ua)&c.mask]
 	if e := slot.Load(); e != nil && e.ua == string(ua) {
