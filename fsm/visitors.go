@@ -78,10 +78,10 @@ var (
 	botNames     = [botCount]string{"none", "crawler", "preview"}
 )
 
-func (b Browser) String() string { return nameOf(browserNames[:], b) }
-func (o OS) String() string      { return nameOf(osNames[:], o) }
+func (b Browser) String() string     { return nameOf(browserNames[:], b) }
+func (o OS) String() string          { return nameOf(osNames[:], o) }
 func (d DeviceClass) String() string { return nameOf(classNames[:], d) }
-func (b Bot) String() string     { return nameOf(botNames[:], b) }
+func (b Bot) String() string         { return nameOf(botNames[:], b) }
 
 func nameOf[T ~uint8](names []string, v T) string {
 	if int(v) < len(names) {

@@ -38,7 +38,7 @@ func withVisitors(t testing.TB) (*FSM, []Link) {
 		visitorsAt("p2", 1, day+dayMillis+5,
 			ClickCount{Code: a, Count: 1, Visitor: safariUS},
 			ClickCount{Code: a, Count: 2, Visitor: googlebot}),
-		clickAt("p3", 1, day+dayMillis+6, ClickCount{Code: a, Count: 7}), // an older build's batch
+		clickAt("p3", 1, day+dayMillis+6, ClickCount{Code: a, Count: 7}),                        // an older build's batch
 		visitorsAt("p2", 1, day+2*dayMillis, ClickCount{Code: a, Count: 50, Visitor: chromeDE}), // a retry: ignored
 	)
 	return f, links

@@ -53,10 +53,10 @@ type Config struct {
 	// statistics; nil counts every visitor's country as unknown.
 	Countries    *geo.Table
 	ReadTimeout  time.Duration
-	WriteTimeout   time.Duration
-	IdleTimeout    time.Duration
-	Version        string
-	Logger         *slog.Logger
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	Version      string
+	Logger       *slog.Logger
 	// AccessLog logs one line per request at info level.
 	AccessLog bool
 	// Registry is where /metrics gathers from; this server registers its
@@ -80,8 +80,8 @@ type Server struct {
 	// recent referrer hosts for the visit statistics (visitors.go).
 	agents    *agent.Cache
 	referrers *referrerHosts
-	srv     *fasthttp.Server
-	log     *slog.Logger
+	srv       *fasthttp.Server
+	log       *slog.Logger
 	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
 	rootTokenHash []byte
 }
