@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"time"
 	"unsafe"
@@ -160,7 +161,7 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 		ctx.Request.CopyTo(&req)
 		// The leader sees this node's address, not the visitor's: the
 		// visitor goes along as this node saw it.
-		req.Header.SetBytesV(visitorHeader, fsm.EncodeVisitor(visitor))
+		req.Header.Set(visitorHeader, base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(visitor)))
 		err := s.node.Leader.Forward(&req, &resp, forwardWrite.needs(fsm.LevelOptions).opts)
 		switch {
 		case err == nil:

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bytes"
+	"encoding/base64"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -195,8 +196,9 @@ func hasPrefixFold(b []byte, prefix string) bool {
 	return true
 }
 
-// visitorHeader carries a visit's Visitor from the node the visitor asked
-// to the leader, when a visit to a limited link is forwarded.
+// visitorHeader carries a visit's Visitor (fsm.EncodeVisitor, in
+// unpadded base64url) from the node the visitor asked to the leader, when
+// a visit to a limited link is forwarded.
 const visitorHeader = "X-Linkraft-Visitor"
 
 // forwardedVisitor is the visitor a peer sent along; only a peer's word
@@ -207,6 +209,10 @@ func forwardedVisitor(ctx *fasthttp.RequestCtx) (fsm.Visitor, bool) {
 	if len(raw) == 0 || !cluster.FromPeer(ctx) {
 		return fsm.Visitor{}, false
 	}
-	v, err := fsm.DecodeVisitor(raw)
+	bin, err := base64.RawURLEncoding.AppendDecode(nil, raw)
+	if err != nil {
+		return fsm.Visitor{}, false
+	}
+	v, err := fsm.DecodeVisitor(bin)
 	return v, err == nil
 }
