@@ -463,6 +463,90 @@ func TestBrowserUI(t *testing.T) {
 		t.Errorf("the default domain's twin after editing the other: %v", r)
 	}
 
+	// Visits: two Chrome-on-Windows clicks from a news site, one from
+	// Safari on an iPhone and a Slack preview show in the link page's
+	// breakdown cards, the preview apart; the overview of the link's
+	// workspace totals them.
+	visited := n.createLink(t, map[string]any{"original_url": "https://example.com/visited", "workspace": "visits", "tags": []string{"launch"}}).ShortCode
+	for _, v := range []struct{ ua, referer string }{
+		{chromeOnWindows, "https://news.example.org/post/1"},
+		{chromeOnWindows, "https://news.example.org/post/2"},
+		{safariOnIPhone, ""},
+		{slackPreview, ""},
+	} {
+		visit(t, base+"/"+visited, v.ua, v.referer)
+	}
+	waitVisits(t, n, visited, 10*time.Second)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/ui/#/link/"+visited)); err != nil {
+		t.Fatalf("open the visited link's page: %v", err)
+	}
+	card := func(by string) string {
+		return `[...document.querySelectorAll('#l-vout .card[data-by="` + by + `"] li')].map(li => li.dataset.value + "=" + li.dataset.clicks + ":" + li.textContent).join("|")`
+	}
+	waitPage(t, bctx, "the link page's cards break the clicks down, the preview apart", 15*time.Second, `(() => {
+		return !document.getElementById("l-vis").hidden &&
+			`+card("browser")+` === "chrome=2:Chrome2 clicks · 67%|safari=1:Safari1 click · 33%" &&
+			`+card("referrer")+` === "news.example.org=2:news.example.org2 clicks · 67%|direct=1:Direct (no referrer)1 click · 33%" &&
+			`+card("device")+` === "desktop=2:Desktop2 clicks · 67%|mobile=1:Mobile1 click · 33%" &&
+			`+card("os")+`.startsWith("windows=2:Windows") && `+card("country")+` === "XX=3:Unknown3 clicks · 100%" &&
+			document.querySelector("#l-vout .bots")?.textContent === "Bots apart: 0 crawlers, 1 preview in the last 30 days." &&
+			document.querySelector("#l-vout .vsum")?.textContent.startsWith("3 clicks in the last 30 days") &&
+			[...document.querySelectorAll("#l-vout .days [data-clicks]")].length === 30 &&
+			[...document.querySelectorAll("#l-vout .days [data-clicks]")].reduce((s, b) => s + Number(b.dataset.clicks) * 10 + Number(b.dataset.bots), 0) === 31;
+	})()`, `document.getElementById("v-link").innerText`)
+	if shots != "" {
+		if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 1100)); err != nil {
+			t.Fatalf("tall viewport: %v", err)
+		}
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("l-vis").scrollIntoView({block: "start"})`)); err != nil {
+			t.Fatalf("scroll to the visits: %v", err)
+		}
+		screenshot(t, bctx, filepath.Join(shots, "ui-visits.png"))
+	}
+	// Seven days narrow the chart, not the counts.
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#l-vis [data-days="7"]`))); err != nil {
+		t.Fatalf("pick 7 days: %v", err)
+	}
+	waitPage(t, bctx, "seven days show seven bars and the same clicks", 10*time.Second,
+		`document.querySelectorAll("#l-vout .days [data-clicks]").length === 7 && document.querySelector("#l-vout .vsum")?.textContent.startsWith("3 clicks in the last 7 days")`,
+		`document.getElementById("l-vout").innerText`)
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
+		t.Fatalf("narrow viewport: %v", err)
+	}
+	fitsPhone(t, bctx, "the link page with its visits")
+
+	// The overview of the visits workspace: one link, its 3 clicks, its
+	// tag among the choices.
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Click(chromedp.ID("n-overview")),
+	); err != nil {
+		t.Fatalf("open the overview: %v", err)
+	}
+	waitPage(t, bctx, "the overview offers the visits workspace and shows every workspace's totals", 10*time.Second,
+		`[...document.getElementById("ov-ws").options].some(o => o.value === "visits") && /^\d+$/.test(document.getElementById("ov-links")?.textContent || "")`,
+		`document.getElementById("v-overview").innerText`)
+	if err := chromedp.Do(bctx, chromedp.SetValue(chromedp.ID("ov-ws"), "visits")); err != nil {
+		t.Fatalf("choose the visits workspace: %v", err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("ov-ws").dispatchEvent(new Event("change"))`)); err != nil {
+		t.Fatalf("announce the workspace: %v", err)
+	}
+	waitPage(t, bctx, "the overview totals the visits workspace", 10*time.Second, `(() => {
+		const txt = id => document.getElementById(id)?.textContent;
+		return txt("ov-links") === "1" && txt("ov-clicks") === "3 clicks" && txt("ov-range") === "3 clicks" &&
+			[...document.getElementById("ov-tag").options].some(o => o.value === "launch") &&
+			`+strings.ReplaceAll(card("browser"), "#l-vout", "#ov-out")+` === "chrome=2:Chrome2 clicks · 67%|safari=1:Safari1 click · 33%" &&
+			document.querySelector("#ov-out .bots")?.textContent === "Bots apart: 0 crawlers, 1 preview in the last 30 days.";
+	})()`, `document.getElementById("v-overview").innerText`)
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
+		t.Fatalf("narrow viewport: %v", err)
+	}
+	fitsPhone(t, bctx, "the overview")
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatalf("wide viewport: %v", err)
+	}
+
 	// The Keys view creates a key and shows its secret once.
 	if err := chromedp.Do(bctx,
 		chromedp.EmulateViewport(1280, 900),
@@ -549,6 +633,60 @@ func TestBrowserUI(t *testing.T) {
 
 	if errs := console.list(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// User-Agents of the visits the browser test makes.
+const (
+	chromeOnWindows = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+	safariOnIPhone  = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
+	slackPreview    = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+)
+
+// visit follows a short URL as a visitor would, with a User-Agent and a
+// Referer (none if empty), without following the redirect.
+func visit(t *testing.T, short, userAgent, referer string) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequest(http.MethodGet, short, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if referer != "" {
+		req.Header.Set("Referer", referer)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("visit %s as %q: %v", short, userAgent, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("visit %s as %q: status %d, want 302", short, userAgent, resp.StatusCode)
+	}
+}
+
+// waitVisits waits until the node's stats count the test's visits of
+// code: 3 clicks and 1 preview, once the node has flushed them (every
+// fastFlush).
+func waitVisits(t *testing.T, n *node, code string, timeout time.Duration) {
+	t.Helper()
+	var got struct {
+		Visits struct {
+			Clicks   int `json:"clicks"`
+			Previews int `json:"previews"`
+		} `json:"visits"`
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		r := n.get(t, "/api/v1/urls/"+code+"/stats?group_by=browser")
+		if r.status == http.StatusOK && json.Unmarshal(r.body, &got) == nil && got.Visits.Clicks == 3 && got.Visits.Previews == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stats of %s do not count 3 clicks and 1 preview within %v: %v", code, timeout, r)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

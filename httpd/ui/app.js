@@ -389,7 +389,7 @@ $("l-short").addEventListener("focus", e => e.target.select());
 function openLink(code, domain) {
   if (LP.code !== code || LP.domain !== domain) {
     LP.code = code; LP.domain = domain; LP.series = null;
-    $("l-body").hidden = $("l-stats").hidden = $("l-hist").hidden = true;
+    $("l-body").hidden = $("l-stats").hidden = $("l-vis").hidden = $("l-hist").hidden = true;
     $("l-qr").removeAttribute("src");
     show($("l-chart")); show($("l-sum")); show($("l-copied")); show($("l-versions"));
     show($("l-msg"), el("p", null, "Loading…"));
@@ -414,8 +414,9 @@ const byKey = id => id === "admin-token" ? " with the admin token" : " by key " 
 async function refreshLink() {
   const code = LP.code, domain = LP.domain, iv = LP.iv, seq = ++LP.seq;
   try {
-    const [{data: l}, {data: st}, {data: h}] = await Promise.all([
-      call(apiLink(code, domain)), call(apiLink(code, domain, "/stats", {interval: iv})), call(apiLink(code, domain, "/history"))]);
+    const [{data: l}, {data: st}, {data: h}, vis] = await Promise.all([
+      call(apiLink(code, domain)), call(apiLink(code, domain, "/stats", {interval: iv})), call(apiLink(code, domain, "/history")),
+      fetchVisits(p => apiLink(code, domain, "/stats", p), LV.days)]);
     if (seq !== LP.seq) return; // the code or interval changed meanwhile
     $("l-short").value = l.short_url;
     const open = $("l-open");
@@ -444,15 +445,16 @@ async function refreshLink() {
       el("small", null, i ? "from " : "created ", fmtTime(v.changed_at), v.key_id ? byKey(v.key_id) : null))));
     show($("l-msg"), flash ? el("p", {class: "okc"}, flash) : "");
     flash = null;
-    $("l-body").hidden = $("l-stats").hidden = $("l-hist").hidden = false;
+    $("l-body").hidden = $("l-stats").hidden = $("l-vis").hidden = $("l-hist").hidden = false;
     LP.series = st;
     drawChart();
+    LV.panel.update(vis);
     $("l-upd").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 seconds while this tab is visible.";
   } catch (e) {
     if (seq !== LP.seq) return;
     // Retrying cannot help a missing link or a refused key; a new key
     // restarts the page.
-    if ([401, 403, 404, 410].includes(e.status)) { $("l-body").hidden = $("l-stats").hidden = $("l-hist").hidden = true; linkPoll.stop(); }
+    if ([401, 403, 404, 410].includes(e.status)) { $("l-body").hidden = $("l-stats").hidden = $("l-vis").hidden = $("l-hist").hidden = true; linkPoll.stop(); }
     show($("l-msg"), errNode(e.message));
   }
 }
@@ -703,6 +705,227 @@ if (window.ResizeObserver) {
   new ResizeObserver(() => { const w = $("l-chart").clientWidth; if (w && w !== lastW) { lastW = w; drawChart(); } }).observe($("l-chart"));
 }
 
+/* Visits: where the clicks of a link, or of a workspace's links, came
+   from, in whole UTC days; crawlers and link previews are counted apart.
+   A panel shows a daily chart and one card per breakdown. */
+const DIMS = [["referrer", "Referrers"], ["country", "Countries"], ["device", "Devices"], ["browser", "Browsers"], ["os", "Operating systems"]];
+const DIM_NOUN = {referrer: "referrer", country: "country", device: "device", browser: "browser", os: "operating system"};
+const NAMES = {direct: "Direct (no referrer)", other: "Other", chrome: "Chrome", safari: "Safari", firefox: "Firefox", edge: "Edge", opera: "Opera",
+  windows: "Windows", macos: "macOS", linux: "Linux", ios: "iOS", android: "Android", chromeos: "ChromeOS",
+  desktop: "Desktop", mobile: "Mobile", tablet: "Tablet"};
+let regions = null;
+try { regions = new Intl.DisplayNames(undefined, {type: "region"}); } catch (_) {}
+// valueName is how a breakdown's value reads: a country by its name and
+// code, a referrer host as it is.
+function valueName(by, v) {
+  if (by === "country") {
+    if (v === "XX") return "Unknown";
+    let name = null;
+    try { name = regions && regions.of(v); } catch (_) {}
+    return name && name !== v ? name + " (" + v + ")" : v;
+  }
+  if (by === "referrer" && v !== "direct" && v !== "other") return v;
+  return NAMES[v] || v;
+}
+const countOf = (n, one, many) => n === 1 ? "1 " + one : n.toLocaleString() + " " + many;
+const botText = (c, p) => countOf(c, "crawler", "crawlers") + ", " + countOf(p, "preview", "previews");
+const utcDay = {...dayFmt, timeZone: "UTC"};
+// dayStart is the first of the last n whole UTC days, today included.
+function dayStart(n) {
+  const d = new Date();
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - n + 1)).toISOString().replace(/\.000Z$/, "Z");
+}
+// fetchVisits asks for every breakdown at once; url(params) is the stats
+// path with those query parameters.
+async function fetchVisits(url, days) {
+  const from = dayStart(days);
+  const answers = await Promise.all(DIMS.map(([by]) => call(url({group_by: by, from}))));
+  const groups = {};
+  DIMS.forEach(([by], i) => { groups[by] = answers[i].data.visits.groups || []; });
+  return {base: answers[0].data, groups, days};
+}
+
+// download fetches a CSV with the key and hands it to the browser as a
+// file: a plain link could not send the key.
+async function download(path, fallback, out) {
+  try {
+    const res = await fetch(path, {headers: apiKey ? {Authorization: "Bearer " + apiKey} : {}, cache: "no-store"});
+    if (!res.ok) throw new Error("HTTP " + res.status + " " + res.statusText);
+    const m = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") || "");
+    const url = URL.createObjectURL(await res.blob()), a = el("a", {href: url, download: m ? m[1] : fallback, hidden: ""});
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    show(out);
+  } catch (e) { show(out, errNode("Download failed: " + e.message)); }
+}
+function csvButton(label, what, act) {
+  const b = el("button", {type: "button", class: "sec csv", "aria-label": "Download " + what + " as CSV"}, label);
+  b.addEventListener("click", async () => { b.disabled = true; try { await act(); } finally { b.disabled = false; } });
+  return b;
+}
+
+// breakdownCard lists a breakdown's values, most clicks first, each with
+// its clicks, its share in words and a bar as wide as that share.
+const CARD_ROWS = 8;
+function breakdownCard(by, title, groups, period, csv) {
+  const total = groups.reduce((s, g) => s + g.clicks, 0), id = "vc-" + by + "-" + (++breakdownCard.n);
+  const card = el("div", {class: "card", "data-by": by, role: "group", "aria-labelledby": id},
+    el("div", {class: "ch"}, el("h3", {id}, title), csv));
+  if (!total) return card.append(el("p", {class: "hint empty"}, "No visits in this period.")), card;
+  const pct = n => Math.round(n / total * 100);
+  const ol = el("ol", {class: "bars", "aria-label": "Clicks by " + DIM_NOUN[by] + ", " + period}, ...groups.slice(0, CARD_ROWS).map(g => {
+    const fill = el("span", {class: "bf"});
+    fill.style.width = Math.max(1, g.clicks / total * 100) + "%"; // CSSOM: the page's policy refuses style attributes
+    return el("li", {"data-value": g.value, "data-clicks": g.clicks},
+      el("span", {class: "bl"}, valueName(by, g.value)),
+      el("span", {class: "bn"}, plural(g.clicks) + " · " + pct(g.clicks) + "%"),
+      el("span", {class: "bt", "aria-hidden": "true"}, fill));
+  }));
+  card.append(ol);
+  const rest = groups.slice(CARD_ROWS);
+  if (rest.length) card.append(el("p", {class: "hint more"}, countOf(rest.length, "more value", "more values") + " with " +
+    plural(rest.reduce((s, g) => s + g.clicks, 0)) + "; the CSV has them all."));
+  return card;
+}
+breakdownCard.n = 0;
+
+// drawDays renders one bar per day: clicks solid, bots stacked above them
+// in a muted, hatched style, each day's numbers in its tooltip.
+function drawDays(box, days, period) {
+  const W = Math.max(280, Math.round(box.clientWidth || 600)), H = 200;
+  const top = niceMax(days.reduce((m, d) => Math.max(m, d.clicks + d.crawlers + d.previews), 0));
+  const L = 14 + 7 * top.toLocaleString().length, R = 8, T = 10, B = 28, pw = W - L - R, ph = H - T - B;
+  const y = v => T + ph - v / top * ph, hgt = v => v ? Math.max(2, v / top * ph) : 0;
+  const clicks = days.reduce((s, d) => s + d.clicks, 0), bots = days.reduce((s, d) => s + d.crawlers + d.previews, 0);
+  const svg = sv("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img",
+    "aria-label": "Clicks per day, " + period + ": " + plural(clicks) + " and " + countOf(bots, "bot visit", "bot visits") + "."});
+  for (const v of [0, top / 2, top]) {
+    if (v !== Math.floor(v)) continue;
+    svg.append(sv("line", {class: v ? "grid" : "axis", x1: L, x2: W - R, y1: y(v), y2: y(v)}),
+      sv("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}, v.toLocaleString()));
+  }
+  const band = pw / Math.max(1, days.length), bw = Math.max(1, band * 0.78);
+  const every = Math.max(1, Math.ceil(days.length / Math.max(1, Math.floor(pw / 60))));
+  days.forEach((d, i) => {
+    const x = L + i * band + (band - bw) / 2, b = d.crawlers + d.previews, hc = hgt(d.clicks), hb = hgt(b);
+    const when = new Date(d.start).toLocaleDateString([], {weekday: "short", ...utcDay});
+    svg.append(sv("g", {class: "bar", "data-start": d.start, "data-clicks": d.clicks, "data-bots": b},
+      sv("title", null, when + ": " + plural(d.clicks) + (b ? "; bots apart: " + botText(d.crawlers, d.previews) : "")),
+      sv("rect", {class: "h", x: L + i * band, y: T, width: band, height: ph}),
+      sv("rect", {class: "b", x, y: T + ph - hc, width: bw, height: hc}),
+      sv("rect", {class: "bot", x, y: T + ph - hc - hb, width: bw, height: hb})));
+    if (i % every === 0) svg.append(sv("text", {x: L + i * band + band / 2, y: H - B + 16, "text-anchor": "middle"}, new Date(d.start).toLocaleDateString([], utcDay)));
+  });
+  if (!clicks && !bots) svg.append(sv("text", {class: "empty", x: L + pw / 2, y: T + ph / 2, "text-anchor": "middle"}, "No visits in this period"));
+  show(box, svg);
+}
+
+// visitsPanel fills box with a daily chart, a bots line and the cards;
+// csv(by, days) is the path of a breakdown's CSV ("" by: the days').
+function visitsPanel(box, csv) {
+  const sum = el("p", {class: "vsum"}), chart = el("div", {class: "chart days"}), bots = el("p", {class: "bots"});
+  const cards = el("div", {class: "cards"}), out = el("div", {class: "out", "aria-live": "polite"});
+  let last = null;
+  const dayCSV = csvButton("Download CSV", "clicks per day", () => download(csv("", last.days), "days.csv", out));
+  box.replaceChildren(el("div", {class: "ch"}, el("h3", null, "Clicks per day"), dayCSV), sum, chart,
+    el("p", {class: "legend hint", "aria-hidden": "true"}, el("span", {class: "sw b"}), " clicks ", el("span", {class: "sw bot"}, ""), " bots (crawlers and previews)"),
+    bots, cards, out);
+  const draw = () => last && drawDays(chart, last.base.visits.days || [], last.period);
+  if (window.ResizeObserver) {
+    let lastW = 0;
+    new ResizeObserver(() => { const w = chart.clientWidth; if (w && w !== lastW) { lastW = w; draw(); } }).observe(chart);
+  }
+  return {
+    update(r) {
+      const v = r.base.visits, period = "the last " + r.days + " days";
+      last = Object.assign({period}, r);
+      let peak = null;
+      for (const d of v.days || []) if (d.clicks && (!peak || d.clicks > peak.clicks)) peak = d;
+      sum.textContent = v.clicks ? plural(v.clicks) + " in " + period + "; busiest day " + new Date(peak.start).toLocaleDateString([], utcDay) + " with " + plural(peak.clicks) + "."
+        : "No clicks in " + period + ".";
+      bots.textContent = "Bots apart: " + botText(v.crawlers, v.previews) + " in " + period + ".";
+      draw();
+      cards.replaceChildren(...DIMS.map(([by, title]) => breakdownCard(by, title, r.groups[by], period,
+        csvButton("CSV", title.toLowerCase(), () => download(csv(by, r.days), by + ".csv", out)))));
+    },
+  };
+}
+// rangeButtons makes a group of data-days buttons pick one range.
+function rangeButtons(group, onPick) {
+  const bs = [...group.querySelectorAll("[data-days]")];
+  for (const b of bs) b.addEventListener("click", () => {
+    for (const o of bs) o.setAttribute("aria-pressed", String(o === b));
+    onPick(Number(b.dataset.days));
+  });
+}
+
+/* The link page's visits. */
+const LV = {days: 30, panel: null};
+LV.panel = visitsPanel($("l-vout"), (by, days) => by
+  ? apiLink(LP.code, LP.domain, "/stats", {group_by: by, from: dayStart(days), format: "csv"})
+  : apiLink(LP.code, LP.domain, "/stats", {interval: "day", from: dayStart(days), format: "csv"}));
+rangeButtons($("l-vis"), days => { LV.days = days; linkPoll.tick(); });
+
+/* Overview: the totals and visits of a workspace's links (or of every
+   workspace the key sees), optionally of one tag. */
+const OV = {days: 30, seq: 0};
+function ovFilter() {
+  const p = {}, ws = $("ov-ws").value, tag = $("ov-tag").value;
+  if (ws) p.workspace = ws;
+  if (tag) p.tag = tag;
+  return p;
+}
+const statsPath = params => "/api/v1/stats?" + new URLSearchParams(Object.assign(ovFilter(), params));
+OV.panel = visitsPanel($("ov-out"), (by, days) => statsPath(Object.assign(by ? {group_by: by} : {}, {from: dayStart(days), format: "csv"})));
+async function loadOverview() {
+  const seq = ++OV.seq;
+  try {
+    const r = await fetchVisits(statsPath, OV.days);
+    if (seq !== OV.seq) return; // the filter changed meanwhile
+    dl($("ov-totals"), [["Links", r.base.links.toLocaleString(), "ov-links"], ["Clicks, all time", plural(r.base.clicks), "ov-clicks"],
+      ["Clicks, last " + r.days + " days", plural(r.base.visits.clicks), "ov-range"]]);
+    OV.panel.update(r);
+    $("ov-out").hidden = false;
+    show($("ov-msg"));
+    $("ov-upd").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 seconds while this tab is visible.";
+  } catch (e) {
+    if (seq !== OV.seq) return;
+    show($("ov-msg"), errNode(e.message));
+    if (e.status === 401 || e.status === 403) { overviewPoll.stop(); $("ov-out").hidden = true; $("ov-totals").replaceChildren(); $("ov-upd").textContent = ""; }
+  }
+}
+const overviewPoll = poller(loadOverview, 5000);
+// fillSelect offers the first option and then values, keeping the choice.
+function fillSelect(sel, values, label) {
+  const cur = sel.value;
+  sel.replaceChildren(sel.options[0], ...values.map(v => el("option", {value: v}, label ? label(v) : v)));
+  if (cur && !values.includes(cur)) sel.append(el("option", {value: cur}, cur));
+  sel.value = cur;
+}
+// No API lists a key's workspaces: those of the newest 1000 links it
+// sees are offered. The tags are the chosen workspace's.
+async function loadOverviewChoices() {
+  try {
+    const {data} = await call("/api/v1/urls?limit=1000");
+    fillSelect($("ov-ws"), [...new Set((data.links || []).map(l => l.workspace))].sort());
+  } catch (_) {} // the stats call says what went wrong
+  await loadOverviewTags();
+}
+async function loadOverviewTags() {
+  const ws = $("ov-ws").value;
+  try {
+    const {data} = await call("/api/v1/tags" + (ws ? "?" + new URLSearchParams({workspace: ws}) : ""));
+    const tags = data.tags || [];
+    fillSelect($("ov-tag"), tags.map(t => t.tag), t => t + " (" + countOf(tags.find(x => x.tag === t).links, "link", "links") + ")");
+  } catch (_) {}
+}
+$("ov-ws").addEventListener("change", async () => { await loadOverviewTags(); overviewPoll.tick(); });
+$("ov-tag").addEventListener("change", () => overviewPoll.tick());
+$("f-ov").addEventListener("submit", ev => { ev.preventDefault(); overviewPoll.tick(); });
+rangeButtons($("f-ov"), days => { OV.days = days; overviewPoll.tick(); });
+
 /* Cluster: the leader's view of every server (an admin key's). */
 async function loadCluster() {
   const out = $("c-out");
@@ -773,11 +996,11 @@ $("k-forget").addEventListener("click", () => { setKey(""); $("k-in").focus(); }
 $("k-in").value = apiKey;
 showKey();
 
-/* Views: #/ (shorten and look up), #/links, #/keys, #/link/{code},
-   #/edit/{code} (those two with ?domain= off the default domain),
-   #/cluster. */
-const VIEWS = {home: "h-s", links: "h-ls", keys: "h-k", link: "h-l", edit: "h-e", cluster: "h-c"};
-const TITLES = {home: "linkraft", links: "Links · linkraft", keys: "Keys · linkraft", cluster: "Cluster · linkraft"};
+/* Views: #/ (shorten and look up), #/links, #/overview, #/keys,
+   #/link/{code}, #/edit/{code} (those two with ?domain= off the default
+   domain), #/cluster. */
+const VIEWS = {home: "h-s", links: "h-ls", overview: "h-ov", keys: "h-k", link: "h-l", edit: "h-e", cluster: "h-c"};
+const TITLES = {home: "linkraft", links: "Links · linkraft", overview: "Overview · linkraft", keys: "Keys · linkraft", cluster: "Cluster · linkraft"};
 function route() {
   const h = location.hash.replace(/^#\/?/, ""), m = /^(link|edit)\/([^/?]+)(?:\?(.*))?$/.exec(h);
   if (m) {
@@ -785,17 +1008,18 @@ function route() {
     try { code = decodeURIComponent(code); } catch (_) {}
     return {view: m[1], code, domain: new URLSearchParams(m[3] || "").get("domain") || ""};
   }
-  return {view: ["links", "keys", "cluster"].includes(h) ? h : "home"};
+  return {view: ["links", "overview", "keys", "cluster"].includes(h) ? h : "home"};
 }
 function render(moveFocus) {
   const r = route();
   for (const v in VIEWS) $("v-" + v).hidden = v !== r.view;
   for (const v in TITLES) r.view === v ? $("n-" + v).setAttribute("aria-current", "page") : $("n-" + v).removeAttribute("aria-current");
-  linkPoll.stop(); clusterPoll.stop();
+  linkPoll.stop(); clusterPoll.stop(); overviewPoll.stop();
   if (r.view === "link") { openLink(r.code, r.domain); linkPoll.start(); }
   else if (r.view === "edit") openEdit(r.code, r.domain);
   else document.title = TITLES[r.view];
   if (r.view === "links") { loadTags(); loadLinks(true); }
+  if (r.view === "overview") { loadOverviewChoices(); overviewPoll.start(); }
   if (r.view === "keys") { hideSecret(); loadKeys(); }
   if (r.view === "cluster") clusterPoll.start();
   if (moveFocus) $(VIEWS[r.view]).focus();
