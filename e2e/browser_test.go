@@ -503,6 +503,18 @@ func TestBrowserUI(t *testing.T) {
 		}
 		screenshot(t, bctx, filepath.Join(shots, "ui-visits.png"))
 	}
+	// A card's CSV comes as a file, fetched with the key; the page's
+	// hand-over to the browser is watched.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void](watchDownloads)); err != nil {
+		t.Fatalf("watch downloads: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#l-vout .card[data-by="browser"] button.csv`))); err != nil {
+		t.Fatalf("download the browsers' CSV: %v", err)
+	}
+	waitPage(t, bctx, "the browsers' CSV is handed over as a file", 5*time.Second,
+		`window.lastDownload?.name === `+jsString(visited+"-browser.csv")+` && window.lastDownload.text === "browser,clicks\nchrome,2\nsafari,1\n"`,
+		`JSON.stringify(window.lastDownload) + document.getElementById("l-vout").innerText`)
+
 	// Seven days narrow the chart, not the counts.
 	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#l-vis [data-days="7"]`))); err != nil {
 		t.Fatalf("pick 7 days: %v", err)
@@ -539,6 +551,13 @@ func TestBrowserUI(t *testing.T) {
 			`+strings.ReplaceAll(card("browser"), "#l-vout", "#ov-out")+` === "chrome=2:Chrome2 clicks · 67%|safari=1:Safari1 click · 33%" &&
 			document.querySelector("#ov-out .bots")?.textContent === "Bots apart: 0 crawlers, 1 preview in the last 30 days.";
 	})()`, `document.getElementById("v-overview").innerText`)
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#ov-out button[aria-label="Download clicks per day as CSV"]`))); err != nil {
+		t.Fatalf("download the overview's days: %v", err)
+	}
+	waitPage(t, bctx, "the overview's CSV has a row per day, bots apart", 5*time.Second, `(() => {
+		const d = window.lastDownload, rows = d?.text?.trim().split("\n") || [];
+		return d?.name === "stats.csv" && rows[0] === "day,clicks,crawlers,previews" && rows.length === 31 && rows[30].endsWith(",3,0,1");
+	})()`, `JSON.stringify(window.lastDownload)`)
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 800)); err != nil {
 		t.Fatalf("narrow viewport: %v", err)
 	}
@@ -642,6 +661,21 @@ const (
 	safariOnIPhone  = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
 	slackPreview    = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
 )
+
+// watchDownloads records in window.lastDownload the name and text of the
+// next file the page hands to the browser.
+const watchDownloads = `(() => {
+	const create = URL.createObjectURL, click = HTMLAnchorElement.prototype.click;
+	URL.createObjectURL = blob => {
+		const d = window.lastDownload = {name: null, text: null};
+		blob.text().then(t => { d.text = t; });
+		return create.call(URL, blob);
+	};
+	HTMLAnchorElement.prototype.click = function () {
+		if (this.download && window.lastDownload) window.lastDownload.name = this.download;
+		return click.call(this);
+	};
+})()`
 
 // visit follows a short URL as a visitor would, with a User-Agent and a
 // Referer (none if empty), without following the redirect.

@@ -827,7 +827,7 @@ function drawDays(box, days, period) {
 function visitsPanel(box, csv) {
   const sum = el("p", {class: "vsum"}), chart = el("div", {class: "chart days"}), bots = el("p", {class: "bots"});
   const cards = el("div", {class: "cards"}), out = el("div", {class: "out", "aria-live": "polite"});
-  let last = null;
+  let last = null, shown = "";
   const dayCSV = csvButton("Download CSV", "clicks per day", () => download(csv("", last.days), "days.csv", out));
   box.replaceChildren(el("div", {class: "ch"}, el("h3", null, "Clicks per day"), dayCSV), sum, chart,
     el("p", {class: "legend hint", "aria-hidden": "true"}, el("span", {class: "sw b"}), " clicks ", el("span", {class: "sw bot"}, ""), " bots (crawlers and previews)"),
@@ -840,6 +840,11 @@ function visitsPanel(box, csv) {
   return {
     update(r) {
       const v = r.base.visits, period = "the last " + r.days + " days";
+      // An unchanged answer leaves the panel alone, so a refresh does not
+      // take the focus from its buttons.
+      const seen = JSON.stringify([r.days, v, r.groups]);
+      if (seen === shown) return;
+      shown = seen;
       last = Object.assign({period}, r);
       let peak = null;
       for (const d of v.days || []) if (d.clicks && (!peak || d.clicks > peak.clicks)) peak = d;
