@@ -663,7 +663,8 @@ const (
 )
 
 // watchDownloads records in window.lastDownload the name and text of the
-// next file the page hands to the browser.
+// next file the page hands to the browser, and keeps the browser from
+// saving it: a test writes nothing outside its own directories.
 const watchDownloads = `(() => {
 	const create = URL.createObjectURL, click = HTMLAnchorElement.prototype.click;
 	URL.createObjectURL = blob => {
@@ -672,8 +673,8 @@ const watchDownloads = `(() => {
 		return create.call(URL, blob);
 	};
 	HTMLAnchorElement.prototype.click = function () {
-		if (this.download && window.lastDownload) window.lastDownload.name = this.download;
-		return click.call(this);
+		if (!this.download) return click.call(this);
+		if (window.lastDownload) window.lastDownload.name = this.download;
 	};
 })()`
 
