@@ -119,13 +119,14 @@ func (s *state) lookupOnHost(host, code []byte) (p uint32, onDomain, found bool)
 	return p, true, found
 }
 
-// Clicks is the click count of the link with this qualified code, 0 for
-// none: a link at its visit limit answers at once, without the leader.
-func (f *FSM) Clicks(code string) uint64 {
+// VisitsUsed is what the visit limit of the link with this qualified code
+// counts (its clicks and its bots), 0 for none: a link at its limit
+// answers at once, without the leader.
+func (f *FSM) VisitsUsed(code string) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if p, ok := f.s.lookup(code); ok {
-		return f.s.recs.at(p).clicks
+		return f.s.visitsUsed(p)
 	}
 	return 0
 }

@@ -451,7 +451,10 @@ func (s *state) delete(c DeleteCommand) error {
 	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
 		return ErrUnauthorized
 	}
-	gone := s.link(p) // its texts stay where they are after the remove
+	var gone Link // built only for a webhook that wants it
+	if s.hooks.wanted.Has(EventLinkDeleted) {
+		gone = s.link(p) // its texts stay where they are after the remove
+	}
 	s.remove(p)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkDelete, Workspace: ws, Subject: c.Code})
 	s.webhookLink(EventLinkDeleted, c.Now, gone)

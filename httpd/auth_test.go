@@ -79,6 +79,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/v1/urls/" + code, "", false, with(200, 404, 200, 200, 200)},
 		{"GET", "/api/v1/urls/" + code + "/stats", "", false, with(403, 404, 200, 200, 200)},
 		{"GET", "/stats/" + code, "", false, with(403, 404, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/stats?group_by=country", "", false, with(403, 404, 200, 200, 200)},
+		{"GET", "/api/v1/stats?workspace=team&group_by=browser", "", false, with(403, 200, 200, 200, 200)},
 		{"PATCH", "/api/v1/urls/" + code, `{"title":"renamed"}`, true, with(403, 404, 200, 200, 200)},
 		{"GET", "/api/v1/urls/" + code + "/history", "", false, with(200, 404, 200, 200, 200)},
 		{"GET", "/api/v1/tags?workspace=team", "", false, with(200, 200, 200, 200, 200)},

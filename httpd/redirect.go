@@ -116,7 +116,7 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 	if o.PasswordHash != "" && !s.fromPeer(ctx) && !s.passwordAccepted(ctx, t, code) {
 		return "", false
 	}
-	if o.MaxVisits > 0 && s.fsm.Clicks(t.Code) >= o.MaxVisits {
+	if o.MaxVisits > 0 && s.fsm.VisitsUsed(t.Code) >= o.MaxVisits {
 		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 		return "", false
 	}

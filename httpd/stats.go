@@ -48,6 +48,11 @@ func parseSeriesRange(args *fasthttp.Args, now time.Time) (seriesRange, error) {
 	if !ok {
 		return seriesRange{}, fmt.Errorf("interval %q: use hour or day", name)
 	}
+	return parseRange(args, now, name, iv)
+}
+
+// parseRange reads from and to in steps of iv, named name in messages.
+func parseRange(args *fasthttp.Args, now time.Time, name string, iv seriesInterval) (seriesRange, error) {
 	r := seriesRange{interval: name, step: iv.step.Milliseconds()}
 	r.to = floorTo(now.UnixMilli(), r.step) + r.step
 	if to, ok, err := queryTime(args, "to"); err != nil {

@@ -16,34 +16,13 @@ import (
 // rounds down and to up to midnight. Without from, a breakdown covers the
 // 30 days up to the end of today; it may reach back as far as days are
 // kept.
-const (
-	defaultVisitDays = 30
-	maxVisitDays     = fsm.ClickRetentionHours/24 + 1
-)
-
 const dayMillis = int64(24 * time.Hour / time.Millisecond)
 
 // visitRange reads from and to for a breakdown.
 func visitRange(args *fasthttp.Args, now time.Time) (from, to int64, err error) {
-	to = floorTo(now.UnixMilli(), dayMillis) + dayMillis
-	if t, ok, err := queryTime(args, "to"); err != nil {
-		return 0, 0, err
-	} else if ok {
-		to = ceilTo(t, dayMillis)
-	}
-	from = to - defaultVisitDays*dayMillis
-	if f, ok, err := queryTime(args, "from"); err != nil {
-		return 0, 0, err
-	} else if ok {
-		from = floorTo(f, dayMillis)
-	}
-	switch days := (to - from) / dayMillis; {
-	case from >= to:
-		return 0, 0, fmt.Errorf("from must be before to")
-	case days > maxVisitDays:
-		return 0, 0, fmt.Errorf("from-to spans %d days; visits are kept %d", days, maxVisitDays)
-	}
-	return from, to, nil
+	days := seriesInterval{step: 24 * time.Hour, byDefault: 30 * 24 * time.Hour, maxPoints: fsm.ClickRetentionHours/24 + 1}
+	r, err := parseRange(args, now, "day", days)
+	return r.from, r.to, err
 }
 
 // groupBy reads group_by; "" asks for no breakdown.

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/csv"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/geo"
 )
 
@@ -179,5 +181,40 @@ func TestReferrerHost(t *testing.T) {
 				t.Errorf("host(%q) = %q, want %q", tt.referer, got, tt.want)
 			}
 		}
+	}
+}
+
+// TestWorkspaceStatsShowOnlyWhatTheKeyReads: a key of another workspace,
+// asking for this one or for all, sees none of its links.
+func TestWorkspaceStatsShowOnlyWhatTheKeyReads(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/team","workspace":"team"}`)
+	_, other := addKey(t, s, fsm.ScopeStatsRead, 0, "other")
+	for _, q := range []string{"?workspace=team", "", "?group_by=country"} {
+		v := body(t, do(s, "GET", "/api/v1/stats"+q, "", "", "Authorization", "Bearer "+other))
+		if v["links"] != 0.0 {
+			t.Errorf("%q with a key of another workspace: %v", q, v)
+		}
+	}
+	if v := body(t, do(s, "GET", "/api/v1/stats?workspace=team", "", "")); v["links"] != 1.0 {
+		t.Fatalf("the admin token: %v", v)
+	}
+}
+
+// TestClientCannotClaimAVisitor: the header a peer uses to carry a
+// forwarded visit's visitor is not believed from a client, so a client
+// cannot pass as a bot (or as anyone) to a limited link.
+func TestClientCannotClaimAVisitor(t *testing.T) {
+	s := newTestServer(t, nil)
+	code := mustCreate(t, s, `{"url":"https://example.com/limited","max_visits":5}`)
+	forged := base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(fsm.Visitor{Bot: fsm.Preview}))
+	if got := status(do(s, "GET", "/"+code, "", "", "User-Agent", chromeWindows, visitorHeader, forged, "Authorization", "")); got != 302 {
+		t.Fatalf("visit: %d", got)
+	}
+	if l, _ := s.fsm.Get(code); l.Clicks != 1 {
+		t.Fatalf("clicks = %d, want 1: the forged visitor header was believed", l.Clicks)
+	}
+	if c, p := s.fsm.BotsInAll(code); c+p != 0 {
+		t.Fatalf("bots = %d+%d, want none", c, p)
 	}
 }
