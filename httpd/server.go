@@ -78,7 +78,7 @@ type Server struct {
 	guesses *guessLimiter
 	// agents and referrers remember the classes of recent User-Agents and
 	// recent referrer hosts for the visit statistics (visitors.go).
-	agents    *agent.Cache
+	agents    *agent.Cache[fsm.Visitor]
 	referrers *referrerHosts
 	srv       *fasthttp.Server
 	log       *slog.Logger
@@ -103,7 +103,7 @@ func New(cfg Config, node Node) *Server {
 		guesses: newDefaultGuessLimiter(),
 		// Browsers' User-Agents are few: thousands of slots hold a busy
 		// node's (about 4 MB at most, see agent.MaxCacheSize).
-		agents:    agent.NewCache(8192),
+		agents:    agent.NewCache(8192, classesOf),
 		referrers: newReferrerHosts(),
 		log:       cfg.Logger,
 	}
