@@ -119,6 +119,13 @@ func (n *Node) startGossip(hasState bool) error {
 	}
 	mc.Delegate = g
 	mc.Events = g
+	// A node that comes back at another address (a recreated pod) keeps
+	// its name, its id. memberlist refuses a known name at a new address
+	// unless the old entry has left or has been dead this long; its default,
+	// 0, means never, until the dead entry is forgotten some 30 s or more
+	// later. Any positive time lets the new address in once the old one is
+	// declared dead, which already took failed probes from every member.
+	mc.DeadNodeReclaimTime = time.Millisecond
 	// memberlist prefixes its lines with their level ("[WARN] memberlist:
 	// ..."); the adapter logs each at that level.
 	mc.Logger = NewHCLogger(n.log, "memberlist", hclog.Trace).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
@@ -306,14 +313,25 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	g.gone[node.Name] = goneMember{state: state, at: time.Now()}
 	delete(g.live, node.Name)
 	g.mu.Unlock()
+	g.n.addrs.forget(node.Name)
 	g.changed.notify()
 }
 
 func (g *gossip) alive(node *memberlist.Node) {
 	c := *node
 	c.Addr, c.Meta = slices.Clone(node.Addr), slices.Clone(node.Meta)
-	if m, ok := parseMeta(&c); ok {
+	m, ok := parseMeta(&c)
+	if ok {
 		g.n.levels.heard(raft.ServerID(m.ID), max(m.Level, fsm.LevelKeys))
+	}
+	// A member's claim of where its Raft listens is believed for its own
+	// name only: memberlist keeps one live member per name, while the id in
+	// the metadata is whatever the member wrote (addresses.go says why a
+	// claim is believed at all).
+	if ok && m.ID == node.Name {
+		g.n.addrs.claim(m.ID, m.RaftAddr, m.Cluster)
+	} else {
+		g.n.addrs.forget(node.Name)
 	}
 	g.mu.Lock()
 	delete(g.gone, node.Name)
