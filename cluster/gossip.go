@@ -215,7 +215,8 @@ func (g *gossip) keepJoined() {
 }
 
 // missing returns the gossip addresses to join: servers of the Raft
-// configuration not live in gossip, and seeds that are not live members.
+// configuration not live in gossip, seeds that are not live members, and,
+// while this server knows no leader, every live member.
 // A round that joins resolves the --join names again, since they may point
 // elsewhere now; a round with nothing to join (every second while the pool
 // is whole) reuses their last answer for up to rejoinMax, rather than asking
@@ -229,6 +230,20 @@ func (g *gossip) missing(ctx context.Context) []string {
 		}
 	}
 	out := g.missingServers(liveIDs)
+	if g.n.leaderless() {
+		// This node may have come back at another address while the
+		// others still remember its old one: memberlist refuses the new
+		// address until the old is declared dead, and after that only this
+		// node's own push-pull (every 30 s) would tell them, and its Raft
+		// would not hear from a leader that long. A join is a push-pull:
+		// rounds while no leader is known push this node's state to every
+		// live member, and one after the old entry's death lets it in.
+		for _, node := range g.liveMembers() {
+			if addr := node.Address(); node.Name != g.n.cfg.ID && !slices.Contains(out, addr) {
+				out = append(out, addr)
+			}
+		}
+	}
 	maxAge := rejoinMax
 	if len(out) > 0 {
 		maxAge = 0
@@ -262,6 +277,13 @@ func (g *gossip) missingServers(liveIDs map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// leaderless reports whether this node is a server of a cluster (it has
+// Raft state) that knows no leader.
+func (n *Node) leaderless() bool {
+	_, id := n.raft.LeaderWithID()
+	return id == "" && n.raft.LastIndex() > 0
 }
 
 // gossipAddrOf asks the server id at raftAddr for its gossip address.
