@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 )
 
@@ -197,5 +199,41 @@ func TestCheckedTransportCountsOnlyTheServerAsked(t *testing.T) {
 		if err := p.Close(); err != nil {
 			t.Errorf("close pipeline: %v", err)
 		}
+	}
+}
+
+// TestGossipClaimsOnlyItsOwnName: a live member's Raft address is believed
+// for the id memberlist knows it by, not for whatever id its metadata
+// names, and is dropped when the member dies or leaves.
+func TestGossipClaimsOnlyItsOwnName(t *testing.T) {
+	n := &Node{addrs: newAddressBook(func() string { return "" })}
+	n.levels.known = map[raft.ServerID]levelSeen{}
+	g := &gossip{n: n, left: map[string]struct{}{}, gone: map[string]goneMember{}, live: map[string]memberlist.Node{}}
+	member := func(name, id, addr string) *memberlist.Node {
+		meta, err := json.Marshal(memberMeta{ID: id, RaftAddr: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &memberlist.Node{Name: name, Meta: meta}
+	}
+
+	g.NotifyJoin(member("n2", "n2", "127.0.0.2:7002"))
+	if got, ok := n.addrs.claimed("n2"); !ok || got != "127.0.0.2:7002" {
+		t.Errorf("n2's own claim: %q, %v", got, ok)
+	}
+	g.NotifyJoin(member("n3", "n2", "127.0.0.3:7003"))
+	if got, _ := n.addrs.claimed("n2"); got != "127.0.0.2:7002" {
+		t.Errorf("n3 claiming to be n2 moved n2 to %q", got)
+	}
+	if _, ok := n.addrs.claimed("n3"); ok {
+		t.Error("a member whose metadata names another id was believed for its own name")
+	}
+	g.NotifyUpdate(member("n2", "n2", "127.0.0.22:7002"))
+	if got, _ := n.addrs.claimed("n2"); got != "127.0.0.22:7002" {
+		t.Errorf("after n2's update: %q", got)
+	}
+	g.NotifyLeave(member("n2", "n2", "127.0.0.22:7002"))
+	if got, ok := n.addrs.claimed("n2"); ok {
+		t.Errorf("a dead member still believed at %q", got)
 	}
 }
