@@ -304,6 +304,10 @@ func (s *Server) parseChunk(c *importChunk) parsedChunk {
 // it, and returns the log index that decided it. A write error is stored in
 // stopped: chunks proposed after it are not attempted.
 func (s *Server) tally(r *importReport, p proposedChunk, stopped *atomic.Pointer[error]) uint64 {
+	if p.bulk == nil && p.stop == nil { // every line was refused before proposing
+		r.Failed = append(r.Failed, p.failed...)
+		return 0
+	}
 	if p.bulk == nil {
 		for _, f := range p.failed {
 			r.Failed = append(r.Failed, importFailure{Line: f.Line, Error: "not attempted: " + p.stop.Error()})

@@ -98,6 +98,20 @@ func TestImportReport(t *testing.T) {
 	}
 }
 
+// An import none of whose lines passes the checks before proposing
+// reports each of them, and the node goes on (the report is tallied on a
+// goroutine of its own, where a panic would end the process).
+func TestImportOfOnlyRefusedLines(t *testing.T) {
+	s := newTestServer(t, nil)
+	report, _ := importReportOf(t, s, `{"short_code":"x","original_url":"https://example.com/"}`+"\n{not json\n")
+	if report.Created != 0 || len(report.Failed) != 2 || report.Failed[0].Line != 1 || report.Failed[1].Line != 2 {
+		t.Fatalf("report %+v, want lines 1 and 2 failed", report)
+	}
+	if report, _ := importReportOf(t, s, `{"short_code":"after","original_url":"https://example.com/after"}`); report.Created != 1 {
+		t.Fatalf("the next import: %+v", report)
+	}
+}
+
 // Lines are proposed in the body's order, however the body is cut up: of
 // two lines with one code the earlier wins, also chunks apart.
 func TestImportEarlierLineWins(t *testing.T) {
