@@ -208,8 +208,8 @@ func (s *Server) routes() {
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
 	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
 	// An import is read as it is imported, and forwarded only once read
-	// whole (importRoute).
-	handle("POST", "/admin/import", "admin_import", s.require(fsm.ScopeAdmin, s.importRoute(s.forwarder(s.handleImport, forwardAdmin))))
+	// whole (importRoute), to a leader that knows every field it may carry.
+	handle("POST", "/admin/import", "admin_import", s.require(fsm.ScopeAdmin, s.importRoute(s.forwarder(s.handleImport, forwardAdmin.needs(fsm.LevelImport)))))
 	admin("POST", "/admin/keys", "admin_keys", s.handleCreateKey)
 	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
 	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
