@@ -50,6 +50,10 @@ type gossip struct {
 	list    *memberlist.Memberlist
 	changed broadcast // a member joined, left, died or changed its metadata
 	seeds   *seedResolver
+	// addr is this member's advertised gossip address, read once at start:
+	// memberlist's LocalNode points into state that UpdateNode rewrites,
+	// so reading it later races with a metadata change.
+	addr string
 
 	mu      sync.Mutex
 	left    map[string]struct{} // ids of members that announced their leave
@@ -137,8 +141,8 @@ func (n *Node) startGossip(hasState bool) error {
 	if err != nil {
 		return fmt.Errorf("start gossip: %w", err)
 	}
-	g.list = list
-	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.advertised())
+	g.list, g.addr = list, list.LocalNode().Address()
+	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.addr)
 	n.gossip = g
 	n.spawn(g.keepJoined)
 	return nil
@@ -296,7 +300,7 @@ func (g *gossip) gossipAddrOf(id, raftAddr string) (string, bool) {
 }
 
 // advertised is this node's gossip address as the others reach it.
-func (g *gossip) advertised() string { return g.list.LocalNode().Address() }
+func (g *gossip) advertised() string { return g.addr }
 
 // NodeMeta implements memberlist.Delegate.
 func (g *gossip) NodeMeta(limit int) []byte {
