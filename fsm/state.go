@@ -244,6 +244,12 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	if !s.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
+	// A creation time or clicks come only with an import, which takes an
+	// administrator: a writer of links may not backdate a link or give it
+	// clicks it never had.
+	if (r.CreatedAt != 0 || r.Clicks != 0) && !s.mayAdminister(r.KeyID, now) {
+		return CreateResult{Err: ErrUnauthorized}
+	}
 	var asked uint64
 	if r.RequestID != "" {
 		asked = fingerprint(r)
