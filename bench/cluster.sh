@@ -289,7 +289,7 @@ for r in $(seq "$rounds"); do
 		esac
 		# An election during a row makes it a different measurement: flag it.
 		case $row in
-		lk-*) now=$(settled lk_leader); [ "$now" = "$lead" ] && [ "$(lk_term)" = "$term" ] || { note[$row,$r]+="*"; echo "  (linkraft election during $row: leader n$((lead + 1)) -> ${now:+n$((now + 1))}${now:-none}, term $term -> $(lk_term))"; lead=${now:-$lead}; fol=$(( (lead + 1) % 3 )); } ;;
+		lk-*) now=$(settled lk_leader); [ "$now" = "$lead" ] && [ "$(lk_term)" = "$term" ] || { note[$row,$r]+="*"; echo "  (linkraft election during $row: leader n$((lead + 1)) -> $([ -n "$now" ] && echo "n$((now + 1))" || echo none), term $term -> $(lk_term))"; lead=${now:-$lead}; fol=$(( (lead + 1) % 3 )); } ;;
 		etcd-*) now=$(settled etcd_leader); [ "$now" = "$elead" ] && [ "$(etcd_term)" = "$term" ] || { note[$row,$r]+="*"; echo "  (etcd election during $row: term $term -> $(etcd_term))"; elead=${now:-$elead}; } ;;
 		esac
 	done
