@@ -375,6 +375,9 @@ func (n *Node) openRaft() (hasState bool, err error) {
 		return false, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft, n.layer, n.transport, n.store = r, layer, transport, stable
+	// The start-up check (verifyLog) read the whole log through bbolt's
+	// map; none of it needs to stay in the process.
+	n.releaseStorePages()
 
 	hasState, err = raft.HasExistingState(logs, stable, snaps)
 	if err != nil {

@@ -86,8 +86,9 @@ func (s *boltStore) releasePages() error {
 	return dropFileMappings(s.path)
 }
 
-// releaseStorePages drops raft.db's resident pages after a large write: a
-// snapshot taken for the log's volume, or an import.
+// releaseStorePages drops raft.db's resident pages after the start-up
+// check and after a large write: a snapshot taken for the log's volume, or
+// an import.
 func (n *Node) releaseStorePages() {
 	if err := n.store.releasePages(); err != nil {
 		n.log.Warn("releasing raft.db's mapped pages failed; they stay resident until the kernel reclaims them", "err", err)
