@@ -11,11 +11,12 @@ import (
 
 // Pages of raft.db that stay resident after a large write (see DESIGN.md,
 // Storage). bbolt reads the file through a read-only shared memory map and
-// writes it with pwrite. Appending an entry rewrites the leaf before it,
-// copying that entry out of the map, and a log compaction walks the leaves
-// it deletes: an import of a million links leaves some 80 MB of the file
-// mapped into the process, counted in its RSS, long after the entries were
-// compacted away. Dropping a read-only shared file mapping's pages
+// writes it with pwrite. An append rewrites the last leaf, copying the
+// entries already in it out of the map; a log compaction walks the leaves
+// it deletes; a log read the cache misses reads the entry there: an import
+// of a million links leaves some 80 MB of the file mapped into the
+// process, counted in its RSS, long after the entries were compacted
+// away. Dropping a read-only shared file mapping's pages
 // (madvise MADV_DONTNEED) loses nothing: the data is in the file, and a
 // later read faults the page back in from the page cache.
 
