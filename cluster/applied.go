@@ -26,7 +26,7 @@ func (n *Node) appliedIndexes(ctx context.Context, servers []raft.Server, index 
 		if id == n.cfg.ID {
 			continue
 		}
-		addr := string(s.Address)
+		addr := string(n.addrs.resolve(s.ID, s.Address))
 		wg.Go(func() {
 			var answer wire.AppliedAnswer
 			if err := n.call(ctx, addr, fasthttp.MethodGet, path, nil, &answer); err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,15 +21,15 @@ import (
 )
 
 // clickCounter aggregates this node's redirects between flushes. The hot
-// path only increments a map entry under a short lock; two maps alternate so
-// a flush never allocates a new one.
+// path only increments a tally entry under a short lock; two tallies
+// alternate so a flush never allocates a new one.
 type clickCounter struct {
 	node string
 	fsm  *fsm.FSM
 
 	mu     sync.Mutex
-	counts map[clickKey]uint64
-	spare  map[clickKey]uint64
+	counts *clickTally
+	spare  *clickTally
 
 	flushMu      sync.Mutex      // one flush at a time
 	pending      *fsm.ClickBatch // proposed but not known to be applied
@@ -53,7 +52,7 @@ type clickKey struct {
 const maxClickBatchCodes = 16384
 
 func newClickCounter(node string, f *fsm.FSM) *clickCounter {
-	return &clickCounter{node: node, fsm: f, counts: map[clickKey]uint64{}, spare: map[clickKey]uint64{}}
+	return &clickCounter{node: node, fsm: f, counts: newClickTally(), spare: newClickTally()}
 }
 
 // RecordClick counts one redirect of code by visitor. code should be the
@@ -62,7 +61,7 @@ func newClickCounter(node string, f *fsm.FSM) *clickCounter {
 func (n *Node) RecordClick(code string, visitor fsm.Visitor) {
 	c := n.clicks
 	c.mu.Lock()
-	c.counts[clickKey{code, visitor}]++
+	c.counts.add(code, visitor, 1)
 	c.mu.Unlock()
 }
 
@@ -72,9 +71,7 @@ func (n *Node) PendingClicks() uint64 {
 	c := n.clicks
 	total := c.pendingCount.Load()
 	c.mu.Lock()
-	for _, v := range c.counts {
-		total += v
-	}
+	total += c.counts.total()
 	c.mu.Unlock()
 	return total
 }
@@ -102,21 +99,22 @@ func (c *clickCounter) take(now time.Time) *fsm.ClickBatch {
 	counts := c.counts
 	c.counts, c.spare = c.spare, counts
 	c.mu.Unlock()
-	if len(counts) == 0 {
+	size := counts.len()
+	if size == 0 {
 		return nil
 	}
 	b := &fsm.ClickBatch{Node: c.node, Now: now.UnixMilli(), Visitors: true,
-		Counts: make([]fsm.ClickCount, 0, min(len(counts), maxClickBatchCodes))}
-	for key, n := range counts {
+		Counts: make([]fsm.ClickCount, 0, min(size, maxClickBatchCodes))}
+	counts.each(func(key clickKey, n uint64) {
 		if len(b.Counts) == maxClickBatchCodes {
 			c.mu.Lock()
-			c.counts[key] += n // over the batch limit: next flush
+			c.counts.add(key.code, key.visitor, n) // over the batch limit: next flush
 			c.mu.Unlock()
-			continue
+			return
 		}
 		b.Counts = append(b.Counts, fsm.ClickCount{Code: key.code, Count: n, Visitor: key.visitor})
-	}
-	clear(counts)
+	})
+	counts.reset()
 	// By code, so that WithoutVisitors merges a code's counts into one.
 	slices.SortStableFunc(b.Counts, func(x, y fsm.ClickCount) int { return cmp.Compare(x.Code, y.Code) })
 	b.Seq = max(c.lastSeq+1, uint64(now.UnixNano()), c.fsm.ClickSeq(c.node)+1)
@@ -188,7 +186,7 @@ func (n *Node) restoreSavedClicks() {
 	}
 	c.mu.Lock()
 	for key, v := range counts {
-		c.counts[key] += v
+		c.counts.add(key.code, key.visitor, v)
 	}
 	c.mu.Unlock()
 	c.saved = true
@@ -202,7 +200,7 @@ func (n *Node) saveUnflushedClicks() error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.mu.Lock()
-	counts := maps.Clone(c.counts)
+	counts := c.counts.counts()
 	c.mu.Unlock()
 	if c.pending == nil && len(counts) == 0 {
 		return nil

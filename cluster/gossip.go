@@ -50,6 +50,10 @@ type gossip struct {
 	list    *memberlist.Memberlist
 	changed broadcast // a member joined, left, died or changed its metadata
 	seeds   *seedResolver
+	// addr is this member's advertised gossip address, read once at start:
+	// memberlist's LocalNode points into state that UpdateNode rewrites,
+	// so reading it later races with a metadata change.
+	addr string
 
 	mu      sync.Mutex
 	left    map[string]struct{} // ids of members that announced their leave
@@ -119,6 +123,13 @@ func (n *Node) startGossip(hasState bool) error {
 	}
 	mc.Delegate = g
 	mc.Events = g
+	// A node that comes back at another address (a recreated pod) keeps
+	// its name, its id. memberlist refuses a known name at a new address
+	// unless the old entry has left or has been dead this long; its default,
+	// 0, means never, until the dead entry is forgotten some 30 s or more
+	// later. Any positive time lets the new address in once the old one is
+	// declared dead, which already took failed probes from every member.
+	mc.DeadNodeReclaimTime = time.Millisecond
 	// memberlist prefixes its lines with their level ("[WARN] memberlist:
 	// ..."); the adapter logs each at that level.
 	mc.Logger = NewHCLogger(n.log, "memberlist", hclog.Trace).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
@@ -130,8 +141,8 @@ func (n *Node) startGossip(hasState bool) error {
 	if err != nil {
 		return fmt.Errorf("start gossip: %w", err)
 	}
-	g.list = list
-	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.advertised())
+	g.list, g.addr = list, list.LocalNode().Address()
+	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.addr)
 	n.gossip = g
 	n.spawn(g.keepJoined)
 	return nil
@@ -208,7 +219,8 @@ func (g *gossip) keepJoined() {
 }
 
 // missing returns the gossip addresses to join: servers of the Raft
-// configuration not live in gossip, and seeds that are not live members.
+// configuration not live in gossip, seeds that are not live members, and,
+// while this server knows no leader, every live member.
 // A round that joins resolves the --join names again, since they may point
 // elsewhere now; a round with nothing to join (every second while the pool
 // is whole) reuses their last answer for up to rejoinMax, rather than asking
@@ -222,6 +234,20 @@ func (g *gossip) missing(ctx context.Context) []string {
 		}
 	}
 	out := g.missingServers(liveIDs)
+	if g.n.leaderless() {
+		// This node may have come back at another address while the
+		// others still remember its old one: memberlist refuses the new
+		// address until the old is declared dead, and after that only this
+		// node's own push-pull (every 30 s) would tell them, and its Raft
+		// would not hear from a leader that long. A join is a push-pull:
+		// rounds while no leader is known push this node's state to every
+		// live member, and one after the old entry's death lets it in.
+		for _, node := range g.liveMembers() {
+			if addr := node.Address(); node.Name != g.n.cfg.ID && !slices.Contains(out, addr) {
+				out = append(out, addr)
+			}
+		}
+	}
 	maxAge := rejoinMax
 	if len(out) > 0 {
 		maxAge = 0
@@ -257,6 +283,13 @@ func (g *gossip) missingServers(liveIDs map[string]bool) []string {
 	return out
 }
 
+// leaderless reports whether this node is a server of a cluster (it has
+// Raft state) that knows no leader.
+func (n *Node) leaderless() bool {
+	_, id := n.raft.LeaderWithID()
+	return id == "" && n.raft.LastIndex() > 0
+}
+
 // gossipAddrOf asks the server id at raftAddr for its gossip address.
 func (g *gossip) gossipAddrOf(id, raftAddr string) (string, bool) {
 	info, err := g.n.nodeInfoOf(raftAddr, time.Second)
@@ -267,7 +300,7 @@ func (g *gossip) gossipAddrOf(id, raftAddr string) (string, bool) {
 }
 
 // advertised is this node's gossip address as the others reach it.
-func (g *gossip) advertised() string { return g.list.LocalNode().Address() }
+func (g *gossip) advertised() string { return g.addr }
 
 // NodeMeta implements memberlist.Delegate.
 func (g *gossip) NodeMeta(limit int) []byte {
@@ -306,14 +339,25 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	g.gone[node.Name] = goneMember{state: state, at: time.Now()}
 	delete(g.live, node.Name)
 	g.mu.Unlock()
+	g.n.addrs.forget(node.Name)
 	g.changed.notify()
 }
 
 func (g *gossip) alive(node *memberlist.Node) {
 	c := *node
 	c.Addr, c.Meta = slices.Clone(node.Addr), slices.Clone(node.Meta)
-	if m, ok := parseMeta(&c); ok {
+	m, ok := parseMeta(&c)
+	if ok {
 		g.n.levels.heard(raft.ServerID(m.ID), max(m.Level, fsm.LevelKeys))
+	}
+	// A member's claim of where its Raft listens is believed for its own
+	// name only: memberlist keeps one live member per name, while the id in
+	// the metadata is whatever the member wrote (addresses.go says why a
+	// claim is believed at all).
+	if ok && m.ID == node.Name {
+		g.n.addrs.claim(m.ID, m.RaftAddr, m.Cluster)
+	} else {
+		g.n.addrs.forget(node.Name)
 	}
 	g.mu.Lock()
 	delete(g.gone, node.Name)

@@ -29,8 +29,9 @@ const (
 )
 
 // bulkItemOverhead bounds what fsm.EncodeCreate adds to an item's strings:
-// five length prefixes, strategy, dedupe, expiry and code length varints.
-const bulkItemOverhead = 5*10 + 2 + 10 + 10
+// five length prefixes, strategy, dedupe, expiry and code length varints,
+// and an import's creation time and click total.
+const bulkItemOverhead = 5*10 + 2 + 10 + 10 + 2*10
 
 // BulkCreates is a set of creates handed to Raft by ProposeCreates and not
 // yet known applied.
@@ -68,10 +69,19 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 		}
 		return b
 	}
+	// An item above the level some server applies fails alone (the
+	// others go ahead); the answer is the same for every item of a level,
+	// so each level is asked once per call, not once per line.
+	var levels [fsm.EntryLevel + 1]struct {
+		asked bool
+		err   error
+	}
 	for i := range reqs {
-		if err := n.requireLevel(ctx, reqs[i].Level()); err != nil {
-			b.results[i].Err = err
+		level := reqs[i].Level() // at most fsm.EntryLevel: this build encodes it
+		if l := &levels[level]; !l.asked {
+			l.asked, l.err = true, n.requireLevel(ctx, level)
 		}
+		b.results[i].Err = levels[level].err
 	}
 	now := time.Now().UnixMilli()
 	for _, items := range cutBulk(reqs, b.results) {

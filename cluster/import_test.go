@@ -83,6 +83,10 @@ func TestCutBulkBoundsEntries(t *testing.T) {
 	}
 	reqs = append(reqs, fsm.CreateRequest{URL: strings.Repeat("y", 2*maxBulkEntryBytes), Workspace: "default"})
 	reqs[7].Strategy = 9 // no such strategy: its own error, in no entry
+	// Imported lines, with the longest creation times and clicks there are.
+	for i := 500; i < len(reqs)-1; i++ {
+		reqs[i].CreatedAt, reqs[i].Clicks = -1<<63, ^uint64(0)
+	}
 	results := make([]fsm.CreateResult, len(reqs))
 
 	entries := cutBulk(reqs, results)
@@ -132,5 +136,49 @@ func TestProposeCreatesWithoutLeadershipCreatesNothing(t *testing.T) {
 	}
 	if n.FSM().Len() != 0 {
 		t.Errorf("the node holds %d links, want none", n.FSM().Len())
+	}
+}
+
+// TestProposeCreatesKeepsImportedValuesOnceEveryServerCan: an import's
+// creation times and clicks reach the state only when every server of the
+// configuration applies their entry type; until then those lines fail
+// alone, saying why, and the import's other lines are created.
+func TestProposeCreatesKeepsImportedValuesOnceEveryServerCan(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	waitFor(t, n.ready)
+	created := time.Date(2020, 5, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	imported := func(code string) fsm.CreateRequest {
+		return fsm.CreateRequest{URL: "https://example.com/" + code, Workspace: "default", CustomCode: code, CreatedAt: created, Clicks: 42}
+	}
+
+	results, _, err := n.ProposeCreates(context.Background(), []fsm.CreateRequest{imported("alone")}).Wait()
+	if err != nil || results[0].Err != nil {
+		t.Fatalf("import on a single node: %v / %v", err, results[0].Err)
+	}
+	if l, _ := n.FSM().Get("alone"); l.CreatedAt != created || l.Clicks != 42 {
+		t.Fatalf("imported link %+v, want created %d with 42 clicks", l, created)
+	}
+
+	// A server of an older build joins (as a non-voter that never
+	// answers, so this node still commits alone).
+	if err := n.raft.AddNonvoter("old", "127.0.0.1:1", 0, time.Second).Error(); err != nil {
+		t.Fatalf("add a non-voter: %v", err)
+	}
+	n.levels.heard("old", fsm.LevelVisits)
+	plain := fsm.CreateRequest{URL: "https://example.com/plain", Workspace: "default", CustomCode: "plain"}
+	results, _, err = n.ProposeCreates(context.Background(), []fsm.CreateRequest{imported("held"), plain, imported("held-too")}).Wait()
+	if err != nil {
+		t.Fatalf("ProposeCreates: %v", err)
+	}
+	for i, res := range results {
+		if wantErr := i != 1; wantErr != errors.Is(res.Err, ErrUpgrading) {
+			t.Errorf("create %d: err %v; want ErrUpgrading only for the imported lines", i, res.Err)
+		}
+	}
+	if _, ok := n.FSM().Get("held"); ok {
+		t.Error("a line needing a newer build than a server's was created")
+	}
+	if _, ok := n.FSM().Get("plain"); !ok {
+		t.Error("the plain line was held back with the imported ones")
 	}
 }

@@ -116,6 +116,9 @@ type Node struct {
 	layer     *secure.StreamLayer
 	transport *raft.NetworkTransport
 	store     *boltStore // raft.db: the log and stable store (storepages.go)
+	// addrs is where each server is now: what gossip says, else the
+	// configuration (addresses.go).
+	addrs *addressBook
 
 	creates chan *createCall
 	// push is the batcher's record of applied relayed creates whose commit
@@ -189,6 +192,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
+	n.addrs = newAddressBook(f.ClusterID)
 	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
@@ -334,8 +338,15 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("open raft transport: %w", err)
 	}
+	// Raft dials each server where gossip says it is now, falling back to
+	// the configuration's address (addresses.go). The connection pool is
+	// keyed by the address dialled, so a server that moved is dialled
+	// afresh; the few idle connections to its old address are never used
+	// again and go when the transport closes.
+	n.addrs.self, n.addrs.selfAddr = raft.ServerID(n.cfg.ID), raft.ServerAddress(advertise.String())
 	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: raftRPCTimeout, Logger: hlog,
+		ServerAddressProvider: n.addrs,
 	})
 
 	rc := raft.DefaultConfig()
@@ -366,7 +377,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond
-	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, transport)
+	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
 	if err != nil {
 		// A snapshot Raft could not restore is damage an operator repairs.
 		if serr := checkSnapshots(snaps); serr != nil {
@@ -375,6 +386,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 		return false, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft, n.layer, n.transport, n.store = r, layer, transport, stable
+	n.addrs.raft.Store(r)
 	// The start-up check (verifyLog) read the whole log through bbolt's
 	// map; none of it needs to stay in the process.
 	n.releaseStorePages()

@@ -127,7 +127,16 @@ func (n *Node) reconcile() {
 			continue
 		}
 		if taken := addressHolder(servers, m.RaftAddr); taken != "" && taken != raft.ServerID(m.ID) {
-			n.log.Warn("gossip member advertises another server's raft address; not adding it", "member", m.ID, "holder", taken)
+			// Raft refuses two servers at one address. When the holder
+			// itself now advertises another address, the address is stale:
+			// the holder's update frees it, on this pass or a later one
+			// (servers that swapped addresses stay as they are; the
+			// transport dials them where gossip says, see addresses.go).
+			if moved, ok := n.addrs.claimed(taken); ok && moved != m.RaftAddr {
+				n.log.Debug("reconcile: a server's new raft address is still another server's old one; waiting for that one to move", "member", m.ID, "holder", taken)
+			} else {
+				n.log.Warn("gossip member advertises another server's raft address; not adding it", "member", m.ID, "holder", taken)
+			}
 			continue
 		}
 		// Gossip still lists a process that stopped moments ago (it is
@@ -139,10 +148,13 @@ func (n *Node) reconcile() {
 		}
 		// A new server's suffrage is what it asks for; a known server
 		// whose address changed keeps its own, so a promoted replica stays
-		// a voter even though it still advertises --read-replica.
+		// a voter even though it still advertises --read-replica. For a
+		// known id, AddVoter and AddNonvoter replace the address the
+		// configuration holds (hashicorp/raft: same id, new address).
 		nonVoter := m.Replica
 		if s, ok := byID[raft.ServerID(m.ID)]; ok {
 			nonVoter = s.Suffrage != raft.Voter
+			n.log.Info("server moved: updating its raft address", "id", m.ID, "from", s.Address, "to", m.RaftAddr)
 		}
 		if err := n.raftAddServer(m.ID, m.RaftAddr, nonVoter); err != nil {
 			n.log.Warn("reconcile: add server", "member", m.ID, "non_voter", nonVoter, "err", err)

@@ -200,8 +200,9 @@ func TestBackupRestore(t *testing.T) {
 }
 
 // TestExportImport covers GET /admin/export (JSON Lines) and POST
-// /admin/import: links move to another node with their codes, and the report
-// counts created, skipped and failed lines.
+// /admin/import: links move to another node with their codes, creation
+// times and click counts, and the report counts created, skipped and
+// failed lines.
 func TestExportImport(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -212,6 +213,10 @@ func TestExportImport(t *testing.T) {
 		source.createURL(t, "https://example.com/export/counter"),
 		source.createLink(t, map[string]any{"original_url": "https://example.com/export/custom", "custom_code": "exported-code"}),
 		source.createLink(t, map[string]any{"original_url": "https://example.com/export/ws", "workspace": "export-ws"}),
+	}
+	source.requireRedirect(t, "exported-code", "https://example.com/export/custom")
+	if got := source.waitClicks(t, "exported-code", 1); got != 1 {
+		t.Fatalf("clicks on the source: %d, want 1", got)
 	}
 
 	export := source.get(t, "/admin/export")
@@ -261,6 +266,15 @@ func TestExportImport(t *testing.T) {
 		t.Errorf("import report = %v, want 3 created, 0 skipped, 0 failed", report)
 	}
 	for _, l := range links {
+		var read link
+		decodeObject(t, target.get(t, "/api/v1/urls/"+l.ShortCode), readFields, &read)
+		clicks := int64(0)
+		if l.ShortCode == "exported-code" {
+			clicks = 1
+		}
+		if read.CreatedAt != l.CreatedAt || read.ClickCount != clicks {
+			t.Errorf("imported %s: created_at %s with %d clicks, want %s with %d", l.ShortCode, read.CreatedAt, read.ClickCount, l.CreatedAt, clicks)
+		}
 		target.requireRedirect(t, l.ShortCode, l.OriginalURL)
 	}
 

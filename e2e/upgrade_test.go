@@ -89,6 +89,13 @@ func TestRollingUpgrade(t *testing.T) {
 		if r := n.postJSON(t, "/admin/domains", map[string]any{"domain": "too-soon.example"}); r.status != http.StatusServiceUnavailable {
 			t.Fatalf("a domain through upgraded %s in a mixed cluster: %v", n.id, r)
 		}
+		// An import line with a creation time and clicks: the upgraded
+		// leader fails that line, an upgraded follower the whole import.
+		line := `{"short_code":"too-soon-` + itoa(i) + `","original_url":"https://example.com/imported","created_at":"2020-01-01T00:00:00Z","clicks":5}`
+		r = n.request(t, http.MethodPost, "/admin/import", http.Header{"Content-Type": {"application/x-ndjson"}}, []byte(line))
+		if refused := r.status == http.StatusServiceUnavailable || r.status == http.StatusOK && strings.Contains(string(r.body), `"created":0`); !refused || !strings.Contains(string(r.body), "upgrade") {
+			t.Fatalf("an import keeping creation times through upgraded %s in a mixed cluster: %v", n.id, r)
+		}
 	}
 	for _, n := range nodes {
 		if out := n.out.String(); strings.Contains(out, "decode command") || strings.Contains(out, "unknown type") || strings.Contains(out, "unsupported snapshot version") {
@@ -110,6 +117,17 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	if r := nodes[2].patch(t, links[0].ShortCode, `{"original_url":"https://example.com/after-upgrade"}`); r.status != http.StatusOK {
 		t.Fatalf("an edit after the upgrade: %v", r)
+	}
+	imported := `{"short_code":"after-upgrade","original_url":"https://example.com/imported","created_at":"2020-01-01T00:00:00Z","clicks":5}`
+	if r := nodes[0].request(t, http.MethodPost, "/admin/import", http.Header{"Content-Type": {"application/x-ndjson"}}, []byte(imported)); r.status != http.StatusOK || !strings.Contains(string(r.body), `"created":1`) {
+		t.Fatalf("an import keeping creation times after the upgrade: %v", r)
+	}
+	for _, n := range nodes {
+		var l link
+		decodeObject(t, n.get(t, "/api/v1/urls/after-upgrade"), readFields, &l)
+		if l.CreatedAt != "2020-01-01T00:00:00.000Z" || l.ClickCount != 5 {
+			t.Errorf("imported link on %s after the upgrade: %+v", n.id, l)
+		}
 	}
 	links[0].OriginalURL = "https://example.com/after-upgrade"
 	for _, n := range nodes {

@@ -43,6 +43,9 @@ const (
 	cmdWebhookSet
 	cmdWebhookDelete
 	cmdWebhookAck
+	// cmdCreateImported is cmdCreateOptions with each item's creation
+	// time and click total, which only an import sets.
+	cmdCreateImported
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -123,7 +126,19 @@ type CreateRequest struct {
 	// default one. CustomCode is unique within it.
 	Domain  string
 	Options *Options // nil: none
+	// CreatedAt and Clicks carry what an import read from another
+	// shortener's export: when the link was created there (unix
+	// milliseconds; 0: at the entry's clock, as any create) and the clicks
+	// it had, which start its total. Nothing else sets them, and a create
+	// with either needs entry level LevelImport.
+	CreatedAt int64
+	Clicks    uint64
 }
+
+// MaxImportedClicks bounds the click total an import may bring: far
+// beyond any real link's, far below what later clicks could overflow,
+// and exact as a JSON number in every client (below 2^53).
+const MaxImportedClicks = 1_000_000_000_000
 
 // CreateBatch carries many creates in one log entry, all stamped with the
 // leader's clock.
@@ -188,13 +203,18 @@ func EncodeInit(c InitCommand) []byte {
 func EncodeCreate(c CreateBatch) []byte {
 	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
 	// The oldest type that carries the batch (see RequiredLevel): builds
-	// before options apply creates without them.
-	typ := cmdCreateKeyed
+	// before options apply creates without them, builds before imports
+	// kept creation times and clicks apply creates without those.
+	level := LevelKeys
 	for i := range c.Items {
-		if c.Items[i].Level() > LevelKeys {
-			typ = cmdCreateOptions
-			break
-		}
+		level = max(level, c.Items[i].Level())
+	}
+	typ := cmdCreateKeyed
+	switch level {
+	case LevelOptions:
+		typ = cmdCreateOptions
+	case LevelImport:
+		typ = cmdCreateImported
 	}
 	e.byte(byte(typ))
 	e.varint(c.Now)
@@ -210,9 +230,13 @@ func EncodeCreate(c CreateBatch) []byte {
 		e.varint(it.ExpiresAt)
 		e.uvarint(uint64(it.CodeLength))
 		e.string(it.KeyID)
-		if typ == cmdCreateOptions {
+		if typ != cmdCreateKeyed {
 			e.string(it.Domain)
 			encodeOptions(&e, it.Options)
+		}
+		if typ == cmdCreateImported {
+			e.varint(it.CreatedAt)
+			e.uvarint(it.Clicks)
 		}
 	}
 	return seal(e.buf)
@@ -409,7 +433,7 @@ func DecodeCommand(data []byte) (any, error) {
 		d.fixed(c.Key[:])
 		d.fixed(c.ClusterID[:])
 		cmd = c
-	case cmdCreate, cmdCreateKeyed, cmdCreateOptions:
+	case cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported:
 		cmd = decodeCreate(&d, typ)
 	case cmdEdit:
 		cmd = decodeEdit(&d)
@@ -478,12 +502,17 @@ func decodeCreate(d *decoder, typ commandType) CreateBatch {
 			d.fail(fmt.Errorf("code length %d", length))
 		}
 		it.CodeLength = int(length)
-		if typ >= cmdCreateKeyed {
+		// Each create type is the one before it with more fields per item.
+		if typ != cmdCreate {
 			it.KeyID = d.string()
 		}
-		if typ >= cmdCreateOptions {
+		if typ == cmdCreateOptions || typ == cmdCreateImported {
 			it.Domain = d.string()
 			it.Options = decodeOptions(d)
+		}
+		if typ == cmdCreateImported {
+			it.CreatedAt = d.varint()
+			it.Clicks = d.uvarint()
 		}
 		if it.Strategy > StrategyHash {
 			d.fail(fmt.Errorf("unknown strategy %d", it.Strategy))

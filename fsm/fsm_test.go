@@ -313,6 +313,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Add(visitorsAt("n1", 1, 5, ClickCount{Code: "c", Count: 2, Visitor: chromeDE}, ClickCount{Code: "c", Count: 1, Visitor: slackbot}))
 	f.Add(EncodeVisit(VisitCommand{Code: "c", Now: 5, HasVisitor: true, Visitor: safariUS}))
+	imported := importedLink("imp", importedAt, 42)
+	imported.Options = &Options{Title: "t", Tags: []string{"a"}}
+	f.Add(create(importNow, imported, CreateRequest{URL: "https://example.com/plain"}, importedLink("late", importNow+1, MaxImportedClicks+1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
 		if err != nil {
@@ -338,7 +341,9 @@ func FuzzReadSnapshot(f *testing.F) {
 	visited, _ := withVisitors(f)
 	withHooks := New()
 	applyAll(f, withHooks, webhookWorkload()...)
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited), snapshotBytes(f, withHooks)} {
+	imported := New()
+	applyAll(f, imported, EncodeInit(InitCommand{Key: testKey}), create(importNow, importedLink("imp", importedAt, 42)))
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited), snapshotBytes(f, withHooks), snapshotBytes(f, imported)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

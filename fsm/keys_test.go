@@ -123,6 +123,12 @@ func TestStateChecksTheWritingKey(t *testing.T) {
 		{"read-only key", CreateRequest{URL: "https://example.com/3", KeyID: "rrrrrrrrrrrr"}, 20},
 		{"other workspace", CreateRequest{URL: "https://example.com/4", KeyID: "tttttttttttt", Workspace: "other"}, 20},
 		{"expired key", CreateRequest{URL: "https://example.com/5", KeyID: "eeeeeeeeeeee"}, 500},
+		// Only an import, which takes an admin credential, brings a
+		// creation time or clicks: a writer of links cannot backdate one or
+		// give it a head start, whichever node relays its create.
+		{"links:write key bringing clicks", CreateRequest{URL: "https://example.com/6", KeyID: "tttttttttttt", Workspace: "team", Clicks: 5}, 20},
+		{"links:write key bringing a creation time", CreateRequest{URL: "https://example.com/7", KeyID: "tttttttttttt", Workspace: "team", CreatedAt: 5}, 20},
+		{"anonymous create bringing clicks", CreateRequest{URL: "https://example.com/8", Clicks: 5}, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := applyAll(t, f, create(tc.now, tc.req))[0].([]CreateResult)

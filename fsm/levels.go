@@ -16,8 +16,11 @@ const (
 	// LevelVisits: also types 16–20 (clicks with their visitors,
 	// webhooks).
 	LevelVisits = 3
+	// LevelImport: also type 21 (creates that carry the creation time and
+	// click total an import read from another shortener's export).
+	LevelImport = 4
 	// EntryLevel is the level this build applies.
-	EntryLevel = LevelVisits
+	EntryLevel = LevelImport
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -29,6 +32,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdCreateImported:
+		return LevelImport
 	case typ >= cmdClicksVisitors:
 		return LevelVisits
 	case typ >= cmdCreateOptions:
@@ -37,9 +42,13 @@ func RequiredLevel(entry []byte) int {
 	return LevelKeys
 }
 
-// Level is the entry level a create needs: LevelOptions for a create in a
-// domain or with options, LevelKeys for any other.
+// Level is the entry level a create needs: LevelImport for one that
+// brings a creation time or clicks, LevelOptions for one in a domain or
+// with options, LevelKeys for any other.
 func (r *CreateRequest) Level() int {
+	if r.CreatedAt != 0 || r.Clicks != 0 {
+		return LevelImport
+	}
 	if r.Domain != "" || !r.Options.empty() {
 		return LevelOptions
 	}
@@ -48,7 +57,8 @@ func (r *CreateRequest) Level() int {
 
 // Level is the entry level the state needs of a node that is to hold it:
 // LevelOptions once any link has options, a domain is registered or a key
-// is limited to domains.
+// is limited to domains. Imported creation times and clicks need no level
+// of their own: every build holds a link's creation time and click total.
 func (f *FSM) Level() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

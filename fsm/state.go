@@ -244,6 +244,12 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	if !s.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
+	// A creation time or clicks come only with an import, which takes an
+	// administrator: a writer of links may not backdate a link or give it
+	// clicks it never had.
+	if (r.CreatedAt != 0 || r.Clicks != 0) && !s.mayAdminister(r.KeyID, now) {
+		return CreateResult{Err: ErrUnauthorized}
+	}
 	var asked uint64
 	if r.RequestID != "" {
 		asked = fingerprint(r)
@@ -268,7 +274,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 }
 
 func (s *state) createNew(now int64, r CreateRequest) CreateResult {
-	if err := s.checkCreate(r); err != nil {
+	if err := s.checkCreate(now, r); err != nil {
 		return CreateResult{Err: err}
 	}
 	dedupe := r.Dedupe || r.Strategy == StrategyHash
@@ -330,8 +336,15 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		code = c
 	}
 
+	// An imported link keeps its creation time and starts at the clicks it
+	// had. Those clicks have no hour, no visitor and no last access: they
+	// count in the total (and so towards a visit limit) only.
+	created := now
+	if r.CreatedAt != 0 {
+		created = r.CreatedAt
+	}
 	s.lastID++
-	p := s.insert(record{id: s.lastID, createdAt: now, expiresAt: r.ExpiresAt},
+	p := s.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
 		code, r.URL, r.Workspace, canonical, dedupe)
 	s.index(p, now)
 	s.setOptions(p, r.Options)
@@ -339,11 +352,20 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 }
 
 // checkCreate is Apply's floor for a create (see DESIGN.md): it reads only
-// the request and the registered domains, before any code is drawn.
-func (s *state) checkCreate(r CreateRequest) error {
+// the request, the entry's clock and the registered domains, before any
+// code is drawn.
+func (s *state) checkCreate(now int64, r CreateRequest) error {
 	switch {
 	case r.URL == "" || r.Workspace == "" || len(r.CustomCode) > maxCodeLen:
 		return ErrInvalidRequest
+	case r.CreatedAt < 0:
+		return fmt.Errorf("%w: created_at before 1970", ErrInvalidRequest)
+	case r.CreatedAt > now:
+		// The entry's clock is the leader's when it proposed the import:
+		// no link it brings was created after that.
+		return fmt.Errorf("%w: created_at is after the time of the import", ErrInvalidRequest)
+	case r.Clicks > MaxImportedClicks:
+		return fmt.Errorf("%w: an imported click total is at most %d", ErrInvalidRequest, uint64(MaxImportedClicks))
 	case strings.IndexByte(r.CustomCode, '/') >= 0:
 		return fmt.Errorf("%w: a code cannot hold '/'", ErrInvalidRequest)
 	case r.CustomCode != "" && codes.IsReserved(r.CustomCode):

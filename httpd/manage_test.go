@@ -300,13 +300,13 @@ func BenchmarkRedirectWithRules(b *testing.B) {
 }
 
 // TestImportKeepsOptionsAndNeverOpensAProtectedLink: an exported line
-// brings its title, tags and limits along; one marked password_protected
+// brings its title, tags, limits and clicks along; one marked password_protected
 // without its password (exports never hold it) is refused, not imported
 // open.
 func TestImportKeepsOptionsAndNeverOpensAProtectedLink(t *testing.T) {
 	s := newTestServer(t, nil)
 	mustCreate(t, s, `{"url":"https://example.com/"}`) // the node leads
-	lines := `{"short_code":"imp-opts","original_url":"https://example.com/o","title":"T","tags":["x"],"max_visits":3,"click_count":9}
+	lines := `{"short_code":"imp-opts","original_url":"https://example.com/o","title":"T","tags":["x"],"max_visits":3,"click_count":2}
 {"short_code":"imp-pw","original_url":"https://example.com/p","password_protected":true}
 `
 	ctx := do(s, "POST", "/admin/import", "application/x-ndjson", lines)
@@ -316,8 +316,15 @@ func TestImportKeepsOptionsAndNeverOpensAProtectedLink(t *testing.T) {
 		t.Fatalf("import report: %d %v", status(ctx), report)
 	}
 	v := body(t, do(s, "GET", "/api/v1/urls/imp-opts", "", ""))
-	if v["title"] != "T" || v["max_visits"] != 3.0 || v["click_count"] != 0.0 {
+	if v["title"] != "T" || v["max_visits"] != 3.0 || v["click_count"] != 2.0 {
 		t.Fatalf("imported link: %v", v)
+	}
+	// Its imported clicks count towards its limit: one visit is left.
+	if got := status(do(s, "GET", "/imp-opts", "", "")); got != 302 {
+		t.Fatalf("the last visit the limit allows: %d", got)
+	}
+	if got := status(do(s, "GET", "/imp-opts", "", "")); got != 410 {
+		t.Fatalf("a visit past the limit: %d", got)
 	}
 	if got := status(do(s, "GET", "/imp-pw", "", "")); got != 404 {
 		t.Fatalf("the protected line was imported: GET answers %d", got)

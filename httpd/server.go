@@ -78,7 +78,7 @@ type Server struct {
 	guesses *guessLimiter
 	// agents and referrers remember the classes of recent User-Agents and
 	// recent referrer hosts for the visit statistics (visitors.go).
-	agents    *agent.Cache
+	agents    *agent.Cache[fsm.Visitor]
 	referrers *referrerHosts
 	srv       *fasthttp.Server
 	log       *slog.Logger
@@ -103,7 +103,7 @@ func New(cfg Config, node Node) *Server {
 		guesses: newDefaultGuessLimiter(),
 		// Browsers' User-Agents are few: thousands of slots hold a busy
 		// node's (about 4 MB at most, see agent.MaxCacheSize).
-		agents:    agent.NewCache(8192),
+		agents:    agent.NewCache(8192, classesOf),
 		referrers: newReferrerHosts(),
 		log:       cfg.Logger,
 	}
@@ -208,8 +208,8 @@ func (s *Server) routes() {
 	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
 	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
 	// An import is read as it is imported, and forwarded only once read
-	// whole (importRoute).
-	handle("POST", "/admin/import", "admin_import", s.require(fsm.ScopeAdmin, s.importRoute(s.forwarder(s.handleImport, forwardAdmin))))
+	// whole (importRoute), to a leader that knows every field it may carry.
+	handle("POST", "/admin/import", "admin_import", s.require(fsm.ScopeAdmin, s.importRoute(s.forwarder(s.handleImport, forwardAdmin.needs(fsm.LevelImport)))))
 	admin("POST", "/admin/keys", "admin_keys", s.handleCreateKey)
 	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
 	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)

@@ -221,6 +221,14 @@ func TestPublicPortServesNoInternalPaths(t *testing.T) {
 	}
 }
 
+// BenchmarkRedirectWithUserAgent follows a link as a client connecting
+// directly does: with a browser's User-Agent only, which the click
+// classifies, and its address looked up in the country table.
+func BenchmarkRedirectWithUserAgent(b *testing.B) {
+	benchmarkRedirectOf(b, func(c *Config) { withCountries(b)(c); c.TrustedProxies = nil },
+		`{"url":"https://example.com/some/long/path?with=query"}`, "", "User-Agent", chromeWindows)
+}
+
 // BenchmarkRedirectFromBrowser follows a link as a browser behind a proxy
 // does: with a User-Agent, a referrer and a forwarded public address, all
 // of which the click records.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,17 +38,26 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) {
 }
 
 // importLine is one line of an import: an exported link. Codes, targets,
-// workspaces, domains, expiry and options are kept; creation times, clicks
-// and histories start afresh (backup and restore copy everything). An
-// export never holds a password, so a line marked password_protected
-// without one is refused rather than imported open.
+// workspaces, domains, expiry, options, creation times and click totals
+// are kept; histories, clicks per hour, visitors and last access start
+// afresh (backup and restore copy everything). An export never holds a
+// password, so a line marked password_protected without one is refused
+// rather than imported open.
+//
+// created_at and clicks are what only an import may set (a create refuses
+// them as unknown fields): a link moving from elsewhere was created and
+// clicked before it got here. click_count is the same total under the name
+// an export writes it.
 type importLine struct {
-	ShortCode         string  `json:"short_code"`
-	OriginalURL       string  `json:"original_url"`
-	Workspace         string  `json:"workspace"`
-	ExpiresAt         *string `json:"expires_at"`
-	Domain            string  `json:"domain"`
-	PasswordProtected bool    `json:"password_protected"`
+	ShortCode         string          `json:"short_code"`
+	OriginalURL       string          `json:"original_url"`
+	Workspace         string          `json:"workspace"`
+	ExpiresAt         *string         `json:"expires_at"`
+	Domain            string          `json:"domain"`
+	PasswordProtected bool            `json:"password_protected"`
+	CreatedAt         *string         `json:"created_at"`
+	Clicks            json.RawMessage `json:"clicks"`
+	ClickCount        json.RawMessage `json:"click_count"`
 	optionFields
 }
 
@@ -105,20 +115,25 @@ type proposedChunk struct {
 	stop error                // why not
 }
 
-// importRoute serves an import whose body is read as a stream (see
-// readBody) here when this node leads, so the body is never held whole.
-// Anywhere else the body is read whole first: the follower forwards a copy
-// of the request (next, the forwarder), which carries no stream. Should
-// this node lose leadership during the import, its proposals fail and the
-// remaining lines are reported not attempted, as when that happens to a
-// forwarded import.
+// importRoute serves an import here when this node leads, so a body read
+// as a stream (see readBody) is never held whole. Anywhere else the body
+// is read whole first: the follower forwards a copy of the request (next,
+// the forwarder), which carries no stream. Should this node lose
+// leadership during the import, its proposals fail and the remaining
+// lines are reported not attempted, as when that happens to a forwarded
+// import.
+//
+// The leader checks each line's entry level itself (a line the cluster
+// cannot store yet fails alone); the forwarder asks for the newest level
+// an import can need, since a leader of an older build would drop what it
+// does not know, such as creation times and clicks, without saying so.
 func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
+		if s.node.Self.IsLeader() {
+			s.handleImport(ctx)
+			return
+		}
 		if b := streamedBodyOf(ctx); b != nil {
-			if s.node.Self.IsLeader() {
-				s.handleImport(ctx)
-				return
-			}
 			if err := b.readAll(ctx, ctx.Request.Header.ContentLength()); err != nil {
 				s.handleTransportError(ctx, err)
 				return
@@ -303,6 +318,10 @@ func (s *Server) parseChunk(c *importChunk) parsedChunk {
 // it, and returns the log index that decided it. A write error is stored in
 // stopped: chunks proposed after it are not attempted.
 func (s *Server) tally(r *importReport, p proposedChunk, stopped *atomic.Pointer[error]) uint64 {
+	if p.bulk == nil && p.stop == nil { // every line was refused before proposing
+		r.Failed = append(r.Failed, p.failed...)
+		return 0
+	}
 	if p.bulk == nil {
 		for _, f := range p.failed {
 			r.Failed = append(r.Failed, importFailure{Line: f.Line, Error: "not attempted: " + p.stop.Error()})
@@ -381,6 +400,12 @@ func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
 			return req, err
 		}
 	}
+	if req.CreatedAt, err = importedCreatedAt(l.CreatedAt, time.Now()); err != nil {
+		return req, err
+	}
+	if req.Clicks, err = importedClicks(l.Clicks, l.ClickCount); err != nil {
+		return req, err
+	}
 	if l.PasswordProtected && (l.Password == nil || isNull(l.Password)) {
 		return req, errors.New("the link is password-protected and exports never carry the password: add \"password\" to the line, or set it after the import")
 	}
@@ -390,4 +415,52 @@ func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
 	}
 	req.Options = optionsOf(opts)
 	return req, nil
+}
+
+// importedCreatedAt reads a line's created_at: unix milliseconds, 0 when
+// the line has none (the link is then created at the import's time). A
+// link was created after 1970 (0 would mean "none") and not after now: the
+// state machine refuses what is later than the leader's clock when it
+// proposes the line.
+func importedCreatedAt(v *string, now time.Time) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	at, err := time.Parse(time.RFC3339, *v)
+	switch {
+	case err != nil:
+		return 0, errors.New("created_at is not an RFC 3339 time")
+	case at.UnixMilli() <= 0:
+		return 0, errors.New("created_at must be after 1970-01-01T00:00:00Z")
+	case at.UnixMilli() > now.UnixMilli():
+		return 0, fmt.Errorf("created_at %s is in the future", at.UTC().Format(time.RFC3339))
+	}
+	return at.UnixMilli(), nil
+}
+
+// importedClicks reads a line's click total from clicks or, as an export
+// writes it, click_count: a whole number from 0 to fsm.MaxImportedClicks.
+// Both may be given when they agree.
+func importedClicks(clicks, clickCount json.RawMessage) (uint64, error) {
+	var total uint64
+	given := ""
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"clicks", clicks}, {"click_count", clickCount}} {
+		if f.raw == nil || isNull(f.raw) {
+			continue
+		}
+		// ParseUint takes digits only: a sign, a fraction, an exponent or
+		// quotes are refused, never rounded.
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(f.raw)), 10, 64)
+		if err != nil || n > fsm.MaxImportedClicks {
+			return 0, fmt.Errorf("%s must be a whole number from 0 to %d", f.name, uint64(fsm.MaxImportedClicks))
+		}
+		if given != "" && n != total {
+			return 0, fmt.Errorf("%s and %s differ", given, f.name)
+		}
+		total, given = n, f.name
+	}
+	return total, nil
 }

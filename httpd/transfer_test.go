@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
@@ -95,6 +96,20 @@ func TestImportReport(t *testing.T) {
 		if _, ok := s.fsm.Get(code); ok {
 			t.Errorf("refused line created %s", code)
 		}
+	}
+}
+
+// An import none of whose lines passes the checks before proposing
+// reports each of them, and the node goes on (the report is tallied on a
+// goroutine of its own, where a panic would end the process).
+func TestImportOfOnlyRefusedLines(t *testing.T) {
+	s := newTestServer(t, nil)
+	report, _ := importReportOf(t, s, `{"short_code":"x","original_url":"https://example.com/"}`+"\n{not json\n")
+	if report.Created != 0 || len(report.Failed) != 2 || report.Failed[0].Line != 1 || report.Failed[1].Line != 2 {
+		t.Fatalf("report %+v, want lines 1 and 2 failed", report)
+	}
+	if report, _ := importReportOf(t, s, `{"short_code":"after","original_url":"https://example.com/after"}`); report.Created != 1 {
+		t.Fatalf("the next import: %+v", report)
 	}
 }
 
@@ -194,5 +209,104 @@ func BenchmarkParseImportLine(b *testing.B) {
 		if _, err := s.parseImportLine(benchImportLine); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestImportKeepsCreationTimesAndClicks: an import line's created_at and
+// clicks (or click_count, as an export names it) become the link's, shown
+// by every read; they start no hour of its series. What no export can
+// hold fails that line alone.
+func TestImportKeepsCreationTimesAndClicks(t *testing.T) {
+	s := newTestServer(t, nil)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		name, fields string
+		created      string // "" when the link is created now
+		clicks       float64
+		err          string // "" when the line is created
+	}{
+		{"both", `"created_at":"2020-05-01T12:00:00Z","clicks":42`, "2020-05-01T12:00:00.000Z", 42, ""},
+		{"an export's line", `"created_at":"2021-03-04T05:06:07.123Z","click_count":7,"last_accessed_at":"2021-04-01T00:00:00Z"`, "2021-03-04T05:06:07.123Z", 7, ""},
+		{"another zone", `"created_at":"2020-05-01T14:00:00+02:00"`, "2020-05-01T12:00:00.000Z", 0, ""},
+		{"both names, one total", `"clicks":5,"click_count":5`, "", 5, ""},
+		{"nulls", `"created_at":null,"clicks":null`, "", 0, ""},
+		{"the largest total", `"clicks":1000000000000`, "", 1e12, ""},
+		{"both names, two totals", `"clicks":5,"click_count":6`, "", 0, "clicks and click_count differ"},
+		{"negative clicks", `"clicks":-1`, "", 0, "clicks must be a whole number from 0 to 1000000000000"},
+		{"a fraction", `"clicks":1.5`, "", 0, "clicks must be a whole number"},
+		{"an exponent", `"click_count":1e3`, "", 0, "click_count must be a whole number"},
+		{"a string", `"clicks":"5"`, "", 0, "clicks must be a whole number"},
+		{"more clicks than any link had", `"clicks":1000000000001`, "", 0, "clicks must be a whole number"},
+		{"not a time", `"created_at":"2020-05-01 12:00:00"`, "", 0, "created_at is not an RFC 3339 time"},
+		{"1970", `"created_at":"1970-01-01T00:00:00Z"`, "", 0, "created_at must be after 1970-01-01T00:00:00Z"},
+		{"before 1970", `"created_at":"1969-07-20T20:17:00Z"`, "", 0, "created_at must be after 1970"},
+		{"in the future", `"created_at":"` + future + `"`, "", 0, "created_at " + future + " is in the future"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code := "imp-" + strings.NewReplacer(" ", "-", ",", "", "'", "").Replace(tc.name)
+			before := time.Now().UTC()
+			report, _ := importReportOf(t, s, `{"short_code":"`+code+`","original_url":"https://example.com/`+code+`",`+tc.fields+"}\n")
+			if tc.err != "" {
+				if report.Created != 0 || len(report.Failed) != 1 || !strings.Contains(report.Failed[0].Error, tc.err) {
+					t.Fatalf("report %+v, want line 1 failed: %s", report, tc.err)
+				}
+				if _, ok := s.fsm.Get(code); ok {
+					t.Fatal("the refused line created its link")
+				}
+				return
+			}
+			if report.Created != 1 {
+				t.Fatalf("report %+v, want the line created", report)
+			}
+			read := body(t, do(s, "GET", "/api/v1/urls/"+code, "", ""))
+			stats := body(t, do(s, "GET", "/api/v1/urls/"+code+"/stats", "", ""))
+			created := tc.created
+			if created == "" {
+				at, err := time.Parse(time.RFC3339, read["created_at"].(string))
+				if err != nil || at.Before(before.Truncate(time.Millisecond)) || at.After(time.Now()) {
+					t.Fatalf("created_at %v, want the time of the import", read["created_at"])
+				}
+				created = read["created_at"].(string)
+			}
+			if read["created_at"] != created || read["click_count"] != tc.clicks || read["last_accessed_at"] != nil {
+				t.Errorf("read %v, want created_at %s, click_count %v, never accessed", read, created, tc.clicks)
+			}
+			if stats["created_at"] != created || stats["clicks"] != tc.clicks {
+				t.Errorf("stats %v, want created_at %s, clicks %v", stats, created, tc.clicks)
+			}
+			for _, p := range stats["series"].([]any) {
+				if p.(map[string]any)["clicks"] != 0.0 {
+					t.Fatalf("imported clicks fell in the hourly series: %v", stats["series"])
+				}
+			}
+		})
+	}
+}
+
+// TestCreateRefusesImportOnlyFields: a creation time and a click total
+// are an import's to set; every create route refuses them as it refuses
+// any field it does not have, and stores nothing.
+func TestCreateRefusesImportOnlyFields(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tc := range []struct{ name, path, contentType, body, field string }{
+		{"json created_at", "/api/v1/urls", "application/json", `{"url":"https://example.com/","custom_code":"refused","created_at":"2020-01-01T00:00:00Z"}`, "created_at"},
+		{"json clicks", "/api/v1/urls", "application/json", `{"url":"https://example.com/","custom_code":"refused","clicks":5}`, "clicks"},
+		{"json click_count", "/shorten", "application/json", `{"url":"https://example.com/","custom_code":"refused","click_count":5}`, "click_count"},
+		{"workspace route", "/api/v1/workspaces/team/links", "application/json", `{"url":"https://example.com/","custom_code":"refused","clicks":5}`, "clicks"},
+		{"form", "/api/v1/urls", "application/x-www-form-urlencoded", `url=https%3A%2F%2Fexample.com%2F&custom_code=refused&created_at=2020-01-01T00%3A00%3A00Z`, "created_at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := do(s, "POST", tc.path, tc.contentType, tc.body)
+			if status(ctx) != 400 || !strings.Contains(string(ctx.Response.Body()), "unknown field") || !strings.Contains(string(ctx.Response.Body()), tc.field) {
+				t.Fatalf("%d %s, want 400: unknown field %s", status(ctx), ctx.Response.Body(), tc.field)
+			}
+		})
+	}
+	ctx := do(s, "POST", "/api/v1/urls/bulk", "application/json", `{"links":[{"url":"https://example.com/","custom_code":"refused","created_at":"2020-01-01T00:00:00Z","clicks":5}]}`)
+	if results, _ := body(t, ctx)["results"].([]any); status(ctx) != 200 || len(results) != 1 || results[0].(map[string]any)["status"] != 400.0 {
+		t.Fatalf("bulk create with created_at and clicks: %d %s, want its item refused with 400", status(ctx), ctx.Response.Body())
+	}
+	if s.fsm.Len() != 0 {
+		t.Fatalf("a refused create stored %d links", s.fsm.Len())
 	}
 }

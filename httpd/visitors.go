@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"bytes"
 	"encoding/base64"
 	"hash/maphash"
 	"sync/atomic"
@@ -16,18 +15,17 @@ import (
 // visitorOf is what a counted click records about who made it: the
 // classes of its User-Agent, its referrer's host and its country, never
 // its address. A bot keeps only that it is one. On a browser's repeated
-// visit this allocates nothing: the User-Agent's class and the referrer's
-// host come from caches.
-func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) fsm.Visitor {
-	c := s.agents.Classify(ctx.UserAgent())
-	switch c.Bot {
-	case agent.Crawler:
-		return fsm.Visitor{Bot: fsm.Crawler}
-	case agent.Preview:
-		return fsm.Visitor{Bot: fsm.Preview}
+// visit this allocates nothing: the User-Agent's classes and the
+// referrer's host come from caches.
+func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) (v fsm.Visitor) {
+	if ua := ctx.UserAgent(); len(ua) > 0 {
+		if v = s.agents.Classify(ua); v.Bot != fsm.NotBot {
+			return v
+		}
 	}
-	v := fsm.Visitor{Browser: browserOf(c.Browser), OS: osOf(c.OS), Device: deviceOf(c.Device)}
-	v.Referrer = s.referrers.host(ctx.Referer())
+	if referer := ctx.Referer(); len(referer) > 0 {
+		v.Referrer = s.referrers.host(referer)
+	}
 	// The connection's address, or through a trusted proxy the one
 	// X-Forwarded-For names.
 	if s.cfg.Countries != nil {
@@ -36,6 +34,19 @@ func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) fsm.Visitor {
 		}
 	}
 	return v
+}
+
+// classesOf is what the statistics keep of a User-Agent: a bot's kind
+// alone, or a person's browser, system and device.
+func classesOf(ua []byte) fsm.Visitor {
+	c := agent.Classify(ua)
+	switch c.Bot {
+	case agent.Crawler:
+		return fsm.Visitor{Bot: fsm.Crawler}
+	case agent.Preview:
+		return fsm.Visitor{Bot: fsm.Preview}
+	}
+	return fsm.Visitor{Browser: browserOf(c.Browser), OS: osOf(c.OS), Device: deviceOf(c.Device)}
 }
 
 // The statistics name fewer browsers than agent tells apart: Samsung
@@ -129,25 +140,32 @@ func referrerHost(referer []byte, buf *[fsm.MaxReferrerLen]byte) ([]byte, bool) 
 	}
 	n, port, bracket := 0, false, false
 	for _, c := range rest {
+		k := hostBytes[c]
+		if k >= hostChar && !port { // most bytes of most referrers
+			if n == len(buf) {
+				return nil, false
+			}
+			buf[n] = k
+			n++
+			continue
+		}
 		switch {
-		case c == '/' || c == '?' || c == '#':
+		case k == hostEnd:
 			return hostIn(buf[:n])
-		case c == '@': // what came before was user info
+		case k == hostUserEnd: // what came before was user info
 			n, port, bracket = 0, false, false
 			continue
 		case port:
 			continue
-		case c == '[':
-			bracket = true
-		case c == ']':
-			bracket = false
-		case c == ':' && !bracket:
+		case k == hostInvalid:
+			return nil, false
+		case k == hostColon && !bracket:
 			port = true
 			continue
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		case !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':'):
-			return nil, false
+		case k == hostBracketOpen:
+			bracket = true
+		case k == hostBracketClose:
+			bracket = false
 		}
 		if n == len(buf) {
 			return nil, false
@@ -158,10 +176,41 @@ func referrerHost(referer []byte, buf *[fsm.MaxReferrerLen]byte) ([]byte, bool) 
 	return hostIn(buf[:n])
 }
 
+// What each byte of a referrer's authority is to referrerHost: one of
+// these marks, or (from hostChar up) the byte a host keeps, lower case.
+const (
+	hostInvalid      = iota // no host name holds it
+	hostEnd                 // '/', '?' or '#': the authority ends
+	hostUserEnd             // '@': what came before was user info
+	hostColon               // a port follows, unless inside brackets
+	hostBracketOpen         // an IPv6 literal starts
+	hostBracketClose        // and ends
+	hostChar
+)
+
+// hostBytes maps every byte to its mark or its lower-case self; it is
+// built once and never changed.
+var hostBytes = func() (t [256]byte) {
+	for c := range 256 {
+		b := byte(c)
+		switch {
+		case 'A' <= b && b <= 'Z':
+			t[c] = b + 'a' - 'A'
+		case 'a' <= b && b <= 'z', '0' <= b && b <= '9', b == '.', b == '-', b == '_':
+			t[c] = b
+		}
+	}
+	t['/'], t['?'], t['#'] = hostEnd, hostEnd, hostEnd
+	t['@'], t[':'], t['['], t[']'] = hostUserEnd, hostColon, hostBracketOpen, hostBracketClose
+	return t
+}()
+
 // hostIn checks a parsed host: not empty, without the root's trailing
 // dot, and not one of the names the answers use for no host and many.
 func hostIn(host []byte) ([]byte, bool) {
-	host = bytes.TrimSuffix(host, []byte("."))
+	if n := len(host); n > 0 && host[n-1] == '.' {
+		host = host[:n-1]
+	}
 	if len(host) == 0 || string(host) == fsm.Direct || string(host) == fsm.OtherReferrer {
 		return nil, false
 	}

@@ -184,6 +184,20 @@ func TestReferrerHost(t *testing.T) {
 	}
 }
 
+// TestVisitorWithoutHeaders: a request with no User-Agent skips the
+// agent cache, and must be recorded as the cache would have classified
+// it: an "other" browser, system and device, and not a bot.
+func TestVisitorWithoutHeaders(t *testing.T) {
+	if got := classesOf(nil); got != (fsm.Visitor{}) {
+		t.Fatalf("classesOf(no User-Agent) = %+v, want the zero visitor", got)
+	}
+	s := newTestServer(t, nil)
+	var ctx fasthttp.RequestCtx
+	if got := s.visitorOf(&ctx); got != (fsm.Visitor{}) {
+		t.Fatalf("a request without headers: %+v", got)
+	}
+}
+
 // TestWorkspaceStatsShowOnlyWhatTheKeyReads: a key of another workspace,
 // asking for this one or for all, sees none of its links.
 func TestWorkspaceStatsShowOnlyWhatTheKeyReads(t *testing.T) {

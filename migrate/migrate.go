@@ -1,15 +1,13 @@
 // Package migrate reads other URL shorteners' exports and turns them into
 // linkraft's import format (JSON Lines of short_code, original_url,
-// workspace, expires_at, title and tags, see POST /admin/import in
-// docs/API.md).
+// workspace, expires_at, title, tags, created_at and clicks, see POST
+// /admin/import in docs/API.md).
 //
-// Each reader keeps every value its format has, including those linkraft
-// does not store yet (titles, tags, creation times, click totals), so that
-// the caller can say plainly what a migration leaves behind, and so that a
-// later server that keeps them needs no new parser. Every link keeps the
-// line of the source file it came from, so the server's report, which
-// counts lines of the import body, can be mapped back to the file a person
-// knows.
+// Each reader keeps every value its format has, so that the caller can say
+// plainly what a migration keeps and what it leaves behind (a value
+// linkraft's rules do not allow). Every link keeps the line of the source
+// file it came from, so the server's report, which counts lines of the
+// import body, can be mapped back to the file a person knows.
 //
 // The formats, and the versions of the projects they were read from:
 //
@@ -59,10 +57,11 @@ type Link struct {
 	Workspace string     // "" when the source has none
 	ExpiresAt *time.Time // nil: never
 
-	// Values linkraft does not keep yet; counted as dropped.
+	// Values kept where linkraft's rules allow them, and counted as
+	// dropped where they do not.
 	Title     string
 	Tags      []string
-	CreatedAt *time.Time
+	CreatedAt *time.Time // nil: the source has none
 	Clicks    int64
 }
 
@@ -106,15 +105,27 @@ type Plan struct {
 	Send  []Link
 	Body  []byte
 	Lines []int
+	// kept[i] says what of Send[i] is kept, to count what the links the
+	// server created keep (KeptWithout).
+	kept []Kept
 	// Skipped are repeats of an earlier link of the file (same code, URL
 	// and workspace), which the server would skip too.
 	Skipped []Problem
 	// Refused are links the server would refuse, with the reason.
 	Refused []Problem
+	Kept    Kept
 	Dropped Dropped
 }
 
-// Dropped counts the values of the links sent that linkraft does not keep.
+// Kept counts the creation times and click totals of the links sent that
+// the import keeps: the formats that have them do not all have them for
+// every link.
+type Kept struct {
+	CreatedTimes, ClickTotals int
+}
+
+// Dropped counts the values of the links sent that linkraft does not keep
+// because its rules do not allow them; the links are sent without them.
 type Dropped struct {
 	Titles, Tags, CreatedTimes, ClickTotals int
 }
@@ -188,23 +199,24 @@ func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (
 			ExpiresAt   *string  `json:"expires_at,omitempty"`
 			Title       string   `json:"title,omitempty"`
 			Tags        []string `json:"tags,omitempty"`
+			CreatedAt   *string  `json:"created_at,omitempty"`
+			Clicks      int64    `json:"clicks,omitempty"`
 		}{ShortCode: l.Code, OriginalURL: target, Workspace: l.Workspace}
 		line.Title, line.Tags = keptTitleAndTags(l, &p.Dropped)
 		if l.ExpiresAt != nil {
 			s := l.ExpiresAt.UTC().Format(time.RFC3339)
 			line.ExpiresAt = &s
 		}
+		var kept Kept
+		line.CreatedAt, line.Clicks = keptHistory(l, now, &kept, &p.Dropped)
 		if err := enc.Encode(line); err != nil {
 			return nil, fmt.Errorf("line %d: encode: %w", l.Line, err)
 		}
 		p.Send = append(p.Send, l)
 		p.Lines = append(p.Lines, l.Line)
-		if l.CreatedAt != nil {
-			p.Dropped.CreatedTimes++
-		}
-		if l.Clicks > 0 {
-			p.Dropped.ClickTotals++
-		}
+		p.kept = append(p.kept, kept)
+		p.Kept.CreatedTimes += kept.CreatedTimes
+		p.Kept.ClickTotals += kept.ClickTotals
 	}
 	p.Body = body.Bytes()
 	sort.SliceStable(p.Refused, func(i, j int) bool { return p.Refused[i].Line < p.Refused[j].Line })
@@ -218,6 +230,20 @@ func (p *Plan) SourceLine(bodyLine int) int {
 		return 0
 	}
 	return p.Lines[bodyLine-1]
+}
+
+// KeptWithout is Kept less the links of the given body lines (1-based, as
+// the server's report counts them): what the links the server did not
+// refuse keep.
+func (p *Plan) KeptWithout(bodyLines []int) Kept {
+	k := p.Kept
+	for _, line := range bodyLines {
+		if line >= 1 && line <= len(p.kept) {
+			k.CreatedTimes -= p.kept[line-1].CreatedTimes
+			k.ClickTotals -= p.kept[line-1].ClickTotals
+		}
+	}
+	return k
 }
 
 // lineAt is the 1-based line of data that offset falls on.
@@ -246,6 +272,35 @@ func keptTitleAndTags(l Link, dropped *Dropped) (string, []string) {
 		}
 	}
 	return title, tags
+}
+
+// keptHistory is the creation time (RFC 3339, nil for none) and the click
+// total of l that linkraft can keep, counted in kept; what its rules do
+// not allow is counted as dropped rather than failing the whole link,
+// which is then created at the time of the import, or starts at 0 clicks.
+// The server takes a creation time after 1970 and not after its clock
+// (now is this machine's: one that runs ahead may still see a very recent
+// one refused), and at most fsm.MaxImportedClicks clicks.
+func keptHistory(l Link, now time.Time, kept *Kept, dropped *Dropped) (*string, int64) {
+	var created *string
+	if at := l.CreatedAt; at != nil {
+		if at.UnixMilli() > 0 && !at.After(now) {
+			s := at.UTC().Format(time.RFC3339Nano)
+			created = &s
+			kept.CreatedTimes++
+		} else {
+			dropped.CreatedTimes++
+		}
+	}
+	clicks := l.Clicks
+	switch {
+	case clicks > 0 && clicks <= fsm.MaxImportedClicks:
+		kept.ClickTotals++
+	case clicks != 0:
+		dropped.ClickTotals++
+		clicks = 0
+	}
+	return created, clicks
 }
 
 // splitTags splits a joined tag list, dropping empty entries.

@@ -128,18 +128,19 @@ func TestPlan(t *testing.T) {
 		send                    []int
 		skipped                 []int
 		refused                 map[int]string
+		kept                    Kept
 		dropped                 Dropped
 	}{
 		{"yourls", "yourls.json", "", []int{2, 5}, nil,
-			map[int]string{3: "custom_code", 4: "scheme"}, Dropped{CreatedTimes: 2, ClickTotals: 2}},
+			map[int]string{3: "custom_code", 4: "scheme"}, Kept{CreatedTimes: 2, ClickTotals: 2}, Dropped{}},
 		{"kutt", "kutt.json", "team", []int{6}, nil,
-			map[int]string{19: "custom_code", 28: "", 36: "expired"}, Dropped{CreatedTimes: 1, ClickTotals: 1}},
-		{"bitly", "bitly.json", "", []int{2}, nil,
-			map[int]string{3: "scheme", 4: "reserved"}, Dropped{Tags: 1, CreatedTimes: 1}}, // the tag "ünï": not a linkraft tag
+			map[int]string{19: "custom_code", 28: "", 36: "expired"}, Kept{CreatedTimes: 1, ClickTotals: 1}, Dropped{}},
+		{"bitly", "bitly.json", "", []int{2}, nil, // Bitly's answer has no clicks
+			map[int]string{3: "scheme", 4: "reserved"}, Kept{CreatedTimes: 1}, Dropped{Tags: 1}}, // the tag "ünï": not a linkraft tag
 		{"shlink", "shlink.csv", "", []int{2, 4}, nil,
-			map[int]string{3: "custom_code", 6: ""}, Dropped{Titles: 1, CreatedTimes: 2, ClickTotals: 2}}, // a title with a line break
+			map[int]string{3: "custom_code", 6: ""}, Kept{CreatedTimes: 2, ClickTotals: 2}, Dropped{Titles: 1}}, // a title with a line break
 		{"csv", "links.csv", "", []int{2, 3}, []int{4},
-			map[int]string{5: "line 3", 6: "custom_code", 7: "workspace"}, Dropped{CreatedTimes: 1, ClickTotals: 1}},
+			map[int]string{5: "line 3", 6: "custom_code", 7: "workspace"}, Kept{CreatedTimes: 1, ClickTotals: 1}, Dropped{}},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
@@ -172,8 +173,8 @@ func TestPlan(t *testing.T) {
 					t.Errorf("refused line %d: %q, want it to say %q", r.Line, r.Error, msg)
 				}
 			}
-			if p.Dropped != tc.dropped {
-				t.Errorf("dropped %+v, want %+v", p.Dropped, tc.dropped)
+			if p.Kept != tc.kept || p.Dropped != tc.dropped {
+				t.Errorf("kept %+v, dropped %+v; want %+v, %+v", p.Kept, p.Dropped, tc.kept, tc.dropped)
 			}
 			// The body is the server's import format, one line per link sent.
 			body := strings.Split(strings.TrimSuffix(string(p.Body), "\n"), "\n")
@@ -186,9 +187,16 @@ func TestPlan(t *testing.T) {
 					OriginalURL string  `json:"original_url"`
 					Workspace   string  `json:"workspace"`
 					ExpiresAt   *string `json:"expires_at"`
+					CreatedAt   *string `json:"created_at"`
+					Clicks      int64   `json:"clicks"`
 				}
 				if err := json.Unmarshal([]byte(line), &l); err != nil || l.ShortCode != p.Send[i].Code || l.OriginalURL != p.Send[i].URL {
 					t.Errorf("body line %d %q: %v", i+1, line, err)
+				}
+				// Creation times and clicks travel as the server reads them.
+				if sent := p.Send[i]; l.Clicks != sent.Clicks || (l.CreatedAt == nil) != (sent.CreatedAt == nil) ||
+					l.CreatedAt != nil && *l.CreatedAt != sent.CreatedAt.UTC().Format(time.RFC3339Nano) {
+					t.Errorf("body line %d %q: want created_at %v and clicks %d", i+1, line, sent.CreatedAt, sent.Clicks)
 				}
 				if tc.workspace != "" && l.Workspace != tc.workspace {
 					t.Errorf("body line %d %q: want workspace %s", i+1, line, tc.workspace)
@@ -201,5 +209,71 @@ func TestPlan(t *testing.T) {
 	}
 	if _, err := NewPlan(nil, "a b", false, now); err == nil {
 		t.Error("a bad --workspace was taken")
+	}
+}
+
+// TestPlanKeepsHistory: a creation time or click total the server would
+// refuse is dropped and counted, and the link is still sent; everything
+// else travels as read.
+func TestPlanKeepsHistory(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s string) *time.Time {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &tm
+	}
+	for _, tc := range []struct {
+		name          string
+		created       *time.Time
+		clicks        int64
+		wantCreatedAt string // "" when none is sent
+		wantClicks    int64
+		kept          Kept
+		dropped       Dropped
+	}{
+		{"both", at("2020-05-01T12:00:00+02:00"), 42, "2020-05-01T10:00:00Z", 42, Kept{1, 1}, Dropped{}},
+		{"milliseconds", at("2020-05-01T12:00:00.123Z"), 0, "2020-05-01T12:00:00.123Z", 0, Kept{CreatedTimes: 1}, Dropped{}},
+		{"neither", nil, 0, "", 0, Kept{}, Dropped{}},
+		{"created now", &now, 1, "2026-01-01T00:00:00Z", 1, Kept{1, 1}, Dropped{}},
+		{"created in the future", at("2026-01-01T00:00:01Z"), 0, "", 0, Kept{}, Dropped{CreatedTimes: 1}},
+		{"created at 1970's first instant", at("1970-01-01T00:00:00Z"), 0, "", 0, Kept{}, Dropped{CreatedTimes: 1}},
+		{"created before 1970", at("1969-12-31T23:59:59Z"), 0, "", 0, Kept{}, Dropped{CreatedTimes: 1}},
+		{"negative clicks", nil, -3, "", 0, Kept{}, Dropped{ClickTotals: 1}},
+		{"the largest total", nil, 1_000_000_000_000, "", 1_000_000_000_000, Kept{ClickTotals: 1}, Dropped{}},
+		{"more clicks than any link had", nil, 1_000_000_000_001, "", 0, Kept{}, Dropped{ClickTotals: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewPlan([]Link{{Line: 2, Code: "moved", URL: "https://example.com/", CreatedAt: tc.created, Clicks: tc.clicks}}, "", false, now)
+			if err != nil || len(p.Send) != 1 {
+				t.Fatalf("plan %+v, %v: want the link sent", p, err)
+			}
+			if p.Kept != tc.kept || p.Dropped != tc.dropped {
+				t.Errorf("kept %+v, dropped %+v; want %+v, %+v", p.Kept, p.Dropped, tc.kept, tc.dropped)
+			}
+			var line struct {
+				CreatedAt *string `json:"created_at"`
+				Clicks    *int64  `json:"clicks"`
+			}
+			if err := json.Unmarshal(p.Body, &line); err != nil {
+				t.Fatal(err)
+			}
+			sent := ""
+			if line.CreatedAt != nil {
+				sent = *line.CreatedAt
+			}
+			if sent != tc.wantCreatedAt {
+				t.Errorf("created_at %q, want %q", sent, tc.wantCreatedAt)
+			}
+			if tc.wantClicks == 0 && line.Clicks != nil || tc.wantClicks != 0 && (line.Clicks == nil || *line.Clicks != tc.wantClicks) {
+				t.Errorf("clicks %v, want %d (none sent for 0)", line.Clicks, tc.wantClicks)
+			}
+			// What the links the server refused would have kept is not
+			// counted as kept.
+			if k := p.KeptWithout([]int{1}); k != (Kept{}) {
+				t.Errorf("kept without the only line: %+v", k)
+			}
+		})
 	}
 }

@@ -67,6 +67,7 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  would skip   %d (repeats of an earlier line)\n", len(plan.Skipped))
 		fmt.Fprintf(stdout, "  would refuse %d\n", len(refused))
 		printProblems(stdout, name, refused)
+		printKept(stdout, "would keep", plan.Kept)
 		printDropped(stdout, plan.Dropped)
 		if len(refused) > 0 {
 			return 1
@@ -92,12 +93,21 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	failed := refused
+	var failedLines []int
 	for _, f := range report.Failed {
 		failed = append(failed, migrate.Problem{Line: plan.SourceLine(f.Line), Error: f.Error})
+		failedLines = append(failedLines, f.Line)
 	}
 	fmt.Fprintf(stdout, "created %d, skipped %d (already there with the same URL, or repeated in the file), failed %d\n",
 		report.Created, report.Skipped+len(plan.Skipped), len(failed))
 	printProblems(stdout, name, failed)
+	// The report says how many lines were skipped, not which: a skipped
+	// link keeps what the cluster already had, so the count is a bound.
+	verb := "kept"
+	if report.Skipped > 0 {
+		verb = "kept at most"
+	}
+	printKept(stdout, verb, plan.KeptWithout(failedLines))
 	printDropped(stdout, plan.Dropped)
 	if len(failed) > 0 {
 		return 1
@@ -114,6 +124,17 @@ func printProblems(w io.Writer, file string, ps []migrate.Problem) {
 	}
 }
 
+// printKept says how many of the links sent bring their creation time and
+// click total: a format has them for some links only (a YOURLS link never
+// clicked), and readers should know what the imported totals are.
+func printKept(w io.Writer, verb string, k migrate.Kept) {
+	if k == (migrate.Kept{}) {
+		return
+	}
+	fmt.Fprintf(w, "%s creation times: %d, click totals: %d (imported clicks count in a link's total, not in its clicks per hour or visitor breakdowns)\n",
+		verb, k.CreatedTimes, k.ClickTotals)
+}
+
 // printDropped says which values of the links sent linkraft does not keep,
 // and why, so nobody finds out later.
 func printDropped(w io.Writer, d migrate.Dropped) {
@@ -128,9 +149,9 @@ func printDropped(w io.Writer, d migrate.Dropped) {
 		fmt.Fprintf(w, "  %d tags: not 1-40 of letters, digits, '_', '.' and '-', or past the 10 a link may have\n", d.Tags)
 	}
 	if d.CreatedTimes > 0 {
-		fmt.Fprintf(w, "  %d creation times: an imported link is created now\n", d.CreatedTimes)
+		fmt.Fprintf(w, "  %d creation times: before 1970 or in the future; those links are created at the import\n", d.CreatedTimes)
 	}
 	if d.ClickTotals > 0 {
-		fmt.Fprintf(w, "  %d click totals: an imported link starts at 0 clicks\n", d.ClickTotals)
+		fmt.Fprintf(w, "  %d click totals: negative or over 10^12; those links start at 0 clicks\n", d.ClickTotals)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestImportMapsLinesBack(t *testing.T) {
 		"created 1, skipped 1", "failed 5",
 		"links.csv:3: code plain is taken", // body line 2 is the file's line 3
 		"links.csv:6: custom_code",
-		"1 click totals: an imported link starts at 0 clicks",
+		"kept creation times: 1, click totals: 1", // promo-2030's
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -30,8 +31,50 @@ func TestImportMapsLinesBack(t *testing.T) {
 	req := n.only(t)
 	lines := strings.Split(strings.TrimSpace(string(req.body)), "\n")
 	if req.ctype != "application/x-ndjson" || len(lines) != 2 || !strings.Contains(lines[1], `"workspace":"moved"`) ||
-		!strings.Contains(lines[0], `"workspace":"marketing"`) {
+		!strings.Contains(lines[0], `"workspace":"marketing"`) || !strings.Contains(lines[0], `"created_at":"2025-01-01T00:00:00Z","clicks":100`) {
 		t.Fatalf("sent %s %q", req.ctype, req.body)
+	}
+}
+
+// TestImportSaysWhatItKeeps: creation times and click totals are sent
+// and reported as kept; one the server would refuse is left out and
+// reported as dropped, and its link is still imported.
+func TestImportSaysWhatItKeeps(t *testing.T) {
+	n := startFakeNode(t, map[string]cannedAnswer{
+		"POST /admin/import": jsonAnswer(`{"created":3,"skipped":0,"failed":[]}`),
+	})
+	file := filepath.Join(t.TempDir(), "links.csv")
+	csv := "short_code,original_url,created_at,clicks\n" +
+		"kept,https://example.com/kept,2020-05-01T12:00:00Z,42\n" +
+		"future,https://example.com/future,2999-01-01T00:00:00Z,3\n" +
+		"absurd,https://example.com/absurd,,2000000000000\n"
+	if err := os.WriteFile(file, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "import", "--from", "csv", "--dry-run", file)
+	if code != 0 || !strings.Contains(out, "would keep creation times: 1, click totals: 2") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "import", "--from", "csv", "--addr", n.addr, "--key", "lr_admin", file)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"created 3, skipped 0",
+		"kept creation times: 1, click totals: 2",
+		"1 creation times: before 1970 or in the future; those links are created at the import",
+		"1 click totals: negative or over 10^12; those links start at 0 clicks",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	want := `{"short_code":"kept","original_url":"https://example.com/kept","created_at":"2020-05-01T12:00:00Z","clicks":42}
+{"short_code":"future","original_url":"https://example.com/future","clicks":3}
+{"short_code":"absurd","original_url":"https://example.com/absurd"}
+`
+	if got := string(n.only(t).body); got != want {
+		t.Errorf("sent:\n%s\nwant:\n%s", got, want)
 	}
 }
 

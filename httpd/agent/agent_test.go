@@ -115,7 +115,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestCacheAgreesWithClassify(t *testing.T) {
-	c := NewCache(64)
+	c := NewCache(64, Classify)
 	for range 2 { // the second round is served from the cache
 		for _, tc := range uaTests {
 			if got := c.Classify([]byte(tc.ua)); got != tc.want {
@@ -128,7 +128,7 @@ func TestCacheAgreesWithClassify(t *testing.T) {
 // A cache of one slot keeps only the last User-Agent; every other must
 // still be classified right, not served the neighbour's class.
 func TestCacheCollisions(t *testing.T) {
-	c := NewCache(1)
+	c := NewCache(1, Classify)
 	for range 3 {
 		for _, tc := range uaTests {
 			if got := c.Classify([]byte(tc.ua)); got != tc.want {
@@ -141,7 +141,7 @@ func TestCacheCollisions(t *testing.T) {
 // The caller's buffer is reused by fasthttp after the request; the cache
 // must have kept its own copy.
 func TestCacheCopiesKey(t *testing.T) {
-	c := NewCache(16)
+	c := NewCache(16, Classify)
 	buf := []byte("Googlebot/2.1")
 	c.Classify(buf)
 	copy(buf, "Slackbot 1.0")
@@ -151,7 +151,7 @@ func TestCacheCopiesKey(t *testing.T) {
 }
 
 func TestLongUserAgentsAreClassifiedNotCached(t *testing.T) {
-	c := NewCache(16)
+	c := NewCache(16, Classify)
 	long := []byte(uaTests[0].ua + strings.Repeat(" x", MaxCachedLen))
 	if got := c.Classify(long); got != uaTests[0].want {
 		t.Errorf("long User-Agent: %+v", got)
@@ -168,14 +168,14 @@ func TestNewCacheSize(t *testing.T) {
 		{-1, 1}, {0, 1}, {1, 1}, {2, 2}, {3, 4}, {1000, 1024}, {1024, 1024},
 		{MaxCacheSize + 1, MaxCacheSize},
 	} {
-		if got := len(NewCache(tc.size).slots); got != tc.slots {
+		if got := len(NewCache(tc.size, Classify).slots); got != tc.slots {
 			t.Errorf("NewCache(%d) has %d slots, want %d", tc.size, got, tc.slots)
 		}
 	}
 }
 
 func TestNoAllocations(t *testing.T) {
-	c := NewCache(64)
+	c := NewCache(64, Classify)
 	for _, tc := range uaTests {
 		ua := []byte(tc.ua)
 		c.Classify(ua)
@@ -191,7 +191,7 @@ func TestNoAllocations(t *testing.T) {
 // TestCacheConcurrent is for the race detector: goroutines share slots,
 // hitting and replacing each other's entries.
 func TestCacheConcurrent(t *testing.T) {
-	c := NewCache(8)
+	c := NewCache(8, Classify)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -225,7 +225,7 @@ func FuzzClassify(f *testing.F) {
 	for _, tc := range uaTests {
 		f.Add([]byte(tc.ua))
 	}
-	c := NewCache(4)
+	c := NewCache(4, Classify)
 	f.Fuzz(func(t *testing.T, ua []byte) {
 		orig := bytes.Clone(ua)
 		got := Classify(ua)
@@ -251,7 +251,7 @@ func FuzzClassify(f *testing.F) {
 var sink Class
 
 func BenchmarkCacheHit(b *testing.B) {
-	c := NewCache(1024)
+	c := NewCache(1024, Classify)
 	ua := []byte(uaTests[0].ua)
 	c.Classify(ua)
 	b.ReportAllocs()
@@ -263,7 +263,7 @@ func BenchmarkCacheHit(b *testing.B) {
 // BenchmarkCacheMiss classifies and stores on every call: a one-slot cache
 // fed alternating User-Agents.
 func BenchmarkCacheMiss(b *testing.B) {
-	c := NewCache(1)
+	c := NewCache(1, Classify)
 	uas := make([][]byte, 64)
 	for i := range uas {
 		uas[i] = fmt.Appendf(nil, "%s Build/%d", uaTests[0].ua, i)

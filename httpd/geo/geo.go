@@ -22,6 +22,10 @@ type Table struct {
 
 	v4Start []uint32
 	v4Index []byte
+	// v4Block[p] is the index of the first start at or above p<<16, for
+	// every 16-bit prefix p and one past the last: a lookup searches only
+	// the few ranges that start inside its address's /16.
+	v4Block []uint32
 
 	v6High  []uint64
 	v6Low   []uint64
@@ -44,7 +48,7 @@ func parse(data []byte) (*Table, error) {
 	codes := append([]string{""}, f.Codes...)
 	return &Table{
 		version: f.Version, date: f.Date, codes: codes,
-		v4Start: f.V4Start, v4Index: f.V4Index,
+		v4Start: f.V4Start, v4Index: f.V4Index, v4Block: blocks(f.V4Start),
 		v6High: f.V6High, v6Low: f.V6Low, v6Index: f.V6Index,
 	}, nil
 }
@@ -66,7 +70,7 @@ func (t *Table) Country(addr netip.Addr) string {
 	switch {
 	case addr.Is4():
 		b := addr.As4()
-		return t.codes[t.v4Index[last(t.v4Start, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))]]
+		return t.codes[t.v4Index[t.last4(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))]]
 	case addr.Is6():
 		b := addr.As16()
 		hi, lo := be64(b[:8]), be64(b[8:])
@@ -75,14 +79,28 @@ func (t *Table) Country(addr netip.Addr) string {
 	return ""
 }
 
-// last returns the index of the last start <= x. starts[0] is 0, so there
-// always is one.
-func last(starts []uint32, x uint32) int {
-	i, found := slices.BinarySearch(starts, x)
-	if found {
-		return i
+// blocks indexes sorted starts by their top 16 bits (see Table.v4Block).
+func blocks(starts []uint32) []uint32 {
+	b := make([]uint32, 1<<16+1)
+	i := 0
+	for p := range b {
+		for i < len(starts) && starts[i]>>16 < uint32(p) {
+			i++
+		}
+		b[p] = uint32(i)
 	}
-	return i - 1
+	return b
+}
+
+// last4 returns the index of the last start <= x. starts[0] is 0, so there
+// always is one: in x's /16, or else the last one before it.
+func (t *Table) last4(x uint32) int {
+	lo, hi := int(t.v4Block[x>>16]), int(t.v4Block[x>>16+1])
+	i, found := slices.BinarySearch(t.v4Start[lo:hi], x)
+	if found {
+		return lo + i
+	}
+	return lo + i - 1
 }
 
 // last6 is last for 128-bit starts kept as high and low halves.

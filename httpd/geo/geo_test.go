@@ -3,6 +3,7 @@ package geo
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -138,7 +139,7 @@ func TestSpecialRangesHaveNoCountry(t *testing.T) {
 		}
 		// The table has one range covering the whole prefix.
 		if first.Is4() {
-			if last(table.v4Start, u32(first)) != last(table.v4Start, u32(final)) {
+			if table.last4(u32(first)) != table.last4(u32(final)) {
 				t.Errorf("%s is split across ranges", p)
 			}
 		}
@@ -157,6 +158,31 @@ func lastOf(p netip.Prefix) netip.Addr {
 func u32(a netip.Addr) uint32 {
 	b := a.As4()
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// The /16 index finds the same range as a search of every start would, at
+// each range's first and last address and at every /16's edges.
+func TestBlockIndexAgreesWithFullSearch(t *testing.T) {
+	full := func(x uint32) int {
+		i, found := slices.BinarySearch(table.v4Start, x)
+		if found {
+			return i
+		}
+		return i - 1
+	}
+	check := func(x uint32) {
+		if got, want := table.last4(x), full(x); got != want {
+			t.Fatalf("last4(%#08x) = %d, a full search finds %d", x, got, want)
+		}
+	}
+	for _, s := range table.v4Start {
+		check(s)
+		check(s - 1) // the previous range's last address (wraps at 0 to the top)
+	}
+	for p := range uint32(1 << 16) {
+		check(p << 16)
+		check(p<<16 | 0xffff)
+	}
 }
 
 // Adjacent ranges never repeat a country: the generator merged them.
