@@ -115,7 +115,7 @@ type Node struct {
 	raft      *raft.Raft
 	layer     *secure.StreamLayer
 	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore
+	store     *boltStore // raft.db: the log and stable store (storepages.go)
 	// addrs is where each server is now: what gossip says, else the
 	// configuration (addresses.go).
 	addrs *addressBook
@@ -321,7 +321,8 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err := verifyLog(store); err != nil {
 		return false, damaged(err, dir)
 	}
-	logs, err := raft.NewLogCache(1024, store)
+	stable := newBoltStore(store, dbPath)
+	logs, err := raft.NewLogCache(1024, stable)
 	if err != nil {
 		return false, fmt.Errorf("open log cache: %w", err)
 	}
@@ -376,7 +377,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond
-	r, err := raft.NewRaft(rc, n.machine, logs, store, snaps, checkedTransport{transport})
+	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
 	if err != nil {
 		// A snapshot Raft could not restore is damage an operator repairs.
 		if serr := checkSnapshots(snaps); serr != nil {
@@ -384,10 +385,13 @@ func (n *Node) openRaft() (hasState bool, err error) {
 		}
 		return false, fmt.Errorf("start raft: %w", err)
 	}
-	n.raft, n.layer, n.transport, n.store = r, layer, transport, store
+	n.raft, n.layer, n.transport, n.store = r, layer, transport, stable
 	n.addrs.raft.Store(r)
+	// The start-up check (verifyLog) read the whole log through bbolt's
+	// map; none of it needs to stay in the process.
+	n.releaseStorePages()
 
-	hasState, err = raft.HasExistingState(logs, store, snaps)
+	hasState, err = raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}

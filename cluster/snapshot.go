@@ -54,5 +54,8 @@ func (n *Node) runVolumeSnapshots() {
 		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.log.Warn("snapshot after a large log volume failed", "err", err)
 		}
+		// The volume just written, and the compaction that followed the
+		// snapshot, left raft.db's pages resident.
+		n.releaseStorePages()
 	}
 }

@@ -46,6 +46,9 @@ type Writes interface {
 	SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error)
 	Visit(ctx context.Context, code string, visitor fsm.Visitor) (uint64, error)
 	ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *cluster.BulkCreates
+	// ImportDone puts away what an import left (the memory of its log
+	// entries); it returns when done.
+	ImportDone()
 	CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error
 	RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -156,11 +155,11 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 		body = bytes.NewReader(ctx.PostBody())
 	}
 	report, index, read := s.importBody(body, keyID(ctx))
-	// The import's chunks, parsed lines and results are garbage now, as
-	// much as the links it created: hand the memory back to the operating
-	// system at once rather than keep it until the heap grows into it (as
-	// after a restore).
-	go debug.FreeOSMemory()
+	// The import's chunks, parsed lines and results are garbage now, and
+	// its log entries and the pages of raft.db they touched are kept for
+	// nothing: the node puts them away and hands the memory back to the
+	// operating system (as after a restore) while the answer goes out.
+	go s.node.Writes.ImportDone()
 	if read.err != nil {
 		status := fasthttp.StatusBadRequest
 		var timeout interface{ Timeout() bool }
