@@ -40,35 +40,6 @@ func (n *node) moveTo(t *testing.T, ip string) {
 	fmt.Fprintf(n.out, "\n=== harness: moved to http %s raft %s gossip %s ===\n", n.httpAddr, n.raftAddr, n.gossipAddr)
 }
 
-// freePortOn is freePort on another loopback address.
-func freePortOn(t *testing.T, ip string, udpToo bool) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			t.Fatalf("listen on %s for a free port: %v", ip, err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if udpToo {
-			u, err := net.ListenPacket("udp", net.JoinHostPort(ip, itoa(port)))
-			if err != nil {
-				continue
-			}
-			u.Close()
-		}
-		portRegistry.mu.Lock()
-		taken := portRegistry.used[port]
-		portRegistry.used[port] = true
-		portRegistry.mu.Unlock()
-		if !taken {
-			return port
-		}
-	}
-	t.Fatalf("no free port on %s found in 50 attempts", ip)
-	return 0
-}
-
 // waitAddresses polls /admin/cluster on via until the configuration lists
 // every node of nodes at its current Raft and HTTP addresses (bounded).
 func waitAddresses(t *testing.T, timeout time.Duration, via *node, nodes ...*node) {

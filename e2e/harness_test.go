@@ -155,19 +155,27 @@ var portRegistry = struct {
 	used map[int]bool
 }{used: map[int]bool{}}
 
-// freePort returns a loopback port that is free for TCP and, when udpToo is
-// set, also for UDP (memberlist binds both on the gossip port).
+// freePort returns a port of 127.0.0.1 that is free for TCP and, when
+// udpToo is set, also for UDP (memberlist binds both on the gossip port).
 func freePort(t *testing.T, udpToo bool) int {
 	t.Helper()
+	return freePortOn(t, "127.0.0.1", udpToo)
+}
+
+// freePortOn returns a port of the loopback address ip that is free for
+// TCP and, when udpToo is set, also for UDP; no port is handed out twice
+// in one test run.
+func freePortOn(t *testing.T, ip string, udpToo bool) int {
+	t.Helper()
 	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 		if err != nil {
-			t.Fatalf("listen for a free port: %v", err)
+			t.Fatalf("listen on %s for a free port: %v", ip, err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		if udpToo {
-			u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+			u, err := net.ListenPacket("udp", net.JoinHostPort(ip, itoa(port)))
 			if err != nil {
 				continue
 			}
@@ -181,7 +189,7 @@ func freePort(t *testing.T, udpToo bool) int {
 			return port
 		}
 	}
-	t.Fatal("no free loopback port found in 50 attempts")
+	t.Fatalf("no free port on %s found in 50 attempts", ip)
 	return 0
 }
 
