@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -140,6 +141,11 @@ func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandl
 			}
 		}
 		next(ctx)
+		// The body and the copy the forwarder sent are garbage now, up to
+		// twice the import's size: hand it back at once rather than keep
+		// it until the heap grows into it.
+		ctx.Request.ReleaseBody(0)
+		go debug.FreeOSMemory()
 	}
 }
 
@@ -149,12 +155,18 @@ func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandl
 // cluster cannot take writes, the remaining lines are not attempted.
 func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 	var body io.Reader
-	if b := streamedBodyOf(ctx); b != nil {
-		body = b
+	streamed := streamedBodyOf(ctx)
+	if streamed != nil {
+		body = streamed
 	} else {
 		body = bytes.NewReader(ctx.PostBody())
 	}
 	report, index, read := s.importBody(body, keyID(ctx))
+	if streamed == nil {
+		// A body read whole (an import another node forwarded) is not
+		// needed past this point: let it go with the rest below.
+		ctx.Request.ReleaseBody(0)
+	}
 	// The import's chunks, parsed lines and results are garbage now, and
 	// its log entries and the pages of raft.db they touched are kept for
 	// nothing: the node puts them away and hands the memory back to the

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Memory after an import sent to a follower, which reads the body whole and
+# forwards it to the leader (the leader's cluster port reads it whole too):
+#   1. node1 starts alone; node2 and node3 start empty and are added with
+#      POST /admin/join (SERVERS=2 leaves node3 out);
+#   2. N links (~110-byte URLs, distinct 8-character custom codes, as
+#      bench/scale.sh makes them) are imported through node2's
+#      POST /admin/import; the report and the time until node2's own
+#      linkraft_links gauge reaches N;
+#   3. 15 s later: RSS (from /proc) of the follower and of the leader.
+# Usage: bench/import-forward.sh [links (1000000)]. Needs curl and awk.
+# Only 127.0.0.1 is used; every node is stopped on exit (LINKRAFT_BIN: a
+# prebuilt binary instead of building ./cmd/linkraft). The nodes share a
+# random --admin-token, which the admin calls carry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+links=${1:-1000000}
+servers=${SERVERS:-3}
+[[ $links =~ ^[1-9][0-9]*$ ]] || { echo "usage: bench/import-forward.sh [links]" >&2; exit 2; }
+[[ $servers =~ ^[23]$ ]] || { echo "bench/import-forward.sh: SERVERS is 2 or 3" >&2; exit 2; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+token=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+auth="Authorization: Bearer $token"
+bin=${LINKRAFT_BIN:-$tmp/linkraft}
+[ -n "${LINKRAFT_BIN:-}" ] || go build -o "$bin" ./cmd/linkraft
+
+awk -v n="$links" 'BEGIN {
+	for (i = 0; i < n; i++)
+		printf "{\"short_code\":\"k%07d\",\"original_url\":\"https://www.example-shop.com/catalogue/category-%03d/products/item-%08d?utm_medium=email&utm_source=newsletter\",\"workspace\":\"default\"}\n", i, i % 1000, i
+}' >"$tmp/links.jsonl"
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+rss_mb() {
+	awk '/^VmRSS/ { r = $2 } /^RssAnon/ { a = $2 } /^RssFile/ { f = $2 }
+		END { printf "%.0f MB (anonymous %.0f, files %.0f)", r / 1024, a / 1024, f / 1024 }' "/proc/$1/status"
+}
+metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m { printf "%.0f", $2 }'; }
+wait_for() { # description, timeout in 0.05 s steps, command...
+	local what=$1 steps=$2
+	shift 2
+	for _ in $(seq "$steps"); do "$@" && return 0; sleep 0.05; done
+	echo "bench/import-forward.sh: timed out waiting for $what; the nodes' logs end:" >&2
+	tail -n 5 "$tmp"/*.log >&2
+	exit 1
+}
+healthy() { curl -sf "http://$1/health" >/dev/null; }
+listening() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/health")" != 000 ]; }
+holds_all() { [ "$(metric "$1" linkraft_links)" = "$links" ]; }
+
+start() { # id, http port, raft port, gossip port, extra flags...
+	local id=$1 http=$2 raft=$3 gossip=$4
+	shift 4
+	"$bin" serve --id "$id" --data-dir "$tmp/$id" --http-addr "127.0.0.1:$http" \
+		--raft-addr "127.0.0.1:$raft" --gossip-addr "127.0.0.1:$gossip" --admin-token "$token" --create-rate 0 \
+		--log-level warn "$@" 2>>"$tmp/$id.log" &
+	pid=$!
+	pids+=("$pid")
+}
+join() { # id, http port, raft port, gossip port
+	start "$1" "$2" "$3" "$4" --bootstrap-expect 2
+	wait_for "$1 to listen" 200 listening "127.0.0.1:$2"
+	curl -sSf -o /dev/null -H "$auth" -H 'Content-Type: application/json' \
+		-d "{\"id\":\"$1\",\"raft_addr\":\"127.0.0.1:$3\",\"http_addr\":\"127.0.0.1:$2\"}" "http://$n1/admin/join"
+	wait_for "$1 to be ready" 400 healthy "127.0.0.1:$2"
+}
+
+n1=127.0.0.1:28781
+n2=127.0.0.1:28782
+echo "machine: $(nproc) cores, $(uname -m), $(date -u '+%F %T') UTC; $servers servers; $links links of ~110-byte URLs"
+start node1 28781 28801 28761
+leader=$pid
+wait_for "node1" 200 healthy "$n1"
+join node2 28782 28802 28762
+follower=$pid
+[ "$servers" = 2 ] || join node3 28783 28803 28763
+sleep 2 # let the joiners settle: the import should meet a quiet cluster
+
+t0=$(now)
+curl -sS -o "$tmp/report" -H "$auth" --data-binary @"$tmp/links.jsonl" "http://$n2/admin/import"
+echo "import answer   $(head -c 160 "$tmp/report")"
+if grep -q "\"created\":$links" "$tmp/report"; then
+	wait_for "node2 to hold every link" 1200 holds_all "$n2"
+	echo "import          $(since "$t0") s until the follower holds all $links links"
+else
+	echo "import          failed after $(since "$t0") s; the nodes' warnings:"
+	grep -h 'level=WARN' "$tmp"/*.log | cut -c1-200 | head -n 8
+fi
+sleep 15
+echo "follower        RSS $(rss_mb "$follower")"
+echo "leader          RSS $(rss_mb "$leader")"
