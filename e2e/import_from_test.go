@@ -9,9 +9,10 @@ import (
 )
 
 // TestImportFromCSV imports a fixture of package migrate into a
-// three-node cluster with "linkraft import --from csv" through a follower,
-// then reads the links back on every node: codes, targets, workspaces,
-// expiry, titles, tags, creation times and click totals are kept.
+// three-node cluster with "linkraft import --from csv" named a follower
+// (which sends it on to the leader), then reads the links back on every
+// node: codes, targets, workspaces, expiry, titles, tags, creation times
+// and click totals are kept.
 func TestImportFromCSV(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -40,6 +41,7 @@ func TestImportFromCSV(t *testing.T) {
 	// Some lines are refused, so the exit status is 1 and the report says which.
 	out, err = cli(fixture)
 	if err == nil || !strings.Contains(out, "created 2, skipped 1") || !strings.Contains(out, "links.csv:5: code plain is already used by line 3") ||
+		!strings.Contains(out, "sending the import to the leader") ||
 		strings.Contains(out, "not kept") || !strings.Contains(out, "kept creation times: 1, click totals: 1") {
 		t.Fatalf("import: %v\n%s", err, out)
 	}

@@ -83,6 +83,21 @@ func (n *fakeNode) only(t *testing.T) seenRequest {
 	return reqs[0]
 }
 
+// sent returns the single request the node got for method and path.
+func (n *fakeNode) sent(t *testing.T, method, path string) seenRequest {
+	t.Helper()
+	var found []seenRequest
+	for _, r := range n.requests() {
+		if r.method == method && r.path == path {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("node got %d %s %s, want 1: %+v", len(found), method, path, n.requests())
+	}
+	return found[0]
+}
+
 func jsonAnswer(body string) cannedAnswer {
 	return cannedAnswer{status: 200, ctype: "application/json", body: body}
 }

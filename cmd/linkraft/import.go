@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,7 +85,8 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		} `json:"failed"`
 	}
 	if len(plan.Send) > 0 {
-		answer, code := o.call("import", fs, stderr, fasthttp.MethodPost, "/admin/import", "application/x-ndjson", plan.Body)
+		to := o.importTarget(stdout)
+		answer, code := to.call("import", fs, stderr, fasthttp.MethodPost, "/admin/import", "application/x-ndjson", plan.Body)
 		if code >= 0 {
 			return code
 		}
@@ -154,4 +156,48 @@ func printDropped(w io.Writer, d migrate.Dropped) {
 	if d.ClickTotals > 0 {
 		fmt.Fprintf(w, "  %d click totals: negative or over 10^12; those links start at 0 clicks\n", d.ClickTotals)
 	}
+}
+
+// importTarget is where an import goes: to the leader when the node named
+// can say which one it is and the leader answers there, else to the node
+// named. The leader reads an import as it arrives; any other node reads it
+// whole and forwards it, which on a busy machine can cost the leader its
+// leadership (docs/API.md). Nothing is sent before the leader answered a
+// probe, so a failed try never leaves an import half sent.
+func (o *adminOpts) importTarget(stdout io.Writer) *adminOpts {
+	c, err := o.client("import")
+	if err != nil {
+		return o // the call reports it
+	}
+	named, err := url.Parse(c.base)
+	if err != nil {
+		return o
+	}
+	// A follower forwards this question to the leader, so the answer is
+	// the leader's view: which server leads, and at what HTTP address.
+	answer, err := c.do(fasthttp.MethodGet, "/admin/cluster", "", nil)
+	var doc clusterDoc
+	if err != nil || json.Unmarshal(answer, &doc) != nil {
+		return o
+	}
+	for _, s := range doc.Servers {
+		if !s.Leader || s.HTTPAddr == "" || s.HTTPAddr == named.Host {
+			continue
+		}
+		at := *named
+		at.Host = s.HTTPAddr // the scheme and any path stay the node named's
+		leader := *o
+		leader.addr = at.String()
+		probe, err := leader.client("import")
+		if err != nil {
+			return o
+		}
+		probe.timeout = min(probe.timeout, 2*time.Second)
+		if _, err := probe.do(fasthttp.MethodGet, "/health/live", "", nil); err != nil {
+			return o
+		}
+		fmt.Fprintf(stdout, "sending the import to the leader, %s at %s\n", s.ID, s.HTTPAddr)
+		return &leader
+	}
+	return o
 }

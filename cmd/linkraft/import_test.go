@@ -28,7 +28,7 @@ func TestImportMapsLinesBack(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	req := n.only(t)
+	req := n.sent(t, "POST", "/admin/import")
 	lines := strings.Split(strings.TrimSpace(string(req.body)), "\n")
 	if req.ctype != "application/x-ndjson" || len(lines) != 2 || !strings.Contains(lines[1], `"workspace":"moved"`) ||
 		!strings.Contains(lines[0], `"workspace":"marketing"`) || !strings.Contains(lines[0], `"created_at":"2025-01-01T00:00:00Z","clicks":100`) {
@@ -73,7 +73,7 @@ func TestImportSaysWhatItKeeps(t *testing.T) {
 {"short_code":"future","original_url":"https://example.com/future","clicks":3}
 {"short_code":"absurd","original_url":"https://example.com/absurd"}
 `
-	if got := string(n.only(t).body); got != want {
+	if got := string(n.sent(t, "POST", "/admin/import").body); got != want {
 		t.Errorf("sent:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -93,4 +93,47 @@ func TestImportUsage(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "would create 1") || !strings.Contains(out, "reserved word") {
 		t.Fatalf("dry run: exit %d\n%s", code, out)
 	}
+}
+
+// TestImportGoesToTheLeader: named a follower, the import is sent to the
+// leader, which reads it as it arrives, once the leader answered a probe;
+// with a leader that does not answer, it goes to the node named.
+func TestImportGoesToTheLeader(t *testing.T) {
+	leader := startFakeNode(t, map[string]cannedAnswer{
+		"GET /health/live":   jsonAnswer(`{"status":"alive"}`),
+		"POST /admin/import": jsonAnswer(`{"created":2,"skipped":0,"failed":[]}`),
+	})
+	followerOf := func(leaderHTTP string) *fakeNode {
+		return startFakeNode(t, map[string]cannedAnswer{
+			"GET /admin/cluster": jsonAnswer(`{"node_id":"n2","role":"follower","http_addr":"127.0.0.1:1","servers":[` +
+				`{"id":"n1","http_addr":"` + leaderHTTP + `","suffrage":"Voter","leader":true},` +
+				`{"id":"n2","http_addr":"127.0.0.1:1","suffrage":"Voter","leader":false}]}`),
+			"POST /admin/import": jsonAnswer(`{"created":2,"skipped":0,"failed":[]}`),
+		})
+	}
+	file := filepath.Join(t.TempDir(), "links.csv")
+	if err := os.WriteFile(file, []byte("short_code,original_url\nfirst,https://example.com/a\nsecond,https://example.com/b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	follower := followerOf(leader.addr)
+	code, out, errOut := runCmd(t, "import", "--from", "csv", "--addr", follower.addr, "--key", "lr_admin", file)
+	if code != 0 || !strings.Contains(out, "sending the import to the leader, n1 at "+leader.addr) || !strings.Contains(out, "created 2") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if req := leader.sent(t, "POST", "/admin/import"); req.auth != "Bearer lr_admin" || !strings.Contains(string(req.body), `"short_code":"second"`) {
+		t.Fatalf("the leader got %+v", req)
+	}
+	for _, r := range follower.requests() {
+		if r.method == "POST" {
+			t.Fatalf("the follower got the import too: %+v", r)
+		}
+	}
+
+	unreachable := followerOf("127.0.0.1:1")
+	code, out, errOut = runCmd(t, "import", "--from", "csv", "--addr", unreachable.addr, "--key", "lr_admin", file)
+	if code != 0 || strings.Contains(out, "sending the import to the leader") {
+		t.Fatalf("leader not answering: exit %d\n%s%s", code, out, errOut)
+	}
+	unreachable.sent(t, "POST", "/admin/import")
 }
