@@ -39,9 +39,6 @@ type addressBook struct {
 
 	mu     sync.RWMutex
 	claims map[raft.ServerID]addrClaim
-	// holders counts the live members claiming each address: an address
-	// two members claim is believed for neither.
-	holders map[string]int
 }
 
 // addrClaim is what a live gossip member advertises about itself.
@@ -51,7 +48,7 @@ type addrClaim struct {
 }
 
 func newAddressBook(cluster func() string) *addressBook {
-	return &addressBook{cluster: cluster, claims: map[raft.ServerID]addrClaim{}, holders: map[string]int{}}
+	return &addressBook{cluster: cluster, claims: map[raft.ServerID]addrClaim{}}
 }
 
 // claim records the Raft address that the live member id advertises; an
@@ -63,36 +60,22 @@ func (b *addressBook) claim(id, raftAddr, cluster string) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.dropLocked(raft.ServerID(id))
 	b.claims[raft.ServerID(id)] = addrClaim{raft: raftAddr, cluster: cluster}
-	b.holders[raftAddr]++
 }
 
 // forget drops the claim of a member that is no longer live.
 func (b *addressBook) forget(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.dropLocked(raft.ServerID(id))
+	delete(b.claims, raft.ServerID(id))
 }
 
-func (b *addressBook) dropLocked(id raft.ServerID) {
-	old, ok := b.claims[id]
-	if !ok {
-		return
-	}
-	delete(b.claims, id)
-	if b.holders[old.raft]--; b.holders[old.raft] <= 0 {
-		delete(b.holders, old.raft)
-	}
-}
-
-// claimed returns the address gossip believes for id, if any.
+// claimed returns the address gossip believes for id, if any: not one that
+// another live member claims too (believed for neither), nor one a member
+// of another cluster claims.
 func (b *addressBook) claimed(id raft.ServerID) (string, bool) {
-	b.mu.RLock()
-	c, ok := b.claims[id]
-	shared := b.holders[c.raft] > 1
-	b.mu.RUnlock()
-	if !ok || shared {
+	c, ok := b.claimOf(id)
+	if !ok {
 		return "", false
 	}
 	if c.cluster != "" {
@@ -101,6 +84,19 @@ func (b *addressBook) claimed(id raft.ServerID) (string, bool) {
 		}
 	}
 	return c.raft, true
+}
+
+// claimOf is id's claim, unless another live member claims its address.
+func (b *addressBook) claimOf(id raft.ServerID) (addrClaim, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	c, ok := b.claims[id]
+	for other, o := range b.claims {
+		if ok && other != id && o.raft == c.raft {
+			return addrClaim{}, false
+		}
+	}
+	return c, ok
 }
 
 // resolve returns where to reach server id now: what gossip believes, or
@@ -124,11 +120,8 @@ var errNoAddress = errors.New("no address known")
 // and an error makes the transport log a warning each time, so the
 // fallback is looked up here, in the configuration Raft holds in memory.
 func (b *addressBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	if id == b.self && b.selfAddr != "" {
-		return b.selfAddr, nil
-	}
-	if addr, ok := b.claimed(id); ok {
-		return raft.ServerAddress(addr), nil
+	if addr := b.resolve(id, ""); addr != "" {
+		return addr, nil
 	}
 	if r := b.raft.Load(); r != nil {
 		for _, s := range r.GetConfiguration().Configuration().Servers {

@@ -47,44 +47,38 @@ func answeredBy(id raft.ServerID, header raft.RPCHeader) error {
 	return errWrongServer{want: id, got: string(header.ID)}
 }
 
-// AppendEntries implements raft.Transport.
-func (t checkedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	if err := t.NetworkTransport.AppendEntries(id, target, args, resp); err != nil {
+// answered is an RPC's outcome: its error, or else whether header, its
+// answer's, came from id.
+func answered(id raft.ServerID, err error, header *raft.RPCHeader) error {
+	if err != nil {
 		return err
 	}
-	return answeredBy(id, resp.RPCHeader)
+	return answeredBy(id, *header)
+}
+
+// AppendEntries implements raft.Transport.
+func (t checkedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	return answered(id, t.NetworkTransport.AppendEntries(id, target, args, resp), &resp.RPCHeader)
 }
 
 // RequestVote implements raft.Transport.
 func (t checkedTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
-	if err := t.NetworkTransport.RequestVote(id, target, args, resp); err != nil {
-		return err
-	}
-	return answeredBy(id, resp.RPCHeader)
+	return answered(id, t.NetworkTransport.RequestVote(id, target, args, resp), &resp.RPCHeader)
 }
 
 // RequestPreVote implements raft.WithPreVote.
 func (t checkedTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	if err := t.NetworkTransport.RequestPreVote(id, target, args, resp); err != nil {
-		return err
-	}
-	return answeredBy(id, resp.RPCHeader)
+	return answered(id, t.NetworkTransport.RequestPreVote(id, target, args, resp), &resp.RPCHeader)
 }
 
 // InstallSnapshot implements raft.Transport.
 func (t checkedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
-	if err := t.NetworkTransport.InstallSnapshot(id, target, args, resp, data); err != nil {
-		return err
-	}
-	return answeredBy(id, resp.RPCHeader)
+	return answered(id, t.NetworkTransport.InstallSnapshot(id, target, args, resp, data), &resp.RPCHeader)
 }
 
 // TimeoutNow implements raft.Transport.
 func (t checkedTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
-	if err := t.NetworkTransport.TimeoutNow(id, target, args, resp); err != nil {
-		return err
-	}
-	return answeredBy(id, resp.RPCHeader)
+	return answered(id, t.NetworkTransport.TimeoutNow(id, target, args, resp), &resp.RPCHeader)
 }
 
 // AppendEntriesPipeline implements raft.Transport. Raft reads a pipelined
