@@ -105,15 +105,13 @@ type Plan struct {
 	Send  []Link
 	Body  []byte
 	Lines []int
-	// kept[i] says what of Send[i] is kept, to count what the links the
-	// server created keep (KeptWithout).
+	// kept[i] says what of Send[i] is kept (see Kept and KeptWithout).
 	kept []Kept
 	// Skipped are repeats of an earlier link of the file (same code, URL
 	// and workspace), which the server would skip too.
 	Skipped []Problem
 	// Refused are links the server would refuse, with the reason.
 	Refused []Problem
-	Kept    Kept
 	Dropped Dropped
 }
 
@@ -215,8 +213,6 @@ func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (
 		p.Send = append(p.Send, l)
 		p.Lines = append(p.Lines, l.Line)
 		p.kept = append(p.kept, kept)
-		p.Kept.CreatedTimes += kept.CreatedTimes
-		p.Kept.ClickTotals += kept.ClickTotals
 	}
 	p.Body = body.Bytes()
 	sort.SliceStable(p.Refused, func(i, j int) bool { return p.Refused[i].Line < p.Refused[j].Line })
@@ -232,15 +228,22 @@ func (p *Plan) SourceLine(bodyLine int) int {
 	return p.Lines[bodyLine-1]
 }
 
-// KeptWithout is Kept less the links of the given body lines (1-based, as
-// the server's report counts them): what the links the server did not
-// refuse keep.
+// Kept is what the links sent keep, if the server creates them all.
+func (p *Plan) Kept() Kept { return p.KeptWithout(nil) }
+
+// KeptWithout is what the links sent keep, less the links of the given
+// body lines (1-based, as the server's report counts them): what the links
+// the server did not refuse keep.
 func (p *Plan) KeptWithout(bodyLines []int) Kept {
-	k := p.Kept
+	left := make(map[int]bool, len(bodyLines))
 	for _, line := range bodyLines {
-		if line >= 1 && line <= len(p.kept) {
-			k.CreatedTimes -= p.kept[line-1].CreatedTimes
-			k.ClickTotals -= p.kept[line-1].ClickTotals
+		left[line] = true
+	}
+	var k Kept
+	for i, kept := range p.kept {
+		if !left[i+1] {
+			k.CreatedTimes += kept.CreatedTimes
+			k.ClickTotals += kept.ClickTotals
 		}
 	}
 	return k

@@ -173,8 +173,8 @@ func TestPlan(t *testing.T) {
 					t.Errorf("refused line %d: %q, want it to say %q", r.Line, r.Error, msg)
 				}
 			}
-			if p.Kept != tc.kept || p.Dropped != tc.dropped {
-				t.Errorf("kept %+v, dropped %+v; want %+v, %+v", p.Kept, p.Dropped, tc.kept, tc.dropped)
+			if p.Kept() != tc.kept || p.Dropped != tc.dropped {
+				t.Errorf("kept %+v, dropped %+v; want %+v, %+v", p.Kept(), p.Dropped, tc.kept, tc.dropped)
 			}
 			// The body is the server's import format, one line per link sent.
 			body := strings.Split(strings.TrimSuffix(string(p.Body), "\n"), "\n")
@@ -249,8 +249,8 @@ func TestPlanKeepsHistory(t *testing.T) {
 			if err != nil || len(p.Send) != 1 {
 				t.Fatalf("plan %+v, %v: want the link sent", p, err)
 			}
-			if p.Kept != tc.kept || p.Dropped != tc.dropped {
-				t.Errorf("kept %+v, dropped %+v; want %+v, %+v", p.Kept, p.Dropped, tc.kept, tc.dropped)
+			if p.Kept() != tc.kept || p.Dropped != tc.dropped {
+				t.Errorf("kept %+v, dropped %+v; want %+v, %+v", p.Kept(), p.Dropped, tc.kept, tc.dropped)
 			}
 			var line struct {
 				CreatedAt *string `json:"created_at"`

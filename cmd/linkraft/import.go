@@ -68,7 +68,7 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  would skip   %d (repeats of an earlier line)\n", len(plan.Skipped))
 		fmt.Fprintf(stdout, "  would refuse %d\n", len(refused))
 		printProblems(stdout, name, refused)
-		printKept(stdout, "would keep", plan.Kept)
+		printKept(stdout, "would keep", plan.Kept())
 		printDropped(stdout, plan.Dropped)
 		if len(refused) > 0 {
 			return 1
