@@ -114,7 +114,9 @@ func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 	if !s.trusted(peer) {
 		return peer
 	}
-	xff := ctx.Request.Header.Peek("X-Forwarded-For")
+	// The server normalises header names as it parses them, so the
+	// canonical name finds any spelling without Peek's copy of the key.
+	xff := ctx.Request.Header.PeekCanonical(bytesOf(fasthttp.HeaderXForwardedFor))
 	for len(xff) > 0 {
 		i := bytes.LastIndexByte(xff, ',')
 		hop := bytes.TrimSpace(xff[i+1:])
