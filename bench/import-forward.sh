@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Memory after an import sent to a follower, which reads the body whole and
-# forwards it to the leader (the leader's cluster port reads it whole too):
+# An import sent to a follower, which reads the body whole and forwards it
+# to the leader (whose cluster port imports it as it arrives):
 #   1. node1 starts alone; node2 and node3 start empty and are added with
 #      POST /admin/join (SERVERS=2 leaves node3 out);
 #   2. N links (~110-byte URLs, distinct 8-character custom codes, as

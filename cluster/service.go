@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"time"
@@ -15,11 +16,6 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
-
-// maxForwardedBodyBytes bounds the body of a public request a follower
-// forwards to the leader: a restore or an import, which the follower
-// accepted only from an admin. Peers hold the cluster key.
-const maxForwardedBodyBytes = 1 << 30
 
 // startClusterServer serves HTTP on the cluster's port (the connections
 // the stream layer sorts as internal): the node-to-node protocol under
@@ -32,7 +28,9 @@ func (n *Node) startClusterServer() {
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			ctx.SetUserValue(peerKey{}, true)
 			if bytes.HasPrefix(ctx.Path(), []byte(wire.Prefix)) {
-				protocol(ctx)
+				if readProtocolBody(ctx) {
+					protocol(ctx)
+				}
 				return
 			}
 			if h := n.forwarded.Load(); h != nil {
@@ -45,8 +43,17 @@ func (n *Node) startClusterServer() {
 			if bytes.HasPrefix(h.RequestURI(), []byte(wire.Prefix)) {
 				return fasthttp.RequestConfig{}
 			}
-			return fasthttp.RequestConfig{MaxRequestBodySize: maxForwardedBodyBytes, ReadTimeout: 5 * time.Minute}
+			// A forwarded restore or import takes its time; its body's
+			// limit is the public handler's, which reads it.
+			return fasthttp.RequestConfig{ReadTimeout: 5 * time.Minute}
 		},
+		// Bodies are read by the handlers: the protocol's by
+		// readProtocolBody, a forwarded request's by the public handler,
+		// within the client's limits, and an import's as it is imported.
+		// Read here, a body of hundreds of megabytes would be cleared in
+		// one call the runtime cannot preempt, long enough to stop every
+		// goroutine (Raft's heartbeats too) while the collector waits.
+		StreamRequestBody:     true,
 		Name:                  "linkraft-cluster",
 		NoDefaultServerHeader: true,
 		ReadTimeout:           30 * time.Second,
@@ -65,6 +72,34 @@ func (n *Node) startClusterServer() {
 			n.log.Warn("cluster port's HTTP server stopped", "err", err)
 		}
 	}()
+}
+
+// readProtocolBody reads a node-to-node request's body whole, within
+// wire.MaxBodyBytes: the server streams bodies, and its own limit does not
+// hold for streamed ones. false: the request was refused and answered.
+func readProtocolBody(ctx *fasthttp.RequestCtx) bool {
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return true
+	}
+	if ctx.Request.Header.ContentLength() > wire.MaxBodyBytes {
+		ctx.SetConnectionClose() // the body was not read
+		wire.WriteProblem(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", wire.MaxBodyBytes))
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(stream, wire.MaxBodyBytes+1))
+	switch {
+	case err != nil:
+		ctx.SetConnectionClose()
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("request body could not be read: %v", err))
+		return false
+	case len(body) > wire.MaxBodyBytes: // chunked: no length was announced
+		ctx.SetConnectionClose()
+		wire.WriteProblem(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", wire.MaxBodyBytes))
+		return false
+	}
+	ctx.Request.SetBodyRaw(body)
+	return true
 }
 
 // ServeForwarded makes h answer the public requests other nodes forward

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -125,5 +127,53 @@ func TestWaitAppliedFollowsTheFSM(t *testing.T) {
 	defer cancel()
 	if err := n.waitApplied(ctx, n.appliedIndex()+100); err == nil {
 		t.Fatal("waitApplied returned for an index nothing applied")
+	}
+}
+
+// TestClusterPortLimitsProtocolBodies: the cluster port's server streams
+// bodies and does not measure streamed ones, so the protocol's limit is
+// its handler's: a body over wire.MaxBodyBytes, announced or chunked, is
+// refused and applies nothing (a 413, or the connection cut while the
+// sender still writes what the node will not read), and one longer than
+// what fasthttp reads with the header is read whole and applied.
+func TestClusterPortLimitsProtocolBodies(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	l := createURL(t, n, "https://example.com/port")
+	counts := []fsm.ClickCount{{Code: l.Code, Count: 2}}
+	for i := range 2000 {
+		counts = append(counts, fsm.ClickCount{Code: fmt.Sprintf("absent%05d", i), Count: 1})
+	}
+	batch := fsm.EncodeClicks(fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: counts})
+	if len(batch) <= 8<<10 {
+		t.Fatalf("a batch of %d bytes is read with the header; the test needs a longer one", len(batch))
+	}
+	oversized := append(append([]byte{}, batch...), make([]byte, wire.MaxBodyBytes)...)
+	send := func(body []byte, chunked bool) (int, string, error) {
+		t.Helper()
+		var req fasthttp.Request
+		var resp fasthttp.Response
+		req.Header.SetMethod("POST")
+		req.SetRequestURI("http://" + n.cfg.RaftAddr + wire.PathClicks)
+		if chunked {
+			req.SetBodyStream(bytes.NewReader(body), -1)
+		} else {
+			req.SetBody(body)
+		}
+		err := n.peers.Do(n.cfg.RaftAddr, &req, &resp, time.Now().Add(10*time.Second))
+		return resp.StatusCode(), string(resp.Body()), err
+	}
+	for _, chunked := range []bool{false, true} {
+		if status, answer, err := send(oversized, chunked); err == nil && status != fasthttp.StatusRequestEntityTooLarge {
+			t.Fatalf("a body of %d bytes (chunked %v): %d %s, want 413", len(oversized), chunked, status, answer)
+		}
+	}
+	if got, _ := n.FSM().Get(l.Code); got.Clicks != 0 {
+		t.Fatalf("an oversized batch applied %d clicks", got.Clicks)
+	}
+	if status, answer, err := send(batch, true); err != nil || status != fasthttp.StatusOK || !strings.Contains(answer, `"applied":true`) {
+		t.Fatalf("a batch of %d bytes: %d %s %v", len(batch), status, answer, err)
+	}
+	if got, _ := n.FSM().Get(l.Code); got.Clicks != 2 {
+		t.Fatalf("clicks after the batch: %d, want 2", got.Clicks)
 	}
 }

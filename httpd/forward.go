@@ -60,11 +60,11 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 		}
 		var req fasthttp.Request
 		var resp fasthttp.Response
-		ctx.Request.CopyTo(&req)
+		forwardedCopy(&ctx.Request, &req)
 		err := s.node.Leader.Forward(&req, &resp, mode.opts)
 		switch {
 		case err == nil:
-			resp.CopyTo(&ctx.Response)
+			relayedCopy(&resp, &ctx.Response)
 		case errors.Is(err, cluster.ErrLeaderIsSelf):
 			h(ctx)
 		case mode.localFallback && errors.Is(err, cluster.ErrNoLeader):
@@ -74,6 +74,29 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			s.writeWriteError(ctx, err)
 		}
 	}
+}
+
+// forwardedCopy makes to the request a follower forwards: from's header,
+// and its body shared rather than copied (CopyTo would copy it). An import
+// or a restore is hundreds of megabytes, and copying that is one memmove
+// the Go runtime cannot preempt: the collector, waiting to scan that
+// goroutine, spins on the other core, nothing else in the process runs,
+// and Raft's heartbeats go unanswered long enough to cost the leader its
+// leadership. A body still on the connection (a stream) is not forwarded,
+// as before; the routes that forward one read it first (importRoute). to
+// must not outlive from.
+func forwardedCopy(from, to *fasthttp.Request) {
+	from.Header.CopyTo(&to.Header)
+	if !from.IsBodyStream() {
+		to.SetBodyRaw(from.Body())
+	}
+}
+
+// relayedCopy is forwardedCopy for the leader's answer (a backup or an
+// export can be as large): to shares from's body.
+func relayedCopy(from, to *fasthttp.Response) {
+	from.Header.CopyTo(&to.Header)
+	to.SetBodyRaw(from.Body())
 }
 
 // markApplied tells the node that forwarded a write the log index it was

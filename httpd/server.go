@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -447,18 +446,28 @@ func (b *streamedBody) Read(p []byte) (int, error) {
 // request, where PostBody finds it, and makes it no longer a stream. The
 // buffer is the request's alone, not a pooled one: after a large body it
 // is garbage the collector takes back.
+//
+// A body of known length gets one buffer of that length, which the
+// runtime clears in steps it can preempt. Growing a buffer instead
+// (bytes.Buffer, io.ReadAll) clears and copies in single calls it cannot
+// preempt: for an import of hundreds of megabytes that stalls the whole
+// process, Raft's heartbeats included (see forwardedCopy).
 func (b *streamedBody) readAll(ctx *fasthttp.RequestCtx, n int) error {
-	var buf bytes.Buffer
-	if n > 0 {
-		buf.Grow(n - b.read + bytes.MinRead) // ReadFrom needs MinRead free to see the end
+	var body []byte
+	var err error
+	switch {
+	case n > b.limit:
+		return fasthttp.ErrBodyTooLarge
+	case n >= 0:
+		body = make([]byte, n-b.read)
+		_, err = io.ReadFull(b, body)
+	default:
+		body, err = io.ReadAll(b)
 	}
-	if _, err := buf.ReadFrom(b); err != nil {
+	if err != nil {
 		return err
 	}
-	if n > 0 && b.read != n { // fasthttp's stream takes a closed connection for the end
-		return io.ErrUnexpectedEOF
-	}
-	ctx.Request.SetBodyRaw(buf.Bytes())
+	ctx.Request.SetBodyRaw(body)
 	ctx.RemoveUserValue(streamedBodyKey{})
 	return nil
 }

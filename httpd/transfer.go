@@ -118,8 +118,9 @@ type proposedChunk struct {
 
 // importRoute serves an import here when this node leads, so a body read
 // as a stream (see readBody) is never held whole. Anywhere else the body
-// is read whole first: the follower forwards a copy of the request (next,
-// the forwarder), which carries no stream. Should this node lose
+// is read whole first and forwarded (next, the forwarder, which shares it
+// rather than copying it); the leader's cluster port reads it as a stream
+// again. Should this node lose
 // leadership during the import, its proposals fail and the remaining
 // lines are reported not attempted, as when that happens to a forwarded
 // import.
@@ -141,9 +142,8 @@ func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandl
 			}
 		}
 		next(ctx)
-		// The body and the copy the forwarder sent are garbage now, up to
-		// twice the import's size: hand it back at once rather than keep
-		// it until the heap grows into it.
+		// The body, the import's size, is garbage now: hand it back at
+		// once rather than keep it until the heap grows into it.
 		ctx.Request.ReleaseBody(0)
 		go debug.FreeOSMemory()
 	}
