@@ -7,7 +7,9 @@
 #      bench/scale.sh makes them) are imported through node2's
 #      POST /admin/import; the report and the time until node2's own
 #      linkraft_links gauge reaches N;
-#   3. 15 s later: RSS (from /proc) of the follower and of the leader.
+#   3. 15 s later: RSS (from /proc) of the follower and of the leader;
+#   4. a backup fetched through node2 (which relays the leader's answer),
+#      and how often a leader stepped down over the whole run.
 # Usage: bench/import-forward.sh [links (1000000)]. Needs curl and awk.
 # Only 127.0.0.1 is used; every node is stopped on exit (LINKRAFT_BIN: a
 # prebuilt binary instead of building ./cmd/linkraft). The nodes share a
@@ -53,3 +55,8 @@ fi
 sleep 15
 echo "follower        RSS $(rss_mb "$follower")"
 echo "leader          RSS $(rss_mb "$leader")"
+
+t0=$(now)
+status=$(curl -sS -o "$tmp/backup" -w '%{http_code}' -H "$auth" "http://$n2/admin/backup")
+echo "backup          $status, $(($(stat -c %s "$tmp/backup") / 1048576)) MB through the follower in $(since "$t0") s"
+echo "step-downs      $(cat "$tmp"/*.log | grep -c 'stepping down' || true)"

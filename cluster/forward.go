@@ -57,7 +57,11 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 		if to.self {
 			return true, ErrLeaderIsSelf
 		}
+		resp.StreamBody = true // read by readAnswerBody
 		err := n.peers.Do(to.addr, req, resp, deadline)
+		if err == nil {
+			err = readAnswerBody(resp)
+		}
 		switch {
 		case err == nil:
 			return true, nil
@@ -73,6 +77,24 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 		n.metrics.forwarded(opts.Kind, err)
 	}
 	return err
+}
+
+// readAnswerBody reads the leader's answer, which fasthttp left streamed,
+// with wire.ReadBody: read by fasthttp, a large answer (a backup, an
+// export) would be cleared in one call the runtime cannot preempt. The
+// connection's deadline is still the request's.
+func readAnswerBody(resp *fasthttp.Response) error {
+	stream := resp.BodyStream()
+	if stream == nil {
+		return nil
+	}
+	defer resp.CloseBodyStream()
+	body, err := wire.ReadBody(stream, resp.Header.ContentLength())
+	if err != nil {
+		return fmt.Errorf("reading the leader's answer: %w", err)
+	}
+	resp.SetBodyRaw(body)
+	return nil
 }
 
 // applyLeaderIndex waits, when the leader's answer names the index its

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/agent"
 	"github.com/linkraft/linkraft/httpd/geo"
@@ -445,25 +446,16 @@ func (b *streamedBody) Read(p []byte) (int, error) {
 // readAll reads the rest of the body (n bytes long; -1: unknown) into the
 // request, where PostBody finds it, and makes it no longer a stream. The
 // buffer is the request's alone, not a pooled one: after a large body it
-// is garbage the collector takes back.
-//
-// A body of known length gets one buffer of that length, which the
-// runtime clears in steps it can preempt. Growing a buffer instead
-// (bytes.Buffer, io.ReadAll) clears and copies in single calls it cannot
-// preempt: for an import of hundreds of megabytes that stalls the whole
-// process, Raft's heartbeats included (see forwardedCopy).
+// is garbage the collector takes back; wire.ReadBody says why it is
+// allocated at the body's length.
 func (b *streamedBody) readAll(ctx *fasthttp.RequestCtx, n int) error {
-	var body []byte
-	var err error
-	switch {
-	case n > b.limit:
+	if n > b.limit {
 		return fasthttp.ErrBodyTooLarge
-	case n >= 0:
-		body = make([]byte, n-b.read)
-		_, err = io.ReadFull(b, body)
-	default:
-		body, err = io.ReadAll(b)
 	}
+	if n >= 0 {
+		n -= b.read
+	}
+	body, err := wire.ReadBody(b, n)
 	if err != nil {
 		return err
 	}

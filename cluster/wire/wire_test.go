@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +130,28 @@ func TestClientCall(t *testing.T) {
 	}
 	if err := up.Call(context.Background(), "peer:1", "GET", PathReadIndex, nil, &answer); err == nil {
 		t.Error("a call without a deadline was made")
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		body   string
+		length int
+		want   string
+		err    error
+	}{
+		{"announced length", "0123456789", 10, "0123456789", nil},
+		{"empty", "", 0, "", nil},
+		{"unknown length: to the end", "0123456789", -1, "0123456789", nil},
+		{"shorter than announced", "01234", 10, "", io.ErrUnexpectedEOF},
+		{"longer than announced: the rest is not read", "0123456789", 4, "0123", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadBody(strings.NewReader(tt.body), tt.length)
+			if !errors.Is(err, tt.err) || (err == nil && string(got) != tt.want) {
+				t.Fatalf("ReadBody(%q, %d) = %q, %v; want %q, %v", tt.body, tt.length, got, err, tt.want, tt.err)
+			}
+		})
 	}
 }
