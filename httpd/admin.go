@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -31,12 +32,24 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType("application/octet-stream")
-	ctx.Response.Header.Set(fasthttp.HeaderContentDisposition, `attachment; filename="linkraft.backup"`)
-	if err := s.node.Admin.Backup(ctx); err != nil {
-		s.log.Error("backup failed", "err", err)
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "backup failed")
+	if s.answerSpooled(ctx, "backup", s.node.Admin.Backup) {
+		ctx.SetContentType("application/octet-stream")
+		ctx.Response.Header.Set(fasthttp.HeaderContentDisposition, `attachment; filename="linkraft.backup"`)
 	}
+}
+
+// answerSpooled answers with what write writes, spooled to a file first
+// (cluster's Spool says why) and sent from it with its length. false: the
+// answer is a 500, and what failed is logged.
+func (s *Server) answerSpooled(ctx *fasthttp.RequestCtx, what string, write func(io.Writer) error) bool {
+	f, size, err := s.node.Admin.Spool(write)
+	if err != nil {
+		s.log.Error(what+" failed", "err", err)
+		writeProblem(ctx, fasthttp.StatusInternalServerError, what+" failed")
+		return false
+	}
+	ctx.SetBodyStream(f, int(size)) // fasthttp closes f once it is sent
+	return true
 }
 
 func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -64,6 +65,7 @@ type Admin interface {
 	TransferLeadership() error
 	Backup(w io.Writer) error
 	Restore(backup []byte) error
+	Spool(write func(io.Writer) error) (*os.File, int64, error)
 }
 
 // Hooks is what the webhook admin routes need: registering and removing

@@ -27,14 +27,18 @@ import (
 // handleExport writes every link as JSON Lines, oldest first, in the shape
 // of the single read.
 func (s *Server) handleExport(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType("application/x-ndjson")
-	enc := json.NewEncoder(ctx)
-	enc.SetEscapeHTML(false)
-	for _, l := range s.fsm.Links() {
-		if err := enc.Encode(s.linkReadView(ctx, &l)); err != nil {
-			writeProblem(ctx, fasthttp.StatusInternalServerError, "export failed")
-			return
+	ok := s.answerSpooled(ctx, "export", func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, l := range s.fsm.Links() {
+			if err := enc.Encode(s.linkReadView(ctx, &l)); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if ok {
+		ctx.SetContentType("application/x-ndjson")
 	}
 }
 
