@@ -9,8 +9,9 @@
 #      linkraft_links gauge reaches N;
 #   3. 15 s later: RSS (from /proc) of the follower and of the leader;
 #   4. a backup fetched through node2 (which relays the leader's answer),
-#      the slowest /health/live answer of each node meanwhile, and how
-#      often a leader stepped down over the whole run.
+#      then restored through node2, with the slowest /health/live answer
+#      of each node during each, and how often a leader stepped down over
+#      the whole run.
 # Usage: bench/import-forward.sh [links (1000000)]. Needs curl and awk.
 # Only 127.0.0.1 is used; every node is stopped on exit (LINKRAFT_BIN: a
 # prebuilt binary instead of building ./cmd/linkraft). The nodes share a
@@ -57,22 +58,39 @@ sleep 15
 echo "follower        RSS $(rss_mb "$follower")"
 echo "leader          RSS $(rss_mb "$leader")"
 
-# While the backup crosses, both nodes are asked for /health/live every
-# 20 ms (at most 150 times each): a node that stops answering is stalled.
+# While a backup and then a restore cross the follower, both nodes are
+# asked for /health/live every 20 ms (150 times each): a node that stops
+# answering is stalled.
 probe() { # http port
 	for _ in $(seq 150); do
 		curl -s -o /dev/null -m 3 -w '%{time_total}\n' "http://127.0.0.1:$1/health/live"
 		sleep 0.02
 	done | sort -n | tail -n 1
 }
-probe 28781 >"$tmp/probe.leader" &
-probing=$!
-probe 28782 >"$tmp/probe.follower" &
-probing="$probing $!"
-t0=$(now)
-status=$(curl -sS -o "$tmp/backup" -w '%{http_code}' -H "$auth" "http://$n2/admin/backup")
-echo "backup          $status, $(($(stat -c %s "$tmp/backup") / 1048576)) MB through the follower in $(since "$t0") s"
-# shellcheck disable=SC2086 # two pids
-wait $probing
-echo "slowest probe   leader $(cat "$tmp/probe.leader") s, follower $(cat "$tmp/probe.follower") s (/health/live during the backup)"
+probed() { # what, command...
+	local what=$1 probing
+	shift
+	probe 28781 >"$tmp/probe.leader" &
+	probing=$!
+	probe 28782 >"$tmp/probe.follower" &
+	probing="$probing $!"
+	"$@"
+	# shellcheck disable=SC2086 # two pids
+	wait $probing
+	echo "slowest probe   leader $(cat "$tmp/probe.leader") s, follower $(cat "$tmp/probe.follower") s (/health/live during the $what)"
+}
+backup() {
+	local t0 status
+	t0=$(now)
+	status=$(curl -sS -o "$tmp/backup" -w '%{http_code}' -H "$auth" "http://$n2/admin/backup")
+	echo "backup          $status, $(($(stat -c %s "$tmp/backup") / 1048576)) MB through the follower in $(since "$t0") s"
+}
+restore() {
+	local t0 status
+	t0=$(now)
+	status=$(curl -sS -o "$tmp/restored" -w '%{http_code}' -H "$auth" --data-binary @"$tmp/backup" "http://$n2/admin/restore")
+	echo "restore         $status $(head -c 80 "$tmp/restored") through the follower in $(since "$t0") s"
+}
+probed backup backup
+probed restore restore
 echo "step-downs      $(cat "$tmp"/*.log | grep -c 'stepping down' || true)"
