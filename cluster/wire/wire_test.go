@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -144,11 +145,14 @@ func TestReadBody(t *testing.T) {
 		{"announced length", "0123456789", 10, "0123456789", nil},
 		{"empty", "", 0, "", nil},
 		{"unknown length: to the end", "0123456789", -1, "0123456789", nil},
+		{"unknown length, many pieces", strings.Repeat("0123456789", 350_000), -1, strings.Repeat("0123456789", 350_000), nil},
+		{"unknown length, empty", "", -1, "", nil},
 		{"shorter than announced", "01234", 10, "", io.ErrUnexpectedEOF},
 		{"longer than announced: the rest is not read", "0123456789", 4, "0123", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadBody(strings.NewReader(tt.body), tt.length)
+			// Reads of a few bytes at a time, as a chunked body arrives.
+			got, err := ReadBody(iotest.HalfReader(strings.NewReader(tt.body)), tt.length)
 			if !errors.Is(err, tt.err) || (err == nil && string(got) != tt.want) {
 				t.Fatalf("ReadBody(%q, %d) = %q, %v; want %q, %v", tt.body, tt.length, got, err, tt.want, tt.err)
 			}
