@@ -12,7 +12,8 @@
 #      then restored through node2, with the slowest /health/live answer
 #      of each node during each, and how often a leader stepped down over
 #      the whole run.
-# Usage: bench/import-forward.sh [links (1000000)]. Needs curl and awk.
+# Usage: bench/import-forward.sh [links (1000000)]; CHUNKED=1 sends the
+# import without a length (Transfer-Encoding: chunked). Needs curl and awk.
 # Only 127.0.0.1 is used; every node is stopped on exit (LINKRAFT_BIN: a
 # prebuilt binary instead of building ./cmd/linkraft). The nodes share a
 # random --admin-token, which the admin calls carry.
@@ -45,7 +46,9 @@ follower=$pid
 sleep 2 # let the joiners settle: the import should meet a quiet cluster
 
 t0=$(now)
-curl -sS -o "$tmp/report" -H "$auth" --data-binary @"$tmp/links.jsonl" "http://$n2/admin/import"
+framing=() # CHUNKED=1: the import without a length, as Transfer-Encoding: chunked
+[ "${CHUNKED:-0}" = 1 ] && framing=(-H 'Transfer-Encoding: chunked')
+curl -sS -o "$tmp/report" -H "$auth" "${framing[@]}" --data-binary @"$tmp/links.jsonl" "http://$n2/admin/import"
 echo "import answer   $(head -c 160 "$tmp/report")"
 if grep -q "\"created\":$links" "$tmp/report"; then
 	wait_for "node2 to hold every link" 1200 holds_all "$n2"

@@ -3,13 +3,14 @@ package wire
 import (
 	"errors"
 	"io"
+	"runtime"
 )
 
 // ReadBody reads a body of length bytes from r (-1: unknown, to its end)
 // into a buffer of its own, without a single copy or clear of the whole
 // body. A known length gets one allocation of that size, which the runtime
 // clears in steps it can preempt; an unknown one is read in pieces and
-// then copied together a piece at a time. Growing a buffer instead
+// then copied together a piece at a time, yielding between pieces. Growing a buffer instead
 // (bytes.Buffer, io.ReadAll, fasthttp reading a body whole) clears and
 // copies in single calls the runtime cannot preempt, and for a body of
 // hundreds of megabytes that stops the whole process, Raft's heartbeats
@@ -50,6 +51,10 @@ func readPieces(r io.Reader) ([]byte, error) {
 	body := make([]byte, 0, total)
 	for _, piece := range pieces {
 		body = append(body, piece...) // within capacity: one piece copied
+		// The copies are nearly all the loop's time, and a preemption
+		// request that lands inside one is refused: without a yield here
+		// the loop as a whole stalls the process as one copy would.
+		runtime.Gosched()
 	}
 	return body, nil
 }
