@@ -76,30 +76,37 @@ func (n *Node) startClusterServer() {
 
 // readProtocolBody reads a node-to-node request's body whole, within
 // wire.MaxBodyBytes: the server streams bodies, and its own limit does not
-// hold for streamed ones. false: the request was refused and answered.
+// hold for streamed ones. false: the request was refused and answered,
+// and the connection, whose body was not read to its end, is closed.
 func readProtocolBody(ctx *fasthttp.RequestCtx) bool {
 	stream := ctx.RequestBodyStream()
 	if stream == nil {
 		return true
 	}
+	tooLarge := fmt.Sprintf("request body is larger than %d bytes", wire.MaxBodyBytes)
 	if ctx.Request.Header.ContentLength() > wire.MaxBodyBytes {
-		ctx.SetConnectionClose() // the body was not read
-		wire.WriteProblem(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", wire.MaxBodyBytes))
+		refuse(ctx, fasthttp.StatusRequestEntityTooLarge, tooLarge)
 		return false
 	}
 	body, err := io.ReadAll(io.LimitReader(stream, wire.MaxBodyBytes+1))
 	switch {
 	case err != nil:
-		ctx.SetConnectionClose()
-		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("request body could not be read: %v", err))
+		refuse(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("request body could not be read: %v", err))
 		return false
 	case len(body) > wire.MaxBodyBytes: // chunked: no length was announced
-		ctx.SetConnectionClose()
-		wire.WriteProblem(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", wire.MaxBodyBytes))
+		refuse(ctx, fasthttp.StatusRequestEntityTooLarge, tooLarge)
 		return false
 	}
 	ctx.Request.SetBodyRaw(body)
 	return true
+}
+
+// refuse answers a request whose body is left unread. The answer says the
+// connection closes (after WriteProblem, which resets the answer): the
+// peer must not send its next request on it.
+func refuse(ctx *fasthttp.RequestCtx, status int, detail string) {
+	wire.WriteProblem(ctx, status, detail)
+	ctx.SetConnectionClose()
 }
 
 // ServeForwarded makes h answer the public requests other nodes forward

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,23 @@ func BenchmarkServedRedirect(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestKeepAliveAfterABodyReadWhole: a body the handler reads whole from
+// the connection (a restore, over what fasthttp reads with the header)
+// leaves the connection open for the client's next request.
+func TestKeepAliveAfterABodyReadWhole(t *testing.T) {
+	s := newTestServer(t, nil)
+	body := strings.Repeat("x", 64<<10)
+	restore := "POST /admin/restore HTTP/1.1\r\nHost: sho.rt\r\nAuthorization: Bearer " + testToken +
+		"\r\nContent-Type: application/octet-stream\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	var out bytes.Buffer
+	if err := s.srv.ServeConn(newReplayConn(restore+rawGet("/health/live"), 1, &out)); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	answers := strings.Count(out.String(), "HTTP/1.1 ")
+	if !strings.HasPrefix(out.String(), "HTTP/1.1 400") || answers != 2 {
+		t.Fatalf("%d answers on the connection, want the restore's 400 and the next request's:\n%s", answers, out.String())
 	}
 }
