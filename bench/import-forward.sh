@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# An import sent to a follower, which reads the body whole and forwards it
-# to the leader (whose cluster port imports it as it arrives):
+# An import sent to a follower, which sends it on to the leader as it
+# reads it (the leader imports it as it arrives):
 #   1. node1 starts alone; node2 and node3 start empty and are added with
 #      POST /admin/join (SERVERS=2 leaves node3 out);
 #   2. N links (~110-byte URLs, distinct 8-character custom codes, as

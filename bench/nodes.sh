@@ -27,10 +27,10 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 # RSS, and its anonymous part (the process's own memory) and file part
 # (mapped files: the binary and raft.db pages bbolt touched, which the
-# kernel can drop and read again).
+# kernel can drop and read again), and the highest RSS so far.
 rss_mb() {
-	awk '/^VmRSS/ { r = $2 } /^RssAnon/ { a = $2 } /^RssFile/ { f = $2 }
-		END { printf "%.0f MB (anonymous %.0f, files %.0f)", r / 1024, a / 1024, f / 1024 }' "/proc/$1/status"
+	awk '/^VmRSS/ { r = $2 } /^RssAnon/ { a = $2 } /^RssFile/ { f = $2 } /^VmHWM/ { p = $2 }
+		END { printf "%.0f MB (anonymous %.0f, files %.0f; peak %.0f)", r / 1024, a / 1024, f / 1024, p / 1024 }' "/proc/$1/status"
 }
 metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m { printf "%.0f", $2 }'; }
 heap_mb() { metric "$1" go_memstats_heap_inuse_bytes | awk '{ printf "%.0f", $1 / 1048576 }'; }

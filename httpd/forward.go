@@ -60,7 +60,7 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 		}
 		var req fasthttp.Request
 		var resp fasthttp.Response
-		forwardedCopy(&ctx.Request, &req)
+		forwardedCopy(ctx, &req)
 		err := s.node.Leader.Forward(&req, &resp, mode.opts)
 		switch {
 		case err == nil:
@@ -76,20 +76,21 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 	}
 }
 
-// forwardedCopy makes to the request a follower forwards: from's header,
-// and its body shared rather than copied (CopyTo would copy it). An import
-// or a restore is hundreds of megabytes, and copying that is one memmove
-// the Go runtime cannot preempt: the collector, waiting to scan that
-// goroutine, spins on the other core, nothing else in the process runs,
-// and Raft's heartbeats go unanswered long enough to cost the leader its
-// leadership. A body still on the connection (a stream) is not forwarded,
-// as before; the routes that forward one read it first (importRoute). to
-// must not outlive from.
-func forwardedCopy(from, to *fasthttp.Request) {
-	from.Header.CopyTo(&to.Header)
-	if !from.IsBodyStream() {
-		to.SetBodyRaw(from.Body())
+// forwardedCopy makes to the request a follower forwards: the client's
+// header, and its body shared rather than copied as CopyTo would, or, for
+// an import, read from the client's connection as it is sent on. An import
+// or a restore is hundreds of megabytes, and copying it in one call stalls
+// the whole process (cluster/DESIGN.md, "No single call over a large
+// body"). A stream that was never read can be sent again when the first
+// connection was never made, as Forward does. to must not outlive ctx's
+// request.
+func forwardedCopy(ctx *fasthttp.RequestCtx, to *fasthttp.Request) {
+	ctx.Request.Header.CopyTo(&to.Header)
+	if b := streamedBodyOf(ctx); b != nil {
+		to.SetBodyStream(b, ctx.Request.Header.ContentLength())
+		return
 	}
+	to.SetBodyRaw(ctx.Request.Body())
 }
 
 // relayedCopy is forwardedCopy for the leader's answer (a backup or an

@@ -9,25 +9,26 @@ import (
 )
 
 // TestForwardedCopiesShareTheBody: what a follower forwards, and what it
-// relays back, shares the body it holds instead of copying it. An import or
+// relays back, shares the body it holds instead of copying it. A restore or
 // a backup is hundreds of megabytes, and a copy of that is one memmove the
 // Go runtime cannot preempt: while it runs, the collector waits for it with
 // the other core, nothing else in the process runs, and Raft misses its
 // heartbeats (bench/import-forward.sh lost the leader this way).
 func TestForwardedCopiesShareTheBody(t *testing.T) {
 	body := []byte(`{"short_code":"a","original_url":"https://example.com/"}` + "\n")
-	var client fasthttp.Request
+	var ctx fasthttp.RequestCtx
+	client := &ctx.Request
 	client.Header.SetMethod("POST")
-	client.SetRequestURI("/admin/import?x=1")
+	client.SetRequestURI("/admin/restore?x=1")
 	client.Header.SetHost("sho.rt")
 	client.Header.Set("Authorization", "Bearer t")
 	client.SetBodyRaw(body)
 	var forwarded fasthttp.Request
-	forwardedCopy(&client, &forwarded)
+	forwardedCopy(&ctx, &forwarded)
 	if got := forwarded.Body(); !bytes.Equal(got, body) || unsafe.SliceData(got) != unsafe.SliceData(body) {
 		t.Fatalf("forwarded body %q is a copy or differs", got)
 	}
-	if string(forwarded.Header.Method()) != "POST" || string(forwarded.RequestURI()) != "/admin/import?x=1" ||
+	if string(forwarded.Header.Method()) != "POST" || string(forwarded.RequestURI()) != "/admin/restore?x=1" ||
 		string(forwarded.Header.Peek("Authorization")) != "Bearer t" || string(forwarded.Host()) != "sho.rt" {
 		t.Fatalf("forwarded request lost its header: %s", forwarded.Header.String())
 	}

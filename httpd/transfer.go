@@ -120,14 +120,13 @@ type proposedChunk struct {
 	stop error                // why not
 }
 
-// importRoute serves an import here when this node leads, so a body read
-// as a stream (see readBody) is never held whole. Anywhere else the body
-// is read whole first and forwarded (next, the forwarder, which shares it
-// rather than copying it); the leader's cluster port reads it as a stream
-// again. Should this node lose
-// leadership during the import, its proposals fail and the remaining
-// lines are reported not attempted, as when that happens to a forwarded
-// import.
+// importRoute serves an import here when this node leads, reading the
+// body as a stream (see readBody) as it imports it. Anywhere else next,
+// the forwarder, sends the body on to the leader as it reads it, and the
+// leader's cluster port imports it as it arrives: no node holds an import
+// whole. Should this node lose leadership during the import, its proposals
+// fail and the remaining lines are reported not attempted, as when that
+// happens to a forwarded import.
 //
 // The leader checks each line's entry level itself (a line the cluster
 // cannot store yet fails alone); the forwarder asks for the newest level
@@ -139,16 +138,11 @@ func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandl
 			s.handleImport(ctx)
 			return
 		}
-		if b := streamedBodyOf(ctx); b != nil {
-			if err := b.readAll(ctx, ctx.Request.Header.ContentLength()); err != nil {
-				s.handleTransportError(ctx, err)
-				return
-			}
-		}
 		next(ctx)
-		// The body, the import's size, is garbage now: hand it back at
-		// once rather than keep it until the heap grows into it.
-		ctx.Request.ReleaseBody(0)
+		// This node applied the import's entries too, and what applying
+		// them left is garbage now: hand it back at once, as the leader
+		// does (ImportDone), rather than keep it until the heap grows
+		// into it.
 		go debug.FreeOSMemory()
 	}
 }
