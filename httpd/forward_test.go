@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"unsafe"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // TestForwardedCopiesShareTheBody: what a follower forwards, and what it
-// relays back, shares the body it holds instead of copying it. A restore or
+// relays back, shares the body it holds instead of copying it (an import
+// it does not hold at all: it is sent on as it is read). A restore or
 // a backup is hundreds of megabytes, and a copy of that is one memmove the
 // Go runtime cannot preempt: while it runs, the collector waits for it with
 // the other core, nothing else in the process runs, and Raft misses its
@@ -34,6 +36,19 @@ func TestForwardedCopiesShareTheBody(t *testing.T) {
 	}
 	if !bytes.Equal(client.Body(), body) {
 		t.Fatalf("the client's request lost its body: %q", client.Body())
+	}
+
+	// An import still on the client's connection is sent on as a stream,
+	// read as it goes: the follower never holds it.
+	var importing fasthttp.RequestCtx
+	importing.Request.Header.SetMethod("POST")
+	importing.Request.SetRequestURI("/admin/import")
+	importing.Request.Header.SetContentLength(len(body))
+	importing.SetUserValue(streamedBodyKey{}, &streamedBody{r: bytes.NewReader(body), limit: len(body)})
+	var streamed fasthttp.Request
+	forwardedCopy(&importing, &streamed)
+	if got, err := io.ReadAll(streamed.BodyStream()); !streamed.IsBodyStream() || err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("a forwarded import: stream %v, read %q, %v", streamed.IsBodyStream(), got, err)
 	}
 
 	var answer, relayed fasthttp.Response
