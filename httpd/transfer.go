@@ -160,11 +160,6 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 		body = bytes.NewReader(ctx.PostBody())
 	}
 	report, index, read := s.importBody(body, keyID(ctx))
-	if streamed == nil {
-		// A body read whole (an import another node forwarded) is not
-		// needed past this point: let it go with the rest below.
-		ctx.Request.ReleaseBody(0)
-	}
 	// The import's chunks, parsed lines and results are garbage now, and
 	// its log entries and the pages of raft.db they touched are kept for
 	// nothing: the node puts them away and hands the memory back to the
