@@ -8,8 +8,9 @@ import (
 )
 
 // TestImportThroughFollowerAndLeader: the leader reads an import as it
-// imports it; a follower reads it whole and forwards it. Either way every
-// line is created and redirects on every node once the answer arrives.
+// imports it; a follower sends it on to the leader as it reads it. Either
+// way every line is created and redirects on every node once the answer
+// arrives.
 func TestImportThroughFollowerAndLeader(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()

@@ -379,7 +379,7 @@ const prefetchedBodyBytes = 8 << 10
 // the limits of requestLimits are enforced.
 func (s *Server) readBody(ctx *fasthttp.RequestCtx) (*streamedBody, bool) {
 	stream := ctx.RequestBodyStream()
-	if stream == nil { // read whole by fasthttp (the cluster port's server), or none
+	if stream == nil { // no body, or one already in memory
 		return nil, true
 	}
 	h := &ctx.Request.Header
