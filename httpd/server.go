@@ -449,10 +449,7 @@ func (b *streamedBody) Read(p []byte) (int, error) {
 // is garbage the collector takes back; wire.ReadBody says why it is
 // allocated at the body's length.
 func (b *streamedBody) readAll(ctx *fasthttp.RequestCtx, n int) error {
-	if n > b.limit {
-		return fasthttp.ErrBodyTooLarge
-	}
-	if n >= 0 {
+	if n >= 0 { // within b.limit: readBody refused a longer one unread
 		n -= b.read
 	}
 	body, err := wire.ReadBody(b, n)
