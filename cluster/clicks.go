@@ -216,7 +216,7 @@ func (n *Node) encodeClicks(ctx context.Context, b fsm.ClickBatch) []byte {
 	if b.Visitors && n.requireLevel(ctx, fsm.LevelVisits) != nil {
 		b = b.WithoutVisitors()
 	}
-	return fsm.EncodeClicks(b)
+	return b.Encode()
 }
 
 // proposeClicks applies a batch here when this node leads and hands it to

@@ -30,7 +30,7 @@ func saveClicks(dir string, pending *fsm.ClickBatch, counts map[clickKey]uint64)
 	for _, b := range []*fsm.ClickBatch{pending, countsBatch(counts)} {
 		var entry []byte
 		if b != nil {
-			entry = fsm.EncodeClicks(*b)
+			entry = (*b).Encode()
 		}
 		data = binary.AppendUvarint(data, uint64(len(entry)))
 		data = append(data, entry...)

@@ -14,7 +14,7 @@ import (
 // the answer, no node that reaches the leader redirects to the old target.
 func (n *Node) Edit(ctx context.Context, c fsm.EditCommand) (fsm.Link, uint64, error) {
 	c.Now = time.Now().UnixMilli()
-	resp, index, err := n.proposeOneResult(ctx, fsm.EncodeEdit(c))
+	resp, index, err := n.proposeOneResult(ctx, c.Encode())
 	if err != nil {
 		return fsm.Link{}, 0, fmt.Errorf("edit %s: %w", c.Code, err)
 	}
@@ -30,7 +30,7 @@ func (n *Node) Edit(ctx context.Context, c fsm.EditCommand) (fsm.Link, uint64, e
 // the same visibility as an edit.
 func (n *Node) SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error) {
 	c.Now = time.Now().UnixMilli()
-	index, err := n.proposeOne(ctx, fsm.EncodeDomain(c))
+	index, err := n.proposeOne(ctx, c.Encode())
 	if err != nil {
 		return 0, fmt.Errorf("domain %s: %w", c.Domain.Name, err)
 	}
@@ -45,7 +45,7 @@ func (n *Node) SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, erro
 func (n *Node) Visit(ctx context.Context, code string, visitor fsm.Visitor) (uint64, error) {
 	c := fsm.VisitCommand{Code: code, Now: time.Now().UnixMilli(), Visitor: visitor}
 	c.HasVisitor = n.requireLevel(ctx, fsm.LevelVisits) == nil
-	index, err := n.proposeOne(ctx, fsm.EncodeVisit(c))
+	index, err := n.proposeOne(ctx, c.Encode())
 	if err != nil {
 		return 0, fmt.Errorf("visit %s: %w", code, err)
 	}

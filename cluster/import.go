@@ -89,7 +89,7 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 		for k, i := range items {
 			batch[k] = reqs[i]
 		}
-		cmd := fsm.EncodeCreate(fsm.CreateBatch{Now: now, Items: batch})
+		cmd := fsm.CreateBatch{Now: now, Items: batch}.Encode()
 		b.entries = append(b.entries, bulkEntry{items: items, future: n.propose(cmd)})
 	}
 	return b

@@ -103,7 +103,7 @@ func TestCutBulkBoundsEntries(t *testing.T) {
 			next++
 			batch[k] = reqs[i]
 		}
-		size := len(fsm.EncodeCreate(fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: batch}))
+		size := len(fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: batch}.Encode())
 		if len(items) > maxBulkEntryItems || len(items) > 1 && size > maxBulkEntryBytes {
 			t.Errorf("entry of %d creates, %d bytes: over %d creates or %d bytes", len(items), size, maxBulkEntryItems, maxBulkEntryBytes)
 		}

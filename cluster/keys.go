@@ -16,7 +16,7 @@ import (
 // catches up before refusing it (CatchUp), so the key works everywhere as
 // soon as this returns.
 func (n *Node) CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error {
-	_, err := n.proposeOne(ctx, fsm.EncodeKeyCreate(c))
+	_, err := n.proposeOne(ctx, c.Encode())
 	return err
 }
 
@@ -24,7 +24,7 @@ func (n *Node) CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error {
 // every other server that answers in time has applied it too (awaitServers): a
 // node that still knew the key would go on accepting it.
 func (n *Node) RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error {
-	index, err := n.proposeOne(ctx, fsm.EncodeKeyRevoke(c))
+	index, err := n.proposeOne(ctx, c.Encode())
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (n *Node) mintInitialKey() error {
 			Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: now},
 		Now: now,
 	}
-	resp, err := n.apply(fsm.EncodeKeyCreate(cmd))
+	resp, err := n.apply(cmd.Encode())
 	if err == nil {
 		err, _ = resp.(error)
 	}

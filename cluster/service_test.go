@@ -37,7 +37,7 @@ func TestInternalHandler(t *testing.T) {
 	l := createURL(t, n, "https://example.com/internal")
 	stranger, peer := net.IPv4(10, 9, 8, 7), net.IPv4(127, 0, 0, 1) // peer: the host of a configured server
 
-	clicks := fsm.EncodeClicks(fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: l.Code, Count: 3}}})
+	clicks := fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: l.Code, Count: 3}}}.Encode()
 	leave, _ := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: "n9"})
 	tests := []struct {
 		name        string
@@ -53,7 +53,7 @@ func TestInternalHandler(t *testing.T) {
 		{"link from a peer", peer, "n2", "GET", wire.PathLinks + l.Code, nil, 200, `"url":"https://example.com/internal"`},
 		{"unknown link", peer, "n2", "GET", wire.PathLinks + "nope", nil, 200, `"found":false`},
 		{"clicks from a peer", peer, "n2", "POST", wire.PathClicks, clicks, 200, `"applied":true`},
-		{"clicks not a batch", peer, "n2", "POST", wire.PathClicks, fsm.EncodeDelete(fsm.DeleteCommand{Code: l.Code}), 400, "not a click batch"},
+		{"clicks not a batch", peer, "n2", "POST", wire.PathClicks, fsm.DeleteCommand{Code: l.Code}.Encode(), 400, "not a click batch"},
 		{"leave for another node", peer, "n2", "POST", wire.PathLeave, leave, 403, "its own removal"},
 		{"leave of an unknown server", peer, "n9", "POST", wire.PathLeave, leave, 404, ""},
 		{"leave with a newer protocol", peer, "n9", "POST", wire.PathLeave, []byte(`{"v":2,"id":"n9"}`), 400, "protocol version 2"},
@@ -143,7 +143,7 @@ func TestClusterPortLimitsProtocolBodies(t *testing.T) {
 	for i := range 2000 {
 		counts = append(counts, fsm.ClickCount{Code: fmt.Sprintf("absent%05d", i), Count: 1})
 	}
-	batch := fsm.EncodeClicks(fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: counts})
+	batch := fsm.ClickBatch{Node: "n9", Seq: 1, Now: 1, Counts: counts}.Encode()
 	if len(batch) <= 8<<10 {
 		t.Fatalf("a batch of %d bytes is read with the header; the test needs a longer one", len(batch))
 	}

@@ -277,7 +277,7 @@ func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 	}
 	n.metrics.createBatch.Observe(float64(len(batch)))
 	push.proposing()
-	resp, index, err := n.applyAt(fsm.EncodeCreate(cmd))
+	resp, index, err := n.applyAt(cmd.Encode())
 	results, ok := resp.([]fsm.CreateResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
@@ -310,7 +310,7 @@ func (n *Node) failQueuedCreates() {
 // (voter or replica) that answers within visibilityWait has applied it too (see
 // visibility.go), with the delete's log index.
 func (n *Node) Delete(ctx context.Context, code, keyID string) (uint64, error) {
-	index, err := n.proposeOne(ctx, fsm.EncodeDelete(fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli(), KeyID: keyID}))
+	index, err := n.proposeOne(ctx, fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli(), KeyID: keyID}.Encode())
 	if err != nil {
 		return 0, err
 	}

@@ -11,7 +11,7 @@ const hour = int64(hourMillis)
 
 // clickAt is a click batch from node n with sequence seq, flushed at now.
 func clickAt(n string, seq uint64, now int64, counts ...ClickCount) []byte {
-	return EncodeClicks(ClickBatch{Node: n, Seq: seq, Now: now, Counts: counts})
+	return ClickBatch{Node: n, Seq: seq, Now: now, Counts: counts}.Encode()
 }
 
 // withClickHours is the workload plus clicks on two of its links over

@@ -61,6 +61,29 @@ const (
 // ErrCorruptCommand means a log entry's checksum does not match its bytes.
 var ErrCorruptCommand = errors.New("log entry does not match its checksum")
 
+// Command is one change to the state as the log carries it. Every
+// command type of this package implements it, and DecodeCommand returns
+// one: a new replicated write is a new Command type, its case in
+// DecodeCommand and its case in the apply loop.
+type Command interface {
+	// Encode is the command's log entry: its type byte, its fields and
+	// the checksum that seals them. It picks the oldest entry type that
+	// carries the command, so that older builds apply what they can.
+	Encode() []byte
+	// Level is the entry level a node must apply to apply Encode's entry
+	// (levels.go).
+	Level() int
+}
+
+// Downgrader is a command that can also be written, with less in it, at
+// a lower entry level: a cluster in the middle of an upgrade writes the
+// downgrade rather than refuse the write.
+type Downgrader interface {
+	Command
+	// Downgrade is the command as the level below its own carries it.
+	Downgrade() Command
+}
+
 // seal marks an encoded entry as sealed and appends its checksum.
 func seal(buf []byte) []byte {
 	buf[0] |= sealedFlag
@@ -191,8 +214,7 @@ type ServerCommand struct {
 	HTTPAddr string
 }
 
-// EncodeInit, EncodeCreate, ... produce the log entry bytes for a command.
-func EncodeInit(c InitCommand) []byte {
+func (c InitCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 1+len(c.Key)+len(c.ClusterID))}
 	e.byte(byte(cmdInit))
 	e.fixed(c.Key[:])
@@ -200,17 +222,13 @@ func EncodeInit(c InitCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeCreate(c CreateBatch) []byte {
+func (c CreateBatch) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
 	// The oldest type that carries the batch (see RequiredLevel): builds
 	// before options apply creates without them, builds before imports
 	// kept creation times and clicks apply creates without those.
-	level := LevelKeys
-	for i := range c.Items {
-		level = max(level, c.Items[i].Level())
-	}
 	typ := cmdCreateKeyed
-	switch level {
+	switch c.Level() {
 	case LevelOptions:
 		typ = cmdCreateOptions
 	case LevelImport:
@@ -242,14 +260,14 @@ func EncodeCreate(c CreateBatch) []byte {
 	return seal(e.buf)
 }
 
-func EncodeEdit(c EditCommand) []byte {
+func (c EditCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
 	e.byte(byte(cmdEdit))
 	encodeEdit(&e, c)
 	return seal(e.buf)
 }
 
-func EncodeDomain(c DomainCommand) []byte {
+func (c DomainCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdDomain))
 	e.string(c.Domain.Name)
@@ -261,7 +279,7 @@ func EncodeDomain(c DomainCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeVisit(c VisitCommand) []byte {
+func (c VisitCommand) Encode() []byte {
 	var e encoder
 	typ := cmdVisit
 	if c.HasVisitor {
@@ -296,7 +314,7 @@ func DecodeOptions(b []byte) (*Options, error) {
 	return o, nil
 }
 
-func EncodeDelete(c DeleteCommand) []byte {
+func (c DeleteCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdDeleteKeyed))
 	e.string(c.Code)
@@ -305,7 +323,7 @@ func EncodeDelete(c DeleteCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeClicks(c ClickBatch) []byte {
+func (c ClickBatch) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 32+len(c.Counts)*24)}
 	typ := cmdClicks
 	if c.Visitors {
@@ -327,7 +345,7 @@ func EncodeClicks(c ClickBatch) []byte {
 	return seal(e.buf)
 }
 
-func EncodePurge(c PurgeCommand) []byte {
+func (c PurgeCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdPurge))
 	e.varint(c.ExpiredBefore)
@@ -335,7 +353,7 @@ func EncodePurge(c PurgeCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeServer(c ServerCommand) []byte {
+func (c ServerCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdServer))
 	e.string(c.ID)
@@ -343,7 +361,7 @@ func EncodeServer(c ServerCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeKeyCreate(c KeyCreateCommand) []byte {
+func (c KeyCreateCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
 	typ := cmdKeyCreate
 	if len(c.Key.Domains) > 0 { // older builds read keys without domains
@@ -407,7 +425,7 @@ func decodeKey(d *decoder) *APIKey {
 	return k
 }
 
-func EncodeKeyRevoke(c KeyRevokeCommand) []byte {
+func (c KeyRevokeCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdKeyRevoke))
 	e.string(c.ID)
@@ -416,8 +434,8 @@ func EncodeKeyRevoke(c KeyRevokeCommand) []byte {
 	return seal(e.buf)
 }
 
-// DecodeCommand parses a log entry into one of the command types above.
-func DecodeCommand(data []byte) (any, error) {
+// DecodeCommand parses a log entry into the command that encoded it.
+func DecodeCommand(data []byte) (Command, error) {
 	if len(data) == 0 {
 		return nil, errors.New("decode command: empty entry")
 	}
@@ -426,7 +444,7 @@ func DecodeCommand(data []byte) (any, error) {
 		return nil, err
 	}
 	d := decoder{buf: fields}
-	var cmd any
+	var cmd Command
 	switch typ {
 	case cmdInit:
 		var c InitCommand

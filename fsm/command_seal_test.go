@@ -11,12 +11,12 @@ import (
 // another target, say); CRC-32C catches every single-bit change.
 func TestSealedCommandsRefuseAnyChangedBit(t *testing.T) {
 	entries := map[string][]byte{
-		"init":   EncodeInit(InitCommand{Key: [32]byte{1, 2, 3}, ClusterID: [16]byte{4}}),
-		"create": EncodeCreate(CreateBatch{Now: 1700000000000, Items: []CreateRequest{{URL: "https://example.com/a", Workspace: "default", CodeLength: 7, RequestID: "k1"}}}),
-		"delete": EncodeDelete(DeleteCommand{Code: "abc1234", Now: 5}),
-		"clicks": EncodeClicks(ClickBatch{Node: "n1", Seq: 9, Now: 7, Counts: []ClickCount{{Code: "abc1234", Count: 3}}}),
-		"purge":  EncodePurge(PurgeCommand{ExpiredBefore: 1, RequestsBefore: 2}),
-		"server": EncodeServer(ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}),
+		"init":   InitCommand{Key: [32]byte{1, 2, 3}, ClusterID: [16]byte{4}}.Encode(),
+		"create": CreateBatch{Now: 1700000000000, Items: []CreateRequest{{URL: "https://example.com/a", Workspace: "default", CodeLength: 7, RequestID: "k1"}}}.Encode(),
+		"delete": DeleteCommand{Code: "abc1234", Now: 5}.Encode(),
+		"clicks": ClickBatch{Node: "n1", Seq: 9, Now: 7, Counts: []ClickCount{{Code: "abc1234", Count: 3}}}.Encode(),
+		"purge":  PurgeCommand{ExpiredBefore: 1, RequestsBefore: 2}.Encode(),
+		"server": ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode(),
 	}
 	for name, entry := range entries {
 		t.Run(name, func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestSealedCommandsRefuseAnyChangedBit(t *testing.T) {
 // TestUnsealedCommandsStillDecode: entries written before commands carried
 // a checksum replay as they did.
 func TestUnsealedCommandsStillDecode(t *testing.T) {
-	sealed := EncodeDelete(DeleteCommand{Code: "abc1234", Now: 5})
+	sealed := DeleteCommand{Code: "abc1234", Now: 5}.Encode()
 	unsealed := append([]byte{sealed[0] &^ sealedFlag}, sealed[1:len(sealed)-sealedBytes]...)
 	cmd, err := DecodeCommand(unsealed)
 	if err != nil || !reflect.DeepEqual(cmd, DeleteCommand{Code: "abc1234", Now: 5}) {

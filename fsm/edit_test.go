@@ -16,8 +16,8 @@ import (
 func optionsWorkload() [][]byte {
 	canon := func(u string) string { c, _ := codes.Canonicalize(u); return c }
 	return [][]byte{
-		EncodeInit(InitCommand{Key: testKey}),
-		EncodeDomain(DomainCommand{Domain: Domain{Name: "go.example", RootRedirect: "https://example.com/home"}, By: RootKeyID, Now: 10}),
+		InitCommand{Key: testKey}.Encode(),
+		DomainCommand{Domain: Domain{Name: "go.example", RootRedirect: "https://example.com/home"}, By: RootKeyID, Now: 10}.Encode(),
 		create(100,
 			CreateRequest{URL: "https://example.com/a", CustomCode: "docs", Options: &Options{Title: "Docs", Tags: []string{"Go", "web"}}},
 			CreateRequest{URL: "https://example.com/b", CustomCode: "docs", Domain: "go.example", Options: &Options{MaxVisits: 2}},
@@ -26,13 +26,13 @@ func optionsWorkload() [][]byte {
 				{Language: "de", Query: []QueryParam{{"ref", "x"}}, After: 5, Before: 500, URL: "https://example.de/"},
 			}}},
 		),
-		EncodeEdit(EditCommand{Code: "docs", Now: 200, KeyID: RootKeyID, Fields: EditURL | EditTitle, URL: "https://example.com/a2", Title: "Docs 2"}),
-		EncodeEdit(EditCommand{Code: "docs", Now: 300, Fields: EditURL | EditTags | EditForwardQuery, URL: "https://example.com/a3", ForwardQuery: true}),
-		EncodeEdit(EditCommand{Code: "go.example/docs", Now: 310, Fields: EditExpiresAt | EditValidSince | EditPublicStats, ExpiresAt: 9000, ValidSince: 50, PublicStats: true}),
-		EncodeEdit(EditCommand{Code: "docs", Now: 320, Fields: EditURL, URL: "https://example.com/c", Canonical: canon("https://example.com/c")}),
-		EncodeVisit(VisitCommand{Code: "go.example/docs", Now: 400}),
-		EncodeVisit(VisitCommand{Code: "go.example/docs", Now: 401}),
-		EncodeVisit(VisitCommand{Code: "go.example/docs", Now: 402}), // over the limit: refused
+		EditCommand{Code: "docs", Now: 200, KeyID: RootKeyID, Fields: EditURL | EditTitle, URL: "https://example.com/a2", Title: "Docs 2"}.Encode(),
+		EditCommand{Code: "docs", Now: 300, Fields: EditURL | EditTags | EditForwardQuery, URL: "https://example.com/a3", ForwardQuery: true}.Encode(),
+		EditCommand{Code: "go.example/docs", Now: 310, Fields: EditExpiresAt | EditValidSince | EditPublicStats, ExpiresAt: 9000, ValidSince: 50, PublicStats: true}.Encode(),
+		EditCommand{Code: "docs", Now: 320, Fields: EditURL, URL: "https://example.com/c", Canonical: canon("https://example.com/c")}.Encode(),
+		VisitCommand{Code: "go.example/docs", Now: 400}.Encode(),
+		VisitCommand{Code: "go.example/docs", Now: 401}.Encode(),
+		VisitCommand{Code: "go.example/docs", Now: 402}.Encode(),
 	}
 }
 
@@ -70,10 +70,10 @@ func TestEditKeepsHistoryAndOptions(t *testing.T) {
 
 func TestEditOfADedupeLinkMovesItsDedupeEntry(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	first := createOne(t, f, 1, CreateRequest{URL: "https://example.com/old", Dedupe: true})
 	canon, _ := codes.Canonicalize("https://example.com/new")
-	if err, _ := applyAll(t, f, EncodeEdit(EditCommand{Code: first.Link.Code, Now: 2, Fields: EditURL, URL: "https://example.com/new", Canonical: canon}))[0].(error); err != nil {
+	if err, _ := applyAll(t, f, EditCommand{Code: first.Link.Code, Now: 2, Fields: EditURL, URL: "https://example.com/new", Canonical: canon}.Encode())[0].(error); err != nil {
 		t.Fatal(err)
 	}
 	if again := createOne(t, f, 3, CreateRequest{URL: "https://example.com/new", Dedupe: true}); !again.Existing || again.Link.Code != first.Link.Code {
@@ -86,8 +86,8 @@ func TestEditOfADedupeLinkMovesItsDedupeEntry(t *testing.T) {
 
 func TestEditRefusals(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksWrite, "team"), By: RootKeyID, Now: 1}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksWrite, "team"), By: RootKeyID, Now: 1}.Encode())
 	createOne(t, f, 2, CreateRequest{URL: "https://example.com/", CustomCode: "x"})
 	cases := []struct {
 		name string
@@ -103,7 +103,7 @@ func TestEditRefusals(t *testing.T) {
 	before := f.Get
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err, _ := applyAll(t, f, EncodeEdit(tc.cmd))[0].(error)
+			err, _ := applyAll(t, f, tc.cmd.Encode())[0].(error)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -116,11 +116,11 @@ func TestEditRefusals(t *testing.T) {
 
 func TestDomainsKeepCodesApart(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	if res := createOne(t, f, 1, CreateRequest{URL: "https://example.com/", CustomCode: "x", Domain: "nowhere.example"}); !errors.Is(res.Err, ErrUnknownDomain) {
 		t.Fatalf("create in an unregistered domain: %v", res.Err)
 	}
-	applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}))
+	applyAll(t, f, DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}.Encode())
 	createOne(t, f, 2, CreateRequest{URL: "https://example.com/default", CustomCode: "x"})
 	createOne(t, f, 3, CreateRequest{URL: "https://example.com/a", CustomCode: "x", Domain: "a.example"})
 	if res := createOne(t, f, 4, CreateRequest{URL: "https://example.com/a2", CustomCode: "x", Domain: "a.example"}); !errors.Is(res.Err, ErrCodeTaken) {
@@ -141,24 +141,24 @@ func TestDomainsKeepCodesApart(t *testing.T) {
 			t.Errorf("x on %s is marked as a fallback", host)
 		}
 	}
-	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}))[0].(error); !errors.Is(err, ErrDomainInUse) {
+	if err, _ := applyAll(t, f, DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}.Encode())[0].(error); !errors.Is(err, ErrDomainInUse) {
 		t.Fatalf("removing a domain with links: %v", err)
 	}
-	applyAll(t, f, EncodeDelete(DeleteCommand{Code: "a.example/x", Now: 5}))
+	applyAll(t, f, DeleteCommand{Code: "a.example/x", Now: 5}.Encode())
 	if res := createOne(t, f, 6, CreateRequest{URL: "https://example.com/a3", CustomCode: "x", Domain: "a.example"}); !errors.Is(res.Err, ErrCodeDeleted) {
 		t.Fatalf("re-creating a deleted code: %v, want ErrCodeDeleted", res.Err)
 	}
-	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}))[0].(error); err != nil {
+	if err, _ := applyAll(t, f, DomainCommand{Domain: Domain{Name: "a.example"}, Remove: true, By: RootKeyID}.Encode())[0].(error); err != nil {
 		t.Fatalf("removing an empty domain: %v", err)
 	}
-	if err, _ := applyAll(t, f, EncodeDomain(DomainCommand{Domain: Domain{Name: "b.example"}, By: ""}))[0].(error); !errors.Is(err, ErrUnauthorized) {
+	if err, _ := applyAll(t, f, DomainCommand{Domain: Domain{Name: "b.example"}, By: ""}.Encode())[0].(error); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("a domain without a key: %v", err)
 	}
 }
 
 func TestResolveDoesNotAllocate(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}.Encode())
 	createOne(t, f, 1, CreateRequest{URL: "https://example.com/a", CustomCode: "x", Domain: "a.example"})
 	host, code := []byte("a.example"), []byte("x")
 	if n := testing.AllocsPerRun(100, func() { f.Resolve(host, code) }); n != 0 {
@@ -258,19 +258,7 @@ func TestNewCommandsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
-		var again []byte
-		switch c := got.(type) {
-		case InitCommand:
-			again = EncodeInit(c)
-		case CreateBatch:
-			again = EncodeCreate(c)
-		case EditCommand:
-			again = EncodeEdit(c)
-		case DomainCommand:
-			again = EncodeDomain(c)
-		case VisitCommand:
-			again = EncodeVisit(c)
-		}
+		again := got.Encode()
 		if !bytes.Equal(again, cmd) {
 			t.Fatalf("%T does not round-trip", got)
 		}
@@ -284,9 +272,9 @@ func TestKeysLimitedToDomains(t *testing.T) {
 	f := New()
 	k := testAPIKey("dddddddddddd", ScopeLinksWrite|ScopeLinksRead, AllWorkspaces)
 	k.Domains = []string{"a.example"}
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}),
-		EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}),
-		EncodeKeyCreate(KeyCreateCommand{Key: k, By: RootKeyID, Now: 1}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(),
+		DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID}.Encode(),
+		KeyCreateCommand{Key: k, By: RootKeyID, Now: 1}.Encode())
 	if res := createOne(t, f, 2, CreateRequest{URL: "https://example.com/", CustomCode: "mine", Domain: "a.example", KeyID: k.ID}); res.Err != nil {
 		t.Fatalf("create in its domain: %v", res.Err)
 	}
@@ -295,8 +283,8 @@ func TestKeysLimitedToDomains(t *testing.T) {
 	}
 	createOne(t, f, 4, CreateRequest{URL: "https://example.com/", CustomCode: "theirs"})
 	for _, cmd := range [][]byte{
-		EncodeEdit(EditCommand{Code: "theirs", KeyID: k.ID, Now: 5, Fields: EditTitle, Title: "x"}),
-		EncodeDelete(DeleteCommand{Code: "theirs", KeyID: k.ID, Now: 5}),
+		EditCommand{Code: "theirs", KeyID: k.ID, Now: 5, Fields: EditTitle, Title: "x"}.Encode(),
+		DeleteCommand{Code: "theirs", KeyID: k.ID, Now: 5}.Encode(),
 	} {
 		if err, _ := applyAll(t, f, cmd)[0].(error); !errors.Is(err, ErrUnauthorized) {
 			t.Fatalf("a write outside its domain: %v", err)
@@ -311,7 +299,7 @@ func TestKeysLimitedToDomains(t *testing.T) {
 	}
 	admin := testAPIKey("aaaaaaaaaaaa", ScopeAdmin, AllWorkspaces)
 	admin.Domains = []string{"a.example"}
-	if err, _ := applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: admin, By: RootKeyID, Now: 6}))[0].(error); !errors.Is(err, ErrKeyInvalid) {
+	if err, _ := applyAll(t, f, KeyCreateCommand{Key: admin, By: RootKeyID, Now: 6}.Encode())[0].(error); !errors.Is(err, ErrKeyInvalid) {
 		t.Fatalf("an admin key limited to a domain: %v", err)
 	}
 }
@@ -330,18 +318,18 @@ func TestOldestFormatThatFits(t *testing.T) {
 		{"create without options", plain, LevelKeys},
 		{"create with options", withOptions, LevelOptions},
 		{"create in a domain", create(1, CreateRequest{URL: "https://example.com/", Domain: "a.example"}), LevelOptions},
-		{"delete", EncodeDelete(DeleteCommand{Code: "x"}), LevelKeys},
-		{"key without domains", EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksRead, "*")}), LevelKeys},
-		{"edit", EncodeEdit(EditCommand{Code: "x", Fields: EditTitle}), LevelOptions},
-		{"domain", EncodeDomain(DomainCommand{Domain: Domain{Name: "a.example"}}), LevelOptions},
-		{"visit", EncodeVisit(VisitCommand{Code: "x"}), LevelOptions},
+		{"delete", DeleteCommand{Code: "x"}.Encode(), LevelKeys},
+		{"key without domains", KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksRead, "*")}.Encode(), LevelKeys},
+		{"edit", EditCommand{Code: "x", Fields: EditTitle}.Encode(), LevelOptions},
+		{"domain", DomainCommand{Domain: Domain{Name: "a.example"}}.Encode(), LevelOptions},
+		{"visit", VisitCommand{Code: "x"}.Encode(), LevelOptions},
 	} {
 		if got := RequiredLevel(tc.entry); got != tc.want {
 			t.Errorf("%s: level %d, want %d", tc.name, got, tc.want)
 		}
 	}
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), plain)
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), plain)
 	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV4 {
 		t.Fatalf("a state without options writes snapshot version %d, want 4", v)
 	}

@@ -40,12 +40,12 @@ func create(now int64, items ...CreateRequest) []byte {
 			items[i].CodeLength = 7
 		}
 	}
-	return EncodeCreate(CreateBatch{Now: now, Items: items})
+	return CreateBatch{Now: now, Items: items}.Encode()
 }
 
 // workload is a command sequence touching every command type and rule.
 func workload() [][]byte {
-	cmds := [][]byte{EncodeInit(InitCommand{Key: testKey})}
+	cmds := [][]byte{InitCommand{Key: testKey}.Encode()}
 	for i := range 40 {
 		cmds = append(cmds, create(int64(1000+i),
 			CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i), RequestID: fmt.Sprintf("req-%d", i)},
@@ -55,13 +55,13 @@ func workload() [][]byte {
 	}
 	cmds = append(cmds,
 		create(2000, CreateRequest{URL: "https://example.org/", CustomCode: "custom1", ExpiresAt: 2500}),
-		EncodeDelete(DeleteCommand{Code: "custom1", Now: 2100}),
-		EncodeClicks(ClickBatch{Node: "n1", Seq: 1, Now: 2200, Counts: []ClickCount{{Code: "custom1", Count: 3}}}),
+		DeleteCommand{Code: "custom1", Now: 2100}.Encode(),
+		ClickBatch{Node: "n1", Seq: 1, Now: 2200, Counts: []ClickCount{{Code: "custom1", Count: 3}}}.Encode(),
 		create(2300, CreateRequest{URL: "https://example.net/", CustomCode: "soon", ExpiresAt: 2400}),
-		EncodePurge(PurgeCommand{ExpiredBefore: 3000, RequestsBefore: 1010}),
-		EncodeServer(ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}),
-		EncodeServer(ServerCommand{ID: "n2", HTTPAddr: "10.0.0.2:8080"}),
-		EncodeServer(ServerCommand{ID: "n2"}),
+		PurgeCommand{ExpiredBefore: 3000, RequestsBefore: 1010}.Encode(),
+		ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode(),
+		ServerCommand{ID: "n2", HTTPAddr: "10.0.0.2:8080"}.Encode(),
+		ServerCommand{ID: "n2"}.Encode(),
 	)
 	return cmds
 }
@@ -96,7 +96,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	data := snapshotBytes(t, src)
 
 	dst := New()
-	applyAll(t, dst, EncodeInit(InitCommand{Key: codes.Key{9}}), create(1, CreateRequest{URL: "https://gone.example/"}))
+	applyAll(t, dst, InitCommand{Key: codes.Key{9}}.Encode(), create(1, CreateRequest{URL: "https://gone.example/"}))
 	if err := dst.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -156,11 +156,11 @@ func TestCreateRules(t *testing.T) {
 	if r := createOne(t, f, 1, CreateRequest{URL: "https://a.example/"}); !errors.Is(r.Err, ErrNotInitialized) {
 		t.Fatalf("create before init: %v", r.Err)
 	}
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 
 	first := createOne(t, f, 10, CreateRequest{URL: "https://a.example/x", CustomCode: "mine"})
 	deleted := createOne(t, f, 10, CreateRequest{URL: "https://a.example/y", CustomCode: "gone"})
-	applyAll(t, f, EncodeDelete(DeleteCommand{Code: "gone", Now: 11}))
+	applyAll(t, f, DeleteCommand{Code: "gone", Now: 11}.Encode())
 	dedupeFirst := createOne(t, f, 12, CreateRequest{URL: "https://B.example/p/", Dedupe: true})
 
 	tests := []struct {
@@ -204,7 +204,7 @@ func TestCreateRules(t *testing.T) {
 
 func TestHashStrategyCollisionUsesNextSalt(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	canonical := "https://example.com/page"
 	// Occupy the salt-0 code with an unrelated custom link.
 	squatter := codes.HashCode(canonical, "ws", 0)
@@ -223,7 +223,7 @@ func TestHashStrategyCollisionUsesNextSalt(t *testing.T) {
 
 func TestRequestIDMakesCreateIdempotent(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	req := CreateRequest{URL: "https://example.com/once", RequestID: "r-1"}
 	a := createOne(t, f, 1, req)
 	b := createOne(t, f, 2, req)
@@ -235,7 +235,7 @@ func TestRequestIDMakesCreateIdempotent(t *testing.T) {
 	if r := createOne(t, f, 3, other); !errors.Is(r.Err, ErrRequestIDReused) || f.Len() != 1 {
 		t.Fatalf("key reused for another URL: %v (len %d), want ErrRequestIDReused", r.Err, f.Len())
 	}
-	applyAll(t, f, EncodePurge(PurgeCommand{RequestsBefore: 5}))
+	applyAll(t, f, PurgeCommand{RequestsBefore: 5}.Encode())
 	if c := createOne(t, f, 10, req); c.Link.Code == a.Link.Code {
 		t.Fatal("request id still remembered after its window was purged")
 	}
@@ -243,11 +243,11 @@ func TestRequestIDMakesCreateIdempotent(t *testing.T) {
 
 func TestClickBatchesApplyOnce(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	code := createOne(t, f, 1, CreateRequest{URL: "https://example.com/c"}).Link.Code
-	batch := EncodeClicks(ClickBatch{Node: "n1", Seq: 7, Now: 50, Counts: []ClickCount{{Code: code, Count: 5}}})
+	batch := ClickBatch{Node: "n1", Seq: 7, Now: 50, Counts: []ClickCount{{Code: code, Count: 5}}}.Encode()
 	res := applyAll(t, f, batch, batch)
-	other := EncodeClicks(ClickBatch{Node: "n2", Seq: 1, Now: 60, Counts: []ClickCount{{Code: code, Count: 2}, {Code: "nope", Count: 1}}})
+	other := ClickBatch{Node: "n2", Seq: 1, Now: 60, Counts: []ClickCount{{Code: code, Count: 2}, {Code: "nope", Count: 1}}}.Encode()
 	applyAll(t, f, other)
 	l, _ := f.Get(code)
 	if res[0] != true || res[1] != false || l.Clicks != 7 || l.LastAccess != 60 {
@@ -257,7 +257,7 @@ func TestClickBatchesApplyOnce(t *testing.T) {
 
 func TestCounterCodesSkipTakenCodes(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	next, _ := codes.CounterCode(testKey, 0, 7)
 	createOne(t, f, 1, CreateRequest{URL: "https://example.com/a", CustomCode: next})
 	r := createOne(t, f, 2, CreateRequest{URL: "https://example.com/b"})
@@ -268,12 +268,12 @@ func TestCounterCodesSkipTakenCodes(t *testing.T) {
 
 func TestListNewestFirstWithCursor(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	var want []string
 	for i := range 7 {
 		want = append([]string{createOne(t, f, int64(i), CreateRequest{URL: fmt.Sprintf("https://e.example/%d", i)}).Link.Code}, want...)
 	}
-	applyAll(t, f, EncodeDelete(DeleteCommand{Code: want[2]}))
+	applyAll(t, f, DeleteCommand{Code: want[2]}.Encode())
 	want = append(want[:2], want[3:]...)
 	var got []string
 	var cursor uint64
@@ -312,7 +312,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		f.Add(c)
 	}
 	f.Add(visitorsAt("n1", 1, 5, ClickCount{Code: "c", Count: 2, Visitor: chromeDE}, ClickCount{Code: "c", Count: 1, Visitor: slackbot}))
-	f.Add(EncodeVisit(VisitCommand{Code: "c", Now: 5, HasVisitor: true, Visitor: safariUS}))
+	f.Add(VisitCommand{Code: "c", Now: 5, HasVisitor: true, Visitor: safariUS}.Encode())
 	imported := importedLink("imp", importedAt, 42)
 	imported.Options = &Options{Title: "t", Tags: []string{"a"}}
 	f.Add(create(importNow, imported, CreateRequest{URL: "https://example.com/plain"}, importedLink("late", importNow+1, MaxImportedClicks+1)))
@@ -342,7 +342,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	withHooks := New()
 	applyAll(f, withHooks, webhookWorkload()...)
 	imported := New()
-	applyAll(f, imported, EncodeInit(InitCommand{Key: testKey}), create(importNow, importedLink("imp", importedAt, 42)))
+	applyAll(f, imported, InitCommand{Key: testKey}.Encode(), create(importNow, importedLink("imp", importedAt, 42)))
 	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited), snapshotBytes(f, withHooks), snapshotBytes(f, imported)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
@@ -365,7 +365,7 @@ func FuzzReadSnapshot(f *testing.F) {
 
 func TestListAcrossWorkspaces(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	byWS := map[string][]string{}
 	var all []string
 	for i := range 9 {

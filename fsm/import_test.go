@@ -44,7 +44,7 @@ func TestImportedCreate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := New()
-			applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+			applyAll(t, f, InitCommand{Key: testKey}.Encode())
 			res := createOne(t, f, importNow, tc.req)
 			if tc.wantErr != "" {
 				if !errors.Is(res.Err, ErrInvalidRequest) || !bytes.Contains([]byte(res.Err.Error()), []byte(tc.wantErr)) {
@@ -56,7 +56,7 @@ func TestImportedCreate(t *testing.T) {
 				// No code was drawn: the next counter create gets the
 				// first code, as on a state that never saw the refusal.
 				fresh := New()
-				applyAll(t, fresh, EncodeInit(InitCommand{Key: testKey}))
+				applyAll(t, fresh, InitCommand{Key: testKey}.Encode())
 				a := createOne(t, f, importNow, CreateRequest{URL: "https://example.com/next"})
 				b := createOne(t, fresh, importNow, CreateRequest{URL: "https://example.com/next"})
 				if a.Err != nil || a.Link != b.Link {
@@ -88,7 +88,7 @@ func TestImportedClicksHaveNoHourOrVisitor(t *testing.T) {
 	tagged.Options = &Options{Tags: []string{"moved"}}
 	limited := importedLink("limited", importedAt, 3)
 	limited.Options = &Options{MaxVisits: 3}
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), create(importNow, tagged, limited))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), create(importNow, tagged, limited))
 
 	if hours, _ := f.ClickHours("tagged", 0, math.MaxInt64); len(hours) != 0 {
 		t.Errorf("imported clicks fell in hours: %v", hours)
@@ -103,12 +103,12 @@ func TestImportedClicksHaveNoHourOrVisitor(t *testing.T) {
 		t.Errorf("workspace total: %d, want 43", v.LinkTotal)
 	}
 	// The limit counts what the link had: it is used up.
-	if err, _ := applyAll(t, f, EncodeVisit(VisitCommand{Code: "limited", Now: importNow + 1}))[0].(error); !errors.Is(err, ErrVisitLimit) {
+	if err, _ := applyAll(t, f, VisitCommand{Code: "limited", Now: importNow + 1}.Encode())[0].(error); !errors.Is(err, ErrVisitLimit) {
 		t.Errorf("a visit to an imported link at its limit: %v, want ErrVisitLimit", err)
 	}
 
 	clickAt := importNow + 5000
-	applyAll(t, f, EncodeClicks(ClickBatch{Node: "n1", Seq: 1, Now: clickAt, Counts: []ClickCount{{Code: "tagged", Count: 2}}}))
+	applyAll(t, f, ClickBatch{Node: "n1", Seq: 1, Now: clickAt, Counts: []ClickCount{{Code: "tagged", Count: 2}}}.Encode())
 	l, _ := f.Get("tagged")
 	hours, _ := f.ClickHours("tagged", 0, math.MaxInt64)
 	if l.Clicks != 42 || l.LastAccess != clickAt || len(hours) != 1 || hours[0].Clicks != 2 {
@@ -138,7 +138,7 @@ func TestImportedEntryEncoding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			batch := CreateBatch{Now: importNow, Items: tc.items}
-			entry := EncodeCreate(batch)
+			entry := batch.Encode()
 			if typ := commandType(entry[0] &^ sealedFlag); typ != tc.wantType {
 				t.Errorf("type %d, want %d", typ, tc.wantType)
 			}
@@ -175,7 +175,7 @@ func TestImportedLinksSurviveSnapshots(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := New()
-			applyAll(t, src, EncodeInit(InitCommand{Key: testKey}), create(importNow, tc.items...))
+			applyAll(t, src, InitCommand{Key: testKey}.Encode(), create(importNow, tc.items...))
 			data := snapshotBytes(t, src)
 			if v := data[len(snapshotMagic)]; v != tc.wantVersion {
 				t.Errorf("snapshot version %d, want %d", v, tc.wantVersion)

@@ -15,13 +15,13 @@ func testAPIKey(id string, scopes Scope, workspaces ...string) APIKey {
 // keyWorkload creates two keys, writes with them, and revokes one.
 func keyWorkload() [][]byte {
 	return [][]byte{
-		EncodeInit(InitCommand{Key: testKey}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksRead|ScopeLinksWrite, "team"), By: RootKeyID, Now: 100}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("bbbbbbbbbbbb", ScopeAdmin, AllWorkspaces), By: RootKeyID, Now: 101}),
+		InitCommand{Key: testKey}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("aaaaaaaaaaaa", ScopeLinksRead|ScopeLinksWrite, "team"), By: RootKeyID, Now: 100}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("bbbbbbbbbbbb", ScopeAdmin, AllWorkspaces), By: RootKeyID, Now: 101}.Encode(),
 		create(200, CreateRequest{URL: "https://example.com/a", Workspace: "team", CustomCode: "teamlink", KeyID: "aaaaaaaaaaaa"}),
 		create(201, CreateRequest{URL: "https://example.com/b", CustomCode: "adminlink", KeyID: "bbbbbbbbbbbb"}),
-		EncodeDelete(DeleteCommand{Code: "adminlink", Now: 300, KeyID: "bbbbbbbbbbbb"}),
-		EncodeKeyRevoke(KeyRevokeCommand{ID: "aaaaaaaaaaaa", By: "bbbbbbbbbbbb", Now: 400}),
+		DeleteCommand{Code: "adminlink", Now: 300, KeyID: "bbbbbbbbbbbb"}.Encode(),
+		KeyRevokeCommand{ID: "aaaaaaaaaaaa", By: "bbbbbbbbbbbb", Now: 400}.Encode(),
 	}
 }
 
@@ -34,15 +34,15 @@ func TestKeyCommandsRoundTrip(t *testing.T) {
 		var again []byte
 		switch c := got.(type) {
 		case InitCommand:
-			again = EncodeInit(c)
+			again = c.Encode()
 		case CreateBatch:
-			again = EncodeCreate(c)
+			again = c.Encode()
 		case DeleteCommand:
-			again = EncodeDelete(c)
+			again = c.Encode()
 		case KeyCreateCommand:
-			again = EncodeKeyCreate(c)
+			again = c.Encode()
 		case KeyRevokeCommand:
-			again = EncodeKeyRevoke(c)
+			again = c.Encode()
 		default:
 			t.Fatalf("decoded %T", got)
 		}
@@ -104,12 +104,12 @@ func TestStateChecksTheWritingKey(t *testing.T) {
 	expiring := testAPIKey("eeeeeeeeeeee", ScopeLinksWrite, AllWorkspaces)
 	expiring.ExpiresAt = 500
 	applyAll(t, f,
-		EncodeInit(InitCommand{Key: testKey}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("rrrrrrrrrrrr", ScopeLinksRead|ScopeStatsRead, AllWorkspaces), Now: 1, By: RootKeyID}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("tttttttttttt", ScopeLinksWrite, "team"), Now: 1, By: RootKeyID}),
-		EncodeKeyCreate(KeyCreateCommand{Key: expiring, Now: 1, By: RootKeyID}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("vvvvvvvvvvvv", ScopeLinksWrite, AllWorkspaces), Now: 1, By: RootKeyID}),
-		EncodeKeyRevoke(KeyRevokeCommand{ID: "vvvvvvvvvvvv", By: RootKeyID, Now: 2}),
+		InitCommand{Key: testKey}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("rrrrrrrrrrrr", ScopeLinksRead|ScopeStatsRead, AllWorkspaces), Now: 1, By: RootKeyID}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("tttttttttttt", ScopeLinksWrite, "team"), Now: 1, By: RootKeyID}.Encode(),
+		KeyCreateCommand{Key: expiring, Now: 1, By: RootKeyID}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("vvvvvvvvvvvv", ScopeLinksWrite, AllWorkspaces), Now: 1, By: RootKeyID}.Encode(),
+		KeyRevokeCommand{ID: "vvvvvvvvvvvv", By: RootKeyID, Now: 2}.Encode(),
 		create(10, CreateRequest{URL: "https://example.com/", CustomCode: "victim", Workspace: "team", KeyID: "tttttttttttt"}),
 	)
 	before := len(f.Audit("", 100))
@@ -138,7 +138,7 @@ func TestStateChecksTheWritingKey(t *testing.T) {
 		})
 	}
 	for _, key := range []string{"vvvvvvvvvvvv", "rrrrrrrrrrrr", "zzzzzzzzzzzz"} {
-		if err := applyAll(t, f, EncodeDelete(DeleteCommand{Code: "victim", Now: 30, KeyID: key}))[0]; !errors.Is(err.(error), ErrUnauthorized) {
+		if err := applyAll(t, f, DeleteCommand{Code: "victim", Now: 30, KeyID: key}.Encode())[0]; !errors.Is(err.(error), ErrUnauthorized) {
 			t.Fatalf("delete with %s: %v", key, err)
 		}
 	}
@@ -166,17 +166,17 @@ func TestKeyCreateRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := New()
-			applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: good, By: RootKeyID}))
+			applyAll(t, f, KeyCreateCommand{Key: good, By: RootKeyID}.Encode())
 			k := good
 			k.Workspaces = []string{"ws"}
 			tc.edit(&k)
-			if err, _ := applyAll(t, f, EncodeKeyCreate(KeyCreateCommand{Key: k, By: RootKeyID}))[0].(error); !errors.Is(err, tc.want) {
+			if err, _ := applyAll(t, f, KeyCreateCommand{Key: k, By: RootKeyID}.Encode())[0].(error); !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
 	}
 	f := New()
-	if err, _ := applyAll(t, f, EncodeKeyRevoke(KeyRevokeCommand{ID: "nonexistent1", By: RootKeyID}))[0].(error); !errors.Is(err, ErrKeyNotFound) {
+	if err, _ := applyAll(t, f, KeyRevokeCommand{ID: "nonexistent1", By: RootKeyID}.Encode())[0].(error); !errors.Is(err, ErrKeyNotFound) {
 		t.Fatalf("revoke unknown: %v", err)
 	}
 }
@@ -258,15 +258,15 @@ func TestStateChecksWhoAdministersKeys(t *testing.T) {
 	expiring := testAPIKey("expiring0000", ScopeAdmin, AllWorkspaces)
 	expiring.ExpiresAt = 50
 	results := applyAll(t, f,
-		EncodeKeyCreate(KeyCreateCommand{Key: admin, Now: 1}), // the initial key: no one made it
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("secondkey000", ScopeAdmin, AllWorkspaces), Now: 2}),
-		EncodeKeyCreate(KeyCreateCommand{Key: expiring, By: "admin0000000", Now: 3}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("writer000000", ScopeLinksWrite, AllWorkspaces), By: "admin0000000", Now: 4}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("bywriter0000", ScopeAdmin, AllWorkspaces), By: "writer000000", Now: 5}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("byexpired000", ScopeAdmin, AllWorkspaces), By: "expiring0000", Now: 60}),
-		EncodeKeyRevoke(KeyRevokeCommand{ID: "admin0000000", By: "admin0000000", Now: 70}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("byrevoked000", ScopeAdmin, AllWorkspaces), By: "admin0000000", Now: 80}),
-		EncodeKeyRevoke(KeyRevokeCommand{ID: "writer000000", By: "admin0000000", Now: 90}),
+		KeyCreateCommand{Key: admin, Now: 1}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("secondkey000", ScopeAdmin, AllWorkspaces), Now: 2}.Encode(),
+		KeyCreateCommand{Key: expiring, By: "admin0000000", Now: 3}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("writer000000", ScopeLinksWrite, AllWorkspaces), By: "admin0000000", Now: 4}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("bywriter0000", ScopeAdmin, AllWorkspaces), By: "writer000000", Now: 5}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("byexpired000", ScopeAdmin, AllWorkspaces), By: "expiring0000", Now: 60}.Encode(),
+		KeyRevokeCommand{ID: "admin0000000", By: "admin0000000", Now: 70}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("byrevoked000", ScopeAdmin, AllWorkspaces), By: "admin0000000", Now: 80}.Encode(),
+		KeyRevokeCommand{ID: "writer000000", By: "admin0000000", Now: 90}.Encode(),
 	)
 	want := []error{nil, ErrUnauthorized, nil, nil, ErrUnauthorized, ErrUnauthorized, nil, ErrUnauthorized, ErrUnauthorized}
 	for i, w := range want {

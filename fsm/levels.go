@@ -42,6 +42,64 @@ func RequiredLevel(entry []byte) int {
 	return LevelKeys
 }
 
+// The level each command needs: the level of the entry type Encode picks
+// for it (command.go). TestCommandLevels holds each to RequiredLevel of
+// its own entry.
+func (InitCommand) Level() int      { return LevelKeys }
+func (DeleteCommand) Level() int    { return LevelKeys }
+func (PurgeCommand) Level() int     { return LevelKeys }
+func (ServerCommand) Level() int    { return LevelKeys }
+func (KeyRevokeCommand) Level() int { return LevelKeys }
+func (EditCommand) Level() int      { return LevelOptions }
+func (DomainCommand) Level() int    { return LevelOptions }
+
+func (WebhookSetCommand) Level() int    { return LevelVisits }
+func (WebhookDeleteCommand) Level() int { return LevelVisits }
+func (WebhookAckCommand) Level() int    { return LevelVisits }
+
+// Level is LevelOptions for a key limited to domains.
+func (c KeyCreateCommand) Level() int {
+	if len(c.Key.Domains) > 0 {
+		return LevelOptions
+	}
+	return LevelKeys
+}
+
+// Level is the highest of its creates'.
+func (c CreateBatch) Level() int {
+	level := LevelKeys
+	for i := range c.Items {
+		level = max(level, c.Items[i].Level())
+	}
+	return level
+}
+
+// Level is LevelVisits for a visit with its visitor.
+func (c VisitCommand) Level() int {
+	if c.HasVisitor {
+		return LevelVisits
+	}
+	return LevelOptions
+}
+
+// Downgrade is the visit without its visitor: it still counts towards
+// the link's limit.
+func (c VisitCommand) Downgrade() Command {
+	c.HasVisitor, c.Visitor = false, Visitor{}
+	return c
+}
+
+// Level is LevelVisits for a batch with its visitors.
+func (c ClickBatch) Level() int {
+	if c.Visitors {
+		return LevelVisits
+	}
+	return LevelKeys
+}
+
+// Downgrade is the batch without visitors (WithoutVisitors).
+func (c ClickBatch) Downgrade() Command { return c.WithoutVisitors() }
+
 // Level is the entry level a create needs: LevelImport for one that
 // brings a creation time or clicks, LevelOptions for one in a domain or
 // with options, LevelKeys for any other.

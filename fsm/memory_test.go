@@ -34,7 +34,7 @@ func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 		f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
 		index++
 	}
-	apply(EncodeInit(InitCommand{Key: testKey}))
+	apply(InitCommand{Key: testKey}.Encode())
 	for start := 0; start < n; start += 1000 {
 		items := make([]CreateRequest, 0, 1000)
 		for i := start; i < start+1000 && i < n; i++ {
@@ -127,7 +127,7 @@ func BenchmarkMemoryPerClickedLink(b *testing.B) {
 					counts = append(counts, ClickCount{Code: fmt.Sprintf("c%07d", i), Count: 3})
 				}
 				seq++
-				cmd := EncodeClicks(ClickBatch{Node: "n1", Seq: seq, Now: (480_000 + h) * hourMillis, Counts: counts})
+				cmd := ClickBatch{Node: "n1", Seq: seq, Now: (480_000 + h) * hourMillis, Counts: counts}.Encode()
 				f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
 				index++
 			}

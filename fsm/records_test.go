@@ -81,10 +81,10 @@ func changesAfter(links []Link) [][]byte {
 		counts = append(counts, ClickCount{Code: l.Code, Count: 5})
 	}
 	cmds := [][]byte{
-		EncodeClicks(ClickBatch{Node: "later", Seq: 1, Now: 9000, Counts: counts}),
-		EncodeDelete(DeleteCommand{Code: links[0].Code}),
-		EncodeDelete(DeleteCommand{Code: links[len(links)-1].Code}),
-		EncodePurge(PurgeCommand{ExpiredBefore: 1 << 40}),
+		ClickBatch{Node: "later", Seq: 1, Now: 9000, Counts: counts}.Encode(),
+		DeleteCommand{Code: links[0].Code}.Encode(),
+		DeleteCommand{Code: links[len(links)-1].Code}.Encode(),
+		PurgeCommand{ExpiredBefore: 1 << 40}.Encode(),
 	}
 	for i := range 3 * pageSize {
 		cmds = append(cmds, create(9100, CreateRequest{URL: fmt.Sprintf("https://example.com/later/%d", i), Dedupe: i%2 == 0}))

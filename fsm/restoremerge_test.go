@@ -48,7 +48,7 @@ func restored(t *testing.T, snapshot []byte) *FSM {
 // while what the backup holds comes back as it was.
 func TestRestoreKeepsHandedOutCodes(t *testing.T) {
 	cur := New()
-	applyAll(t, cur, EncodeInit(InitCommand{Key: testKey}))
+	applyAll(t, cur, InitCommand{Key: testKey}.Encode())
 	a := createOne(t, cur, 10, CreateRequest{URL: "https://example.com/a"})
 	kept := createOne(t, cur, 11, CreateRequest{URL: "https://example.com/kept"})
 	backup := snapshotBytes(t, cur)
@@ -59,8 +59,8 @@ func TestRestoreKeepsHandedOutCodes(t *testing.T) {
 	hash := createOne(t, cur, 22, CreateRequest{URL: "https://example.com/h", Strategy: StrategyHash})
 	gone := createOne(t, cur, 23, CreateRequest{URL: "https://example.com/gone"})
 	applyFrom(cur, 100,
-		EncodeDelete(DeleteCommand{Code: gone.Link.Code, Now: 24}),
-		EncodeDelete(DeleteCommand{Code: kept.Link.Code, Now: 25}), // the backup brings it back
+		DeleteCommand{Code: gone.Link.Code, Now: 24}.Encode(),
+		DeleteCommand{Code: kept.Link.Code, Now: 25}.Encode(),
 	)
 	for _, r := range []CreateResult{a, kept, b, vanity, hash, gone} {
 		if r.Err != nil {
@@ -117,7 +117,7 @@ func TestRestoreKeepsHandedOutCodes(t *testing.T) {
 // set the code key restores without taking the key away.
 func TestRestoreOfUninitialisedBackup(t *testing.T) {
 	cur := New()
-	applyAll(t, cur, EncodeInit(InitCommand{Key: testKey, ClusterID: [16]byte{7}}))
+	applyAll(t, cur, InitCommand{Key: testKey, ClusterID: [16]byte{7}}.Encode())
 	b := createOne(t, cur, 10, CreateRequest{URL: "https://example.com/b"})
 
 	f := restored(t, mergedBackup(t, cur, snapshotBytes(t, New())))
@@ -136,13 +136,13 @@ func TestRestoreOfUninitialisedBackup(t *testing.T) {
 func TestRestoreKeepsKeysAndRevocations(t *testing.T) {
 	cur := New()
 	applyAll(t, cur,
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID, Now: 1}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeykept12", ScopeLinksRead, "ws"), By: RootKeyID, Now: 2}),
+		KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID, Now: 1}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("oldkeykept12", ScopeLinksRead, "ws"), By: RootKeyID, Now: 2}.Encode(),
 	)
 	backup := snapshotBytes(t, cur)
 	applyFrom(cur, 10,
-		EncodeKeyRevoke(KeyRevokeCommand{ID: "oldkeyrevokd", By: RootKeyID, Now: 3}),
-		EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("newkey123456", ScopeLinksWrite, "ws"), By: RootKeyID, Now: 4}),
+		KeyRevokeCommand{ID: "oldkeyrevokd", By: RootKeyID, Now: 3}.Encode(),
+		KeyCreateCommand{Key: testAPIKey("newkey123456", ScopeLinksWrite, "ws"), By: RootKeyID, Now: 4}.Encode(),
 	)
 	f := restored(t, mergedBackup(t, cur, backup))
 	for id, want := range map[string]bool{"oldkeyrevokd": false, "oldkeykept12": true, "newkey123456": true} {
@@ -150,7 +150,7 @@ func TestRestoreKeepsKeysAndRevocations(t *testing.T) {
 			t.Errorf("key %s known after the restore: %v, want %v", id, ok, want)
 		}
 	}
-	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: EncodeKeyCreate(KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID})}).(error); !errors.Is(err, ErrKeyExists) {
+	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID}.Encode()}).(error); !errors.Is(err, ErrKeyExists) {
 		t.Fatalf("a revoked key id was created again: %v", err)
 	}
 	if got, want := f.Audit("", 10), cur.Audit("", 10); len(got) != len(want) || got[0] != want[0] {

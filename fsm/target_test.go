@@ -39,7 +39,7 @@ func TestCheckTarget(t *testing.T) {
 func TestRefusedTargetsChangeNoCode(t *testing.T) {
 	plain, attacked := New(), New()
 	for _, f := range []*FSM{plain, attacked} {
-		applyAll(t, f, EncodeInit(InitCommand{Key: testKey}))
+		applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	}
 	valid := CreateRequest{URL: "https://example.com/a", Workspace: "default", CodeLength: 7}
 	want := createOne(t, plain, 10, valid)

@@ -18,7 +18,7 @@ var (
 
 // visitorsAt is a click batch with visitors from node n.
 func visitorsAt(n string, seq uint64, now int64, counts ...ClickCount) []byte {
-	return EncodeClicks(ClickBatch{Node: n, Seq: seq, Now: now, Counts: counts, Visitors: true})
+	return ClickBatch{Node: n, Seq: seq, Now: now, Counts: counts, Visitors: true}.Encode()
 }
 
 // withVisitors is the workload plus clicks with visitors on two links over
@@ -175,7 +175,7 @@ func TestVisitorsAreAPointInTime(t *testing.T) {
 	applyFrom(f, 5000,
 		visitorsAt("p1", 9, day+2*hour, ClickCount{Code: a, Count: 5, Visitor: chromeDE}, ClickCount{Code: a, Count: 1, Visitor: Visitor{Referrer: "new.example"}}),
 		visitorsAt("p1", 10, day+3*dayMillis, ClickCount{Code: a, Count: 1, Visitor: slackbot}),
-		EncodeDelete(DeleteCommand{Code: links[1].Code, Now: day}),
+		DeleteCommand{Code: links[1].Code, Now: day}.Encode(),
 	)
 	var buf bytes.Buffer
 	if err := snap.(*snapshot).writeTo(&buf); err != nil {
@@ -204,10 +204,10 @@ func TestVisitorsRetention(t *testing.T) {
 
 func TestBotsUseUpALimitedLink(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}),
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(),
 		create(1000, CreateRequest{URL: "https://example.com/once", CustomCode: "once", Options: &Options{MaxVisits: 2}}))
 	visit := func(v Visitor) any {
-		return f.s.apply(EncodeVisit(VisitCommand{Code: "once", Now: 2000, HasVisitor: true, Visitor: v}))
+		return f.s.apply(VisitCommand{Code: "once", Now: 2000, HasVisitor: true, Visitor: v}.Encode())
 	}
 	if err := visit(slackbot); err != nil {
 		t.Fatalf("first visit, a previewer: %v", err)
@@ -257,7 +257,7 @@ func TestBatchWithoutVisitors(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("WithoutVisitors = %+v, want %+v", got, want)
 	}
-	if RequiredLevel(EncodeClicks(got)) != LevelKeys || RequiredLevel(EncodeClicks(b)) != LevelVisits {
+	if RequiredLevel(got.Encode()) != LevelKeys || RequiredLevel(b.Encode()) != LevelVisits {
 		t.Fatal("a batch with visitors must need LevelVisits, one without LevelKeys")
 	}
 }

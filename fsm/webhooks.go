@@ -423,9 +423,7 @@ func (f *FSM) WebhookPending(id string, after uint64, limit int) (WebhookInfo, [
 	return h.info(), slices.Clip(events), true
 }
 
-// EncodeWebhookSet, EncodeWebhookDelete and EncodeWebhookAck produce the
-// log entries of the webhook commands.
-func EncodeWebhookSet(c WebhookSetCommand) []byte {
+func (c WebhookSetCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 64+len(c.Webhook.URL)+len(c.Webhook.Secret))}
 	e.byte(byte(cmdWebhookSet))
 	e.string(c.Webhook.ID)
@@ -437,7 +435,7 @@ func EncodeWebhookSet(c WebhookSetCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeWebhookDelete(c WebhookDeleteCommand) []byte {
+func (c WebhookDeleteCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdWebhookDelete))
 	e.string(c.ID)
@@ -446,7 +444,7 @@ func EncodeWebhookDelete(c WebhookDeleteCommand) []byte {
 	return seal(e.buf)
 }
 
-func EncodeWebhookAck(c WebhookAckCommand) []byte {
+func (c WebhookAckCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdWebhookAck))
 	e.string(c.ID)
@@ -454,7 +452,7 @@ func EncodeWebhookAck(c WebhookAckCommand) []byte {
 	return seal(e.buf)
 }
 
-func decodeWebhookCommand(d *decoder, typ commandType) any {
+func decodeWebhookCommand(d *decoder, typ commandType) Command {
 	switch typ {
 	case cmdWebhookSet:
 		c := WebhookSetCommand{Webhook: Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string()}}

@@ -15,7 +15,7 @@ const (
 )
 
 func setHook(id, url string, events EventTypes) []byte {
-	return EncodeWebhookSet(WebhookSetCommand{Webhook: Webhook{ID: id, URL: url, Events: events, Secret: hookSecret}, By: RootKeyID, Now: 5})
+	return WebhookSetCommand{Webhook: Webhook{ID: id, URL: url, Events: events, Secret: hookSecret}, By: RootKeyID, Now: 5}.Encode()
 }
 
 func allEvents() EventTypes {
@@ -30,16 +30,16 @@ func allEvents() EventTypes {
 // and acknowledges some of them.
 func webhookWorkload() [][]byte {
 	cmds := [][]byte{
-		EncodeInit(InitCommand{Key: testKey}),
+		InitCommand{Key: testKey}.Encode(),
 		setHook(hookA, "https://hooks.example/a", allEvents()),
 		setHook(hookB, "http://hooks.example/b", EventTypes(0).With(EventLinkDeleted).With(EventLinkClicked)),
 		create(100, CreateRequest{URL: "https://example.com/1", CustomCode: "one", Options: &Options{Title: "One", Tags: []string{"x", "y"}}}),
 		create(101, CreateRequest{URL: "https://example.com/2", CustomCode: "two", Options: &Options{MaxVisits: 5}}),
-		EncodeEdit(EditCommand{Code: "one", Now: 200, Fields: EditURL, URL: "https://example.com/1b"}),
-		EncodeClicks(ClickBatch{Node: "n1", Seq: 1, Now: 300, Counts: []ClickCount{{Code: "one", Count: 3}, {Code: "gone", Count: 2}, {Code: "two", Count: 0}}}),
-		EncodeVisit(VisitCommand{Code: "two", Now: 310}),
-		EncodeDelete(DeleteCommand{Code: "one", Now: 400}),
-		EncodeWebhookAck(WebhookAckCommand{ID: hookA, Seq: 2}),
+		EditCommand{Code: "one", Now: 200, Fields: EditURL, URL: "https://example.com/1b"}.Encode(),
+		ClickBatch{Node: "n1", Seq: 1, Now: 300, Counts: []ClickCount{{Code: "one", Count: 3}, {Code: "gone", Count: 2}, {Code: "two", Count: 0}}}.Encode(),
+		VisitCommand{Code: "two", Now: 310}.Encode(),
+		DeleteCommand{Code: "one", Now: 400}.Encode(),
+		WebhookAckCommand{ID: hookA, Seq: 2}.Encode(),
 	}
 	return cmds
 }
@@ -101,7 +101,7 @@ func TestWebhookEventsFollowWrites(t *testing.T) {
 
 func TestWebhookCommandRefusals(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), setHook(hookA, "https://hooks.example/a", allEvents()))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), setHook(hookA, "https://hooks.example/a", allEvents()))
 	ok := Webhook{ID: hookB, URL: "https://hooks.example/b", Events: allEvents(), Secret: hookSecret}
 	with := func(change func(*Webhook)) Webhook { w := ok; change(&w); return w }
 	tests := []struct {
@@ -109,20 +109,20 @@ func TestWebhookCommandRefusals(t *testing.T) {
 		cmd  []byte
 		want error
 	}{
-		{"short id", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.ID = "abc" }), By: RootKeyID}), ErrInvalidRequest},
-		{"upper-case id", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.ID = strings.ToUpper(hookB) }), By: RootKeyID}), ErrInvalidRequest},
-		{"ftp url", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.URL = "ftp://x" }), By: RootKeyID}), ErrInvalidRequest},
-		{"no events", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Events = 0 }), By: RootKeyID}), ErrInvalidRequest},
-		{"unknown event", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Events = 1 }), By: RootKeyID}), ErrInvalidRequest},
-		{"short secret", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Secret = "short" }), By: RootKeyID}), ErrInvalidRequest},
-		{"long secret", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Secret = strings.Repeat("s", 257) }), By: RootKeyID}), ErrInvalidRequest},
-		{"no one", EncodeWebhookSet(WebhookSetCommand{Webhook: ok}), ErrUnauthorized},
-		{"unknown key", EncodeWebhookSet(WebhookSetCommand{Webhook: ok, By: "zzzzzzzzzzzz"}), ErrUnauthorized},
-		{"taken id", EncodeWebhookSet(WebhookSetCommand{Webhook: with(func(w *Webhook) { w.ID = hookA }), By: RootKeyID}), ErrWebhookExists},
-		{"delete unknown", EncodeWebhookDelete(WebhookDeleteCommand{ID: hookB, By: RootKeyID}), ErrWebhookNotFound},
-		{"delete by no one", EncodeWebhookDelete(WebhookDeleteCommand{ID: hookA}), ErrUnauthorized},
-		{"ack unknown", EncodeWebhookAck(WebhookAckCommand{ID: hookB, Seq: 1}), ErrWebhookNotFound},
-		{"ack beyond the last event", EncodeWebhookAck(WebhookAckCommand{ID: hookA, Seq: 1}), ErrInvalidRequest},
+		{"short id", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.ID = "abc" }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"upper-case id", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.ID = strings.ToUpper(hookB) }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"ftp url", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.URL = "ftp://x" }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"no events", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Events = 0 }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"unknown event", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Events = 1 }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"short secret", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Secret = "short" }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"long secret", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.Secret = strings.Repeat("s", 257) }), By: RootKeyID}.Encode(), ErrInvalidRequest},
+		{"no one", WebhookSetCommand{Webhook: ok}.Encode(), ErrUnauthorized},
+		{"unknown key", WebhookSetCommand{Webhook: ok, By: "zzzzzzzzzzzz"}.Encode(), ErrUnauthorized},
+		{"taken id", WebhookSetCommand{Webhook: with(func(w *Webhook) { w.ID = hookA }), By: RootKeyID}.Encode(), ErrWebhookExists},
+		{"delete unknown", WebhookDeleteCommand{ID: hookB, By: RootKeyID}.Encode(), ErrWebhookNotFound},
+		{"delete by no one", WebhookDeleteCommand{ID: hookA}.Encode(), ErrUnauthorized},
+		{"ack unknown", WebhookAckCommand{ID: hookB, Seq: 1}.Encode(), ErrWebhookNotFound},
+		{"ack beyond the last event", WebhookAckCommand{ID: hookA, Seq: 1}.Encode(), ErrInvalidRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,14 +138,14 @@ func TestWebhookCommandRefusals(t *testing.T) {
 	// A repeated acknowledgement, or one of removed events, is harmless.
 	applyAll(t, f, create(10, CreateRequest{URL: "https://example.com/x", CustomCode: "x"}))
 	for range 2 {
-		if err, _ := applyAll(t, f, EncodeWebhookAck(WebhookAckCommand{ID: hookA, Seq: 1}))[0].(error); err != nil {
+		if err, _ := applyAll(t, f, WebhookAckCommand{ID: hookA, Seq: 1}.Encode())[0].(error); err != nil {
 			t.Fatalf("ack: %v", err)
 		}
 	}
 	if infos := f.Webhooks(); infos[0].Pending != 0 || infos[0].Delivered != 1 {
 		t.Fatalf("after acks: %+v", infos[0])
 	}
-	if err, _ := applyAll(t, f, EncodeWebhookDelete(WebhookDeleteCommand{ID: hookA, By: RootKeyID}))[0].(error); err != nil {
+	if err, _ := applyAll(t, f, WebhookDeleteCommand{ID: hookA, By: RootKeyID}.Encode())[0].(error); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	if len(f.Webhooks()) != 0 {
@@ -157,7 +157,7 @@ func TestWebhookCommandRefusals(t *testing.T) {
 // and are counted; an acknowledgement of dropped events is harmless.
 func TestWebhookOutboxIsBounded(t *testing.T) {
 	f := New()
-	applyAll(t, f, EncodeInit(InitCommand{Key: testKey}), setHook(hookA, "https://hooks.example/a", EventTypes(0).With(EventLinkCreated)))
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), setHook(hookA, "https://hooks.example/a", EventTypes(0).With(EventLinkCreated)))
 	const extra = 25
 	total := MaxWebhookOutbox + extra
 	for start := 0; start < total; start += 500 {
@@ -176,7 +176,7 @@ func TestWebhookOutboxIsBounded(t *testing.T) {
 		t.Fatalf("oldest kept: %+v", events[0])
 	}
 	roundTrip(t, f)
-	if err, _ := applyAll(t, f, EncodeWebhookAck(WebhookAckCommand{ID: hookA, Seq: extra + 10}))[0].(error); err != nil {
+	if err, _ := applyAll(t, f, WebhookAckCommand{ID: hookA, Seq: extra + 10}.Encode())[0].(error); err != nil {
 		t.Fatal(err)
 	}
 	if info := f.Webhooks()[0]; info.Pending != MaxWebhookOutbox-10 || info.Delivered != 10 {
@@ -247,8 +247,8 @@ func TestWebhookSnapshotIsDeterministic(t *testing.T) {
 	a.mu.Unlock()
 	applyAll(t, a,
 		create(600, CreateRequest{URL: "https://example.com/4", CustomCode: "four"}),
-		EncodeWebhookAck(WebhookAckCommand{ID: hookA, Seq: 7}),
-		EncodeWebhookDelete(WebhookDeleteCommand{ID: hookB, By: RootKeyID, Now: 601}),
+		WebhookAckCommand{ID: hookA, Seq: 7}.Encode(),
+		WebhookDeleteCommand{ID: hookB, By: RootKeyID, Now: 601}.Encode(),
 	)
 	var buf bytes.Buffer
 	if err := snap.writeTo(&buf); err != nil {
@@ -269,11 +269,11 @@ func TestWebhookCommandsRoundTrip(t *testing.T) {
 		var data []byte
 		switch c := c.(type) {
 		case WebhookSetCommand:
-			data = EncodeWebhookSet(c)
+			data = c.Encode()
 		case WebhookDeleteCommand:
-			data = EncodeWebhookDelete(c)
+			data = c.Encode()
 		case WebhookAckCommand:
-			data = EncodeWebhookAck(c)
+			data = c.Encode()
 		}
 		got, err := DecodeCommand(data)
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(c) {

@@ -255,8 +255,9 @@ func FuzzCredential(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	cmd := fsm.EncodeKeyCreate(fsm.KeyCreateCommand{By: fsm.RootKeyID, Now: 1,
-		Key: fsm.APIKey{ID: id, Hash: hash, Scopes: fsm.ScopeAdmin, Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: 1}})
+	cmd := fsm.KeyCreateCommand{By: fsm.RootKeyID, Now: 1,
+		Key: fsm.APIKey{ID: id, Hash: hash, Scopes: fsm.ScopeAdmin, Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: 1}}.Encode()
+
 	if res := state.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: cmd}); res != nil {
 		f.Fatalf("create key: %v", res)
 	}
