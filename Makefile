@@ -19,7 +19,7 @@ FUZZ_TARGETS = \
 	./httpd:FuzzLinkBody \
 	./fsm/codes:FuzzCanonicalize \
 	./fsm/codes:FuzzCounterCode \
-	./httpd/input:FuzzTarget \
+	./fsm/input:FuzzTarget \
 	./httpd/geo:FuzzCountry \
 	./httpd/agent:FuzzClassify
 

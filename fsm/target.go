@@ -4,7 +4,7 @@ import "fmt"
 
 // checkTarget is the state machine's own rule for a link's target: an
 // absolute http or https URL without control characters. Every node
-// validates a client's target in full before proposing it (httpd/input);
+// validates a client's target in full before proposing it (fsm/input);
 // this is the floor that holds whatever a proposer sent, because a stored
 // target is what every replica hands to browsers in a Location header: a
 // javascript: URL runs in the visitor's page, and CR or LF would split the

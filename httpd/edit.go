@@ -11,7 +11,7 @@ import (
 
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
-	"github.com/linkraft/linkraft/httpd/input"
+	"github.com/linkraft/linkraft/fsm/input"
 )
 
 // routeCode is the qualified code (fsm.QualifiedCode) a link route names:

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/linkraft/linkraft/fsm"
-	"github.com/linkraft/linkraft/httpd/input"
+	"github.com/linkraft/linkraft/fsm/input"
 )
 
 // optionFields are what a create and an edit may set beyond the target.

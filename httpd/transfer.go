@@ -21,7 +21,7 @@ import (
 
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
-	"github.com/linkraft/linkraft/httpd/input"
+	"github.com/linkraft/linkraft/fsm/input"
 )
 
 // handleExport writes every link as JSON Lines, oldest first, in the shape

@@ -10,7 +10,7 @@ import (
 
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
-	"github.com/linkraft/linkraft/httpd/input"
+	"github.com/linkraft/linkraft/fsm/input"
 )
 
 // webhookRequest is the body of POST /admin/webhooks.

@@ -46,7 +46,7 @@ import (
 
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
-	"github.com/linkraft/linkraft/httpd/input"
+	"github.com/linkraft/linkraft/fsm/input"
 )
 
 // Link is one link read from an export.

@@ -3,9 +3,15 @@
 // SSRF rules that keep links from pointing into the network), and the syntax
 // of custom codes and workspace names.
 //
-// Everything here runs on the write path of the HTTP server, so the checks
-// are purely syntactic: no DNS lookups, no network, no shared mutable state,
-// and no input makes them panic. A public host name that resolves to a
+// The same rules hold wherever input enters: httpd applies them to every
+// write, a cluster leader to the creates other nodes relay to it (a peer is
+// trusted to relay, not to decide what is stored), and migrate to the links
+// it imports. The package sits beside fsm/codes, below all three, so none
+// of them imports a package above it to reach the rules.
+//
+// Everything here runs on the write path, so the checks are purely
+// syntactic: no DNS lookups, no network, no shared mutable state, and no
+// input makes them panic. A public host name that resolves to a
 // private address therefore passes; anything that later fetches a target
 // server-side must still check the address it actually connects to.
 //
