@@ -53,7 +53,7 @@ func (n *Node) Restore(backup []byte) error {
 	// The backup may come from another cluster and lack this leader's
 	// address; recording it also gives every FSM a known applied index
 	// again, which read-after-write waits on.
-	if _, err := n.apply(fsm.ServerCommand{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr}.Encode()); err != nil {
+	if _, _, err := n.apply(fsm.ServerCommand{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr}); err != nil {
 		return fmt.Errorf("restore: record leader address: %w", err)
 	}
 	return nil

@@ -227,7 +227,7 @@ func (n *Node) proposeClicks(ctx context.Context, batch []byte) error {
 	return n.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		var err error
 		if to.self {
-			_, err = n.apply(batch)
+			_, _, err = n.applyEntry(batch)
 		} else {
 			var answer wire.ClicksAnswer
 			err = n.call(ctx, to.addr, fasthttp.MethodPost, wire.PathClicks, batch, &answer)
@@ -268,7 +268,7 @@ func (n *Node) applyClicks(data []byte) (bool, error) {
 	if !n.IsLeader() {
 		return false, ErrNoLeader
 	}
-	resp, err := n.apply(data)
+	resp, _, err := n.applyEntry(data)
 	if err != nil {
 		return false, err
 	}

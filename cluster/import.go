@@ -90,7 +90,7 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 			batch[k] = reqs[i]
 		}
 		cmd := fsm.CreateBatch{Now: now, Items: batch}.Encode()
-		b.entries = append(b.entries, bulkEntry{items: items, future: n.propose(cmd)})
+		b.entries = append(b.entries, bulkEntry{items: items, future: n.handOff(cmd)})
 	}
 	return b
 }

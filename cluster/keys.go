@@ -11,27 +11,6 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// CreateKey adds an API key through Raft. It runs on the leader (httpd
-// forwards admin calls there). A node that does not know the key yet
-// catches up before refusing it (CatchUp), so the key works everywhere as
-// soon as this returns.
-func (n *Node) CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error {
-	_, err := n.proposeOne(ctx, c.Encode())
-	return err
-}
-
-// RevokeKey removes an API key through Raft. Like a delete, it returns once
-// every other server that answers in time has applied it too (awaitServers): a
-// node that still knew the key would go on accepting it.
-func (n *Node) RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error {
-	index, err := n.proposeOne(ctx, c.Encode())
-	if err != nil {
-		return err
-	}
-	n.awaitServers(index)
-	return nil
-}
-
 // CatchUp returns once this node has applied every write acknowledged
 // anywhere before the call: one read-index round (shared with concurrent
 // callers) and the wait for the local apply, bounded by the write timeout.
@@ -71,7 +50,7 @@ func (n *Node) mintInitialKey() error {
 			Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: now},
 		Now: now,
 	}
-	resp, err := n.apply(cmd.Encode())
+	resp, _, err := n.apply(cmd)
 	if err == nil {
 		err, _ = resp.(error)
 	}

@@ -213,7 +213,7 @@ func (n *Node) initKey() error {
 	if _, err := rand.Read(init.ClusterID[:]); err != nil {
 		return fmt.Errorf("random cluster id: %w", err)
 	}
-	if _, err := n.apply(init.Encode()); err != nil {
+	if _, _, err := n.apply(init); err != nil {
 		return fmt.Errorf("apply init: %w", err)
 	}
 	n.log.Info("code key initialised")
@@ -232,7 +232,7 @@ func (n *Node) purge() {
 	if !n.fsm.NeedsPurge(cmd) {
 		return
 	}
-	if _, err := n.apply(cmd.Encode()); err != nil {
+	if _, _, err := n.apply(cmd); err != nil {
 		n.log.Warn("purge failed; the next one retries", "err", err)
 	}
 }

@@ -37,7 +37,7 @@ func (n *Node) recordHTTPAddr(id, addr string) error {
 	if cur, ok := n.fsm.ServerHTTP(id); ok && cur == addr || addr == "" && !ok {
 		return nil
 	}
-	if _, err := n.apply(fsm.ServerCommand{ID: id, HTTPAddr: addr}.Encode()); err != nil {
+	if _, _, err := n.apply(fsm.ServerCommand{ID: id, HTTPAddr: addr}); err != nil {
 		return fmt.Errorf("record HTTP address of %s: %w", id, err)
 	}
 	return nil

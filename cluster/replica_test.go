@@ -76,7 +76,7 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 	}
 	code := res.Link.Code
 	waitFor(t, func() bool { _, ok := replica.FSM().Get(code); return ok })
-	if _, err := leader.Delete(context.Background(), code, ""); err != nil {
+	if _, err := leader.Propose(context.Background(), fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli()}, ProposeOptions{Visible: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := replica.FSM().Get(code); ok {

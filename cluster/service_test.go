@@ -83,7 +83,7 @@ func TestLookupConfirmsMisses(t *testing.T) {
 	if _, err := n.Lookup(ctx, "missing"); !errors.Is(err, fsm.ErrNotFound) {
 		t.Fatalf("lookup of a missing code: %v, want a confirmed not-found", err)
 	}
-	if _, err := n.Delete(ctx, l.Code, ""); err != nil {
+	if _, err := n.Propose(ctx, fsm.DeleteCommand{Code: l.Code, Now: time.Now().UnixMilli()}, ProposeOptions{Visible: true}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	if _, err := n.Lookup(ctx, l.Code); !errors.Is(err, fsm.ErrNotFound) {

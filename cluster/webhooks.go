@@ -139,30 +139,6 @@ func (n *Node) Webhooks() []WebhookStatus {
 	return out
 }
 
-// SetWebhook registers a webhook on the leader and returns it as stored.
-func (n *Node) SetWebhook(ctx context.Context, c fsm.WebhookSetCommand) (fsm.Webhook, uint64, error) {
-	c.Now = time.Now().UnixMilli()
-	resp, index, err := n.proposeOneResult(ctx, c.Encode())
-	if err != nil {
-		return fsm.Webhook{}, 0, fmt.Errorf("webhook %s: %w", c.Webhook.ID, err)
-	}
-	w, ok := resp.(fsm.Webhook)
-	if !ok {
-		return fsm.Webhook{}, 0, fmt.Errorf("webhook %s: the state machine answered %T", c.Webhook.ID, resp)
-	}
-	return w, index, nil
-}
-
-// DeleteWebhook removes a webhook and its undelivered events on the
-// leader; its delivery loop ends with it.
-func (n *Node) DeleteWebhook(ctx context.Context, id, by string) (uint64, error) {
-	index, err := n.proposeOne(ctx, fsm.WebhookDeleteCommand{ID: id, By: by, Now: time.Now().UnixMilli()}.Encode())
-	if err != nil {
-		return 0, fmt.Errorf("webhook %s: %w", id, err)
-	}
-	return index, nil
-}
-
 // runWebhooks is a leader duty: it runs one delivery loop per registered
 // webhook, starting loops for new ones and ending those of removed ones,
 // until stop (leadership ends) or the node stops.
@@ -334,7 +310,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // ackWebhook proposes that the webhook's events up to seq were delivered.
 func (n *Node) ackWebhook(ctx context.Context, id string, seq uint64) error {
-	if _, err := n.proposeOne(ctx, fsm.WebhookAckCommand{ID: id, Seq: seq}.Encode()); err != nil {
+	if _, err := n.Propose(ctx, fsm.WebhookAckCommand{ID: id, Seq: seq}, ProposeOptions{}); err != nil {
 		return fmt.Errorf("acknowledge webhook %s up to %d: %w", id, seq, err)
 	}
 	return nil

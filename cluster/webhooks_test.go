@@ -73,13 +73,13 @@ func TestWebhookDelivery(t *testing.T) {
 	defer srv.Close()
 	const id = "hook0000hook0000"
 	events := fsm.EventTypes(0).With(fsm.EventLinkCreated).With(fsm.EventLinkDeleted)
-	if _, _, err := n.SetWebhook(context.Background(), fsm.WebhookSetCommand{
+	if _, err := n.Propose(context.Background(), fsm.WebhookSetCommand{
 		Webhook: fsm.Webhook{ID: id, URL: srv.URL + "/in", Events: events, Secret: testHookSecret}, By: fsm.RootKeyID,
-	}); err != nil {
+	}, ProposeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l := createURL(t, n, "https://example.com/hooked")
-	if _, err := n.Delete(context.Background(), l.Code, fsm.RootKeyID); err != nil {
+	if _, err := n.Propose(context.Background(), fsm.DeleteCommand{Code: l.Code, KeyID: fsm.RootKeyID, Now: time.Now().UnixMilli()}, ProposeOptions{Visible: true}); err != nil {
 		t.Fatal(err)
 	}
 	waitHook(t, "two deliveries and their acknowledgement", func() bool {
@@ -114,7 +114,7 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Fatalf("after the retry: %v", got)
 	}
 
-	if _, err := n.DeleteWebhook(context.Background(), id, fsm.RootKeyID); err != nil {
+	if _, err := n.Propose(context.Background(), fsm.WebhookDeleteCommand{ID: id, By: fsm.RootKeyID}, ProposeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createURL(t, n, "https://example.com/after-delete")
@@ -147,9 +147,9 @@ func TestWebhookDeadReceiverBlocksNoOne(t *testing.T) {
 	defer live.Close()
 	created := fsm.EventTypes(0).With(fsm.EventLinkCreated)
 	for id, url := range map[string]string{"dead000000000000": dead.URL, "live000000000000": live.URL} {
-		if _, _, err := n.SetWebhook(context.Background(), fsm.WebhookSetCommand{
+		if _, err := n.Propose(context.Background(), fsm.WebhookSetCommand{
 			Webhook: fsm.Webhook{ID: id, URL: url, Events: created, Secret: testHookSecret}, By: fsm.RootKeyID,
-		}); err != nil {
+		}, ProposeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 )
@@ -277,7 +275,7 @@ func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 	}
 	n.metrics.createBatch.Observe(float64(len(batch)))
 	push.proposing()
-	resp, index, err := n.applyAt(cmd.Encode())
+	resp, index, err := n.apply(cmd)
 	results, ok := resp.([]fsm.CreateResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
@@ -303,85 +301,4 @@ func (n *Node) failQueuedCreates() {
 			return
 		}
 	}
-}
-
-// Delete removes a link through Raft, recording keyID as the key that
-// asked. fsm.ErrNotFound when there is none. It returns once every server
-// (voter or replica) that answers within visibilityWait has applied it too (see
-// visibility.go), with the delete's log index.
-func (n *Node) Delete(ctx context.Context, code, keyID string) (uint64, error) {
-	index, err := n.proposeOne(ctx, fsm.DeleteCommand{Code: code, Now: time.Now().UnixMilli(), KeyID: keyID}.Encode())
-	if err != nil {
-		return 0, err
-	}
-	n.awaitServers(index)
-	return index, nil
-}
-
-// proposeOne applies one entry once this node leads in an established
-// term, and returns its index or the error the FSM answered.
-func (n *Node) proposeOne(ctx context.Context, cmd []byte) (uint64, error) {
-	_, index, err := n.proposeOneResult(ctx, cmd)
-	return index, err
-}
-
-// proposeOneResult is proposeOne that also returns what the FSM answered.
-func (n *Node) proposeOneResult(ctx context.Context, cmd []byte) (any, uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
-	defer cancel()
-	if err := n.requireLevel(ctx, fsm.RequiredLevel(cmd)); err != nil {
-		return nil, 0, err
-	}
-	if err := n.waitReady(ctx, false); err != nil {
-		return nil, 0, err
-	}
-	resp, index, err := n.applyAt(cmd)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err, ok := resp.(error); ok {
-		return nil, 0, err
-	}
-	return resp, index, nil
-}
-
-// apply proposes one entry and waits for the FSM's response.
-func (n *Node) apply(cmd []byte) (any, error) {
-	resp, _, err := n.applyAt(cmd)
-	return resp, err
-}
-
-// applyAt is apply, also returning the entry's log index.
-func (n *Node) applyAt(cmd []byte) (any, uint64, error) {
-	f := n.propose(cmd)
-	if err := f.Error(); err != nil {
-		return nil, 0, raftError(err)
-	}
-	return f.Response(), f.Index(), nil
-}
-
-// propose hands one entry to Raft, unless a restore is under way: then it
-// waits for the restore, which needs every entry proposed before it applied
-// and none proposed until it is installed (see Restore). Only the hand-off
-// is held, not the wait for the outcome.
-func (n *Node) propose(cmd []byte) raft.ApplyFuture {
-	n.proposals.RLock()
-	defer n.proposals.RUnlock()
-	return n.raft.Apply(cmd, n.cfg.WriteTimeout)
-}
-
-// raftError turns Raft's errors into this package's: ErrNoLeader (not
-// applied: safe to retry), ErrTimeout (outcome unknown: only an idempotent
-// retry is safe) or ErrClosed.
-func raftError(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return ErrNoLeader
-	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrClosed
-	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrAbortedByRestore):
-		return ErrTimeout
-	}
-	return fmt.Errorf("raft: %w", err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -25,7 +26,7 @@ func addKey(t *testing.T, s *Server, scopes fsm.Scope, expiresAt int64, workspac
 		t.Fatal(err)
 	}
 	k := fsm.APIKey{ID: id, Name: "test", Hash: hash, Scopes: scopes, Workspaces: workspaces, CreatedAt: 1, ExpiresAt: expiresAt}
-	if err := s.node.Writes.CreateKey(context.Background(), fsm.KeyCreateCommand{Key: k, By: fsm.RootKeyID, Now: 1}); err != nil {
+	if _, err := s.node.Writes.Propose(context.Background(), fsm.KeyCreateCommand{Key: k, By: fsm.RootKeyID, Now: 1}, cluster.ProposeOptions{}); err != nil {
 		t.Fatalf("create key: %v", err)
 	}
 	return id, key

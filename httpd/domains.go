@@ -3,9 +3,11 @@ package httpd
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
@@ -58,8 +60,8 @@ func (s *Server) handleRemoveDomain(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, status int) {
-	c.By = keyID(ctx)
-	index, err := s.node.Writes.SetDomain(context.Background(), c)
+	c.By, c.Now = keyID(ctx), time.Now().UnixMilli()
+	res, err := s.node.Writes.Propose(context.Background(), c, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrUnknownDomain):
@@ -75,7 +77,7 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 		s.writeWriteError(ctx, err)
 		return
 	}
-	markApplied(ctx, index)
+	markApplied(ctx, res.Index)
 	if status == fasthttp.StatusNoContent {
 		ctx.SetStatusCode(status)
 		return

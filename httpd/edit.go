@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/fsm/input"
@@ -59,8 +60,8 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "the body changes nothing: send at least one field to change")
 		return
 	}
-	c.Code, c.KeyID = code, keyID(ctx)
-	edited, index, err := s.node.Writes.Edit(context.Background(), c)
+	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
+	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrNotFound):

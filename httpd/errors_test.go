@@ -26,9 +26,9 @@ type failingWrites struct {
 func (w failingWrites) Create(context.Context, fsm.CreateRequest) (fsm.CreateResult, error) {
 	return w.res, w.err
 }
-func (w failingWrites) Delete(context.Context, string, string) (uint64, error) { return 0, w.err }
-func (w failingWrites) CreateKey(context.Context, fsm.KeyCreateCommand) error  { return w.err }
-func (w failingWrites) RevokeKey(context.Context, fsm.KeyRevokeCommand) error  { return w.err }
+func (w failingWrites) Propose(context.Context, fsm.Command, cluster.ProposeOptions) (cluster.Proposed, error) {
+	return cluster.Proposed{}, w.err
+}
 
 // failingAdmin is the real node's Admin, except that membership changes
 // answer err.

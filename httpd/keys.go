@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
@@ -130,7 +131,7 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	}
 	k.ID, k.Hash = id, hash
 	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
-	if err := s.node.Writes.CreateKey(context.Background(), cmd); err != nil {
+	if _, err := s.node.Writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
 		s.writeWriteError(ctx, err)
 		return
 	}
@@ -156,7 +157,8 @@ func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+strconv.Quote(id))
 		return
 	}
-	err := s.node.Writes.RevokeKey(context.Background(), fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()})
+	_, err := s.node.Writes.Propose(context.Background(),
+		fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -291,10 +291,11 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	index, err := s.node.Writes.Delete(context.Background(), code, keyID(ctx))
+	res, err := s.node.Writes.Propose(context.Background(),
+		fsm.DeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
-		markApplied(ctx, index)
+		markApplied(ctx, res.Index)
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	case errors.Is(err, fsm.ErrNotFound):
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")

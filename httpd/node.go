@@ -41,17 +41,13 @@ type Reads interface {
 // visits to limited links, domains and keys. Its errors are mapped to statuses by writeWriteError and
 // writeCreateError.
 type Writes interface {
+	// Propose applies any other command, on the leader.
+	Propose(ctx context.Context, cmd fsm.Command, opts cluster.ProposeOptions) (cluster.Proposed, error)
 	Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error)
-	Delete(ctx context.Context, code, keyID string) (uint64, error)
-	Edit(ctx context.Context, c fsm.EditCommand) (fsm.Link, uint64, error)
-	SetDomain(ctx context.Context, c fsm.DomainCommand) (uint64, error)
-	Visit(ctx context.Context, code string, visitor fsm.Visitor) (uint64, error)
 	ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *cluster.BulkCreates
 	// ImportDone puts away what an import left (the memory of its log
 	// entries); it returns when done.
 	ImportDone()
-	CreateKey(ctx context.Context, c fsm.KeyCreateCommand) error
-	RevokeKey(ctx context.Context, c fsm.KeyRevokeCommand) error
 }
 
 // Admin is what the /admin routes do besides writes: membership, leadership
@@ -68,11 +64,9 @@ type Admin interface {
 	Spool(write func(io.Writer) error) (*os.File, int64, error)
 }
 
-// Hooks is what the webhook admin routes need: registering and removing
-// webhooks through Raft, and their delivery state (the leader's).
+// Hooks is what the webhook admin routes read besides the replicated
+// state: the delivery state (the leader's).
 type Hooks interface {
-	SetWebhook(ctx context.Context, c fsm.WebhookSetCommand) (fsm.Webhook, uint64, error)
-	DeleteWebhook(ctx context.Context, id, by string) (uint64, error)
 	Webhooks() []cluster.WebhookStatus
 }
 

@@ -172,7 +172,8 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 			return false
 		}
 	}
-	_, err := s.node.Writes.Visit(context.Background(), t.Code, visitor)
+	_, err := s.node.Writes.Propose(context.Background(),
+		fsm.VisitCommand{Code: t.Code, Now: time.Now().UnixMilli(), Visitor: visitor, HasVisitor: true}, cluster.ProposeOptions{})
 	switch {
 	case err == nil:
 		return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"time"
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
@@ -112,7 +113,8 @@ func (s *Server) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "could not draw a webhook id")
 		return
 	}
-	stored, index, err := s.node.Hooks.SetWebhook(context.Background(), fsm.WebhookSetCommand{Webhook: w, By: keyID(ctx)})
+	cmd := fsm.WebhookSetCommand{Webhook: w, By: keyID(ctx), Now: time.Now().UnixMilli()}
+	stored, index, err := cluster.ProposeFor[fsm.Webhook](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{})
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrTooManyWebhooks):
@@ -159,7 +161,8 @@ func (s *Server) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no webhook "+id)
 		return
 	}
-	index, err := s.node.Hooks.DeleteWebhook(context.Background(), id, keyID(ctx))
+	res, err := s.node.Writes.Propose(context.Background(),
+		fsm.WebhookDeleteCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{})
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrWebhookNotFound):
@@ -169,6 +172,6 @@ func (s *Server) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
 		s.writeWriteError(ctx, err)
 		return
 	}
-	markApplied(ctx, index)
+	markApplied(ctx, res.Index)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
