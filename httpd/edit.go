@@ -61,16 +61,8 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 	}
 	c.Code, c.KeyID = code, keyID(ctx)
 	edited, index, err := s.node.Writes.Edit(context.Background(), c)
-	switch {
-	case err == nil:
-	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
-		return
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
 		return
 	}
 	markApplied(ctx, index)

@@ -3,7 +3,6 @@ package httpd
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
@@ -113,16 +112,8 @@ func (s *Server) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	stored, index, err := s.node.Hooks.SetWebhook(context.Background(), fsm.WebhookSetCommand{Webhook: w, By: keyID(ctx)})
-	switch {
-	case err == nil:
-	case errors.Is(err, fsm.ErrTooManyWebhooks):
-		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
-		return
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err)
 		return
 	}
 	markApplied(ctx, index)
@@ -160,13 +151,8 @@ func (s *Server) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	index, err := s.node.Hooks.DeleteWebhook(context.Background(), id, keyID(ctx))
-	switch {
-	case err == nil:
-	case errors.Is(err, fsm.ErrWebhookNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "no webhook "+id)
-		return
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err, errorDetail{fsm.ErrWebhookNotFound, "no webhook " + id})
 		return
 	}
 	markApplied(ctx, index)
