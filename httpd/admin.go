@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,17 +57,11 @@ func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "send a backup (from GET /admin/backup) as the request body")
 		return
 	}
-	err := s.node.Admin.Restore(body)
-	switch {
-	case err == nil:
-		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": s.fsm.Len()})
-	case errors.Is(err, fsm.ErrCorruptSnapshot):
-		writeProblem(ctx, fasthttp.StatusBadRequest, "not a valid linkraft backup: "+err.Error())
-	case errors.Is(err, cluster.ErrRestoreNotReady):
-		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error()) // with Retry-After
-	default:
-		s.writeWriteError(ctx, err)
+	if err := s.node.Admin.Restore(body); err != nil {
+		s.writeError(ctx, err, errorDetail{fsm.ErrCorruptSnapshot, "not a valid linkraft backup: " + err.Error()})
+		return
 	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": s.fsm.Len()})
 }
 
 // decodeAdminBody reads a JSON admin request body into v.
@@ -78,21 +71,6 @@ func decodeAdminBody(ctx *fasthttp.RequestCtx, v any) bool {
 		return false
 	}
 	return true
-}
-
-// writeMembershipError maps a refused membership change to its status.
-func (s *Server) writeMembershipError(ctx *fasthttp.RequestCtx, err error) {
-	switch {
-	case errors.Is(err, cluster.ErrInvalidServer), errors.Is(err, cluster.ErrUnreachable):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-	case errors.Is(err, cluster.ErrUnknownServer):
-		writeProblem(ctx, fasthttp.StatusNotFound, err.Error())
-	case errors.Is(err, cluster.ErrServerConflict), errors.Is(err, cluster.ErrLastVoter), errors.Is(err, cluster.ErrAlreadyVoter),
-		errors.Is(err, cluster.ErrNoTransferTarget), errors.Is(err, cluster.ErrOtherCluster):
-		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
-	default:
-		s.writeWriteError(ctx, err)
-	}
 }
 
 func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
@@ -106,7 +84,7 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter); err != nil {
-		s.writeMembershipError(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	s.handleCluster(ctx)
@@ -120,7 +98,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.RemoveServer(req.ID); err != nil {
-		s.writeMembershipError(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	s.handleCluster(ctx)
@@ -135,7 +113,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.Promote(req.ID); err != nil {
-		s.writeMembershipError(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	s.handleCluster(ctx)
@@ -143,7 +121,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
 	if err := s.node.Admin.TransferLeadership(); err != nil {
-		s.writeMembershipError(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	s.handleCluster(ctx)

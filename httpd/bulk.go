@@ -8,7 +8,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -100,9 +99,14 @@ func (s *Server) bulkOutcome(ctx *fasthttp.RequestCtx, res fsm.CreateResult, req
 		v := s.linkView(ctx, &res.Link)
 		return bulkResult{Status: fasthttp.StatusCreated, Link: &v}
 	}
-	status, refused := wire.StatusOf(res.Err)
+	row, refused := errorStatusOf(res.Err)
+	status := row.status
 	if !refused {
 		status = fasthttp.StatusServiceUnavailable // the write failed: not applied, or unknown
 	}
-	return bulkResult{Status: status, Error: createErrorDetail(req, res.Err)}
+	detail, ok := detailOf(res.Err, createErrorDetails(req))
+	if !ok {
+		detail = res.Err.Error()
+	}
+	return bulkResult{Status: status, Error: detail}
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // connLimitListener caps the connections one client holds open at once,
@@ -37,7 +35,7 @@ const refuseWriteTimeout = 100 * time.Millisecond
 
 func newConnLimitListener(ln net.Listener, max int, trusted []netip.Prefix) *connLimitListener {
 	detail := "this address already has " + strconv.Itoa(max) + " connections open; close some or retry later"
-	body := wire.ProblemJSON(http.StatusTooManyRequests, detail)
+	body := problemJSON(http.StatusTooManyRequests, detail)
 	head := "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/problem+json\r\n" +
 		"Retry-After: 1\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"

@@ -65,16 +65,12 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrUnknownDomain):
+		// Not errorStatuses' 400, which is for a create naming the domain:
+		// here the domain is what the route addresses.
 		writeProblem(ctx, fasthttp.StatusNotFound, "domain "+c.Domain.Name+" is not registered")
 		return
-	case errors.Is(err, fsm.ErrDomainInUse):
-		writeProblem(ctx, fasthttp.StatusConflict, "domain "+c.Domain.Name+" still has links: delete them first")
-		return
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
 	default:
-		s.writeWriteError(ctx, err)
+		s.writeError(ctx, err, errorDetail{fsm.ErrDomainInUse, "domain " + c.Domain.Name + " still has links: delete them first"})
 		return
 	}
 	markApplied(ctx, res.Index)

@@ -62,16 +62,8 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
 	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
-	switch {
-	case err == nil:
-	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
-		return
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
 		return
 	}
 	markApplied(ctx, index)

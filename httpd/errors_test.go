@@ -3,8 +3,11 @@ package httpd
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -83,9 +86,10 @@ func TestWriteErrorStatus(t *testing.T) {
 		tc{"revoke: unknown key", revoke, failingWrites{err: fsm.ErrKeyNotFound}, nil, 404, ""},
 	)
 	for _, r := range wire.Refusals {
-		c := tc{"create refused: " + r.Kind, create, failingWrites{res: fsm.CreateResult{Err: r.Err}}, nil, r.Status, ""}
+		status := wantStatusOf(t, r.Err)
+		c := tc{"create refused: " + r.Kind, create, failingWrites{res: fsm.CreateResult{Err: r.Err}}, nil, status, ""}
 		switch {
-		case r.Status == 503:
+		case status == 503:
 			c.header = fasthttp.HeaderRetryAfter
 		case errors.Is(r.Err, fsm.ErrUnauthorized):
 			c.header = fasthttp.HeaderWWWAuthenticate
@@ -143,4 +147,179 @@ func mustKeyID(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// wantStatuses is the status a client gets for each error a handler
+// meets, written out here rather than read from errorStatuses, so that a
+// changed row fails a test.
+var wantStatuses = []struct {
+	err    error
+	status int
+}{
+	{fsm.ErrCodeDeleted, 409},
+	{fsm.ErrCodeTaken, 409},
+	{fsm.ErrUnknownDomain, 400},
+	{fsm.ErrReserved, 409},
+	{fsm.ErrHashCollision, 503},
+	{fsm.ErrCodeSpaceExhausted, 503},
+	{fsm.ErrNotInitialized, 503},
+	{fsm.ErrRequestIDReused, 422},
+	{fsm.ErrTooManyWebhooks, 409},
+	{fsm.ErrInvalidRequest, 400},
+	{fsm.ErrUnauthorized, 401},
+	{fsm.ErrNotFound, 404},
+	{fsm.ErrKeyNotFound, 404},
+	{fsm.ErrWebhookNotFound, 404},
+	{fsm.ErrDomainInUse, 409},
+	{fsm.ErrCorruptSnapshot, 400},
+	{cluster.ErrNoLeader, 503},
+	{cluster.ErrTimeout, 503},
+	{cluster.ErrClosed, 503},
+	{cluster.ErrUpgrading, 503},
+	{cluster.ErrRestoreNotReady, 503},
+	{cluster.ErrInvalidServer, 400},
+	{cluster.ErrUnreachable, 400},
+	{cluster.ErrUnknownServer, 404},
+	{cluster.ErrServerConflict, 409},
+	{cluster.ErrLastVoter, 409},
+	{cluster.ErrAlreadyVoter, 409},
+	{cluster.ErrNoTransferTarget, 409},
+	{cluster.ErrOtherCluster, 409},
+}
+
+// wantStatusOf is err's status in wantStatuses.
+func wantStatusOf(t *testing.T, err error) int {
+	t.Helper()
+	for _, w := range wantStatuses {
+		if w.err == err {
+			return w.status
+		}
+	}
+	t.Fatalf("wantStatuses has no status for %v", err)
+	return 0
+}
+
+// answerOf is what writeError answers err with: the status, the problem's
+// detail and the response's headers.
+func answerOf(t *testing.T, err error, details ...errorDetail) (int, string, *fasthttp.ResponseHeader) {
+	t.Helper()
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var ctx fasthttp.RequestCtx
+	s.writeError(&ctx, err, details...)
+	if ct := string(ctx.Response.Header.ContentType()); ct != "application/problem+json" {
+		t.Errorf("%v: Content-Type %q, want application/problem+json", err, ct)
+	}
+	var p problem
+	if err := json.Unmarshal(ctx.Response.Body(), &p); err != nil {
+		t.Fatalf("the answer is not a problem document: %v: %s", err, ctx.Response.Body())
+	}
+	if p.Status != ctx.Response.StatusCode() || p.Error != p.Detail {
+		t.Errorf("%v: the document disagrees with the answer: %s", err, ctx.Response.Body())
+	}
+	return ctx.Response.StatusCode(), p.Detail, &ctx.Response.Header
+}
+
+// TestWriteErrorAnswersEverySentinel: every error a handler meets, wrapped
+// as the cluster wraps it, gets its status, its headers and a message.
+func TestWriteErrorAnswersEverySentinel(t *testing.T) {
+	for _, w := range wantStatuses {
+		wrapped := fmt.Errorf("in a test: %w", w.err)
+		status, detail, header := answerOf(t, wrapped)
+		if status != w.status {
+			t.Errorf("%v: status %d, want %d", w.err, status, w.status)
+		}
+		wantDetail := wrapped.Error()
+		if w.status == 401 {
+			wantDetail = "the API key was revoked or expired before the write was applied"
+			if len(header.Peek(fasthttp.HeaderWWWAuthenticate)) == 0 {
+				t.Errorf("%v: no %s header", w.err, fasthttp.HeaderWWWAuthenticate)
+			}
+		}
+		if detail != wantDetail {
+			t.Errorf("%v: detail %q, want %q", w.err, detail, wantDetail)
+		}
+		if retry := len(header.Peek(fasthttp.HeaderRetryAfter)) > 0; retry != (w.status == 503) {
+			t.Errorf("%v: status %d with Retry-After %v", w.err, status, retry)
+		}
+	}
+	// Every row is pinned above, so no row changes unnoticed.
+	for _, r := range errorStatuses {
+		if got := wantStatusOf(t, r.err); got != r.status {
+			t.Errorf("errorStatuses gives %v status %d, the test wants %d", r.err, r.status, got)
+		}
+	}
+}
+
+// TestWriteErrorHidesFailures: an error no row holds is this node's
+// failure; the client learns only that the write failed.
+func TestWriteErrorHidesFailures(t *testing.T) {
+	status, detail, _ := answerOf(t, errors.New("disk on fire at /var/lib/linkraft"))
+	if status != 500 || detail != "write failed" {
+		t.Errorf("answered %d %q, want 500 \"write failed\"", status, detail)
+	}
+}
+
+// TestWriteErrorDetails: a handler's message replaces the error's own
+// text for the error it names, and only for that one.
+func TestWriteErrorDetails(t *testing.T) {
+	details := []errorDetail{
+		{fsm.ErrNotFound, "short link x does not exist"},
+		{fsm.ErrUnauthorized, "the API key was revoked or expired before the delete was applied"},
+	}
+	tests := []struct {
+		err    error
+		status int
+		detail string
+	}{
+		{fmt.Errorf("delete: %w", fsm.ErrNotFound), 404, "short link x does not exist"},
+		{fsm.ErrUnauthorized, 401, "the API key was revoked or expired before the delete was applied"},
+		{fmt.Errorf("%w: leader gone", cluster.ErrNoLeader), 503, "no leader available: leader gone"},
+	}
+	for _, tt := range tests {
+		status, detail, _ := answerOf(t, tt.err, details...)
+		if status != tt.status || detail != tt.detail {
+			t.Errorf("%v: answered %d %q, want %d %q", tt.err, status, detail, tt.status, tt.detail)
+		}
+	}
+}
+
+// TestEveryRefusalHasAStatus: a refusal the relay can name reaches the
+// client with its own status, never as a 500, on whichever node it was
+// proposed.
+func TestEveryRefusalHasAStatus(t *testing.T) {
+	for _, r := range wire.Refusals {
+		row, ok := errorStatusOf(r.Err)
+		if !ok {
+			t.Errorf("refusal %s (%v) has no row in errorStatuses", r.Kind, r.Err)
+			continue
+		}
+		relayed, _ := errorStatusOf(wire.RefusalOf(r.Kind, "as the leader said it"))
+		if relayed.status != row.status {
+			t.Errorf("refusal %s: status %d here, %d relayed", r.Kind, row.status, relayed.status)
+		}
+	}
+}
+
+// TestProblemDocument pins the problem+json answer byte for byte: clients
+// parse it, and it was the node-to-node protocol's format before httpd had
+// its own writer.
+func TestProblemDocument(t *testing.T) {
+	var ctx fasthttp.RequestCtx
+	ctx.Response.Header.Set("X-Stale", "from an earlier answer")
+	writeProblem(&ctx, 503, `no <leader> & "no" quorum`)
+	want := `{"type":"about:blank","title":"Service Unavailable","status":503,` +
+		`"detail":"no \u003cleader\u003e \u0026 \"no\" quorum","error":"no \u003cleader\u003e \u0026 \"no\" quorum"}`
+	if got := string(ctx.Response.Body()); got != want {
+		t.Errorf("body\n%s\nwant\n%s", got, want)
+	}
+	h := &ctx.Response.Header
+	if ct := string(h.ContentType()); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if ra := string(h.Peek(fasthttp.HeaderRetryAfter)); ra != "1" {
+		t.Errorf("Retry-After %q, want 1", ra)
+	}
+	if len(h.Peek("X-Stale")) > 0 {
+		t.Error("the answer kept a header set before it")
+	}
 }

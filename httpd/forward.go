@@ -71,7 +71,7 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			ctx.Response.Header.Set("X-Linkraft-Stale", "no leader reachable; this is the answering node's own view")
 			h(ctx)
 		default:
-			s.writeWriteError(ctx, err)
+			s.writeError(ctx, err)
 		}
 	}
 }

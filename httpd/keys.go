@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -132,7 +131,7 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	k.ID, k.Hash = id, hash
 	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
 	if _, err := s.node.Writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
-		s.writeWriteError(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	k.CreatedBy = cmd.By
@@ -162,10 +161,8 @@ func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
 	switch {
 	case err == nil:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
-	case errors.Is(err, fsm.ErrKeyNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+id)
 	default:
-		s.writeWriteError(ctx, err)
+		s.writeError(ctx, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
-	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -179,7 +178,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 
 	res, err := s.node.Writes.Create(context.Background(), req)
 	if err != nil {
-		s.writeWriteError(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	switch {
@@ -190,56 +189,26 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	case res.Err == nil:
 		writeJSON(ctx, fasthttp.StatusCreated, s.linkView(ctx, &res.Link))
 	default:
-		s.writeCreateError(ctx, req, res.Err)
+		if _, refused := errorStatusOf(res.Err); !refused {
+			// The state machine failed rather than refused.
+			s.log.Error("create failed", "err", res.Err)
+			writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
+			return
+		}
+		s.writeError(ctx, res.Err, createErrorDetails(req)...)
 	}
 }
 
-// writeCreateError answers a create the state machine refused, with the
-// status the refusal table (wire.Refusals) gives it; a conflict and a
-// reused key get messages that name what the client sent.
-func (s *Server) writeCreateError(ctx *fasthttp.RequestCtx, req fsm.CreateRequest, err error) {
-	if errors.Is(err, fsm.ErrUnauthorized) { // 401 with its challenge
-		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
-		return
-	}
-	status, refused := wire.StatusOf(err)
-	if !refused {
-		s.log.Error("create failed", "err", err)
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
-		return
-	}
-	writeProblem(ctx, status, createErrorDetail(req, err))
-}
-
-// createErrorDetail is the message of a refused create, naming what the
-// client sent.
-func createErrorDetail(req fsm.CreateRequest, err error) string {
-	switch {
-	case errors.Is(err, fsm.ErrReserved):
-		return "custom_code " + req.CustomCode + " is a reserved word"
-	case errors.Is(err, fsm.ErrCodeDeleted):
-		return "custom_code " + req.CustomCode + " belonged to a deleted link; deleted codes are never reused"
-	case errors.Is(err, fsm.ErrCodeTaken):
-		return "custom_code " + req.CustomCode + " is already taken"
-	case errors.Is(err, fsm.ErrRequestIDReused):
-		return "Idempotency-Key was already used for a different request"
-	case errors.Is(err, fsm.ErrUnknownDomain):
-		return "domain " + req.Domain + " is not registered: an admin adds it with POST /admin/domains"
-	}
-	return err.Error()
-}
-
-// writeWriteError answers a write the cluster could not complete.
-func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, err error) {
-	switch {
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrTimeout), errors.Is(err, cluster.ErrClosed),
-		errors.Is(err, cluster.ErrUpgrading):
-		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-	case errors.Is(err, fsm.ErrUnauthorized):
-		writeUnauthorized(ctx, "the API key was revoked or expired before the write was applied")
-	default:
-		s.log.Error("write failed", "err", err)
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "write failed")
+// createErrorDetails are the messages of a refused create that name what
+// the client sent.
+func createErrorDetails(req fsm.CreateRequest) []errorDetail {
+	return []errorDetail{
+		{fsm.ErrReserved, "custom_code " + req.CustomCode + " is a reserved word"},
+		// Before ErrCodeTaken, which it wraps.
+		{fsm.ErrCodeDeleted, "custom_code " + req.CustomCode + " belonged to a deleted link; deleted codes are never reused"},
+		{fsm.ErrCodeTaken, "custom_code " + req.CustomCode + " is already taken"},
+		{fsm.ErrRequestIDReused, "Idempotency-Key was already used for a different request"},
+		{fsm.ErrUnknownDomain, "domain " + req.Domain + " is not registered: an admin adds it with POST /admin/domains"},
 	}
 }
 
@@ -293,17 +262,14 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	}
 	res, err := s.node.Writes.Propose(context.Background(),
 		fsm.DeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
-	switch {
-	case err == nil:
-		markApplied(ctx, res.Index)
-		ctx.SetStatusCode(fasthttp.StatusNoContent)
-	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
-	case errors.Is(err, fsm.ErrUnauthorized):
-		writeUnauthorized(ctx, "the API key was revoked or expired before the delete was applied")
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err,
+			errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"},
+			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the delete was applied"})
+		return
 	}
+	markApplied(ctx, res.Index)
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
 const (

@@ -38,8 +38,8 @@ type Reads interface {
 }
 
 // Writes is what changes the replicated state through Raft: links,
-// visits to limited links, domains and keys. Its errors are mapped to statuses by writeWriteError and
-// writeCreateError.
+// visits to limited links, domains and keys. Its errors are mapped to statuses by errorStatuses
+// (errors.go).
 type Writes interface {
 	// Propose applies any other command, on the leader.
 	Propose(ctx context.Context, cmd fsm.Command, opts cluster.ProposeOptions) (cluster.Proposed, error)
@@ -52,7 +52,7 @@ type Writes interface {
 
 // Admin is what the /admin routes do besides writes: membership, leadership
 // and whole-state backups. Membership refusals are mapped by
-// writeMembershipError.
+// errorStatuses.
 type Admin interface {
 	Status() (cluster.Status, error)
 	AddServer(id, raftAddr, httpAddr string, nonVoter bool) error

@@ -7,14 +7,38 @@ import (
 	"net/http"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/linkraft/linkraft/cluster/wire"
 )
 
-// writeProblem answers with an application/problem+json error; the
-// node-to-node protocol writes its errors with the same writer.
+// problem is an RFC 7807 problem document. Error repeats Detail for
+// clients that look for a single "error" string.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Error  string `json:"error"`
+}
+
+// writeProblem answers with an application/problem+json error. A 503
+// tells the client when to try again (Retry-After), whichever handler
+// answers it.
 func writeProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
-	wire.WriteProblem(ctx, status, detail)
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	if status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	}
+	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(problemJSON(status, detail))
+}
+
+// problemJSON is the document writeProblem sends, for an answer written
+// without a request context (a refusal at accept time).
+func problemJSON(status int, detail string) []byte {
+	body, _ := json.Marshal(problem{
+		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Error: detail,
+	})
+	return body
 }
 
 // wantsHTML reports whether the client is a browser that prefers a page to

@@ -3,7 +3,6 @@ package httpd
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"time"
 	"unicode/utf8"
 
@@ -115,16 +114,8 @@ func (s *Server) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
 	}
 	cmd := fsm.WebhookSetCommand{Webhook: w, By: keyID(ctx), Now: time.Now().UnixMilli()}
 	stored, index, err := cluster.ProposeFor[fsm.Webhook](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{})
-	switch {
-	case err == nil:
-	case errors.Is(err, fsm.ErrTooManyWebhooks):
-		writeProblem(ctx, fasthttp.StatusConflict, err.Error())
-		return
-	case errors.Is(err, fsm.ErrInvalidRequest):
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err)
 		return
 	}
 	markApplied(ctx, index)
@@ -163,13 +154,8 @@ func (s *Server) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
 	}
 	res, err := s.node.Writes.Propose(context.Background(),
 		fsm.WebhookDeleteCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{})
-	switch {
-	case err == nil:
-	case errors.Is(err, fsm.ErrWebhookNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "no webhook "+id)
-		return
-	default:
-		s.writeWriteError(ctx, err)
+	if err != nil {
+		s.writeError(ctx, err, errorDetail{fsm.ErrWebhookNotFound, "no webhook " + id})
 		return
 	}
 	markApplied(ctx, res.Index)

@@ -40,9 +40,9 @@ type problem struct {
 	Error  string `json:"error"`
 }
 
-// WriteProblem answers with an application/problem+json error, for the
-// public API and this protocol alike. A 503 tells the client when to try
-// again (Retry-After), whichever handler answers it.
+// WriteProblem answers a peer with an application/problem+json error, this
+// protocol's error format. A 503 tells the peer when to try again
+// (Retry-After), whichever handler answers it.
 func WriteProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
@@ -50,14 +50,8 @@ func WriteProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	}
 	ctx.SetContentType("application/problem+json")
-	ctx.SetBody(ProblemJSON(status, detail))
-}
-
-// ProblemJSON is the problem+json document WriteProblem sends, for an
-// answer written without a request context (a refusal at accept time).
-func ProblemJSON(status int, detail string) []byte {
 	body, _ := json.Marshal(problem{
 		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Error: detail,
 	})
-	return body
+	ctx.SetBody(body)
 }

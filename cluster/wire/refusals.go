@@ -2,7 +2,6 @@ package wire
 
 import (
 	"errors"
-	"net/http"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -31,29 +30,26 @@ const (
 )
 
 // Refusals is the one table of the state machine's refusals of a create:
-// the sentinel error, its name on the wire, and the HTTP status a client
-// gets for it. The relay names a refusal by it, the relaying node turns the
-// name back into the sentinel, and httpd answers with its status, so a
-// create is answered alike whichever node proposed it.
+// the sentinel error and its name on the wire. The relay names a refusal by
+// it and the relaying node turns the name back into the sentinel, so a
+// create is answered alike whichever node proposed it (httpd gives each
+// sentinel its status).
 var Refusals = [...]struct {
-	Err    error
-	Kind   string
-	Status int
+	Err  error
+	Kind string
 }{
 	// Before ErrCodeTaken, which it wraps: the first match names it.
-	{fsm.ErrCodeDeleted, KindCodeDeleted, http.StatusConflict},
-	{fsm.ErrCodeTaken, KindCodeTaken, http.StatusConflict},
-	{fsm.ErrUnknownDomain, KindUnknownDomain, http.StatusBadRequest},
-	{fsm.ErrReserved, KindReserved, http.StatusConflict},
-	// The client may send the same create again: another code, or the
-	// counter's next length, may be free by then.
-	{fsm.ErrHashCollision, KindHashCollision, http.StatusServiceUnavailable},
-	{fsm.ErrCodeSpaceExhausted, KindCodeSpaceExhausted, http.StatusServiceUnavailable},
-	{fsm.ErrNotInitialized, KindNotInitialized, http.StatusServiceUnavailable},
-	{fsm.ErrRequestIDReused, KindRequestIDReused, http.StatusUnprocessableEntity},
-	{fsm.ErrInvalidRequest, KindInvalid, http.StatusBadRequest},
+	{fsm.ErrCodeDeleted, KindCodeDeleted},
+	{fsm.ErrCodeTaken, KindCodeTaken},
+	{fsm.ErrUnknownDomain, KindUnknownDomain},
+	{fsm.ErrReserved, KindReserved},
+	{fsm.ErrHashCollision, KindHashCollision},
+	{fsm.ErrCodeSpaceExhausted, KindCodeSpaceExhausted},
+	{fsm.ErrNotInitialized, KindNotInitialized},
+	{fsm.ErrRequestIDReused, KindRequestIDReused},
+	{fsm.ErrInvalidRequest, KindInvalid},
 	// The key was revoked or expired between its check and the apply.
-	{fsm.ErrUnauthorized, KindUnauthorized, http.StatusUnauthorized},
+	{fsm.ErrUnauthorized, KindUnauthorized},
 }
 
 // KindOf names a refusal for the wire; KindFailed for an error the table
@@ -65,17 +61,6 @@ func KindOf(err error) string {
 		}
 	}
 	return KindFailed
-}
-
-// StatusOf is the HTTP status of a refusal, and false for an error the
-// table does not hold (a failure, not a refusal: 500).
-func StatusOf(err error) (int, bool) {
-	for _, r := range Refusals {
-		if errors.Is(err, r.Err) {
-			return r.Status, true
-		}
-	}
-	return http.StatusInternalServerError, false
 }
 
 // RefusalOf turns a relayed refusal back into the state machine's error:
