@@ -13,52 +13,35 @@ import (
 // latency of every relayed create. The commit pusher closes that gap: after
 // an entry holding relayed creates is applied, it proposes a barrier, whose
 // append carries the commit index of everything applied before it — at
-// once when the batcher holds nothing to propose, otherwise after pushGrace
-// unless the batcher proposed an entry meanwhile, which does the same.
+// once when the proposer holds nothing to propose, otherwise after pushGrace
+// unless the proposer proposed an entry meanwhile, which does the same.
 // Barriers in flight are one at a time: entries applied meanwhile share the
 // next one.
 
-// pushGrace is how long the pusher waits for an entry the batcher is about
-// to propose (creates are queued, or a batch waits for its turn) before it
-// proposes a barrier after all; with nothing queued it proposes one at once.
+// pushGrace is how long the pusher waits for an entry the proposer is
+// about to propose (creates are queued, or a batch waits for its turn)
+// before it proposes a barrier after all; with nothing queued it proposes
+// one at once.
 const pushGrace = time.Millisecond
 
 // commitPusher records whether an applied entry with relayed creates has
-// been followed by a proposal yet, and how many batches the batcher has
-// formed but not proposed.
+// been followed by a proposal yet.
 type commitPusher struct {
-	mu     sync.Mutex
-	owed   bool
-	formed int
-	wake   chan struct{}
+	mu   sync.Mutex
+	owed bool
+	wake chan struct{}
 }
 
 func newCommitPusher() *commitPusher {
 	return &commitPusher{wake: make(chan struct{}, 1)}
 }
 
-// forming is called when the batcher has formed a batch to propose here.
-func (p *commitPusher) forming() {
-	p.mu.Lock()
-	p.formed++
-	p.mu.Unlock()
-}
-
-// proposing is called just before the batcher proposes a batch it formed:
-// the entry's append carries the commit index of every entry applied so
-// far.
+// proposing is called just before the proposer proposes a batch: the
+// entry's append carries the commit index of every entry applied so far.
 func (p *commitPusher) proposing() {
 	p.mu.Lock()
 	p.owed = false
-	p.formed--
 	p.mu.Unlock()
-}
-
-// imminent reports whether the batcher holds a formed batch.
-func (p *commitPusher) imminent() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.formed > 0
 }
 
 // applied is called once an entry holding relayed creates was applied.
@@ -82,12 +65,12 @@ func (p *commitPusher) take() bool {
 	return owed
 }
 
-// runCommitPusher proposes the owed barriers, one at a time: owed
-// entries applied while a barrier is in flight share the next one. It runs
-// under the leader loop, until stop (leadership ends) or the node closes:
-// only a leader applies relayed creates, and only a leader's barrier
-// carries a commit index.
-func (n *Node) runCommitPusher(p *commitPusher, stop <-chan struct{}) {
+// run proposes the owed barriers, one at a time: owed entries applied
+// while a barrier is in flight share the next one. busy reports whether
+// the proposer is about to propose an entry. It is a leader duty, until
+// stop (leadership ends): only a leader applies relayed creates, and only
+// a leader's barrier carries a commit index.
+func (p *commitPusher) run(stop <-chan struct{}, busy func() bool, barrier func()) {
 	grace := time.NewTimer(pushGrace)
 	grace.Stop()
 	for {
@@ -95,21 +78,17 @@ func (n *Node) runCommitPusher(p *commitPusher, stop <-chan struct{}) {
 		case <-p.wake:
 		case <-stop:
 			return
-		case <-n.closing:
-			return
 		}
-		if len(n.creates) > 0 || p.imminent() {
+		if busy() {
 			grace.Reset(pushGrace)
 			select {
 			case <-grace.C:
 			case <-stop:
 				return
-			case <-n.closing:
-				return
 			}
 		}
 		if p.take() {
-			_ = n.raft.Barrier(visibilityWait).Error() // the append matters, not the outcome
+			barrier()
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Bulk creates (an import): the caller already holds thousands of creates,
-// so they skip the per-create batcher (a channel hand-off, a goroutine and
+// so they skip the proposer queue (a channel hand-off, a goroutine and
 // a reply each) and go into Raft as full entries, many in flight.
 //
 // maxBulkEntryItems and maxBulkEntryBytes bound one such entry. Entry size

@@ -92,7 +92,10 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	}
 	var duties sync.WaitGroup
 	defer duties.Wait()
-	duties.Go(func() { n.runCommitPusher(n.push, stop) })
+	// The duties end with stop, which monitorLeadership also closes when
+	// the node closes.
+	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
+	duties.Go(func() { n.push.run(stop, n.proposer.Busy, announceCommit) })
 	duties.Go(func() { n.runLagMonitor(stop) })
 	duties.Go(func() { n.runWebhooks(stop) })
 	if n.gossip != nil {

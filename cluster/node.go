@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
+	"github.com/linkraft/linkraft/cluster/queue"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
@@ -120,10 +121,12 @@ type Node struct {
 	// configuration (addresses.go).
 	addrs *addressBook
 
-	creates chan *createCall
-	// push is the batcher's record of applied relayed creates whose commit
-	// the leader loop's commit pusher announces (commitpush.go).
-	push   *commitPusher
+	// proposer and relay queue the creates this node proposes and those
+	// it relays to the leader (write.go, relay.go); push records applied
+	// relayed creates whose commit the leader announces (commitpush.go).
+	proposer *queue.Queue[*createCall]
+	relay    *queue.Queue[*createCall]
+	push     *commitPusher
 	clicks *clickCounter
 	// proposals is held for reading while an entry is handed to Raft and
 	// for writing by a restore, which must see every change before it
@@ -185,7 +188,6 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		log:     cfg.Logger,
 		fsm:     f,
 		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
-		creates: make(chan *createCall, maxCreateBatch*4),
 		push:    newCommitPusher(),
 		metrics: newMetrics(),
 		hooks:   newHookStats(),
@@ -195,6 +197,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.addrs = newAddressBook(f.ClusterID)
 	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
+	n.newCreateQueues()
 	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.layer.DialInternal(addr, timeout)
 	})
@@ -207,7 +210,8 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.restoreSavedClicks()
 	n.spawn(n.watchLeader)
 	n.spawn(n.monitorLeadership)
-	n.spawn(n.runCreateBatcher)
+	n.spawn(func() { n.proposer.Run(n.closing) })
+	n.spawn(func() { n.relay.Run(n.closing) })
 	n.spawn(n.runClickFlusher)
 	n.spawn(n.runVolumeSnapshots)
 	n.spawn(n.watchLevels)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/queue"
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
@@ -16,7 +17,7 @@ import (
 
 // Relaying creates: a follower hands the creates its clients sent to the
 // leader in batches, many creates in one POST creates, instead of one HTTP
-// request each. The leader puts every item into its own create batcher, so
+// request each. The leader puts every item into its own proposer queue, so
 // relayed creates share log entries with the leader's own, and answers each
 // item: its link or FSM error, and the log index that decided it.
 
@@ -31,22 +32,52 @@ func relayedSize(r *fsm.CreateRequest) int {
 	return 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)+len(r.KeyID)) + 256
 }
 
-// relayBatches cuts relayed creates into batches that fit one request.
+// relayBatches cuts what the relay took into batches of one request each:
+// to one leader (the one each create's attempt decided on), with or
+// without request ids, and within maxRelayBodyBytes. Creates with and
+// without request ids travel apart: only the former may be sent again
+// after a lost answer, and a batch that may not must not hold them back.
 func relayBatches(calls []*createCall) [][]*createCall {
 	var batches [][]*createCall
-	size, start := 0, 0
-	for i, c := range calls {
-		s := relayedSize(&c.req)
-		if i > start && size+s > maxRelayBodyBytes {
-			batches = append(batches, calls[start:i])
-			size, start = 0, i
+	for _, route := range byRoute(calls) {
+		size, start := 0, 0
+		for i, c := range route {
+			s := relayedSize(&c.req)
+			if i > start && size+s > maxRelayBodyBytes {
+				batches = append(batches, route[start:i])
+				size, start = 0, i
+			}
+			size += s
 		}
-		size += s
-	}
-	if start < len(calls) {
-		batches = append(batches, calls[start:])
+		batches = append(batches, route[start:])
 	}
 	return batches
+}
+
+// byRoute groups calls by leader and by whether they carry request ids,
+// in the order they came.
+func byRoute(calls []*createCall) [][]*createCall {
+	type route struct {
+		leader string
+		keyed  bool
+	}
+	var (
+		routes []route
+		groups [][]*createCall
+	)
+	for _, c := range calls {
+		r := route{c.leader, c.req.RequestID != ""}
+		i := 0
+		for i < len(routes) && routes[i] != r {
+			i++
+		}
+		if i == len(routes) {
+			routes = append(routes, r)
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	return groups
 }
 
 // kindCreateBatch is a relayed batch in linkraft_forwarded_requests_total.
@@ -89,7 +120,7 @@ func (n *Node) relayCreates(batch []*createCall) {
 		deadline = time.Now().Add(n.cfg.WriteTimeout)
 	}
 	// The leader every create of the batch is for, as its attempt decided
-	// (splitCreates keeps each batch to one).
+	// (relayBatches keeps each batch to one).
 	leader := live[0].leader
 	n.metrics.relayBatch.Observe(float64(len(live)))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -211,7 +242,7 @@ func createsError(err error) error {
 }
 
 // serveCreates is the leader's end of POST creates: every item joins this
-// node's create batcher, and the answer holds one result per item.
+// node's proposer queue, and the answer holds one result per item.
 func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 	var batch wire.CreateBatch
 	if err := wire.Decode(ctx.PostBody(), &batch); err != nil {
@@ -228,7 +259,7 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 	}
 	answer := wire.CreateBatchAnswer{V: wire.Version, Results: make([]wire.CreateResult, len(batch.Items))}
 	calls := make([]*createCall, len(batch.Items))
-	var group []*createCall
+	var queued []*createCall
 	for i, it := range batch.Items {
 		req, err := createRequestOf(it)
 		if err == nil {
@@ -245,17 +276,15 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 			continue
 		}
 		calls[i] = &createCall{ctx: wait, req: req, fromFollower: true, done: make(chan createReply, 1)}
-		group = append(group, calls[i])
+		queued = append(queued, calls[i])
 	}
-	if len(group) > 0 {
-		// One hand-off for the whole batch, so that its creates share
-		// entries rather than trickle into the batcher one by one.
-		select {
-		case n.creates <- &createCall{group: group}:
-		case <-wait.Done():
-			notQueued(calls, answer.Results, "not queued within the write timeout")
-		case <-n.closing:
+	if len(queued) > 0 {
+		// One put for the whole batch, so that its creates share entries
+		// rather than trickle into the proposer one by one.
+		if err := n.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
 			notQueued(calls, answer.Results, ErrClosed.Error())
+		} else if err != nil {
+			notQueued(calls, answer.Results, "not queued within the write timeout")
 		}
 	}
 	for i, c := range calls {

@@ -8,16 +8,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/linkraft/linkraft/cluster/queue"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
 // maxCreateBatch bounds how many creates share one log entry (and one
 // relayed request, see relay.go), and maxInflightBatches how many entries
-// the batcher keeps in Raft at once, and separately how many relayed
-// requests it keeps in flight to the leader. Concurrency is what makes
-// Raft fast (it group-commits queued entries into one fsync); batching
-// multiplies that by the creates in each entry.
+// the proposer keeps in Raft at once, and separately how many requests
+// the relay keeps in flight to the leader.
 const (
 	maxCreateBatch     = 256
 	maxInflightBatches = 16
@@ -27,32 +26,20 @@ const (
 // again after a failed attempt, unless Raft reports another leader first.
 const relayRetryBackoff = 50 * time.Millisecond
 
-// createCall is one create waiting in the batcher's queue.
+// createCall is one create waiting in a queue: the proposer's, which
+// proposes it here, or the relay's, which sends it to the leader.
 type createCall struct {
 	// ctx is the caller's: a call for the leader whose caller left is not
 	// sent.
 	ctx context.Context
 	req fsm.CreateRequest
-	// leader is the Raft address of the leader this attempt relays the
-	// create to, as Create decided it (relay.go); empty: propose it here.
+	// leader is the Raft address of the leader the relay sends this
+	// attempt to, as Create decided it (relay.go).
 	leader string
 	// fromFollower: a follower relayed this create here and waits until it
 	// has applied it too (see commitpush.go).
 	fromFollower bool
-	done         chan createReply // buffered: the batcher never blocks on a gone caller
-	// group, when set, makes this call a carrier of the creates in it,
-	// which the batcher takes together: the creates of one relayed batch
-	// arrive at once and would otherwise be split across entries by a
-	// batcher that wakes at the first of them.
-	group []*createCall
-}
-
-// calls is what the batcher queues for c.
-func (c *createCall) calls() []*createCall {
-	if c.group != nil {
-		return c.group
-	}
-	return []*createCall{c}
+	done         chan createReply // buffered: a queue never blocks on a gone caller
 }
 
 type createReply struct {
@@ -71,7 +58,7 @@ type createReply struct {
 // Errors from the FSM (code taken, ...) come back in the result's Err;
 // the returned error is for the write path itself (no leader, timeout).
 //
-// On the leader the create joins this node's batcher. On a follower it is
+// On the leader the create joins this node's proposer queue. On a follower it is
 // relayed to the leader together with the other creates queued here (see
 // relay.go), and answered once this node has applied it, so its caller
 // reads its own write here. An attempt that did not decide the create —
@@ -80,7 +67,7 @@ type createReply struct {
 // cannot apply it twice: it was not applied, or it carries a RequestID.
 // A create without one gets one before it is first relayed, so every
 // relayed create may be sent again. Each attempt decides once where the
-// leader is, and the batcher relays to that node. ctx and the write
+// leader is, and the relay sends it to that node. ctx and the write
 // timeout bound the whole.
 func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	if err := checkCreate(req); err != nil {
@@ -131,7 +118,7 @@ func checkCreate(req fsm.CreateRequest) error {
 	return nil
 }
 
-// createHere proposes a create through this node's batcher, once it is an
+// createHere proposes a create through this node's proposer, once it is an
 // established leader. Lost leadership (before or during the proposal) asks
 // for another attempt when that is safe.
 func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createReply {
@@ -158,16 +145,18 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// submitCreate queues one create for the batcher and waits for its reply:
-// relayed to the leader at leader, or proposed here when leader is empty.
+// submitCreate queues one create and waits for its reply: relayed to the
+// leader at leader, or proposed here when leader is empty.
 func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, leader string) createReply {
 	call := &createCall{ctx: ctx, req: req, leader: leader, done: make(chan createReply, 1)}
-	select {
-	case n.creates <- call:
-	case <-ctx.Done():
-		return createReply{err: ErrTimeout}
-	case <-n.closing:
+	q := n.proposer
+	if leader != "" {
+		q = n.relay
+	}
+	if err := q.Put(ctx, call); errors.Is(err, queue.ErrStopped) {
 		return createReply{err: ErrClosed}
+	} else if err != nil {
+		return createReply{err: ErrTimeout}
 	}
 	select {
 	case r := <-call.done:
@@ -177,96 +166,26 @@ func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, leader s
 	}
 }
 
-// runCreateBatcher takes whatever creates are queued (at least one, at most
-// maxCreateBatch) and proposes those for this node as one entry, and
-// relays those for the leader in one request (relay.go). Under light load
-// a batch is a single create and waits for nothing; under heavy load
-// batches fill while earlier ones are being committed or relayed.
-func (n *Node) runCreateBatcher() {
-	local := make(chan struct{}, maxInflightBatches)
-	relays := make(chan struct{}, maxInflightBatches)
-	push := n.push
-	apply := func(batch []*createCall) { n.applyCreates(batch, push) }
-	for {
-		var batch []*createCall
-		select {
-		case c := <-n.creates:
-			batch = append(batch, c.calls()...)
-		case <-n.closing:
-			n.failQueuedCreates()
-			return
-		}
-	drain:
-		for len(batch) < maxCreateBatch {
-			select {
-			case c := <-n.creates:
-				batch = append(batch, c.calls()...)
-			default:
-				break drain
-			}
-		}
-		here, relayed := splitCreates(batch)
-		for len(here) > 0 { // a group may take a batch over the bound
-			k := min(len(here), maxCreateBatch)
-			push.forming()
-			n.runBatch(local, here[:k], apply)
-			here = here[k:]
-		}
-		for _, group := range relayed {
-			for _, b := range relayBatches(group) {
-				n.runBatch(relays, b, n.relayCreates)
-			}
-		}
-	}
-}
-
-// splitCreates sorts a batch into creates proposed here and groups of
-// creates relayed together: to one leader (the one each create's attempt
-// decided on), with or without request ids. Creates with and without
-// request ids travel apart: only the former may be sent again after a
-// lost answer, and a batch that may not must not hold them back (see
-// relay.go).
-func splitCreates(batch []*createCall) (here []*createCall, relayed [][]*createCall) {
-	type route struct {
-		leader string
-		keyed  bool
-	}
-	var routes []route
-	for _, c := range batch {
-		if c.leader == "" {
-			here = append(here, c)
-			continue
-		}
-		r := route{c.leader, c.req.RequestID != ""}
-		i := 0
-		for i < len(routes) && routes[i] != r {
-			i++
-		}
-		if i == len(routes) {
-			routes = append(routes, r)
-			relayed = append(relayed, nil)
-		}
-		relayed[i] = append(relayed[i], c)
-	}
-	return here, relayed
-}
-
-// runBatch runs one batch on its own goroutine once one of slots is free.
-func (n *Node) runBatch(slots chan struct{}, batch []*createCall, run func([]*createCall)) {
-	if len(batch) == 0 {
-		return
-	}
-	slots <- struct{}{}
-	n.spawn(func() {
-		defer func() { <-slots }()
-		run(batch)
+// newCreateQueues makes the proposer's queue, whose batches become log
+// entries here, and the relay's, whose batches become requests to the
+// leader, each batch one leader's (relay.go). Open runs them.
+func (n *Node) newCreateQueues() {
+	closed := func(batch []*createCall) { replyAll(batch, createReply{err: ErrClosed}) }
+	n.proposer = queue.New(queue.Config[*createCall]{
+		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
+		Handle: n.applyCreates, Drop: closed,
+	})
+	n.relay = queue.New(queue.Config[*createCall]{
+		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
+		Split: relayBatches, Handle: n.relayCreates, Drop: closed,
 	})
 }
 
 // applyCreates proposes a batch as one entry and hands every caller its
-// result. When a create in it came from another node, push sees that the
-// followers learn soon that the entry committed (commitpush.go).
-func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
+// result. When a create in it came from another node, the commit pusher
+// sees that the followers learn soon that the entry committed
+// (commitpush.go).
+func (n *Node) applyCreates(batch []*createCall) {
 	cmd := fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: make([]fsm.CreateRequest, len(batch))}
 	fromFollower := false
 	for i, c := range batch {
@@ -274,31 +193,20 @@ func (n *Node) applyCreates(batch []*createCall, push *commitPusher) {
 		fromFollower = fromFollower || c.fromFollower
 	}
 	n.metrics.createBatch.Observe(float64(len(batch)))
-	push.proposing()
+	n.push.proposing()
 	resp, index, err := n.apply(cmd)
 	results, ok := resp.([]fsm.CreateResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
 	}
 	if err == nil && fromFollower {
-		push.applied()
+		n.push.applied()
 	}
 	for i, c := range batch {
 		if err != nil {
 			c.done <- createReply{err: err}
 		} else {
 			c.done <- createReply{res: results[i], index: index}
-		}
-	}
-}
-
-func (n *Node) failQueuedCreates() {
-	for {
-		select {
-		case c := <-n.creates:
-			replyAll(c.calls(), createReply{err: ErrClosed})
-		default:
-			return
 		}
 	}
 }

@@ -1,0 +1,167 @@
+// Package queue hands what its callers put in to a handler in batches. It
+// takes whatever is queued, at least one item and at most a batch's
+// bound, and runs the handler on it on a goroutine of its own, with a
+// bounded number of handlers in flight. Under light load a batch is a
+// single item and waits for nothing; under heavy load batches fill while
+// earlier ones are being handled: concurrency is what makes Raft fast (it
+// commits queued entries with one fsync), and batching multiplies it.
+//
+// The cluster's create path runs two: the leader's proposer, whose
+// batches become log entries, and a follower's relay, whose batches
+// become requests to the leader.
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrStopped refuses a Put once the queue has stopped.
+var ErrStopped = errors.New("queue stopped")
+
+// Config is what a Queue does with what it takes.
+type Config[T any] struct {
+	// MaxBatch bounds the items of one batch. Items put together are
+	// taken together, and may take a batch over the bound before Split.
+	MaxBatch int
+	// InFlight bounds the handlers running at once.
+	InFlight int
+	// Capacity is how many puts wait in the queue before Put blocks.
+	Capacity int
+	// Split cuts a batch taken into the batches handled apart, each with
+	// an in-flight slot of its own. nil: pieces of at most MaxBatch.
+	Split func(batch []T) [][]T
+	// Handle handles one batch.
+	Handle func(batch []T)
+	// Drop is given what was still queued when the queue stopped.
+	Drop func(batch []T)
+}
+
+// Queue is a batching queue; New makes one, Run takes from it.
+type Queue[T any] struct {
+	cfg     Config[T]
+	in      chan []T
+	forming atomic.Int64 // batches taken, waiting for a slot
+	stopped chan struct{}
+}
+
+// New makes a queue that Run then serves.
+func New[T any](cfg Config[T]) *Queue[T] {
+	if cfg.Split == nil {
+		cfg.Split = func(batch []T) [][]T { return Pieces(batch, cfg.MaxBatch) }
+	}
+	return &Queue[T]{cfg: cfg, in: make(chan []T, cfg.Capacity), stopped: make(chan struct{})}
+}
+
+// Put queues items, together: they are taken into one batch. It returns
+// ctx's error if the queue stays full until ctx ends, ErrStopped once
+// the queue has stopped.
+func (q *Queue[T]) Put(ctx context.Context, items ...T) error {
+	select {
+	case <-q.stopped: // before the room a stopped queue still has
+		return ErrStopped
+	default:
+	}
+	select {
+	case q.in <- items:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.stopped:
+		return ErrStopped
+	}
+}
+
+// Busy reports whether items are queued or a batch taken waits for its
+// slot: a batch is about to be handled.
+func (q *Queue[T]) Busy() bool { return len(q.in) > 0 || q.forming.Load() > 0 }
+
+// Run takes batches and handles them until stop is closed. Then it hands
+// what is still queued, and what waits for a slot, to Drop, waits for the
+// handlers in flight and returns. A queue runs once.
+func (q *Queue[T]) Run(stop <-chan struct{}) {
+	slots := make(chan struct{}, q.cfg.InFlight)
+	var running sync.WaitGroup
+	defer func() {
+		close(q.stopped)
+		q.drop()
+		running.Wait()
+	}()
+	for {
+		var batch []T
+		select {
+		case <-stop: // before what is queued: a stopped queue starts nothing
+			return
+		default:
+		}
+		select {
+		case items := <-q.in:
+			batch = append(batch, items...)
+		case <-stop:
+			return
+		}
+	drain:
+		for len(batch) < q.cfg.MaxBatch {
+			select {
+			case items := <-q.in:
+				batch = append(batch, items...)
+			default:
+				break drain
+			}
+		}
+		pieces := q.cfg.Split(batch)
+		for i, b := range pieces {
+			if len(b) == 0 {
+				continue
+			}
+			q.forming.Add(1)
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				q.forming.Add(-1)
+				for _, rest := range pieces[i:] {
+					q.dropBatch(rest)
+				}
+				return
+			}
+			q.forming.Add(-1)
+			running.Go(func() {
+				defer func() { <-slots }()
+				q.cfg.Handle(b)
+			})
+		}
+	}
+}
+
+// drop hands everything still queued to Drop.
+func (q *Queue[T]) drop() {
+	for {
+		select {
+		case items := <-q.in:
+			q.dropBatch(items)
+		default:
+			return
+		}
+	}
+}
+
+func (q *Queue[T]) dropBatch(items []T) {
+	if q.cfg.Drop != nil && len(items) > 0 {
+		q.cfg.Drop(items)
+	}
+}
+
+// Pieces cuts batch into consecutive pieces of at most size items.
+func Pieces[T any](batch []T, size int) [][]T {
+	if size <= 0 {
+		return [][]T{batch}
+	}
+	var pieces [][]T
+	for len(batch) > size {
+		pieces = append(pieces, batch[:size])
+		batch = batch[size:]
+	}
+	return append(pieces, batch)
+}
