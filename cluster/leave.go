@@ -25,7 +25,7 @@ func (n *Node) handOffLeadership() {
 		n.log.Warn("leadership transfer before leaving failed", "err", err)
 		return
 	}
-	n.log.Info("handed leadership over before leaving", "leader", n.Leader())
+	n.log.Info("handed leadership over before leaving", "leader", n.Local().LeaderID)
 }
 
 // leave announces the leave over gossip and has the leader remove this

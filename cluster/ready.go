@@ -29,7 +29,7 @@ func (n *Node) NotReady() string {
 	if !n.member() {
 		return NotReadyNotMember
 	}
-	if n.Leader() == "" {
+	if _, id := n.raft.LeaderWithID(); id == "" {
 		return NotReadyNoLeader
 	}
 	if n.fsm.ClusterID() == "" || n.Behind() {

@@ -51,7 +51,7 @@ func recWaitLeader(t *testing.T, n *Node) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !(n.IsLeader() && n.FSM().Initialized()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not become leader within 10s (role %s)", n.ID(), n.Role())
+			t.Fatalf("%s did not become leader within 10s (role %s)", n.ID(), n.Local().Role)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

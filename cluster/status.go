@@ -24,21 +24,42 @@ type Server struct {
 	ReplicationLag *uint64 `json:"replication_lag,omitempty"`
 }
 
-// Status describes this node's view of the cluster.
-type Status struct {
-	ID           string   `json:"node_id"`
-	Role         string   `json:"role"`
-	LeaderID     string   `json:"leader"`
-	LeaderAddr   string   `json:"leader_raft_addr"`
-	Term         uint64   `json:"term"`
-	CommitIndex  uint64   `json:"commit_index"`
-	AppliedIndex uint64   `json:"applied_index"`
-	Servers      []Server `json:"servers"`
+// Local is this node's own view, from its Raft alone: what health,
+// metrics and logs read, cheaply, as often as they like.
+type Local struct {
+	ID string `json:"node_id"`
+	// HTTPAddr is this node's HTTP address as the other nodes reach it.
+	HTTPAddr string `json:"http_addr"`
+	// Role is "leader", "follower", "candidate" or "shutdown".
+	Role string `json:"role"`
+	// LeaderID and LeaderAddr name the current leader and its Raft
+	// address, empty when none is known.
+	LeaderID     string `json:"leader"`
+	LeaderAddr   string `json:"leader_raft_addr"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"` // the last entry the state machine applied
 }
 
-// Role is "leader", "follower", "candidate" or "shutdown".
-func (n *Node) Role() string {
-	switch n.raft.State() {
+// Status describes this node's view of the cluster: its own, and the
+// configuration's servers as it reached them.
+type Status struct {
+	Local
+	Servers []Server `json:"servers"`
+}
+
+// Local reports this node's own view.
+func (n *Node) Local() Local {
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	return Local{
+		ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr, Role: roleOf(n.raft.State()),
+		LeaderID: string(leaderID), LeaderAddr: string(leaderAddr),
+		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.appliedIndex(),
+	}
+}
+
+func roleOf(state raft.RaftState) string {
+	switch state {
 	case raft.Leader:
 		return "leader"
 	case raft.Follower:
@@ -49,35 +70,14 @@ func (n *Node) Role() string {
 	return "shutdown"
 }
 
-// Leader returns the current leader's id, empty when none is known.
-func (n *Node) Leader() string {
-	_, id := n.raft.LeaderWithID()
-	return string(id)
-}
-
-// HTTPAddr is this node's HTTP address as the other nodes reach it.
-func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
-
-// AppliedIndex is the index of the last log entry the FSM has applied.
-func (n *Node) AppliedIndex() uint64 { return n.appliedIndex() }
-
-// Term is the current Raft term.
-func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
-
-// CommitIndex is the last log index known committed.
-func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
-
 // Status reports this node's view of the cluster: roles, indexes and the
 // configuration's servers. Each other server is asked what it has applied
 // over its HTTP listener (concurrently, briefly): "reachable" means it
 // answered this node now, last_contact is the time of that answer, and the
 // index with the leader's gives its replication lag.
 func (n *Node) Status() (Status, error) {
-	leaderAddr, leaderID := n.raft.LeaderWithID()
-	st := Status{
-		ID: n.cfg.ID, Role: n.Role(), LeaderID: string(leaderID), LeaderAddr: string(leaderAddr),
-		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.appliedIndex(),
-	}
+	st := Status{Local: n.Local()}
+	leaderID := raft.ServerID(st.LeaderID)
 	servers, err := n.configuration()
 	if err != nil {
 		return st, err

@@ -12,14 +12,8 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
-
-type clusterJSON struct {
-	cluster.Status
-	HTTPAddr string `json:"http_addr"`
-}
 
 func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	st, err := s.node.Admin.Status()
@@ -27,7 +21,7 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, clusterJSON{Status: st, HTTPAddr: s.node.Self.HTTPAddr()})
+	writeJSON(ctx, fasthttp.StatusOK, st)
 }
 
 func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {

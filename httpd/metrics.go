@@ -68,9 +68,9 @@ func newMetrics(node Self, state *fsm.FSM, registry *prometheus.Registry) *metri
 			}
 			return 0
 		}),
-		gauge("linkraft_raft_term", "Current Raft term.", func() float64 { return float64(node.Term()) }),
-		gauge("linkraft_raft_commit_index", "Last committed Raft index.", func() float64 { return float64(node.CommitIndex()) }),
-		gauge("linkraft_raft_applied_index", "Last Raft index applied to the state machine.", func() float64 { return float64(node.AppliedIndex()) }),
+		gauge("linkraft_raft_term", "Current Raft term.", func() float64 { return float64(node.Local().Term) }),
+		gauge("linkraft_raft_commit_index", "Last committed Raft index.", func() float64 { return float64(node.Local().CommitIndex) }),
+		gauge("linkraft_raft_applied_index", "Last Raft index applied to the state machine.", func() float64 { return float64(node.Local().AppliedIndex) }),
 		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(state.Len()) }),
 		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(node.PendingClicks()) }),
 	)

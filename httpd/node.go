@@ -81,13 +81,9 @@ type Leader interface {
 // metrics.
 type Self interface {
 	ID() string
-	HTTPAddr() string
-	Role() string
-	Leader() string
 	IsLeader() bool
-	Term() uint64
-	CommitIndex() uint64
-	AppliedIndex() uint64
+	// Local is the node's own view: role, leader, term and indexes.
+	Local() cluster.Local
 	PendingClicks() uint64
 	Collectors() []prometheus.Collector
 	// NotReady is why the node cannot serve its cluster's links, "" when

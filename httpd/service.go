@@ -67,9 +67,10 @@ func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) healthOf() healthJSON {
+	self := s.node.Self.Local()
 	return healthJSON{
-		Status: "healthy", NodeID: s.node.Self.ID(), Role: s.node.Self.Role(), Leader: s.node.Self.Leader(), ClusterID: s.fsm.ClusterID(),
-		Links: s.fsm.Len(), AppliedIndex: s.node.Self.AppliedIndex(), Version: s.cfg.Version,
+		Status: "healthy", NodeID: self.ID, Role: self.Role, Leader: self.LeaderID, ClusterID: s.fsm.ClusterID(),
+		Links: s.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: s.cfg.Version,
 	}
 }
 

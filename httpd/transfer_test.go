@@ -193,8 +193,8 @@ func TestForwardedImportNamesItsIndex(t *testing.T) {
 	line = `{"short_code":"fwd-two","original_url":"https://example.com/fwd"}`
 	_, raw := importReportOf(t, s, line, wire.ForwardedHeader, "n2")
 	index, err := strconv.ParseUint(raw, 10, 64)
-	if err != nil || index == 0 || index > s.node.Self.AppliedIndex() {
-		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", wire.AppliedIndexHeader, raw, s.node.Self.AppliedIndex())
+	if err != nil || index == 0 || index > s.node.Self.Local().AppliedIndex {
+		t.Errorf("%s = %q, want the applied index of the import (applied: %d)", wire.AppliedIndexHeader, raw, s.node.Self.Local().AppliedIndex)
 	}
 }
 
