@@ -51,11 +51,24 @@ type serveConfig struct {
 	key *secure.Key // parsed --cluster-key
 }
 
+const serveUsage = `Usage: linkraft serve [flags]
+
+Run a node. With no flags: a single node, HTTP on :8080, data in ./data.
+Every flag can also be set as LINKRAFT_<NAME> (--http-addr is
+LINKRAFT_HTTP_ADDR); a flag on the command line wins over the environment.
+
+Flags:
+`
+
 func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	host, _ := os.Hostname()
 	c := &serveConfig{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.id, "id", host, "unique node id")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the Raft log, snapshots and state")
 	fs.StringVar(&c.httpAddr, "http-addr", ":8080", "HTTP listen address")
