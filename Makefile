@@ -59,8 +59,11 @@ check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# The tests that count allocations skip themselves under -race, which
+# allocates on its own: they run once more without it.
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -run 'AllocatesNothing' ./httpd/
 
 # k8s decodes the Kubernetes manifests strictly into the API types. It is a
 # module of its own (deploy/kubernetes/go.mod), so that k8s.io stays out of

@@ -29,7 +29,7 @@ func TestLinksCLI(t *testing.T) {
 		return runCommand(t, 30*time.Second, []string{"LINKRAFT_KEY=" + key, "LINKRAFT_ADDR=" + n.httpAddr}, append([]string{"links"}, args...)...)
 	}
 
-	out, err = cli("create", "https://example.com/cli/ünïcode", "--code", "cli-one", "--expires-in", "24h")
+	out, err = cli("create", "https://example.com/cli/ünïcode", "--code", "cli-one", "--expires-in", "24h", "--title", "CLI one", "--tags", "launch,cli")
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "/cli-one") {
 		t.Fatalf("links create: %v\n%s", err, out)
 	}
@@ -51,7 +51,8 @@ func TestLinksCLI(t *testing.T) {
 
 	n.waitClicks(t, "cli-one", 1) // requireRedirect's
 	out, err = cli("get", "cli-one")
-	if err != nil || !regexp.MustCompile(`(?m)^clicks: +1$`).MatchString(out) || !strings.Contains(out, "team") {
+	if err != nil || !regexp.MustCompile(`(?m)^clicks: +1$`).MatchString(out) || !strings.Contains(out, "team") ||
+		!regexp.MustCompile(`(?m)^title: +CLI one$`).MatchString(out) || !regexp.MustCompile(`(?m)^tags: +launch,cli$`).MatchString(out) {
 		t.Fatalf("links get: %v\n%s", err, out)
 	}
 

@@ -335,7 +335,7 @@ func TestUsageErrors(t *testing.T) {
 	if reqs := n.requests(); len(reqs) != 0 {
 		t.Errorf("usage errors sent requests: %+v", reqs)
 	}
-	for _, cmd := range []string{"status", "join", "leave", "backup", "restore", "recover"} {
+	for _, cmd := range []string{"status", "join", "leave", "promote", "backup", "restore", "recover", "health", "import", "serve", "bench", "keygen"} {
 		if code, _, errOut := runCmd(t, cmd, "-h"); code != 0 || !strings.Contains(errOut, "Usage: linkraft "+cmd) {
 			t.Errorf("%s -h: exit %d, stderr %q", cmd, code, errOut)
 		}

@@ -20,12 +20,26 @@ type benchOutputs struct {
 	html string
 }
 
+const benchUsage = `Usage: linkraft bench [flags]
+
+Load one or more nodes and report throughput and latency: progress on
+stderr, the report on stdout. Every flag can also be set as LINKRAFT_<NAME>
+(--key is LINKRAFT_KEY); a flag on the command line wins over the
+environment.
+
+Flags:
+`
+
 func parseBenchFlags(args []string, stderr io.Writer) (*bench.Config, benchOutputs, error) {
 	c := &bench.Config{}
 	var out benchOutputs
 	var targets, scenario string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&targets, "targets", "127.0.0.1:8080", "comma-separated nodes to load, host:port or http://host:port (round-robin, as DNS would); the default is a single node on :8080, the Procfile cluster is 127.0.0.1:8001,127.0.0.1:8002,127.0.0.1:8003")
 	fs.StringVar(&scenario, "scenario", string(bench.ScenarioRedirect), fmt.Sprintf("what to send: one of %v", bench.Scenarios()))
 	fs.IntVar(&c.Connections, "connections", 64, "closed loop: connections; open loop: most requests in flight")

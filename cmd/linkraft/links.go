@@ -27,10 +27,11 @@ func linksCmd(args []string, stdout, stderr io.Writer) int {
 
 const linksUsage = `Usage:
   linkraft links create URL [--code C] [--workspace W] [--expires-in D | --expires-at T] [--dedupe]
+                           [--title T] [--tags a,b]
                            shorten URL and print the short link
   linkraft links list [--workspace W] [--limit N] [--all]
                            list links, newest first (--all follows every page)
-  linkraft links get CODE  show one link with its click count
+  linkraft links get CODE  show one link with its click count, title and tags
   linkraft links edit CODE [--url U] [--title T] [--tags a,b] [--expires-at T | --no-expiry]
                            [--max-visits N | --no-max-visits] [--password P | --no-password]
                            change what the flags name; the rest stays as it is
@@ -40,22 +41,25 @@ const linksUsage = `Usage:
                            delete a link; its code is never handed out again
 get, edit, history and delete take --domain D for a link in a registered domain.
 Each takes --addr (LINKRAFT_ADDR) and --key (LINKRAFT_KEY): an API key with
-links:write (create, delete) or links:read (list, get) on the workspace.
+links:write (create, edit, delete) or links:read (list, get, history) on the
+workspace.
 --json prints the node's JSON answer as it is.
 `
 
 // link is a link as the API reads it.
 type link struct {
-	ID             int64   `json:"id"`
-	ShortCode      string  `json:"short_code"`
-	ShortURL       string  `json:"short_url"`
-	OriginalURL    string  `json:"original_url"`
-	Workspace      string  `json:"workspace"`
-	CreatedAt      string  `json:"created_at"`
-	ExpiresAt      *string `json:"expires_at"`
-	ClickCount     int64   `json:"click_count"`
-	LastAccessedAt *string `json:"last_accessed_at"`
-	Existing       bool    `json:"existing"`
+	ID             int64    `json:"id"`
+	ShortCode      string   `json:"short_code"`
+	ShortURL       string   `json:"short_url"`
+	OriginalURL    string   `json:"original_url"`
+	Workspace      string   `json:"workspace"`
+	CreatedAt      string   `json:"created_at"`
+	ExpiresAt      *string  `json:"expires_at"`
+	ClickCount     int64    `json:"click_count"`
+	LastAccessedAt *string  `json:"last_accessed_at"`
+	Title          string   `json:"title"`
+	Tags           []string `json:"tags"`
+	Existing       bool     `json:"existing"`
 }
 
 // linksFlags registers the connection flags and --json, and marks the
@@ -100,12 +104,14 @@ func writeRaw(w io.Writer, body []byte) int {
 }
 
 func linksCreate(args []string, stdout, stderr io.Writer) int {
-	fs, o, raw := linksFlags("links create", "links create URL [--code C] [--workspace W] [--expires-in D | --expires-at T] [--dedupe] [--addr URL] [--key KEY] [--json]", stderr)
+	fs, o, raw := linksFlags("links create", "links create URL [--code C] [--workspace W] [--expires-in D | --expires-at T] [--dedupe] [--title T] [--tags a,b] [--addr URL] [--key KEY] [--json]", stderr)
 	code := fs.String("code", "", "a custom code (3-64 letters, digits, - or _)")
 	workspace := fs.String("workspace", "", "the workspace (default: the key's only workspace, else default)")
 	expiresIn := fs.Duration("expires-in", 0, "the link expires after this long, in whole seconds (e.g. 720h)")
 	expiresAt := fs.String("expires-at", "", "the link expires at this RFC 3339 time")
 	dedupe := fs.Bool("dedupe", false, "return the existing link for the same URL in the workspace instead of making a new one")
+	title := fs.String("title", "", "a title for the link (up to 256 characters)")
+	tags := fs.String("tags", "", "tags, comma-separated (at most 10, each 1-40 letters, digits, _, . or -)")
 	pos, exit := o.parse(fs, args, stderr)
 	if exit >= 0 {
 		return exit
@@ -132,6 +138,13 @@ func linksCreate(args []string, stdout, stderr io.Writer) int {
 	}
 	if *dedupe {
 		req["dedupe"] = true
+	}
+	// Empty is no title and no tags, as the API has it: nothing to send.
+	if *title != "" {
+		req["title"] = *title
+	}
+	if list := tagList(*tags); len(list) > 0 {
+		req["tags"] = list
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -281,13 +294,7 @@ func linksEdit(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if set["tags"] {
-		list := []string{}
-		for _, t := range strings.Split(*tags, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				list = append(list, t)
-			}
-		}
-		edit["tags"] = list
+		edit["tags"] = tagList(*tags)
 	}
 	if set["max-visits"] {
 		edit["max_visits"] = *maxVisits
@@ -320,6 +327,19 @@ func linksEdit(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s -> %s\n", l.ShortURL, l.OriginalURL)
 	return 0
+}
+
+// tagList splits --tags: comma-separated, blanks around a tag and empty
+// ones dropped. It is never nil, so that an edit's --tags "" sends [],
+// which removes the link's tags.
+func tagList(s string) []string {
+	list := []string{}
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			list = append(list, t)
+		}
+	}
+	return list
 }
 
 func linksHistory(args []string, stdout, stderr io.Writer) int {
@@ -392,6 +412,12 @@ func linksGet(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(tw, "short url:\t%s\n", l.ShortURL)
 	fmt.Fprintf(tw, "url:\t%s\n", l.OriginalURL)
 	fmt.Fprintf(tw, "workspace:\t%s\n", l.Workspace)
+	if l.Title != "" {
+		fmt.Fprintf(tw, "title:\t%s\n", l.Title)
+	}
+	if len(l.Tags) > 0 {
+		fmt.Fprintf(tw, "tags:\t%s\n", strings.Join(l.Tags, ","))
+	}
 	fmt.Fprintf(tw, "clicks:\t%d\n", l.ClickCount)
 	fmt.Fprintf(tw, "last click:\t%s\n", last)
 	fmt.Fprintf(tw, "created:\t%s\n", l.CreatedAt)

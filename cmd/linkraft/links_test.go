@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"net"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,30 +14,44 @@ import (
 const oneLink = `{"id":3,"short_code":"launch","short_url":"http://sho.rt/launch","original_url":"https://example.com/é","workspace":"team",` +
 	`"created_at":"2026-11-21T10:00:00.000Z","expires_at":null,"click_count":7,"last_accessed_at":null}`
 
+// titledLink is oneLink with a title and tags, as the API shows them.
+const titledLink = `{"id":4,"short_code":"titled","short_url":"http://sho.rt/titled","original_url":"https://example.com/t","workspace":"team",` +
+	`"created_at":"2026-11-21T10:00:00.000Z","expires_at":null,"click_count":0,"last_accessed_at":null,"title":"Launch day","tags":["news","2026"]}`
+
 func TestLinksCreateSendsTheAPIFields(t *testing.T) {
-	n := startFakeNode(t, map[string]cannedAnswer{"POST /api/v1/urls": {status: 201, ctype: "application/json", body: oneLink}})
-	t.Setenv("LINKRAFT_ADDR", n.addr)
-	t.Setenv("LINKRAFT_KEY", "lr_k")
-	code, out, errOut := runCmd(t, "links", "create", "https://example.com/é", "--code", "launch", "--workspace", "team", "--expires-in", "1h", "--dedupe")
-	if code != 0 || out != "http://sho.rt/launch\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	tests := []struct {
+		name string
+		args []string
+		want map[string]any // the body besides original_url
+	}{
+		{"code, workspace, expiry, dedupe", []string{"--code", "launch", "--workspace", "team", "--expires-in", "1h", "--dedupe"},
+			map[string]any{"custom_code": "launch", "workspace": "team", "expires_in_seconds": 3600.0, "dedupe": true}},
+		{"title and tags", []string{"--title", "Launch day", "--tags", "news, 2026,,launch"},
+			map[string]any{"title": "Launch day", "tags": []any{"news", "2026", "launch"}}},
+		{"an empty title and tags send nothing", []string{"--title", "", "--tags", " , "}, map[string]any{}},
 	}
-	req := n.only(t)
-	var got map[string]any
-	if err := json.Unmarshal(req.body, &got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"original_url": "https://example.com/é", "custom_code": "launch", "workspace": "team", "expires_in_seconds": 3600.0, "dedupe": true}
-	if len(got) != len(want) {
-		t.Fatalf("body %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Fatalf("body %v, want %v", got, want)
-		}
-	}
-	if req.auth != "Bearer lr_k" || req.ctype != "application/json" {
-		t.Fatalf("auth %q, content type %q", req.auth, req.ctype)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := startFakeNode(t, map[string]cannedAnswer{"POST /api/v1/urls": {status: 201, ctype: "application/json", body: oneLink}})
+			t.Setenv("LINKRAFT_ADDR", n.addr)
+			t.Setenv("LINKRAFT_KEY", "lr_k")
+			code, out, errOut := runCmd(t, append([]string{"links", "create", "https://example.com/é"}, tt.args...)...)
+			if code != 0 || out != "http://sho.rt/launch\n" {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			req := n.only(t)
+			var got map[string]any
+			if err := json.Unmarshal(req.body, &got); err != nil {
+				t.Fatal(err)
+			}
+			tt.want["original_url"] = "https://example.com/é"
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("body %v, want %v", got, tt.want)
+			}
+			if req.auth != "Bearer lr_k" || req.ctype != "application/json" {
+				t.Fatalf("auth %q, content type %q", req.auth, req.ctype)
+			}
+		})
 	}
 }
 
@@ -59,6 +75,7 @@ func TestLinksUsageErrors(t *testing.T) {
 func TestLinksGetAndDelete(t *testing.T) {
 	n := startFakeNode(t, map[string]cannedAnswer{
 		"GET /api/v1/urls/launch":    jsonAnswer(oneLink),
+		"GET /api/v1/urls/titled":    jsonAnswer(titledLink),
 		"DELETE /api/v1/urls/launch": {status: 204},
 		"GET /api/v1/urls/gone":      problem(404, "short code gone not found"),
 		"DELETE /api/v1/urls/other":  problem(403, "key may not write workspace x"),
@@ -67,6 +84,13 @@ func TestLinksGetAndDelete(t *testing.T) {
 	code, out, _ := runCmd(t, "links", "get", "launch")
 	if code != 0 || rowFields(t, out, "clicks:")[1] != "7" || rowFields(t, out, "url:")[1] != "https://example.com/é" {
 		t.Fatalf("get: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "title:") || strings.Contains(out, "tags:") {
+		t.Fatalf("get of a link without a title or tags shows them:\n%s", out)
+	}
+	code, out, _ = runCmd(t, "links", "get", "titled")
+	if code != 0 || !regexp.MustCompile(`(?m)^title: +Launch day$`).MatchString(out) || rowFields(t, out, "tags:")[1] != "news,2026" {
+		t.Fatalf("get of a link with a title and tags: exit %d\n%s", code, out)
 	}
 	if code, out, _ := runCmd(t, "links", "get", "launch", "--json"); code != 0 || strings.TrimSpace(out) != oneLink {
 		t.Fatalf("get --json: exit %d\n%s", code, out)

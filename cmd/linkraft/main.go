@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -32,23 +33,30 @@ Usage:
   linkraft restore FILE|-  make the whole cluster take the state in a backup
   linkraft keys create|list|revoke
                            manage API keys
-  linkraft links create|list|get|delete
-                           manage links (no edit yet: the API cannot change a link)
+  linkraft links create|list|get|edit|history|delete
+                           manage links
   linkraft import --from yourls|shlink|kutt|bitly|csv [--dry-run] FILE
                            bring links over from another shortener's export
   linkraft recover --data-dir DIR --peers FILE
                            offline: rebuild a cluster that lost quorum
   linkraft bench [flags]   load one or more nodes and report throughput and latency
-  linkraft keygen          print a new --cluster-key
+  linkraft keygen          print a new random --cluster-key
   linkraft version         print the version
 
-The admin commands (status, join, leave, promote, backup, restore, keys) talk to any
-node: --addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and an admin
-credential: --key (LINKRAFT_KEY; a new cluster writes its first admin key to
-<data-dir>/admin.key) or --admin-token (LINKRAFT_ADMIN_TOKEN). Run
+The admin commands (status, join, leave, promote, backup, restore, keys, import)
+talk to any node: --addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and an
+admin credential: --key (LINKRAFT_KEY; a new cluster writes its first admin key
+to <data-dir>/admin.key) or --admin-token (LINKRAFT_ADMIN_TOKEN). links takes
+the same --addr and any key with the links:read or links:write scope. Run
 "linkraft <command> -h" for a command's flags.
 Every serve flag can also be set through an environment variable: --http-addr
 is LINKRAFT_HTTP_ADDR.
+`
+
+const keygenUsage = `Usage: linkraft keygen
+
+Print a new random --cluster-key: 32 bytes in base64. Give every node of a
+cluster the same one (LINKRAFT_CLUSTER_KEY).
 `
 
 func main() {
@@ -91,6 +99,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "linkraft", version)
 		return 0
 	case "keygen":
+		// Arguments are a request for help or a mistake: either way no key,
+		// which would be one printed to the terminal for nothing.
+		if len(args) > 1 {
+			if a := args[1]; a == "-h" || a == "--help" || a == "-help" {
+				fmt.Fprint(stderr, keygenUsage)
+				return 0
+			}
+			fmt.Fprintf(stderr, "linkraft keygen: unexpected arguments: %s\n%s", strings.Join(args[1:], " "), keygenUsage)
+			return 2
+		}
 		key := make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
 			fmt.Fprintln(stderr, "keygen:", err)

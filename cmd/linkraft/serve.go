@@ -51,11 +51,24 @@ type serveConfig struct {
 	key *secure.Key // parsed --cluster-key
 }
 
+const serveUsage = `Usage: linkraft serve [flags]
+
+Run a node. With no flags: a single node, HTTP on :8080, data in ./data.
+Every flag can also be set as LINKRAFT_<NAME> (--http-addr is
+LINKRAFT_HTTP_ADDR); a flag on the command line wins over the environment.
+
+Flags:
+`
+
 func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	host, _ := os.Hostname()
 	c := &serveConfig{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.id, "id", host, "unique node id")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the Raft log, snapshots and state")
 	fs.StringVar(&c.httpAddr, "http-addr", ":8080", "HTTP listen address")
@@ -226,10 +239,14 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		}
 	}()
 
-	baseURL, guessed := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
-	if guessed {
+	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
+	switch {
+	case warn:
 		log.Warn("no --base-url: short URLs name this node's advertised address, not the Host header clients send; "+
 			"set --base-url to the address clients use", "short_url_base", baseURL)
+	case guessed:
+		log.Info("no --base-url: short URLs name this machine's loopback address, which only clients on this machine reach; "+
+			"set --base-url to the address clients use to share links beyond it", "short_url_base", baseURL)
 	}
 	srv := httpd.New(httpd.Config{
 		BaseURL: baseURL, RedirectStatus: cfg.redirectStatus,
@@ -316,14 +333,42 @@ func initialKeyFile(cfg *serveConfig) string {
 // the host its short links and QR codes name, so it uses its advertised HTTP
 // address, which the other nodes reach it at; guessed reports that case,
 // in which the operator should set --base-url.
-func shortURLBase(baseURL string, listen net.Addr, advertised string) (base string, guessed bool) {
+//
+// warn reports the guesses that deserve a warning: those that name an
+// address other machines reach (--advertise, a Raft or HTTP listener off
+// loopback). Such links look deliberate and work inside the network, so
+// links that break for clients outside it go unnoticed. A node that
+// advertises loopback is the binary's default, the quick start's plain
+// "linkraft serve" on :8080 and a single container: it has no --advertise
+// and its Raft address is loopback (off loopback it needs a --cluster-key,
+// which a deliberate deployment sets), so no other machine is told of it.
+// Its links say http://127.0.0.1:8080/..., plainly this machine's, right
+// for someone trying linkraft on it and plainly wrong for sharing, so a
+// warning would only make a clean start look broken. Following the Host
+// header there instead would silence the warning too, but on :8080 anyone
+// on the network can reach the node, which is what the Host rule is for.
+func shortURLBase(baseURL string, listen net.Addr, advertised string) (base string, guessed, warn bool) {
 	if baseURL != "" {
-		return baseURL, false
+		return baseURL, false, false
 	}
 	if tcp, ok := listen.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		return "", false
+		return "", false, false
 	}
-	return "http://" + advertised, true
+	return "http://" + advertised, true, !onLoopback(advertised)
+}
+
+// onLoopback reports whether addr (host:port) names a loopback host. A
+// name other than localhost is not resolved: it may point anywhere.
+func onLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 )
@@ -81,25 +82,60 @@ func TestMaxConnsPerIPFlag(t *testing.T) {
 func TestShortURLBase(t *testing.T) {
 	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080} }
 	tests := []struct {
-		name, baseURL string
-		listen        net.Addr
-		advertised    string
-		want          string
-		guessed       bool
+		name, baseURL  string
+		listen         net.Addr
+		advertised     string
+		want           string
+		guessed, warns bool
 	}{
-		{"--base-url always wins", "https://s.example.com", tcp("0.0.0.0"), "10.0.0.1:8080", "https://s.example.com", false},
-		{"loopback follows Host", "", tcp("127.0.0.1"), "127.0.0.1:8080", "", false},
-		{"IPv6 loopback follows Host", "", tcp("::1"), "[::1]:8080", "", false},
-		{"all interfaces: the advertised address", "", tcp("0.0.0.0"), "10.0.0.1:8080", "http://10.0.0.1:8080", true},
-		{"IPv6 all interfaces", "", tcp("::"), "[2001:db8::1]:8080", "http://[2001:db8::1]:8080", true},
-		{"a public address", "", tcp("192.0.2.7"), "192.0.2.7:8080", "http://192.0.2.7:8080", true},
+		{"--base-url always wins", "https://s.example.com", tcp("0.0.0.0"), "10.0.0.1:8080", "https://s.example.com", false, false},
+		{"loopback follows Host", "", tcp("127.0.0.1"), "127.0.0.1:8080", "", false, false},
+		{"IPv6 loopback follows Host", "", tcp("::1"), "[::1]:8080", "", false, false},
+		{"loopback follows Host whatever it advertises", "", tcp("127.0.0.1"), "10.0.0.1:8080", "", false, false},
+		{"all interfaces: the advertised address", "", tcp("0.0.0.0"), "10.0.0.1:8080", "http://10.0.0.1:8080", true, true},
+		{"IPv6 all interfaces", "", tcp("::"), "[2001:db8::1]:8080", "http://[2001:db8::1]:8080", true, true},
+		{"a public address", "", tcp("192.0.2.7"), "192.0.2.7:8080", "http://192.0.2.7:8080", true, true},
+		{"all interfaces, a host name advertised", "", tcp("0.0.0.0"), "lr1.internal:8080", "http://lr1.internal:8080", true, true},
+		// The quick start: all interfaces, Raft on loopback, no --advertise.
+		// Still not the Host header; the links name loopback, no warning.
+		{"all interfaces, advertised on loopback", "", tcp("0.0.0.0"), "127.0.0.1:8080", "http://127.0.0.1:8080", true, false},
+		{"IPv6 all interfaces, advertised on loopback", "", tcp("::"), "[::1]:8080", "http://[::1]:8080", true, false},
+		{"all interfaces, --advertise localhost", "", tcp("0.0.0.0"), "localhost:8080", "http://localhost:8080", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, guessed := shortURLBase(tt.baseURL, tt.listen, tt.advertised)
-			if got != tt.want || guessed != tt.guessed {
-				t.Errorf("shortURLBase = %q, %v; want %q, %v", got, guessed, tt.want, tt.guessed)
+			got, guessed, warns := shortURLBase(tt.baseURL, tt.listen, tt.advertised)
+			if got != tt.want || guessed != tt.guessed || warns != tt.warns {
+				t.Errorf("shortURLBase = %q, %v, %v; want %q, %v, %v", got, guessed, warns, tt.want, tt.guessed, tt.warns)
 			}
 		})
+	}
+}
+
+// TestQuickStartAdvertisesLoopback: what a plain "linkraft serve" listens
+// on and advertises lands in shortURLBase's case without a warning.
+func TestQuickStartAdvertisesLoopback(t *testing.T) {
+	// The defaults, whatever the shell running the test sets.
+	for _, name := range []string{"LINKRAFT_HTTP_ADDR", "LINKRAFT_RAFT_ADDR", "LINKRAFT_ADVERTISE", "LINKRAFT_BASE_URL"} {
+		t.Setenv(name, "") // restores it after the test
+		os.Unsetenv(name)
+	}
+	cfg, err := parseServeFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(cfg.httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ResolveTCPAddr("tcp", cfg.httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := &net.TCPAddr{IP: net.IPv6unspecified, Port: ln.Port} // what net.Listen makes of ":8080"
+	advertised := advertisedHTTP(listen, cfg.advertise, cfg.raftAddr)
+	if base, guessed, warns := shortURLBase(cfg.baseURL, listen, advertised); base != "http://127.0.0.1:"+port || !guessed || warns {
+		t.Errorf("defaults (--http-addr %s, --raft-addr %s): short URLs %q, guessed %v, warns %v; want http://127.0.0.1:%s without a warning",
+			cfg.httpAddr, cfg.raftAddr, base, guessed, warns, port)
 	}
 }
