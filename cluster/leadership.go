@@ -92,9 +92,13 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	}
 	var duties sync.WaitGroup
 	defer duties.Wait()
+	// leading ends, before the duties are waited for, when this loop
+	// returns (leadership ends) or the node stops.
+	leading, endLeading := context.WithCancel(n.stopping)
+	defer endLeading()
 	duties.Go(func() { n.runCommitPusher(n.push, stop) })
 	duties.Go(func() { n.runLagMonitor(stop) })
-	duties.Go(func() { n.runWebhooks(stop) })
+	duties.Go(func() { n.hooks.Run(leading) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}
