@@ -80,11 +80,12 @@ func (n *Node) monitorLeadership() {
 	}
 }
 
-// leaderLoop runs while this node leads: it establishes leadership, then
-// starts the duties that run only while it leads (the commit pusher and
-// the replication-lag monitor, which end with stop), reconciles membership
-// on gossip events (and a periodic full pass) and purges expired state
-// once a minute.
+// leaderLoop runs while this node leads, as Consul's leader loop does: it
+// establishes leadership, then starts the duties that run only while it
+// leads (the commit pusher, the replication-lag monitor and webhook
+// delivery, which end with leadership or when the node begins to stop),
+// reconciles membership on gossip events (and a periodic full pass) and
+// purges expired state once a minute.
 func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer n.revokeLeadership()
 	if !n.establishLeadership(stop) {
@@ -92,12 +93,14 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	}
 	var duties sync.WaitGroup
 	defer duties.Wait()
-	// The duties end with stop, which monitorLeadership also closes when
-	// the node closes.
+	// The duties end with leading, before they are waited for, when this
+	// loop returns (leadership ends) or the node stops.
+	leading, endLeading := context.WithCancel(n.stopping)
+	defer endLeading()
 	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
-	duties.Go(func() { n.push.run(stop, n.proposer.Busy, announceCommit) })
-	duties.Go(func() { n.runLagMonitor(stop) })
-	duties.Go(func() { n.runWebhooks(stop) })
+	duties.Go(func() { n.push.run(leading.Done(), n.proposer.Busy, announceCommit) })
+	duties.Go(func() { n.runLagMonitor(leading.Done()) })
+	duties.Go(func() { n.hooks.Run(leading) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}

@@ -22,8 +22,6 @@ type metrics struct {
 	createBatch     prometheus.Histogram
 	relayBatch      prometheus.Histogram
 	gossipMembers   *prometheus.Desc
-	hookDeliveries  *prometheus.CounterVec
-	hookPending     *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -55,14 +53,6 @@ func newMetrics() *metrics {
 		gossipMembers: prometheus.NewDesc("linkraft_gossip_members",
 			"Gossip (memberlist) members as this node sees them, by state: alive (suspects included), dead, left.",
 			[]string{"state"}, nil),
-		hookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "linkraft_webhook_deliveries_total",
-			Help: "On the leader: webhook delivery attempts, by webhook id and result (ok: the receiver answered 2xx; error).",
-		}, []string{"webhook", "result"}),
-		hookPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "linkraft_webhook_pending_events",
-			Help: "On the leader: events in a webhook's outbox, not yet acknowledged as delivered, by webhook id.",
-		}, []string{"webhook"}),
 	}
 	// Every result is a series from the start, so a rate over it (and an
 	// alert) does not wait for the first miss of each kind.
@@ -75,11 +65,10 @@ func newMetrics() *metrics {
 // Collectors are this node's metrics, for the caller to register.
 func (n *Node) Collectors() []prometheus.Collector {
 	m := n.metrics
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.lag, m.forwards, m.confirmedMisses, m.createBatch, m.relayBatch,
-		m.hookDeliveries, m.hookPending,
 		gossipCollector{n},
-	}
+	}, n.hooks.Collectors()...)
 }
 
 // Outcomes of a request sent to the leader.

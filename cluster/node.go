@@ -21,6 +21,7 @@ import (
 
 	"github.com/linkraft/linkraft/cluster/queue"
 	"github.com/linkraft/linkraft/cluster/secure"
+	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -154,9 +155,8 @@ type Node struct {
 	leaderIndex atomic.Uint64
 
 	metrics *metrics // see metrics.go
-	// hooks are the leader's webhook delivery statistics and HTTP client
-	// (webhooks.go).
-	hooks  *hookStats
+	// hooks delivers the webhooks while this node leads (webhooks.go).
+	hooks  *webhooks.Delivery
 	levels entryLevels
 
 	closing chan struct{}
@@ -190,10 +190,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
 		push:    newCommitPusher(),
 		metrics: newMetrics(),
-		hooks:   newHookStats(),
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
+	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger)
 	n.addrs = newAddressBook(f.ClusterID)
 	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}

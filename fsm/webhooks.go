@@ -28,7 +28,7 @@ import (
 //   - An outbox keeps at most MaxWebhookOutbox events: beyond that the
 //     oldest are dropped and the webhook's Dropped counter says how many,
 //     so a receiver that is down for days costs bounded memory.
-//   - The leader delivers (cluster/webhooks.go) and proposes a
+//   - The leader delivers (cluster/webhooks) and proposes a
 //     WebhookAckCommand naming the last Seq it delivered; applying it
 //     removes the events up to there and adds them to Delivered.
 //

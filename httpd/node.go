@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -67,7 +68,7 @@ type Admin interface {
 // Hooks is what the webhook admin routes read besides the replicated
 // state: the delivery state (the leader's).
 type Hooks interface {
-	Webhooks() []cluster.WebhookStatus
+	Statuses() []webhooks.Status
 }
 
 // Leader is what the routes served by the leader need (forwarder):
@@ -98,10 +99,10 @@ var (
 	_ Admin  = (*cluster.Node)(nil)
 	_ Leader = (*cluster.Node)(nil)
 	_ Self   = (*cluster.Node)(nil)
-	_ Hooks  = (*cluster.Node)(nil)
+	_ Hooks  = (*webhooks.Delivery)(nil)
 )
 
 // Of is every part of Node served by n.
 func Of(n *cluster.Node) Node {
-	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n}
+	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n.Webhooks()}
 }

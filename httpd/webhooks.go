@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
@@ -123,7 +124,7 @@ func (s *Server) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleListWebhooks(ctx *fasthttp.RequestCtx) {
-	list := s.node.Hooks.Webhooks()
+	list := s.node.Hooks.Statuses()
 	out := make([]webhookStatusJSON, len(list))
 	for i := range list {
 		out[i] = webhookStatusView(&list[i])
@@ -131,7 +132,7 @@ func (s *Server) handleListWebhooks(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": out})
 }
 
-func webhookStatusView(st *cluster.WebhookStatus) webhookStatusJSON {
+func webhookStatusView(st *webhooks.Status) webhookStatusJSON {
 	v := webhookStatusJSON{
 		webhookJSON: webhookView(&st.Webhook),
 		Pending:     st.Pending, Delivered: st.Delivered, Dropped: st.Dropped, FailedAttempts: st.FailedAttempts,
