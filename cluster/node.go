@@ -128,7 +128,7 @@ type Node struct {
 	proposer *queue.Queue[*createCall]
 	relay    *queue.Queue[*createCall]
 	push     *commitPusher
-	clicks *clickCounter
+	clicks   *clickCounter
 	// proposals is held for reading while an entry is handed to Raft and
 	// for writing by a restore, which must see every change before it
 	// merges the current state into the backup (see backup.go).
