@@ -7,7 +7,7 @@
 //   - the write path: creates batched into shared log entries, deletes,
 //     backup and restore;
 //   - clicks: each node's aggregation and its exactly-once flush through
-//     the leader;
+//     the leader (package clicks; this package sends its batches);
 //   - reads that must not miss an acknowledged write: Lookup, built on
 //     ReadIndex;
 //   - leadership: the duties a leader starts and stops with Raft's

@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
+	"github.com/linkraft/linkraft/cluster/clicks"
 	"github.com/linkraft/linkraft/cluster/queue"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/webhooks"
@@ -128,7 +129,7 @@ type Node struct {
 	proposer *queue.Queue[*createCall]
 	relay    *queue.Queue[*createCall]
 	push     *commitPusher
-	clicks   *clickCounter
+	clicks   *clicks.Counter
 	// proposals is held for reading while an entry is handed to Raft and
 	// for writing by a restore, which must see every change before it
 	// merges the current state into the backup (see backup.go).
@@ -206,17 +207,17 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, err
 	}
 	n.startClusterServer()
-	n.clicks = newClickCounter(cfg.ID, f)
-	n.restoreSavedClicks()
+	n.clicks = newClickCounter(n)
 	n.spawn(n.watchLeader)
 	n.spawn(n.monitorLeadership)
 	n.spawn(func() { n.proposer.Run(n.closing) })
 	n.spawn(func() { n.relay.Run(n.closing) })
-	n.spawn(n.runClickFlusher)
+	n.spawn(func() { n.clicks.Run(n.stopping, cfg.ClickFlushInterval) })
 	n.spawn(n.runVolumeSnapshots)
 	n.spawn(n.watchLevels)
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
+			n.stopStopping() // the click flusher runs until stopping ends
 			close(n.closing)
 			n.wg.Wait()
 			n.shutdownRaft()
@@ -471,8 +472,8 @@ func (n *Node) Close() error {
 			n.handOffLeadership()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
-		if ferr := n.FlushClicks(ctx); ferr != nil {
-			if serr := n.saveUnflushedClicks(); serr != nil {
+		if ferr := n.clicks.Flush(ctx); ferr != nil {
+			if serr := n.clicks.Save(); serr != nil {
 				n.log.Error("final click flush failed, and saving the clicks failed too: they are lost", "flush_err", ferr, "err", serr)
 			} else {
 				n.log.Info("no leader to take the last clicks: saved them for the next start", "err", ferr)

@@ -104,31 +104,31 @@ func TestClicksFlushOnceAndSurviveRestart(t *testing.T) {
 	n := openNode(t, dir)
 	l := createURL(t, n, "https://example.com/clicked")
 	for range 5 {
-		n.RecordClick(l.Code, fsm.Visitor{})
+		n.Clicks().Record(l.Code, fsm.Visitor{})
 	}
-	if got := n.PendingClicks(); got != 5 {
+	if got := n.Clicks().Pending(); got != 5 {
 		t.Fatalf("pending = %d, want 5", got)
 	}
 	ctx := context.Background()
-	if err := n.FlushClicks(ctx); err != nil {
+	if err := n.Clicks().Flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
 	// A second flush with nothing new must not count anything again.
-	if err := n.FlushClicks(ctx); err != nil {
+	if err := n.Clicks().Flush(ctx); err != nil {
 		t.Fatalf("empty flush: %v", err)
 	}
-	if got, _ := n.FSM().Get(l.Code); got.Clicks != 5 || n.PendingClicks() != 0 {
-		t.Fatalf("after flush: clicks %d pending %d, want 5 and 0", got.Clicks, n.PendingClicks())
+	if got, _ := n.FSM().Get(l.Code); got.Clicks != 5 || n.Clicks().Pending() != 0 {
+		t.Fatalf("after flush: clicks %d pending %d, want 5 and 0", got.Clicks, n.Clicks().Pending())
 	}
-	n.RecordClick(l.Code, fsm.Visitor{})
+	n.Clicks().Record(l.Code, fsm.Visitor{})
 	if err := n.Close(); err != nil { // Close flushes the last click
 		t.Fatalf("close: %v", err)
 	}
 
 	again := openNode(t, dir)
 	waitFor(t, func() bool { got, _ := again.FSM().Get(l.Code); return got.Clicks == 6 })
-	again.RecordClick(l.Code, fsm.Visitor{})
-	if err := again.FlushClicks(ctx); err != nil {
+	again.Clicks().Record(l.Code, fsm.Visitor{})
+	if err := again.Clicks().Flush(ctx); err != nil {
 		t.Fatalf("flush after restart: %v", err)
 	}
 	if got, _ := again.FSM().Get(l.Code); got.Clicks != 7 {

@@ -202,7 +202,7 @@ func TestListFiltersAndTags(t *testing.T) {
 	for range 3 {
 		do(s, "GET", "/"+b, "", "")
 	}
-	realNode(s).FlushClicks(context.Background())
+	realNode(s).Clicks().Flush(context.Background())
 	count := func(uri string) int { return len(body(t, do(s, "GET", uri, "", ""))["links"].([]any)) }
 	if n := count("/api/v1/urls?tag=FINANCE"); n != 2 {
 		t.Errorf("tag filter: %d links, want 2", n)

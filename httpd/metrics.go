@@ -41,7 +41,7 @@ type routeMetrics struct {
 	byStatus map[int]prometheus.Counter
 }
 
-func newMetrics(node Self, state *fsm.FSM, registry *prometheus.Registry) *metrics {
+func newMetrics(node Self, clicks Clicks, state *fsm.FSM, registry *prometheus.Registry) *metrics {
 	if registry == nil {
 		registry = prometheus.NewRegistry()
 	}
@@ -72,7 +72,7 @@ func newMetrics(node Self, state *fsm.FSM, registry *prometheus.Registry) *metri
 		gauge("linkraft_raft_commit_index", "Last committed Raft index.", func() float64 { return float64(node.Local().CommitIndex) }),
 		gauge("linkraft_raft_applied_index", "Last Raft index applied to the state machine.", func() float64 { return float64(node.Local().AppliedIndex) }),
 		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(state.Len()) }),
-		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(node.PendingClicks()) }),
+		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(clicks.Pending()) }),
 	)
 	m.registry.MustRegister(node.Collectors()...)
 	m.redirectRoute = m.route("redirect")

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/clicks"
 	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -16,8 +17,9 @@ import (
 // Node is what the HTTP layer asks of the cluster, grouped by what the
 // handlers need, so each handler's dependency is visible: the read paths
 // use Reads, the write paths Writes, the admin API Admin, the routes served
-// by the leader Leader, and health and metrics Self. Of gives every part
-// from one *cluster.Node; a test may replace a part with a fake.
+// by the leader Leader, health and metrics Self, and the redirect Clicks.
+// Of gives every part from one *cluster.Node; a test may replace a part
+// with a fake.
 type Node struct {
 	Reads  Reads
 	Writes Writes
@@ -25,17 +27,16 @@ type Node struct {
 	Leader Leader
 	Self   Self
 	Hooks  Hooks
+	Clicks Clicks
 }
 
 // Reads is what serving links and credentials needs: the local state, the
-// read-after-write lookup, catching up with the leader, and the click a
-// redirect counts.
+// read-after-write lookup, and catching up with the leader.
 type Reads interface {
 	FSM() *fsm.FSM
 	Lookup(ctx context.Context, code string) (fsm.Link, error)
 	Behind() bool
 	CatchUp(ctx context.Context) error
-	RecordClick(code string, visitor fsm.Visitor)
 }
 
 // Writes is what changes the replicated state through Raft: links,
@@ -85,12 +86,18 @@ type Self interface {
 	IsLeader() bool
 	// Local is the node's own view: role, leader, term and indexes.
 	Local() cluster.Local
-	PendingClicks() uint64
 	Collectors() []prometheus.Collector
 	// NotReady is why the node cannot serve its cluster's links, "" when
 	// it can (readiness); Live is false once Raft has shut down (liveness).
 	NotReady() string
 	Live() bool
+}
+
+// Clicks is this node's click counting: the click a redirect counts, and
+// how many wait for a flush (metrics).
+type Clicks interface {
+	Record(code string, visitor fsm.Visitor)
+	Pending() uint64
 }
 
 var (
@@ -100,9 +107,10 @@ var (
 	_ Leader = (*cluster.Node)(nil)
 	_ Self   = (*cluster.Node)(nil)
 	_ Hooks  = (*webhooks.Delivery)(nil)
+	_ Clicks = (*clicks.Counter)(nil)
 )
 
 // Of is every part of Node served by n.
 func Of(n *cluster.Node) Node {
-	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n.Webhooks()}
+	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n.Webhooks(), Clicks: n.Clicks()}
 }

@@ -92,7 +92,7 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// such as fasthttp's cannot tell where it ends and drop the connection.
 	h.SetContentLength(0)
 	if !ctx.IsHead() && (t.Options == nil || t.Options.MaxVisits == 0) {
-		s.node.Reads.RecordClick(t.Code, s.visitorOf(ctx))
+		s.node.Clicks.Record(t.Code, s.visitorOf(ctx))
 	}
 }
 

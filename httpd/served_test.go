@@ -85,7 +85,7 @@ func TestForwardedForAnyCase(t *testing.T) {
 			t.Fatalf("%s: answer %q", name, out.String())
 		}
 	}
-	if err := realNode(s).FlushClicks(context.Background()); err != nil {
+	if err := realNode(s).Clicks().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	v := body(t, do(s, "GET", "/api/v1/urls/"+code+"/stats?group_by=country", "", ""))

@@ -97,7 +97,7 @@ func New(cfg Config, node Node) *Server {
 		node:    node,
 		fsm:     node.Reads.FSM(),
 		router:  router.New(),
-		metrics: newMetrics(node.Self, node.Reads.FSM(), cfg.Registry),
+		metrics: newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
 		guesses: newDefaultGuessLimiter(),

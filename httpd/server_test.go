@@ -142,7 +142,7 @@ func TestRedirectPath(t *testing.T) {
 			}
 		})
 	}
-	if got := s.node.Self.PendingClicks(); got != 1 {
+	if got := s.node.Clicks.Pending(); got != 1 {
 		t.Fatalf("pending clicks = %d, want 1 (GET counts, HEAD does not)", got)
 	}
 	time.Sleep(1100 * time.Millisecond)

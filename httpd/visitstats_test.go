@@ -71,7 +71,7 @@ func TestVisitBreakdowns(t *testing.T) {
 			}
 		}
 	}
-	if err := realNode(s).FlushClicks(context.Background()); err != nil {
+	if err := realNode(s).Clicks().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]float64{

@@ -1,4 +1,4 @@
-package cluster
+package clicks
 
 import (
 	"fmt"
@@ -14,8 +14,7 @@ import (
 // strings, as the redirect handler passes them, each with one of a few
 // visitors.
 func BenchmarkRecordClick(b *testing.B) {
-	f := fsm.New()
-	n := &Node{clicks: newClickCounter("n1", f)}
+	c := New(Config{Node: "n1", Dir: b.TempDir(), Applied: fsm.New()})
 	codes := make([]string, 1000)
 	for i := range codes {
 		codes[i] = fmt.Sprintf("c%06d", i)
@@ -27,18 +26,18 @@ func BenchmarkRecordClick(b *testing.B) {
 		{Bot: fsm.Preview},
 	}
 	for range 2 {
-		for i, c := range codes {
-			n.RecordClick(c, visitors[i%len(visitors)])
+		for i, code := range codes {
+			c.Record(code, visitors[i%len(visitors)])
 		}
-		n.clicks.take(time.Now())
+		c.take(time.Now())
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		n.RecordClick(codes[i%len(codes)], visitors[i%len(visitors)])
+		c.Record(codes[i%len(codes)], visitors[i%len(visitors)])
 		if i++; i%10000 == 0 {
 			b.StopTimer()
-			n.clicks.take(time.Now())
+			c.take(time.Now())
 			b.StartTimer()
 		}
 	}

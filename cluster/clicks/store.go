@@ -1,4 +1,4 @@
-package cluster
+package clicks
 
 import (
 	"encoding/binary"
@@ -11,21 +11,26 @@ import (
 )
 
 // Clicks a node holds when it stops without reaching a leader would be
-// lost with the process. So Close writes them to the data dir, and the
-// next start sends them first: the batch whose outcome was unknown keeps
+// lost with the process. So the stop writes them to the data dir (Save),
+// and the next start (New) sends them first: the batch whose outcome was unknown keeps
 // its sequence number (the state machine applies a sequence once, so a
 // batch that did reach the log before the stop is not counted twice), and
 // the clicks never proposed join the next batch. Only a kill -9 loses
 // clicks: those counted since the last flush, at most one flush interval.
 
-// pendingClicksFile holds the clicks a stopped node did not flush.
+// pendingClicksFile holds the clicks a stopped node did not flush: two
+// records, each a uvarint length and then a click batch entry, or nothing
+// when the length is 0; the first is the batch with an unknown outcome,
+// the second the counts never proposed. A node upgraded in place reads the
+// file the build before it wrote: the layout stays as it is, and the
+// batches are log entries, which every later build decodes.
 const pendingClicksFile = "clicks-pending"
 
 // saveClicks writes the unflushed clicks (a batch proposed with an unknown
 // outcome, and the counts never proposed) atomically to dir. Each is a
 // click batch entry as the log carries it, so its checksum guards it on
 // disk as in the log.
-func saveClicks(dir string, pending *fsm.ClickBatch, counts map[clickKey]uint64) error {
+func saveClicks(dir string, pending *fsm.ClickBatch, counts map[codeVisitor]uint64) error {
 	var data []byte
 	for _, b := range []*fsm.ClickBatch{pending, countsBatch(counts)} {
 		var entry []byte
@@ -36,7 +41,7 @@ func saveClicks(dir string, pending *fsm.ClickBatch, counts map[clickKey]uint64)
 		data = append(data, entry...)
 	}
 	path := filepath.Join(dir, pendingClicksFile)
-	if err := writeSecretFile(path, string(data)); err != nil {
+	if err := writeFile(path, data); err != nil {
 		return fmt.Errorf("save unflushed clicks: %w", err)
 	}
 	return nil
@@ -44,7 +49,7 @@ func saveClicks(dir string, pending *fsm.ClickBatch, counts map[clickKey]uint64)
 
 // countsBatch carries never-proposed counts to disk; its sequence is 0
 // because it gets one when it is proposed.
-func countsBatch(counts map[clickKey]uint64) *fsm.ClickBatch {
+func countsBatch(counts map[codeVisitor]uint64) *fsm.ClickBatch {
 	if len(counts) == 0 {
 		return nil
 	}
@@ -56,7 +61,7 @@ func countsBatch(counts map[clickKey]uint64) *fsm.ClickBatch {
 }
 
 // loadClicks reads what saveClicks wrote; nothing when there is no file.
-func loadClicks(dir string) (pending *fsm.ClickBatch, counts map[clickKey]uint64, err error) {
+func loadClicks(dir string) (pending *fsm.ClickBatch, counts map[codeVisitor]uint64, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, pendingClicksFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -83,9 +88,9 @@ func loadClicks(dir string) (pending *fsm.ClickBatch, counts map[clickKey]uint64
 		batches[i] = &b
 	}
 	if batches[1] != nil {
-		counts = map[clickKey]uint64{}
+		counts = map[codeVisitor]uint64{}
 		for _, c := range batches[1].Counts {
-			counts[clickKey{c.Code, c.Visitor}] += c.Count
+			counts[codeVisitor{c.Code, c.Visitor}] += c.Count
 		}
 	}
 	return batches[0], counts, nil
@@ -98,4 +103,28 @@ func forgetSavedClicks(dir string) error {
 		return fmt.Errorf("remove %s: %w", pendingClicksFile, err)
 	}
 	return nil
+}
+
+// writeFile replaces path with data, readable by its owner only, so that
+// a crash leaves either the old file or the new one whole.
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -1,18 +1,18 @@
-package cluster
+package clicks
 
 import "github.com/linkraft/linkraft/fsm"
 
-// clickTally holds one flush interval's clicks, by code and then by
+// tally holds one flush interval's clicks, by code and then by
 // visitor. A map keyed by code and visitor together would do, but hashing
 // two strings and a struct on every redirect costs twice what hashing the
 // code alone does (about 37 against 20 ns); most codes see only a few
 // kinds of visitor in an interval, so each code keeps a short list and
 // sends any further kinds to overflow. Its slices are kept across reset,
 // so that a node in a steady state counts without allocating.
-type clickTally struct {
+type tally struct {
 	byCode   map[string]int32 // index into codes
 	codes    []codeClicks
-	overflow map[clickKey]uint64
+	overflow map[codeVisitor]uint64
 }
 
 // listedVisitors is how many kinds of visitor a code keeps in its list
@@ -30,12 +30,12 @@ type visitorClicks struct {
 	count   uint64
 }
 
-func newClickTally() *clickTally {
-	return &clickTally{byCode: map[string]int32{}, overflow: map[clickKey]uint64{}}
+func newTally() *tally {
+	return &tally{byCode: map[string]int32{}, overflow: map[codeVisitor]uint64{}}
 }
 
 // add counts n clicks of code by visitor.
-func (t *clickTally) add(code string, visitor fsm.Visitor, n uint64) {
+func (t *tally) add(code string, visitor fsm.Visitor, n uint64) {
 	i, ok := t.byCode[code]
 	if !ok {
 		i = int32(len(t.codes))
@@ -59,11 +59,11 @@ func (t *clickTally) add(code string, visitor fsm.Visitor, n uint64) {
 		c.visitors = append(c.visitors, visitorClicks{visitor, n})
 		return
 	}
-	t.overflow[clickKey{code, visitor}] += n
+	t.overflow[codeVisitor{code, visitor}] += n
 }
 
 // len is the number of distinct code and visitor pairs counted.
-func (t *clickTally) len() int {
+func (t *tally) len() int {
 	n := len(t.overflow)
 	for i := range t.codes {
 		n += len(t.codes[i].visitors)
@@ -72,18 +72,18 @@ func (t *clickTally) len() int {
 }
 
 // total is the number of clicks counted.
-func (t *clickTally) total() uint64 {
+func (t *tally) total() uint64 {
 	var total uint64
-	t.each(func(_ clickKey, n uint64) { total += n })
+	t.each(func(_ codeVisitor, n uint64) { total += n })
 	return total
 }
 
 // each calls f with every pair and its count.
-func (t *clickTally) each(f func(key clickKey, n uint64)) {
+func (t *tally) each(f func(key codeVisitor, n uint64)) {
 	for i := range t.codes {
 		c := &t.codes[i]
 		for _, v := range c.visitors {
-			f(clickKey{c.code, v.visitor}, v.count)
+			f(codeVisitor{c.code, v.visitor}, v.count)
 		}
 	}
 	for key, n := range t.overflow {
@@ -92,16 +92,16 @@ func (t *clickTally) each(f func(key clickKey, n uint64)) {
 }
 
 // counts copies the tally into a map, as the clicks file stores it.
-func (t *clickTally) counts() map[clickKey]uint64 {
-	m := make(map[clickKey]uint64, t.len())
-	t.each(func(key clickKey, n uint64) { m[key] += n })
+func (t *tally) counts() map[codeVisitor]uint64 {
+	m := make(map[codeVisitor]uint64, t.len())
+	t.each(func(key codeVisitor, n uint64) { m[key] += n })
 	return m
 }
 
 // reset empties the tally, keeping its memory for the next interval. The
 // kept entries still refer to old codes until reused: at most the busiest
 // interval's worth.
-func (t *clickTally) reset() {
+func (t *tally) reset() {
 	clear(t.byCode)
 	clear(t.overflow)
 	t.codes = t.codes[:0]
