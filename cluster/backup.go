@@ -44,7 +44,7 @@ func (n *Node) Restore(backup []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.waitReady(ctx, false); err != nil {
+	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	if err := n.installMerged(snap); err != nil {

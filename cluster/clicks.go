@@ -45,7 +45,7 @@ func (s clickSender) Send(ctx context.Context, b fsm.ClickBatch) error {
 		return fmt.Errorf("send click batch: %w", err)
 	}
 	entry := cmd.Encode()
-	err = n.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err = n.leadership.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		var err error
 		if to.self {
 			_, _, err = n.applyEntry(entry)

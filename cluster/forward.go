@@ -53,7 +53,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	find, cancelFind := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancelFind()
 	deadline, _ := ctx.Deadline()
-	err := n.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.leadership.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			return true, ErrLeaderIsSelf
 		}

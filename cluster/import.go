@@ -62,7 +62,7 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 	b := &BulkCreates{results: make([]fsm.CreateResult, len(reqs))}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.waitReady(ctx, true); err != nil {
+	if err := n.leadership.waitReady(ctx, true); err != nil {
 		b.err = err
 		for i := range b.results {
 			b.results[i].Err = err

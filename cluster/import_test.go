@@ -13,7 +13,7 @@ import (
 
 func TestProposeCreatesKeepsOrderAndIsolatesRefusals(t *testing.T) {
 	n := openNode(t, t.TempDir())
-	waitFor(t, n.ready)
+	waitFor(t, n.leadership.ready)
 	if res, err := n.Create(context.Background(), fsm.CreateRequest{URL: "https://example.com/old", Workspace: "default", CustomCode: "present"}); err != nil || res.Err != nil {
 		t.Fatalf("create: %v / %v", err, res.Err)
 	}
@@ -145,7 +145,7 @@ func TestProposeCreatesWithoutLeadershipCreatesNothing(t *testing.T) {
 // alone, saying why, and the import's other lines are created.
 func TestProposeCreatesKeepsImportedValuesOnceEveryServerCan(t *testing.T) {
 	n := openNode(t, t.TempDir())
-	waitFor(t, n.ready)
+	waitFor(t, n.leadership.ready)
 	created := time.Date(2020, 5, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 	imported := func(code string) fsm.CreateRequest {
 		return fsm.CreateRequest{URL: "https://example.com/" + code, Workspace: "default", CustomCode: code, CreatedAt: created, Clicks: 42}

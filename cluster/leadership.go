@@ -3,12 +3,9 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -25,27 +22,6 @@ const (
 	// establishRetry is the wait between attempts to establish leadership.
 	establishRetry = 100 * time.Millisecond
 )
-
-// watchLeader turns Raft's leader observations into leaderChanged
-// notifications, for everything that waits for a leader to exist or change.
-func (n *Node) watchLeader() {
-	observations := make(chan raft.Observation, 16)
-	observer := raft.NewObserver(observations, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.raft.RegisterObserver(observer)
-	defer n.raft.DeregisterObserver(observer)
-	n.leaderChanged.notify() // for anyone who looked before the observer was in place
-	for {
-		select {
-		case <-n.closing:
-			return
-		case <-observations:
-			n.leaderChanged.notify()
-		}
-	}
-}
 
 // monitorLeadership starts the leader's duties when Raft reports that this
 // node won an election and stops them when it reports the loss, as
@@ -87,7 +63,7 @@ func (n *Node) monitorLeadership() {
 // reconciles membership on gossip events (and a periodic full pass) and
 // purges expired state once a minute.
 func (n *Node) leaderLoop(stop <-chan struct{}) {
-	defer n.revokeLeadership()
+	defer n.leadership.revoke()
 	if !n.establishLeadership(stop) {
 		return
 	}
@@ -170,42 +146,9 @@ func (n *Node) establish() error {
 	if n.raft.CurrentTerm() != term || !n.IsLeader() {
 		return ErrNoLeader
 	}
-	n.readyTerm.Store(term)
-	n.leaderChanged.notify()
+	n.leadership.established(term)
 	n.log.Info("leading", "term", term)
 	return nil
-}
-
-func (n *Node) revokeLeadership() {
-	n.readyTerm.Store(0)
-	n.leaderChanged.notify()
-}
-
-// ready reports whether this node leads in a term it has established.
-func (n *Node) ready() bool {
-	return n.IsLeader() && n.readyTerm.Load() == n.raft.CurrentTerm()
-}
-
-// waitReady returns once this node is an established leader. It waits
-// through elections until ctx ends (ErrNoLeader) or the node closes; with
-// failFast it gives up (ErrNoLeader) as soon as this node does not lead.
-func (n *Node) waitReady(ctx context.Context, failFast bool) error {
-	for {
-		changed := n.leaderChanged.wait()
-		switch {
-		case n.ready():
-			return nil
-		case failFast && !n.IsLeader():
-			return ErrNoLeader
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ErrNoLeader
-		case <-n.closing:
-			return ErrClosed
-		}
-	}
 }
 
 // initKey proposes a fresh random code key and cluster id. It runs after
@@ -240,56 +183,5 @@ func (n *Node) purge() {
 	}
 	if _, _, err := n.apply(cmd); err != nil {
 		n.log.Warn("purge failed; the next one retries", "err", err)
-	}
-}
-
-// errLeaderUnknown means Raft knows no leader: an election is under way or
-// this node is cut off. Callers wait for a leader change, not a timer.
-var errLeaderUnknown = fmt.Errorf("%w: none known", ErrNoLeader)
-
-// leaderTarget says where the leader is: this node, or another node's
-// Raft address, whose port also serves the node-to-node protocol.
-type leaderTarget struct {
-	self bool
-	addr string
-}
-
-func (n *Node) leader() (leaderTarget, error) {
-	addr, id := n.raft.LeaderWithID()
-	switch {
-	case id == "" || addr == "":
-		return leaderTarget{}, errLeaderUnknown
-	case string(id) == n.cfg.ID:
-		return leaderTarget{self: true, addr: string(addr)}, nil
-	}
-	return leaderTarget{addr: string(addr)}, nil
-}
-
-// withLeader calls try with the current leader until try reports done, ctx
-// ends (try's last error) or the node closes (ErrClosed). While no leader
-// is known it waits for Raft to report one; after a failed attempt at a
-// known leader it waits for a leader change or backoff, whichever is first.
-func (n *Node) withLeader(ctx context.Context, backoff time.Duration, try func(leaderTarget) (done bool, err error)) error {
-	for {
-		changed := n.leaderChanged.wait()
-		target, err := n.leader()
-		var retryAfter <-chan time.Time
-		if err == nil {
-			var done bool
-			if done, err = try(target); done {
-				return err
-			}
-		}
-		if !errors.Is(err, errLeaderUnknown) {
-			retryAfter = time.After(backoff)
-		}
-		select {
-		case <-changed:
-		case <-retryAfter:
-		case <-ctx.Done():
-			return err
-		case <-n.closing:
-			return ErrClosed
-		}
 	}
 }

@@ -66,7 +66,7 @@ func (n *Node) askRemoval() error {
 	if err != nil {
 		return err
 	}
-	return n.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
+	return n.leadership.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			err := n.RemoveServer(n.cfg.ID)
 			return err == nil, err

@@ -122,10 +122,10 @@ func (n *Node) readTimeout() time.Duration { return n.cfg.WriteTimeout }
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
 	defer cancel()
-	if err := n.waitReady(ctx, true); err != nil {
+	if err := n.leadership.waitReady(ctx, true); err != nil {
 		return 0, err
 	}
-	term := n.readyTerm.Load() // 0 once leadership was revoked meanwhile
+	term := n.leadership.readyTerm.Load() // 0 once leadership was revoked meanwhile
 	index := n.appliedIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil || n.raft.CurrentTerm() != term {
 		return 0, ErrNoLeader
@@ -140,7 +140,7 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
 	defer cancel()
 	var index uint64
-	err := n.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
 		var err error
 		if to.self {
 			index, err = n.ReadIndex(ctx)
@@ -158,7 +158,7 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 // node that is behind.
 func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 	var answer wire.LinkAnswer
-	err := n.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			if _, err := n.ReadIndex(ctx); err != nil {
 				return false, err

@@ -145,12 +145,9 @@ type Node struct {
 	forwarded       atomic.Pointer[fasthttp.RequestHandler]
 	readRounds      *roundBatcher
 
-	// leaderChanged is notified when Raft reports another leader (or none)
-	// and when this node's leadership becomes ready or ends; readyTerm is
-	// the term this node established its leadership in, 0 when it does not
-	// lead (see leadership.go).
-	leaderChanged broadcast
-	readyTerm     atomic.Uint64
+	// leadership is who leads, and whether this node's term is ready
+	// (leaderwatch.go).
+	leadership *leaderWatch
 	// leaderIndex is the highest index the leader told this node it has
 	// applied (see Behind).
 	leaderIndex atomic.Uint64
@@ -206,9 +203,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.leadership = &leaderWatch{raft: n.raft, self: raft.ServerID(cfg.ID), closing: n.closing}
 	n.startClusterServer()
 	n.clicks = newClickCounter(n)
-	n.spawn(n.watchLeader)
+	n.spawn(n.leadership.run)
 	n.spawn(n.monitorLeadership)
 	n.spawn(func() { n.proposer.Run(n.closing) })
 	n.spawn(func() { n.relay.Run(n.closing) })

@@ -51,7 +51,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command, opts ProposeOptions
 	if err != nil {
 		return Proposed{}, err
 	}
-	if err := n.waitReady(ctx, false); err != nil {
+	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return Proposed{}, err
 	}
 	resp, index, err := n.apply(cmd)

@@ -206,9 +206,9 @@ func (n *Node) sendCreates(ctx context.Context, addr string, items []wire.Create
 		done <- o
 	}()
 	for {
-		changed := n.leaderChanged.wait()
+		changed := n.leadership.changed.wait()
 		if followLeader {
-			if to, err := n.leader(); err != nil || to.addr != addr {
+			if to, err := n.leadership.leader(); err != nil || to.addr != addr {
 				return wire.CreateBatchAnswer{}, errLeaderChanged
 			}
 		}
@@ -253,7 +253,7 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	// A node that does not lead says so at once, having applied nothing,
 	// rather than wait: the sender tries the node it learns leads.
-	if err := n.waitReady(wait, true); err != nil {
+	if err := n.leadership.waitReady(wait, true); err != nil {
 		writeUnavailable(ctx, err)
 		return
 	}

@@ -73,12 +73,15 @@ func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Durat
 func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *member) {
 	t.Helper()
 	leader = openMember(t, "n1", true, writeTimeout)
-	waitFor(t, leader.ready)
+	waitFor(t, leader.leadership.ready)
 	follower = openMember(t, "n2", false, writeTimeout)
 	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false); err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	waitFor(t, func() bool { to, err := follower.leader(); return err == nil && to.addr == leader.cfg.RaftAddr })
+	waitFor(t, func() bool {
+		to, err := follower.leadership.leader()
+		return err == nil && to.addr == leader.cfg.RaftAddr
+	})
 	return leader, follower
 }
 

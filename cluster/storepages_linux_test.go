@@ -23,7 +23,7 @@ import (
 func TestImportLeavesNoStorePagesResident(t *testing.T) {
 	dir := t.TempDir()
 	n := openNode(t, dir)
-	waitFor(t, n.ready)
+	waitFor(t, n.leadership.ready)
 	dbPath := filepath.Join(dir, "raft.db")
 
 	const links, perCall = 24000, 2048

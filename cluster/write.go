@@ -82,7 +82,7 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 	}
 	var reply createReply
 	remote := false // the attempt that decided it was the leader's, elsewhere
-	err := n.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
+	err := n.leadership.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
 		remote = !to.self
 		if to.self {
 			reply = n.createHere(ctx, req)
@@ -122,7 +122,7 @@ func checkCreate(req fsm.CreateRequest) error {
 // established leader. Lost leadership (before or during the proposal) asks
 // for another attempt when that is safe.
 func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createReply {
-	if err := n.waitReady(ctx, true); err != nil {
+	if err := n.leadership.waitReady(ctx, true); err != nil {
 		return createReply{err: err, retry: true}
 	}
 	r := n.submitCreate(ctx, req, "")
