@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -75,7 +77,9 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer endLeading()
 	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
 	duties.Go(func() { n.push.run(leading.Done(), n.proposer.Busy, announceCommit) })
-	duties.Go(func() { n.runLagMonitor(leading.Done()) })
+	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.appliedIndex,
+		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 { return n.appliedIndexes(ctx, servers, 0) }}
+	duties.Go(func() { lag.run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader

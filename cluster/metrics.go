@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -120,12 +121,23 @@ const (
 	lagTimeout  = time.Second
 )
 
-// runLagMonitor keeps linkraft_replication_lag_entries while this node
-// leads: it runs under the leader loop, until stop (leadership ends) or
-// the node closes, and then drops every series (a follower's gauge must
-// come from the leader only, or two nodes would report one follower).
-func (n *Node) runLagMonitor(stop <-chan struct{}) {
-	defer n.metrics.lag.Reset()
+// lagMonitor keeps linkraft_replication_lag_entries while this node
+// leads. It is a leader duty, and drops every series when leadership ends:
+// a follower's gauge must come from the leader only, or two nodes would
+// report one follower.
+type lagMonitor struct {
+	gauge *prometheus.GaugeVec
+	// servers is the configuration; others asks the other servers what
+	// they applied (a server that does not answer is absent); own is what
+	// this node applied.
+	servers func() ([]raft.Server, error)
+	others  func(ctx context.Context, servers []raft.Server) map[string]uint64
+	own     func() uint64
+}
+
+// run measures every lagInterval until stop.
+func (m *lagMonitor) run(stop <-chan struct{}) {
+	defer m.gauge.Reset()
 	tick := time.NewTicker(lagInterval)
 	defer tick.Stop()
 	known := map[string]uint64{} // follower id → last applied index it reported
@@ -133,20 +145,18 @@ func (n *Node) runLagMonitor(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case <-n.closing:
-			return
 		case <-tick.C:
-			n.measureLag(known)
+			m.measure(known)
 		}
 	}
 }
 
-// measureLag asks every follower of the configuration for its applied
-// index and sets each one's gauge. A follower that does not answer keeps
-// the index it last reported, so its lag grows while the leader moves on;
-// one that left the configuration loses its series.
-func (n *Node) measureLag(known map[string]uint64) {
-	servers, err := n.configuration()
+// measure asks every follower of the configuration for its applied index
+// and sets each one's gauge. A follower that does not answer keeps the
+// index it last reported, so its lag grows while the leader moves on; one
+// that left the configuration loses its series.
+func (m *lagMonitor) measure(known map[string]uint64) {
+	servers, err := m.servers()
 	if err != nil {
 		return
 	}
@@ -156,16 +166,16 @@ func (n *Node) measureLag(known map[string]uint64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
-	maps.Copy(known, n.appliedIndexes(ctx, servers, 0))
+	maps.Copy(known, m.others(ctx, servers))
 	// Sampled after the answers: a lag is never understated.
-	leaderApplied := n.appliedIndex()
+	leaderApplied := m.own()
 	for id, applied := range known {
 		if !inConfig[id] {
 			delete(known, id)
-			n.metrics.lag.DeleteLabelValues(id)
+			m.gauge.DeleteLabelValues(id)
 			continue
 		}
-		n.metrics.lag.WithLabelValues(id).Set(float64(lagOf(leaderApplied, applied)))
+		m.gauge.WithLabelValues(id).Set(float64(lagOf(leaderApplied, applied)))
 	}
 }
 

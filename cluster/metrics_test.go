@@ -1,9 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -86,4 +92,57 @@ func deref(p *uint64) any {
 		return nil
 	}
 	return *p
+}
+
+// TestLagMonitor: each follower's gauge is the leader's applied index less
+// the follower's; a follower that stops answering keeps its last index, so
+// its lag grows; one that left the configuration loses its series.
+func TestLagMonitor(t *testing.T) {
+	servers := []raft.Server{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
+	answers := map[string]uint64{"n2": 90, "n3": 100}
+	own := uint64(100)
+	m := &lagMonitor{
+		gauge:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lag"}, []string{"server_id"}),
+		servers: func() ([]raft.Server, error) { return servers, nil },
+		others:  func(context.Context, []raft.Server) map[string]uint64 { return maps.Clone(answers) },
+		own:     func() uint64 { return own },
+	}
+	lagOf := func(id string) float64 {
+		g, err := m.gauge.GetMetricWithLabelValues(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out dto.Metric
+		if err := g.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out.GetGauge().GetValue()
+	}
+	known := map[string]uint64{}
+	m.measure(known)
+	if got := lagOf("n2"); got != 10 {
+		t.Fatalf("n2 lag %v, want 10", got)
+	}
+	delete(answers, "n2") // n2 stops answering while the leader moves on
+	own = 150
+	m.measure(known)
+	if got := lagOf("n2"); got != 60 {
+		t.Fatalf("n2 lag after it went quiet: %v, want 60", got)
+	}
+	servers = servers[:2] // n3 leaves
+	m.measure(known)
+	if _, ok := known["n3"]; ok {
+		t.Fatal("n3 left the configuration and is still measured")
+	}
+	if n := seriesOf(m.gauge); n != 1 {
+		t.Fatalf("%d series after n3 left, want 1 (n2)", n)
+	}
+}
+
+// seriesOf is the number of series a collector holds.
+func seriesOf(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric, 16)
+	c.Collect(ch)
+	close(ch)
+	return len(ch)
 }
