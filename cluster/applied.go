@@ -29,7 +29,7 @@ func (n *Node) appliedIndexes(ctx context.Context, servers []raft.Server, index 
 		addr := string(n.addrs.resolve(s.ID, s.Address))
 		wg.Go(func() {
 			var answer wire.AppliedAnswer
-			if err := n.call(ctx, addr, fasthttp.MethodGet, path, nil, &answer); err != nil {
+			if err := n.peers.call(ctx, addr, fasthttp.MethodGet, path, nil, &answer); err != nil {
 				n.log.Debug("a server did not say what it applied", "id", id, "err", err)
 				return
 			}

@@ -51,7 +51,7 @@ func (s clickSender) Send(ctx context.Context, b fsm.ClickBatch) error {
 			_, _, err = n.applyEntry(entry)
 		} else {
 			var answer wire.ClicksAnswer
-			err = n.call(ctx, to.addr, fasthttp.MethodPost, wire.PathClicks, entry, &answer)
+			err = n.peers.call(ctx, to.addr, fasthttp.MethodPost, wire.PathClicks, entry, &answer)
 		}
 		return !errors.Is(err, ErrNoLeader), err
 	})

@@ -6,28 +6,36 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/wire"
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // ErrRefused is a leader's permanent refusal of an internal request (a 4xx
 // other than 429): sending it again would be refused again.
 var ErrRefused = errors.New("refused by the leader")
 
+// peerClient is the node-to-node client with this package's meaning of
+// its errors, and the write timeout as the bound of a call whose context
+// has none.
+type peerClient struct {
+	*wire.Client
+	timeout time.Duration
+	// heard is told what a server answered to GET node (its entry level).
+	heard func(wire.NodeInfo)
+}
+
 // call makes one exchange with the node at addr and decodes its JSON
 // answer into out, bounded by ctx or else the write timeout. A 4xx other
 // than 429 is ErrRefused; any other failure is ErrNoLeader, which callers
 // may retry.
-func (n *Node) call(ctx context.Context, addr, method, path string, body []byte, out wire.Message) error {
+func (c *peerClient) call(ctx context.Context, addr, method, path string, body []byte, out wire.Message) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, n.cfg.WriteTimeout)
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	err := n.peers.Call(ctx, addr, method, path, body, out)
+	err := c.Call(ctx, addr, method, path, body, out)
 	var status *wire.StatusError
 	switch {
 	case err == nil:
@@ -38,14 +46,14 @@ func (n *Node) call(ctx context.Context, addr, method, path string, body []byte,
 	return fmt.Errorf("%w: %w", ErrNoLeader, err)
 }
 
-// nodeInfoOf asks the server at raftAddr who it is.
-func (n *Node) nodeInfoOf(raftAddr string, timeout time.Duration) (wire.NodeInfo, error) {
+// nodeInfo asks the server at raftAddr who it is.
+func (c *peerClient) nodeInfo(raftAddr string, timeout time.Duration) (wire.NodeInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var info wire.NodeInfo
-	err := n.call(ctx, raftAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
+	err := c.call(ctx, raftAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
 	if err == nil && info.ID != "" {
-		n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys))
+		c.heard(info)
 	}
 	return info, err
 }

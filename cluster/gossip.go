@@ -292,7 +292,7 @@ func (n *Node) leaderless() bool {
 
 // gossipAddrOf asks the server id at raftAddr for its gossip address.
 func (g *gossip) gossipAddrOf(id, raftAddr string) (string, bool) {
-	info, err := g.n.nodeInfoOf(raftAddr, time.Second)
+	info, err := g.n.peers.nodeInfo(raftAddr, time.Second)
 	if err != nil || info.ID != id || info.GossipAddr == "" {
 		return "", false
 	}

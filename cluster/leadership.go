@@ -78,7 +78,9 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
 	duties.Go(func() { n.push.run(leading.Done(), n.proposer.Busy, announceCommit) })
 	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.appliedIndex,
-		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 { return n.appliedIndexes(ctx, servers, 0) }}
+		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
+			return n.appliedIndexes(ctx, servers, 0)
+		}}
 	duties.Go(func() { lag.run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })
 	if n.gossip != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -48,7 +49,7 @@ func (n *Node) leave() {
 	// runs once, at shutdown.
 	deadline := time.Now().Add(n.cfg.WriteTimeout)
 	for time.Now().Before(deadline) {
-		if !n.inConfiguration() {
+		if servers, err := n.configuration(); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
 			n.log.Info("left the cluster")
 			return
 		}
@@ -72,12 +73,14 @@ func (n *Node) askRemoval() error {
 			return err == nil, err
 		}
 		var answer wire.Ack
-		err := n.call(ctx, to.addr, fasthttp.MethodPost, wire.PathLeave, body, &answer)
+		err := n.peers.call(ctx, to.addr, fasthttp.MethodPost, wire.PathLeave, body, &answer)
 		return err == nil, err
 	})
 }
 
-// otherVoters counts the voters besides this node.
+// otherVoters counts the voters besides this node: none when the
+// configuration cannot be read, so that nothing waits for a voter that
+// may not exist.
 func (n *Node) otherVoters() int {
 	servers, err := n.configuration()
 	if err != nil {
@@ -92,15 +95,7 @@ func (n *Node) otherVoters() int {
 	return others
 }
 
-func (n *Node) inConfiguration() bool {
-	servers, err := n.configuration()
-	if err != nil {
-		return true
-	}
-	for _, s := range servers {
-		if s.ID == raft.ServerID(n.cfg.ID) {
-			return true
-		}
-	}
-	return false
+// hasServer reports whether id is one of servers.
+func hasServer(servers []raft.Server, id raft.ServerID) bool {
+	return slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == id })
 }

@@ -139,7 +139,7 @@ func (n *Node) askLevel(ctx context.Context, s raft.Server) (int, bool) {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
-	info, err := n.nodeInfoOf(string(n.addrs.resolve(s.ID, s.Address)), timeout)
+	info, err := n.peers.nodeInfo(string(n.addrs.resolve(s.ID, s.Address)), timeout)
 	if err != nil {
 		return 0, false
 	}

@@ -147,7 +147,7 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 			return err == nil, err
 		}
 		var answer wire.ReadIndexAnswer
-		err = n.call(ctx, to.addr, fasthttp.MethodGet, wire.PathReadIndex, nil, &answer)
+		err = n.peers.call(ctx, to.addr, fasthttp.MethodGet, wire.PathReadIndex, nil, &answer)
 		index = answer.Index
 		return err == nil, err
 	})
@@ -167,7 +167,7 @@ func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 			answer = wire.LinkAnswer{Found: ok, Link: wire.FromLink(l)}
 			return true, nil
 		}
-		err := n.call(ctx, to.addr, fasthttp.MethodGet, wire.PathLinks+url.PathEscape(code), nil, &answer)
+		err := n.peers.call(ctx, to.addr, fasthttp.MethodGet, wire.PathLinks+url.PathEscape(code), nil, &answer)
 		return err == nil, err
 	})
 	switch {

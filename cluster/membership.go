@@ -125,7 +125,7 @@ func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
 // this cluster's state already holds (see levels.go); a server that does
 // not answer is left to the reachability checks.
 func (n *Node) canApplyState(raftAddr string) error {
-	info, err := n.nodeInfoOf(raftAddr, 2*time.Second)
+	info, err := n.peers.nodeInfo(raftAddr, 2*time.Second)
 	if err != nil {
 		return nil
 	}
@@ -173,7 +173,7 @@ func (n *Node) identify(raftAddr string) (wire.NodeInfo, bool) {
 			}
 		}
 	}
-	info, err := n.nodeInfoOf(raftAddr, 2*time.Second)
+	info, err := n.peers.nodeInfo(raftAddr, 2*time.Second)
 	return info, err == nil && info.ID != ""
 }
 

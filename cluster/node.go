@@ -136,7 +136,7 @@ type Node struct {
 	proposals sync.RWMutex
 
 	gossip *gossip
-	peers  *wire.Client
+	peers  *peerClient
 	// clusterServer serves HTTP on the Raft port (service.go); forwarded
 	// answers the public requests forwarded to it.
 	clusterServer   *fasthttp.Server
@@ -196,9 +196,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.newCreateQueues()
-	n.peers = wire.NewClient(cfg.ID, func(addr string, timeout time.Duration) (net.Conn, error) {
-		return n.layer.DialInternal(addr, timeout)
-	})
+	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
+	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
+		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err

@@ -47,13 +47,5 @@ func (n *Node) Live() bool { return n.raft.State() != raft.Shutdown }
 // configuration (Raft shutting down) counts as not a member.
 func (n *Node) member() bool {
 	servers, err := n.configuration()
-	if err != nil {
-		return false
-	}
-	for _, s := range servers {
-		if s.ID == raft.ServerID(n.cfg.ID) {
-			return true
-		}
-	}
-	return false
+	return err == nil && hasServer(servers, raft.ServerID(n.cfg.ID))
 }
