@@ -44,7 +44,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
-	if err := n.requireLevel(ctx, opts.Level); err != nil {
+	if err := n.levels.require(ctx, opts.Level); err != nil {
 		return err
 	}
 	// Finding a leader takes at most the write timeout, however long the

@@ -155,7 +155,7 @@ type Node struct {
 	metrics *metrics // see metrics.go
 	// hooks delivers the webhooks while this node leads (webhooks.go).
 	hooks  *webhooks.Delivery
-	levels entryLevels
+	levels *entryLevels
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -193,12 +193,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger)
 	n.addrs = newAddressBook(f.ClusterID)
-	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.newCreateQueues()
+	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}
+	n.levels.load()
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
 	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
 		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
+	n.levels.ask = askLevel(n.peers, n.addrs)
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err
@@ -212,7 +214,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.spawn(func() { n.relay.Run(n.closing) })
 	n.spawn(func() { n.clicks.Run(n.stopping, cfg.ClickFlushInterval) })
 	n.spawn(n.runVolumeSnapshots)
-	n.spawn(n.watchLevels)
+	n.spawn(func() { n.levels.watch(n.stopping) })
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			n.stopStopping() // the click flusher runs until stopping ends

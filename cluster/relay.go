@@ -268,7 +268,7 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 			if verr := input.Prepared(req, n.cfg.AllowPrivateTargets); verr != nil {
 				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
 			} else {
-				err = n.requireLevel(wait, req.Level())
+				err = n.levels.require(wait, req.Level())
 			}
 		}
 		if err != nil {

@@ -77,7 +77,7 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 	defer cancel()
 	// Before it is queued or relayed: a batch is one entry, and one item an
 	// old server cannot apply must not hold back the others.
-	if err := n.requireLevel(ctx, req.Level()); err != nil {
+	if err := n.levels.require(ctx, req.Level()); err != nil {
 		return fsm.CreateResult{}, err
 	}
 	var reply createReply
