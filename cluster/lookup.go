@@ -155,7 +155,9 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 }
 
 // leaderLink fetches one link from the leader, this node included, for a
-// node that is behind.
+// node that is behind. It asks for the link in the state machine's own
+// encoding; a leader of a build before fsm.LevelWire ignores that and
+// answers in the legacy fields, which FSMLink reads too.
 func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 	var answer wire.LinkAnswer
 	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
@@ -164,19 +166,38 @@ func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 				return false, err
 			}
 			l, ok := n.fsm.Get(code)
-			answer = wire.LinkAnswer{Found: ok, Link: wire.FromLink(l)}
+			answer = linkAnswer(l, ok, true)
 			return true, nil
 		}
-		err := n.peers.call(ctx, to.addr, fasthttp.MethodGet, wire.PathLinks+url.PathEscape(code), nil, &answer)
+		path := wire.PathLinks + url.PathEscape(code) + "?" + wire.LinkBytesParam + "=1"
+		err := n.peers.call(ctx, to.addr, fasthttp.MethodGet, path, nil, &answer)
 		return err == nil, err
 	})
 	switch {
 	case err != nil:
 		return fsm.Link{}, fmt.Errorf("ask the leader for %s: %w", code, err)
-	case !answer.Found || answer.Link == nil:
+	case !answer.Found:
 		return fsm.Link{}, fsm.ErrNotFound
 	}
-	return answer.Link.FSM()
+	l, err := answer.FSMLink()
+	if err != nil {
+		return fsm.Link{}, fmt.Errorf("the leader's answer for %s: %w", code, err)
+	}
+	return l, nil
+}
+
+// linkAnswer answers GET links/{code}: a found link as fsm.EncodeLink's
+// bytes when the asker asked for them (wire.LinkBytesParam), in the legacy
+// fields for an asker of a build before fsm.LevelWire, which does not.
+func linkAnswer(l fsm.Link, found, asBytes bool) wire.LinkAnswer {
+	answer := wire.LinkAnswer{V: wire.Version, Found: found}
+	switch {
+	case found && asBytes:
+		answer.LinkBytes = fsm.EncodeLink(l)
+	case found:
+		answer.Link = wire.FromLink(l)
+	}
+	return answer
 }
 
 // roundBatcher shares one call of fn among concurrent callers, so a flood

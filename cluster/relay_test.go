@@ -327,7 +327,7 @@ func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
 		{errors.New("disk on fire"), wire.KindFailed, nil},
 	}
 	for _, tt := range tests {
-		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9})
+		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9}, false)
 		if w.Error != tt.kind {
 			t.Errorf("%v: kind %q, want %q", tt.err, w.Error, tt.kind)
 		}

@@ -168,11 +168,8 @@ func (n *Node) serveLink(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	code, _ := ctx.UserValue("code").(string)
-	answer := wire.LinkAnswer{V: wire.Version}
-	if l, ok := n.fsm.Get(code); ok {
-		answer.Found, answer.Link = true, wire.FromLink(l)
-	}
-	wire.WriteMessage(ctx, answer)
+	l, found := n.fsm.Get(code)
+	wire.WriteMessage(ctx, linkAnswer(l, found, ctx.QueryArgs().Has(wire.LinkBytesParam)))
 }
 
 func (n *Node) serveClicks(ctx *fasthttp.RequestCtx) {

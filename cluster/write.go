@@ -76,7 +76,10 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	// Before it is queued or relayed: a batch is one entry, and one item an
-	// old server cannot apply must not hold back the others.
+	// old server cannot apply must not hold back the others. It also keeps
+	// a create from a leader whose build cannot receive it, but for one
+	// case relayCreates refuses: a creation time or click total, which
+	// servers of LevelImport apply but only LevelWire's relay carries.
 	if err := n.levels.require(ctx, req.Level()); err != nil {
 		return fsm.CreateResult{}, err
 	}
