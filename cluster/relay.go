@@ -35,9 +35,14 @@ import (
 const maxRelayBodyBytes = 3 << 20
 
 // relayedSize is an upper bound of a create's size in a relayed batch:
-// JSON escapes a byte into at most six ("\u003c"), plus the field names.
+// JSON escapes a byte into at most six ("\u003c"), plus the field names;
+// the options travel encoded, in base64 (4 bytes for 3).
 func relayedSize(r *fsm.CreateRequest) int {
-	return 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)+len(r.KeyID)) + 256
+	size := 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)+len(r.KeyID)+len(r.Domain)) + 256
+	if r.Options != nil {
+		size += 2 * len(fsm.EncodeOptions(r.Options))
+	}
+	return size
 }
 
 // relayBatches cuts what the relay took into batches of one request each:
