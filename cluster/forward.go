@@ -111,7 +111,7 @@ func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) er
 	if err != nil {
 		return nil
 	}
-	if err := n.waitApplied(ctx, index); err != nil {
+	if err := n.machine.waitApplied(ctx, index); err != nil {
 		return fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, index)
 	}
 	return nil

@@ -148,9 +148,6 @@ type Node struct {
 	// leadership is who leads, and whether this node's term is ready
 	// (leaderwatch.go).
 	leadership *leaderWatch
-	// leaderIndex is the highest index the leader told this node it has
-	// applied (see Behind).
-	leaderIndex atomic.Uint64
 
 	metrics *metrics // see metrics.go
 	// hooks delivers the webhooks while this node leads (webhooks.go).
@@ -391,6 +388,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 		return false, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft, n.layer, n.transport, n.store = r, layer, transport, stable
+	n.machine.raftApplied = r.AppliedIndex
 	n.addrs.raft.Store(r)
 	// The start-up check (verifyLog) read the whole log through bbolt's
 	// map; none of it needs to stay in the process.

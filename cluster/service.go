@@ -216,14 +216,14 @@ func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
 		return
 	}
-	n.noteLeaderIndex(index) // until it is applied, hits here ask the leader
+	n.machine.noteLeaderIndex(index) // until it is applied, hits here ask the leader
 	// Not derived from ctx: a context derived from a fasthttp RequestCtx
 	// watches its Done from a goroutine of its own, which races with the
 	// server's Shutdown resetting it. The wait is short and bounded anyway.
 	wait, cancel := context.WithTimeout(context.Background(), visibilityWait)
 	defer cancel()
-	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
-	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.appliedIndex()})
+	_ = n.machine.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
+	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.machine.appliedIndex()})
 }
 
 // writeUnavailable answers an exchange this node cannot complete now (not

@@ -101,7 +101,7 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 		return fsm.CreateResult{}, err
 	}
 	if remote {
-		if err := n.waitApplied(ctx, reply.index); err != nil {
+		if err := n.machine.waitApplied(ctx, reply.index); err != nil {
 			return fsm.CreateResult{}, fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, reply.index)
 		}
 	}
