@@ -104,7 +104,7 @@ var errNotApplied = fmt.Errorf("%w: the node asked does not lead", ErrNoLeader)
 // reports as the leader.
 var errLeaderChanged = fmt.Errorf("%w: the leader changed while the request was in flight", ErrNoLeader)
 
-// relayCreates sends one batch of creates to the leader and hands every
+// relayBatch sends one batch of creates to the leader and hands every
 // caller its answer, or a retry when the batch did not decide its create
 // and another attempt is safe (see createReply.retry). It is one attempt:
 // callers that must try again queue again, so retries join fresh batches.
@@ -114,7 +114,7 @@ var errLeaderChanged = fmt.Errorf("%w: the leader changed while the request was 
 // sockets open, so nothing else would end the wait before the deadline.
 // The abandoned request may still be applied by the old leader; the
 // request ids make the next attempt return that outcome.
-func (n *Node) relayCreates(batch []*createCall) {
+func (c *createPath) relayBatch(batch []*createCall) {
 	live := make([]*createCall, 0, len(batch))
 	var deadline time.Time
 	for _, c := range batch {
@@ -130,23 +130,23 @@ func (n *Node) relayCreates(batch []*createCall) {
 		return
 	}
 	if deadline.IsZero() {
-		deadline = time.Now().Add(n.cfg.WriteTimeout)
+		deadline = time.Now().Add(c.timeout)
 	}
 	// The leader every create of the batch is for, as its attempt decided
 	// (relayBatches keeps each batch to one).
 	leader := live[0].leader
-	n.metrics.relayBatch.Observe(float64(len(live)))
+	c.metrics.relayBatch.Observe(float64(len(live)))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	go func() { // a node that closes stops waiting on the leader at once
 		select {
-		case <-n.closing:
+		case <-c.closing:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 
-	levelErr := n.levels.require(ctx, fsm.LevelWire)
+	levelErr := c.levels.require(ctx, fsm.LevelWire)
 	asEntry := levelErr == nil
 	if !asEntry {
 		// Create checked requireLevel(req.Level()) before queuing, which
@@ -170,11 +170,11 @@ func (n *Node) relayCreates(batch []*createCall) {
 	for i, c := range live {
 		reqs[i] = c.req
 	}
-	answer, err := n.sendCreates(ctx, leader, relayBatchOf(reqs, asEntry), keyed)
+	answer, err := c.send(ctx, leader, relayBatchOf(reqs, asEntry), keyed)
 	if err == nil && len(answer.Results) != len(live) {
 		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
 	}
-	n.metrics.forwarded(kindCreateBatch, err)
+	c.metrics.forwarded(kindCreateBatch, err)
 	if err != nil {
 		replyAll(live, relayFailure(err, keyed))
 		return
@@ -237,11 +237,11 @@ func relayBatchOf(reqs []fsm.CreateRequest, asEntry bool) wire.CreateBatch {
 // LevelImport holds.
 func legacyCarries(r *fsm.CreateRequest) bool { return r.Level() <= fsm.LevelOptions }
 
-// sendCreates posts one batch to the leader at addr and returns its
+// send posts one batch to the leader at addr and returns its
 // answer. With followLeader the request is abandoned (errLeaderChanged) as
 // soon as addr is no longer the leader's address; the request itself runs
 // out on its own goroutine, with its own buffers.
-func (n *Node) sendCreates(ctx context.Context, addr string, batch wire.CreateBatch, followLeader bool) (wire.CreateBatchAnswer, error) {
+func (c *createPath) send(ctx context.Context, addr string, batch wire.CreateBatch, followLeader bool) (wire.CreateBatchAnswer, error) {
 	body, err := json.Marshal(batch)
 	if err != nil {
 		return wire.CreateBatchAnswer{}, fmt.Errorf("encode creates: %w", err)
@@ -256,13 +256,13 @@ func (n *Node) sendCreates(ctx context.Context, addr string, batch wire.CreateBa
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		var o outcome
-		o.err = createsError(n.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
+		o.err = createsError(c.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
 		done <- o
 	}()
 	for {
-		changed := n.leadership.changed.wait()
+		changed := c.leadership.changed.wait()
 		if followLeader {
-			if to, err := n.leadership.leader(); err != nil || to.addr != addr {
+			if to, err := c.leadership.leader(); err != nil || to.addr != addr {
 				return wire.CreateBatchAnswer{}, errLeaderChanged
 			}
 		}
@@ -295,11 +295,11 @@ func createsError(err error) error {
 	return err
 }
 
-// serveCreates is the leader's end of POST creates: every item joins this
+// serve is the leader's end of POST creates: every item joins this
 // node's proposer queue, and the answer holds one result per item, its
 // link in the form the batch came in (a sender of the legacy fields may
 // be of a build that reads nothing else).
-func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
+func (c *createPath) serve(ctx *fasthttp.RequestCtx) {
 	var batch wire.CreateBatch
 	if err := wire.Decode(ctx.PostBody(), &batch); err != nil {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -311,11 +311,11 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	asEntry := len(batch.Entry) > 0
-	wait, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	wait, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	// A node that does not lead says so at once, having applied nothing,
 	// rather than wait: the sender tries the node it learns leads.
-	if err := n.leadership.waitReady(wait, true); err != nil {
+	if err := c.leadership.waitReady(wait, true); err != nil {
 		writeUnavailable(ctx, err)
 		return
 	}
@@ -327,10 +327,10 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 		if err == nil {
 			// The rules a client's create meets: a peer is trusted to
 			// relay, not to decide what may be stored.
-			if verr := input.Prepared(req, n.cfg.AllowPrivateTargets); verr != nil {
+			if verr := input.Prepared(req, c.allowPrivate); verr != nil {
 				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
 			} else {
-				err = n.levels.require(wait, req.Level())
+				err = c.levels.require(wait, req.Level())
 			}
 		}
 		if err != nil {
@@ -343,7 +343,7 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 	if len(queued) > 0 {
 		// One put for the whole batch, so that its creates share entries
 		// rather than trickle into the proposer one by one.
-		if err := n.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
+		if err := c.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
 			notQueued(calls, answer.Results, ErrClosed.Error())
 		} else if err != nil {
 			notQueued(calls, answer.Results, "not queued within the write timeout")

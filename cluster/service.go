@@ -139,7 +139,7 @@ func (n *Node) internalHandler() fasthttp.RequestHandler {
 	r.POST(wire.PathClicks, n.serveClicks)
 	r.POST(wire.PathLeave, n.serveLeave)
 	r.GET(wire.PathApplied, n.serveApplied)
-	r.POST(wire.PathCreates, n.serveCreates) // relay.go
+	r.POST(wire.PathCreates, n.creates.serve) // relay.go
 	return r.Handler
 }
 

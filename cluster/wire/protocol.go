@@ -157,7 +157,7 @@ func (w *Link) FSM() (fsm.Link, error) {
 
 // CreateBatch is the body of POST creates: creates that clients sent to a
 // follower, validated and prepared there (canonical URL, absolute expiry),
-// which the leader proposes through its own create batcher. They travel in
+// which the leader proposes through its own proposer queue. They travel in
 // Entry once every server reads it (fsm.LevelWire), in Items before; a
 // receiver reads Entry when it is present.
 type CreateBatch struct {
