@@ -79,7 +79,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	duties.Go(func() { n.creates.push.run(leading.Done(), n.creates.proposer.Busy, announceCommit) })
 	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.machine.appliedIndex,
 		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
-			return n.appliedIndexes(ctx, servers, 0)
+			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}
 	duties.Go(func() { lag.run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })

@@ -190,6 +190,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.levels.load()
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
 	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
+		self: raft.ServerID(cfg.ID), addrs: n.addrs, log: n.log,
 		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
 	n.levels.ask = askLevel(n.peers, n.addrs)
 	hasState, err := n.openRaft()
@@ -208,7 +209,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.spawn(func() { n.creates.proposer.Run(n.closing) })
 	n.spawn(func() { n.creates.relay.Run(n.closing) })
 	n.spawn(func() { n.clicks.Run(n.stopping, cfg.ClickFlushInterval) })
-	n.spawn(n.runVolumeSnapshots)
+	n.spawn(func() { compactor{n.raft, n.store, n.log}.run(n.machine.volume, n.closing) })
 	n.spawn(func() { n.levels.watch(n.stopping) })
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
@@ -390,7 +391,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	n.addrs.raft.Store(r)
 	// The start-up check (verifyLog) read the whole log through bbolt's
 	// map; none of it needs to stay in the process.
-	n.releaseStorePages()
+	compactor{r, stable, n.log}.releasePages()
 
 	hasState, err = raft.HasExistingState(logs, stable, snaps)
 	if err != nil {

@@ -84,7 +84,7 @@ func (n *Node) Status() (Status, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	applied := n.appliedIndexes(ctx, servers, 0)
+	applied := n.peers.appliedIndexes(ctx, servers, 0)
 	answered := time.Now().UTC()
 	st.Servers = make([]Server, len(servers))
 	for i, s := range servers {
