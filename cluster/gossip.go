@@ -234,7 +234,7 @@ func (g *gossip) missing(ctx context.Context) []string {
 		}
 	}
 	out := g.missingServers(liveIDs)
-	if g.n.leaderless() {
+	if g.leaderless() {
 		// This node may have come back at another address while the
 		// others still remember its old one: memberlist refuses the new
 		// address until the old is declared dead, and after that only this
@@ -285,9 +285,9 @@ func (g *gossip) missingServers(liveIDs map[string]bool) []string {
 
 // leaderless reports whether this node is a server of a cluster (it has
 // Raft state) that knows no leader.
-func (n *Node) leaderless() bool {
-	_, id := n.raft.LeaderWithID()
-	return id == "" && n.raft.LastIndex() > 0
+func (g *gossip) leaderless() bool {
+	_, id := g.n.raft.LeaderWithID()
+	return id == "" && g.n.raft.LastIndex() > 0
 }
 
 // gossipAddrOf asks the server id at raftAddr for its gossip address.

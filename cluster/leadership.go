@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -60,10 +61,10 @@ func (n *Node) monitorLeadership() {
 
 // leaderLoop runs while this node leads, as Consul's leader loop does: it
 // establishes leadership, then starts the duties that run only while it
-// leads (the commit pusher, the replication-lag monitor and webhook
-// delivery, which end with leadership or when the node begins to stop),
-// reconciles membership on gossip events (and a periodic full pass) and
-// purges expired state once a minute.
+// leads (the commit pusher, the replication-lag monitor, webhook delivery
+// and the purge of expired state, which end with leadership or when the
+// node begins to stop), and reconciles membership on gossip events (and a
+// periodic full pass).
 func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer n.leadership.revoke()
 	if !n.establishLeadership(stop) {
@@ -83,14 +84,13 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 		}}
 	duties.Go(func() { lag.run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })
+	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
+	duties.Go(func() { purge.run(leading.Done()) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}
 	reconcile := time.NewTicker(reconcileInterval)
 	defer reconcile.Stop()
-	purge := time.NewTicker(purgeInterval)
-	defer purge.Stop()
-	n.purge()
 	for {
 		var members <-chan struct{}
 		if n.gossip != nil {
@@ -104,8 +104,6 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 			return
 		case <-members:
 		case <-reconcile.C:
-		case <-purge.C:
-			n.purge()
 		}
 	}
 }
@@ -184,19 +182,40 @@ func newInitCommand() (fsm.InitCommand, error) {
 	return init, nil
 }
 
-// purge turns links expired for longer than ExpiredRetention into
-// tombstones and forgets request IDs older than requestWindow. The FSM is
-// asked first, so an idle cluster writes nothing.
-func (n *Node) purge() {
-	now := time.Now()
+// purger is the leader duty that turns links expired for longer than
+// retention into tombstones and forgets request IDs older than
+// requestWindow, at once and every purgeInterval. The state is asked
+// first, so an idle cluster writes nothing.
+type purger struct {
+	state     *fsm.FSM
+	apply     func(fsm.Command) (any, uint64, error)
+	retention time.Duration
+	log       *slog.Logger
+}
+
+// run purges until stop.
+func (p purger) run(stop <-chan struct{}) {
+	tick := time.NewTicker(purgeInterval)
+	defer tick.Stop()
+	for {
+		p.purge(time.Now())
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (p purger) purge(now time.Time) {
 	cmd := fsm.PurgeCommand{
-		ExpiredBefore:  now.Add(-n.cfg.ExpiredRetention).UnixMilli(),
+		ExpiredBefore:  now.Add(-p.retention).UnixMilli(),
 		RequestsBefore: now.Add(-requestWindow).UnixMilli(),
 	}
-	if !n.fsm.NeedsPurge(cmd) {
+	if !p.state.NeedsPurge(cmd) {
 		return
 	}
-	if _, _, err := n.apply(cmd); err != nil {
-		n.log.Warn("purge failed; the next one retries", "err", err)
+	if _, _, err := p.apply(cmd); err != nil {
+		p.log.Warn("purge failed; the next one retries", "err", err)
 	}
 }
