@@ -206,8 +206,7 @@ func TestCheckedTransportCountsOnlyTheServerAsked(t *testing.T) {
 // for the id memberlist knows it by, not for whatever id its metadata
 // names, and is dropped when the member dies or leaves.
 func TestGossipClaimsOnlyItsOwnName(t *testing.T) {
-	n := &Node{addrs: newAddressBook(func() string { return "" })}
-	n.levels.known = map[raft.ServerID]levelSeen{}
+	n := &Node{addrs: newAddressBook(func() string { return "" }), levels: &entryLevels{known: map[raft.ServerID]levelSeen{}}}
 	g := &gossip{n: n, left: map[string]struct{}{}, gone: map[string]goneMember{}, live: map[string]memberlist.Node{}}
 	member := func(name, id, addr string) *memberlist.Node {
 		meta, err := json.Marshal(memberMeta{ID: id, RaftAddr: addr})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/wire"
@@ -23,6 +25,10 @@ type peerClient struct {
 	timeout time.Duration
 	// heard is told what a server answered to GET node (its entry level).
 	heard func(wire.NodeInfo)
+	// self is this node, addrs where the others are (appliedIndexes).
+	self  raft.ServerID
+	addrs *addressBook
+	log   *slog.Logger
 }
 
 // call makes one exchange with the node at addr and decodes its JSON

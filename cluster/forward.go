@@ -44,7 +44,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
-	if err := n.requireLevel(ctx, opts.Level); err != nil {
+	if err := n.levels.require(ctx, opts.Level); err != nil {
 		return err
 	}
 	// Finding a leader takes at most the write timeout, however long the
@@ -111,7 +111,7 @@ func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) er
 	if err != nil {
 		return nil
 	}
-	if err := n.waitApplied(ctx, index); err != nil {
+	if err := n.machine.waitApplied(ctx, index); err != nil {
 		return fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, index)
 	}
 	return nil

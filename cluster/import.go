@@ -79,7 +79,7 @@ func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *Bu
 	for i := range reqs {
 		level := reqs[i].Level() // at most fsm.EntryLevel: this build encodes it
 		if l := &levels[level]; !l.asked {
-			l.asked, l.err = true, n.requireLevel(ctx, level)
+			l.asked, l.err = true, n.levels.require(ctx, level)
 		}
 		b.results[i].Err = levels[level].err
 	}

@@ -16,13 +16,13 @@ import (
 // callers) and the wait for the local apply, bounded by the write timeout.
 // A key this node does not know is refused only after it.
 func (n *Node) CatchUp(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	index, err := n.readRounds.do(ctx)
 	if err != nil {
 		return fmt.Errorf("catch up: %w", err)
 	}
-	if err := n.waitApplied(ctx, index); err != nil {
+	if err := n.machine.waitApplied(ctx, index); err != nil {
 		return fmt.Errorf("catch up to %d: %w", index, err)
 	}
 	return nil

@@ -76,10 +76,10 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	leading, endLeading := context.WithCancel(n.stopping)
 	defer endLeading()
 	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
-	duties.Go(func() { n.push.run(leading.Done(), n.proposer.Busy, announceCommit) })
-	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.appliedIndex,
+	duties.Go(func() { n.creates.push.run(leading.Done(), n.creates.proposer.Busy, announceCommit) })
+	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.machine.appliedIndex,
 		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
-			return n.appliedIndexes(ctx, servers, 0)
+			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}
 	duties.Go(func() { lag.run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,8 +53,17 @@ const (
 	levelsFile = "entry-levels"
 )
 
-// entryLevels remembers what each server reported.
+// entryLevels is what each server of the configuration reported: it asks
+// them, remembers their answers across restarts (levelsFile in dir), and
+// decides whether a write of a level may be proposed.
 type entryLevels struct {
+	self raft.ServerID
+	dir  string
+	log  *slog.Logger
+	// servers reads the configuration; ask asks one server its level.
+	servers func() ([]raft.Server, error)
+	ask     func(ctx context.Context, s raft.Server) (int, bool)
+
 	mu    sync.Mutex
 	known map[raft.ServerID]levelSeen
 	saved map[raft.ServerID]int // what levelsFile holds
@@ -64,22 +74,21 @@ type levelSeen struct {
 	asked time.Time // the last time the server was asked
 }
 
-// requireLevel returns nil when every server of the configuration applies
+// require returns nil when every server of the configuration applies
 // entries of level, and ErrUpgrading naming one that does not otherwise.
-func (n *Node) requireLevel(ctx context.Context, level int) error {
+func (l *entryLevels) require(ctx context.Context, level int) error {
 	if level <= fsm.LevelKeys {
 		return nil // every build that can join this cluster applies those
 	}
-	servers, err := n.configuration()
+	servers, err := l.servers()
 	if err != nil {
 		return err
 	}
-	n.askLevels(ctx, servers, level, levelRetry)
-	l := &n.levels
+	l.askBelow(ctx, servers, level, levelRetry)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range servers {
-		if got := l.levelOf(s.ID); s.ID != raft.ServerID(n.cfg.ID) && got < level {
+		if got := l.levelOf(s.ID); s.ID != l.self && got < level {
 			return fmt.Errorf("%w (%s applies entry level %d, this write needs %d)", ErrUpgrading, s.ID, got, level)
 		}
 	}
@@ -101,16 +110,15 @@ func (l *entryLevels) levelOf(id raft.ServerID) int {
 	return max(l.known[id].level, fsm.LevelKeys)
 }
 
-// askLevels asks, at once, the servers below level that were not asked
+// askBelow asks, at once, the servers below level that were not asked
 // within every, and records their answers.
-func (n *Node) askLevels(ctx context.Context, servers []raft.Server, level int, every time.Duration) {
-	l := &n.levels
+func (l *entryLevels) askBelow(ctx context.Context, servers []raft.Server, level int, every time.Duration) {
 	now := time.Now()
 	var ask []raft.Server
 	l.mu.Lock()
 	for _, s := range servers {
 		seen := l.known[s.ID]
-		if s.ID != raft.ServerID(n.cfg.ID) && l.levelOf(s.ID) < level && now.Sub(seen.asked) >= every {
+		if s.ID != l.self && l.levelOf(s.ID) < level && now.Sub(seen.asked) >= every {
 			ask = append(ask, s)
 			seen.asked = now
 			l.known[s.ID] = seen
@@ -120,7 +128,7 @@ func (n *Node) askLevels(ctx context.Context, servers []raft.Server, level int, 
 	var wg sync.WaitGroup
 	for _, s := range ask {
 		wg.Go(func() {
-			if got, ok := n.askLevel(ctx, s); ok {
+			if got, ok := l.ask(ctx, s); ok {
 				l.mu.Lock()
 				seen := l.known[s.ID]
 				seen.level = got
@@ -132,65 +140,68 @@ func (n *Node) askLevels(ctx context.Context, servers []raft.Server, level int, 
 	wg.Wait()
 }
 
-// askLevel asks a server which entry level its build applies. A build
-// from before levels answers without one: it applies LevelKeys.
-func (n *Node) askLevel(ctx context.Context, s raft.Server) (int, bool) {
-	timeout := time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
+// askLevel asks a server, through peers at the address addrs knows for
+// it, which entry level its build applies. A build from before levels
+// answers without one: it applies LevelKeys.
+func askLevel(peers *peerClient, addrs *addressBook) func(ctx context.Context, s raft.Server) (int, bool) {
+	return func(ctx context.Context, s raft.Server) (int, bool) {
+		timeout := time.Second
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		info, err := peers.nodeInfo(string(addrs.resolve(s.ID, s.Address)), timeout)
+		if err != nil {
+			return 0, false
+		}
+		return max(info.EntryLevel, fsm.LevelKeys), true
 	}
-	info, err := n.peers.nodeInfo(string(n.addrs.resolve(s.ID, s.Address)), timeout)
-	if err != nil {
-		return 0, false
-	}
-	return max(info.EntryLevel, fsm.LevelKeys), true
 }
 
-// watchLevels asks every server its level every levelPoll (every second
-// until each has answered once), and keeps the answers in the data dir.
-func (n *Node) watchLevels() {
+// watch asks every server its level every levelPoll (every second until
+// each has answered once), and keeps the answers in the data dir, until
+// ctx ends.
+func (l *entryLevels) watch(ctx context.Context) {
 	t := time.NewTicker(levelRetry)
 	defer t.Stop()
 	for {
-		if servers, err := n.configuration(); err == nil {
-			ctx, cancel := context.WithTimeout(n.stopping, 2*levelRetry)
+		if servers, err := l.servers(); err == nil {
+			ask, cancel := context.WithTimeout(ctx, 2*levelRetry)
 			every := levelPoll
-			if !n.levels.allAnswered(servers, n.cfg.ID) {
+			if !l.allAnswered(servers) {
 				every = levelRetry
 			}
-			n.askLevels(ctx, servers, int(^uint(0)>>1), every)
+			l.askBelow(ask, servers, int(^uint(0)>>1), every)
 			cancel()
-			if err := n.saveLevels(); err != nil {
-				n.log.Warn("keep the servers' entry levels", "err", err)
+			if err := l.save(); err != nil {
+				l.log.Warn("keep the servers' entry levels", "err", err)
 			}
 		}
 		select {
-		case <-n.closing:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
 }
 
-func (l *entryLevels) allAnswered(servers []raft.Server, self string) bool {
+func (l *entryLevels) allAnswered(servers []raft.Server) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range servers {
-		if s.ID != raft.ServerID(self) && l.known[s.ID].level == 0 {
+		if s.ID != l.self && l.known[s.ID].level == 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// loadLevels reads what the servers reported before this start.
-func (n *Node) loadLevels() {
-	l := &n.levels
+// load reads what the servers reported before this start.
+func (l *entryLevels) load() {
 	l.known, l.saved = map[raft.ServerID]levelSeen{}, map[raft.ServerID]int{}
-	data, err := os.ReadFile(filepath.Join(n.cfg.DataDir, levelsFile))
+	data, err := os.ReadFile(filepath.Join(l.dir, levelsFile))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			n.log.Warn("read the servers' entry levels", "err", err)
+			l.log.Warn("read the servers' entry levels", "err", err)
 		}
 		return
 	}
@@ -203,9 +214,8 @@ func (n *Node) loadLevels() {
 	}
 }
 
-// saveLevels writes what the servers reported when it changed.
-func (n *Node) saveLevels() error {
-	l := &n.levels
+// save writes what the servers reported when it changed.
+func (l *entryLevels) save() error {
 	l.mu.Lock()
 	now := map[raft.ServerID]int{}
 	for id, seen := range l.known {
@@ -227,5 +237,5 @@ func (n *Node) saveLevels() error {
 		lines = append(lines, string(id)+" "+strconv.Itoa(v))
 	}
 	slices.Sort(lines)
-	return writeSecretFile(filepath.Join(n.cfg.DataDir, levelsFile), strings.Join(lines, "\n")+"\n")
+	return writeSecretFile(filepath.Join(l.dir, levelsFile), strings.Join(lines, "\n")+"\n")
 }

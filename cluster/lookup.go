@@ -37,7 +37,7 @@ func (n *Node) Lookup(ctx context.Context, code string) (fsm.Link, error) {
 	if ok && !n.Behind() {
 		return l, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	var err error
 	if ok {
@@ -72,7 +72,7 @@ func (n *Node) confirmMiss(ctx context.Context, code string) (fsm.Link, error) {
 		return fsm.Link{}, fmt.Errorf("confirm miss of %s: %w", code, err)
 	}
 	caughtUp, cancel := context.WithTimeout(ctx, catchUpWait)
-	err = n.waitApplied(caughtUp, index)
+	err = n.machine.waitApplied(caughtUp, index)
 	cancel()
 	if err == nil {
 		if l, ok := n.fsm.Get(code); ok {
@@ -83,7 +83,7 @@ func (n *Node) confirmMiss(ctx context.Context, code string) (fsm.Link, error) {
 	// This node is behind: hashicorp/raft backs off replication towards a
 	// peer that failed (up to ~10 s), so a node that was down or cut off
 	// may receive nothing for a while. Ask the leader for the one link.
-	n.noteLeaderIndex(index)
+	n.machine.noteLeaderIndex(index)
 	return n.leaderLink(ctx, code)
 }
 
@@ -91,22 +91,11 @@ func (n *Node) confirmMiss(ctx context.Context, code string) (fsm.Link, error) {
 // not applied yet. Until it has, its local hits may be stale (a delete it
 // has not seen), so reads ask the leader. Cheap enough for the redirect
 // path: two atomic loads.
-func (n *Node) Behind() bool { return n.appliedIndex() < n.leaderIndex.Load() }
-
-// noteLeaderIndex records an index the leader has applied.
-func (n *Node) noteLeaderIndex(index uint64) {
-	for {
-		cur := n.leaderIndex.Load()
-		if index <= cur || n.leaderIndex.CompareAndSwap(cur, index) {
-			return
-		}
-	}
-}
-
-// readTimeout bounds how long a miss waits for a leader to confirm it: as
-// long as a write waits, so a miss during an election waits for the next
-// leader instead of answering 404 for a code that exists.
-func (n *Node) readTimeout() time.Duration { return n.cfg.WriteTimeout }
+//
+// Reads wait for a leader as long as a write does (the write timeout), so
+// a miss during an election waits for the next leader instead of
+// answering 404 for a code that exists.
+func (n *Node) Behind() bool { return n.machine.behind() }
 
 // ReadIndex returns an index that covers every write acknowledged before
 // the call, following the ReadIndex recipe of the Raft thesis (as rqlite
@@ -120,13 +109,13 @@ func (n *Node) readTimeout() time.Duration { return n.cfg.WriteTimeout }
 // index that ends on one is an index no FSM ever reports. Every write this
 // leader acknowledged was applied here before it was acknowledged.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.readTimeout())
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	if err := n.leadership.waitReady(ctx, true); err != nil {
 		return 0, err
 	}
 	term := n.leadership.readyTerm.Load() // 0 once leadership was revoked meanwhile
-	index := n.appliedIndex()
+	index := n.machine.appliedIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil || n.raft.CurrentTerm() != term {
 		return 0, ErrNoLeader
 	}
@@ -137,7 +126,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // waiting through an election until the read timeout: a miss must wait for
 // the next leader rather than answer 404 for a code that exists.
 func (n *Node) fetchReadIndex() (uint64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.readTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 	defer cancel()
 	var index uint64
 	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
@@ -155,7 +144,9 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 }
 
 // leaderLink fetches one link from the leader, this node included, for a
-// node that is behind.
+// node that is behind. It asks for the link in the state machine's own
+// encoding; a leader of a build before fsm.LevelWire ignores that and
+// answers in the legacy fields, which FSMLink reads too.
 func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 	var answer wire.LinkAnswer
 	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
@@ -164,19 +155,38 @@ func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 				return false, err
 			}
 			l, ok := n.fsm.Get(code)
-			answer = wire.LinkAnswer{Found: ok, Link: wire.FromLink(l)}
+			answer = linkAnswer(l, ok, true)
 			return true, nil
 		}
-		err := n.peers.call(ctx, to.addr, fasthttp.MethodGet, wire.PathLinks+url.PathEscape(code), nil, &answer)
+		path := wire.PathLinks + url.PathEscape(code) + "?" + wire.LinkBytesParam + "=1"
+		err := n.peers.call(ctx, to.addr, fasthttp.MethodGet, path, nil, &answer)
 		return err == nil, err
 	})
 	switch {
 	case err != nil:
 		return fsm.Link{}, fmt.Errorf("ask the leader for %s: %w", code, err)
-	case !answer.Found || answer.Link == nil:
+	case !answer.Found:
 		return fsm.Link{}, fsm.ErrNotFound
 	}
-	return answer.Link.FSM()
+	l, err := answer.FSMLink()
+	if err != nil {
+		return fsm.Link{}, fmt.Errorf("the leader's answer for %s: %w", code, err)
+	}
+	return l, nil
+}
+
+// linkAnswer answers GET links/{code}: a found link as fsm.EncodeLink's
+// bytes when the asker asked for them (wire.LinkBytesParam), in the legacy
+// fields for an asker of a build before fsm.LevelWire, which does not.
+func linkAnswer(l fsm.Link, found, asBytes bool) wire.LinkAnswer {
+	answer := wire.LinkAnswer{V: wire.Version, Found: found}
+	switch {
+	case found && asBytes:
+		answer.LinkBytes = fsm.EncodeLink(l)
+	case found:
+		answer.Link = wire.FromLink(l)
+	}
+	return answer
 }
 
 // roundBatcher shares one call of fn among concurrent callers, so a flood

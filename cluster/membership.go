@@ -9,9 +9,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/linkraft/linkraft/fsm"
-
+	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/wire"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // Membership errors; each leaves the configuration unchanged.
@@ -71,7 +71,7 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool) error {
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
 	}
-	if who, ok := n.identify(raftAddr); ok {
+	if who, ok := identify(n.gossip, n.peers, raftAddr); ok {
 		if who.ID != id {
 			return fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, who.ID, id)
 		}
@@ -79,7 +79,7 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool) error {
 			return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, who.Cluster)
 		}
 	}
-	if err := n.reachable(raftAddr, 2*time.Second); err != nil {
+	if err := reachable(n.layer, raftAddr, 2*time.Second); err != nil {
 		return err
 	}
 	if err := n.raftAddServer(id, raftAddr, nonVoter); err != nil {
@@ -95,8 +95,8 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool) error {
 // through the stream layer, which also proves it holds the cluster key. A
 // voter that cannot be reached would count towards the quorum without ever
 // acknowledging: adding one to a one-node cluster stops all writes.
-func (n *Node) reachable(raftAddr string, timeout time.Duration) error {
-	conn, err := n.layer.Dial(raft.ServerAddress(raftAddr), timeout)
+func reachable(layer *secure.StreamLayer, raftAddr string, timeout time.Duration) error {
+	conn, err := layer.Dial(raft.ServerAddress(raftAddr), timeout)
 	if err != nil {
 		return fmt.Errorf("%w %s (is it running, with the same --cluster-key?): %v", ErrUnreachable, raftAddr, err)
 	}
@@ -107,7 +107,7 @@ func (n *Node) reachable(raftAddr string, timeout time.Duration) error {
 // its address. Raft keeps a known voter a voter even through AddNonvoter;
 // AddVoter on a known non-voter promotes it.
 func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
-	if err := n.canApplyState(raftAddr); err != nil {
+	if err := canApplyState(n.peers, raftAddr, n.fsm.Level()); err != nil {
 		return err
 	}
 	add, kind := n.raft.AddVoter, "voter"
@@ -124,12 +124,12 @@ func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
 // canApplyState refuses a server whose build could not apply the entries
 // this cluster's state already holds (see levels.go); a server that does
 // not answer is left to the reachability checks.
-func (n *Node) canApplyState(raftAddr string) error {
-	info, err := n.peers.nodeInfo(raftAddr, 2*time.Second)
+func canApplyState(peers *peerClient, raftAddr string, stateLevel int) error {
+	info, err := peers.nodeInfo(raftAddr, 2*time.Second)
 	if err != nil {
 		return nil
 	}
-	if got, need := max(info.EntryLevel, fsm.LevelKeys), n.fsm.Level(); got < need {
+	if got, need := max(info.EntryLevel, fsm.LevelKeys), stateLevel; got < need {
 		return fmt.Errorf("%w: %s runs an older build (entry level %d) than this cluster's state needs (%d): upgrade it first", ErrInvalidServer, info.ID, got, need)
 	}
 	return nil
@@ -154,7 +154,7 @@ func (n *Node) Promote(id string) error {
 		return ErrAlreadyVoter
 	}
 	addr := string(servers[i].Address)
-	if err := n.reachable(addr, 2*time.Second); err != nil {
+	if err := reachable(n.layer, addr, 2*time.Second); err != nil {
 		return err
 	}
 	if err := n.raftAddServer(id, addr, false); err != nil {
@@ -165,15 +165,15 @@ func (n *Node) Promote(id string) error {
 
 // identify asks gossip, then the server itself at its Raft address, who
 // the server at raftAddr is and which cluster it belongs to.
-func (n *Node) identify(raftAddr string) (wire.NodeInfo, bool) {
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
+func identify(g *gossip, peers *peerClient, raftAddr string) (wire.NodeInfo, bool) {
+	if g != nil {
+		for _, m := range g.members() {
 			if m.RaftAddr == raftAddr {
 				return wire.NodeInfo{ID: m.ID, Cluster: m.Cluster}, true
 			}
 		}
 	}
-	info, err := n.peers.nodeInfo(raftAddr, 2*time.Second)
+	info, err := peers.nodeInfo(raftAddr, 2*time.Second)
 	return info, err == nil && info.ID != ""
 }
 

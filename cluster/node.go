@@ -20,7 +20,6 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/clicks"
-	"github.com/linkraft/linkraft/cluster/queue"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/cluster/wire"
@@ -123,13 +122,10 @@ type Node struct {
 	// configuration (addresses.go).
 	addrs *addressBook
 
-	// proposer and relay queue the creates this node proposes and those
-	// it relays to the leader (write.go, relay.go); push records applied
-	// relayed creates whose commit the leader announces (commitpush.go).
-	proposer *queue.Queue[*createCall]
-	relay    *queue.Queue[*createCall]
-	push     *commitPusher
-	clicks   *clicks.Counter
+	// creates is the path of a create: the queues of the creates this node
+	// proposes and relays, and the commit pusher (write.go, relay.go).
+	creates *createPath
+	clicks  *clicks.Counter
 	// proposals is held for reading while an entry is handed to Raft and
 	// for writing by a restore, which must see every change before it
 	// merges the current state into the backup (see backup.go).
@@ -148,14 +144,11 @@ type Node struct {
 	// leadership is who leads, and whether this node's term is ready
 	// (leaderwatch.go).
 	leadership *leaderWatch
-	// leaderIndex is the highest index the leader told this node it has
-	// applied (see Behind).
-	leaderIndex atomic.Uint64
 
 	metrics *metrics // see metrics.go
 	// hooks delivers the webhooks while this node leads (webhooks.go).
 	hooks  *webhooks.Delivery
-	levels entryLevels
+	levels *entryLevels
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -186,33 +179,38 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		log:     cfg.Logger,
 		fsm:     f,
 		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
-		push:    newCommitPusher(),
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger)
 	n.addrs = newAddressBook(f.ClusterID)
-	n.loadLevels()
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
-	n.newCreateQueues()
+	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}
+	n.levels.load()
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
 	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
+		self: raft.ServerID(cfg.ID), addrs: n.addrs, log: n.log,
 		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
+	n.levels.ask = askLevel(n.peers, n.addrs)
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err
 	}
 	n.leadership = &leaderWatch{raft: n.raft, self: raft.ServerID(cfg.ID), closing: n.closing}
+	n.creates = &createPath{timeout: cfg.WriteTimeout, allowPrivate: cfg.AllowPrivateTargets, closing: n.closing,
+		metrics: n.metrics, leadership: n.leadership, levels: n.levels, peers: n.peers,
+		machine: n.machine, apply: n.apply}
+	n.creates.newQueues()
 	n.startClusterServer()
 	n.clicks = newClickCounter(n)
 	n.spawn(n.leadership.run)
 	n.spawn(n.monitorLeadership)
-	n.spawn(func() { n.proposer.Run(n.closing) })
-	n.spawn(func() { n.relay.Run(n.closing) })
+	n.spawn(func() { n.creates.proposer.Run(n.closing) })
+	n.spawn(func() { n.creates.relay.Run(n.closing) })
 	n.spawn(func() { n.clicks.Run(n.stopping, cfg.ClickFlushInterval) })
-	n.spawn(n.runVolumeSnapshots)
-	n.spawn(n.watchLevels)
+	n.spawn(func() { compactor{n.raft, n.store, n.log}.run(n.machine.volume, n.closing) })
+	n.spawn(func() { n.levels.watch(n.stopping) })
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
 			n.stopStopping() // the click flusher runs until stopping ends
@@ -389,10 +387,11 @@ func (n *Node) openRaft() (hasState bool, err error) {
 		return false, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft, n.layer, n.transport, n.store = r, layer, transport, stable
+	n.machine.raftApplied = r.AppliedIndex
 	n.addrs.raft.Store(r)
 	// The start-up check (verifyLog) read the whole log through bbolt's
 	// map; none of it needs to stay in the process.
-	n.releaseStorePages()
+	compactor{r, stable, n.log}.releasePages()
 
 	hasState, err = raft.HasExistingState(logs, stable, snaps)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -40,12 +41,18 @@ func (b *broadcast) notify() {
 
 // appliedFSM is the state machine as Raft drives it: every applied batch
 // and every restore is announced, so read-after-write waits for an index
-// instead of polling for it. A channel is made only while someone waits.
+// instead of polling for it (a channel is made only while someone
+// waits), and it knows how far the leader said it has applied.
 type appliedFSM struct {
 	*fsm.FSM
 	applied  broadcast // after every applied batch and restore
 	restored broadcast // after every restore
 	volume   *logVolume
+	// raftApplied is Raft's own applied index (set once Raft runs).
+	raftApplied func() uint64
+	// leaderIndex is the highest index the leader told this node it has
+	// applied (see behind).
+	leaderIndex atomic.Uint64
 }
 
 var _ raft.BatchingFSM = (*appliedFSM)(nil)
@@ -79,25 +86,39 @@ func (a *appliedFSM) Restore(rc io.ReadCloser) error {
 // appliedIndex is the index of the last entry the FSM has applied. Raft's
 // own applied index is used only when the FSM has applied nothing since it
 // started or was restored; then it is the restored snapshot's index.
-func (n *Node) appliedIndex() uint64 {
-	if i, ok := n.fsm.Applied(); ok {
+func (a *appliedFSM) appliedIndex() uint64 {
+	if i, ok := a.Applied(); ok {
 		return i
 	}
-	return n.raft.AppliedIndex()
+	return a.raftApplied()
 }
 
 // waitApplied returns once this node's FSM has applied index, or ctx's
 // error when it ends first.
-func (n *Node) waitApplied(ctx context.Context, index uint64) error {
+func (a *appliedFSM) waitApplied(ctx context.Context, index uint64) error {
 	for {
-		changed := n.machine.applied.wait()
-		if n.appliedIndex() >= index {
+		changed := a.applied.wait()
+		if a.appliedIndex() >= index {
 			return nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// behind reports whether the leader has confirmed an index this node has
+// not applied yet. Cheap enough for the redirect path: two atomic loads.
+func (a *appliedFSM) behind() bool { return a.appliedIndex() < a.leaderIndex.Load() }
+
+// noteLeaderIndex records an index the leader has applied.
+func (a *appliedFSM) noteLeaderIndex(index uint64) {
+	for {
+		cur := a.leaderIndex.Load()
+		if index <= cur || a.leaderIndex.CompareAndSwap(cur, index) {
+			return
 		}
 	}
 }

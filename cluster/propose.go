@@ -85,10 +85,10 @@ func ProposeFor[T any](ctx context.Context, p Proposer, cmd fsm.Command, opts Pr
 // downgrade (fsm.Downgrader) while some server's build is older, or
 // ErrUpgrading when there is none.
 func (n *Node) Fit(ctx context.Context, cmd fsm.Command) (fsm.Command, error) {
-	err := n.requireLevel(ctx, cmd.Level())
+	err := n.levels.require(ctx, cmd.Level())
 	if d, ok := cmd.(fsm.Downgrader); ok && errors.Is(err, ErrUpgrading) {
 		if lower := d.Downgrade(); lower.Level() < cmd.Level() {
-			return lower, n.requireLevel(ctx, lower.Level())
+			return lower, n.levels.require(ctx, lower.Level())
 		}
 	}
 	return cmd, err

@@ -28,7 +28,7 @@ func TestNotReadyReasons(t *testing.T) {
 	}
 
 	// The leader said it applied entries this node has not.
-	follower.noteLeaderIndex(follower.appliedIndex() + 1000)
+	follower.machine.noteLeaderIndex(follower.machine.appliedIndex() + 1000)
 	if got := follower.NotReady(); got != NotReadyCatchingUp {
 		t.Fatalf("behind the leader: NotReady = %q, want %q", got, NotReadyCatchingUp)
 	}

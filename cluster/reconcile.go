@@ -142,7 +142,7 @@ func (n *Node) reconcile() {
 		// Gossip still lists a process that stopped moments ago (it is
 		// "suspect" for a few seconds), such as a server another leader
 		// has just removed: add only a server that answers.
-		if err := n.reachable(m.RaftAddr, time.Second); err != nil {
+		if err := reachable(n.layer, m.RaftAddr, time.Second); err != nil {
 			n.log.Debug("reconcile: gossip member does not answer on its raft address; not adding it", "member", m.ID, "err", err)
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -20,6 +21,13 @@ import (
 // request each. The leader puts every item into its own proposer queue, so
 // relayed creates share log entries with the leader's own, and answers each
 // item: its link or FSM error, and the log index that decided it.
+//
+// Creates travel as one sealed fsm.CreateBatch entry and links as
+// fsm.EncodeLink's bytes, the state machine's own encodings, so a field a
+// create or a link gains cannot be dropped on the way. A follower sends
+// the entry once every server reports fsm.LevelWire, and the legacy JSON
+// fields before (a leader of an older build reads nothing else); the
+// leader answers in the form the batch came in.
 
 // maxRelayBodyBytes bounds the body of one relayed batch, below the
 // receiver's wire.MaxBodyBytes. Only batches of long URLs ever reach it;
@@ -27,9 +35,14 @@ import (
 const maxRelayBodyBytes = 3 << 20
 
 // relayedSize is an upper bound of a create's size in a relayed batch:
-// JSON escapes a byte into at most six ("\u003c"), plus the field names.
+// JSON escapes a byte into at most six ("\u003c"), plus the field names;
+// the options travel encoded, in base64 (4 bytes for 3).
 func relayedSize(r *fsm.CreateRequest) int {
-	return 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)+len(r.KeyID)) + 256
+	size := 6*(len(r.RequestID)+len(r.URL)+len(r.Canonical)+len(r.Workspace)+len(r.CustomCode)+len(r.KeyID)+len(r.Domain)) + 256
+	if r.Options != nil {
+		size += 2 * len(fsm.EncodeOptions(r.Options))
+	}
+	return size
 }
 
 // relayBatches cuts what the relay took into batches of one request each:
@@ -91,7 +104,7 @@ var errNotApplied = fmt.Errorf("%w: the node asked does not lead", ErrNoLeader)
 // reports as the leader.
 var errLeaderChanged = fmt.Errorf("%w: the leader changed while the request was in flight", ErrNoLeader)
 
-// relayCreates sends one batch of creates to the leader and hands every
+// relayBatch sends one batch of creates to the leader and hands every
 // caller its answer, or a retry when the batch did not decide its create
 // and another attempt is safe (see createReply.retry). It is one attempt:
 // callers that must try again queue again, so retries join fresh batches.
@@ -101,7 +114,7 @@ var errLeaderChanged = fmt.Errorf("%w: the leader changed while the request was 
 // sockets open, so nothing else would end the wait before the deadline.
 // The abandoned request may still be applied by the old leader; the
 // request ids make the next attempt return that outcome.
-func (n *Node) relayCreates(batch []*createCall) {
+func (c *createPath) relayBatch(batch []*createCall) {
 	live := make([]*createCall, 0, len(batch))
 	var deadline time.Time
 	for _, c := range batch {
@@ -117,32 +130,51 @@ func (n *Node) relayCreates(batch []*createCall) {
 		return
 	}
 	if deadline.IsZero() {
-		deadline = time.Now().Add(n.cfg.WriteTimeout)
+		deadline = time.Now().Add(c.timeout)
 	}
 	// The leader every create of the batch is for, as its attempt decided
 	// (relayBatches keeps each batch to one).
 	leader := live[0].leader
-	n.metrics.relayBatch.Observe(float64(len(live)))
+	c.metrics.relayBatch.Observe(float64(len(live)))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	go func() { // a node that closes stops waiting on the leader at once
 		select {
-		case <-n.closing:
+		case <-c.closing:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 
-	keyed := live[0].req.RequestID != "" // relayBatches keeps keyed and unkeyed apart
-	items := make([]wire.Create, len(live))
-	for i, c := range live {
-		items[i] = toWireCreate(c.req)
+	levelErr := c.levels.require(ctx, fsm.LevelWire)
+	asEntry := levelErr == nil
+	if !asEntry {
+		// Create checked requireLevel(req.Level()) before queuing, which
+		// lets a create with a creation time or clicks (LevelImport)
+		// through at servers of LevelImport; their builds read neither in
+		// the legacy fields, so such a create is refused here rather than
+		// sent without them.
+		live = slices.DeleteFunc(live, func(c *createCall) bool {
+			if legacyCarries(&c.req) {
+				return false
+			}
+			c.done <- createReply{err: levelErr}
+			return true
+		})
+		if len(live) == 0 {
+			return
+		}
 	}
-	answer, err := n.sendCreates(ctx, leader, items, keyed)
+	keyed := live[0].req.RequestID != "" // relayBatches keeps keyed and unkeyed apart
+	reqs := make([]fsm.CreateRequest, len(live))
+	for i, c := range live {
+		reqs[i] = c.req
+	}
+	answer, err := c.send(ctx, leader, relayBatchOf(reqs, asEntry), keyed)
 	if err == nil && len(answer.Results) != len(live) {
 		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
 	}
-	n.metrics.forwarded(kindCreateBatch, err)
+	c.metrics.forwarded(kindCreateBatch, err)
 	if err != nil {
 		replyAll(live, relayFailure(err, keyed))
 		return
@@ -183,12 +215,34 @@ func replyAll(calls []*createCall, r createReply) {
 	}
 }
 
-// sendCreates posts one batch to the leader at addr and returns its
+// relayBatchOf is the body of POST creates for reqs: with asEntry the
+// creates as one sealed fsm.CreateBatch entry, the log's own encoding,
+// which carries every field; otherwise the legacy fields, for a leader of
+// a build before fsm.LevelWire.
+func relayBatchOf(reqs []fsm.CreateRequest, asEntry bool) wire.CreateBatch {
+	batch := wire.CreateBatch{V: wire.Version}
+	if asEntry {
+		batch.Entry = fsm.CreateBatch{Items: reqs}.Encode()
+		return batch
+	}
+	batch.Items = make([]wire.Create, len(reqs))
+	for i := range reqs {
+		batch.Items[i] = toWireCreate(reqs[i])
+	}
+	return batch
+}
+
+// legacyCarries reports whether the legacy fields (wire.Create) carry all
+// of r: they have no creation time or click total, which only a create of
+// LevelImport holds.
+func legacyCarries(r *fsm.CreateRequest) bool { return r.Level() <= fsm.LevelOptions }
+
+// send posts one batch to the leader at addr and returns its
 // answer. With followLeader the request is abandoned (errLeaderChanged) as
 // soon as addr is no longer the leader's address; the request itself runs
 // out on its own goroutine, with its own buffers.
-func (n *Node) sendCreates(ctx context.Context, addr string, items []wire.Create, followLeader bool) (wire.CreateBatchAnswer, error) {
-	body, err := json.Marshal(wire.CreateBatch{V: wire.Version, Items: items})
+func (c *createPath) send(ctx context.Context, addr string, batch wire.CreateBatch, followLeader bool) (wire.CreateBatchAnswer, error) {
+	body, err := json.Marshal(batch)
 	if err != nil {
 		return wire.CreateBatchAnswer{}, fmt.Errorf("encode creates: %w", err)
 	}
@@ -202,13 +256,13 @@ func (n *Node) sendCreates(ctx context.Context, addr string, items []wire.Create
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		var o outcome
-		o.err = createsError(n.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
+		o.err = createsError(c.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
 		done <- o
 	}()
 	for {
-		changed := n.leadership.changed.wait()
+		changed := c.leadership.changed.wait()
 		if followLeader {
-			if to, err := n.leadership.leader(); err != nil || to.addr != addr {
+			if to, err := c.leadership.leader(); err != nil || to.addr != addr {
 				return wire.CreateBatchAnswer{}, errLeaderChanged
 			}
 		}
@@ -241,34 +295,42 @@ func createsError(err error) error {
 	return err
 }
 
-// serveCreates is the leader's end of POST creates: every item joins this
-// node's proposer queue, and the answer holds one result per item.
-func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
+// serve is the leader's end of POST creates: every item joins this
+// node's proposer queue, and the answer holds one result per item, its
+// link in the form the batch came in (a sender of the legacy fields may
+// be of a build that reads nothing else).
+func (c *createPath) serve(ctx *fasthttp.RequestCtx) {
 	var batch wire.CreateBatch
 	if err := wire.Decode(ctx.PostBody(), &batch); err != nil {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	wait, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	reqs, refused, err := relayedCreates(batch)
+	if err != nil {
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	asEntry := len(batch.Entry) > 0
+	wait, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	// A node that does not lead says so at once, having applied nothing,
 	// rather than wait: the sender tries the node it learns leads.
-	if err := n.leadership.waitReady(wait, true); err != nil {
+	if err := c.leadership.waitReady(wait, true); err != nil {
 		writeUnavailable(ctx, err)
 		return
 	}
-	answer := wire.CreateBatchAnswer{V: wire.Version, Results: make([]wire.CreateResult, len(batch.Items))}
-	calls := make([]*createCall, len(batch.Items))
+	answer := wire.CreateBatchAnswer{V: wire.Version, Results: make([]wire.CreateResult, len(reqs))}
+	calls := make([]*createCall, len(reqs))
 	var queued []*createCall
-	for i, it := range batch.Items {
-		req, err := createRequestOf(it)
+	for i, req := range reqs {
+		err := refused[i]
 		if err == nil {
 			// The rules a client's create meets: a peer is trusted to
 			// relay, not to decide what may be stored.
-			if verr := input.Prepared(req, n.cfg.AllowPrivateTargets); verr != nil {
+			if verr := input.Prepared(req, c.allowPrivate); verr != nil {
 				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
 			} else {
-				err = n.requireLevel(wait, req.Level())
+				err = c.levels.require(wait, req.Level())
 			}
 		}
 		if err != nil {
@@ -281,7 +343,7 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 	if len(queued) > 0 {
 		// One put for the whole batch, so that its creates share entries
 		// rather than trickle into the proposer one by one.
-		if err := n.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
+		if err := c.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
 			notQueued(calls, answer.Results, ErrClosed.Error())
 		} else if err != nil {
 			notQueued(calls, answer.Results, "not queued within the write timeout")
@@ -293,7 +355,7 @@ func (n *Node) serveCreates(ctx *fasthttp.RequestCtx) {
 		}
 		select {
 		case r := <-c.done:
-			answer.Results[i] = toWireResult(r)
+			answer.Results[i] = toWireResult(r, asEntry)
 		case <-wait.Done():
 			answer.Results[i] = wire.CreateResult{Error: wire.KindUnknown, Detail: ErrTimeout.Error()}
 		}
@@ -312,9 +374,40 @@ func notQueued(calls []*createCall, results []wire.CreateResult, why string) {
 	}
 }
 
-// toWireResult is the leader's answer for one item.
-func toWireResult(r createReply) wire.CreateResult {
+// relayedCreates is what a relayed batch asks for: its creates, and for
+// each the reason it is refused alone, if any (what checkCreate refuses,
+// and in the legacy fields an unknown strategy). An entry that is not an
+// intact create batch refuses the whole batch: nothing of it is queued.
+func relayedCreates(batch wire.CreateBatch) ([]fsm.CreateRequest, []error, error) {
+	if len(batch.Entry) == 0 {
+		reqs, refused := make([]fsm.CreateRequest, len(batch.Items)), make([]error, len(batch.Items))
+		for i, it := range batch.Items {
+			reqs[i], refused[i] = createRequestOf(it)
+		}
+		return reqs, refused, nil
+	}
+	cmd, err := fsm.DecodeCommand(batch.Entry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("relayed creates: %w", err)
+	}
+	creates, ok := cmd.(fsm.CreateBatch)
+	if !ok {
+		return nil, nil, fmt.Errorf("relayed creates: the entry is a %T, not a create batch", cmd)
+	}
+	refused := make([]error, len(creates.Items))
+	for i := range creates.Items {
+		refused[i] = checkCreate(creates.Items[i])
+	}
+	return creates.Items, refused, nil
+}
+
+// toWireResult is the leader's answer for one item, its link as
+// fsm.EncodeLink's bytes with asEntry (the sender reads them), in the
+// legacy fields otherwise.
+func toWireResult(r createReply, asEntry bool) wire.CreateResult {
 	switch {
+	case r.err == nil && r.res.Err == nil && asEntry:
+		return wire.CreateResult{LinkBytes: fsm.EncodeLink(r.res.Link), Existing: r.res.Existing, Index: r.index}
 	case r.err == nil && r.res.Err == nil:
 		return wire.CreateResult{Link: wire.FromLink(r.res.Link), Existing: r.res.Existing, Index: r.index}
 	case r.err == nil:
@@ -330,10 +423,7 @@ func toWireResult(r createReply) wire.CreateResult {
 func relayedReply(w wire.CreateResult, keyed bool) createReply {
 	switch w.Error {
 	case "":
-		if w.Link == nil {
-			return createReply{err: errors.New("the leader answered a create without its link")}
-		}
-		l, err := w.Link.FSM()
+		l, err := w.FSMLink()
 		if err != nil {
 			return createReply{err: fmt.Errorf("the leader's answer: %w", err)}
 		}
@@ -346,6 +436,10 @@ func relayedReply(w wire.CreateResult, keyed bool) createReply {
 	return createReply{res: fsm.CreateResult{Err: wire.RefusalOf(w.Error, w.Detail)}, index: w.Index}
 }
 
+// toWireCreate is r in the legacy fields, which lack CreatedAt and Clicks
+// (see legacyCarries). Kept solely for upgrades from builds before
+// fsm.LevelWire, as createRequestOf: remove once no supported release
+// predates LevelWire.
 func toWireCreate(r fsm.CreateRequest) wire.Create {
 	w := wire.Create{
 		RequestID: r.RequestID, URL: r.URL, Canonical: r.Canonical, Workspace: r.Workspace,
@@ -361,10 +455,10 @@ func toWireCreate(r fsm.CreateRequest) wire.Create {
 	return w
 }
 
-// createRequestOf is the create a relayed item asks for. An unknown
-// strategy (from a newer node) is refused as invalid rather than guessed,
-// and so is what checkCreate refuses: one bad item must not fail a whole
-// log entry.
+// createRequestOf is the create a relayed item in the legacy fields asks
+// for. An unknown strategy (from a newer node) is refused as invalid
+// rather than guessed, and so is what checkCreate refuses: one bad item
+// must not fail a whole log entry.
 func createRequestOf(w wire.Create) (fsm.CreateRequest, error) {
 	r := fsm.CreateRequest{
 		RequestID: w.RequestID, URL: w.URL, Canonical: w.Canonical, Workspace: w.Workspace,

@@ -327,7 +327,7 @@ func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
 		{errors.New("disk on fire"), wire.KindFailed, nil},
 	}
 	for _, tt := range tests {
-		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9})
+		w := toWireResult(createReply{res: fsm.CreateResult{Err: tt.err}, index: 9}, false)
 		if w.Error != tt.kind {
 			t.Errorf("%v: kind %q, want %q", tt.err, w.Error, tt.kind)
 		}
@@ -379,32 +379,47 @@ func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
 	}
 }
 
+// TestRelayBatchesFitOneRequest: each batch the relay forms, encoded as
+// either form of the request, fits the body the receiver takes, however
+// long its links and however many rules their options hold.
 func TestRelayBatchesFitOneRequest(t *testing.T) {
 	long := strings.Repeat("x", 2048)
+	manyRules := &fsm.Options{Title: long[:fsm.MaxTitleLen]}
+	for range fsm.MaxRules {
+		manyRules.Rules = append(manyRules.Rules, fsm.Rule{Language: "de", URL: "https://example.com/" + long})
+	}
 	tests := []struct {
 		name    string
 		urls    []int // URL lengths
+		options *fsm.Options
 		batches int
 	}{
-		{"none", nil, 0},
-		{"ordinary links", repeat(40, maxCreateBatch), 1},
-		{"longest links", repeat(2048, maxCreateBatch), 3},
+		{"none", nil, nil, 0},
+		{"ordinary links", repeat(40, maxCreateBatch), nil, 1},
+		{"longest links", repeat(2048, maxCreateBatch), nil, 3},
+		{"every rule a link may hold", repeat(2048, maxCreateBatch), manyRules, 14},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls []*createCall
 			for _, n := range tt.urls {
-				calls = append(calls, &createCall{req: fsm.CreateRequest{URL: long[:n], Canonical: long[:n], Workspace: "default"}})
+				calls = append(calls, &createCall{req: fsm.CreateRequest{URL: long[:n], Canonical: long[:n], Workspace: "default", Options: tt.options}})
 			}
 			got := relayBatches(calls)
 			total := 0
 			for _, b := range got {
-				size := 0
-				for _, c := range b {
-					size += relayedSize(&c.req)
+				reqs := make([]fsm.CreateRequest, len(b))
+				for i, c := range b {
+					reqs[i] = c.req
 				}
-				if size > maxRelayBodyBytes || maxRelayBodyBytes > wire.MaxBodyBytes {
-					t.Fatalf("a batch of %d bytes at most; the receiver takes %d", size, wire.MaxBodyBytes)
+				for _, asEntry := range []bool{true, false} {
+					body, err := json.Marshal(relayBatchOf(reqs, asEntry))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(body) > maxRelayBodyBytes || maxRelayBodyBytes > wire.MaxBodyBytes {
+						t.Fatalf("a body of %d bytes; the relay keeps them to %d, the receiver takes %d", len(body), maxRelayBodyBytes, wire.MaxBodyBytes)
+					}
 				}
 				total += len(b)
 			}

@@ -139,7 +139,7 @@ func (n *Node) internalHandler() fasthttp.RequestHandler {
 	r.POST(wire.PathClicks, n.serveClicks)
 	r.POST(wire.PathLeave, n.serveLeave)
 	r.GET(wire.PathApplied, n.serveApplied)
-	r.POST(wire.PathCreates, n.serveCreates) // relay.go
+	r.POST(wire.PathCreates, n.creates.serve) // relay.go
 	return r.Handler
 }
 
@@ -168,11 +168,8 @@ func (n *Node) serveLink(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	code, _ := ctx.UserValue("code").(string)
-	answer := wire.LinkAnswer{V: wire.Version}
-	if l, ok := n.fsm.Get(code); ok {
-		answer.Found, answer.Link = true, wire.FromLink(l)
-	}
-	wire.WriteMessage(ctx, answer)
+	l, found := n.fsm.Get(code)
+	wire.WriteMessage(ctx, linkAnswer(l, found, ctx.QueryArgs().Has(wire.LinkBytesParam)))
 }
 
 func (n *Node) serveClicks(ctx *fasthttp.RequestCtx) {
@@ -219,14 +216,14 @@ func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
 		return
 	}
-	n.noteLeaderIndex(index) // until it is applied, hits here ask the leader
+	n.machine.noteLeaderIndex(index) // until it is applied, hits here ask the leader
 	// Not derived from ctx: a context derived from a fasthttp RequestCtx
 	// watches its Done from a goroutine of its own, which races with the
 	// server's Shutdown resetting it. The wait is short and bounded anyway.
 	wait, cancel := context.WithTimeout(context.Background(), visibilityWait)
 	defer cancel()
-	_ = n.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
-	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.appliedIndex()})
+	_ = n.machine.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
+	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.machine.appliedIndex()})
 }
 
 // writeUnavailable answers an exchange this node cannot complete now (not

@@ -112,20 +112,20 @@ func TestBroadcastWakesEveryWaiter(t *testing.T) {
 func TestWaitAppliedFollowsTheFSM(t *testing.T) {
 	n := openNode(t, t.TempDir())
 	createURL(t, n, "https://example.com/first")
-	next := n.appliedIndex() + 1
+	next := n.machine.appliedIndex() + 1
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		done <- n.waitApplied(ctx, next)
+		done <- n.machine.waitApplied(ctx, next)
 	}()
 	createURL(t, n, "https://example.com/second")
 	if err := <-done; err != nil {
-		t.Fatalf("wait for index %d: %v (applied %d)", next, err, n.appliedIndex())
+		t.Fatalf("wait for index %d: %v (applied %d)", next, err, n.machine.appliedIndex())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := n.waitApplied(ctx, n.appliedIndex()+100); err == nil {
+	if err := n.machine.waitApplied(ctx, n.machine.appliedIndex()+100); err == nil {
 		t.Fatal("waitApplied returned for an index nothing applied")
 	}
 }

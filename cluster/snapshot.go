@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -43,19 +44,42 @@ func (v *logVolume) applied(logs []*raft.Log) {
 // it, passes here.
 func (v *logVolume) snapshotted() { v.since.Store(0) }
 
-// runVolumeSnapshots takes a snapshot whenever logVolume says so.
-func (n *Node) runVolumeSnapshots() {
+// compactor takes the snapshots the log's volume asks for, and the one
+// after an import, and hands back what they leave resident: raft.db's
+// pages (storepages.go).
+type compactor struct {
+	raft  *raft.Raft
+	store *boltStore
+	log   *slog.Logger
+}
+
+// run takes a snapshot whenever volume says so, until closing.
+func (c compactor) run(volume *logVolume, closing <-chan struct{}) {
 	for {
 		select {
-		case <-n.closing:
+		case <-closing:
 			return
-		case <-n.machine.volume.due:
-		}
-		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			n.log.Warn("snapshot after a large log volume failed", "err", err)
+		case <-volume.due:
 		}
 		// The volume just written, and the compaction that followed the
 		// snapshot, left raft.db's pages resident.
-		n.releaseStorePages()
+		c.snapshot("after a large log volume")
+	}
+}
+
+// snapshot takes a snapshot, which compacts the log, and releases the
+// store's pages.
+func (c compactor) snapshot(why string) {
+	err := c.raft.Snapshot().Error()
+	if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
+		c.log.Warn("snapshot "+why+" failed", "err", err)
+	}
+	c.releasePages()
+}
+
+// releasePages drops raft.db's mapped pages from memory.
+func (c compactor) releasePages() {
+	if err := c.store.releasePages(); err != nil {
+		c.log.Warn("releasing raft.db's mapped pages failed; they stay resident until the kernel reclaims them", "err", err)
 	}
 }

@@ -54,7 +54,7 @@ func (n *Node) Local() Local {
 	return Local{
 		ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr, Role: roleOf(n.raft.State()),
 		LeaderID: string(leaderID), LeaderAddr: string(leaderAddr),
-		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.appliedIndex(),
+		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.machine.appliedIndex(),
 	}
 }
 
@@ -84,7 +84,7 @@ func (n *Node) Status() (Status, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	applied := n.appliedIndexes(ctx, servers, 0)
+	applied := n.peers.appliedIndexes(ctx, servers, 0)
 	answered := time.Now().UTC()
 	st.Servers = make([]Server, len(servers))
 	for i, s := range servers {
@@ -96,7 +96,7 @@ func (n *Node) Status() (Status, error) {
 		srv.HTTPAddr, _ = n.httpAddrOf(string(s.ID))
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
-			srv.AppliedIndex = ptr(n.appliedIndex())
+			srv.AppliedIndex = ptr(n.machine.appliedIndex())
 		} else if index, ok := applied[string(s.ID)]; ok {
 			srv.Reachable, srv.LastContact, srv.AppliedIndex = true, answered, ptr(index)
 		}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"runtime/debug"
 	"sync"
 
@@ -87,15 +86,6 @@ func (s *boltStore) releasePages() error {
 	return dropFileMappings(s.path)
 }
 
-// releaseStorePages drops raft.db's resident pages after the start-up
-// check and after a large write: a snapshot taken for the log's volume, or
-// an import.
-func (n *Node) releaseStorePages() {
-	if err := n.store.releasePages(); err != nil {
-		n.log.Warn("releasing raft.db's mapped pages failed; they stay resident until the kernel reclaims them", "err", err)
-	}
-}
-
 // ImportDone puts away what an import left behind, once it ended: the log
 // it grew is compacted by a snapshot (which also empties Raft's log cache
 // of its entries, and spares a restart replaying them), the pages of
@@ -106,10 +96,6 @@ func (n *Node) releaseStorePages() {
 // beside it. It returns when done (seconds for a million links); callers
 // run it on a goroutine of their own.
 func (n *Node) ImportDone() {
-	err := n.raft.Snapshot().Error()
-	if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
-		n.log.Warn("snapshot after an import failed", "err", err)
-	}
-	n.releaseStorePages()
+	compactor{n.raft, n.store, n.log}.snapshot("after an import")
 	debug.FreeOSMemory()
 }

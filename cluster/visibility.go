@@ -29,7 +29,7 @@ func (n *Node) awaitServers(index uint64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), visibilityWait+100*time.Millisecond)
 	defer cancel()
-	applied := n.appliedIndexes(ctx, servers, index)
+	applied := n.peers.appliedIndexes(ctx, servers, index)
 	for _, s := range servers {
 		if string(s.ID) != n.cfg.ID && applied[string(s.ID)] < index {
 			n.log.Debug("a server has not applied a delete yet; excused", "id", s.ID, "suffrage", s.Suffrage, "index", index)

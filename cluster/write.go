@@ -70,27 +70,35 @@ type createReply struct {
 // leader is, and the relay sends it to that node. ctx and the write
 // timeout bound the whole.
 func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
+	return n.creates.create(ctx, req)
+}
+
+// create is Create's body.
+func (c *createPath) create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	if err := checkCreate(req); err != nil {
 		return fsm.CreateResult{Err: err}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	// Before it is queued or relayed: a batch is one entry, and one item an
-	// old server cannot apply must not hold back the others.
-	if err := n.requireLevel(ctx, req.Level()); err != nil {
+	// old server cannot apply must not hold back the others. It also keeps
+	// a create from a leader whose build cannot receive it, but for one
+	// case relayBatch refuses: a creation time or click total, which
+	// servers of LevelImport apply but only LevelWire's relay carries.
+	if err := c.levels.require(ctx, req.Level()); err != nil {
 		return fsm.CreateResult{}, err
 	}
 	var reply createReply
 	remote := false // the attempt that decided it was the leader's, elsewhere
-	err := n.leadership.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
+	err := c.leadership.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
 		remote = !to.self
 		if to.self {
-			reply = n.createHere(ctx, req)
+			reply = c.here(ctx, req)
 		} else {
 			if req.RequestID == "" {
 				req.RequestID = newRequestID()
 			}
-			reply = n.submitCreate(ctx, req, to.addr)
+			reply = c.submit(ctx, req, to.addr)
 		}
 		return !reply.retry, reply.err
 	})
@@ -98,7 +106,7 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 		return fsm.CreateResult{}, err
 	}
 	if remote {
-		if err := n.waitApplied(ctx, reply.index); err != nil {
+		if err := c.machine.waitApplied(ctx, reply.index); err != nil {
 			return fsm.CreateResult{}, fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, reply.index)
 		}
 	}
@@ -118,14 +126,14 @@ func checkCreate(req fsm.CreateRequest) error {
 	return nil
 }
 
-// createHere proposes a create through this node's proposer, once it is an
+// here proposes a create through this node's proposer, once it is an
 // established leader. Lost leadership (before or during the proposal) asks
 // for another attempt when that is safe.
-func (n *Node) createHere(ctx context.Context, req fsm.CreateRequest) createReply {
-	if err := n.leadership.waitReady(ctx, true); err != nil {
+func (c *createPath) here(ctx context.Context, req fsm.CreateRequest) createReply {
+	if err := c.leadership.waitReady(ctx, true); err != nil {
 		return createReply{err: err, retry: true}
 	}
-	r := n.submitCreate(ctx, req, "")
+	r := c.submit(ctx, req, "")
 	switch {
 	case errors.Is(r.err, ErrNoLeader): // not applied
 		r.retry = true
@@ -145,13 +153,13 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// submitCreate queues one create and waits for its reply: relayed to the
+// submit queues one create and waits for its reply: relayed to the
 // leader at leader, or proposed here when leader is empty.
-func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, leader string) createReply {
+func (c *createPath) submit(ctx context.Context, req fsm.CreateRequest, leader string) createReply {
 	call := &createCall{ctx: ctx, req: req, leader: leader, done: make(chan createReply, 1)}
-	q := n.proposer
+	q := c.proposer
 	if leader != "" {
-		q = n.relay
+		q = c.relay
 	}
 	if err := q.Put(ctx, call); errors.Is(err, queue.ErrStopped) {
 		return createReply{err: ErrClosed}
@@ -166,41 +174,64 @@ func (n *Node) submitCreate(ctx context.Context, req fsm.CreateRequest, leader s
 	}
 }
 
-// newCreateQueues makes the proposer's queue, whose batches become log
-// entries here, and the relay's, whose batches become requests to the
-// leader, each batch one leader's (relay.go). Open runs them.
-func (n *Node) newCreateQueues() {
-	closed := func(batch []*createCall) { replyAll(batch, createReply{err: ErrClosed}) }
-	n.proposer = queue.New(queue.Config[*createCall]{
-		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
-		Handle: n.applyCreates, Drop: closed,
-	})
-	n.relay = queue.New(queue.Config[*createCall]{
-		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
-		Split: relayBatches, Handle: n.relayCreates, Drop: closed,
-	})
+// createPath is everything a create goes through besides the state
+// machine: the proposer queue, whose batches this node proposes as log
+// entries while it leads; the relay queue, whose batches a follower sends
+// to the leader (relay.go); the leader's end of the relay; and the commit
+// pusher (commitpush.go).
+type createPath struct {
+	timeout      time.Duration // the write timeout
+	allowPrivate bool          // Config.AllowPrivateTargets, for relayed creates
+	closing      <-chan struct{}
+	metrics      *metrics
+
+	leadership *leaderWatch
+	levels     *entryLevels
+	peers      *peerClient
+	machine    *appliedFSM
+	apply      func(fsm.Command) (any, uint64, error)
+
+	proposer *queue.Queue[*createCall]
+	relay    *queue.Queue[*createCall]
+	push     *commitPusher
 }
 
-// applyCreates proposes a batch as one entry and hands every caller its
+// newQueues makes the proposer's queue, whose batches become log entries
+// here, and the relay's, whose batches become requests to the leader, each
+// batch one leader's (relay.go). Open runs them.
+func (c *createPath) newQueues() {
+	closed := func(batch []*createCall) { replyAll(batch, createReply{err: ErrClosed}) }
+	c.proposer = queue.New(queue.Config[*createCall]{
+		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
+		Handle: c.propose, Drop: closed,
+	})
+	c.relay = queue.New(queue.Config[*createCall]{
+		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
+		Split: relayBatches, Handle: c.relayBatch, Drop: closed,
+	})
+	c.push = newCommitPusher()
+}
+
+// propose proposes a batch as one entry and hands every caller its
 // result. When a create in it came from another node, the commit pusher
 // sees that the followers learn soon that the entry committed
 // (commitpush.go).
-func (n *Node) applyCreates(batch []*createCall) {
+func (c *createPath) propose(batch []*createCall) {
 	cmd := fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: make([]fsm.CreateRequest, len(batch))}
 	fromFollower := false
 	for i, c := range batch {
 		cmd.Items[i] = c.req
 		fromFollower = fromFollower || c.fromFollower
 	}
-	n.metrics.createBatch.Observe(float64(len(batch)))
-	n.push.proposing()
-	resp, index, err := n.apply(cmd)
+	c.metrics.createBatch.Observe(float64(len(batch)))
+	c.push.proposing()
+	resp, index, err := c.apply(cmd)
 	results, ok := resp.([]fsm.CreateResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
 	}
 	if err == nil && fromFollower {
-		n.push.applied()
+		c.push.applied()
 	}
 	for i, c := range batch {
 		if err != nil {

@@ -99,11 +99,19 @@ func unseal(data []byte) (commandType, []byte, error) {
 	if len(data) < 1+sealedBytes {
 		return 0, nil, fmt.Errorf("decode command: %w: too short", ErrCorruptCommand)
 	}
-	body, sum := data[:len(data)-sealedBytes], data[len(data)-sealedBytes:]
-	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(sum) {
+	body, ok := sealedBody(data)
+	if !ok {
 		return 0, nil, fmt.Errorf("decode command: %w", ErrCorruptCommand)
 	}
 	return commandType(data[0] &^ sealedFlag), body[1:], nil
+}
+
+// sealedBody is sealed bytes (an entry, an encoded link) without their
+// checksum, and whether the checksum matches them. data holds at least
+// the checksum.
+func sealedBody(data []byte) ([]byte, bool) {
+	body, sum := data[:len(data)-sealedBytes], data[len(data)-sealedBytes:]
+	return body, crc32.Checksum(body, crcTable) == binary.BigEndian.Uint32(sum)
 }
 
 // Strategy chooses how a create without a custom code gets its code.

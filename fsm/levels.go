@@ -1,11 +1,13 @@
 package fsm
 
-// Entry levels name the sets of log entry types a build applies. A
-// cluster upgraded one node at a time holds old and new builds at once; a
-// node of an older build cannot apply an entry type it does not know and
-// would diverge from the others. So a node reports the level it applies,
-// and nobody proposes an entry above the lowest level of the cluster's
-// servers (the cluster package decides).
+// Entry levels name what a build understands of what other nodes send it:
+// the sets of log entry types it applies and, from LevelWire on, the
+// encodings it reads in node-to-node messages. A cluster upgraded one node
+// at a time holds old and new builds at once; a node of an older build
+// cannot apply an entry type it does not know and would diverge from the
+// others. So a node reports its level, and nobody proposes an entry, or
+// sends a message, above the lowest level of the cluster's servers (the
+// cluster package decides).
 const (
 	// LevelKeys: types 1–10, what the release that brought API keys
 	// applies.
@@ -19,8 +21,14 @@ const (
 	// LevelImport: also type 21 (creates that carry the creation time and
 	// click total an import read from another shortener's export).
 	LevelImport = 4
-	// EntryLevel is the level this build applies.
-	EntryLevel = LevelImport
+	// LevelWire: no new entry type. A build at this level also reads the
+	// creates a follower relays to the leader as one sealed CreateBatch
+	// entry (the log's own encoding), and links in EncodeLink's, so that a
+	// field a create or a link gains reaches the other node. Nothing
+	// proposes an entry of this level: RequiredLevel never returns it.
+	LevelWire = 5
+	// EntryLevel is the level of this build.
+	EntryLevel = LevelWire
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

@@ -11,6 +11,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/linkraft/linkraft/fsm"
@@ -26,12 +27,17 @@ const (
 
 	PathNode      = Prefix + "node"
 	PathReadIndex = Prefix + "read-index"
-	PathLinks     = Prefix + "links/" // + path-escaped code
+	PathLinks     = Prefix + "links/" // + path-escaped code, and ?LinkBytesParam=1
 	PathClicks    = Prefix + "clicks"
 	PathLeave     = Prefix + "leave"
 	PathApplied   = Prefix + "applied" // ?index=N
 	PathCreates   = Prefix + "creates"
 )
+
+// LinkBytesParam is the query parameter with which GET links/{code} asks
+// for the link as LinkAnswer.LinkBytes. Builds before fsm.LevelWire do not
+// send it, and their answers ignore it: each side gets the form it reads.
+const LinkBytesParam = "link_bytes"
 
 // Headers of node-to-node requests, the forwarded public ones included.
 const (
@@ -57,8 +63,9 @@ type NodeInfo struct {
 	ID         string `json:"id"`
 	Cluster    string `json:"cluster_id"`            // empty until the cluster is initialised
 	GossipAddr string `json:"gossip_addr,omitempty"` // for a member whose gossip lost this one
-	// EntryLevel is the newest set of log entry types the node's build
-	// applies (fsm.EntryLevel); builds before it send none (level 1).
+	// EntryLevel is the level of the node's build (fsm.EntryLevel): the
+	// log entry types it applies and the encodings it reads in these
+	// messages; builds before levels send none (level 1).
 	EntryLevel int `json:"entry_level,omitempty"`
 }
 
@@ -69,15 +76,39 @@ type ReadIndexAnswer struct {
 	Index uint64 `json:"index"`
 }
 
-// LinkAnswer answers GET links/{code} for a node that is behind.
+// LinkAnswer answers GET links/{code} for a node that is behind. A found
+// link is in LinkBytes when the request asked for them (LinkBytesParam),
+// in Link otherwise.
 type LinkAnswer struct {
-	V     int   `json:"v"`
-	Found bool  `json:"found"`
-	Link  *Link `json:"link,omitempty"`
+	V     int  `json:"v"`
+	Found bool `json:"found"`
+	// LinkBytes is the link in the state machine's own encoding
+	// (fsm.EncodeLink).
+	LinkBytes []byte `json:"link_bytes,omitempty"`
+	// Link is the legacy form, for an asker of a build before
+	// fsm.LevelWire; remove once no supported release predates LevelWire.
+	Link *Link `json:"link,omitempty"`
 }
 
-// Link is a link as the protocol carries it; times are unix milliseconds,
-// as in the state machine.
+// FSMLink is the link a found answer carries, from whichever form it came in.
+func (a LinkAnswer) FSMLink() (fsm.Link, error) { return linkOf(a.LinkBytes, a.Link) }
+
+// linkOf is the link of an answer: its encoded form when present, else
+// the legacy one an older build answers with.
+func linkOf(encoded []byte, legacy *Link) (fsm.Link, error) {
+	switch {
+	case len(encoded) > 0:
+		return fsm.DecodeLink(encoded)
+	case legacy != nil:
+		return legacy.FSM()
+	}
+	return fsm.Link{}, errors.New("the answer holds no link")
+}
+
+// Link is a link in the legacy form of LinkAnswer and CreateResult; times
+// are unix milliseconds, as in the state machine. It is kept solely for
+// upgrades from builds before fsm.LevelWire, which read and send nothing
+// else: remove once no supported release predates LevelWire.
 type Link struct {
 	ID         uint64 `json:"id"`
 	Code       string `json:"code"`
@@ -126,13 +157,24 @@ func (w *Link) FSM() (fsm.Link, error) {
 
 // CreateBatch is the body of POST creates: creates that clients sent to a
 // follower, validated and prepared there (canonical URL, absolute expiry),
-// which the leader proposes through its own create batcher.
+// which the leader proposes through its own proposer queue. They travel in
+// Entry once every server reads it (fsm.LevelWire), in Items before; a
+// receiver reads Entry when it is present.
 type CreateBatch struct {
-	V     int      `json:"v"`
-	Items []Create `json:"items"`
+	V int `json:"v"`
+	// Entry is the creates as one sealed fsm.CreateBatch log entry
+	// (fsm.CreateBatch.Encode; its clock is not read): every field of a
+	// create reaches the leader.
+	Entry []byte `json:"entry,omitempty"`
+	// Items is the legacy form, for a leader of a build before
+	// fsm.LevelWire; remove once no supported release predates LevelWire.
+	Items []Create `json:"items,omitempty"`
 }
 
-// Create is one fsm.CreateRequest as the protocol carries it.
+// Create is one fsm.CreateRequest in the legacy form of CreateBatch, kept
+// solely for upgrades from builds before fsm.LevelWire: remove once no
+// supported release predates LevelWire. It lacks CreatedAt and Clicks, so
+// a create that sets them is never sent in it (cluster/relay.go).
 type Create struct {
 	RequestID  string `json:"request_id,omitempty"`
 	URL        string `json:"url"`
@@ -158,16 +200,26 @@ type CreateBatchAnswer struct {
 }
 
 // CreateResult is the outcome of one relayed create. Without Error it
-// carries the link; Error is a kind (see refusals.go) and Detail the
+// carries the link: in LinkBytes when the batch came as an Entry, in Link
+// when it came as Items. Error is a kind (see refusals.go) and Detail the
 // message the leader's error had. Index is the log entry that decided the
 // create: the relaying node applies that far before it answers its client.
 type CreateResult struct {
+	// LinkBytes is the link in the state machine's own encoding
+	// (fsm.EncodeLink).
+	LinkBytes []byte `json:"link_bytes,omitempty"`
+	// Link is the legacy form, for a sender of a build before
+	// fsm.LevelWire; remove once no supported release predates LevelWire.
 	Link     *Link  `json:"link,omitempty"`
 	Existing bool   `json:"existing,omitempty"`
 	Index    uint64 `json:"index,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Detail   string `json:"detail,omitempty"`
 }
+
+// FSMLink is the link a result without Error carries, from whichever form
+// it came in.
+func (r CreateResult) FSMLink() (fsm.Link, error) { return linkOf(r.LinkBytes, r.Link) }
 
 // ClicksAnswer answers POST clicks, whose body is one click batch in the
 // state machine's command encoding (fsm.EncodeClicks): the leader proposes
