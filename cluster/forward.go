@@ -71,7 +71,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 		return false, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	})
 	if err == nil {
-		err = n.applyLeaderIndex(ctx, resp)
+		err = awaitLeaderIndex(ctx, n.machine, resp)
 	}
 	if !errors.Is(err, ErrLeaderIsSelf) { // nothing was forwarded
 		n.metrics.forwarded(opts.Kind, err)
@@ -97,11 +97,11 @@ func readAnswerBody(resp *fasthttp.Response) error {
 	return nil
 }
 
-// applyLeaderIndex waits, when the leader's answer names the index its
-// write was applied at, until this node has applied it too, so the client
-// that got the answer here reads its own write here. The header is the
-// cluster's, not the client's: it is removed.
-func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) error {
+// awaitLeaderIndex waits, when the leader's answer names the index its
+// write was applied at, until this node's machine has applied it too, so
+// the client that got the answer here reads its own write here. The
+// header is the cluster's, not the client's: it is removed.
+func awaitLeaderIndex(ctx context.Context, machine *appliedFSM, resp *fasthttp.Response) error {
 	raw := resp.Header.Peek(wire.AppliedIndexHeader)
 	if len(raw) == 0 {
 		return nil
@@ -111,7 +111,7 @@ func (n *Node) applyLeaderIndex(ctx context.Context, resp *fasthttp.Response) er
 	if err != nil {
 		return nil
 	}
-	if err := n.machine.waitApplied(ctx, index); err != nil {
+	if err := machine.waitApplied(ctx, index); err != nil {
 		return fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, index)
 	}
 	return nil

@@ -28,37 +28,25 @@ func (n *Node) CatchUp(ctx context.Context) error {
 	return nil
 }
 
-// mintInitialKey gives a cluster with no API keys an admin key when this
-// node has no --admin-token (Config.InitialKeyFile is set): it writes the
-// key to that file (mode 0600) before proposing it, so a key the cluster
-// accepts is never lost, and logs the file's path, never the key. A key
-// whose proposal failed is replaced on the next attempt.
-func (n *Node) mintInitialKey() error {
-	if n.cfg.InitialKeyFile == "" || n.fsm.HasKeys() {
-		return nil
-	}
+// initialAdminKey mints the admin key a cluster with no API keys gets
+// when its leader has no --admin-token, and writes it to file (mode 0600)
+// before it is proposed, so a key the cluster accepts is never lost; the
+// log names the file, never the key. A key whose proposal failed is
+// replaced on the next attempt.
+func initialAdminKey(file string) (fsm.KeyCreateCommand, error) {
 	id, key, hash, err := fsm.MintKey(rand.Reader)
 	if err != nil {
-		return err
+		return fsm.KeyCreateCommand{}, err
 	}
-	if err := writeSecretFile(n.cfg.InitialKeyFile, key+"\n"); err != nil {
-		return fmt.Errorf("initial admin key: %w", err)
+	if err := writeSecretFile(file, key+"\n"); err != nil {
+		return fsm.KeyCreateCommand{}, fmt.Errorf("initial admin key: %w", err)
 	}
 	now := time.Now().UnixMilli()
-	cmd := fsm.KeyCreateCommand{
+	return fsm.KeyCreateCommand{
 		Key: fsm.APIKey{ID: id, Name: "initial admin key", Hash: hash, Scopes: fsm.ScopeAdmin,
 			Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: now},
 		Now: now,
-	}
-	resp, _, err := n.apply(cmd)
-	if err == nil {
-		err, _ = resp.(error)
-	}
-	if err != nil {
-		return fmt.Errorf("apply initial admin key: %w", err)
-	}
-	n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", id)
-	return nil
+	}, nil
 }
 
 // writeSecretFile replaces path with data, readable by its owner only.

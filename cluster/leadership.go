@@ -130,21 +130,36 @@ func (n *Node) establishLeadership(stop <-chan struct{}) bool {
 }
 
 // establish makes a new leader ready for writes and reads: one barrier, so
-// every entry earlier leaders committed is applied here; the code key, once
-// per cluster; an initial admin key while the cluster has none; and this node's HTTP address in the replicated registry, so
-// followers can forward to it. Only then does it mark its term ready.
+// every entry earlier leaders committed is applied here; the code key and
+// cluster id, once per cluster (after the barrier, so one applied under an
+// earlier leader is seen first; the FSM keeps only the first anyway); an
+// initial admin key while the cluster has none and this node has no
+// --admin-token; and this node's HTTP address in the replicated registry.
+// Only then does it mark its term ready.
 func (n *Node) establish() error {
 	term := n.raft.CurrentTerm()
 	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("barrier: %w", raftError(err))
 	}
 	if !n.fsm.Initialized() {
-		if err := n.initKey(); err != nil {
+		init, err := newInitCommand()
+		if err != nil {
 			return err
 		}
+		if err := n.applyOwn(init, "init"); err != nil {
+			return err
+		}
+		n.log.Info("code key initialised")
 	}
-	if err := n.mintInitialKey(); err != nil {
-		return err
+	if n.cfg.InitialKeyFile != "" && !n.fsm.HasKeys() {
+		key, err := initialAdminKey(n.cfg.InitialKeyFile)
+		if err != nil {
+			return err
+		}
+		if err := n.applyOwn(key, "initial admin key"); err != nil {
+			return err
+		}
+		n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", key.Key.ID)
 	}
 	if err := n.recordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
 		return err
@@ -157,22 +172,16 @@ func (n *Node) establish() error {
 	return nil
 }
 
-// initKey proposes a fresh random code key and cluster id. It runs after
-// the barrier, so a key applied under an earlier leader is seen first; the
-// FSM keeps only the first key ever applied anyway.
-func (n *Node) initKey() error {
+// newInitCommand draws a fresh random code key and cluster id.
+func newInitCommand() (fsm.InitCommand, error) {
 	var init fsm.InitCommand
 	if _, err := rand.Read(init.Key[:]); err != nil {
-		return fmt.Errorf("random key: %w", err)
+		return init, fmt.Errorf("random key: %w", err)
 	}
 	if _, err := rand.Read(init.ClusterID[:]); err != nil {
-		return fmt.Errorf("random cluster id: %w", err)
+		return init, fmt.Errorf("random cluster id: %w", err)
 	}
-	if _, _, err := n.apply(init); err != nil {
-		return fmt.Errorf("apply init: %w", err)
-	}
-	n.log.Info("code key initialised")
-	return nil
+	return init, nil
 }
 
 // purge turns links expired for longer than ExpiredRetention into

@@ -102,6 +102,19 @@ func (n *Node) apply(cmd fsm.Command) (any, uint64, error) {
 	return n.applyEntry(cmd.Encode())
 }
 
+// applyOwn applies one of the leader's own commands (what) and returns
+// the state machine's refusal as an error.
+func (n *Node) applyOwn(cmd fsm.Command, what string) error {
+	resp, _, err := n.apply(cmd)
+	if err == nil {
+		err, _ = resp.(error)
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", what, err)
+	}
+	return nil
+}
+
 // applyEntry is apply for an entry already encoded.
 func (n *Node) applyEntry(entry []byte) (any, uint64, error) {
 	f := n.handOff(entry)

@@ -26,7 +26,9 @@ func (n *Node) NotReady() string {
 	if n.raft.State() == raft.Shutdown {
 		return NotReadyShuttingDown
 	}
-	if !n.member() {
+	// An unreadable configuration (Raft shutting down) counts as not a
+	// member.
+	if servers, err := n.configuration(); err != nil || !hasServer(servers, raft.ServerID(n.cfg.ID)) {
 		return NotReadyNotMember
 	}
 	if _, id := n.raft.LeaderWithID(); id == "" {
@@ -41,11 +43,3 @@ func (n *Node) NotReady() string {
 // Live reports whether Raft is still running: false only once it has shut
 // down, which a process that serves HTTP never recovers from.
 func (n *Node) Live() bool { return n.raft.State() != raft.Shutdown }
-
-// member reports whether this node's ID is in the latest configuration.
-// Unlike inConfiguration, which is conservative for leaving, an unreadable
-// configuration (Raft shutting down) counts as not a member.
-func (n *Node) member() bool {
-	servers, err := n.configuration()
-	return err == nil && hasServer(servers, raft.ServerID(n.cfg.ID))
-}

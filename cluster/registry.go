@@ -6,23 +6,20 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// The HTTP-address registry: where each server's HTTP listener is, so a
-// follower can forward to the leader and a status page can probe every
-// server. The replicated state is the record (fsm.ServerCommand; a leader
+// The HTTP-address registry: where each server's HTTP listener is, for
+// operators' views of the cluster (Status). The replicated state is the
+// record (fsm.ServerCommand; a leader
 // writes its own address as it takes office and those of servers it adds);
 // gossip metadata fills in servers the record does not have yet.
 
-// httpAddrOf returns the HTTP address of a server. Forwarding asks this per
-// request, so the cheap map comes first.
-func (n *Node) httpAddrOf(id string) (string, bool) {
-	if id == n.cfg.ID {
-		return n.cfg.HTTPAddr, n.cfg.HTTPAddr != ""
-	}
-	if addr, ok := n.fsm.ServerHTTP(id); ok {
+// httpAddrOf returns the HTTP address of another server: the replicated
+// record's, else what its gossip metadata says (g may be nil).
+func httpAddrOf(f *fsm.FSM, g *gossip, id string) (string, bool) {
+	if addr, ok := f.ServerHTTP(id); ok {
 		return addr, true
 	}
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
+	if g != nil {
+		for _, m := range g.members() {
 			if m.ID == id && m.HTTPAddr != "" {
 				return m.HTTPAddr, true
 			}

@@ -93,8 +93,9 @@ func (n *Node) Status() (Status, error) {
 			ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String(),
 			Leader: s.ID == leaderID,
 		}
-		srv.HTTPAddr, _ = n.httpAddrOf(string(s.ID))
+		srv.HTTPAddr, _ = httpAddrOf(n.fsm, n.gossip, string(s.ID))
 		if s.ID == raft.ServerID(n.cfg.ID) {
+			srv.HTTPAddr = n.cfg.HTTPAddr
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			srv.AppliedIndex = ptr(n.machine.appliedIndex())
 		} else if index, ok := applied[string(s.ID)]; ok {
