@@ -72,7 +72,7 @@ func roleOf(state raft.RaftState) string {
 
 // Status reports this node's view of the cluster: roles, indexes and the
 // configuration's servers. Each other server is asked what it has applied
-// over its HTTP listener (concurrently, briefly): "reachable" means it
+// on the cluster port (concurrently, briefly): "reachable" means it
 // answered this node now, last_contact is the time of that answer, and the
 // index with the leader's gives its replication lag.
 func (n *Node) Status() (Status, error) {

@@ -214,9 +214,9 @@ type PurgeCommand struct {
 	RequestsBefore int64
 }
 
-// ServerCommand records the HTTP address of a cluster member, so every node
-// can forward to the leader without depending on gossip. An empty HTTPAddr
-// forgets the member.
+// ServerCommand records the HTTP address of a cluster member, which
+// operators' views of the cluster show. An empty HTTPAddr forgets the
+// member.
 type ServerCommand struct {
 	ID       string
 	HTTPAddr string
