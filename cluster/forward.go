@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/linkraft/linkraft/cluster/wire"
 )
-
-// ErrLeaderIsSelf tells Forward's caller to serve the request itself.
-var ErrLeaderIsSelf = errors.New("this node is the leader")
 
 // ForwardOptions say how long a forwarded request may take.
 type ForwardOptions struct {
@@ -28,14 +24,16 @@ type ForwardOptions struct {
 }
 
 // Forward relays a public request that must be served by the leader (a
-// delete, an admin call) and fills resp with the leader's answer. It waits
-// for a leader up to the write timeout, and for the answer up to
-// opts.Timeout. It returns ErrLeaderIsSelf when this node
-// leads, ErrNoLeader when no leader could be reached in time, and
-// ErrTimeout when the request got no answer: it may have been applied, so
-// it is sent again only when the connection was never made. Creates do not
-// come here: they are relayed in batches (Create, relay.go).
-func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts ForwardOptions) error {
+// delete, an admin call, a visit to a limited link) and fills resp with
+// the leader's answer, as Consul's ForwardRPC does: forwarded is false,
+// with no error, when this node leads and its caller serves the request
+// itself. It waits for a leader up to the write timeout, and for the
+// answer up to opts.Timeout. Its errors: ErrNoLeader when no leader could
+// be reached in time, ErrTimeout when the request got no answer (it may
+// have been applied, so it is sent again only when the connection was
+// never made), ErrUpgrading when a server cannot apply what it writes.
+// Creates do not come here: they are relayed in batches (Create, relay.go).
+func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts ForwardOptions) (forwarded bool, err error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = n.cfg.WriteTimeout
 	}
@@ -45,7 +43,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
 	if err := n.levels.require(ctx, opts.Level); err != nil {
-		return err
+		return false, err
 	}
 	// Finding a leader takes at most the write timeout, however long the
 	// request may take once sent (a restore): without a leader the client
@@ -53,9 +51,10 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	find, cancelFind := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancelFind()
 	deadline, _ := ctx.Deadline()
-	err := n.leadership.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
-		if to.self {
-			return true, ErrLeaderIsSelf
+	here := false
+	err = n.leadership.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+		if here = to.self; here {
+			return true, nil
 		}
 		resp.StreamBody = true // read by readAnswerBody
 		err := n.peers.Do(to.addr, req, resp, deadline)
@@ -70,13 +69,14 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 		}
 		return false, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	})
+	if here {
+		return false, nil
+	}
 	if err == nil {
 		err = awaitLeaderIndex(ctx, n.machine, resp)
 	}
-	if !errors.Is(err, ErrLeaderIsSelf) { // nothing was forwarded
-		n.metrics.forwarded(opts.Kind, err)
-	}
-	return err
+	n.metrics.forwarded(opts.Kind, err)
+	return true, err
 }
 
 // readAnswerBody reads the leader's answer, which fasthttp left streamed,

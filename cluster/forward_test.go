@@ -41,8 +41,8 @@ func TestForwardedAnswersArriveWhole(t *testing.T) {
 		req.Header.SetMethod(tt.method)
 		req.SetRequestURI(tt.path)
 		req.Header.SetHost("sho.rt")
-		if err := follower.Forward(&req, &resp, ForwardOptions{}); err != nil {
-			t.Fatalf("%s %s: %v", tt.method, tt.path, err)
+		if forwarded, err := follower.Forward(&req, &resp, ForwardOptions{}); !forwarded || err != nil {
+			t.Fatalf("%s %s: forwarded %v, %v", tt.method, tt.path, forwarded, err)
 		}
 		if got := resp.Body(); resp.StatusCode() != 200 || string(resp.Header.Peek("X-Answer")) != tt.path || !bytes.Equal(got, tt.want) {
 			t.Fatalf("%s %s: %d %q, %d bytes, want %d", tt.method, tt.path, resp.StatusCode(), resp.Header.Peek("X-Answer"), len(got), len(tt.want))

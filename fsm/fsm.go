@@ -69,6 +69,10 @@ type Target struct {
 	// Fallback: the request's host is a registered domain that has no
 	// such code here, and the link is the default domain's.
 	Fallback bool
+	// Domain is the registered domain the request's host names (zero for
+	// none), on a miss too: whoever serves the answer needs no second
+	// look at the host.
+	Domain Domain
 }
 
 // Lookup finds the redirect target of code in the default domain. It does
@@ -82,33 +86,36 @@ func (f *FSM) Lookup(code []byte) (Target, bool) { return f.Resolve(nil, code) }
 func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var p uint32
-	found, onDomain := false, false
+	var (
+		p             uint32
+		d             Domain
+		found, onHost bool
+	)
 	if len(f.s.domains) > 0 {
-		p, onDomain, found = f.s.lookupOnHost(host, code)
+		p, d, onHost, found = f.s.lookupOnHost(host, code)
 	}
 	fallback := false
 	if !found {
 		if p, found = f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
-			return Target{}, false
+			return Target{Domain: d}, false
 		}
-		fallback = onDomain
+		fallback = onHost
 	}
 	r := f.s.recs.at(p)
 	t := Target{Code: f.s.recs.text.code(r), URL: f.s.recs.text.url(r), ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
 		t.Options = f.s.opts[p]
 	}
-	t.Fallback = fallback
+	t.Fallback, t.Domain = fallback, d
 	return t, true
 }
 
-// lookupOnHost finds code in the registered domain host names; onDomain
-// reports whether host names one at all.
-func (s *state) lookupOnHost(host, code []byte) (p uint32, onDomain, found bool) {
+// lookupOnHost finds code in the registered domain d that host names;
+// onHost reports whether host names one at all.
+func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, found bool) {
 	d, ok := s.domainOfHost(host)
 	if !ok {
-		return 0, false, false
+		return 0, Domain{}, false, false
 	}
 	var qualified [maxCodeLen]byte
 	n := copy(qualified[:], d.Name)
@@ -116,7 +123,7 @@ func (s *state) lookupOnHost(host, code []byte) (p uint32, onDomain, found bool)
 	if m := copy(qualified[n+1:], code); m == len(code) {
 		p, found = s.lookup(unsafe.String(&qualified[0], n+1+m))
 	}
-	return p, true, found
+	return p, d, true, found
 }
 
 // VisitsUsed is what the visit limit of the link with this qualified code

@@ -44,6 +44,11 @@ type Link struct {
 // Qualified is the link's code as the state names it (QualifiedCode).
 func (l *Link) Qualified() string { return QualifiedCode(l.Domain, l.Code) }
 
+// Target is the link as a redirect serves it.
+func (l *Link) Target() Target {
+	return Target{Code: l.Qualified(), URL: l.URL, ExpiresAt: l.ExpiresAt, Options: l.Options}
+}
+
 // Expired reports whether the link is past its expiry at time now.
 func (l *Link) Expired(now int64) bool { return l.ExpiresAt != 0 && now >= l.ExpiresAt }
 

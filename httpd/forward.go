@@ -48,32 +48,50 @@ func (m forwardMode) needs(level int) forwardMode {
 	return m
 }
 
+// staleHeader marks an answer from a node that could reach no leader and
+// answered with its own view (forwardAdminRead).
+const staleHeader = "X-Linkraft-Stale"
+
 // forwarder serves a request here when this node leads, and otherwise
-// forwards it to the leader and relays the answer. Node.Forward decides
-// once where the leader is (ErrLeaderIsSelf: here). A request that was
-// forwarded once is always served where it lands, so requests never loop.
+// forwards it to the leader and relays the answer (toLeader). A request
+// that was forwarded once is always served where it lands, so requests
+// never loop.
 func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if s.fromPeer(ctx) {
 			h(ctx)
 			return
 		}
-		var req fasthttp.Request
-		var resp fasthttp.Response
-		forwardedCopy(ctx, &req)
-		err := s.node.Leader.Forward(&req, &resp, mode.opts)
+		forwarded, err := s.toLeader(ctx, mode, nil)
 		switch {
-		case err == nil:
-			relayedCopy(&resp, &ctx.Response)
-		case errors.Is(err, cluster.ErrLeaderIsSelf):
+		case err == nil && !forwarded:
 			h(ctx)
+		case err == nil:
 		case mode.localFallback && errors.Is(err, cluster.ErrNoLeader):
-			ctx.Response.Header.Set("X-Linkraft-Stale", "no leader reachable; this is the answering node's own view")
+			ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
 			h(ctx)
 		default:
 			s.writeError(ctx, err)
 		}
 	}
+}
+
+// toLeader sends ctx's request to the leader (with what prepare adds, when
+// it is not nil) and answers ctx with the leader's answer. forwarded is
+// false, with no error, when this node leads: the caller serves the
+// request. Node.Forward decides once where the leader is.
+func (s *Server) toLeader(ctx *fasthttp.RequestCtx, mode forwardMode, prepare func(*fasthttp.Request)) (forwarded bool, err error) {
+	var req fasthttp.Request
+	var resp fasthttp.Response
+	forwardedCopy(ctx, &req)
+	if prepare != nil {
+		prepare(&req)
+	}
+	forwarded, err = s.node.Leader.Forward(&req, &resp, mode.opts)
+	if forwarded && err == nil {
+		relayedCopy(&resp, &ctx.Response)
+	}
+	return forwarded, err
 }
 
 // forwardedCopy makes to the request a follower forwards: the client's

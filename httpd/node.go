@@ -75,7 +75,7 @@ type Hooks interface {
 // Leader is what the routes served by the leader need (forwarder):
 // relaying a request to it, and serving those other nodes relay here.
 type Leader interface {
-	Forward(req *fasthttp.Request, resp *fasthttp.Response, opts cluster.ForwardOptions) error
+	Forward(req *fasthttp.Request, resp *fasthttp.Response, opts cluster.ForwardOptions) (forwarded bool, err error)
 	ServeForwarded(h fasthttp.RequestHandler)
 }
 

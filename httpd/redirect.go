@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 )
@@ -63,10 +64,10 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// A default-domain link found for a registered domain's host: this
 	// node may not have applied that domain's own link of the code yet.
 	if !ok || t.Fallback || s.node.Reads.Behind() {
-		t, ok = s.confirm(ctx, code)
+		t, ok = s.confirm(t.Domain, code)
 	}
 	if !ok {
-		s.notFound(ctx, code)
+		s.notFound(ctx, t.Domain, code)
 		return
 	}
 	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
@@ -103,7 +104,7 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 	o := t.Options
 	switch {
 	case o.ValidSince != 0 && now.UnixMilli() < o.ValidSince:
-		s.notFound(ctx, code)
+		s.notFound(ctx, t.Domain, code)
 		return "", false
 	case o.PasswordHash == "" && ctx.IsPost():
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
@@ -156,19 +157,17 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 		visitor = s.visitorOf(ctx)
 	}
 	if !s.fromPeer(ctx) {
-		var req fasthttp.Request
-		var resp fasthttp.Response
-		ctx.Request.CopyTo(&req)
 		// The leader sees this node's address, not the visitor's: the
 		// visitor goes along as this node saw it.
-		req.Header.Set(visitorHeader, base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(visitor)))
-		err := s.node.Leader.Forward(&req, &resp, forwardWrite.needs(fsm.LevelOptions).opts)
-		switch {
-		case err == nil:
-			resp.CopyTo(&ctx.Response)
-			return false
-		case !errors.Is(err, cluster.ErrLeaderIsSelf):
+		withVisitor := func(req *fasthttp.Request) {
+			req.Header.Set(wire.VisitorHeader, base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(visitor)))
+		}
+		forwarded, err := s.toLeader(ctx, forwardWrite.needs(fsm.LevelOptions), withVisitor)
+		if err != nil {
 			writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and no leader is reachable to count this one: try again")
+			return false
+		}
+		if forwarded {
 			return false
 		}
 	}
@@ -180,17 +179,17 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 	case errors.Is(err, fsm.ErrVisitLimit):
 		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 	case errors.Is(err, fsm.ErrNotFound):
-		s.notFound(ctx, code)
+		s.notFound(ctx, t.Domain, code)
 	default:
 		writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and this one could not be counted: try again")
 	}
 	return false
 }
 
-// notFound answers a code the Host's domain does not have: its
-// not-found redirect when it has one, else 404.
-func (s *Server) notFound(ctx *fasthttp.RequestCtx, code []byte) {
-	if d, ok := s.fsm.DomainOfHost(ctx.Request.Header.Host()); ok && d.NotFoundRedirect != "" {
+// notFound answers a code the Host's domain d (zero: none) does not
+// have: its not-found redirect when it has one, else 404.
+func (s *Server) notFound(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte) {
+	if d.NotFoundRedirect != "" {
 		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
 		return
 	}
@@ -204,20 +203,25 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // confirm asks the cluster about a code missing here, or about any code
 // while this node knows it is behind the leader: a code created through any
 // node is never answered 404 here, and a deleted one never redirects, while
-// the leader is reachable. Kept out of redirect so the hit path stays small.
-func (s *Server) confirm(ctx *fasthttp.RequestCtx, code []byte) (fsm.Target, bool) {
+// the leader is reachable. d is the registered domain the request's host
+// names (zero: none), as the local lookup found it. Kept out of redirect so
+// the hit path stays small.
+func (s *Server) confirm(d fsm.Domain, code []byte) (fsm.Target, bool) {
+	miss := fsm.Target{Domain: d}
 	if codes.IsReserved(string(code)) {
-		return fsm.Target{}, false // "/API", "/Admin": never a code
+		return miss, false // "/API", "/Admin": never a code
 	}
 	l, ok := fsm.Link{}, false
-	if d, inDomain := s.fsm.DomainOfHost(ctx.Request.Header.Host()); inDomain {
+	if d.Name != "" {
 		l, ok = s.findLink(fsm.QualifiedCode(d.Name, string(code)))
 	}
 	if !ok {
 		l, ok = s.findLink(string(code)) // every host serves the default domain's links
 	}
 	if !ok {
-		return fsm.Target{}, false
+		return miss, false
 	}
-	return fsm.Target{Code: l.Qualified(), URL: l.URL, ExpiresAt: l.ExpiresAt, Options: l.Options}, true
+	t := l.Target()
+	t.Domain = d
+	return t, true
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/agent"
 )
@@ -245,16 +246,11 @@ func hasPrefixFold(b []byte, prefix string) bool {
 	return true
 }
 
-// visitorHeader carries a visit's Visitor (fsm.EncodeVisitor, in
-// unpadded base64url) from the node the visitor asked to the leader, when
-// a visit to a limited link is forwarded.
-const visitorHeader = "X-Linkraft-Visitor"
-
 // forwardedVisitor is the visitor a peer sent along; only a peer's word
 // is taken (the cluster port authenticates peers), and a malformed one is
 // ignored.
 func forwardedVisitor(ctx *fasthttp.RequestCtx) (fsm.Visitor, bool) {
-	raw := ctx.Request.Header.Peek(visitorHeader)
+	raw := ctx.Request.Header.Peek(wire.VisitorHeader)
 	if len(raw) == 0 || !cluster.FromPeer(ctx) {
 		return fsm.Visitor{}, false
 	}

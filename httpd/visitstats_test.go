@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/geo"
 )
@@ -222,7 +223,7 @@ func TestClientCannotClaimAVisitor(t *testing.T) {
 	s := newTestServer(t, nil)
 	code := mustCreate(t, s, `{"url":"https://example.com/limited","max_visits":5}`)
 	forged := base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(fsm.Visitor{Bot: fsm.Preview}))
-	if got := status(do(s, "GET", "/"+code, "", "", "User-Agent", chromeWindows, visitorHeader, forged, "Authorization", "")); got != 302 {
+	if got := status(do(s, "GET", "/"+code, "", "", "User-Agent", chromeWindows, wire.VisitorHeader, forged, "Authorization", "")); got != 302 {
 		t.Fatalf("visit: %d", got)
 	}
 	if l, _ := s.fsm.Get(code); l.Clicks != 1 {

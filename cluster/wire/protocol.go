@@ -49,6 +49,11 @@ const (
 	// write, the log index the write was applied at: the forwarding node
 	// applies that far before it answers its client.
 	AppliedIndexHeader = "X-Linkraft-Applied-Index"
+	// VisitorHeader carries, on a visit to a limited link a node forwards
+	// to the leader, the visitor as that node saw it (fsm.EncodeVisitor,
+	// in unpadded base64url): the leader sees the node's address, not the
+	// visitor's.
+	VisitorHeader = "X-Linkraft-Visitor"
 )
 
 // Version is the "v" of every JSON message. A change that an older node
