@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,27 +58,4 @@ func (s clickSender) Send(ctx context.Context, b fsm.ClickBatch) error {
 		return fmt.Errorf("%w: %w", clicks.ErrRefused, err)
 	}
 	return err
-}
-
-// errNotClickBatch refuses a clicks request whose body is something else.
-var errNotClickBatch = errors.New("not a click batch")
-
-// applyClicks applies a click batch another node sent. Leader only. data
-// is copied: Raft keeps the entry (its log cache serves followers later),
-// while callers' buffers, such as fasthttp's request body, are reused.
-func (n *Node) applyClicks(data []byte) (bool, error) {
-	data = bytes.Clone(data)
-	cmd, err := fsm.DecodeCommand(data)
-	if _, ok := cmd.(fsm.ClickBatch); err != nil || !ok {
-		return false, fmt.Errorf("%w: %v", errNotClickBatch, err)
-	}
-	if !n.IsLeader() {
-		return false, ErrNoLeader
-	}
-	resp, _, err := n.applyEntry(data)
-	if err != nil {
-		return false, err
-	}
-	applied, _ := resp.(bool)
-	return applied, nil
 }

@@ -65,7 +65,7 @@ func (c *peerClient) nodeInfo(raftAddr string, timeout time.Duration) (wire.Node
 }
 
 // peerKey marks, in a request's user values, a request that arrived on
-// the cluster's port (see serveCluster).
+// the cluster's port (see peerService).
 type peerKey struct{}
 
 // FromPeer reports whether another node of this cluster sent the request:

@@ -10,13 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/valyala/fasthttp"
 	"go.etcd.io/bbolt"
 
 	"github.com/linkraft/linkraft/cluster/clicks"
@@ -133,13 +131,10 @@ type Node struct {
 
 	gossip *gossip
 	peers  *peerClient
-	// clusterServer serves HTTP on the Raft port (service.go); forwarded
-	// answers the public requests forwarded to it.
-	clusterServer   *fasthttp.Server
-	clusterListener net.Listener  // what clusterServer accepts from
-	clusterServed   chan struct{} // closed when clusterServer has stopped
-	forwarded       atomic.Pointer[fasthttp.RequestHandler]
-	readRounds      *roundBatcher
+	// service serves HTTP on the Raft port: the node-to-node protocol and
+	// the public requests forwarded to this node (service.go).
+	service    *peerService
+	readRounds *roundBatcher
 
 	// leadership is who leads, and whether this node's term is ready
 	// (leaderwatch.go).
@@ -202,7 +197,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		metrics: n.metrics, leadership: n.leadership, levels: n.levels, peers: n.peers,
 		machine: n.machine, apply: n.apply}
 	n.creates.newQueues()
-	n.startClusterServer()
+	n.service = startPeerService(n)
 	n.clicks = newClickCounter(n)
 	n.spawn(n.leadership.run)
 	n.spawn(n.monitorLeadership)
@@ -494,18 +489,11 @@ func (n *Node) Close() error {
 
 func (n *Node) shutdownRaft() error {
 	var errs []error
-	if n.clusterServer != nil {
+	if n.service != nil {
 		// Requests in flight end with n.closing or the write timeout.
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
-		if err := n.clusterServer.ShutdownWithContext(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("cluster HTTP shutdown: %w", err))
+		if err := n.service.shutdown(n.cfg.WriteTimeout); err != nil {
+			errs = append(errs, err)
 		}
-		cancel()
-		// fasthttp closes only the listeners Serve has registered: a
-		// shutdown right after Open may come first, and Serve would then
-		// accept forever.
-		n.clusterListener.Close()
-		<-n.clusterServed
 	}
 	if err := n.raft.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))

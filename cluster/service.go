@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -17,28 +19,80 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// startClusterServer serves HTTP on the cluster's port (the connections
-// the stream layer sorts as internal): the node-to-node protocol under
+// peerService serves HTTP on the cluster's port (the connections the
+// stream layer sorts as internal): the node-to-node protocol under
 // wire.Prefix, and public requests other nodes forward to the leader,
-// which the handler ServeForwarded registers answers. Every request it
-// serves is a peer's (FromPeer).
-func (n *Node) startClusterServer() {
-	protocol := n.internalHandler()
-	n.clusterServer = &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetUserValue(peerKey{}, true)
-			if bytes.HasPrefix(ctx.Path(), []byte(wire.Prefix)) {
-				if readProtocolBody(ctx) {
-					protocol(ctx)
-				}
-				return
-			}
-			if h := n.forwarded.Load(); h != nil {
-				(*h)(ctx)
-				return
-			}
-			wire.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "this node does not serve forwarded requests yet")
-		},
+// which the handler given to ServeForwarded answers. Every request it
+// serves is a peer's (FromPeer). It reaches the node only through
+// protocolNode, so it is tested without Raft.
+type peerService struct {
+	node      protocolNode
+	log       *slog.Logger
+	protocol  fasthttp.RequestHandler // everything under wire.Prefix
+	forwarded atomic.Pointer[fasthttp.RequestHandler]
+	server    *fasthttp.Server
+	listener  net.Listener  // what server accepts from (serve)
+	served    chan struct{} // closed when server has stopped
+}
+
+// protocolNode is what the protocol's handlers need of the node, as
+// funcs rather than an interface of Node's methods: each may come from
+// whichever part of the node holds it.
+type protocolNode struct {
+	info         func() wire.NodeInfo
+	readIndex    func(ctx context.Context) (uint64, error)
+	link         func(code string) (fsm.Link, bool)
+	isLeader     func() bool
+	applyEntry   func(entry []byte) (any, uint64, error)
+	removeServer func(id string) error
+	// appliedIndex, waitApplied and noteLeaderIndex are this node's
+	// applied index, a wait for it to reach an index, and the record of
+	// an index the leader has applied (see Behind).
+	appliedIndex    func() uint64
+	waitApplied     func(ctx context.Context, index uint64) error
+	noteLeaderIndex func(index uint64)
+	// creates is the leader's end of POST creates (relay.go).
+	creates fasthttp.RequestHandler
+}
+
+// startPeerService serves n's end of the protocol on its cluster port.
+func startPeerService(n *Node) *peerService {
+	// This node's answer to GET node: who it is, where its gossip is and
+	// which log entries it applies.
+	info := func() wire.NodeInfo {
+		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel}
+		if n.gossip != nil {
+			info.GossipAddr = n.gossip.advertised()
+		}
+		return info
+	}
+	s := newPeerService(protocolNode{
+		info:            info,
+		readIndex:       n.ReadIndex,
+		link:            n.fsm.Get,
+		isLeader:        n.IsLeader,
+		applyEntry:      n.applyEntry,
+		removeServer:    n.RemoveServer,
+		appliedIndex:    n.machine.appliedIndex,
+		waitApplied:     n.machine.waitApplied,
+		noteLeaderIndex: n.machine.noteLeaderIndex,
+		creates:         n.creates.serve,
+	}, n.log)
+	s.serve(n.layer.Internal())
+	return s
+}
+
+// ServeForwarded makes h answer the public requests other nodes forward
+// to this one when it leads (deletes, admin calls). httpd registers its
+// handler; h sees FromPeer true for them.
+func (n *Node) ServeForwarded(h fasthttp.RequestHandler) { n.service.forwarded.Store(&h) }
+
+// newPeerService makes the service and its server; serve starts it.
+func newPeerService(node protocolNode, log *slog.Logger) *peerService {
+	s := &peerService{node: node, log: log}
+	s.protocol = s.routes()
+	s.server = &fasthttp.Server{
+		Handler: s.handle,
 		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 			if bytes.HasPrefix(h.RequestURI(), []byte(wire.Prefix)) {
 				return fasthttp.RequestConfig{}
@@ -61,17 +115,54 @@ func (n *Node) startClusterServer() {
 		IdleTimeout:           time.Minute,
 		MaxRequestBodySize:    wire.MaxBodyBytes,
 		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{n.log},
+		Logger:                fasthttpLogger{log},
 	}
-	ln := n.layer.Internal()
-	n.clusterListener = ln
-	n.clusterServed = make(chan struct{})
-	go func() { // not in n.wg: it stops in shutdownRaft, after the wait for n.wg
-		defer close(n.clusterServed)
-		if err := n.clusterServer.Serve(ln); err != nil {
-			n.log.Warn("cluster port's HTTP server stopped", "err", err)
+	return s
+}
+
+// serve accepts from ln until shutdown.
+func (s *peerService) serve(ln net.Listener) {
+	s.listener = ln
+	s.served = make(chan struct{})
+	go func() { // not in the node's wait group: it stops in shutdownRaft, after the wait for it
+		defer close(s.served)
+		if err := s.server.Serve(ln); err != nil {
+			s.log.Warn("cluster port's HTTP server stopped", "err", err)
 		}
 	}()
+}
+
+// shutdown stops a service that serves: requests in flight have until
+// timeout to end.
+func (s *peerService) shutdown(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err := s.server.ShutdownWithContext(ctx)
+	cancel()
+	// fasthttp closes only the listeners Serve has registered: a
+	// shutdown right after Open may come first, and Serve would then
+	// accept forever.
+	s.listener.Close()
+	<-s.served
+	if err != nil {
+		return fmt.Errorf("cluster HTTP shutdown: %w", err)
+	}
+	return nil
+}
+
+// handle serves one request on the cluster port.
+func (s *peerService) handle(ctx *fasthttp.RequestCtx) {
+	ctx.SetUserValue(peerKey{}, true)
+	if bytes.HasPrefix(ctx.Path(), []byte(wire.Prefix)) {
+		if readProtocolBody(ctx) {
+			s.protocol(ctx)
+		}
+		return
+	}
+	if h := s.forwarded.Load(); h != nil {
+		(*h)(ctx)
+		return
+	}
+	wire.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "this node does not serve forwarded requests yet")
 }
 
 // readProtocolBody reads a node-to-node request's body whole, within
@@ -109,11 +200,6 @@ func refuse(ctx *fasthttp.RequestCtx, status int, detail string) {
 	ctx.SetConnectionClose()
 }
 
-// ServeForwarded makes h answer the public requests other nodes forward
-// to this one when it leads (deletes, admin calls). httpd registers its
-// handler; h sees FromPeer true for them.
-func (n *Node) ServeForwarded(h fasthttp.RequestHandler) { n.forwarded.Store(&h) }
-
 // fasthttpLogger adapts slog to fasthttp's Printf logger.
 type fasthttpLogger struct{ log *slog.Logger }
 
@@ -121,10 +207,10 @@ func (p fasthttpLogger) Printf(format string, args ...any) {
 	p.log.Debug(fmt.Sprintf(format, args...), "component", "cluster-http")
 }
 
-// internalHandler serves the node-to-node protocol (everything under
-// wire.Prefix). Errors are problem+json, like the public API's; callers
-// act on the status alone.
-func (n *Node) internalHandler() fasthttp.RequestHandler {
+// routes serves the node-to-node protocol (everything under wire.Prefix).
+// Errors are problem+json, like the public API's; callers act on the
+// status alone.
+func (s *peerService) routes() fasthttp.RequestHandler {
 	r := router.New()
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
@@ -133,26 +219,22 @@ func (n *Node) internalHandler() fasthttp.RequestHandler {
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
 		wire.WriteProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
 	}
-	r.GET(wire.PathNode, n.serveNodeInfo)
-	r.GET(wire.PathReadIndex, n.serveReadIndex)
-	r.GET(wire.PathLinks+"{code:*}", n.serveLink) // a qualified code holds a slash
-	r.POST(wire.PathClicks, n.serveClicks)
-	r.POST(wire.PathLeave, n.serveLeave)
-	r.GET(wire.PathApplied, n.serveApplied)
-	r.POST(wire.PathCreates, n.creates.serve) // relay.go
+	r.GET(wire.PathNode, s.serveNodeInfo)
+	r.GET(wire.PathReadIndex, s.serveReadIndex)
+	r.GET(wire.PathLinks+"{code:*}", s.serveLink) // a qualified code holds a slash
+	r.POST(wire.PathClicks, s.serveClicks)
+	r.POST(wire.PathLeave, s.serveLeave)
+	r.GET(wire.PathApplied, s.serveApplied)
+	r.POST(wire.PathCreates, s.node.creates)
 	return r.Handler
 }
 
-func (n *Node) serveNodeInfo(ctx *fasthttp.RequestCtx) {
-	info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel}
-	if n.gossip != nil {
-		info.GossipAddr = n.gossip.advertised()
-	}
-	wire.WriteMessage(ctx, info)
+func (s *peerService) serveNodeInfo(ctx *fasthttp.RequestCtx) {
+	wire.WriteMessage(ctx, s.node.info())
 }
 
-func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
-	index, err := n.ReadIndex(ctx)
+func (s *peerService) serveReadIndex(ctx *fasthttp.RequestCtx) {
+	index, err := s.node.readIndex(ctx)
 	if err != nil {
 		writeUnavailable(ctx, err)
 		return
@@ -162,18 +244,18 @@ func (n *Node) serveReadIndex(ctx *fasthttp.RequestCtx) {
 
 // serveLink answers a node that is behind with one link, after a read
 // index round: only then is this leader's answer current.
-func (n *Node) serveLink(ctx *fasthttp.RequestCtx) {
-	if _, err := n.ReadIndex(ctx); err != nil {
+func (s *peerService) serveLink(ctx *fasthttp.RequestCtx) {
+	if _, err := s.node.readIndex(ctx); err != nil {
 		writeUnavailable(ctx, err)
 		return
 	}
 	code, _ := ctx.UserValue("code").(string)
-	l, found := n.fsm.Get(code)
+	l, found := s.node.link(code)
 	wire.WriteMessage(ctx, linkAnswer(l, found, ctx.QueryArgs().Has(wire.LinkBytesParam)))
 }
 
-func (n *Node) serveClicks(ctx *fasthttp.RequestCtx) {
-	applied, err := n.applyClicks(ctx.PostBody())
+func (s *peerService) serveClicks(ctx *fasthttp.RequestCtx) {
+	applied, err := s.applyClicks(ctx.PostBody())
 	switch {
 	case errors.Is(err, errNotClickBatch):
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -184,9 +266,32 @@ func (n *Node) serveClicks(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// errNotClickBatch refuses a clicks request whose body is something else.
+var errNotClickBatch = errors.New("not a click batch")
+
+// applyClicks applies a click batch another node sent. Leader only. data
+// is copied: Raft keeps the entry (its log cache serves followers later),
+// while callers' buffers, such as fasthttp's request body, are reused.
+func (s *peerService) applyClicks(data []byte) (bool, error) {
+	data = bytes.Clone(data)
+	cmd, err := fsm.DecodeCommand(data)
+	if _, ok := cmd.(fsm.ClickBatch); err != nil || !ok {
+		return false, fmt.Errorf("%w: %v", errNotClickBatch, err)
+	}
+	if !s.node.isLeader() {
+		return false, ErrNoLeader
+	}
+	resp, _, err := s.node.applyEntry(data)
+	if err != nil {
+		return false, err
+	}
+	applied, _ := resp.(bool)
+	return applied, nil
+}
+
 // serveLeave removes a node that is leaving gracefully, at its own request:
 // a node can only ask for its own removal.
-func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
+func (s *peerService) serveLeave(ctx *fasthttp.RequestCtx) {
 	var req wire.LeaveRequest
 	if err := wire.Decode(ctx.PostBody(), &req); err != nil {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -196,7 +301,7 @@ func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
 		wire.WriteProblem(ctx, fasthttp.StatusForbidden, "a node can only ask for its own removal")
 		return
 	}
-	switch err := n.RemoveServer(req.ID); {
+	switch err := s.node.removeServer(req.ID); {
 	case errors.Is(err, ErrUnknownServer):
 		wire.WriteProblem(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, ErrLastVoter):
@@ -210,20 +315,20 @@ func (n *Node) serveLeave(ctx *fasthttp.RequestCtx) {
 
 // serveApplied answers once this node has applied the index the leader
 // asks about, or after visibilityWait with what it has.
-func (n *Node) serveApplied(ctx *fasthttp.RequestCtx) {
+func (s *peerService) serveApplied(ctx *fasthttp.RequestCtx) {
 	index, err := strconv.ParseUint(string(ctx.QueryArgs().Peek("index")), 10, 64)
 	if err != nil {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, "index must be a log index")
 		return
 	}
-	n.machine.noteLeaderIndex(index) // until it is applied, hits here ask the leader
+	s.node.noteLeaderIndex(index) // until it is applied, hits here ask the leader
 	// Not derived from ctx: a context derived from a fasthttp RequestCtx
 	// watches its Done from a goroutine of its own, which races with the
 	// server's Shutdown resetting it. The wait is short and bounded anyway.
 	wait, cancel := context.WithTimeout(context.Background(), visibilityWait)
 	defer cancel()
-	_ = n.machine.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
-	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: n.machine.appliedIndex()})
+	_ = s.node.waitApplied(wait, index) // the leader compares; a shortfall is an answer too
+	wire.WriteMessage(ctx, wire.AppliedAnswer{V: wire.Version, Index: s.node.appliedIndex()})
 }
 
 // writeUnavailable answers an exchange this node cannot complete now (not

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func serveInternal(n *Node, remote net.IP, method, uri string, body []byte, forw
 	if forwardedBy != "" {
 		ctx.Request.Header.Set(wire.ForwardedHeader, forwardedBy)
 	}
-	n.internalHandler()(&ctx)
+	n.service.protocol(&ctx)
 	return &ctx
 }
 
@@ -175,5 +176,113 @@ func TestClusterPortLimitsProtocolBodies(t *testing.T) {
 	}
 	if got, _ := n.FSM().Get(l.Code); got.Clicks != 2 {
 		t.Fatalf("clicks after the batch: %d, want 2", got.Clicks)
+	}
+}
+
+// fakeProtocolNode stands in for the node behind a peerService: a leader
+// or not, which records what the service asked of it.
+type fakeProtocolNode struct {
+	leader      bool
+	applied     [][]byte // entries given to applyEntry
+	removed     []string // ids given to removeServer
+	leaderIndex uint64   // the last index given to noteLeaderIndex
+}
+
+func (f *fakeProtocolNode) protocolNode() protocolNode {
+	return protocolNode{
+		info: func() wire.NodeInfo {
+			return wire.NodeInfo{V: wire.Version, ID: "n1", Cluster: "c1", EntryLevel: fsm.EntryLevel}
+		},
+		readIndex: func(context.Context) (uint64, error) { return 7, nil },
+		link:      func(string) (fsm.Link, bool) { return fsm.Link{}, false },
+		isLeader:  func() bool { return f.leader },
+		applyEntry: func(entry []byte) (any, uint64, error) {
+			f.applied = append(f.applied, entry)
+			return true, 8, nil
+		},
+		removeServer:    func(id string) error { f.removed = append(f.removed, id); return nil },
+		appliedIndex:    func() uint64 { return 7 },
+		waitApplied:     func(context.Context, uint64) error { return nil },
+		noteLeaderIndex: func(index uint64) { f.leaderIndex = index },
+		creates:         func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("creates") },
+	}
+}
+
+// TestPeerService: the cluster port's handlers answer from what the node
+// gives them, and refuse what they must before asking it for anything.
+func TestPeerService(t *testing.T) {
+	clicks := fsm.ClickBatch{Node: "n2", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: "abc", Count: 3}}}.Encode()
+	leave, _ := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: "n9"})
+	tests := []struct {
+		name         string
+		leader       bool
+		method, uri  string
+		body         []byte
+		forwardedBy  string
+		status       int
+		answer       string // a fragment of the body
+		applied      int    // entries the node was given
+		removed      int    // servers the node was asked to remove
+		leaderIndex  uint64 // what the node was told the leader applied
+		forwardedSet bool   // whether ServeForwarded registered a handler
+	}{
+		{name: "node info", method: "GET", uri: wire.PathNode, status: 200, answer: `"id":"n1","cluster_id":"c1"`},
+		{name: "read index", method: "GET", uri: wire.PathReadIndex, status: 200, answer: `"index":7`},
+		{name: "unknown link", method: "GET", uri: wire.PathLinks + "a/b", status: 200, answer: `"found":false`},
+		{name: "clicks on the leader", leader: true, method: "POST", uri: wire.PathClicks, body: clicks, status: 200, answer: `"applied":true`, applied: 1},
+		{name: "clicks not a batch", leader: true, method: "POST", uri: wire.PathClicks, body: fsm.DeleteCommand{Code: "abc"}.Encode(), status: 400, answer: "not a click batch"},
+		{name: "clicks on a follower", method: "POST", uri: wire.PathClicks, body: clicks, status: 503, answer: ErrNoLeader.Error()},
+		{name: "leave for another node", leader: true, method: "POST", uri: wire.PathLeave, body: leave, forwardedBy: "n2", status: 403, answer: "its own removal"},
+		{name: "leave", leader: true, method: "POST", uri: wire.PathLeave, body: leave, forwardedBy: "n9", status: 200, removed: 1},
+		{name: "applied of no index", method: "GET", uri: wire.PathApplied + "?index=x", status: 400, answer: "log index"},
+		{name: "applied", method: "GET", uri: wire.PathApplied + "?index=9", status: 200, answer: `"index":7`, leaderIndex: 9},
+		{name: "creates", method: "POST", uri: wire.PathCreates, status: 200, answer: "creates"},
+		{name: "forwarded before ServeForwarded", method: "DELETE", uri: "/abc", status: 503, answer: "forwarded requests"},
+		{name: "forwarded", method: "DELETE", uri: "/abc", status: 200, answer: "forwarded by a peer", forwardedSet: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &fakeProtocolNode{leader: tt.leader}
+			s := newPeerService(node.protocolNode(), slog.New(slog.DiscardHandler))
+			if tt.forwardedSet {
+				h := fasthttp.RequestHandler(func(ctx *fasthttp.RequestCtx) {
+					ctx.SetBodyString(fmt.Sprintf("forwarded by a peer: %v", FromPeer(ctx)))
+				})
+				s.forwarded.Store(&h)
+			}
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000}, nil)
+			ctx.Request.Header.SetMethod(tt.method)
+			ctx.Request.SetRequestURI(tt.uri)
+			ctx.Request.SetBody(tt.body)
+			if tt.forwardedBy != "" {
+				ctx.Request.Header.Set(wire.ForwardedHeader, tt.forwardedBy)
+			}
+			s.server.Handler(&ctx)
+			if got := ctx.Response.StatusCode(); got != tt.status || !strings.Contains(string(ctx.Response.Body()), tt.answer) {
+				t.Fatalf("got %d %s, want %d with %q", got, ctx.Response.Body(), tt.status, tt.answer)
+			}
+			if len(node.applied) != tt.applied || len(node.removed) != tt.removed || node.leaderIndex != tt.leaderIndex {
+				t.Fatalf("the node applied %d entries, removed %v, was told index %d; want %d, %d servers, %d",
+					len(node.applied), node.removed, node.leaderIndex, tt.applied, tt.removed, tt.leaderIndex)
+			}
+			if tt.forwardedSet && !strings.HasSuffix(string(ctx.Response.Body()), "true") {
+				t.Fatalf("a forwarded request is not a peer's: %s", ctx.Response.Body())
+			}
+		})
+	}
+}
+
+// TestPeerServiceCopiesClicks: the entry applied is the batch's bytes in a
+// buffer of its own, since Raft keeps it while fasthttp reuses the body's.
+func TestPeerServiceCopiesClicks(t *testing.T) {
+	node := &fakeProtocolNode{leader: true}
+	s := newPeerService(node.protocolNode(), slog.New(slog.DiscardHandler))
+	batch := fsm.ClickBatch{Node: "n2", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: "abc", Count: 1}}}.Encode()
+	if applied, err := s.applyClicks(batch); err != nil || !applied {
+		t.Fatalf("applyClicks: %v, %v", applied, err)
+	}
+	if len(node.applied) != 1 || !bytes.Equal(node.applied[0], batch) || &node.applied[0][0] == &batch[0] {
+		t.Fatalf("applied %q, want a copy of %q", node.applied, batch)
 	}
 }
