@@ -90,26 +90,9 @@ func (q *Queue[T]) Run(stop <-chan struct{}) {
 		running.Wait()
 	}()
 	for {
-		var batch []T
-		select {
-		case <-stop: // before what is queued: a stopped queue starts nothing
+		batch, ok := q.take(stop)
+		if !ok {
 			return
-		default:
-		}
-		select {
-		case items := <-q.in:
-			batch = append(batch, items...)
-		case <-stop:
-			return
-		}
-	drain:
-		for len(batch) < q.cfg.MaxBatch {
-			select {
-			case items := <-q.in:
-				batch = append(batch, items...)
-			default:
-				break drain
-			}
 		}
 		pieces := q.cfg.Split(batch)
 		for i, b := range pieces {
@@ -133,6 +116,33 @@ func (q *Queue[T]) Run(stop <-chan struct{}) {
 			})
 		}
 	}
+}
+
+// take waits for what is queued and takes it, up to MaxBatch items;
+// false once stop is closed, which it looks at first: a stopped queue
+// starts nothing.
+func (q *Queue[T]) take(stop <-chan struct{}) ([]T, bool) {
+	select {
+	case <-stop:
+		return nil, false
+	default:
+	}
+	var batch []T
+	select {
+	case items := <-q.in:
+		batch = append(batch, items...)
+	case <-stop:
+		return nil, false
+	}
+	for len(batch) < q.cfg.MaxBatch {
+		select {
+		case items := <-q.in:
+			batch = append(batch, items...)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
 }
 
 // drop hands everything still queued to Drop.
