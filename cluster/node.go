@@ -169,6 +169,28 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("open node: data dir: %w", err)
 	}
+	n := newNode(cfg, f)
+	hasState, err := n.openRaft()
+	if err != nil {
+		return nil, err
+	}
+	n.start()
+	if cfg.GossipAddr != "" {
+		if err := n.startGossip(hasState); err != nil {
+			n.stopStopping() // the click flusher runs until stopping ends
+			close(n.closing)
+			n.wg.Wait()
+			n.shutdownRaft()
+			return nil, err
+		}
+		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
+		n.spawn(func() { n.runDiscovery(bootstrapping) })
+	}
+	return n, nil
+}
+
+// newNode assembles a node and what needs no Raft yet.
+func newNode(cfg Config, f *fsm.FSM) *Node {
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -188,12 +210,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		self: raft.ServerID(cfg.ID), addrs: n.addrs, log: n.log,
 		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
 	n.levels.ask = askLevel(n.peers, n.addrs)
-	hasState, err := n.openRaft()
-	if err != nil {
-		return nil, err
-	}
-	n.leadership = &leaderWatch{raft: n.raft, self: raft.ServerID(cfg.ID), closing: n.closing}
-	n.creates = &createPath{timeout: cfg.WriteTimeout, allowPrivate: cfg.AllowPrivateTargets, closing: n.closing,
+	return n
+}
+
+// start assembles what needs Raft, serves the cluster port and starts the
+// background work.
+func (n *Node) start() {
+	n.leadership = &leaderWatch{raft: n.raft, self: raft.ServerID(n.cfg.ID), closing: n.closing}
+	n.creates = &createPath{timeout: n.cfg.WriteTimeout, allowPrivate: n.cfg.AllowPrivateTargets, closing: n.closing,
 		metrics: n.metrics, leadership: n.leadership, levels: n.levels, peers: n.peers,
 		machine: n.machine, apply: n.apply}
 	n.creates.newQueues()
@@ -203,21 +227,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.spawn(n.monitorLeadership)
 	n.spawn(func() { n.creates.proposer.Run(n.closing) })
 	n.spawn(func() { n.creates.relay.Run(n.closing) })
-	n.spawn(func() { n.clicks.Run(n.stopping, cfg.ClickFlushInterval) })
+	n.spawn(func() { n.clicks.Run(n.stopping, n.cfg.ClickFlushInterval) })
 	n.spawn(func() { compactor{n.raft, n.store, n.log}.run(n.machine.volume, n.closing) })
 	n.spawn(func() { n.levels.watch(n.stopping) })
-	if cfg.GossipAddr != "" {
-		if err := n.startGossip(hasState); err != nil {
-			n.stopStopping() // the click flusher runs until stopping ends
-			close(n.closing)
-			n.wg.Wait()
-			n.shutdownRaft()
-			return nil, err
-		}
-		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
-		n.spawn(func() { n.runDiscovery(bootstrapping) })
-	}
-	return n, nil
 }
 
 // spawn runs f on a goroutine of its own that Close waits for: every
