@@ -3,6 +3,7 @@ package fsm
 // AuditAction is what a recorded write did.
 type AuditAction byte
 
+// The audit actions: the kinds of write the audit log records.
 const (
 	AuditLinkCreate AuditAction = iota + 1
 	AuditLinkDelete
@@ -16,6 +17,8 @@ const (
 var auditActionNames = [...]string{"", "link.create", "link.delete", "key.create", "key.revoke",
 	"link.edit", "domain.set", "domain.remove"}
 
+// String is the action's name as the audit log's API answer shows it
+// ("link.create"); "unknown" for an action this build does not know.
 func (a AuditAction) String() string {
 	if int(a) < len(auditActionNames) {
 		return auditActionNames[a]

@@ -222,6 +222,7 @@ type ServerCommand struct {
 	HTTPAddr string
 }
 
+// Encode is the init's log entry (Command): the key and the cluster's id.
 func (c InitCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 1+len(c.Key)+len(c.ClusterID))}
 	e.byte(byte(cmdInit))
@@ -230,6 +231,8 @@ func (c InitCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the batch's log entry (Command), of the create type its
+// Level picks, so that older builds apply the creates they can.
 func (c CreateBatch) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 16+len(c.Items)*128)}
 	// The oldest type that carries the batch (see RequiredLevel): builds
@@ -268,6 +271,7 @@ func (c CreateBatch) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the edit's log entry (Command).
 func (c EditCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
 	e.byte(byte(cmdEdit))
@@ -275,6 +279,7 @@ func (c EditCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the domain's setting or removal as a log entry (Command).
 func (c DomainCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdDomain))
@@ -287,6 +292,8 @@ func (c DomainCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the visit's log entry (Command), with its visitor only when
+// HasVisitor.
 func (c VisitCommand) Encode() []byte {
 	var e encoder
 	typ := cmdVisit
@@ -310,6 +317,8 @@ func EncodeOptions(o *Options) []byte {
 	return e.buf
 }
 
+// DecodeOptions reads what EncodeOptions wrote, nil for no options, and
+// refuses trailing bytes.
 func DecodeOptions(b []byte) (*Options, error) {
 	d := decoder{buf: b}
 	o := decodeOptions(&d)
@@ -322,6 +331,8 @@ func DecodeOptions(b []byte) (*Options, error) {
 	return o, nil
 }
 
+// Encode is the delete's log entry (Command), with the key that asked
+// for it.
 func (c DeleteCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdDeleteKeyed))
@@ -331,6 +342,8 @@ func (c DeleteCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the batch's log entry (Command), with each count's visitor
+// only when Visitors.
 func (c ClickBatch) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 32+len(c.Counts)*24)}
 	typ := cmdClicks
@@ -353,6 +366,7 @@ func (c ClickBatch) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the purge's log entry (Command).
 func (c PurgeCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdPurge))
@@ -361,6 +375,7 @@ func (c PurgeCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the member's address as a log entry (Command).
 func (c ServerCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdServer))
@@ -369,6 +384,8 @@ func (c ServerCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the key's creation as a log entry (Command), with the key's
+// domains only when it is limited to some.
 func (c KeyCreateCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
 	typ := cmdKeyCreate
@@ -433,6 +450,7 @@ func decodeKey(d *decoder) *APIKey {
 	return k
 }
 
+// Encode is the revocation's log entry (Command).
 func (c KeyRevokeCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdKeyRevoke))

@@ -9,6 +9,7 @@ import (
 // EditField says which fields an EditCommand changes.
 type EditField uint16
 
+// The EditField bits, one per field of a link an edit can change.
 const (
 	EditURL EditField = 1 << iota
 	EditTitle

@@ -10,6 +10,8 @@ import (
 // these bits.
 type Scope uint8
 
+// The scopes, one bit each: reading links, writing them (creates, edits,
+// deletes), reading their statistics, and administering.
 const (
 	ScopeLinksRead Scope = 1 << iota
 	ScopeLinksWrite

@@ -53,17 +53,36 @@ func RequiredLevel(entry []byte) int {
 // The level each command needs: the level of the entry type Encode picks
 // for it (command.go). TestCommandLevels holds each to RequiredLevel of
 // its own entry.
-func (InitCommand) Level() int      { return LevelKeys }
-func (DeleteCommand) Level() int    { return LevelKeys }
-func (PurgeCommand) Level() int     { return LevelKeys }
-func (ServerCommand) Level() int    { return LevelKeys }
-func (KeyRevokeCommand) Level() int { return LevelKeys }
-func (EditCommand) Level() int      { return LevelOptions }
-func (DomainCommand) Level() int    { return LevelOptions }
 
-func (WebhookSetCommand) Level() int    { return LevelVisits }
+// Level is LevelKeys: every build applies inits (Command).
+func (InitCommand) Level() int { return LevelKeys }
+
+// Level is LevelKeys: deletes with their key came with API keys (Command).
+func (DeleteCommand) Level() int { return LevelKeys }
+
+// Level is LevelKeys: every build applies purges (Command).
+func (PurgeCommand) Level() int { return LevelKeys }
+
+// Level is LevelKeys: every build applies members' addresses (Command).
+func (ServerCommand) Level() int { return LevelKeys }
+
+// Level is LevelKeys: revocations came with API keys (Command).
+func (KeyRevokeCommand) Level() int { return LevelKeys }
+
+// Level is LevelOptions: edits came with link options (Command).
+func (EditCommand) Level() int { return LevelOptions }
+
+// Level is LevelOptions: domains came with link options (Command).
+func (DomainCommand) Level() int { return LevelOptions }
+
+// Level is LevelVisits, the level that brought webhooks (Command).
+func (WebhookSetCommand) Level() int { return LevelVisits }
+
+// Level is LevelVisits, the level that brought webhooks (Command).
 func (WebhookDeleteCommand) Level() int { return LevelVisits }
-func (WebhookAckCommand) Level() int    { return LevelVisits }
+
+// Level is LevelVisits, the level that brought webhooks (Command).
+func (WebhookAckCommand) Level() int { return LevelVisits }
 
 // Level is LevelOptions for a key limited to domains.
 func (c KeyCreateCommand) Level() int {

@@ -38,6 +38,8 @@ const (
 // Device is the class of device a rule asks for.
 type Device byte
 
+// The devices a rule can ask for; DeviceAny, the zero value, holds for
+// every visit.
 const (
 	DeviceAny Device = iota
 	DeviceIOS
@@ -48,6 +50,8 @@ const (
 
 var deviceNames = [...]string{"", "ios", "android", "mobile", "desktop"}
 
+// String is the device's name in the API's rules ("" for DeviceAny), as
+// ParseDevice reads it.
 func (d Device) String() string {
 	if int(d) < len(deviceNames) {
 		return deviceNames[d]

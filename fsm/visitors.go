@@ -35,6 +35,7 @@ type (
 	Bot         uint8
 )
 
+// The browsers the statistics tell apart; BrowserOther is any other.
 const (
 	BrowserOther Browser = iota
 	Chrome
@@ -45,6 +46,7 @@ const (
 	browserCount
 )
 
+// The operating systems the statistics tell apart; OSOther is any other.
 const (
 	OSOther OS = iota
 	Windows
@@ -56,6 +58,8 @@ const (
 	osCount
 )
 
+// The device classes the statistics tell apart; DeviceClassOther is any
+// other, or one not known.
 const (
 	DeviceClassOther DeviceClass = iota
 	DeviceClassDesktop
@@ -64,9 +68,13 @@ const (
 	deviceCount
 )
 
+// Whether a click was a bot's, and which kind of bot.
 const (
 	NotBot Bot = iota
+	// Crawler is a search engine's or another crawler's fetch.
 	Crawler
+	// Preview is a link previewer's fetch: a chat or social app
+	// unfurling a link pasted into it.
 	Preview
 	botCount
 )
@@ -78,10 +86,17 @@ var (
 	botNames     = [botCount]string{"none", "crawler", "preview"}
 )
 
-func (b Browser) String() string     { return nameOf(browserNames[:], b) }
-func (o OS) String() string          { return nameOf(osNames[:], o) }
+// String is the browser's name as visit breakdowns show it.
+func (b Browser) String() string { return nameOf(browserNames[:], b) }
+
+// String is the operating system's name as visit breakdowns show it.
+func (o OS) String() string { return nameOf(osNames[:], o) }
+
+// String is the device class's name as visit breakdowns show it.
 func (d DeviceClass) String() string { return nameOf(classNames[:], d) }
-func (b Bot) String() string         { return nameOf(botNames[:], b) }
+
+// String is the bot kind's name ("none" for NotBot).
+func (b Bot) String() string { return nameOf(botNames[:], b) }
 
 func nameOf[T ~uint8](names []string, v T) string {
 	if int(v) < len(names) {
@@ -90,6 +105,7 @@ func nameOf[T ~uint8](names []string, v T) string {
 	return names[0]
 }
 
+// Bounds and names of the referrer and country statistics.
 const (
 	// MaxReferrersPerDay is how many referrer hosts a link keeps a day.
 	MaxReferrersPerDay = 32
@@ -187,6 +203,8 @@ func EncodeVisitor(v Visitor) []byte {
 	return e.buf
 }
 
+// DecodeVisitor reads what EncodeVisitor wrote. It refuses trailing bytes
+// and a visitor the state could not store.
 func DecodeVisitor(b []byte) (Visitor, error) {
 	d := decoder{buf: b}
 	v := decodeVisitor(&d)

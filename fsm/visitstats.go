@@ -9,6 +9,7 @@ import (
 // Dimension is what a visit breakdown groups clicks by.
 type Dimension uint8
 
+// The dimensions a breakdown can group by; ByNothing groups nothing.
 const (
 	ByNothing Dimension = iota
 	ByReferrer
@@ -20,6 +21,8 @@ const (
 
 var dimensionNames = [...]string{"", "referrer", "browser", "os", "device", "country"}
 
+// String is the dimension's group_by name, as ParseDimension reads it
+// ("" for ByNothing).
 func (d Dimension) String() string { return nameOf(dimensionNames[:], d) }
 
 // ParseDimension reads a group_by value; "" is ByNothing.

@@ -40,6 +40,8 @@ import (
 // EventType is what happened to make a webhook event.
 type EventType byte
 
+// The events a webhook can subscribe to: a link created, edited,
+// deleted or clicked.
 const (
 	EventLinkCreated EventType = iota + 1
 	EventLinkUpdated
@@ -49,6 +51,8 @@ const (
 
 var eventTypeNames = [...]string{"", "link.created", "link.updated", "link.deleted", "link.clicked"}
 
+// String is the event's name in the API and in deliveries
+// ("link.created"); event(n) for one this build does not know.
 func (t EventType) String() string {
 	if t.valid() {
 		return eventTypeNames[t]
@@ -423,6 +427,8 @@ func (f *FSM) WebhookPending(id string, after uint64, limit int) (WebhookInfo, [
 	return h.info(), slices.Clip(events), true
 }
 
+// Encode is the webhook's registration as a log entry (Command), its
+// secret included.
 func (c WebhookSetCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 64+len(c.Webhook.URL)+len(c.Webhook.Secret))}
 	e.byte(byte(cmdWebhookSet))
@@ -435,6 +441,7 @@ func (c WebhookSetCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the webhook's removal as a log entry (Command).
 func (c WebhookDeleteCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdWebhookDelete))
@@ -444,6 +451,7 @@ func (c WebhookDeleteCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the acknowledgement's log entry (Command).
 func (c WebhookAckCommand) Encode() []byte {
 	var e encoder
 	e.byte(byte(cmdWebhookAck))

@@ -20,6 +20,7 @@ type StatusError struct {
 	Body               string
 }
 
+// Error names the request, the peer and what the peer answered.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: %s answered %d %s", e.Method, e.Path, e.Addr, e.Status, e.Body)
 }

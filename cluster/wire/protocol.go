@@ -17,6 +17,14 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
+// The protocol's root, paths and bound on bodies. Each path is one
+// exchange: PathNode asks any node who it is (id, cluster, gossip address,
+// entry level), PathReadIndex asks the leader for a read index, PathLinks
+// asks it for one link on behalf of a node that is behind, PathClicks
+// hands it a node's click batch to apply, PathLeave asks it to remove the
+// sending server, PathApplied asks any node how far it has applied the
+// log, and PathCreates relays a follower's prepared creates to the
+// leader. cluster/DESIGN.md gives each one's request and answer.
 const (
 	// Prefix is the root of every exchange.
 	Prefix = "/internal/v1/"
