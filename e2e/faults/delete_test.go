@@ -36,8 +36,8 @@ func TestBrokenDeleteWaitIsCaught(t *testing.T) {
 		t.Skip("fault-injection test: skipped in -short mode")
 	}
 	bin := buildMutant(t, []mutation{
-		{"cluster/write.go", "\tn.awaitServers(index)\n", ""},
-		{"cluster/forward.go", "\t\terr = n.applyLeaderIndex(ctx, resp)\n", ""},
+		{"cluster/propose.go", "\tif opts.Visible {\n\t\tn.awaitServers(index)\n\t}\n", ""},
+		{"cluster/forward.go", "\t\terr = awaitLeaderIndex(ctx, n.machine, resp)\n", ""},
 	})
 	found := deleteThroughFollower(t, bin)
 	t.Logf("broken build: %v", found)

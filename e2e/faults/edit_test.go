@@ -131,8 +131,8 @@ func TestBrokenEditWaitIsCaught(t *testing.T) {
 		t.Skip("fault-injection test: skipped in -short mode")
 	}
 	bin := buildMutant(t, []mutation{
-		{"cluster/edits.go", "\tn.awaitServers(index)\n\treturn l, index, nil\n", "\treturn l, index, nil\n"},
-		{"cluster/forward.go", "\t\terr = n.applyLeaderIndex(ctx, resp)\n", ""},
+		{"cluster/propose.go", "\tif opts.Visible {\n\t\tn.awaitServers(index)\n\t}\n", ""},
+		{"cluster/forward.go", "\t\terr = awaitLeaderIndex(ctx, n.machine, resp)\n", ""},
 	})
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
