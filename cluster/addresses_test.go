@@ -16,6 +16,7 @@ import (
 // from another cluster or one that is not host:port is not believed; a
 // forgotten member falls back to the configuration.
 func TestAddressBook(t *testing.T) {
+	t.Parallel()
 	cluster := "c1"
 	b := newAddressBook(func() string { return cluster })
 	b.self, b.selfAddr = "n1", "127.0.0.1:7001"
@@ -86,6 +87,7 @@ func TestAddressBook(t *testing.T) {
 // gossip knows nothing of is dialled at the configuration's address,
 // without an error (an error would make the transport log every RPC).
 func TestAddressBookFallsBackToTheConfiguration(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	waitFor(t, func() bool { return n.IsLeader() })
 	if addr, err := n.addrs.ServerAddr("n1"); err != nil || string(addr) != n.cfg.RaftAddr {
@@ -144,6 +146,7 @@ func answerAs(t *testing.T, id string) *raft.NetworkTransport {
 // server than the one Raft asked is an error (single RPCs) or an empty,
 // unsuccessful answer (pipelined appends), never a vote or an append.
 func TestCheckedTransportCountsOnlyTheServerAsked(t *testing.T) {
+	t.Parallel()
 	far := answerAs(t, "n2")
 	inner, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
 	if err != nil {
@@ -206,6 +209,7 @@ func TestCheckedTransportCountsOnlyTheServerAsked(t *testing.T) {
 // for the id memberlist knows it by, not for whatever id its metadata
 // names, and is dropped when the member dies or leaves.
 func TestGossipClaimsOnlyItsOwnName(t *testing.T) {
+	t.Parallel()
 	n := &Node{addrs: newAddressBook(func() string { return "" }), levels: &entryLevels{known: map[raft.ServerID]levelSeen{}}}
 	g := &gossip{n: n, left: map[string]struct{}{}, gone: map[string]goneMember{}, live: map[string]memberlist.Node{}}
 	member := func(name, id, addr string) *memberlist.Node {

@@ -15,6 +15,7 @@ import (
 // runs either survive it or leave their code out of use; none is handed out
 // again afterwards, so no short link ever changes target.
 func TestRestoreUnderConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	createURL(t, n, "https://example.com/before-backup")
 	// Enough links that merging and encoding take a while: long enough for

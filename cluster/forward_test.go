@@ -14,6 +14,7 @@ import (
 // a large body (a backup's), a chunked one, an empty one, and a HEAD's,
 // which announces a length it does not carry.
 func TestForwardedAnswersArriveWhole(t *testing.T) {
+	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	large := bytes.Repeat([]byte("linkraft backup "), 2<<20) // 32 MiB
 	leader.ServeForwarded(func(ctx *fasthttp.RequestCtx) {

@@ -5,6 +5,7 @@ import "testing"
 // TestAdvertiseIP: memberlist takes only an IP, so a host name given as
 // --advertise (a container's service name) is resolved first.
 func TestAdvertiseIP(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"10.0.0.7":    "10.0.0.7",
 		"[fd00::1]":   "fd00::1",

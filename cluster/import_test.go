@@ -12,6 +12,7 @@ import (
 )
 
 func TestProposeCreatesKeepsOrderAndIsolatesRefusals(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	waitFor(t, n.leadership.ready)
 	if res, err := n.Create(context.Background(), fsm.CreateRequest{URL: "https://example.com/old", Workspace: "default", CustomCode: "present"}); err != nil || res.Err != nil {
@@ -72,6 +73,7 @@ func TestProposeCreatesKeepsOrderAndIsolatesRefusals(t *testing.T) {
 }
 
 func TestCutBulkBoundsEntries(t *testing.T) {
+	t.Parallel()
 	long := "https://example.com/" + strings.Repeat("x", 8000)
 	var reqs []fsm.CreateRequest
 	for i := range 1000 {
@@ -117,6 +119,7 @@ func TestCutBulkBoundsEntries(t *testing.T) {
 }
 
 func TestProposeCreatesWithoutLeadershipCreatesNothing(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir(), func(c *Config) {
 		c.ID, c.BootstrapExpect, c.WriteTimeout = "lone", 2, time.Second // waits to be joined
 	})
@@ -144,6 +147,7 @@ func TestProposeCreatesWithoutLeadershipCreatesNothing(t *testing.T) {
 // configuration applies their entry type; until then those lines fail
 // alone, saying why, and the import's other lines are created.
 func TestProposeCreatesKeepsImportedValuesOnceEveryServerCan(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	waitFor(t, n.leadership.ready)
 	created := time.Date(2020, 5, 1, 12, 0, 0, 0, time.UTC).UnixMilli()

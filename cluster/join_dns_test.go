@@ -18,6 +18,7 @@ import (
 // two live nodes (and at the node itself) joins both of them: each round
 // resolves the name again.
 func TestJoinFollowsADNSName(t *testing.T) {
+	t.Parallel()
 	port := sharedGossipPort(t, "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")
 	at := func(ip string) string { return net.JoinHostPort(ip, port) }
 	r := newFakeResolver()

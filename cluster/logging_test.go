@@ -29,6 +29,7 @@ func jsonLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 }
 
 func TestHCLoggerLevels(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		threshold hclog.Level // the adapter's own level (raft log level)
@@ -75,6 +76,7 @@ func TestHCLoggerLevels(t *testing.T) {
 // TestFirstElectionIsNotAWarning: a clean start logs Raft's "starting
 // election" at info; after a leader was known it stays a warning.
 func TestFirstElectionIsNotAWarning(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		lastLeader, want string
 	}{{"", "INFO"}, {"node2", "WARN"}} {
@@ -88,6 +90,7 @@ func TestFirstElectionIsNotAWarning(t *testing.T) {
 }
 
 func TestHCLoggerInfersStandardLoggerLevels(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		line      string
 		wantLevel string
@@ -121,6 +124,7 @@ func TestHCLoggerInfersStandardLoggerLevels(t *testing.T) {
 }
 
 func TestHCLoggerStandardWriterForcedAndPlain(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		opts *hclog.StandardLoggerOptions
@@ -144,6 +148,7 @@ func TestHCLoggerStandardWriterForcedAndPlain(t *testing.T) {
 }
 
 func TestHCLoggerNamedWithAndSetLevel(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	root := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "raft", hclog.Info)
 	sub := root.Named("snapshot").With("path", "/data")

@@ -12,6 +12,7 @@ import (
 // write depends on: a caller's answer comes from a call of fn that started
 // after the caller arrived, while concurrent callers still share calls.
 func TestRoundBatcherNeverReusesAnEarlierRound(t *testing.T) {
+	t.Parallel()
 	var calls, clock atomic.Uint64
 	b := &roundBatcher{fn: func() (uint64, error) {
 		calls.Add(1)
@@ -48,6 +49,7 @@ func TestRoundBatcherNeverReusesAnEarlierRound(t *testing.T) {
 }
 
 func TestRoundBatcherHonoursContext(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	defer close(block)
 	b := &roundBatcher{fn: func() (uint64, error) { <-block; return 1, nil }}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestOutcomeOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want string
@@ -37,6 +38,7 @@ func TestOutcomeOf(t *testing.T) {
 }
 
 func TestConfirmResult(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want string
@@ -55,6 +57,7 @@ func TestConfirmResult(t *testing.T) {
 }
 
 func TestSetLags(t *testing.T) {
+	t.Parallel()
 	u := func(v uint64) *uint64 { return &v }
 	tests := []struct {
 		name    string
@@ -98,6 +101,7 @@ func deref(p *uint64) any {
 // the follower's; a follower that stops answering keeps its last index, so
 // its lag grows; one that left the configuration loses its series.
 func TestLagMonitor(t *testing.T) {
+	t.Parallel()
 	servers := []raft.Server{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
 	answers := map[string]uint64{"n2": 90, "n3": 100}
 	own := uint64(100)

@@ -57,6 +57,7 @@ func createURL(t *testing.T, n *Node, url string) fsm.Link {
 }
 
 func TestConcurrentCreatesShareLogEntries(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	createURL(t, n, "https://example.com/warm-up")
 	before := n.raft.LastIndex()
@@ -100,6 +101,7 @@ func TestConcurrentCreatesShareLogEntries(t *testing.T) {
 }
 
 func TestClicksFlushOnceAndSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	n := openNode(t, dir)
 	l := createURL(t, n, "https://example.com/clicked")
@@ -137,6 +139,7 @@ func TestClicksFlushOnceAndSurviveRestart(t *testing.T) {
 }
 
 func TestRestoreUnderConcurrentReaders(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	kept := createURL(t, n, "https://example.com/kept")
 	var backup bytes.Buffer
@@ -195,6 +198,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestKeylessNodesStayOnLoopback(t *testing.T) {
+	t.Parallel()
 	key, err := secure.ParseKey(base64.StdEncoding.EncodeToString(make([]byte, secure.KeySize)))
 	if err != nil {
 		t.Fatal(err)

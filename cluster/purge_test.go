@@ -14,6 +14,7 @@ import (
 // code answers not found), one expired more recently is kept, and a state
 // with nothing to purge proposes nothing.
 func TestPurger(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	f := fsm.New()
 	var index uint64

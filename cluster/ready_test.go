@@ -9,6 +9,7 @@ import (
 // but not yet added, a ready follower, behind the leader, cut off from any
 // leader, and closed.
 func TestNotReadyReasons(t *testing.T) {
+	t.Parallel()
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, func() bool { return leader.NotReady() == "" })
 

@@ -61,6 +61,7 @@ func recWaitLeader(t *testing.T, n *Node) {
 // (here: renamed and moved) into a single-server cluster with the peers
 // file's id and address, keeping state from both a snapshot and the log.
 func TestRecoverRebuildsCluster(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	n1 := recOpen(t, "n1", dir, freeAddr(t))
 	recWaitLeader(t, n1)
@@ -109,6 +110,7 @@ func TestRecoverRebuildsCluster(t *testing.T) {
 }
 
 func TestRecoverRefuses(t *testing.T) {
+	t.Parallel()
 	good := recWrite(t, t.TempDir(), "peers.json", `[{"id":"n1","address":"127.0.0.1:8081"}]`)
 
 	t.Run("no data dir", func(t *testing.T) {

@@ -111,6 +111,7 @@ func relayRoundTrip(t *testing.T, reqs []fsm.CreateRequest, asEntry bool) []fsm.
 // went in, whatever fields it sets and whichever entry type its batch is
 // written as.
 func TestRelayCarriesEveryCreateField(t *testing.T) {
+	t.Parallel()
 	full := everyCreateField(t)
 	notImported := full
 	notImported.CreatedAt, notImported.Clicks = 0, 0
@@ -137,6 +138,7 @@ func TestRelayCarriesEveryCreateField(t *testing.T) {
 // that carries one (GET links/{code}, a relayed create's result) as the
 // leader holds it, and only in the state machine's encoding.
 func TestLinkAnswersCarryEveryLinkField(t *testing.T) {
+	t.Parallel()
 	link := everyLinkField(t)
 	tests := []struct {
 		name string
@@ -195,6 +197,7 @@ func overTheWire(t *testing.T, msg wire.Message, out wire.Message) {
 // sends such a build is in the fields it reads, and a create those fields
 // cannot carry is not sent in them.
 func TestRelaySpeaksToOlderBuilds(t *testing.T) {
+	t.Parallel()
 	opts := &fsm.Options{Title: "t", Tags: []string{"a"}, MaxVisits: 3, Rules: []fsm.Rule{{Device: fsm.DeviceIOS, URL: "https://example.com/ios"}}}
 	encodedOpts := base64.StdEncoding.EncodeToString(fsm.EncodeOptions(opts))
 	link := fsm.Link{
@@ -276,6 +279,7 @@ func TestRelaySpeaksToOlderBuilds(t *testing.T) {
 // that does not decode, or a relayed entry that is not a create batch, is
 // refused whole and applies nothing.
 func TestRelayRefusesCorruptEncodings(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	kept := createURL(t, n, "https://example.com/kept")
 	entry := fsm.CreateBatch{Items: []fsm.CreateRequest{{URL: "https://example.com/new", Workspace: "default", CodeLength: 7}}}.Encode()
@@ -333,6 +337,7 @@ func TestRelayRefusesCorruptEncodings(t *testing.T) {
 // to an asker that asks for it, the legacy link to one that does not (a
 // build before fsm.LevelWire).
 func TestLinkAnswersInTheFormAsked(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	l := createURL(t, n, "https://example.com/asked")
 	tests := []struct {
@@ -360,6 +365,7 @@ func TestLinkAnswersInTheFormAsked(t *testing.T) {
 // with all of them on both nodes, and the follower reads the same link
 // from the leader.
 func TestRelayedCreateKeepsEveryFieldOnBothNodes(t *testing.T) {
+	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	ctx := context.Background()
 	if _, err := leader.Propose(ctx, fsm.DomainCommand{Domain: fsm.Domain{Name: "go.example"}, By: fsm.RootKeyID, Now: time.Now().UnixMilli()}, ProposeOptions{Visible: true}); err != nil {

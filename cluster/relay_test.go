@@ -86,6 +86,7 @@ func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *membe
 }
 
 func TestCreatesThroughAFollowerShareRequests(t *testing.T) {
+	t.Parallel()
 	_, follower := openPair(t, 5*time.Second)
 	const creates = 300
 	links := make([]fsm.Link, creates)
@@ -135,6 +136,7 @@ func TestCreatesThroughAFollowerShareRequests(t *testing.T) {
 // outcome — the link, or the same error with the same message — whether
 // the leader proposes it or a follower relays it.
 func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
+	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	ctx := context.Background()
 	for _, code := range []string{"taken-l", "taken-f"} {
@@ -197,6 +199,7 @@ func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
 }
 
 func TestRelayedCreatesKeepTheirRequestIDs(t *testing.T) {
+	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	ctx := context.Background()
 	req := fsm.CreateRequest{RequestID: "k1", URL: "https://example.com/once", Canonical: "https://example.com/once", Workspace: "default", Dedupe: true, CodeLength: 7}
@@ -238,6 +241,7 @@ func withURL(r fsm.CreateRequest, url string) fsm.CreateRequest {
 // answers within the write timeout, and a caller that gives up is not
 // waited for.
 func TestRelayedCreateWithoutALeaderEnds(t *testing.T) {
+	t.Parallel()
 	leader, follower := openPair(t, time.Second)
 	leader.Close() // two voters, one left: no quorum, no leader
 	start := time.Now()
@@ -260,6 +264,7 @@ func TestRelayedCreateWithoutALeaderEnds(t *testing.T) {
 }
 
 func TestServeCreates(t *testing.T) {
+	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	taken := createURL(t, leader.Node, "https://example.com/taken")
 	peer := net.IPv4(127, 0, 0, 1)
@@ -311,6 +316,7 @@ func TestServeCreates(t *testing.T) {
 // TestRelayedErrorsKeepTheirIdentity: every FSM refusal crosses the wire
 // as the same sentinel error with the same message.
 func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err      error
 		kind     string
@@ -345,6 +351,7 @@ func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
 // TestRelayFailuresSayWhatMayBeRetried: a create whose attempt failed is
 // made again only when that cannot apply it twice.
 func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
+	t.Parallel()
 	lost := errors.New("connection reset")
 	tests := []struct {
 		name   string
@@ -383,6 +390,7 @@ func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
 // either form of the request, fits the body the receiver takes, however
 // long its links and however many rules their options hold.
 func TestRelayBatchesFitOneRequest(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 2048)
 	manyRules := &fsm.Options{Title: long[:fsm.MaxTitleLen]}
 	for range fsm.MaxRules {
@@ -443,6 +451,7 @@ func repeat(v, n int) []int {
 // commit timeout (50-100 ms), which is when a follower that waits for its
 // own apply would otherwise learn that the entry committed.
 func TestRelayedCreatesDoNotWaitForTheCommitTimeout(t *testing.T) {
+	t.Parallel()
 	_, follower := openPair(t, 5*time.Second)
 	var took []time.Duration
 	for i := range 11 {
@@ -466,6 +475,7 @@ func TestRelayedCreatesDoNotWaitForTheCommitTimeout(t *testing.T) {
 // Without a cluster key any request marked as forwarded from a server's
 // host counts as a peer's, which is how the attack was made.
 func TestRelayedCreatesAreValidated(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	createURL(t, n, "https://example.com/first")
 	twin := fsm.CreateRequest{URL: "https://example.com/twin", Workspace: "default", Dedupe: true, Canonical: "https://example.com/twin", CodeLength: 7}

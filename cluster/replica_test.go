@@ -31,6 +31,7 @@ func suffrageOf(t *testing.T, n *Node, id string) (raft.ServerSuffrage, bool) {
 // operator adds it as a non-voter, it serves the cluster's links, a delete
 // is gone from it once acknowledged, and it can be promoted once.
 func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
+	t.Parallel()
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, func() bool { return leader.NotReady() == "" })
 
@@ -105,6 +106,7 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 // them would never bootstrap), and the leader adds the replica as a
 // non-voter.
 func TestBootstrapExpectCountsOnlyVoters(t *testing.T) {
+	t.Parallel()
 	gossipAddr := func() string { return net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1")) }
 	seed := gossipAddr()
 	expect2 := func(c *Config) { c.BootstrapExpect = 2 }

@@ -65,6 +65,7 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 }
 
 func TestSeedAddresses(t *testing.T) {
+	t.Parallel()
 	r := newFakeResolver()
 	r.set("nodes.test", "10.0.0.2", "10.0.0.1", "10.0.0.2", "fd00:0::3", "not-an-ip")
 	r.set("other.test", "10.0.0.1", "10.0.0.4")

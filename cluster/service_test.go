@@ -34,6 +34,7 @@ func serveInternal(n *Node, remote net.IP, method, uri string, body []byte, forw
 }
 
 func TestInternalHandler(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	l := createURL(t, n, "https://example.com/internal")
 	stranger, peer := net.IPv4(10, 9, 8, 7), net.IPv4(127, 0, 0, 1) // peer: the host of a configured server
@@ -75,6 +76,7 @@ func TestInternalHandler(t *testing.T) {
 }
 
 func TestLookupConfirmsMisses(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	l := createURL(t, n, "https://example.com/looked-up")
 	ctx := context.Background()
@@ -93,6 +95,7 @@ func TestLookupConfirmsMisses(t *testing.T) {
 }
 
 func TestBroadcastWakesEveryWaiter(t *testing.T) {
+	t.Parallel()
 	var b broadcast
 	waiters := []<-chan struct{}{b.wait(), b.wait(), b.wait()}
 	b.notify()
@@ -111,6 +114,7 @@ func TestBroadcastWakesEveryWaiter(t *testing.T) {
 }
 
 func TestWaitAppliedFollowsTheFSM(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	createURL(t, n, "https://example.com/first")
 	next := n.machine.appliedIndex() + 1
@@ -138,6 +142,7 @@ func TestWaitAppliedFollowsTheFSM(t *testing.T) {
 // sender still writes what the node will not read), and one longer than
 // what fasthttp reads with the header is read whole and applied.
 func TestClusterPortLimitsProtocolBodies(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	l := createURL(t, n, "https://example.com/port")
 	counts := []fsm.ClickCount{{Code: l.Code, Count: 2}}
@@ -211,6 +216,7 @@ func (f *fakeProtocolNode) protocolNode() protocolNode {
 // TestPeerService: the cluster port's handlers answer from what the node
 // gives them, and refuse what they must before asking it for anything.
 func TestPeerService(t *testing.T) {
+	t.Parallel()
 	clicks := fsm.ClickBatch{Node: "n2", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: "abc", Count: 3}}}.Encode()
 	leave, _ := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: "n9"})
 	tests := []struct {
@@ -276,6 +282,7 @@ func TestPeerService(t *testing.T) {
 // TestPeerServiceCopiesClicks: the entry applied is the batch's bytes in a
 // buffer of its own, since Raft keeps it while fasthttp reuses the body's.
 func TestPeerServiceCopiesClicks(t *testing.T) {
+	t.Parallel()
 	node := &fakeProtocolNode{leader: true}
 	s := newPeerService(node.protocolNode(), slog.New(slog.DiscardHandler))
 	batch := fsm.ClickBatch{Node: "n2", Seq: 1, Now: 1, Counts: []fsm.ClickCount{{Code: "abc", Count: 1}}}.Encode()

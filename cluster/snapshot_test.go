@@ -11,6 +11,7 @@ import (
 // than Raft's entry threshold, and checks that their volume alone made the
 // node snapshot, so a restart does not replay them.
 func TestLargeLogVolumeTakesASnapshot(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir(), func(c *Config) { c.SnapshotBytes = 256 << 10 })
 
 	long := "https://example.com/" + strings.Repeat("x", 1500) + "/"

@@ -12,6 +12,7 @@ import (
 // its size, and the data directory holds no file of it, during or after;
 // a failed write leaves nothing.
 func TestSpool(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	before := dirEntries(t, n.cfg.DataDir)
 	body := strings.Repeat("a line of a large answer\n", 100_000)

@@ -13,6 +13,7 @@ import (
 // entries below it and appends above it. The gap is no damage; a damaged
 // entry on either side still is.
 func TestVerifyLogAcrossASnapshotGap(t *testing.T) {
+	t.Parallel()
 	good := fsm.ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode()
 	bad := append([]byte(nil), good...)
 	bad[3] ^= 1 // the checksum no longer matches

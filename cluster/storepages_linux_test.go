@@ -130,6 +130,7 @@ func residentKiB(t *testing.T, path string) int {
 }
 
 func TestParseMapsLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		line string
 		ok   bool

@@ -21,6 +21,7 @@ import (
 // POSTed and acknowledged through Raft, the statuses come from
 // Node.Webhooks, and the metrics are among Node.Collectors.
 func TestWebhookWiring(t *testing.T) {
+	t.Parallel()
 	n := openNode(t, t.TempDir())
 	const secret = "a-secret-of-sixteen-bytes-or-more"
 	var (

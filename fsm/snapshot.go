@@ -21,8 +21,9 @@ import (
 // Snapshot format: the magic "LKRS", a version byte, then the sections in
 // order (see DESIGN.md), each element encoded by encoder; finally a CRC-32C
 // of everything before it, big-endian. Collections are sorted so that equal
-// states give byte-identical snapshots. The newest version is written; every
-// older one is still read.
+// states give byte-identical snapshots. The oldest version that holds the
+// state is written (snapshot.version), so that older builds read it; every
+// version is still read.
 var snapshotMagic = []byte("LKRS")
 
 const (
