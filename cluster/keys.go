@@ -3,11 +3,10 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/linkraft/linkraft/cluster/internal/ownfile"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -38,7 +37,7 @@ func initialAdminKey(file string) (fsm.KeyCreateCommand, error) {
 	if err != nil {
 		return fsm.KeyCreateCommand{}, err
 	}
-	if err := writeSecretFile(file, key+"\n"); err != nil {
+	if err := ownfile.Write(file, []byte(key+"\n")); err != nil {
 		return fsm.KeyCreateCommand{}, fmt.Errorf("initial admin key: %w", err)
 	}
 	now := time.Now().UnixMilli()
@@ -47,27 +46,4 @@ func initialAdminKey(file string) (fsm.KeyCreateCommand, error) {
 			Workspaces: []string{fsm.AllWorkspaces}, CreatedAt: now},
 		Now: now,
 	}, nil
-}
-
-// writeSecretFile replaces path with data, readable by its owner only.
-func writeSecretFile(path, data string) error {
-	tmp := path + ".tmp"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/internal/ownfile"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -237,5 +238,5 @@ func (l *entryLevels) save() error {
 		lines = append(lines, string(id)+" "+strconv.Itoa(v))
 	}
 	slices.Sort(lines)
-	return writeSecretFile(filepath.Join(l.dir, levelsFile), strings.Join(lines, "\n")+"\n")
+	return ownfile.Write(filepath.Join(l.dir, levelsFile), []byte(strings.Join(lines, "\n")+"\n"))
 }

@@ -254,7 +254,7 @@ func requireKeyOffLoopback(cfg Config) error {
 	}
 	addrs := []struct{ flag, addr string }{{"--raft-addr", cfg.RaftAddr}, {"--gossip-addr", cfg.GossipAddr}, {"--advertise", cfg.Advertise}}
 	for _, a := range addrs {
-		if a.addr != "" && !onLoopback(a.addr) {
+		if a.addr != "" && !OnLoopback(a.addr) {
 			return fmt.Errorf("%s %s is not a loopback address and no --cluster-key is set: anyone who reaches it "+
 				"could join the cluster and read every link. Make a key with `linkraft keygen` and give every node "+
 				"the same --cluster-key (only a development cluster on 127.0.0.1 may run without one)", a.flag, a.addr)
@@ -263,10 +263,10 @@ func requireKeyOffLoopback(cfg Config) error {
 	return nil
 }
 
-// onLoopback reports whether addr (host:port, or a host alone as
+// OnLoopback reports whether addr (host:port, or a host alone as
 // --advertise may be) names a loopback host. A name other than localhost
 // is not resolved here: it may point anywhere.
-func onLoopback(addr string) bool {
+func OnLoopback(addr string) bool {
 	host := addr
 	if h, _, err := net.SplitHostPort(addr); err == nil {
 		host = h

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/linkraft/linkraft/cluster/internal/ownfile"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -41,7 +42,7 @@ func saveClicks(dir string, pending *fsm.ClickBatch, counts map[codeVisitor]uint
 		data = append(data, entry...)
 	}
 	path := filepath.Join(dir, pendingClicksFile)
-	if err := writeFile(path, data); err != nil {
+	if err := ownfile.Write(path, data); err != nil {
 		return fmt.Errorf("save unflushed clicks: %w", err)
 	}
 	return nil
@@ -103,28 +104,4 @@ func forgetSavedClicks(dir string) error {
 		return fmt.Errorf("remove %s: %w", pendingClicksFile, err)
 	}
 	return nil
-}
-
-// writeFile replaces path with data, readable by its owner only, so that
-// a crash leaves either the old file or the new one whole.
-func writeFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -354,21 +354,7 @@ func shortURLBase(baseURL string, listen net.Addr, advertised string) (base stri
 	if tcp, ok := listen.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		return "", false, false
 	}
-	return "http://" + advertised, true, !onLoopback(advertised)
-}
-
-// onLoopback reports whether addr (host:port) names a loopback host. A
-// name other than localhost is not resolved: it may point anywhere.
-func onLoopback(addr string) bool {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return "http://" + advertised, true, !cluster.OnLoopback(advertised)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
