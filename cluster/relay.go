@@ -114,9 +114,58 @@ var errLeaderChanged = fmt.Errorf("%w: the leader changed while the request was 
 // sockets open, so nothing else would end the wait before the deadline.
 // The abandoned request may still be applied by the old leader; the
 // request ids make the next attempt return that outcome.
-func (c *createPath) relayBatch(batch []*createCall) {
-	live := make([]*createCall, 0, len(batch))
-	var deadline time.Time
+func (p *createPath) relayBatch(batch []*createCall) {
+	live, deadline := liveCalls(batch)
+	if len(live) == 0 {
+		return
+	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(p.timeout)
+	}
+	// The leader every create of the batch is for, as its attempt decided
+	// (relayBatches keeps each batch to one).
+	leader := live[0].leader
+	p.metrics.relayBatch.Observe(float64(len(live)))
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	go func() { // a node that closes stops waiting on the leader at once
+		select {
+		case <-p.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	levelErr := p.levels.require(ctx, fsm.LevelWire)
+	asEntry := levelErr == nil
+	if !asEntry {
+		if live = refuseUncarried(live, levelErr); len(live) == 0 {
+			return
+		}
+	}
+	keyed := live[0].req.RequestID != "" // relayBatches keeps keyed and unkeyed apart
+	reqs := make([]fsm.CreateRequest, len(live))
+	for i, c := range live {
+		reqs[i] = c.req
+	}
+	answer, err := p.send(ctx, leader, relayBatchOf(reqs, asEntry), keyed)
+	if err == nil && len(answer.Results) != len(live) {
+		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
+	}
+	p.metrics.forwarded(kindCreateBatch, err)
+	if err != nil {
+		replyAll(live, relayFailure(err, keyed))
+		return
+	}
+	for i, c := range live {
+		c.done <- relayedReply(answer.Results[i], keyed)
+	}
+}
+
+// liveCalls are the calls of batch whose callers still wait, and the
+// latest of their deadlines (zero: none has one).
+func liveCalls(batch []*createCall) (live []*createCall, deadline time.Time) {
+	live = make([]*createCall, 0, len(batch))
 	for _, c := range batch {
 		if c.ctx.Err() != nil {
 			continue // its caller has its answer (a timeout) already
@@ -126,62 +175,23 @@ func (c *createPath) relayBatch(batch []*createCall) {
 			deadline = d
 		}
 	}
-	if len(live) == 0 {
-		return
-	}
-	if deadline.IsZero() {
-		deadline = time.Now().Add(c.timeout)
-	}
-	// The leader every create of the batch is for, as its attempt decided
-	// (relayBatches keeps each batch to one).
-	leader := live[0].leader
-	c.metrics.relayBatch.Observe(float64(len(live)))
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	go func() { // a node that closes stops waiting on the leader at once
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	return live, deadline
+}
 
-	levelErr := c.levels.require(ctx, fsm.LevelWire)
-	asEntry := levelErr == nil
-	if !asEntry {
-		// Create checked requireLevel(req.Level()) before queuing, which
-		// lets a create with a creation time or clicks (LevelImport)
-		// through at servers of LevelImport; their builds read neither in
-		// the legacy fields, so such a create is refused here rather than
-		// sent without them.
-		live = slices.DeleteFunc(live, func(c *createCall) bool {
-			if legacyCarries(&c.req) {
-				return false
-			}
-			c.done <- createReply{err: levelErr}
-			return true
-		})
-		if len(live) == 0 {
-			return
+// refuseUncarried answers, with levelErr, the calls the legacy fields
+// cannot carry, and returns the others. Create checked the level of each
+// create before queuing it, which lets a create with a creation time or
+// clicks (LevelImport) through at servers of LevelImport; their builds
+// read neither in the legacy fields, so such a create is refused here
+// rather than sent without them.
+func refuseUncarried(calls []*createCall, levelErr error) []*createCall {
+	return slices.DeleteFunc(calls, func(c *createCall) bool {
+		if legacyCarries(&c.req) {
+			return false
 		}
-	}
-	keyed := live[0].req.RequestID != "" // relayBatches keeps keyed and unkeyed apart
-	reqs := make([]fsm.CreateRequest, len(live))
-	for i, c := range live {
-		reqs[i] = c.req
-	}
-	answer, err := c.send(ctx, leader, relayBatchOf(reqs, asEntry), keyed)
-	if err == nil && len(answer.Results) != len(live) {
-		err = fmt.Errorf("the leader answered %d results for %d creates", len(answer.Results), len(live))
-	}
-	c.metrics.forwarded(kindCreateBatch, err)
-	if err != nil {
-		replyAll(live, relayFailure(err, keyed))
-		return
-	}
-	for i, c := range live {
-		c.done <- relayedReply(answer.Results[i], keyed)
-	}
+		c.done <- createReply{err: levelErr}
+		return true
+	})
 }
 
 // relayFailure is the reply to every create of a batch that got no
@@ -241,7 +251,7 @@ func legacyCarries(r *fsm.CreateRequest) bool { return r.Level() <= fsm.LevelOpt
 // answer. With followLeader the request is abandoned (errLeaderChanged) as
 // soon as addr is no longer the leader's address; the request itself runs
 // out on its own goroutine, with its own buffers.
-func (c *createPath) send(ctx context.Context, addr string, batch wire.CreateBatch, followLeader bool) (wire.CreateBatchAnswer, error) {
+func (p *createPath) send(ctx context.Context, addr string, batch wire.CreateBatch, followLeader bool) (wire.CreateBatchAnswer, error) {
 	body, err := json.Marshal(batch)
 	if err != nil {
 		return wire.CreateBatchAnswer{}, fmt.Errorf("encode creates: %w", err)
@@ -256,13 +266,13 @@ func (c *createPath) send(ctx context.Context, addr string, batch wire.CreateBat
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		var o outcome
-		o.err = createsError(c.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
+		o.err = createsError(p.peers.Call(ctx, addr, fasthttp.MethodPost, wire.PathCreates, body, &o.answer))
 		done <- o
 	}()
 	for {
-		changed := c.leadership.changed.wait()
+		changed := p.leadership.changed.wait()
 		if followLeader {
-			if to, err := c.leadership.leader(); err != nil || to.addr != addr {
+			if to, err := p.leadership.leader(); err != nil || to.addr != addr {
 				return wire.CreateBatchAnswer{}, errLeaderChanged
 			}
 		}
@@ -299,7 +309,7 @@ func createsError(err error) error {
 // node's proposer queue, and the answer holds one result per item, its
 // link in the form the batch came in (a sender of the legacy fields may
 // be of a build that reads nothing else).
-func (c *createPath) serve(ctx *fasthttp.RequestCtx) {
+func (p *createPath) serve(ctx *fasthttp.RequestCtx) {
 	var batch wire.CreateBatch
 	if err := wire.Decode(ctx.PostBody(), &batch); err != nil {
 		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -311,11 +321,11 @@ func (c *createPath) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	asEntry := len(batch.Entry) > 0
-	wait, cancel := context.WithTimeout(context.Background(), c.timeout)
+	wait, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	// A node that does not lead says so at once, having applied nothing,
 	// rather than wait: the sender tries the node it learns leads.
-	if err := c.leadership.waitReady(wait, true); err != nil {
+	if err := p.leadership.waitReady(wait, true); err != nil {
 		writeUnavailable(ctx, err)
 		return
 	}
@@ -325,13 +335,7 @@ func (c *createPath) serve(ctx *fasthttp.RequestCtx) {
 	for i, req := range reqs {
 		err := refused[i]
 		if err == nil {
-			// The rules a client's create meets: a peer is trusted to
-			// relay, not to decide what may be stored.
-			if verr := input.Prepared(req, c.allowPrivate); verr != nil {
-				err = fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, verr)
-			} else {
-				err = c.levels.require(wait, req.Level())
-			}
+			err = p.admit(wait, req)
 		}
 		if err != nil {
 			answer.Results[i] = wire.CreateResult{Error: wire.KindOf(err), Detail: err.Error()}
@@ -343,24 +347,40 @@ func (c *createPath) serve(ctx *fasthttp.RequestCtx) {
 	if len(queued) > 0 {
 		// One put for the whole batch, so that its creates share entries
 		// rather than trickle into the proposer one by one.
-		if err := c.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
+		if err := p.proposer.Put(wait, queued...); errors.Is(err, queue.ErrStopped) {
 			notQueued(calls, answer.Results, ErrClosed.Error())
 		} else if err != nil {
 			notQueued(calls, answer.Results, "not queued within the write timeout")
 		}
 	}
+	awaitResults(wait, calls, answer.Results, asEntry)
+	wire.WriteMessage(ctx, answer)
+}
+
+// admit checks a relayed create against the rules a client's create
+// meets: a peer is trusted to relay, not to decide what may be stored.
+func (p *createPath) admit(ctx context.Context, req fsm.CreateRequest) error {
+	if err := input.Prepared(req, p.allowPrivate); err != nil {
+		return fmt.Errorf("%w: %w", fsm.ErrInvalidRequest, err)
+	}
+	return p.levels.require(ctx, req.Level())
+}
+
+// awaitResults fills results with the outcome of each queued call (nil:
+// answered already) until wait ends: what is not decided by then is
+// answered as unknown.
+func awaitResults(wait context.Context, calls []*createCall, results []wire.CreateResult, asEntry bool) {
 	for i, c := range calls {
 		if c == nil {
 			continue
 		}
 		select {
 		case r := <-c.done:
-			answer.Results[i] = toWireResult(r, asEntry)
+			results[i] = toWireResult(r, asEntry)
 		case <-wait.Done():
-			answer.Results[i] = wire.CreateResult{Error: wire.KindUnknown, Detail: ErrTimeout.Error()}
+			results[i] = wire.CreateResult{Error: wire.KindUnknown, Detail: ErrTimeout.Error()}
 		}
 	}
-	wire.WriteMessage(ctx, answer)
 }
 
 // notQueued answers every create of calls as not applied, and forgets

@@ -74,31 +74,31 @@ func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateRes
 }
 
 // create is Create's body.
-func (c *createPath) create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
+func (p *createPath) create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	if err := checkCreate(req); err != nil {
 		return fsm.CreateResult{Err: err}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	// Before it is queued or relayed: a batch is one entry, and one item an
 	// old server cannot apply must not hold back the others. It also keeps
 	// a create from a leader whose build cannot receive it, but for one
 	// case relayBatch refuses: a creation time or click total, which
 	// servers of LevelImport apply but only LevelWire's relay carries.
-	if err := c.levels.require(ctx, req.Level()); err != nil {
+	if err := p.levels.require(ctx, req.Level()); err != nil {
 		return fsm.CreateResult{}, err
 	}
 	var reply createReply
 	remote := false // the attempt that decided it was the leader's, elsewhere
-	err := c.leadership.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
+	err := p.leadership.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
 		remote = !to.self
 		if to.self {
-			reply = c.here(ctx, req)
+			reply = p.here(ctx, req)
 		} else {
 			if req.RequestID == "" {
 				req.RequestID = newRequestID()
 			}
-			reply = c.submit(ctx, req, to.addr)
+			reply = p.submit(ctx, req, to.addr)
 		}
 		return !reply.retry, reply.err
 	})
@@ -106,7 +106,7 @@ func (c *createPath) create(ctx context.Context, req fsm.CreateRequest) (fsm.Cre
 		return fsm.CreateResult{}, err
 	}
 	if remote {
-		if err := c.machine.waitApplied(ctx, reply.index); err != nil {
+		if err := p.machine.waitApplied(ctx, reply.index); err != nil {
 			return fsm.CreateResult{}, fmt.Errorf("%w: the leader applied it at index %d, this node has not yet", ErrTimeout, reply.index)
 		}
 	}
@@ -129,11 +129,11 @@ func checkCreate(req fsm.CreateRequest) error {
 // here proposes a create through this node's proposer, once it is an
 // established leader. Lost leadership (before or during the proposal) asks
 // for another attempt when that is safe.
-func (c *createPath) here(ctx context.Context, req fsm.CreateRequest) createReply {
-	if err := c.leadership.waitReady(ctx, true); err != nil {
+func (p *createPath) here(ctx context.Context, req fsm.CreateRequest) createReply {
+	if err := p.leadership.waitReady(ctx, true); err != nil {
 		return createReply{err: err, retry: true}
 	}
-	r := c.submit(ctx, req, "")
+	r := p.submit(ctx, req, "")
 	switch {
 	case errors.Is(r.err, ErrNoLeader): // not applied
 		r.retry = true
@@ -155,11 +155,11 @@ func newRequestID() string {
 
 // submit queues one create and waits for its reply: relayed to the
 // leader at leader, or proposed here when leader is empty.
-func (c *createPath) submit(ctx context.Context, req fsm.CreateRequest, leader string) createReply {
+func (p *createPath) submit(ctx context.Context, req fsm.CreateRequest, leader string) createReply {
 	call := &createCall{ctx: ctx, req: req, leader: leader, done: make(chan createReply, 1)}
-	q := c.proposer
+	q := p.proposer
 	if leader != "" {
-		q = c.relay
+		q = p.relay
 	}
 	if err := q.Put(ctx, call); errors.Is(err, queue.ErrStopped) {
 		return createReply{err: ErrClosed}
@@ -199,39 +199,39 @@ type createPath struct {
 // newQueues makes the proposer's queue, whose batches become log entries
 // here, and the relay's, whose batches become requests to the leader, each
 // batch one leader's (relay.go). Open runs them.
-func (c *createPath) newQueues() {
+func (p *createPath) newQueues() {
 	closed := func(batch []*createCall) { replyAll(batch, createReply{err: ErrClosed}) }
-	c.proposer = queue.New(queue.Config[*createCall]{
+	p.proposer = queue.New(queue.Config[*createCall]{
 		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
-		Handle: c.propose, Drop: closed,
+		Handle: p.propose, Drop: closed,
 	})
-	c.relay = queue.New(queue.Config[*createCall]{
+	p.relay = queue.New(queue.Config[*createCall]{
 		MaxBatch: maxCreateBatch, InFlight: maxInflightBatches, Capacity: 4 * maxCreateBatch,
-		Split: relayBatches, Handle: c.relayBatch, Drop: closed,
+		Split: relayBatches, Handle: p.relayBatch, Drop: closed,
 	})
-	c.push = newCommitPusher()
+	p.push = newCommitPusher()
 }
 
 // propose proposes a batch as one entry and hands every caller its
 // result. When a create in it came from another node, the commit pusher
 // sees that the followers learn soon that the entry committed
 // (commitpush.go).
-func (c *createPath) propose(batch []*createCall) {
+func (p *createPath) propose(batch []*createCall) {
 	cmd := fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: make([]fsm.CreateRequest, len(batch))}
 	fromFollower := false
 	for i, c := range batch {
 		cmd.Items[i] = c.req
 		fromFollower = fromFollower || c.fromFollower
 	}
-	c.metrics.createBatch.Observe(float64(len(batch)))
-	c.push.proposing()
-	resp, index, err := c.apply(cmd)
+	p.metrics.createBatch.Observe(float64(len(batch)))
+	p.push.proposing()
+	resp, index, err := p.apply(cmd)
 	results, ok := resp.([]fsm.CreateResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = fmt.Errorf("apply create: unexpected response %T", resp)
 	}
 	if err == nil && fromFollower {
-		c.push.applied()
+		p.push.applied()
 	}
 	for i, c := range batch {
 		if err != nil {
