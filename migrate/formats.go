@@ -79,9 +79,23 @@ func parseKutt(data []byte) ([]Link, []Problem, error) {
 			CreatedAt   string  `json:"created_at"`
 			ExpireIn    *string `json:"expire_in"`
 			VisitCount  flexInt `json:"visit_count"`
+			// Kutt's API says only whether a link has a password, never
+			// the password; a banned link is one Kutt's admins disabled.
+			Password bool `json:"password"`
+			Banned   bool `json:"banned"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
 			problems = append(problems, Problem{line, "not a Kutt link: " + err.Error()})
+			return
+		}
+		// Imported, either would redirect anyone: what Kutt kept closed
+		// stays out, and the report says why.
+		switch {
+		case r.Banned:
+			problems = append(problems, Problem{line, "banned in Kutt: not imported"})
+			return
+		case r.Password:
+			problems = append(problems, Problem{line, "password-protected in Kutt, whose export has no password: not imported (create it again with a password)"})
 			return
 		}
 		l := Link{Line: line, Code: r.Address, URL: r.Target, Title: r.Description, Clicks: int64(r.VisitCount)}

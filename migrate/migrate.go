@@ -23,7 +23,9 @@
 //     shortCode and joined tags with ","); columns are found by their header.
 //   - kutt: the JSON answer of Kutt's API, GET /api/v2/links (Kutt 2.x and
 //     3.x: "data" holds links with address, target, description,
-//     created_at, expire_in and visit_count).
+//     created_at, expire_in and visit_count). A link Kutt banned, or one
+//     with a password (the API says only that it has one), is a problem,
+//     not a link: imported, it would redirect anyone.
 //   - bitly: the JSON answer of Bitly's API v4, GET /v4/groups/{guid}/bitlinks
 //     ("links" with link, long_url, title, created_at, tags). Bitly's web
 //     export is a CSV whose columns Bitly does not document, so it is not
