@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,14 @@ type importLine struct {
 	Clicks            json.RawMessage `json:"clicks"`
 	ClickCount        json.RawMessage `json:"click_count"`
 	optionFields
+	// Written by an export and not imported: a link gets its id and
+	// short URL here, and its last access starts afresh. Any other field
+	// is refused: one this build does not know (a password hash) must not
+	// import a link that is open where it was closed.
+	ID             json.RawMessage `json:"id"`
+	ShortURL       json.RawMessage `json:"short_url"`
+	Existing       json.RawMessage `json:"existing"`
+	LastAccessedAt json.RawMessage `json:"last_accessed_at"`
 }
 
 type importFailure struct {
@@ -372,12 +381,32 @@ func (s *Server) parseImportLineSafe(raw []byte) (req fsm.CreateRequest, err err
 	return s.parseImportLine(raw)
 }
 
+// decodeImportLine decodes one line, refusing a field an import does not
+// have.
+func decodeImportLine(raw []byte) (importLine, error) {
+	var l importLine
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&l)
+	if err == nil {
+		return l, nil
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return l, fmt.Errorf("unknown field %s: an import does not have it", field)
+	}
+	// The decoder's own words for what is not JSON, as Unmarshal says them.
+	if uerr := json.Unmarshal(raw, &l); uerr != nil {
+		err = uerr
+	}
+	return l, errors.New("not a JSON object: " + err.Error())
+}
+
 // parseImportLine reads and validates one line. The error is the line's
 // entry in the report.
 func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
-	var l importLine
-	if err := json.Unmarshal(raw, &l); err != nil {
-		return fsm.CreateRequest{}, errors.New("not a JSON object: " + err.Error())
+	l, err := decodeImportLine(raw)
+	if err != nil {
+		return fsm.CreateRequest{}, err
 	}
 	target, err := input.Target(l.OriginalURL, s.cfg.AllowPrivateTargets)
 	if err != nil {

@@ -310,3 +310,31 @@ func TestCreateRefusesImportOnlyFields(t *testing.T) {
 		t.Fatalf("a refused create stored %d links", s.fsm.Len())
 	}
 }
+
+// TestImportRefusesUnknownFields: a line with a field an import does not
+// have (here a password hash, which a build that ignored it imported as an
+// open link) is refused and creates nothing; the fields an export writes
+// and an import does not take are not refused, so an export imports whole.
+func TestImportRefusesUnknownFields(t *testing.T) {
+	s := newTestServer(t, nil)
+	report, _ := importReportOf(t, s,
+		`{"short_code":"secret1","original_url":"https://example.com/secret","password_hash":"$2a$10$abcdefghijklmnopqrstuv"}`)
+	if report.Created != 0 || len(report.Failed) != 1 || !strings.Contains(report.Failed[0].Error, `unknown field "password_hash"`) {
+		t.Fatalf("report %+v, want the line refused for its unknown field", report)
+	}
+	if got := do(s, "GET", "/secret1", "", "").Response.StatusCode(); got != 404 {
+		t.Fatalf("GET /secret1 after the refused line: %d, want 404", got)
+	}
+
+	mustCreate(t, s, `{"url":"https://example.com/kept","custom_code":"kept","title":"Kept","tags":["a"]}`)
+	export := do(s, "GET", "/admin/export", "", "")
+	if export.Response.StatusCode() != 200 {
+		t.Fatalf("export: %d", export.Response.StatusCode())
+	}
+	fresh := newTestServer(t, nil)
+	report, _ = importReportOf(t, fresh, string(export.Response.Body()))
+	if report.Created != 1 || len(report.Failed) != 0 {
+		t.Fatalf("importing an export: %+v, want its one link created", report)
+	}
+	requireRedirect(t, fresh, "kept", "https://example.com/kept")
+}
