@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -166,8 +165,8 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := requireKeyOffLoopback(cfg); err != nil {
 		return nil, fmt.Errorf("open node: %w", err)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("open node: data dir: %w", err)
+	if err := ownerOnlyDir(cfg.DataDir, cfg.Logger); err != nil {
+		return nil, fmt.Errorf("open node: %w", err)
 	}
 	n := newNode(cfg, f)
 	hasState, err := n.openRaft()
@@ -334,10 +333,15 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("open log cache: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
 	if err != nil {
 		return false, fmt.Errorf("open snapshot store: %w", err)
 	}
+	snapsDir := filepath.Join(dir, "snapshots") // where the store keeps them
+	if _, err := ownerOnly(snapsDir); err != nil {
+		return false, fmt.Errorf("open snapshot store: %w", err)
+	}
+	snaps := ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}
 	advertise, err := advertiseAddr(n.cfg.RaftAddr, n.cfg.Advertise)
 	if err != nil {
 		return false, err

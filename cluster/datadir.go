@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+)
+
+// The data directory is the operator's alone: it holds every link, the
+// keys' hashes, webhook secrets and the cluster key. Directories are 0700
+// and files 0600, an existing directory is tightened at start, and each
+// snapshot as Raft finishes it (its store makes them 0755 and 0644).
+
+// ownerOnlyDir creates dir, or tightens it and everything in it, to its
+// owner alone. A path this process may not change (a volume's mount point
+// that the platform owns and shares with a group, as Kubernetes' fsGroup
+// does) is left as it is, and the log says so.
+func ownerOnlyDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	left, err := ownerOnly(dir)
+	if err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	for _, p := range left {
+		log.Warn("others may read this path in the data dir, and this process may not change that: "+
+			"make it the linkraft user's alone", "path", p)
+	}
+	return nil
+}
+
+// ownerOnly takes every permission but the owner's from path and what is
+// below it, and returns the paths it was not allowed to change.
+func ownerOnly(path string) (left []string, err error) {
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := info.Mode().Perm()
+		if mode&0o077 == 0 {
+			return nil
+		}
+		if err := os.Chmod(p, mode&0o700); errors.Is(err, fs.ErrPermission) {
+			left = append(left, p)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	return left, err
+}
+
+// ownerOnlySnapshots is a snapshot store whose finished snapshots are
+// their owner's alone.
+type ownerOnlySnapshots struct {
+	*raft.FileSnapshotStore
+	dir string // the store's snapshots directory
+}
+
+func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.FileSnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return ownerOnlySink{SnapshotSink: sink, path: filepath.Join(s.dir, sink.ID())}, nil
+}
+
+// ownerOnlySink tightens its snapshot once the store has put it in place.
+type ownerOnlySink struct {
+	raft.SnapshotSink
+	path string
+}
+
+func (s ownerOnlySink) Close() error {
+	if err := s.SnapshotSink.Close(); err != nil {
+		return err
+	}
+	if _, err := ownerOnly(s.path); err != nil {
+		return fmt.Errorf("snapshot %s: %w", s.path, err)
+	}
+	return nil
+}
