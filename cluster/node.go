@@ -199,7 +199,7 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
-	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger)
+	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
 	n.addrs = newAddressBook(f.ClusterID)
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}

@@ -22,7 +22,8 @@ import (
 // Node.Webhooks, and the metrics are among Node.Collectors.
 func TestWebhookWiring(t *testing.T) {
 	t.Parallel()
-	n := openNode(t, t.TempDir())
+	// The receiver listens on loopback.
+	n := openNode(t, t.TempDir(), func(c *Config) { c.AllowPrivateTargets = true })
 	const secret = "a-secret-of-sixteen-bytes-or-more"
 	var (
 		mu     sync.Mutex

@@ -15,14 +15,19 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/input"
 )
 
 const (
@@ -106,14 +111,16 @@ type Delivery struct {
 }
 
 // New returns a Delivery of state's webhooks that proposes its
-// acknowledgements through acks and waits for changes with applied.
-func New(state State, applied WaitApplied, acks Proposer, log *slog.Logger) *Delivery {
+// acknowledgements through acks and waits for changes with applied. It
+// connects to an address inside the network only with allowPrivate
+// (--allow-private-targets).
+func New(state State, applied WaitApplied, acks Proposer, log *slog.Logger, allowPrivate bool) *Delivery {
 	return &Delivery{
 		state:    state,
 		applied:  applied,
 		acks:     acks,
 		log:      log,
-		client:   newClient(),
+		client:   newClient(allowPrivate),
 		retryMin: retryMin,
 		retryMax: retryMax,
 		ackDelay: ackDelay,
@@ -131,10 +138,18 @@ func New(state State, applied WaitApplied, acks Proposer, log *slog.Logger) *Del
 	}
 }
 
-func newClient() *http.Client {
+func newClient(allowPrivate bool) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 2
 	transport.ResponseHeaderTimeout = attemptTimeout
+	if !allowPrivate {
+		// A URL is checked by its spelling when it is registered; the
+		// address a connection is about to be made to is checked here,
+		// every time: a name can resolve inside the network
+		// (localhost.localdomain, *.nip.io) or be made to later.
+		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseInternal}
+		transport.DialContext = dialer.DialContext
+	}
 	return &http.Client{
 		Transport: transport,
 		Timeout:   attemptTimeout,
@@ -143,6 +158,23 @@ func newClient() *http.Client {
 		// be sent on to another.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// refuseInternal refuses a connection to an address inside the network
+// (a net.Dialer's Control, called with the address resolved).
+func refuseInternal(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("webhook connection to %s: %w", address, err)
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("webhook connection to %s: %w", address, err)
+	}
+	if err := input.Reachable(addr); err != nil {
+		return fmt.Errorf("webhook connection refused (without --allow-private-targets): %w", err)
+	}
+	return nil
 }
 
 // Collectors are the delivery metrics, for the caller to register.

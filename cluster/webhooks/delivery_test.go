@@ -145,7 +145,11 @@ func start(t *testing.T, r *replica) *Delivery {
 }
 
 func newDelivery(r *replica) *Delivery {
-	d := New(r.fsm, r.wait, r, slog.New(slog.DiscardHandler))
+	return newDeliveryAllowing(r, true) // the receivers are on loopback
+}
+
+func newDeliveryAllowing(r *replica, allowPrivate bool) *Delivery {
+	d := New(r.fsm, r.wait, r, slog.New(slog.DiscardHandler), allowPrivate)
 	d.retryMin, d.retryMax = 2*time.Millisecond, 16*time.Millisecond
 	d.ackDelay = 20 * time.Millisecond
 	d.rescan, d.recheck = 50*time.Millisecond, time.Millisecond
@@ -493,12 +497,39 @@ func TestRedirectIsNoDelivery(t *testing.T) {
 }
 
 func TestRetryWait(t *testing.T) {
-	d := New(fsm.New(), nil, nil, nil)
+	d := New(fsm.New(), nil, nil, nil, false)
 	for failures, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 9: 256 * time.Second, 10: 5 * time.Minute, 1000: 5 * time.Minute} {
 		for range 20 {
 			if got := d.retryWait(failures); got < want/2 || got > want {
 				t.Fatalf("retryWait(%d) = %v, want within [%v, %v]", failures, got, want/2, want)
 			}
 		}
+	}
+}
+
+// TestInternalReceiverRefused: without --allow-private-targets, a webhook
+// whose URL passed registration by its spelling but leads inside the
+// network (a name such as localhost.localdomain or *.nip.io resolving to
+// loopback, here the loopback address itself) is never connected to: the
+// attempt fails, saying why, and nothing reaches the receiver.
+func TestInternalReceiverRefused(t *testing.T) {
+	r := newReplica(t)
+	rc := &receiver{}
+	r.register(hookA, serve(t, rc), fsm.EventLinkCreated)
+	d := newDeliveryAllowing(r, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	r.create("inside")
+	waitFor(t, "a refused attempt", func() bool {
+		st := d.Statuses()
+		return len(st) == 1 && st[0].FailedAttempts > 0
+	})
+	if st := d.Statuses()[0]; !strings.Contains(st.LastError, "loopback") || !strings.Contains(st.LastError, "--allow-private-targets") {
+		t.Fatalf("last error %q, want it to name the loopback address and the flag", st.LastError)
+	}
+	if got := rc.all(); len(got) != 0 {
+		t.Fatalf("the internal receiver got %d attempts", len(got))
 	}
 }

@@ -58,6 +58,13 @@ var (
 	v6GlobalUnic = netip.MustParsePrefix("2000::/3")
 )
 
+// Reachable returns an error when addr lies inside the network (loopback,
+// private, link-local and the other ranges a target may not point at), as
+// a target naming it would get. Something that fetches a URL checks the
+// address it actually connects to with it: a name that passed as a target
+// may resolve inside the network.
+func Reachable(addr netip.Addr) error { return judgeAddr(addr.String(), addr) }
+
 // judgeAddr returns an error if addr points inside the network. shown is
 // how the address appears in the error.
 func judgeAddr(shown string, addr netip.Addr) error {
