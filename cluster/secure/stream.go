@@ -24,8 +24,8 @@ const defaultHandshakeTimeout = 10 * time.Second
 // listener nothing but file descriptors it frees immediately.
 const maxPendingConns = 256
 
-// maxPendingPerSource bounds the connections one source address may have
-// in that state, so one host without the key cannot fill every slot and
+// maxPendingPerSource bounds the connections one source (an IPv4 address,
+// an IPv6 /64: sourceKey) may have in that state, so one host without the key cannot fill every slot and
 // lock the peers out. A peer opens a few at once at most (Raft's pool,
 // the internal client's relays, up to 16 in flight); nodes sharing one
 // host (a development cluster on 127.0.0.1) share the bound.
@@ -166,13 +166,24 @@ func (s *StreamLayer) untrack(conn net.Conn) {
 	}
 }
 
-// sourceOf is the address a connection comes from (the zero Addr for a
-// connection that is not TCP).
+// sourceOf is the source a connection counts against: its address (the
+// zero Addr for a connection that is not TCP), by sourceKey.
 func sourceOf(conn net.Conn) netip.Addr {
 	if tcp, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
-		return tcp.AddrPort().Addr().Unmap()
+		return sourceKey(tcp.AddrPort().Addr())
 	}
 	return netip.Addr{}
+}
+
+// sourceKey is what a source address counts as: an IPv4 address itself,
+// and an IPv6 address its /64, which one host is given whole and can
+// draw a new address from for every connection.
+func sourceKey(addr netip.Addr) netip.Addr {
+	addr = addr.Unmap()
+	if addr.Is6() {
+		return netip.PrefixFrom(addr.WithZone(""), 64).Masked().Addr()
+	}
+	return addr
 }
 
 // sort completes the handshake and reads the first byte of conn within

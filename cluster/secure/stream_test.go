@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -610,5 +611,25 @@ func TestOneSourceCannotFillThePendingSlots(t *testing.T) {
 	}
 	if closedSoon(dialFrom("127.0.0.2")) {
 		t.Fatal("another source was refused while one source was at its limit")
+	}
+}
+
+// TestSourceKey: a host cannot take more pending slots by drawing new
+// IPv6 addresses from its /64; IPv4 addresses, mapped or not, count alone.
+func TestSourceKey(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", true},
+		{"2001:db8:1:2::1", "2001:db8:1:3::1", false},
+		{"fe80::1%eth0", "fe80::2%eth1", true},
+		{"192.0.2.1", "::ffff:192.0.2.1", true},
+		{"192.0.2.1", "192.0.2.2", false},
+	} {
+		a, b := sourceKey(netip.MustParseAddr(tc.a)), sourceKey(netip.MustParseAddr(tc.b))
+		if (a == b) != tc.same {
+			t.Errorf("%s and %s count as %v and %v; same source: %v", tc.a, tc.b, a, b, tc.same)
+		}
 	}
 }
