@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -224,6 +225,37 @@ func TestKeysAPI(t *testing.T) {
 		if c := do(s, "POST", "/admin/keys", "application/json", body); c.Response.StatusCode() != 400 {
 			t.Errorf("create key %s: %d, want 400", body, c.Response.StatusCode())
 		}
+	}
+}
+
+// TestKeysListByCreator: after an admin key is revoked, the keys it made
+// live on (their rights are their own); ?created_by finds exactly them.
+func TestKeysListByCreator(t *testing.T) {
+	s := newTestServer(t, nil)
+	newKey := func(body string, auth ...string) (id, key string) {
+		t.Helper()
+		ctx := do(s, "POST", "/admin/keys", "application/json", body, auth...)
+		var k struct{ ID, Key string }
+		if ctx.Response.StatusCode() != 201 || json.Unmarshal(ctx.Response.Body(), &k) != nil {
+			t.Fatalf("create key: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		return k.ID, k.Key
+	}
+	adminID, admin := newKey(`{"name":"ops","scopes":["admin"],"workspaces":["*"]}`)
+	madeID, _ := newKey(`{"name":"made","scopes":["links:read"],"workspaces":["*"]}`, "Authorization", "Bearer "+admin)
+	newKey(`{"name":"other","scopes":["links:read"],"workspaces":["*"]}`)
+	var list struct {
+		Keys []struct {
+			ID        string `json:"id"`
+			CreatedBy string `json:"created_by"`
+		}
+	}
+	ctx := do(s, "GET", "/admin/keys?created_by="+adminID, "", "")
+	if err := json.Unmarshal(ctx.Response.Body(), &list); err != nil || len(list.Keys) != 1 || list.Keys[0].ID != madeID {
+		t.Fatalf("keys made by %s: %s, want only %s", adminID, ctx.Response.Body(), madeID)
+	}
+	if ctx := do(s, "GET", "/admin/keys?created_by=nobody0000ab", "", ""); string(bytes.TrimSpace(ctx.Response.Body())) != `{"keys":[]}` {
+		t.Fatalf("keys made by no one: %s", ctx.Response.Body())
 	}
 }
 

@@ -141,11 +141,16 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusCreated, view)
 }
 
+// handleListKeys lists the keys; ?created_by=ID only those a key made, so
+// that an operator who revokes a leaked admin key finds the keys it made,
+// which live on (a key's rights are its own, not its maker's).
 func (s *Server) handleListKeys(ctx *fasthttp.RequestCtx) {
-	keys := s.fsm.Keys()
-	views := make([]keyJSON, len(keys))
-	for i := range keys {
-		views[i] = keyView(&keys[i])
+	by := string(ctx.QueryArgs().Peek("created_by"))
+	views := []keyJSON{}
+	for _, k := range s.fsm.Keys() {
+		if by == "" || k.CreatedBy == by {
+			views = append(views, keyView(&k))
+		}
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"keys": views})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,7 @@ type apiKey struct {
 	Workspaces []string `json:"workspaces"`
 	CreatedAt  string   `json:"created_at"`
 	ExpiresAt  *string  `json:"expires_at"`
+	CreatedBy  string   `json:"created_by"`
 	Key        string   `json:"key"`
 }
 
@@ -117,9 +119,10 @@ func keysCreate(args []string, stdout, stderr io.Writer) int {
 
 func keysList(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("keys list", "keys list [--json] [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet("keys list", "keys list [--created-by ID] [--json] [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
+	createdBy := fs.String("created-by", "", "only the keys the key with this id made (after revoking a leaked key, revoke these too)")
 	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
@@ -127,7 +130,11 @@ func keysList(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
 	}
-	answer, code := o.call("keys list", fs, stderr, fasthttp.MethodGet, "/admin/keys", "", nil)
+	path := "/admin/keys"
+	if *createdBy != "" {
+		path += "?created_by=" + url.QueryEscape(*createdBy)
+	}
+	answer, code := o.call("keys list", fs, stderr, fasthttp.MethodGet, path, "", nil)
 	if code >= 0 {
 		return code
 	}
@@ -143,14 +150,14 @@ func keysList(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tWORKSPACES\tCREATED\tEXPIRES")
+	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tWORKSPACES\tCREATED\tEXPIRES\tCREATED BY")
 	for _, k := range doc.Keys {
 		expires := "never"
 		if k.ExpiresAt != nil {
 			expires = *k.ExpiresAt
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, orDash(k.Name), strings.Join(k.Scopes, ","),
-			strings.Join(k.Workspaces, ","), k.CreatedAt, expires)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, orDash(k.Name), strings.Join(k.Scopes, ","),
+			strings.Join(k.Workspaces, ","), k.CreatedAt, expires, orDash(k.CreatedBy))
 	}
 	tw.Flush()
 	return 0
