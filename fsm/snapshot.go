@@ -301,8 +301,8 @@ const minLinkSize = 9
 // ErrCorruptSnapshot reports a snapshot or backup that cannot be restored.
 var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 
-// ReadSnapshot reads and verifies a snapshot (or a backup, which has the same
-// format) and builds the state it holds. It never changes any FSM;
+// ReadSnapshot reads and verifies a snapshot (also the one inside a backup,
+// once cluster has checked its envelope) and builds the state it holds. It never changes any FSM;
 // restoring is a separate step. The stream is decoded as it is read, so
 // the snapshot's bytes are never all in memory at once.
 func ReadSnapshot(r io.Reader) (*Snapshot, error) {
