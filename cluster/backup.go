@@ -3,43 +3,209 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/input"
 )
+
+// A backup leaves the cluster: it is kept in a backup store, copied, sent
+// around, and whoever can write it there chooses every byte a restore
+// installs. Its CRC-32C only catches damage. So a backup file is the
+// snapshot in an authenticated envelope:
+//
+//	"LKRB" | format (1) | key (1 byte) | the snapshot (fsm's format) | HMAC-SHA256 (32 bytes)
+//
+// The HMAC covers every byte before it. With key 1 it is keyed with the
+// cluster key's backup subkey (secure.Key.BackupMAC): only a holder of the
+// cluster key makes a backup this cluster restores. A node without a
+// cluster key (a development cluster on loopback, until keys are required
+// everywhere) has no secret: it writes key 0 and an HMAC keyed with nothing,
+// which shows that the bytes are whole, not who made them; such a node
+// restores such backups, a node with a key never does unless told to.
+//
+// A restore checks the envelope before it decodes anything of the
+// snapshot; the operator may restore a backup it cannot authenticate (of
+// another cluster, of a node without a key, of a build that wrote the bare
+// snapshot) on purpose (RestoreOptions.Foreign). Either way every record
+// is then held to the rules a client's write meets (fsm.CheckRecords).
+var backupMagic = []byte("LKRB")
+
+const (
+	backupFormat     = 1
+	backupKeyNone    = 0 // made by a node without a cluster key
+	backupKeyCluster = 1 // HMAC under the cluster key's backup subkey
+	backupHeaderSize = 6 // magic, format, key
+	backupMACSize    = sha256.Size
+	// macBlock is how much of a backup one MAC call takes: one call over
+	// a large body cannot be preempted (DESIGN.md).
+	macBlock = 64 << 10
+)
+
+// ErrBackupUnauthenticated is a backup this cluster cannot tell its own:
+// made under another cluster key, changed since it was made, made without a
+// key, or from a build that did not authenticate backups. Its message says
+// which, and that RestoreOptions.Foreign restores it anyway.
+var ErrBackupUnauthenticated = errors.New("backup authentication failed")
+
+// foreignHint is how the operator restores a backup on purpose.
+const foreignHint = "restore it with --foreign (POST /admin/restore?foreign=true) only if you trust where it came from"
 
 // ErrRestoreNotReady is a restore Raft refused for now: a membership change
 // is still being committed. Trying again shortly succeeds.
 var ErrRestoreNotReady = errors.New("the cluster cannot take a restore while a membership change is being committed; try again")
 
-// Backup writes a consistent copy of the whole state to w.
+// RestoreOptions are what the operator says about a restore.
+type RestoreOptions struct {
+	// Foreign restores a backup this cluster cannot authenticate: one of
+	// another cluster (another cluster key), of a node without a key, or
+	// from a build before backups were authenticated. Its records are
+	// checked all the same.
+	Foreign bool
+	// By is the key id of the credential performing the restore
+	// (fsm.RootKeyID for the operator's token): it still works after the
+	// restore, and the audit log names it.
+	By string
+}
+
+// Backup writes a consistent copy of the whole state to w, in the
+// authenticated envelope above. The MAC is computed as the snapshot streams
+// through, so the backup is never held whole.
 func (n *Node) Backup(w io.Writer) error {
-	if err := n.fsm.WriteBackup(w); err != nil {
+	mac, key := backupMAC(n.cfg.Key)
+	signed := io.MultiWriter(w, mac)
+	if _, err := signed.Write(append(bytes.Clone(backupMagic), backupFormat, key)); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := n.fsm.WriteBackup(signed); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if _, err := w.Write(mac.Sum(nil)); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
 }
 
+// backupMAC is the MAC of this node's backups and the key byte naming it.
+// Without a cluster key it is keyed with nothing (see above).
+func backupMAC(key *secure.Key) (hash.Hash, byte) {
+	if key == nil {
+		return hmac.New(sha256.New, nil), backupKeyNone
+	}
+	return key.BackupMAC(), backupKeyCluster
+}
+
+// openBackup checks a backup's envelope and returns the snapshot inside it
+// and what vouched for it (the restore's audit entry says so). It decodes
+// nothing of the snapshot. A backup that fails authentication is refused
+// unless foreign, with an error that says why: one whose snapshot checksum
+// fails too was damaged (fsm.ErrCorruptSnapshot); one whose checksum holds
+// was made elsewhere or changed on purpose (ErrBackupUnauthenticated).
+func openBackup(data []byte, key *secure.Key, foreign bool) (snapshot []byte, vouched string, err error) {
+	if fsm.HasSnapshotMagic(data) {
+		if !foreign {
+			return nil, "", fmt.Errorf("%w: the backup is a bare snapshot, as builds wrote before backups were authenticated, "+
+				"so nothing shows who made it; %s", ErrBackupUnauthenticated, foreignHint)
+		}
+		return data, "foreign backup (a bare snapshot of an earlier build), restored with --foreign", nil
+	}
+	if len(data) < backupHeaderSize+backupMACSize || !bytes.HasPrefix(data, backupMagic) {
+		return nil, "", fmt.Errorf("%w: not a linkraft backup", fsm.ErrCorruptSnapshot)
+	}
+	if data[4] != backupFormat {
+		return nil, "", fmt.Errorf("%w: backup format %d, which this build does not read (a newer build made it?)", fsm.ErrCorruptSnapshot, data[4])
+	}
+	made := data[5]
+	if made != backupKeyNone && made != backupKeyCluster {
+		return nil, "", fmt.Errorf("%w: unknown key byte %d", fsm.ErrCorruptSnapshot, made)
+	}
+	signed, sum := data[:len(data)-backupMACSize], data[len(data)-backupMACSize:]
+	snapshot = signed[backupHeaderSize:]
+	mac, own := backupMAC(key)
+	for rest := signed; len(rest) > 0; {
+		k := min(len(rest), macBlock)
+		mac.Write(rest[:k])
+		rest = rest[k:]
+	}
+	authentic := made == own && hmac.Equal(mac.Sum(nil), sum)
+	switch {
+	case authentic && own == backupKeyCluster:
+		return snapshot, "backup authenticated by the cluster key", nil
+	case authentic:
+		return snapshot, "backup of a node without a cluster key, restored by one (nothing to authenticate with)", nil
+	case foreign:
+		return snapshot, "foreign backup, not authenticated, restored with --foreign", nil
+	case !fsm.ChecksumMatches(snapshot):
+		return nil, "", fmt.Errorf("%w: checksum mismatch: the backup was damaged in storage or transfer", fsm.ErrCorruptSnapshot)
+	case made == backupKeyNone:
+		return nil, "", fmt.Errorf("%w: a node without a cluster key made the backup, so nothing shows who made it or that it is unchanged; %s",
+			ErrBackupUnauthenticated, foreignHint)
+	case own == backupKeyNone:
+		return nil, "", fmt.Errorf("%w: a cluster with a cluster key made the backup, and this node has no key to check it with; %s",
+			ErrBackupUnauthenticated, foreignHint)
+	}
+	return nil, "", fmt.Errorf("%w: the backup was not made by a cluster holding this cluster key, or it was changed after it was made "+
+		"(its checksum still matches, so not by damage); %s", ErrBackupUnauthenticated, foreignHint)
+}
+
+// restoreRules are fsm/input's rules for what a restored record holds,
+// with this node's setting for private targets (fsm.InputRules).
+type restoreRules struct{ allowPrivate bool }
+
+// Target checks a URL as input.Target does, in the form a node stores.
+func (r restoreRules) Target(url string) error {
+	stored, err := input.Target(url, r.allowPrivate)
+	if err != nil {
+		return err
+	}
+	if stored != url {
+		return errors.New("url: surrounding whitespace, which a node never stores")
+	}
+	return nil
+}
+
+// Workspace checks a workspace name as input.Workspace does.
+func (restoreRules) Workspace(name string) error { return input.Workspace(name) }
+
 // Restore makes the whole cluster take the state in a backup. The backup is
-// verified completely before anything changes; a corrupt one returns an
-// error wrapping fsm.ErrCorruptSnapshot and leaves the cluster as it was.
+// verified completely before anything changes, and nothing changes when it
+// fails: its envelope (openBackup: ErrBackupUnauthenticated unless
+// opts.Foreign), then its snapshot (an error wrapping
+// fsm.ErrCorruptSnapshot), then every record against the rules of a
+// client's write and this node's setting for private targets (an error
+// wrapping fsm.ErrRefusedRecord that names the record).
 //
 // A node that has only just started (a fresh node in a disaster recovery)
 // is not ready yet: Raft refuses a restore until its first configuration is
 // committed. Restore waits, within the write timeout, until this node is an
-// established leader, which implies that.
+// established leader, which implies that. The restored state records the
+// restore in its audit log, which only builds of fsm.LevelRestoreAudit read:
+// while a server runs an older build, Restore returns ErrUpgrading.
 //
 // The cluster keeps what it has handed out: codes, counters and link ids
 // of the current state are merged into the backup before it is installed
-// (fsm.KeepHandedOut), so no code is ever handed out twice.
-func (n *Node) Restore(backup []byte) error {
-	snap, err := fsm.ReadSnapshot(bytes.NewReader(backup))
+// (fsm.KeepHandedOut), so no code is ever handed out twice; and the key
+// performing the restore stays valid (fsm.RecordRestore).
+func (n *Node) Restore(backup []byte, opts RestoreOptions) error {
+	snapshot, vouched, err := openBackup(backup, n.cfg.Key, opts.Foreign)
 	if err != nil {
+		return err
+	}
+	snap, err := fsm.ReadSnapshot(bytes.NewReader(snapshot))
+	if err != nil {
+		return err
+	}
+	if err := snap.CheckRecords(restoreRules{allowPrivate: n.cfg.AllowPrivateTargets}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
@@ -47,8 +213,16 @@ func (n *Node) Restore(backup []byte) error {
 	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := n.installMerged(snap); err != nil {
+	if err := n.levels.require(ctx, fsm.LevelRestoreAudit); err != nil {
 		return fmt.Errorf("restore: %w", err)
+	}
+	keptKey, err := n.installMerged(snap, fsm.RestoreRecord{KeyID: opts.By, Backup: vouched})
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	n.log.Info("backup restored", "key_id", opts.By, "backup", vouched, "links", snap.Links())
+	if keptKey {
+		n.log.Warn("the backup revoked the key that restored it; the key was kept", "key_id", opts.By)
 	}
 	// The backup may come from another cluster and lack this leader's
 	// address; recording it also gives every FSM a known applied index
@@ -64,20 +238,24 @@ func (n *Node) Restore(backup []byte) error {
 // barrier to the install, and the barrier applies every entry proposed
 // before it, so the merge sees every code handed out until the install:
 // a create racing with the restore either lands before the merge (and its
-// code is kept out of use) or waits and lands on the restored state.
-func (n *Node) installMerged(snap *fsm.Snapshot) error {
+// code is kept out of use) or waits and lands on the restored state. The
+// restore is recorded at this node's clock, as a leader stamps entries; it
+// reports whether the restoring key was kept against the backup.
+func (n *Node) installMerged(snap *fsm.Snapshot, record fsm.RestoreRecord) (keptKey bool, err error) {
 	n.proposals.Lock()
 	defer n.proposals.Unlock()
 	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
-		return fmt.Errorf("barrier: %w", raftError(err))
+		return false, fmt.Errorf("barrier: %w", raftError(err))
 	}
 	n.fsm.KeepHandedOut(snap)
+	record.At = time.Now().UnixMilli()
+	keptKey = n.fsm.RecordRestore(snap, record)
 	// Raft wants the size up front; encoding twice (the second time
 	// streamed to Raft) costs CPU but never holds a second copy of the
 	// snapshot in memory. Equal states encode to equal bytes.
 	size, err := snap.WriteTo(io.Discard)
 	if err != nil {
-		return err
+		return false, err
 	}
 	pr, pw := io.Pipe()
 	encoded := make(chan error, 1)
@@ -92,14 +270,14 @@ func (n *Node) installMerged(snap *fsm.Snapshot) error {
 	// the reader ends the encoder then.
 	pr.Close()
 	if encErr := <-encoded; err == nil && encErr != nil {
-		return encErr
+		return false, encErr
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "cannot restore snapshot now") {
 			// hashicorp/raft has no error value for this refusal.
-			return fmt.Errorf("%w (raft: %v)", ErrRestoreNotReady, err)
+			return false, fmt.Errorf("%w (raft: %v)", ErrRestoreNotReady, err)
 		}
-		return raftError(err)
+		return false, raftError(err)
 	}
-	return nil
+	return keptKey, nil
 }

@@ -59,7 +59,7 @@ func TestRestoreUnderConcurrentCreates(t *testing.T) {
 			}
 		}()
 	}
-	err := n.Restore(backup.Bytes())
+	err := n.Restore(backup.Bytes(), RestoreOptions{})
 	// A few more creates land on the restored state before the writers stop.
 	for range 20 {
 		createURL(t, n, "https://example.com/after-restore")

@@ -168,7 +168,7 @@ func TestRestoreUnderConcurrentReaders(t *testing.T) {
 			}
 		}()
 	}
-	err := n.Restore(backup.Bytes())
+	err := n.Restore(backup.Bytes(), RestoreOptions{})
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -177,7 +177,7 @@ func TestRestoreUnderConcurrentReaders(t *testing.T) {
 	if _, ok := n.FSM().Get(later.Code); ok {
 		t.Fatal("a link created after the backup survived the restore")
 	}
-	if err := n.Restore([]byte("garbage")); err == nil {
+	if err := n.Restore([]byte("garbage"), RestoreOptions{}); err == nil {
 		t.Fatal("restore accepted garbage")
 	}
 	if _, ok := n.FSM().Get(kept.Code); !ok {

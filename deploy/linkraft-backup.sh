@@ -81,10 +81,15 @@ if [ "$status" != 200 ]; then
 	die "GET $url answered $status: $detail"
 fi
 [ -s "$tmp" ] || die "GET $url answered an empty backup"
-# Every backup starts with the snapshot format's magic; restore checks the
-# rest (every section and the trailing checksum) and refuses a damaged one.
+# Every backup starts with the backup envelope's magic (LKRS: a bare
+# snapshot, from a node of a build before backups were authenticated);
+# restore checks the rest (the cluster key's HMAC, every section, the
+# checksum) and refuses a changed or damaged one.
 magic=$(dd if="$tmp" bs=4 count=1 2>/dev/null)
-[ "$magic" = LKRS ] || die "GET $url answered something that is not a linkraft backup"
+case $magic in
+LKRB | LKRS) ;;
+*) die "GET $url answered something that is not a linkraft backup" ;;
+esac
 if grep -qi '^x-linkraft-stale:' "$hdr"; then
 	echo "linkraft-backup: warning: no leader was reachable; this backup is the answering node's own state and may lag the cluster" >&2
 fi

@@ -12,10 +12,14 @@ const (
 	AuditLinkEdit
 	AuditDomainSet
 	AuditDomainRemove
+	// AuditBackupRestore is a restore: no entry makes it, the leader
+	// writes it into the state it installs (RecordRestore). Snapshots of
+	// version 7 on hold it, so only builds of LevelRestoreAudit read it.
+	AuditBackupRestore
 )
 
 var auditActionNames = [...]string{"", "link.create", "link.delete", "key.create", "key.revoke",
-	"link.edit", "domain.set", "domain.remove"}
+	"link.edit", "domain.set", "domain.remove", "backup.restore"}
 
 // String is the action's name as the audit log's API answer shows it
 // ("link.create"); "unknown" for an action this build does not know.
@@ -32,7 +36,7 @@ type AuditEntry struct {
 	KeyID     string
 	Action    AuditAction
 	Workspace string // of the link written; empty for key actions
-	Subject   string // the link's code, or the key's id
+	Subject   string // the link's code, the key's id, the domain, or what a restore restored
 }
 
 // AuditRetention is how many writes the audit log keeps: the newest ones.
@@ -44,12 +48,33 @@ const AuditRetention = 10_000
 type auditLog struct {
 	entries []AuditEntry
 	next    int // where the next entry goes once the ring is full
+	// restores counts the AuditBackupRestore entries held: while there is
+	// one, the state needs LevelRestoreAudit (state.level).
+	restores int
+}
+
+// auditLogOf is a log holding entries, oldest first (at most
+// AuditRetention).
+func auditLogOf(entries []AuditEntry) auditLog {
+	a := auditLog{entries: entries}
+	for _, e := range entries {
+		if e.Action == AuditBackupRestore {
+			a.restores++
+		}
+	}
+	return a
 }
 
 func (a *auditLog) add(e AuditEntry) {
+	if e.Action == AuditBackupRestore {
+		a.restores++
+	}
 	if len(a.entries) < AuditRetention {
 		a.entries = append(a.entries, e)
 		return
+	}
+	if a.entries[a.next].Action == AuditBackupRestore {
+		a.restores--
 	}
 	a.entries[a.next] = e
 	a.next = (a.next + 1) % AuditRetention

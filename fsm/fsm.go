@@ -280,7 +280,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// WriteBackup writes a consistent snapshot of the current state to w.
+// WriteBackup writes a consistent snapshot of the current state to w: what
+// a backup holds, inside the envelope cluster seals it in.
 func (f *FSM) WriteBackup(w io.Writer) error {
 	f.mu.Lock()
 	snap := f.s.snapshot()

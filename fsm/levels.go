@@ -27,8 +27,14 @@ const (
 	// field a create or a link gains reaches the other node. Nothing
 	// proposes an entry of this level: RequiredLevel never returns it.
 	LevelWire = 5
+	// LevelRestoreAudit: no new entry type either. A build at this level
+	// reads snapshots of version 7, whose audit log may record restores
+	// (AuditBackupRestore), which older builds refuse as an unknown
+	// action. A leader installs a restore only while every server reports
+	// it; RequiredLevel never returns it.
+	LevelRestoreAudit = 6
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelWire
+	EntryLevel = LevelRestoreAudit
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -142,8 +148,10 @@ func (r *CreateRequest) Level() int {
 
 // Level is the entry level the state needs of a node that is to hold it:
 // LevelOptions once any link has options, a domain is registered or a key
-// is limited to domains. Imported creation times and clicks need no level
-// of their own: every build holds a link's creation time and click total.
+// is limited to domains; LevelVisits once a link has visitors or a webhook
+// exists; LevelRestoreAudit while the audit log holds a restore. Imported
+// creation times and clicks need no level of their own: every build holds
+// a link's creation time and click total.
 func (f *FSM) Level() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -151,6 +159,9 @@ func (f *FSM) Level() int {
 }
 
 func (s *state) level() int {
+	if s.audit.restores > 0 {
+		return LevelRestoreAudit
+	}
 	if s.hooks.active() || s.visits.active() {
 		return LevelVisits
 	}

@@ -64,15 +64,16 @@ func TestEncodedLinksRefuseWhatTheyDidNotWrite(t *testing.T) {
 	}
 }
 
-// TestLevelWireWritesNoEntry: LevelWire is about messages between nodes;
-// no entry needs it, and this build reports it.
+// TestLevelWireWritesNoEntry: LevelWire is about messages between nodes,
+// LevelRestoreAudit about what a snapshot may hold; no entry needs either,
+// and this build reports both.
 func TestLevelWireWritesNoEntry(t *testing.T) {
 	for name, cmd := range everyCommand() {
 		if RequiredLevel(cmd.Encode()) >= LevelWire || cmd.Level() >= LevelWire {
 			t.Errorf("%s needs level %d", name, cmd.Level())
 		}
 	}
-	if EntryLevel != LevelWire {
-		t.Errorf("this build reports level %d, want LevelWire", EntryLevel)
+	if EntryLevel != LevelRestoreAudit || LevelRestoreAudit <= LevelWire {
+		t.Errorf("this build reports level %d, want LevelRestoreAudit, above LevelWire", EntryLevel)
 	}
 }

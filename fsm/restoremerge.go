@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -42,10 +43,14 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //     revoked since;
 //   - the audit log is cur's: it records what happened in this cluster;
 //   - the registered domains are those of both, next's settings first, so
-//     a host the cluster serves does not fall back to the default domain.
+//     a host the cluster serves does not fall back to the default domain;
+//   - a webhook both hold keeps cur's registration, outbox and numbering:
+//     its receiver has had cur's events up to the acknowledgement, which
+//     next's outbox would send again, and a number delivered once must
+//     never name another event (it is the delivery's id).
 //
 // Everything else is next's: links, targets, clicks, idempotency records,
-// servers. A code live in next stays live even when cur deleted it: the
+// servers, webhooks only one of them holds. A code live in next stays live even when cur deleted it: the
 // restore brings back the link it named, not another one.
 //
 // The result depends only on the two states (map order decides nothing),
@@ -75,12 +80,64 @@ func keepHandedOut(next, cur *state) {
 			next.keys[id] = k // keys never change: the two states may share it
 		}
 	}
-	next.audit = auditLog{entries: cur.audit.oldestFirst()}
+	next.audit = auditLogOf(cur.audit.oldestFirst())
 	for name, d := range cur.domains {
 		if _, ok := next.domains[name]; !ok {
 			next.domains[name] = d
 		}
 	}
+	for id, h := range cur.hooks.byID {
+		if _, ok := next.hooks.byID[id]; ok {
+			kept := *h
+			kept.events = slices.Clip(kept.events) // never appended to through next
+			next.hooks.byID[id] = &kept
+		}
+	}
+	next.hooks.recompute()
+}
+
+// RestoreRecord is who performs a restore and when, as its audit entry
+// records it.
+type RestoreRecord struct {
+	KeyID string // the credential performing it: a key id, or RootKeyID for the operator's token
+	At    int64  // unix ms: the leader's clock
+	// Backup says what vouched for the backup ("authenticated by the
+	// cluster key", "foreign"): the entry's subject.
+	Backup string
+}
+
+// RecordRestore finishes the state a restore installs, after KeepHandedOut
+// (see recordRestore). It reports whether the restoring key was kept
+// against the backup. backup must not be in use elsewhere.
+func (f *FSM) RecordRestore(backup *Snapshot, r RestoreRecord) (keptKey bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return recordRestore(backup.s, f.s, r)
+}
+
+// recordRestore makes sure the credential performing a restore works after
+// it, and records the restore in next's audit log:
+//
+//   - a key of cur's that performs the restore stays valid even when next
+//     revoked it (or holds another key under its id): a restore must never
+//     lock out whoever performs it, who could not restore again;
+//   - one audit entry, at the leader's clock, names the key, what vouched
+//     for the backup, and a key kept against it.
+//
+// The operator's token is not in any state: nothing to keep.
+func recordRestore(next, cur *state, r RestoreRecord) (keptKey bool) {
+	subject := r.Backup
+	if k, ok := cur.keys[r.KeyID]; ok {
+		_, revoked := next.revoked[r.KeyID]
+		if held, ok := next.keys[r.KeyID]; revoked || !ok || held.Hash != k.Hash {
+			delete(next.revoked, r.KeyID)
+			next.keys[r.KeyID] = k // keys never change: the two states may share it
+			subject += "; kept key " + r.KeyID + ", which performed the restore, against the backup"
+			keptKey = true
+		}
+	}
+	next.audit.add(AuditEntry{At: r.At, KeyID: r.KeyID, Action: AuditBackupRestore, Subject: subject})
+	return keptKey
 }
 
 // retire makes code a tombstone unless a live link holds it.

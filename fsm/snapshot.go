@@ -32,7 +32,8 @@ const (
 	snapshotV3      = 3 // version 2, then clicks per hour
 	snapshotV4      = 4 // version 3, then API keys and the audit log
 	snapshotV5      = 5 // version 4 with each link's options, then the domains
-	snapshotVersion = 6 // version 5, then visitors per link and day, and webhooks
+	snapshotV6      = 6 // version 5, then visitors per link and day, and webhooks
+	snapshotVersion = 7 // version 6 whose audit log may record restores
 )
 
 // Link flags in a version 2 snapshot.
@@ -227,7 +228,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		}
 		snap.encodeKeyDomains(&e)
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV6 {
 		snap.encodeVisits(&e, flush)
 		snap.encodeWebhooks(&e, flush)
 	}
@@ -300,8 +301,8 @@ const minLinkSize = 9
 // ErrCorruptSnapshot reports a snapshot or backup that cannot be restored.
 var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 
-// ReadSnapshot reads and verifies a snapshot (or a backup, which has the same
-// format) and builds the state it holds. It never changes any FSM;
+// ReadSnapshot reads and verifies a snapshot (also the one inside a backup,
+// once cluster has checked its envelope) and builds the state it holds. It never changes any FSM;
 // restoring is a separate step. The stream is decoded as it is read, so
 // the snapshot's bytes are never all in memory at once.
 func ReadSnapshot(r io.Reader) (*Snapshot, error) {
@@ -310,6 +311,31 @@ func ReadSnapshot(r io.Reader) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	return &Snapshot{s: s}, nil
+}
+
+// HasSnapshotMagic reports whether b starts as a snapshot does: a backup
+// from a build that wrote the bare snapshot, before backups were
+// authenticated.
+func HasSnapshotMagic(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) }
+
+// ChecksumMatches reports whether a snapshot's trailing CRC-32C matches
+// the bytes before it, decoding nothing. A restore asks it of a backup
+// whose authentication failed, to tell damage (the checksum fails too)
+// from a change made on purpose (whoever made it recomputed the
+// checksum). The sum is taken a block at a time: one call over a large
+// body would stop the process (cluster/DESIGN.md).
+func ChecksumMatches(snapshot []byte) bool {
+	if len(snapshot) < len(snapshotMagic)+5 {
+		return false
+	}
+	body, sum := snapshot[:len(snapshot)-4], snapshot[len(snapshot)-4:]
+	var crc uint32
+	for len(body) > 0 {
+		n := min(len(body), flushSize)
+		crc = crc32.Update(crc, crcTable, body[:n])
+		body = body[n:]
+	}
+	return crc == binary.BigEndian.Uint32(sum)
 }
 
 // Snapshot is a decoded, verified snapshot ready to become an FSM's state.
@@ -396,7 +422,7 @@ func decodeSections(d *decoder) (*state, error) {
 		if err := st.decodeKeys(d); err != nil {
 			return nil, err
 		}
-		if err := st.decodeAudit(d); err != nil {
+		if err := st.decodeAudit(d, version); err != nil {
 			return nil, err
 		}
 	}
@@ -408,7 +434,7 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV6 {
 		if err := st.decodeVisits(d); err != nil {
 			return nil, err
 		}
@@ -556,15 +582,17 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 
 // version is the oldest snapshot version that holds this state: version 4
 // while its level is LevelKeys (no options, domains or keys limited to
-// domains). A cluster in the middle of an upgrade, whose new nodes hold
+// domains), 7 only while its audit log records a restore. A cluster in the middle of an upgrade, whose new nodes hold
 // only such state (nothing newer is written until every node applies it,
 // see EntryLevel), then sends its old nodes snapshots they can read. The
 // choice depends on the state alone, so equal states still give equal
 // bytes.
 func (snap *snapshot) version() byte {
 	switch {
-	case snap.level >= LevelVisits:
+	case snap.level >= LevelRestoreAudit:
 		return snapshotVersion
+	case snap.level >= LevelVisits:
+		return snapshotV6
 	case snap.level == LevelOptions:
 		return snapshotV5
 	}
@@ -651,15 +679,19 @@ func (st *state) decodeKeys(d *decoder) error {
 }
 
 // decodeAudit reads the audit log, oldest first, at most AuditRetention
-// entries of known actions.
-func (st *state) decodeAudit(d *decoder) error {
+// entries of actions the version knows: restores from version 7 on.
+func (st *state) decodeAudit(d *decoder, version byte) error {
 	n := d.count(5)
 	if n > AuditRetention {
 		return fmt.Errorf("%d audit entries, more than the %d kept", n, AuditRetention)
 	}
+	last := AuditDomainRemove
+	if version >= snapshotVersion {
+		last = AuditBackupRestore
+	}
 	for ; n > 0 && d.err == nil; n-- {
 		a := AuditEntry{At: d.varint(), KeyID: d.string(), Action: AuditAction(d.byte()), Workspace: d.string(), Subject: d.string()}
-		if d.err == nil && (a.Action == 0 || int(a.Action) >= len(auditActionNames)) {
+		if d.err == nil && (a.Action == 0 || a.Action > last) {
 			return fmt.Errorf("audit action %d", a.Action)
 		}
 		st.audit.add(a)

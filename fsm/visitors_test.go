@@ -141,7 +141,7 @@ func TestReferrerHostsAreBounded(t *testing.T) {
 func TestVisitorsSurviveSnapshots(t *testing.T) {
 	f, links := withVisitors(t)
 	data := snapshotBytes(t, f)
-	if data[len(snapshotMagic)] != snapshotVersion || f.Level() != LevelVisits {
+	if data[len(snapshotMagic)] != snapshotV6 || f.Level() != LevelVisits {
 		t.Fatalf("a state with visitors: snapshot version %d, level %d", data[len(snapshotMagic)], f.Level())
 	}
 	restored := New()

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -45,13 +47,25 @@ func (s *Server) answerSpooled(ctx *fasthttp.RequestCtx, what string, write func
 	return true
 }
 
+// handleRestore installs a backup. ?foreign=true restores one this
+// cluster cannot authenticate (cluster.RestoreOptions); the key performing
+// the restore stays valid and is recorded in the audit log.
 func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
+	var foreign bool
+	switch v := string(ctx.QueryArgs().Peek("foreign")); v {
+	case "", "false":
+	case "true":
+		foreign = true
+	default:
+		writeProblem(ctx, fasthttp.StatusBadRequest, "foreign must be true or false, not "+strconv.Quote(v))
+		return
+	}
 	body := ctx.PostBody()
 	if len(body) == 0 {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "send a backup (from GET /admin/backup) as the request body")
 		return
 	}
-	if err := s.node.Admin.Restore(body); err != nil {
+	if err := s.node.Admin.Restore(body, cluster.RestoreOptions{Foreign: foreign, By: keyID(ctx)}); err != nil {
 		s.writeError(ctx, err, errorDetail{fsm.ErrCorruptSnapshot, "not a valid linkraft backup: " + err.Error()})
 		return
 	}

@@ -1,9 +1,15 @@
 package httpd
 
 import (
+	"bytes"
+	"encoding/json"
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // TestPprofIsGuardedLikeAdmin: profiles need an admin credential from
@@ -55,5 +61,58 @@ func TestCmdlineHidesSecrets(t *testing.T) {
 		if got := redactArgs(tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("redactArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestRestoreAPI: ?foreign takes true or false; a restore is recorded in
+// the audit log with the key that made it and what vouched for the
+// backup; a backup this node cannot authenticate is 400 with a message
+// naming --foreign; and ?foreign=true keeps the large body limit.
+func TestRestoreAPI(t *testing.T) {
+	s := newTestServer(t, nil)
+	mustCreate(t, s, `{"url":"https://example.com/backed-up"}`)
+	var backup bytes.Buffer
+	if err := realNode(s).Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	id, key := addKey(t, s, fsm.ScopeAdmin, 0, fsm.AllWorkspaces)
+
+	ctx := do(s, "POST", "/admin/restore?foreign=maybe", "application/octet-stream", backup.String(), "Authorization", "Bearer "+key)
+	if ctx.Response.StatusCode() != 400 || !strings.Contains(string(ctx.Response.Body()), "foreign must be true or false") {
+		t.Fatalf("?foreign=maybe: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	var bare bytes.Buffer
+	if err := s.fsm.WriteBackup(&bare); err != nil {
+		t.Fatal(err)
+	}
+	ctx = do(s, "POST", "/admin/restore", "application/octet-stream", bare.String(), "Authorization", "Bearer "+key)
+	if ctx.Response.StatusCode() != 400 || !strings.Contains(string(ctx.Response.Body()), "backup authentication failed") ||
+		!strings.Contains(string(ctx.Response.Body()), "--foreign") {
+		t.Fatalf("a bare snapshot: %d %s; want 400 saying authentication failed, naming --foreign", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+
+	for _, uri := range []string{"/admin/restore", "/admin/restore?foreign=false"} {
+		ctx = do(s, "POST", uri, "application/octet-stream", backup.String(), "Authorization", "Bearer "+key)
+		if ctx.Response.StatusCode() != 200 {
+			t.Fatalf("POST %s: %d %s", uri, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+	ctx = do(s, "GET", "/admin/audit?limit=1", "", "")
+	var audit struct {
+		Entries []map[string]string `json:"entries"`
+	}
+	if err := json.Unmarshal(ctx.Response.Body(), &audit); err != nil || len(audit.Entries) != 1 {
+		t.Fatalf("audit: %v %s", err, ctx.Response.Body())
+	}
+	if e := audit.Entries[0]; e["action"] != "backup.restore" || e["key_id"] != id || !strings.Contains(e["detail"], "without a cluster key") {
+		t.Fatalf("newest audit entry %v; want the restore by %s, with what vouched for the backup", e, id)
+	}
+
+	var h fasthttp.RequestHeader
+	h.SetMethod("POST")
+	h.SetRequestURI("/admin/restore?foreign=true")
+	h.Set("Authorization", "Bearer "+key)
+	if got := s.bodyLimit(&h); got != maxRestoreBytes {
+		t.Fatalf("body limit of a foreign restore: %d, want %d", got, maxRestoreBytes)
 	}
 }

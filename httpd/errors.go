@@ -50,6 +50,10 @@ var errorStatuses = [...]errorStatus{
 	{fsm.ErrWebhookNotFound, fasthttp.StatusNotFound, ""},
 	{fsm.ErrDomainInUse, fasthttp.StatusConflict, ""},
 	{fsm.ErrCorruptSnapshot, fasthttp.StatusBadRequest, ""},
+	// A restore's backup: not this cluster's, or a record no client's
+	// write could make. The messages say which, and what to do.
+	{cluster.ErrBackupUnauthenticated, fasthttp.StatusBadRequest, ""},
+	{fsm.ErrRefusedRecord, fasthttp.StatusBadRequest, ""},
 
 	// The write may succeed if sent again (writeProblem adds Retry-After).
 	{cluster.ErrNoLeader, fasthttp.StatusServiceUnavailable, ""},

@@ -172,6 +172,8 @@ var wantStatuses = []struct {
 	{fsm.ErrWebhookNotFound, 404},
 	{fsm.ErrDomainInUse, 409},
 	{fsm.ErrCorruptSnapshot, 400},
+	{cluster.ErrBackupUnauthenticated, 400},
+	{fsm.ErrRefusedRecord, 400},
 	{cluster.ErrNoLeader, 503},
 	{cluster.ErrTimeout, 503},
 	{cluster.ErrClosed, 503},

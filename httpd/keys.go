@@ -180,6 +180,7 @@ type auditJSON struct {
 	Code      string `json:"code,omitempty"`
 	Domain    string `json:"domain,omitempty"` // of the link, or the domain a domain action set or removed
 	Key       string `json:"key,omitempty"`    // the key a key action created or revoked
+	Detail    string `json:"detail,omitempty"` // a restore's: what vouched for the backup, a key kept against it
 }
 
 const (
@@ -207,6 +208,8 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
 			v.Key = e.Subject
 		case fsm.AuditDomainSet, fsm.AuditDomainRemove:
 			v.Domain = e.Subject
+		case fsm.AuditBackupRestore:
+			v.Detail = e.Subject
 		default:
 			v.Domain, v.Code = fsm.SplitCode(e.Subject)
 		}

@@ -62,7 +62,7 @@ type Admin interface {
 	RemoveServer(id string) error
 	TransferLeadership() error
 	Backup(w io.Writer) error
-	Restore(backup []byte) error
+	Restore(backup []byte, opts cluster.RestoreOptions) error
 	Spool(write func(io.Writer) error) (*os.File, int64, error)
 }
 

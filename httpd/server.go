@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -205,7 +206,10 @@ func (s *Server) routes() {
 	admin("POST", "/admin/promote", "admin_promote", s.handlePromote)
 	admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", s.handleLeadershipTransfer)
 	adminRead("GET", "/admin/backup", "admin_backup", s.handleBackup)
-	admin("POST", "/admin/restore", "admin_restore", s.handleRestore)
+	// A restore records itself in the audit log, which older builds do
+	// not read: an older leader, which would not authenticate the
+	// backup either, is never sent one.
+	handle("POST", "/admin/restore", "admin_restore", s.require(fsm.ScopeAdmin, s.forwarder(s.handleRestore, forwardAdmin.needs(fsm.LevelRestoreAudit))))
 	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
 	// An import is read as it is imported, and forwarded only once read
 	// whole (importRoute), to a leader that knows every field it may carry.
@@ -292,8 +296,10 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 	if !h.IsPost() {
 		return fasthttp.RequestConfig{}
 	}
-	switch uri := h.RequestURI(); {
-	case (string(uri) == "/admin/restore" || string(uri) == "/admin/import") && s.mayUploadLargeBody(h):
+	uri := h.RequestURI()
+	path, _, _ := bytes.Cut(uri, []byte("?")) // a restore may say ?foreign=true
+	switch {
+	case (string(path) == "/admin/restore" || string(uri) == "/admin/import") && s.mayUploadLargeBody(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
 	case string(uri) == bulkPath && s.mayWriteLinks(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxBulkBytes}

@@ -20,6 +20,11 @@
 //     arrived through the handshake is a key holder's, and TLS keeps it
 //     from being read or replayed. (Earlier versions signed those requests
 //     with an HMAC under "linkraft internal http"; that subkey is gone.)
+//   - "linkraft backup": 32 bytes keying the HMAC-SHA256 that authenticates
+//     a backup file (cluster/backup.go), so that a cluster restores only
+//     backups made by holders of its key. A backup leaves the cluster and
+//     is kept elsewhere; its key is not the gossip or TLS key, so a
+//     backup store learns nothing that helps against either.
 //
 // Without a key (nil *Key) the StreamLayer is plain TCP, the behaviour of
 // raft.NewTCPTransport, for a development cluster on loopback (cluster.Open
@@ -29,6 +34,7 @@ package secure
 import (
 	"crypto/ed25519"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -37,6 +43,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"math/big"
 	"strings"
 	"time"
@@ -50,6 +57,7 @@ const KeySize = 32
 const (
 	infoGossip = "linkraft gossip"
 	infoTLS    = "linkraft raft tls"
+	infoBackup = "linkraft backup"
 )
 
 // Key is a parsed cluster key. It holds only subkeys derived from the
@@ -57,6 +65,7 @@ const (
 // concurrent use.
 type Key struct {
 	gossip [32]byte
+	backup [32]byte
 	cert   tls.Certificate
 	pub    ed25519.PublicKey
 }
@@ -90,6 +99,11 @@ func newKey(raw []byte) (*Key, error) {
 		return nil, err
 	}
 	copy(k.gossip[:], gossip)
+	backup, err := derive(raw, infoBackup)
+	if err != nil {
+		return nil, err
+	}
+	copy(k.backup[:], backup)
 	seed, err := derive(raw, infoTLS)
 	if err != nil {
 		return nil, err
@@ -153,6 +167,10 @@ func (k *Key) GossipKey() []byte {
 	copy(out, k.gossip[:])
 	return out
 }
+
+// BackupMAC returns a new HMAC-SHA256 keyed with the backup subkey: what
+// authenticates a backup file. The subkey itself never leaves the Key.
+func (k *Key) BackupMAC() hash.Hash { return hmac.New(sha256.New, k.backup[:]) }
 
 // TLSConfig returns a new mutual-TLS configuration for Raft connections,
 // usable on both the dialing and the accepting side.

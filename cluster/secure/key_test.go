@@ -2,7 +2,10 @@ package secure
 
 import (
 	"bytes"
+	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -98,6 +101,43 @@ func TestGossipKey(t *testing.T) {
 	other, _ := newTestKey(t)
 	if bytes.Equal(k1.GossipKey(), other.GossipKey()) {
 		t.Fatal("different cluster keys give the same gossip key")
+	}
+}
+
+// TestBackupMAC: a backup's MAC is keyed with its own subkey, HKDF of the
+// cluster key under "linkraft backup": the same for every holder of the
+// key and across releases (a backup made today must restore later),
+// another for another key, and never the raw key or the gossip key.
+func TestBackupMAC(t *testing.T) {
+	raw := bytes.Repeat([]byte{0x42}, KeySize)
+	k, err := ParseKey(base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("LKRB a backup")
+	sum := func(key []byte) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write(msg)
+		return m.Sum(nil)
+	}
+	subkey, err := hkdf.Key(sha256.New, raw, nil, "linkraft backup", 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := k.BackupMAC()
+	mac.Write(msg)
+	got := mac.Sum(nil)
+	if !bytes.Equal(got, sum(subkey)) {
+		t.Fatal("the backup MAC is not HMAC-SHA256 under HKDF(cluster key, \"linkraft backup\"): backups made before would no longer restore")
+	}
+	if bytes.Equal(got, sum(raw)) || bytes.Equal(got, sum(k.GossipKey())) {
+		t.Fatal("the backup MAC is keyed with the raw cluster key or the gossip key")
+	}
+	other, _ := newTestKey(t)
+	m := other.BackupMAC()
+	m.Write(msg)
+	if bytes.Equal(got, m.Sum(nil)) {
+		t.Fatal("two cluster keys give the same backup MAC")
 	}
 }
 

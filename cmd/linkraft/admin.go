@@ -494,7 +494,9 @@ func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUs
 // adminBackup is "linkraft backup".
 func adminBackup(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("backup", "backup [-o FILE] [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet("backup", "backup [-o FILE] [--addr URL] [--key KEY]\n\n"+
+		"Writes the whole state, authenticated with the cluster key: the cluster restores it (linkraft restore) only\n"+
+		"unchanged, and another cluster only with --foreign. Keep backups as safe as the links and keys they hold.", stderr)
 	o.register(fs, 5*time.Minute)
 	var out string
 	fs.StringVar(&out, "o", "", "write the backup to FILE (default: standard output)")
@@ -562,14 +564,25 @@ func writeFileAtomic(path string, data []byte) (err error) {
 // adminRestore is "linkraft restore".
 func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("restore", "restore FILE|- [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet("restore", "restore FILE|- [--foreign] [--addr URL] [--key KEY]\n\n"+
+		"Makes the whole cluster take the state in a backup (linkraft backup). The cluster takes only a backup made\n"+
+		"under its own cluster key and unchanged since; every record must pass the rules a client's write passes.\n"+
+		"The key that restores stays valid, and the audit log records the restore.", stderr)
 	o.register(fs, 5*time.Minute)
+	foreign := fs.Bool("foreign", false, "restore a backup this cluster cannot authenticate: one made by another cluster (another "+
+		"--cluster-key), by a node without a cluster key, or by a build before backups were authenticated. Only for a backup "+
+		"whose source you trust: without the flag the cluster takes only its own backups, unchanged since they were made. "+
+		"Every record is checked either way, and the audit log records the restore")
 	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) != 1 {
 		return usageError(fs, stderr, "want exactly one backup file (or - for standard input)")
+	}
+	path := "/admin/restore"
+	if *foreign {
+		path += "?foreign=true"
 	}
 	var data []byte
 	var err error
@@ -584,7 +597,7 @@ func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if len(data) == 0 {
 		return fail("restore", stderr, fmt.Errorf("backup %s is empty", pos[0]))
 	}
-	body, code := o.call("restore", fs, stderr, fasthttp.MethodPost, "/admin/restore", "application/octet-stream", data)
+	body, code := o.call("restore", fs, stderr, fasthttp.MethodPost, path, "application/octet-stream", data)
 	if code >= 0 {
 		return code
 	}

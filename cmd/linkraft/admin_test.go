@@ -496,6 +496,24 @@ func TestRestoreRejected(t *testing.T) {
 	}
 }
 
+// TestRestoreForeign: --foreign asks the node, on purpose, to restore a
+// backup the cluster cannot authenticate; without it nothing says so, and
+// the node's refusal, which names the flag, is printed as it came.
+func TestRestoreForeign(t *testing.T) {
+	refusal := "backup authentication failed: the backup was not made by a cluster holding this cluster key; restore it with --foreign"
+	n := startFakeNode(t, map[string]cannedAnswer{"POST /admin/restore": problem(400, refusal)})
+	file := filepath.Join(t.TempDir(), "b.bak")
+	os.WriteFile(file, []byte("LKRB backup bytes"), 0o600)
+	if code, _, errOut := runCmd(t, "restore", "--addr", n.addr, file); code != 1 || errOut != "linkraft restore: 400 "+refusal+"\n" {
+		t.Fatalf("without --foreign: exit %d, stderr %q", code, errOut)
+	}
+	runCmd(t, "restore", "--addr", n.addr, "--foreign", file)
+	reqs := n.requests()
+	if len(reqs) != 2 || reqs[0].path != "/admin/restore" || reqs[1].path != "/admin/restore?foreign=true" {
+		t.Fatalf("requests %+v; want /admin/restore, then /admin/restore?foreign=true", reqs)
+	}
+}
+
 func TestNormalizeAddr(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1:8080":          "http://127.0.0.1:8080",

@@ -29,8 +29,10 @@ Usage:
   linkraft leave --id ID   remove a server from the cluster
   linkraft promote --id ID make a non-voter (read replica) a voter
   linkraft backup [-o FILE]
-                           save a consistent snapshot of all state
+                           save a consistent snapshot of all state, signed
+                           with the cluster key
   linkraft restore FILE|-  make the whole cluster take the state in a backup
+                           of its own (--foreign: of another cluster)
   linkraft keys create|list|revoke
                            manage API keys
   linkraft links create|list|get|edit|history|delete

@@ -1,0 +1,129 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// A backup is checked twice before a restore installs it. ReadSnapshot
+// refuses what the state machine must never hold (inconsistent indexes,
+// unknown values, keys and webhooks Apply would refuse). CheckRecords then
+// holds every record to the rules a client's write meets, so a restore
+// cannot store what no client could: a backup's bytes come from outside the
+// cluster, and whoever wrote them chose every field. Apply's own floor
+// (checkTarget) is part of it; the input rules above it (fsm/input, with
+// the node's setting for private targets) come in through InputRules, since
+// that package imports this one.
+
+// ErrRefusedRecord is a backup holding a record a client's write could
+// not have made; the error wrapping it names the record.
+var ErrRefusedRecord = errors.New("the backup holds a record this cluster refuses")
+
+// InputRules are the input rules of a client's write that this package does
+// not hold itself, with the restoring node's settings.
+type InputRules interface {
+	// Target checks a URL as stored: a link's target and its rules', a
+	// domain's redirects, a webhook's URL. The node's rule on private
+	// addresses is part of it.
+	Target(url string) error
+	// Workspace checks a workspace name a key lists.
+	Workspace(name string) error
+}
+
+// CheckRecords holds every record of the snapshot to the rules a client's
+// write meets, and returns an error wrapping ErrRefusedRecord that names
+// the first one that breaks them: links by id, then domains, keys and
+// webhooks, each by name or id.
+//
+//   - a link's target and its rules' targets pass rules.Target; the
+//     targets in its history, which are shown but never served, pass
+//     Apply's floor (http or https, no control characters);
+//   - a domain's redirects pass rules.Target;
+//   - a key's workspaces are "*" alone or names rules.Workspace accepts,
+//     sorted and distinct, and an admin key lists "*" alone (it reaches
+//     every workspace: a narrower list would only make it look narrower);
+//   - a webhook's URL passes rules.Target.
+//
+// It changes nothing, and reads only the snapshot.
+func (s *Snapshot) CheckRecords(rules InputRules) error {
+	st := s.s
+	for p := range st.recs.n {
+		r := st.recs.at(p)
+		if !r.live() {
+			continue
+		}
+		if err := st.checkLink(p, rules); err != nil {
+			return fmt.Errorf("%w: link %q: %v", ErrRefusedRecord, st.recs.text.code(r), err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
+		d := st.domains[name]
+		for _, redirect := range []struct{ field, url string }{{"root redirect", d.RootRedirect}, {"not-found redirect", d.NotFoundRedirect}} {
+			if redirect.url == "" {
+				continue
+			}
+			if err := rules.Target(redirect.url); err != nil {
+				return fmt.Errorf("%w: domain %q: %s: %v", ErrRefusedRecord, name, redirect.field, err)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(st.keys)) {
+		if err := checkKeyWorkspaces(st.keys[id], rules); err != nil {
+			return fmt.Errorf("%w: key %q: %v", ErrRefusedRecord, id, err)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(st.hooks.byID)) {
+		if err := rules.Target(st.hooks.byID[id].hook.URL); err != nil {
+			return fmt.Errorf("%w: webhook %q: %v", ErrRefusedRecord, id, err)
+		}
+	}
+	return nil
+}
+
+// checkLink checks the targets of the link at position p.
+func (st *state) checkLink(p uint32, rules InputRules) error {
+	if err := rules.Target(st.recs.text.url(st.recs.at(p))); err != nil {
+		return err
+	}
+	o := st.opts[p]
+	if o == nil {
+		return nil
+	}
+	for i, rule := range o.Rules {
+		if err := rules.Target(rule.URL); err != nil {
+			return fmt.Errorf("rule %d: %v", i+1, err)
+		}
+	}
+	for i, v := range o.History {
+		if err := checkTarget(v.URL); err != nil {
+			return fmt.Errorf("history version %d: %v", i+1, err)
+		}
+	}
+	return nil
+}
+
+// checkKeyWorkspaces holds a key's workspaces to what a key create takes.
+func checkKeyWorkspaces(k *APIKey, rules InputRules) error {
+	all := slices.Contains(k.Workspaces, AllWorkspaces)
+	switch {
+	case all && len(k.Workspaces) > 1:
+		return errors.New(`workspaces: "*" with other workspaces`)
+	case k.Scopes&ScopeAdmin != 0 && !all:
+		return fmt.Errorf("an admin key with workspaces %s: an admin key reaches every workspace, so it lists \"*\" alone",
+			strings.Join(k.Workspaces, ", "))
+	case !slices.IsSorted(k.Workspaces) || len(slices.Compact(slices.Clone(k.Workspaces))) != len(k.Workspaces):
+		return errors.New("workspaces: not sorted and distinct")
+	}
+	if all {
+		return nil
+	}
+	for _, ws := range k.Workspaces {
+		if err := rules.Workspace(ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
