@@ -61,6 +61,14 @@ type Key struct {
 	pub    ed25519.PublicKey
 }
 
+// GenerateKey returns a new random cluster key in the form ParseKey reads
+// (what `linkraft keygen` prints).
+func GenerateKey() string {
+	raw := make([]byte, KeySize)
+	rand.Read(raw) // never fails: the runtime aborts rather than return an error
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
 // ParseKey decodes a cluster key: standard base64 of exactly 32 bytes, as
 // `linkraft keygen` prints. Surrounding whitespace is ignored so a key read
 // from a file with a trailing newline works. Errors never echo the input,

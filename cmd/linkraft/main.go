@@ -4,12 +4,12 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/linkraft/linkraft/cluster/secure"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -109,12 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "linkraft keygen: unexpected arguments: %s\n%s", strings.Join(args[1:], " "), keygenUsage)
 			return 2
 		}
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			fmt.Fprintln(stderr, "keygen:", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(key))
+		fmt.Fprintln(stdout, secure.GenerateKey())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
