@@ -40,7 +40,7 @@ Usage:
   linkraft recover --data-dir DIR --peers FILE
                            offline: rebuild a cluster that lost quorum
   linkraft bench [flags]   load one or more nodes and report throughput and latency
-  linkraft keygen          print a new random --cluster-key
+  linkraft keygen          print a new random cluster key
   linkraft version         print the version
 
 The admin commands (status, join, leave, promote, backup, restore, keys, import)
@@ -55,8 +55,12 @@ is LINKRAFT_HTTP_ADDR.
 
 const keygenUsage = `Usage: linkraft keygen
 
-Print a new random --cluster-key: 32 bytes in base64. Give every node of a
-cluster the same one (LINKRAFT_CLUSTER_KEY).
+Print a new random cluster key: 32 bytes in base64. Give every node of a
+cluster the same one, in a file readable by the node's user only
+(linkraft keygen > cluster.key; --cluster-key-file cluster.key) or in
+LINKRAFT_CLUSTER_KEY: a command line (--cluster-key) is readable by every
+user of the machine. A node given none makes its own at its first start,
+<data-dir>/cluster.key, when its Raft and gossip addresses are loopback.
 `
 
 func main() {
