@@ -25,8 +25,11 @@ COPY --chown=65532:65532 data /data
 # Every serve flag reads LINKRAFT_<NAME>. The node keeps its data in the
 # volume and answers HTTP on every interface of the container. Raft and
 # gossip stay on loopback (the binary's defaults) so that one container
-# runs with nothing set; a cluster sets LINKRAFT_RAFT_ADDR=0.0.0.0:8081,
-# LINKRAFT_GOSSIP_ADDR=0.0.0.0:8082, LINKRAFT_ADVERTISE and a cluster key.
+# runs with nothing set: it makes its cluster key at its first start and
+# keeps it in the volume (/data/cluster.key). A cluster sets
+# LINKRAFT_RAFT_ADDR=0.0.0.0:8081, LINKRAFT_GOSSIP_ADDR=0.0.0.0:8082,
+# LINKRAFT_ADVERTISE and one cluster key for every node
+# (LINKRAFT_CLUSTER_KEY, or LINKRAFT_CLUSTER_KEY_FILE naming a mounted file).
 # The ID is fixed because the default, the host name, is a container's
 # random ID, which changes when the container is recreated over the same
 # volume: the Raft configuration in the data names the node by its ID.

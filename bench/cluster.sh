@@ -19,7 +19,7 @@
 # loop at CONNS connections (its peak), and an open loop at half that peak
 # (its p99).
 #
-# linkraft: --create-rate 0 --cluster-key (Raft over mutual TLS, as deployed),
+# linkraft: --create-rate 0, one cluster key (Raft over mutual TLS, as always),
 # fsync on every Raft append. etcd: Debian's etcd-server, plain HTTP, default
 # flags (fsync on every WAL write), puts through its JSON gRPC gateway. Both
 # keep their data in one temp dir on the same file system.
@@ -112,8 +112,8 @@ apikey=""
 
 # --- linkraft: three nodes -------------------------------------------------
 for i in 1 2 3; do
-	"$bin" serve --id "n$i" --data-dir "$tmp/lk/n$i" --http-addr "127.0.0.1:2808$i" \
-		--raft-addr "127.0.0.1:2809$i" --gossip-addr "127.0.0.1:2807$i" --cluster-key "$key" \
+	LINKRAFT_CLUSTER_KEY=$key "$bin" serve --id "n$i" --data-dir "$tmp/lk/n$i" --http-addr "127.0.0.1:2808$i" \
+		--raft-addr "127.0.0.1:2809$i" --gossip-addr "127.0.0.1:2807$i" \
 		--join 127.0.0.1:28071,127.0.0.1:28072,127.0.0.1:28073 --bootstrap-expect 3 \
 		--admin-token "$token" --create-rate 0 --log-level warn 2>>"$tmp/linkraft-n$i.log" &
 	pids+=($!)

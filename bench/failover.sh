@@ -32,8 +32,8 @@ token=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 apikey=""
 
 start() { # node number
-	"$tmp/linkraft" serve --id "n$1" --data-dir "$tmp/run$run/n$1" --http-addr "127.0.0.1:1808$1" \
-		--raft-addr "127.0.0.1:1809$1" --gossip-addr "127.0.0.1:1807$1" --cluster-key "$key" \
+	LINKRAFT_CLUSTER_KEY=$key "$tmp/linkraft" serve --id "n$1" --data-dir "$tmp/run$run/n$1" --http-addr "127.0.0.1:1808$1" \
+		--raft-addr "127.0.0.1:1809$1" --gossip-addr "127.0.0.1:1807$1" \
 		--join 127.0.0.1:18071,127.0.0.1:18072,127.0.0.1:18073 --bootstrap-expect 3 \
 		--admin-token "$token" --create-rate 0 --log-level error 2>>"$tmp/run$run.log" &
 	pids[$1]=$!

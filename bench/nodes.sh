@@ -2,7 +2,8 @@
 # links into them (scale.sh, import-forward.sh), from the repository's
 # root, once $links is set. It makes a temporary directory (removed on
 # exit, after every node started with start is stopped), a random admin
-# token ($token, and $auth to send it), the binary ($bin: LINKRAFT_BIN, or
+# token ($token, and $auth to send it), one cluster key for every node
+# ($key, given in LINKRAFT_CLUSTER_KEY), the binary ($bin: LINKRAFT_BIN, or
 # built from ./cmd/linkraft), $tmp/links.jsonl with $links links of
 # ~110-byte URLs and distinct 8-character custom codes ($last is the last
 # code), and the helpers below.
@@ -16,6 +17,7 @@ token=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 auth="Authorization: Bearer $token"
 bin=${LINKRAFT_BIN:-$tmp/linkraft}
 [ -n "${LINKRAFT_BIN:-}" ] || go build -o "$bin" ./cmd/linkraft
+key=$("$bin" keygen)
 
 awk -v n="$links" 'BEGIN {
 	for (i = 0; i < n; i++)
@@ -38,7 +40,7 @@ heap_mb() { metric "$1" go_memstats_heap_inuse_bytes | awk '{ printf "%.0f", $1 
 start() { # id, http port, raft port, gossip port, extra flags...
 	local id=$1 http=$2 raft=$3 gossip=$4
 	shift 4
-	"$bin" serve --id "$id" --data-dir "$tmp/$id" --http-addr "127.0.0.1:$http" \
+	LINKRAFT_CLUSTER_KEY=$key "$bin" serve --id "$id" --data-dir "$tmp/$id" --http-addr "127.0.0.1:$http" \
 		--raft-addr "127.0.0.1:$raft" --gossip-addr "127.0.0.1:$gossip" --admin-token "$token" --create-rate 0 \
 		--log-level warn "$@" 2>>"$tmp/$id.log" &
 	pid=$!

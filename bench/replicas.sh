@@ -27,8 +27,8 @@
 # favour one of them. At the end: a table per configuration with every
 # round and the median of each column.
 #
-# The nodes run with --create-rate 0, --cluster-key (Raft over mutual TLS,
-# as deployed) and fsync on every Raft append; they share the machine's
+# The nodes run with --create-rate 0, one cluster key (Raft over mutual
+# TLS, as always) and fsync on every Raft append; they share the machine's
 # cores with each other and with the load generator, so on one machine the
 # numbers measure CPU contention as much as the quorum: compare the two
 # configurations round by round, not with other machines.
@@ -125,8 +125,8 @@ start_config() { # config, round
 	for i in 1 2 3 4 5; do
 		extra=()
 		((i > voters)) && extra=(--read-replica)
-		"$bin" serve --id "n$i" --data-dir "$dir/n$i" --http-addr "${http[$((i - 1))]}" \
-			--raft-addr "127.0.0.1:2869$i" --gossip-addr "127.0.0.1:2867$i" --cluster-key "$key" \
+		LINKRAFT_CLUSTER_KEY=$key "$bin" serve --id "n$i" --data-dir "$dir/n$i" --http-addr "${http[$((i - 1))]}" \
+			--raft-addr "127.0.0.1:2869$i" --gossip-addr "127.0.0.1:2867$i" \
 			--join "$join" --bootstrap-expect "$voters" --admin-token "$token" --create-rate 0 \
 			--log-level warn "${extra[@]}" 2>>"$dir/n$i.log" &
 		pids+=($!)

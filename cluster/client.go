@@ -70,12 +70,10 @@ type peerKey struct{}
 
 // FromPeer reports whether another node of this cluster sent the request:
 // whether it arrived on the cluster's port, which only a connection that
-// completed the mutual-TLS handshake with the cluster key reaches (or, on
-// a keyless development cluster, which a node refuses to run off
-// loopback, any connection from this host). Nothing in the request itself
-// is believed: the public port never marks a request so, whatever its
-// headers say. Such requests were already rate limited and authorised by
-// the node that received them from the client.
+// completed the mutual-TLS handshake with the cluster key reaches. Nothing
+// in the request itself is believed: the public port never marks a request
+// so, whatever its headers say. Such requests were already rate limited
+// and authorised by the node that received them from the client.
 func FromPeer(ctx *fasthttp.RequestCtx) bool {
 	v, _ := ctx.UserValue(peerKey{}).(bool)
 	return v

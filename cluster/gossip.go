@@ -133,10 +133,8 @@ func (n *Node) startGossip(hasState bool) error {
 	// memberlist prefixes its lines with their level ("[WARN] memberlist:
 	// ..."); the adapter logs each at that level.
 	mc.Logger = NewHCLogger(n.log, "memberlist", hclog.Trace).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
-	if n.cfg.Key != nil {
-		// Gossip is encrypted and authenticated; plaintext packets are dropped.
-		mc.SecretKey = n.cfg.Key.GossipKey()
-	}
+	// Gossip is encrypted and authenticated; plaintext packets are dropped.
+	mc.SecretKey = n.cfg.Key.GossipKey()
 	list, err := memberlist.Create(mc)
 	if err != nil {
 		return fmt.Errorf("start gossip: %w", err)

@@ -64,7 +64,7 @@ func openGossipNode(t *testing.T, id, gossipAddr string, tweak func(*Config)) *N
 	raftAddr := ln.Addr().String()
 	ln.Close()
 	cfg := Config{
-		ID: id, DataDir: t.TempDir(), RaftAddr: raftAddr, GossipAddr: gossipAddr, HTTPAddr: raftAddr,
+		ID: id, DataDir: t.TempDir(), RaftAddr: raftAddr, GossipAddr: gossipAddr, HTTPAddr: raftAddr, Key: testKey(t),
 		ClickFlushInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
 	}
 	tweak(&cfg)

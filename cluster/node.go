@@ -47,8 +47,9 @@ type Config struct {
 	// counts as one of BootstrapExpect's servers: it waits to be added.
 	ReadReplica bool
 	// Key authenticates and encrypts everything between nodes: Raft and
-	// the internal HTTP on its port (mutual TLS), and gossip. nil: plain
-	// TCP, which Open allows only on loopback.
+	// the internal HTTP on its port (mutual TLS), and gossip. Required,
+	// loopback included: a process on the same host is a peer only if it
+	// holds the key.
 	Key *secure.Key
 	// AllowPrivateTargets lets creates relayed by other nodes point inside
 	// the network, as --allow-private-targets lets clients' creates.
@@ -162,8 +163,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("open node: empty id")
 	}
-	if err := requireKeyOffLoopback(cfg); err != nil {
-		return nil, fmt.Errorf("open node: %w", err)
+	if cfg.Key == nil {
+		return nil, errors.New("open node: no cluster key (--cluster-key-file, LINKRAFT_CLUSTER_KEY or --cluster-key; " +
+			"without one linkraft serve makes <data-dir>/cluster.key)")
 	}
 	if err := ownerOnlyDir(cfg.DataDir, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("open node: %w", err)
@@ -239,27 +241,6 @@ func (n *Node) spawn(f func()) {
 		defer n.wg.Done()
 		f()
 	}()
-}
-
-// requireKeyOffLoopback refuses a node without a cluster key whose Raft or
-// gossip listener (bound or advertised) is not on loopback. Without a key
-// nothing tells a member from anyone who reaches those ports: a process
-// that joins gossip is added as a voter and receives every link, and one
-// forged AppendEntries with a higher term unseats the leader. A keyless
-// cluster is for development on one host.
-func requireKeyOffLoopback(cfg Config) error {
-	if cfg.Key != nil {
-		return nil
-	}
-	addrs := []struct{ flag, addr string }{{"--raft-addr", cfg.RaftAddr}, {"--gossip-addr", cfg.GossipAddr}, {"--advertise", cfg.Advertise}}
-	for _, a := range addrs {
-		if a.addr != "" && !OnLoopback(a.addr) {
-			return fmt.Errorf("%s %s is not a loopback address and no --cluster-key is set: anyone who reaches it "+
-				"could join the cluster and read every link. Make a key with `linkraft keygen` and give every node "+
-				"the same --cluster-key (only a development cluster on 127.0.0.1 may run without one)", a.flag, a.addr)
-		}
-	}
-	return nil
 }
 
 // OnLoopback reports whether addr (host:port, or a host alone as

@@ -16,7 +16,7 @@ import (
 func recOpen(t *testing.T, id, dir, addr string) *Node {
 	t.Helper()
 	n, err := Open(Config{
-		ID: id, DataDir: dir, RaftAddr: addr, ClickFlushInterval: time.Hour,
+		ID: id, DataDir: dir, RaftAddr: addr, Key: testKey(t), ClickFlushInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
 	}, fsm.New())
 	if err != nil {

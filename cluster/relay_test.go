@@ -58,7 +58,7 @@ func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Durat
 		expect = 2 // without gossip or seeds: wait to be added
 	}
 	n, err := Open(Config{
-		ID: id, DataDir: t.TempDir(), RaftAddr: freeAddr(t), BootstrapExpect: expect,
+		ID: id, DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), BootstrapExpect: expect,
 		WriteTimeout: writeTimeout, ClickFlushInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
 	}, fsm.New())

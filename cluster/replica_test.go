@@ -36,7 +36,7 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 	waitFor(t, func() bool { return leader.NotReady() == "" })
 
 	replica, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), ReadReplica: true,
+		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
 		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour,
 		Logger: leader.log, RaftLogLevel: "off",
 	}, fsm.New())

@@ -89,8 +89,9 @@ func TestClosedCluster(t *testing.T) {
 		for _, n := range nodes {
 			seeds = append(seeds, n.gossipAddr)
 		}
-		// Keyless is allowed on loopback: that is the rogue's whole point.
-		rogue := launchNode(t, "rogue", map[string]string{"join": strings.Join(seeds, ","), "write-timeout": "2s"})
+		// Given no key, the rogue makes its own: it holds no key of the
+		// cluster's.
+		rogue := launchNode(t, "rogue", "", map[string]string{"join": strings.Join(seeds, ","), "write-timeout": "2s"})
 		if err := rogue.waitLive(); err != nil {
 			t.Fatalf("rogue: %v", err)
 		}

@@ -38,7 +38,7 @@ func TestGossipHealsAfterARestartWithItsSeedsDown(t *testing.T) {
 		}
 	}
 
-	n4 := launchNode(t, "node4", map[string]string{"join": n3.gossipAddr})
+	n4 := launchNode(t, "node4", n3.clusterKey, map[string]string{"join": n3.gossipAddr})
 	n2.waitServers(t, 30*time.Second, "node1", "node2", "node3", "node4")
 	if err := n4.waitReady(leaderKnown); err != nil {
 		t.Fatalf("node4 after being added: %v", err)

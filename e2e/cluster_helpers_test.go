@@ -187,11 +187,13 @@ func waitOneLeader(t *testing.T, timeout time.Duration, nodes ...*node) (*node, 
 	return leader, followers
 }
 
-// launchNode prepares and starts a node with the given settings (on top of
-// the harness defaults) without waiting for anything.
-func launchNode(t *testing.T, id string, settings map[string]string) *node {
+// launchNode prepares and starts a node with the given --cluster-key
+// (empty: it makes its own) and settings (on top of the harness defaults)
+// without waiting for anything.
+func launchNode(t *testing.T, id, clusterKey string, settings map[string]string) *node {
 	t.Helper()
 	n := newNode(t, id)
+	n.clusterKey = clusterKey
 	n.args, n.env = n.commandLine(nodeOptions{Settings: settings})
 	n.launch()
 	return n

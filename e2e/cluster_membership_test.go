@@ -25,13 +25,13 @@ const membershipWait = 15 * time.Second
 // startWaitingNode starts a node with a fresh data dir that bootstraps
 // nothing and joins no gossip seeds: it waits to be added with
 // POST /admin/join. It returns once its HTTP port answers.
-func startWaitingNode(t *testing.T, id string, settings map[string]string) *node {
+func startWaitingNode(t *testing.T, id, clusterKey string, settings map[string]string) *node {
 	t.Helper()
 	all := map[string]string{"bootstrap-expect": "3"}
 	for k, v := range settings {
 		all[k] = v
 	}
-	n := launchNode(t, id, all)
+	n := launchNode(t, id, clusterKey, all)
 	if err := n.waitLive(); err != nil {
 		t.Fatalf("node %s: %v", id, err)
 	}
@@ -47,7 +47,9 @@ func TestHealthReadinessOfAJoiner(t *testing.T) {
 	t.Parallel()
 	first := startNode(t, nodeOptions{ID: "node1"})
 	l := first.createURL(t, "https://example.com/readiness/before")
-	joiner := startWaitingNode(t, "node2", nil)
+	// The key node1 made for itself at its first start, given to the
+	// joiner as an operator would.
+	joiner := startWaitingNode(t, "node2", "", map[string]string{"cluster-key-file": filepath.Join(first.dataDir, "cluster.key")})
 
 	r := joiner.get(t, "/health")
 	var h health
@@ -145,7 +147,7 @@ func TestClusterLeaveAndJoin(t *testing.T) {
 
 			// A fresh process with the same id and a new data dir and
 			// addresses takes its place.
-			fresh := startWaitingNode(parent, gone.id, nil)
+			fresh := startWaitingNode(parent, gone.id, gone.clusterKey, nil)
 			tc.join(t, via, fresh)
 			for i, n := range nodes {
 				if n == gone {
@@ -236,7 +238,7 @@ func TestClusterFourthNodeUnderLoad(t *testing.T) {
 	for _, n := range nodes {
 		seeds = append(seeds, n.gossipAddr)
 	}
-	fourth := launchNode(t, "node4", map[string]string{"join": strings.Join(seeds, ","), "leave-on-terminate": "true"})
+	fourth := launchNode(t, "node4", leader.clusterKey, map[string]string{"join": strings.Join(seeds, ","), "leave-on-terminate": "true"})
 	all := append(append([]*node(nil), nodes...), fourth)
 	leader.waitServers(t, membershipWait, nodeIDs(all...)...)
 	if err := fourth.waitReady(leaderKnown); err != nil {
@@ -293,8 +295,7 @@ func TestClusterWrongClusterKeyRefused(t *testing.T) {
 	for _, n := range nodes {
 		seeds = append(seeds, n.gossipAddr)
 	}
-	intruder := launchNode(t, "intruder", map[string]string{
-		"cluster-key":   newClusterKey(t),
+	intruder := launchNode(t, "intruder", newClusterKey(t), map[string]string{
 		"join":          strings.Join(seeds, ","),
 		"write-timeout": "2s",
 	})
@@ -343,8 +344,9 @@ func TestClusterMembershipBadInput(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	leader, followers := waitOneLeader(t, leaderWaitTimeout, nodes...)
 	before := leader.clusterView(t)
-	// Another cluster: a single node that bootstrapped itself.
-	other := startNode(t, nodeOptions{ID: "other-cluster-node"})
+	// Another cluster: a single node that bootstrapped itself, with the
+	// same key (else the join fails before it sees the cluster's id).
+	other := startNode(t, nodeOptions{ID: "other-cluster-node", Settings: map[string]string{"cluster-key": leader.clusterKey}})
 	otherLink := other.createURL(t, "https://example.com/other-cluster")
 
 	free := fmt.Sprintf("127.0.0.1:%d", freePort(t, false))

@@ -16,7 +16,7 @@ func TestRemovedServerStaysRemovedAcrossALeaderChange(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3, nil)
 	leader, _ := waitOneLeader(t, formationBound, nodes...)
-	n4 := launchNode(t, "node4", map[string]string{"join": nodes[0].gossipAddr + "," + nodes[1].gossipAddr})
+	n4 := launchNode(t, "node4", nodes[0].clusterKey, map[string]string{"join": nodes[0].gossipAddr + "," + nodes[1].gossipAddr})
 	leader.waitServers(t, 20*time.Second, "node1", "node2", "node3", "node4")
 
 	if r := leader.postJSON(t, "/admin/leave", map[string]string{"id": "node4"}); r.status != http.StatusOK {

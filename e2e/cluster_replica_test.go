@@ -23,6 +23,7 @@ func TestReadReplica(t *testing.T) {
 	}
 	// bootstrap-expect as the voters have it: a replica is never one of them.
 	replica := newNode(t, "replica1")
+	replica.clusterKey = leader.clusterKey
 	replica.args, replica.env = replica.commandLine(nodeOptions{ViaEnv: true, Settings: map[string]string{
 		"read-replica": "true", "join": strings.Join(seeds, ","), "bootstrap-expect": "3",
 	}})

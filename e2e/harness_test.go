@@ -221,6 +221,9 @@ type node struct {
 	// credential is sent with every request that names none (see
 	// tryRequest): the node's --admin-token.
 	credential string
+	// clusterKey is the node's --cluster-key, which every node of its
+	// cluster shares; empty: none given, the node makes its own.
+	clusterKey string
 	// bin is the binary to run; empty: the one built from this tree.
 	bin string
 
@@ -263,13 +266,16 @@ func (n *node) launchUntil(t *testing.T, opts nodeOptions, env []string, ready f
 
 // startCluster starts size nodes that find each other over gossip and
 // bootstrap one Raft cluster (--bootstrap-expect size), then waits until
-// every node knows the leader. settings apply to every node.
+// every node knows the leader. settings apply to every node; unless they
+// give a key, the nodes share a new --cluster-key.
 func startCluster(t *testing.T, size int, settings map[string]string) []*node {
 	t.Helper()
+	key := sharedKey(t, settings)
 	nodes := make([]*node, size)
 	var gossip []string
 	for i := range nodes {
 		nodes[i] = newNode(t, "node"+itoa(i+1))
+		nodes[i].clusterKey = key
 		gossip = append(gossip, nodes[i].gossipAddr)
 	}
 	for _, n := range nodes {
@@ -291,13 +297,20 @@ func startCluster(t *testing.T, size int, settings map[string]string) []*node {
 // startJoinedCluster builds a cluster of size nodes with POST /admin/join
 // instead of gossip: node1 bootstraps alone, the others start without
 // bootstrapping (--bootstrap-expect size, no --join seeds, so they wait) and
-// are added as voters through node1.
+// are added as voters through node1. Unless settings give a key, the nodes
+// share a new --cluster-key.
 func startJoinedCluster(t *testing.T, size int, settings map[string]string) []*node {
 	t.Helper()
-	first := startNode(t, nodeOptions{ID: "node1", Settings: settings})
+	key := sharedKey(t, settings)
+	first := newNode(t, "node1")
+	first.clusterKey = key
+	if err := first.launchUntil(t, nodeOptions{ID: "node1", Settings: settings}, nil, first.waitLeader); err != nil {
+		t.Fatalf("node %s did not become leader: %v", first.id, err)
+	}
 	nodes := []*node{first}
 	for i := 2; i <= size; i++ {
 		n := newNode(t, "node"+itoa(i))
+		n.clusterKey = key
 		all := map[string]string{"bootstrap-expect": itoa(size)}
 		for k, v := range settings {
 			all[k] = v
@@ -323,6 +336,19 @@ func startJoinedCluster(t *testing.T, size int, settings map[string]string) []*n
 		}
 	}
 	return nodes
+}
+
+// sharedKey is the --cluster-key for the nodes of a new cluster: a new
+// one, or none when settings give the key themselves.
+func sharedKey(t *testing.T, settings map[string]string) string {
+	t.Helper()
+	if _, ok := settings["cluster-key"]; ok {
+		return ""
+	}
+	if _, ok := settings["cluster-key-file"]; ok {
+		return ""
+	}
+	return newClusterKey(t)
 }
 
 // newNode prepares a node (ports, data dir, client, cleanup) without
@@ -371,10 +397,17 @@ func (n *node) commandLine(opts nodeOptions) (args, env []string) {
 		"click-flush-interval": fastFlush.String(),
 		"admin-token":          e2eToken,
 	}
+	if n.clusterKey != "" {
+		settings["cluster-key"] = n.clusterKey
+	}
+	if _, ok := opts.Settings["cluster-key-file"]; ok {
+		delete(settings, "cluster-key") // it would win over the file
+	}
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
 	n.credential = settings["admin-token"]
+	n.clusterKey = settings["cluster-key"]
 	names := make([]string, 0, len(settings))
 	for k := range settings {
 		names = append(names, k)

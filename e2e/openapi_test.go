@@ -215,7 +215,7 @@ func TestOpenAPIContract(t *testing.T) {
 	c := loadContract(t)
 
 	const token = "openapi-contract-token"
-	settings := map[string]string{"admin-token": token, "write-timeout": "1s"}
+	settings := map[string]string{"admin-token": token, "write-timeout": "1s", "cluster-key": newClusterKey(t)}
 	n1 := startNode(t, nodeOptions{ID: "node1", Settings: settings})
 
 	jsonH := http.Header{"Content-Type": {"application/json"}}
@@ -541,13 +541,13 @@ func TestOpenAPIContract(t *testing.T) {
 	// Membership: two more nodes joined through the admin API. node2
 	// limits creates to one per second, so its second create is a 429.
 	limited := map[string]string{"admin-token": token, "write-timeout": "1s", "create-rate": "1", "create-burst": "1"}
-	n2 := startWaitingNode(t, "node2", limited)
+	n2 := startWaitingNode(t, "node2", n1.clusterKey, limited)
 	c.call(t, n2, http.MethodGet, "/health", nil, nil, http.StatusServiceUnavailable) // not a member yet
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
 		[]byte(`{"id":"node2","raft_addr":"`+n2.raftAddr+`","http_addr":"`+n2.httpAddr+`"}`), http.StatusOK)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
 		[]byte(`{"id":"node2","raft_addr":"127.0.0.1:1","http_addr":"`+n2.httpAddr+`"}`), http.StatusConflict)
-	n3 := startWaitingNode(t, "node3", settings)
+	n3 := startWaitingNode(t, "node3", n1.clusterKey, settings)
 	// node3 joins as a read replica, then is promoted to a voter.
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
 		[]byte(`{"id":"node3","raft_addr":"`+n3.raftAddr+`","http_addr":"`+n3.httpAddr+`","non_voter":true}`), http.StatusOK)

@@ -51,11 +51,13 @@ func TestRollingUpgrade(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	old := buildPreviousRelease(t)
+	key := newClusterKey(t)
 	nodes := make([]*node, 3)
 	var gossip []string
 	for i := range nodes {
 		nodes[i] = newNode(t, "node"+itoa(i+1))
 		nodes[i].bin = old
+		nodes[i].clusterKey = key
 		gossip = append(gossip, nodes[i].gossipAddr)
 	}
 	for _, n := range nodes {

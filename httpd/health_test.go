@@ -51,7 +51,7 @@ func TestHealthReadiness(t *testing.T) {
 		// like a node started with --join before the cluster exists.
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		node, err := cluster.Open(cluster.Config{
-			ID: "waiting", DataDir: t.TempDir(), RaftAddr: freeAddr(t), BootstrapExpect: 2, Logger: log,
+			ID: "waiting", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: newClusterKey(t), BootstrapExpect: 2, Logger: log,
 			ClickFlushInterval: time.Hour, RaftLogLevel: "off",
 		}, fsm.New())
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -21,7 +22,7 @@ func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
 	tb.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	node, err := cluster.Open(cluster.Config{
-		ID: "test", DataDir: tb.TempDir(), RaftAddr: freeAddr(tb), Logger: log,
+		ID: "test", DataDir: tb.TempDir(), RaftAddr: freeAddr(tb), Key: newClusterKey(tb), Logger: log,
 		ClickFlushInterval: time.Hour, RaftLogLevel: "off",
 	}, fsm.New())
 	if err != nil {
@@ -39,6 +40,17 @@ func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
 
 // realNode is the single node under a test server.
 func realNode(s *Server) *cluster.Node { return s.node.Self.(*cluster.Node) }
+
+// newClusterKey is a fresh cluster key for a test's node: it is alone in
+// its cluster.
+func newClusterKey(tb testing.TB) *secure.Key {
+	tb.Helper()
+	key, err := secure.ParseKey(secure.GenerateKey())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
 
 func freeAddr(tb testing.TB) string {
 	tb.Helper()

@@ -3,10 +3,11 @@
 // StreamLayer handed to raft.NewNetworkTransport), which carries Raft and the
 // nodes' internal HTTP, told apart by the first byte of each connection.
 //
-// Construction. Operators give every node the same --cluster-key: 32 random
-// bytes in standard base64. The raw key is never used directly; each purpose
-// gets its own subkey from HKDF-SHA256 with a distinct info string, so a
-// leak or misuse in one protocol cannot be turned against another:
+// Construction. Every node of a cluster holds the same cluster key: 32
+// random bytes in standard base64, given by the operator or made by a node
+// at its first start (KeyFile). The raw key is never used directly; each
+// purpose gets its own subkey from HKDF-SHA256 with a distinct info string,
+// so a leak or misuse in one protocol cannot be turned against another:
 //
 //   - "linkraft gossip": 32 bytes for memberlist's SecretKey (AES-256-GCM).
 //   - "linkraft raft tls": an Ed25519 seed. From it we build one self-signed
@@ -26,9 +27,8 @@
 //     is kept elsewhere; its key is not the gossip or TLS key, so a
 //     backup store learns nothing that helps against either.
 //
-// Without a key (nil *Key) the StreamLayer is plain TCP, the behaviour of
-// raft.NewTCPTransport, for a development cluster on loopback (cluster.Open
-// refuses a keyless node elsewhere).
+// There is no keyless mode: a process on the same host is no more a peer
+// than one across the network, so a node never listens without a key.
 package secure
 
 import (
@@ -68,6 +68,14 @@ type Key struct {
 	backup [32]byte
 	cert   tls.Certificate
 	pub    ed25519.PublicKey
+}
+
+// GenerateKey returns a new random cluster key in the form ParseKey reads
+// (what `linkraft keygen` prints).
+func GenerateKey() string {
+	raw := make([]byte, KeySize)
+	rand.Read(raw) // never fails: the runtime aborts rather than return an error
+	return base64.StdEncoding.EncodeToString(raw)
 }
 
 // ParseKey decodes a cluster key: standard base64 of exactly 32 bytes, as

@@ -32,23 +32,22 @@ const maxPendingConns = 256
 const maxPendingPerSource = 32
 
 // InternalByte is the first byte a node writes on a connection that
-// carries node-to-node HTTP rather than Raft (inside TLS with a key). Raft
+// carries node-to-node HTTP rather than Raft (inside TLS). Raft
 // connections carry no header: raft's NetworkTransport starts each with its
 // RPC type (0 to 3), so nodes of a version without the multiplexer still
 // reach this one's Raft, and this value is not one of them.
 const InternalByte byte = 0xF1
 
 // StreamLayer is a raft.StreamLayer over TCP that also carries the
-// cluster's internal HTTP on the same port. With a non-nil key every
-// connection, in both directions, is mutual TLS pinned to the cluster key;
-// with a nil key it is plain TCP like raft.NewTCPTransport (a node refuses
-// that off loopback). Each accepted connection is handshaked and its first
-// byte read on a goroutine of its own; InternalByte sends it to Internal(),
-// anything else to Accept (raft), with the byte put back.
+// cluster's internal HTTP on the same port. Every connection, in both
+// directions, is mutual TLS pinned to the cluster key. Each accepted
+// connection is handshaked and its first byte read on a goroutine of its
+// own; InternalByte sends it to Internal(), anything else to Accept
+// (raft), with the byte put back.
 type StreamLayer struct {
 	listener         net.Listener
 	advertise        net.Addr
-	tlsConfig        *tls.Config // nil: plain TCP
+	tlsConfig        *tls.Config
 	handshakeTimeout time.Duration
 
 	raftConns     chan net.Conn
@@ -65,7 +64,8 @@ type StreamLayer struct {
 var _ raft.StreamLayer = (*StreamLayer)(nil)
 
 // NewStreamLayer listens on bindAddr and returns a StreamLayer that tells
-// peers to dial advertise.
+// peers to dial advertise and talks only to holders of key, which it
+// requires: there is no plain-TCP mode, loopback included.
 //
 // advertise must be a *net.TCPAddr with a specific IP: other nodes store and
 // dial this address, and 0.0.0.0 or :: would point them at themselves. If its
@@ -76,6 +76,9 @@ func NewStreamLayer(bindAddr string, advertise net.Addr, key *Key) (*StreamLayer
 }
 
 func newStreamLayer(bindAddr string, advertise net.Addr, key *Key, handshakeTimeout time.Duration) (*StreamLayer, error) {
+	if key == nil {
+		return nil, errors.New("raft transport: no cluster key")
+	}
 	if advertise == nil {
 		return nil, errors.New("raft transport: no advertise address: set --advertise")
 	}
@@ -99,12 +102,9 @@ func newStreamLayer(bindAddr string, advertise net.Addr, key *Key, handshakeTime
 		adv = &net.TCPAddr{IP: adv.IP, Port: bound.Port, Zone: adv.Zone}
 	}
 	s := &StreamLayer{
-		listener: ln, advertise: adv, handshakeTimeout: handshakeTimeout,
+		listener: ln, advertise: adv, tlsConfig: key.TLSConfig(), handshakeTimeout: handshakeTimeout,
 		raftConns: make(chan net.Conn), internalConns: make(chan net.Conn),
 		closed: make(chan struct{}), pending: map[net.Conn]struct{}{}, bySource: map[netip.Addr]int{},
-	}
-	if key != nil {
-		s.tlsConfig = key.TLSConfig()
 	}
 	s.sorting.Add(1)
 	go s.acceptLoop()
@@ -208,20 +208,16 @@ func (s *StreamLayer) sort(raw net.Conn) {
 	}
 }
 
-// open handshakes (with a key) and reads the first byte, bounded by the
-// handshake timeout; the deadline is cleared for the connection's owner.
+// open handshakes and reads the first byte, bounded by the handshake
+// timeout; the deadline is cleared for the connection's owner.
 func (s *StreamLayer) open(raw net.Conn) (net.Conn, byte, error) {
-	conn := raw
 	deadline := time.Now().Add(s.handshakeTimeout)
 	if err := raw.SetDeadline(deadline); err != nil {
 		return nil, 0, err
 	}
-	if s.tlsConfig != nil {
-		tc := tls.Server(raw, s.tlsConfig)
-		if err := tc.Handshake(); err != nil {
-			return nil, 0, fmt.Errorf("accept from %v (mutual tls): %w", raw.RemoteAddr(), err)
-		}
-		conn = tc
+	conn := tls.Server(raw, s.tlsConfig)
+	if err := conn.Handshake(); err != nil {
+		return nil, 0, fmt.Errorf("accept from %v (mutual tls): %w", raw.RemoteAddr(), err)
 	}
 	var b [1]byte
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
@@ -248,18 +244,10 @@ func (c *prefixConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
-// Dial connects to a peer for Raft. With a key, the TLS handshake finishes
-// inside Dial and within timeout (the same budget covers the TCP connect),
-// so a peer without the cluster key makes Dial fail rather than a later
-// write.
+// Dial connects to a peer for Raft. The TLS handshake finishes inside
+// Dial and within timeout (the same budget covers the TCP connect), so a
+// peer without the cluster key makes Dial fail rather than a later write.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	if s.tlsConfig == nil {
-		conn, err := net.DialTimeout("tcp", string(address), timeout)
-		if err != nil {
-			return nil, fmt.Errorf("raft dial %s: %w", address, err)
-		}
-		return conn, nil
-	}
 	if timeout <= 0 {
 		// Never let an unresponsive peer hold a handshake open forever.
 		timeout = s.handshakeTimeout

@@ -74,6 +74,7 @@ func wait(t *testing.T, ch <-chan serverResult) serverResult {
 }
 
 func TestNewStreamLayerAdvertise(t *testing.T) {
+	key, _ := newTestKey(t)
 	tests := []struct {
 		name      string
 		bind      string
@@ -91,7 +92,7 @@ func TestNewStreamLayerAdvertise(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStreamLayer(tt.bind, tt.advertise, nil)
+			s, err := NewStreamLayer(tt.bind, tt.advertise, key)
 			if tt.wantErr != "" {
 				if err == nil {
 					s.Close()
@@ -118,42 +119,43 @@ func TestNewStreamLayerAdvertise(t *testing.T) {
 	}
 }
 
-// TestExchange: two layers with the same key, or both without a key,
-// exchange bytes both ways.
+// TestNoKeyNoListener: there is no plain-TCP mode, loopback included.
+func TestNoKeyNoListener(t *testing.T) {
+	s, err := NewStreamLayer("127.0.0.1:0", &net.TCPAddr{IP: loopback()}, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("NewStreamLayer listened without a key")
+	}
+}
+
+// TestExchange: two layers with the same key exchange bytes both ways,
+// over TLS.
 func TestExchange(t *testing.T) {
 	key, _ := newTestKey(t)
-	for _, tt := range []struct {
-		name string
-		key  *Key
-	}{{"same key", key}, {"no key", nil}} {
-		t.Run(tt.name, func(t *testing.T) {
-			a, b := newLayer(t, tt.key), newLayer(t, tt.key)
-			res := serve(b, 4, []byte("pong"))
-			conn, err := a.Dial(raft.ServerAddress(b.Addr().String()), waitLimit)
-			if err != nil {
-				t.Fatalf("Dial: %v", err)
-			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(waitLimit))
-			if _, err := conn.Write([]byte("ping")); err != nil {
-				t.Fatalf("client write: %v", err)
-			}
-			reply := make([]byte, 4)
-			if _, err := io.ReadFull(conn, reply); err != nil {
-				t.Fatalf("client read: %v", err)
-			}
-			if string(reply) != "pong" {
-				t.Fatalf("client got %q", reply)
-			}
-			r := wait(t, res)
-			if r.err != nil || string(r.got) != "ping" {
-				t.Fatalf("server got %q, %v", r.got, r.err)
-			}
-			_, isTLS := conn.(*tls.Conn)
-			if isTLS != (tt.key != nil) {
-				t.Fatalf("client conn is TLS: %v, key set: %v", isTLS, tt.key != nil)
-			}
-		})
+	a, b := newLayer(t, key), newLayer(t, key)
+	res := serve(b, 4, []byte("pong"))
+	conn, err := a.Dial(raft.ServerAddress(b.Addr().String()), waitLimit)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitLimit))
+	if _, err := conn.Write([]byte("ping")); err != nil {
+		t.Fatalf("client write: %v", err)
+	}
+	reply := make([]byte, 4)
+	if _, err := io.ReadFull(conn, reply); err != nil {
+		t.Fatalf("client read: %v", err)
+	}
+	if string(reply) != "pong" {
+		t.Fatalf("client got %q", reply)
+	}
+	r := wait(t, res)
+	if r.err != nil || string(r.got) != "ping" {
+		t.Fatalf("server got %q, %v", r.got, r.err)
+	}
+	if _, isTLS := conn.(*tls.Conn); !isTLS {
+		t.Fatal("the connection is not TLS")
 	}
 }
 
@@ -292,23 +294,16 @@ func tlsAttack(t *testing.T, addr string, cfg *tls.Config, payload []byte) error
 // speaks neither blocks Accept for the next peer nor reaches it.
 func TestSilentClientDoesNotBlockAccept(t *testing.T) {
 	key, _ := newTestKey(t)
-	for _, tt := range []struct {
-		name string
-		key  *Key
-	}{{"mutual tls", key}, {"plain tcp", nil}} {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newLayer(t, tt.key)
-			silent, err := net.DialTimeout("tcp", srv.Addr().String(), waitLimit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer silent.Close()
-			res := serve(srv, 4, []byte("pong"))
-			exchange(t, newLayer(t, tt.key), srv)
-			if r := wait(t, res); r.err != nil || string(r.got) != "ping" {
-				t.Fatalf("the acceptor got %q, %v; want the peer's ping", r.got, r.err)
-			}
-		})
+	srv := newLayer(t, key)
+	silent, err := net.DialTimeout("tcp", srv.Addr().String(), waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	res := serve(srv, 4, []byte("pong"))
+	exchange(t, newLayer(t, key), srv)
+	if r := wait(t, res); r.err != nil || string(r.got) != "ping" {
+		t.Fatalf("the acceptor got %q, %v; want the peer's ping", r.got, r.err)
 	}
 }
 
@@ -334,53 +329,46 @@ func TestSilentClientIsDropped(t *testing.T) {
 
 // TestInternalConnectionsAreSorted: a connection that starts with
 // InternalByte goes to Internal() without it, any other to Accept with
-// its first byte intact, with and without a key.
+// its first byte intact.
 func TestInternalConnectionsAreSorted(t *testing.T) {
 	key, _ := newTestKey(t)
-	for _, tt := range []struct {
-		name string
-		key  *Key
-	}{{"mutual tls", key}, {"plain tcp", nil}} {
-		t.Run(tt.name, func(t *testing.T) {
-			srv, client := newLayer(t, tt.key), newLayer(t, tt.key)
-			internal := srv.Internal()
-			got := make(chan string, 1)
-			go func() {
-				conn, err := internal.Accept()
-				if err != nil {
-					got <- err.Error()
-					return
-				}
-				defer conn.Close()
-				conn.SetDeadline(time.Now().Add(waitLimit))
-				buf := make([]byte, 3)
-				_, err = io.ReadFull(conn, buf)
-				got <- fmt.Sprint(string(buf), err)
-			}()
-			raftRes := serve(srv, 4, []byte("pong"))
-			conn, err := client.DialInternal(srv.Addr().String(), waitLimit)
-			if err != nil {
-				t.Fatalf("DialInternal: %v", err)
-			}
-			defer conn.Close()
-			conn.Write([]byte("GET"))
-			exchange(t, client, srv)
-			if r := wait(t, raftRes); string(r.got) != "ping" {
-				t.Fatalf("raft acceptor got %q, %v", r.got, r.err)
-			}
-			select {
-			case g := <-got:
-				if g != "GET<nil>" {
-					t.Fatalf("internal acceptor got %q", g)
-				}
-			case <-time.After(waitLimit):
-				t.Fatal("the internal connection never arrived")
-			}
-			internal.Close()
-			if _, err := internal.Accept(); !errors.Is(err, net.ErrClosed) {
-				t.Fatalf("Accept after Close: %v", err)
-			}
-		})
+	srv, client := newLayer(t, key), newLayer(t, key)
+	internal := srv.Internal()
+	got := make(chan string, 1)
+	go func() {
+		conn, err := internal.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(waitLimit))
+		buf := make([]byte, 3)
+		_, err = io.ReadFull(conn, buf)
+		got <- fmt.Sprint(string(buf), err)
+	}()
+	raftRes := serve(srv, 4, []byte("pong"))
+	conn, err := client.DialInternal(srv.Addr().String(), waitLimit)
+	if err != nil {
+		t.Fatalf("DialInternal: %v", err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("GET"))
+	exchange(t, client, srv)
+	if r := wait(t, raftRes); string(r.got) != "ping" {
+		t.Fatalf("raft acceptor got %q, %v", r.got, r.err)
+	}
+	select {
+	case g := <-got:
+		if g != "GET<nil>" {
+			t.Fatalf("internal acceptor got %q", g)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the internal connection never arrived")
+	}
+	internal.Close()
+	if _, err := internal.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close: %v", err)
 	}
 }
 
@@ -489,28 +477,43 @@ func TestCapturedInternalRequestIsUseless(t *testing.T) {
 	}
 }
 
+// transportFor is raft's NetworkTransport over a StreamLayer with key, or
+// raft's own plain TCP transport when key is nil (what a keyless process
+// speaks).
+func transportFor(t *testing.T, key *Key) *raft.NetworkTransport {
+	t.Helper()
+	if key != nil {
+		return raft.NewNetworkTransport(newLayer(t, key), 3, 2*time.Second, io.Discard)
+	}
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 2*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trans
+}
+
 // TestRaftTransport sends one AppendEntries RPC through raft's
-// NetworkTransport over StreamLayers.
+// NetworkTransport over StreamLayers, and between one and a plain TCP
+// transport.
 func TestRaftTransport(t *testing.T) {
 	key, _ := newTestKey(t)
 	otherKey, _ := newTestKey(t)
 	tests := []struct {
 		name       string
-		sender     *Key
+		sender     *Key // nil: raft's plain TCP transport
 		receiver   *Key
 		wantArrive bool
 	}{
 		{"same key", key, key, true},
-		{"no key", nil, nil, true},
 		{"different keys", key, otherKey, false},
 		{"plain sender, keyed receiver", nil, key, false},
 		{"keyed sender, plain receiver", key, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			send := raft.NewNetworkTransport(newLayer(t, tt.sender), 3, 2*time.Second, io.Discard)
+			send := transportFor(t, tt.sender)
 			defer send.Close()
-			recv := raft.NewNetworkTransport(newLayer(t, tt.receiver), 3, 2*time.Second, io.Discard)
+			recv := transportFor(t, tt.receiver)
 			defer recv.Close()
 
 			got := make(chan *raft.AppendEntriesRequest, 1)

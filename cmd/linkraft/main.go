@@ -4,12 +4,12 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/linkraft/linkraft/cluster/secure"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -42,7 +42,7 @@ Usage:
   linkraft recover --data-dir DIR --peers FILE
                            offline: rebuild a cluster that lost quorum
   linkraft bench [flags]   load one or more nodes and report throughput and latency
-  linkraft keygen          print a new random --cluster-key
+  linkraft keygen          print a new random cluster key
   linkraft version         print the version
 
 The admin commands (status, join, leave, promote, backup, restore, keys, import)
@@ -57,8 +57,12 @@ is LINKRAFT_HTTP_ADDR.
 
 const keygenUsage = `Usage: linkraft keygen
 
-Print a new random --cluster-key: 32 bytes in base64. Give every node of a
-cluster the same one (LINKRAFT_CLUSTER_KEY).
+Print a new random cluster key: 32 bytes in base64. Give every node of a
+cluster the same one, in a file readable by the node's user only
+(linkraft keygen > cluster.key; --cluster-key-file cluster.key) or in
+LINKRAFT_CLUSTER_KEY: a command line (--cluster-key) is readable by every
+user of the machine. A node given none makes its own at its first start,
+<data-dir>/cluster.key, when its Raft and gossip addresses are loopback.
 `
 
 func main() {
@@ -111,12 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "linkraft keygen: unexpected arguments: %s\n%s", strings.Join(args[1:], " "), keygenUsage)
 			return 2
 		}
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			fmt.Fprintln(stderr, "keygen:", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(key))
+		fmt.Fprintln(stdout, secure.GenerateKey())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -39,7 +39,7 @@ type serveConfig struct {
 	writeTimeout, clickFlushInterval                             time.Duration
 	snapshotThreshold                                            uint64
 	allowPrivateTargets, publicCreate                            bool
-	adminToken, clusterKey                                       string
+	adminToken, clusterKey, clusterKeyFile                       string
 	leaveOnTerminate, readReplica                                bool
 	createRate                                                   float64
 	createBurst                                                  int
@@ -48,12 +48,14 @@ type serveConfig struct {
 	logFormat                                                    string
 	accessLog                                                    bool
 
-	key *secure.Key // parsed --cluster-key
+	key              *secure.Key // parsed --cluster-key
+	keyOnCommandLine bool        // --cluster-key was a flag, not LINKRAFT_CLUSTER_KEY
 }
 
 const serveUsage = `Usage: linkraft serve [flags]
 
-Run a node. With no flags: a single node, HTTP on :8080, data in ./data.
+Run a node. With no flags: a single node, HTTP on :8080, data in ./data,
+its cluster key in ./data/cluster.key (made at its first start).
 Every flag can also be set as LINKRAFT_<NAME> (--http-addr is
 LINKRAFT_HTTP_ADDR); a flag on the command line wins over the environment.
 
@@ -86,7 +88,10 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.BoolVar(&c.allowPrivateTargets, "allow-private-targets", false, "allow links to loopback, private and other internal addresses")
 	fs.StringVar(&c.adminToken, "admin-token", "", "root credential: an admin key kept in the flags, the same on every node (unset: a new cluster writes an admin API key to <data-dir>/admin.key)")
 	fs.BoolVar(&c.publicCreate, "public-create", false, "let clients without a key create links, into workspace public only")
-	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating cluster traffic (linkraft keygen)")
+	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating and encrypting cluster traffic (linkraft keygen), the same on every node; "+
+		"prefer --cluster-key-file or LINKRAFT_CLUSTER_KEY: any local user can read a command line")
+	fs.StringVar(&c.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (made there if missing, on loopback only); "+
+		"neither set: <data-dir>/cluster.key, made at the first start, on loopback only")
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
 	fs.BoolVar(&c.readReplica, "read-replica", false, "join as a read replica: a Raft non-voter that serves reads and redirects, relays writes and never counts towards the quorum; never bootstraps a cluster")
 	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
@@ -106,6 +111,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { c.keyOnCommandLine = c.keyOnCommandLine || f.Name == "cluster-key" })
 	return c, c.validate()
 }
 
@@ -201,6 +207,11 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--trusted-proxy: %w", err)
 	}
+	key, err := resolveClusterKey(cfg)
+	if err != nil {
+		return err
+	}
+	key.log(log, cfg.keyOnCommandLine)
 	countries, err := geo.Load()
 	if err != nil {
 		return err
@@ -224,7 +235,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
-		BootstrapExpect: cfg.bootstrapExpect, Key: cfg.key, LeaveOnTerminate: cfg.leaveOnTerminate,
+		BootstrapExpect: cfg.bootstrapExpect, Key: key.key, LeaveOnTerminate: cfg.leaveOnTerminate,
 		ReadReplica:  cfg.readReplica,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
@@ -340,8 +351,9 @@ func initialKeyFile(cfg *serveConfig) string {
 // links that break for clients outside it go unnoticed. A node that
 // advertises loopback is the binary's default, the quick start's plain
 // "linkraft serve" on :8080 and a single container: it has no --advertise
-// and its Raft address is loopback (off loopback it needs a --cluster-key,
-// which a deliberate deployment sets), so no other machine is told of it.
+// and its Raft address is loopback (off loopback it needs a cluster key
+// given to it, which a deliberate deployment sets), so no other machine is
+// told of it.
 // Its links say http://127.0.0.1:8080/..., plainly this machine's, right
 // for someone trying linkraft on it and plainly wrong for sharing, so a
 // warning would only make a clean start look broken. Following the Host
