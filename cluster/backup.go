@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"strings"
 	"time"
@@ -26,24 +25,20 @@ import (
 //
 //	"LKRB" | format (1) | key (1 byte) | the snapshot (fsm's format) | HMAC-SHA256 (32 bytes)
 //
-// The HMAC covers every byte before it. With key 1 it is keyed with the
-// cluster key's backup subkey (secure.Key.BackupMAC): only a holder of the
-// cluster key makes a backup this cluster restores. A node without a
-// cluster key (a development cluster on loopback, until keys are required
-// everywhere) has no secret: it writes key 0 and an HMAC keyed with nothing,
-// which shows that the bytes are whole, not who made them; such a node
-// restores such backups, a node with a key never does unless told to.
+// The HMAC covers every byte before it. The key byte says what keys it:
+// 1, the cluster key's backup subkey (secure.Key.BackupMAC), so only a
+// holder of the cluster key makes a backup this cluster restores; other
+// values are left for later ways of signing.
 //
 // A restore checks the envelope before it decodes anything of the
 // snapshot; the operator may restore a backup it cannot authenticate (of
-// another cluster, of a node without a key, of a build that wrote the bare
-// snapshot) on purpose (RestoreOptions.Foreign). Either way every record
+// another cluster, or of a build that wrote the bare snapshot) on purpose
+// (RestoreOptions.Foreign). Either way every record
 // is then held to the rules a client's write meets (fsm.CheckRecords).
 var backupMagic = []byte("LKRB")
 
 const (
 	backupFormat     = 1
-	backupKeyNone    = 0 // made by a node without a cluster key
 	backupKeyCluster = 1 // HMAC under the cluster key's backup subkey
 	backupHeaderSize = 6 // magic, format, key
 	backupMACSize    = sha256.Size
@@ -53,8 +48,8 @@ const (
 )
 
 // ErrBackupUnauthenticated is a backup this cluster cannot tell its own:
-// made under another cluster key, changed since it was made, made without a
-// key, or from a build that did not authenticate backups. Its message says
+// made under another cluster key, changed since it was made, or from a
+// build that did not authenticate backups. Its message says
 // which, and that RestoreOptions.Foreign restores it anyway.
 var ErrBackupUnauthenticated = errors.New("backup authentication failed")
 
@@ -68,8 +63,8 @@ var ErrRestoreNotReady = errors.New("the cluster cannot take a restore while a m
 // RestoreOptions are what the operator says about a restore.
 type RestoreOptions struct {
 	// Foreign restores a backup this cluster cannot authenticate: one of
-	// another cluster (another cluster key), of a node without a key, or
-	// from a build before backups were authenticated. Its records are
+	// another cluster (another cluster key), or from a build before
+	// backups were authenticated. Its records are
 	// checked all the same.
 	Foreign bool
 	// By is the key id of the credential performing the restore
@@ -82,9 +77,9 @@ type RestoreOptions struct {
 // authenticated envelope above. The MAC is computed as the snapshot streams
 // through, so the backup is never held whole.
 func (n *Node) Backup(w io.Writer) error {
-	mac, key := backupMAC(n.cfg.Key)
+	mac := n.cfg.Key.BackupMAC()
 	signed := io.MultiWriter(w, mac)
-	if _, err := signed.Write(append(bytes.Clone(backupMagic), backupFormat, key)); err != nil {
+	if _, err := signed.Write(append(bytes.Clone(backupMagic), backupFormat, backupKeyCluster)); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	if err := n.fsm.WriteBackup(signed); err != nil {
@@ -94,15 +89,6 @@ func (n *Node) Backup(w io.Writer) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
-}
-
-// backupMAC is the MAC of this node's backups and the key byte naming it.
-// Without a cluster key it is keyed with nothing (see above).
-func backupMAC(key *secure.Key) (hash.Hash, byte) {
-	if key == nil {
-		return hmac.New(sha256.New, nil), backupKeyNone
-	}
-	return key.BackupMAC(), backupKeyCluster
 }
 
 // openBackup checks a backup's envelope and returns the snapshot inside it
@@ -125,34 +111,24 @@ func openBackup(data []byte, key *secure.Key, foreign bool) (snapshot []byte, vo
 	if data[4] != backupFormat {
 		return nil, "", fmt.Errorf("%w: backup format %d, which this build does not read (a newer build made it?)", fsm.ErrCorruptSnapshot, data[4])
 	}
-	made := data[5]
-	if made != backupKeyNone && made != backupKeyCluster {
-		return nil, "", fmt.Errorf("%w: unknown key byte %d", fsm.ErrCorruptSnapshot, made)
+	if made := data[5]; made != backupKeyCluster {
+		return nil, "", fmt.Errorf("%w: key byte %d, which this build does not read", fsm.ErrCorruptSnapshot, made)
 	}
 	signed, sum := data[:len(data)-backupMACSize], data[len(data)-backupMACSize:]
 	snapshot = signed[backupHeaderSize:]
-	mac, own := backupMAC(key)
+	mac := key.BackupMAC()
 	for rest := signed; len(rest) > 0; {
 		k := min(len(rest), macBlock)
 		mac.Write(rest[:k])
 		rest = rest[k:]
 	}
-	authentic := made == own && hmac.Equal(mac.Sum(nil), sum)
 	switch {
-	case authentic && own == backupKeyCluster:
+	case hmac.Equal(mac.Sum(nil), sum):
 		return snapshot, "backup authenticated by the cluster key", nil
-	case authentic:
-		return snapshot, "backup of a node without a cluster key, restored by one (nothing to authenticate with)", nil
 	case foreign:
 		return snapshot, "foreign backup, not authenticated, restored with --foreign", nil
 	case !fsm.ChecksumMatches(snapshot):
 		return nil, "", fmt.Errorf("%w: checksum mismatch: the backup was damaged in storage or transfer", fsm.ErrCorruptSnapshot)
-	case made == backupKeyNone:
-		return nil, "", fmt.Errorf("%w: a node without a cluster key made the backup, so nothing shows who made it or that it is unchanged; %s",
-			ErrBackupUnauthenticated, foreignHint)
-	case own == backupKeyNone:
-		return nil, "", fmt.Errorf("%w: a cluster with a cluster key made the backup, and this node has no key to check it with; %s",
-			ErrBackupUnauthenticated, foreignHint)
 	}
 	return nil, "", fmt.Errorf("%w: the backup was not made by a cluster holding this cluster key, or it was changed after it was made "+
 		"(its checksum still matches, so not by damage); %s", ErrBackupUnauthenticated, foreignHint)

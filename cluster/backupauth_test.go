@@ -148,18 +148,14 @@ func TestRestoreRefusesAnEditedBackup(t *testing.T) {
 	}
 }
 
-// TestRestoreOfAnotherCluster: a backup of a cluster with another key, of
-// a node without a key, or of an earlier build restores only with
-// Foreign, and a node without a key restores only its like.
+// TestRestoreOfAnotherCluster: a backup of a cluster with another key, or
+// of an earlier build, restores only with Foreign.
 func TestRestoreOfAnotherCluster(t *testing.T) {
 	t.Parallel()
 	key := newClusterKey(t)
 	n := openKeyed(t, key)
 	other := openKeyed(t, newClusterKey(t))
-	keyless := openKeyed(t, nil)
-	for _, src := range []*Node{other, keyless} {
-		createURL(t, src, "https://example.com/from-elsewhere")
-	}
+	createURL(t, other, "https://example.com/from-elsewhere")
 	var bare bytes.Buffer
 	if err := other.FSM().WriteBackup(&bare); err != nil {
 		t.Fatal(err)
@@ -171,9 +167,7 @@ func TestRestoreOfAnotherCluster(t *testing.T) {
 		says   string
 	}{
 		{"another cluster key", n, backupOf(t, other), "not made by a cluster holding this cluster key"},
-		{"a node without a key", n, backupOf(t, keyless), "a node without a cluster key made the backup"},
 		{"an earlier build", n, bare.Bytes(), "bare snapshot"},
-		{"a keyed cluster into a keyless node", keyless, backupOf(t, n), "this node has no key to check it with"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.into.Restore(tc.backup, RestoreOptions{By: fsm.RootKeyID})
@@ -187,11 +181,6 @@ func TestRestoreOfAnotherCluster(t *testing.T) {
 				t.Fatalf("newest audit entry: %+v; want the foreign restore", e)
 			}
 		})
-	}
-	// A node without a key takes a backup of a node without a key: it
-	// has nothing to tell them apart with, as its cluster port has not.
-	if err := keyless.Restore(backupOf(t, keyless), RestoreOptions{}); err != nil {
-		t.Fatalf("a keyless node's own backup: %v", err)
 	}
 }
 
@@ -210,10 +199,10 @@ func TestForeignRestoreChecksEveryRecord(t *testing.T) {
 	js := "javascript:alert(1)//" + strings.Repeat("x", len(javascript.URL)-len("javascript:alert(1)//"))
 	script := sealed(attacker, edited(t, snapshotIn(backupOf(t, src)), javascript.URL, js))
 
-	hooked := openKeyed(t, nil)
+	hooked := openKeyed(t, newClusterKey(t))
 	propose(t, hooked, fsm.WebhookSetCommand{Webhook: fsm.Webhook{ID: "hookintoloopback", URL: "http://127.0.0.1:9/steal",
 		Events: fsm.EventTypes(0).With(fsm.EventLinkCreated), Secret: "0123456789abcdef"}, By: fsm.RootKeyID})
-	admin := openKeyed(t, nil)
+	admin := openKeyed(t, newClusterKey(t))
 	propose(t, admin, fsm.KeyCreateCommand{Key: fsm.APIKey{ID: "attackeradmn", Name: "x", Scopes: fsm.ScopeAdmin,
 		Workspaces: []string{"team"}, CreatedAt: 1}, By: fsm.RootKeyID})
 

@@ -104,7 +104,7 @@ func TestRestoreAPI(t *testing.T) {
 	if err := json.Unmarshal(ctx.Response.Body(), &audit); err != nil || len(audit.Entries) != 1 {
 		t.Fatalf("audit: %v %s", err, ctx.Response.Body())
 	}
-	if e := audit.Entries[0]; e["action"] != "backup.restore" || e["key_id"] != id || !strings.Contains(e["detail"], "without a cluster key") {
+	if e := audit.Entries[0]; e["action"] != "backup.restore" || e["key_id"] != id || !strings.Contains(e["detail"], "authenticated by the cluster key") {
 		t.Fatalf("newest audit entry %v; want the restore by %s, with what vouched for the backup", e, id)
 	}
 
