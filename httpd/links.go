@@ -357,11 +357,29 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	cacheControl := "public, max-age=86400"
+	if embargoed(&l, time.Now()) {
+		// Its code answers as missing until valid_since, and so does its
+		// QR code, but to a key that may read the link.
+		if !s.mayReadLink(ctx, &l) {
+			writeProblem(ctx, fasthttp.StatusNotFound, "short link "+routeCode(ctx)+" does not exist")
+			return
+		}
+		cacheControl = cacheControlNoStore
+	}
 	png, ok := s.drawQR(ctx, s.shortURL(ctx, &l), size)
 	if !ok {
 		return
 	}
 	ctx.SetContentType("image/png")
-	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=86400")
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, cacheControl)
 	ctx.SetBody(png)
+}
+
+// mayReadLink reports whether the request, on a public route, carries a
+// key that may read l (links:read in its workspace and domain).
+func (s *Server) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
+	now := time.Now()
+	key, res := s.checkKey(&ctx.Request.Header, now, true)
+	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain)
 }
