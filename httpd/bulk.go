@@ -70,18 +70,11 @@ func (s *Server) bulkItem(ctx *fasthttp.RequestCtx, raw json.RawMessage, now tim
 		return fsm.CreateRequest{}, fasthttp.StatusBadRequest, err.Error()
 	}
 	req, err := s.validateCreate(&f, now, workspace)
+	if err == nil {
+		err = createRefusal(keyOf(ctx), &req, now)
+	}
 	if err != nil {
-		status := fasthttp.StatusBadRequest
-		if bad, ok := err.(*badRequest); ok {
-			status = bad.status
-		}
-		return req, status, err.Error()
-	}
-	if k := keyOf(ctx); k != nil && !k.Sees(req.Workspace) {
-		return req, fasthttp.StatusForbidden, "the API key may not create links in workspace " + req.Workspace
-	}
-	if k := keyOf(ctx); k != nil && !k.SeesDomain(req.Domain) {
-		return req, fasthttp.StatusForbidden, "the API key may not create links in " + domainName(req.Domain)
+		return req, statusOf(err), err.Error()
 	}
 	req.KeyID = keyID(ctx)
 	return req, 0, ""

@@ -47,7 +47,8 @@ var createFormFields = []string{"original_url", "url", "custom_code", "expires_i
 	"expires_at", "workspace", "dedupe", "strategy", "domain",
 	"title", "tags", "max_visits", "valid_since", "password", "forward_query", "public_stats"}
 
-// badRequest is an input error with the status it maps to.
+// badRequest is a request refused before any work is done for it, for
+// its input or for what its credential may do, with the status it maps to.
 type badRequest struct {
 	status int
 	msg    string
@@ -55,18 +56,32 @@ type badRequest struct {
 
 func (e *badRequest) Error() string { return e.msg }
 
-// writeBadRequest answers an input error with its status.
+// writeBadRequest answers a refusal with its status (a 401 with its
+// challenge).
 func writeBadRequest(ctx *fasthttp.RequestCtx, err error) {
-	var bad *badRequest
-	if errors.As(err, &bad) {
-		writeProblem(ctx, bad.status, bad.msg)
+	status := statusOf(err)
+	if status == fasthttp.StatusUnauthorized {
+		writeUnauthorized(ctx, err.Error())
 		return
 	}
-	writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	writeProblem(ctx, status, err.Error())
+}
+
+// statusOf is the status a refusal maps to: 400 unless it says otherwise.
+func statusOf(err error) int {
+	var bad *badRequest
+	if errors.As(err, &bad) {
+		return bad.status
+	}
+	return fasthttp.StatusBadRequest
 }
 
 func invalid(format string, args ...any) error {
 	return &badRequest{status: fasthttp.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(msg string) error {
+	return &badRequest{status: fasthttp.StatusForbidden, msg: msg}
 }
 
 // parseCreate reads the body by its content type and validates every field

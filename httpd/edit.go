@@ -52,12 +52,11 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c, err := s.editOf(&f, l, time.Now())
+	if err == nil {
+		err = editRefusal(ctx, &c, &l)
+	}
 	if err != nil {
 		writeBadRequest(ctx, err)
-		return
-	}
-	if c.Fields == 0 {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "the body changes nothing: send at least one field to change")
 		return
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
@@ -107,6 +106,20 @@ func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditComma
 		}
 	}
 	return c, nil
+}
+
+// editRefusal is why the request may not make edit c of link l, nil when
+// it may: an edit that changes nothing, or one that makes the link's
+// stats public without stats:read (links:write, which the route checked,
+// is not enough to read them, and public stats are read by anyone).
+func editRefusal(ctx *fasthttp.RequestCtx, c *fsm.EditCommand, l *fsm.Link) error {
+	switch {
+	case c.Fields == 0:
+		return invalid("the body changes nothing: send at least one field to change")
+	case c.Fields&fsm.EditPublicStats != 0 && c.PublicStats && !sees(ctx, fsm.ScopeStatsRead, l.Workspace):
+		return forbidden(publicStatsDetail(l.Workspace))
+	}
+	return nil
 }
 
 // handleHistory lists every target the link has had, oldest first.

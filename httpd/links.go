@@ -92,8 +92,9 @@ func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
 // authorizeCreate authenticates a create: a key with links:write, or no
-// key at all when public creates are allowed. The workspace, which is in
-// the body, is checked once the body is parsed (mayCreateIn).
+// key at all when public creates are allowed. The workspace, domain and
+// options, which are in the body, are checked once it is parsed
+// (createRefusal).
 func (s *Server) authorizeCreate(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if !s.authenticate(ctx, s.cfg.PublicCreate) {
@@ -122,28 +123,39 @@ func defaultWorkspaceOf(k *fsm.APIKey) string {
 	return defaultWorkspace
 }
 
-// mayCreateIn answers the create itself and reports false when its key
-// may not create links in workspace.
-func mayCreateIn(ctx *fasthttp.RequestCtx, workspace string) bool {
-	switch k := keyOf(ctx); {
-	case k == nil && workspace != publicWorkspace:
-		writeUnauthorized(ctx, "creating a link in workspace "+workspace+" needs an API key; without one, links go to workspace public")
-		return false
-	case k != nil && !k.Sees(workspace):
-		writeProblem(ctx, fasthttp.StatusForbidden, "the API key may not create links in workspace "+workspace)
-		return false
+// createRefusal is why a create with key k (nil: anonymous) may not make
+// req, nil when it may. It needs only the parsed request, so it runs before
+// any work is done for the create.
+func createRefusal(k *fsm.APIKey, req *fsm.CreateRequest, now time.Time) error {
+	opts := req.Options
+	if opts == nil {
+		opts = &fsm.Options{}
 	}
-	return true
+	switch {
+	case k == nil && req.Workspace != publicWorkspace:
+		return &badRequest{status: fasthttp.StatusUnauthorized,
+			msg: "creating a link in workspace " + req.Workspace + " needs an API key; without one, links go to workspace public"}
+	// Without a key a link may only be a plain one in the default domain:
+	// a registered domain's codes are its owner's (brand.example/login),
+	// and rules send some visitors elsewhere than the target shown.
+	case k == nil && req.Domain != "":
+		return forbidden("creating a link in domain " + req.Domain + " needs an API key; without one, links go to the default domain")
+	case k == nil && len(opts.Rules) > 0:
+		return forbidden("rules need an API key; without one, a link has its one target")
+	case k != nil && !k.Sees(req.Workspace):
+		return forbidden("the API key may not create links in workspace " + req.Workspace)
+	case k != nil && !k.SeesDomain(req.Domain):
+		return forbidden("the API key may not create links in " + domainName(req.Domain))
+	case opts.PublicStats && (k == nil || !k.Allows(fsm.ScopeStatsRead, req.Workspace, now.UnixMilli())):
+		return forbidden(publicStatsDetail(req.Workspace))
+	}
+	return nil
 }
 
-// mayCreateInDomain answers the create itself and reports false when its
-// key is limited to other domains.
-func mayCreateInDomain(ctx *fasthttp.RequestCtx, domain string) bool {
-	if k := keyOf(ctx); k != nil && !k.SeesDomain(domain) {
-		writeProblem(ctx, fasthttp.StatusForbidden, "the API key may not create links in "+domainName(domain))
-		return false
-	}
-	return true
+// publicStatsDetail says why a request may not make a link's stats public.
+func publicStatsDetail(workspace string) string {
+	return "public_stats lets anyone read the link's stats: it needs the stats:read scope in workspace " +
+		workspace + " as well as links:write"
 }
 
 // domainName names a domain in messages.
@@ -164,11 +176,11 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	// once, so every attempt Node.Create makes carries the same absolute
 	// expiry.
 	req, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
+	if err == nil {
+		err = createRefusal(keyOf(ctx), &req, ctx.Time())
+	}
 	if err != nil {
 		writeBadRequest(ctx, err)
-		return
-	}
-	if !mayCreateIn(ctx, req.Workspace) || !mayCreateInDomain(ctx, req.Domain) {
 		return
 	}
 	// The client's key, if any; Node.Create gives a create it relays

@@ -41,7 +41,8 @@ type Config struct {
 	// the same one: calls forwarded to the leader are checked there again.
 	AdminToken string
 	// PublicCreate lets clients without a key create links, into
-	// workspace "public" only (rate limited like every create).
+	// workspace "public" and the default domain only, without rules or
+	// public stats (rate limited like every create).
 	PublicCreate bool
 	CreateRate   float64 // per client IP per second; 0 turns limiting off
 	CreateBurst  int
