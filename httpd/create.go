@@ -85,27 +85,28 @@ func forbidden(msg string) error {
 }
 
 // parseCreate reads the body by its content type and validates every field
-// into a CreateRequest. Nothing is stored unless this succeeds.
-func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, error) {
+// into a CreateRequest, and the password to hash for it (see
+// validateCreate). Nothing is stored unless this succeeds.
+func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	var f createFields
 	mediaType, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
 	switch {
 	case err == nil && (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")):
 		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
-			return fsm.CreateRequest{}, err
+			return fsm.CreateRequest{}, "", err
 		}
 	case err == nil && mediaType == "application/x-www-form-urlencoded" && looksLikeJSON(ctx.PostBody()):
 		// curl -d '{"url":...}' sends JSON labelled as a form; a form body
 		// cannot start with "{", so take it for what it is.
 		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
-			return fsm.CreateRequest{}, err
+			return fsm.CreateRequest{}, "", err
 		}
 	case err == nil && mediaType == "application/x-www-form-urlencoded":
 		if err := decodeFormBody(ctx.PostArgs(), &f); err != nil {
-			return fsm.CreateRequest{}, err
+			return fsm.CreateRequest{}, "", err
 		}
 	default:
-		return fsm.CreateRequest{}, &badRequest{status: fasthttp.StatusUnsupportedMediaType,
+		return fsm.CreateRequest{}, "", &badRequest{status: fasthttp.StatusUnsupportedMediaType,
 			msg: "send the body as application/json or application/x-www-form-urlencoded"}
 	}
 	if ws, ok := ctx.UserValue("workspace").(string); ok {
@@ -187,22 +188,24 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 }
 
 // validateCreate checks the fields of a create; a create that names no
-// workspace goes to workspace.
-func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, error) {
+// workspace goes to workspace. A password is returned to be hashed into
+// the request's Options once nothing can refuse it any more (edit says
+// why).
+func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	req := fsm.CreateRequest{Workspace: workspace, CodeLength: s.cfg.CodeLength}
 	raw := f.OriginalURL
 	if raw == nil {
 		raw = f.URL
 	}
 	if raw == nil {
-		return req, invalid("original_url (or url) is required")
+		return req, "", invalid("original_url (or url) is required")
 	}
 	target, err := input.Target(*raw, s.cfg.AllowPrivateTargets)
 	if errors.Is(err, input.ErrURLTooLong) {
-		return req, &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+		return req, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
 	}
 	if err != nil {
-		return req, invalid("%s", err.Error())
+		return req, "", invalid("%s", err.Error())
 	}
 	req.URL = target
 
@@ -210,16 +213,16 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 		// A reserved word is a conflict (409) even where it is not
 		// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
 		if codes.IsReserved(*f.CustomCode) {
-			return req, &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
+			return req, "", &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
 		}
 		if err := input.CustomCode(*f.CustomCode); err != nil {
-			return req, invalid("%s", err.Error())
+			return req, "", invalid("%s", err.Error())
 		}
 		req.CustomCode = *f.CustomCode
 	}
 	if f.Workspace != nil {
 		if err := input.Workspace(*f.Workspace); err != nil {
-			return req, invalid("%s", err.Error())
+			return req, "", invalid("%s", err.Error())
 		}
 		req.Workspace = *f.Workspace
 	}
@@ -232,28 +235,28 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 		case "hash":
 			req.Strategy, req.Dedupe = fsm.StrategyHash, true
 		default:
-			return req, invalid("strategy must be \"counter\" or \"hash\"")
+			return req, "", invalid("strategy must be \"counter\" or \"hash\"")
 		}
 	}
 	if req.ExpiresAt, err = expiry(f, now); err != nil {
-		return req, err
+		return req, "", err
 	}
 	if req.Dedupe {
 		if req.Canonical, err = codes.Canonicalize(req.URL); err != nil {
-			return req, invalid("url cannot be canonicalised for dedupe: %v", err)
+			return req, "", invalid("url cannot be canonicalised for dedupe: %v", err)
 		}
 	}
 	if f.Domain != nil && *f.Domain != "" {
 		if req.Domain, err = input.Domain(*f.Domain); err != nil {
-			return req, invalid("%s", err.Error())
+			return req, "", invalid("%s", err.Error())
 		}
 	}
-	opts, err := s.edit(&f.optionFields)
+	opts, password, err := s.edit(&f.optionFields)
 	if err != nil {
-		return req, err
+		return req, "", err
 	}
 	req.Options = optionsOf(opts)
-	return req, nil
+	return req, password, nil
 }
 
 // expiry turns the one optional expiry field into unix milliseconds.

@@ -51,12 +51,16 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	c, err := s.editOf(&f, l, time.Now())
+	c, password, err := s.editOf(&f, l, time.Now())
 	if err == nil {
 		err = editRefusal(ctx, &c, &l)
 	}
 	if err != nil {
 		writeBadRequest(ctx, err)
+		return
+	}
+	// Last, once nothing else can refuse the edit: it costs the most.
+	if password != "" && !s.hashPassword(ctx, password, &c.PasswordHash) {
 		return
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
@@ -71,25 +75,26 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &edited))
 }
 
-// editOf checks an edit's fields and prepares them for the log.
-func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, error) {
-	c, err := s.edit(&f.optionFields)
+// editOf checks an edit's fields and prepares them for the log, all but
+// the password, which it returns to be hashed (edit says why).
+func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, string, error) {
+	c, password, err := s.edit(&f.optionFields)
 	if err != nil {
-		return c, err
+		return c, "", err
 	}
 	if f.OriginalURL != nil {
 		target, err := input.Target(*f.OriginalURL, s.cfg.AllowPrivateTargets)
 		if errors.Is(err, input.ErrURLTooLong) {
-			return c, &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+			return c, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
 		}
 		if err != nil {
-			return c, invalid("%s", err.Error())
+			return c, "", invalid("%s", err.Error())
 		}
 		c.Fields |= fsm.EditURL
 		c.URL = target
 		if l.Canonical != "" { // a dedupe link moves to its new target's entry
 			if c.Canonical, err = codes.Canonicalize(target); err != nil {
-				return c, invalid("original_url cannot be canonicalised for dedupe: %v", err)
+				return c, "", invalid("original_url cannot be canonicalised for dedupe: %v", err)
 			}
 		}
 	}
@@ -98,14 +103,14 @@ func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditComma
 		if !isNull(f.ExpiresAt) {
 			var at string
 			if err := json.Unmarshal(f.ExpiresAt, &at); err != nil {
-				return c, invalid("expires_at must be an RFC 3339 time, or null to remove the expiry")
+				return c, "", invalid("expires_at must be an RFC 3339 time, or null to remove the expiry")
 			}
 			if c.ExpiresAt, err = expiry(&createFields{ExpiresAt: &at}, now); err != nil {
-				return c, err
+				return c, "", err
 			}
 		}
 	}
-	return c, nil
+	return c, password, nil
 }
 
 // editRefusal is why the request may not make edit c of link l, nil when

@@ -76,19 +76,31 @@ func (s *Server) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSO
 	return linkReadJSON{linkJSON: s.linkView(ctx, l), ClickCount: l.Clicks, LastAccessedAt: optionalTimestamp(l.LastAccess)}
 }
 
-// limitCreates applies the per-client create rate limit on the node the
-// client talks to; requests forwarded by a peer were limited there.
+// limitCreates applies the per-client create rate limit, which creates
+// and edits share, on the node the client talks to; requests forwarded by
+// a peer were limited there. A bulk create counts its items (screenBulk).
 func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if !s.fromPeer(ctx) {
 			if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
-				writeProblem(ctx, fasthttp.StatusTooManyRequests, "too many creates from this address; retry after "+strconv.Itoa(wait)+" s")
-				ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
+				writeCreatesLimited(ctx, wait)
 				return
 			}
 		}
 		h(ctx)
 	}
+}
+
+// createsLimitedDetail says why a create or an edit was refused by the
+// per-client rate limit.
+func createsLimitedDetail(wait int) string {
+	return "too many creates and edits from this address; retry after " + strconv.Itoa(wait) + " s"
+}
+
+// writeCreatesLimited answers a request the create rate limit refused.
+func writeCreatesLimited(ctx *fasthttp.RequestCtx, wait int) {
+	writeProblem(ctx, fasthttp.StatusTooManyRequests, createsLimitedDetail(wait))
+	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
 }
 
 // authorizeCreate authenticates a create: a key with links:write, or no
@@ -175,12 +187,16 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	// Expiry counts from the request's arrival: the create is prepared
 	// once, so every attempt Node.Create makes carries the same absolute
 	// expiry.
-	req, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
+	req, password, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
 	if err == nil {
 		err = createRefusal(keyOf(ctx), &req, ctx.Time())
 	}
 	if err != nil {
 		writeBadRequest(ctx, err)
+		return
+	}
+	// Last, once nothing else can refuse the create: it costs the most.
+	if password != "" && !s.hashPassword(ctx, password, &req.Options.PasswordHash) {
 		return
 	}
 	// The client's key, if any; Node.Create gives a create it relays
