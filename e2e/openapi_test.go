@@ -575,7 +575,7 @@ func TestOpenAPIContract(t *testing.T) {
 	if !limitedSeen {
 		t.Errorf("5 quick creates with --create-rate 1 --create-burst 1: none was answered 429")
 	}
-	// A bulk create counts as one create for the rate limit.
+	// A bulk create spends one create of the rate limit per item.
 	limitedSeen = false
 	for i := 0; i < 5 && !limitedSeen; i++ {
 		body := []byte(`{"links":[{"original_url":"https://example.com/openapi/limited-bulk/` + itoa(i) + `"}]}`)

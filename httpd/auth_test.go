@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 	s := newTestServer(t, nil)
 	const target = "https://example.com/team-link"
 	code := mustCreate(t, s, `{"url":"`+target+`","workspace":"team"}`)
+	// Links the password, public stats and valid_since rows act on.
+	guarded := mustCreate(t, s, `{"url":"https://example.com/guarded","workspace":"team"}`)
+	public := mustCreate(t, s, `{"url":"https://example.com/public","workspace":"team","public_stats":true}`)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	embargoed := mustCreate(t, s, `{"url":"https://example.com/embargoed","workspace":"team","public_stats":true,"valid_since":"`+future+`"}`)
 	_, revoked := addKey(t, s, fsm.ScopeAdmin, 0, fsm.AllWorkspaces)
 	revokedID, _, _ := fsm.ParseKey(revoked)
 	if ctx := do(s, "DELETE", "/admin/keys/"+revokedID, "", ""); ctx.Response.StatusCode() != 204 {
@@ -49,6 +55,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	_, expired := addKey(t, s, fsm.ScopeAdmin, time.Now().Add(-time.Minute).UnixMilli(), fsm.AllWorkspaces)
 	_, reader := addKey(t, s, fsm.ScopeLinksRead, 0, "team")
 	_, other := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "other")
+	_, writer := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite, 0, "team")
 	_, team := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
 	_, admin := addKey(t, s, fsm.ScopeAdmin, 0, fsm.AllWorkspaces)
 	_, unknown, _, _ := fsm.MintKey(rand.Reader)
@@ -62,6 +69,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"expired key", "Authorization", "Bearer " + expired},
 		{"links:read only", "Authorization", "Bearer " + reader},
 		{"key of another workspace", "X-Api-Key", other},
+		{"links:write without stats:read", "Authorization", "Bearer " + writer},
 		{"key of the workspace", "Authorization", "Bearer " + team},
 		{"admin key", "X-Api-Key", admin},
 		{"admin token", "Authorization", "Bearer " + testToken},
@@ -69,48 +77,60 @@ func TestAuthorizationMatrix(t *testing.T) {
 	// want lists a route's status per credential, in creds' order.
 	refused := []int{401, 401, 401, 401, 401}
 	with := func(rest ...int) []int { return append(append([]int{}, refused...), rest...) }
+	all := func(status int) []int { return slices.Repeat([]int{status}, len(creds)) }
 	routes := []struct {
 		method, path, body string
 		write              bool // refused ones must change nothing
 		want               []int
 	}{
-		{"POST", "/api/v1/urls", `{"url":"https://example.com/new","workspace":"team"}`, true, with(403, 403, 201, 201, 201)},
-		{"POST", "/api/v1/workspaces/team/links", `{"url":"https://example.com/new2"}`, true, with(403, 403, 201, 201, 201)},
-		{"POST", "/shorten", `{"url":"https://example.com/new3","workspace":"team"}`, true, with(403, 403, 201, 201, 201)},
-		{"GET", "/api/v1/urls?workspace=team", "", false, with(200, 200, 200, 200, 200)},
-		{"GET", "/api/v1/urls/" + code, "", false, with(200, 404, 200, 200, 200)},
-		{"GET", "/api/v1/urls/" + code + "/stats", "", false, with(403, 404, 200, 200, 200)},
-		{"GET", "/stats/" + code, "", false, with(403, 404, 200, 200, 200)},
-		{"GET", "/api/v1/urls/" + code + "/stats?group_by=country", "", false, with(403, 404, 200, 200, 200)},
-		{"GET", "/api/v1/stats?workspace=team&group_by=browser", "", false, with(403, 200, 200, 200, 200)},
-		{"PATCH", "/api/v1/urls/" + code, `{"title":"renamed"}`, true, with(403, 404, 200, 200, 200)},
-		{"GET", "/api/v1/urls/" + code + "/history", "", false, with(200, 404, 200, 200, 200)},
-		{"GET", "/api/v1/tags?workspace=team", "", false, with(200, 200, 200, 200, 200)},
-		{"POST", "/api/v1/urls/bulk", `{"links":[{"url":"https://example.com/bulk","workspace":"team"}]}`, true, with(403, 200, 200, 200, 200)},
-		{"POST", "/admin/domains", `{"domain":"m.example"}`, true, with(403, 403, 403, 200, 200)},
-		{"GET", "/admin/domains", "", false, with(403, 403, 403, 200, 200)},
-		{"DELETE", "/admin/domains/m.example", "", true, with(403, 403, 403)},
-		{"POST", "/admin/webhooks", `{"url":"https://hooks.example/in","events":["link.created"],"secret":"sixteen-bytes-ok"}`, true, with(403, 403, 403, 201, 201)},
-		{"GET", "/admin/webhooks", "", false, with(403, 403, 403, 200, 200)},
-		{"DELETE", "/admin/webhooks/nosuchhook000000", "", true, with(403, 403, 403, 404, 404)},
+		{"POST", "/api/v1/urls", `{"url":"https://example.com/new","workspace":"team"}`, true, with(403, 403, 201, 201, 201, 201)},
+		{"POST", "/api/v1/workspaces/team/links", `{"url":"https://example.com/new2"}`, true, with(403, 403, 201, 201, 201, 201)},
+		{"POST", "/shorten", `{"url":"https://example.com/new3","workspace":"team"}`, true, with(403, 403, 201, 201, 201, 201)},
+		{"POST", "/api/v1/urls", `{"url":"https://example.com/new4","workspace":"team","public_stats":true}`, true, with(403, 403, 403, 201, 201, 201)},
+		{"POST", "/api/v1/urls", `{"url":"https://example.com/new5","workspace":"team","password":"correct horse"}`, true, with(403, 403, 201, 201, 201, 201)},
+		{"GET", "/api/v1/urls?workspace=team", "", false, with(200, 200, 200, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code, "", false, with(200, 404, 200, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/stats", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/stats/" + code, "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/stats?group_by=country", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/api/v1/stats?workspace=team&group_by=browser", "", false, with(403, 200, 403, 200, 200, 200)},
+		// Public stats: anyone without a credential; one with is judged by it.
+		{"GET", "/api/v1/urls/" + public + "/stats", "", false, []int{200, 401, 401, 401, 401, 403, 404, 403, 200, 200, 200}},
+		// Before valid_since they are nobody's without stats:read.
+		{"GET", "/stats/" + embargoed, "", false, with(403, 404, 403, 200, 200, 200)},
+		{"PATCH", "/api/v1/urls/" + code, `{"title":"renamed"}`, true, with(403, 404, 200, 200, 200, 200)},
+		{"PATCH", "/api/v1/urls/" + guarded, `{"public_stats":true}`, true, with(403, 404, 403, 200, 200, 200)},
+		{"PATCH", "/api/v1/urls/" + guarded, `{"password":"correct horse","public_stats":false}`, true, with(403, 404, 200, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/history", "", false, with(200, 404, 200, 200, 200, 200)},
+		{"GET", "/api/v1/tags?workspace=team", "", false, with(200, 200, 200, 200, 200, 200)},
+		{"POST", "/api/v1/urls/bulk", `{"links":[{"url":"https://example.com/bulk","workspace":"team"}]}`, true, with(403, 200, 200, 200, 200, 200)},
+		{"POST", "/api/v1/urls/bulk", `{"links":[{"url":"https://example.com/bulk2","workspace":"team","password":"correct horse","public_stats":true}]}`, true, with(403, 200, 200, 200, 200, 200)},
+		{"POST", "/admin/domains", `{"domain":"m.example"}`, true, with(403, 403, 403, 403, 200, 200)},
+		{"GET", "/admin/domains", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"DELETE", "/admin/domains/m.example", "", true, with(403, 403, 403, 403)},
+		{"POST", "/admin/webhooks", `{"url":"https://hooks.example/in","events":["link.created"],"secret":"sixteen-bytes-ok"}`, true, with(403, 403, 403, 403, 201, 201)},
+		{"GET", "/admin/webhooks", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"DELETE", "/admin/webhooks/nosuchhook000000", "", true, with(403, 403, 403, 403, 404, 404)},
 		{"DELETE", "/api/v1/urls/" + code, "", true, with(403, 404)}, // those allowed are tried last
-		{"GET", "/api/v1/urls/" + code + "/qr", "", false, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200}},
-		{"GET", "/" + code, "", false, []int{302, 302, 302, 302, 302, 302, 302, 302, 302, 302}},
-		{"GET", "/admin/cluster", "", false, with(403, 403, 403, 200, 200)},
-		{"GET", "/admin/export", "", false, with(403, 403, 403, 200, 200)},
-		{"GET", "/admin/keys", "", false, with(403, 403, 403, 200, 200)},
-		{"GET", "/admin/audit", "", false, with(403, 403, 403, 200, 200)},
-		{"GET", "/debug/pprof/cmdline", "", false, with(403, 403, 403, 200, 200)},
-		{"POST", "/admin/keys", `{"name":"x","scopes":["admin"],"workspaces":["*"]}`, true, with(403, 403, 403)},
-		{"DELETE", "/admin/keys/" + revokedID, "", true, with(403, 403, 403)},
-		{"POST", "/admin/leave", `{"id":"test"}`, true, with(403, 403, 403)},
-		{"POST", "/admin/promote", `{"id":"test"}`, true, with(403, 403, 403)},
-		{"POST", "/admin/join", `{"id":"n9","raft_addr":"127.0.0.1:1","non_voter":true}`, true, with(403, 403, 403)},
-		{"POST", "/admin/leadership-transfer", "", true, with(403, 403, 403)},
-		{"GET", "/admin/backup", "", false, with(403, 403, 403, 200, 200)},
-		{"GET", "/health/live", "", false, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200}},
-		{"POST", "/admin/import", `{"short_code":"imported","original_url":"https://example.com/i"}`, true, with(403, 403, 403)},
-		{"POST", "/admin/restore", "not a backup", true, with(403, 403, 403)},
+		{"GET", "/api/v1/urls/" + code + "/qr", "", false, all(200)},
+		// Before valid_since a QR code answers only a key that reads links.
+		{"GET", "/api/v1/urls/" + embargoed + "/qr", "", false, []int{404, 404, 404, 404, 404, 200, 404, 200, 200, 200, 200}},
+		{"GET", "/" + code, "", false, all(302)},
+		{"GET", "/admin/cluster", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"GET", "/admin/export", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"GET", "/admin/keys", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"GET", "/admin/audit", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"GET", "/debug/pprof/cmdline", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"POST", "/admin/keys", `{"name":"x","scopes":["admin"],"workspaces":["*"]}`, true, with(403, 403, 403, 403)},
+		{"DELETE", "/admin/keys/" + revokedID, "", true, with(403, 403, 403, 403)},
+		{"POST", "/admin/leave", `{"id":"test"}`, true, with(403, 403, 403, 403)},
+		{"POST", "/admin/promote", `{"id":"test"}`, true, with(403, 403, 403, 403)},
+		{"POST", "/admin/join", `{"id":"n9","raft_addr":"127.0.0.1:1","non_voter":true}`, true, with(403, 403, 403, 403)},
+		{"POST", "/admin/leadership-transfer", "", true, with(403, 403, 403, 403)},
+		{"GET", "/admin/backup", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"GET", "/health/live", "", false, all(200)},
+		{"POST", "/admin/import", `{"short_code":"imported","original_url":"https://example.com/i"}`, true, with(403, 403, 403, 403)},
+		{"POST", "/admin/restore", "not a backup", true, with(403, 403, 403, 403)},
 	}
 	audit := len(s.fsm.Audit("", fsm.AuditRetention))
 	links := s.fsm.Len()

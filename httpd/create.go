@@ -47,7 +47,8 @@ var createFormFields = []string{"original_url", "url", "custom_code", "expires_i
 	"expires_at", "workspace", "dedupe", "strategy", "domain",
 	"title", "tags", "max_visits", "valid_since", "password", "forward_query", "public_stats"}
 
-// badRequest is an input error with the status it maps to.
+// badRequest is a request refused before any work is done for it, for
+// its input or for what its credential may do, with the status it maps to.
 type badRequest struct {
 	status int
 	msg    string
@@ -55,42 +56,57 @@ type badRequest struct {
 
 func (e *badRequest) Error() string { return e.msg }
 
-// writeBadRequest answers an input error with its status.
+// writeBadRequest answers a refusal with its status (a 401 with its
+// challenge).
 func writeBadRequest(ctx *fasthttp.RequestCtx, err error) {
-	var bad *badRequest
-	if errors.As(err, &bad) {
-		writeProblem(ctx, bad.status, bad.msg)
+	status := statusOf(err)
+	if status == fasthttp.StatusUnauthorized {
+		writeUnauthorized(ctx, err.Error())
 		return
 	}
-	writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	writeProblem(ctx, status, err.Error())
+}
+
+// statusOf is the status a refusal maps to: 400 unless it says otherwise.
+func statusOf(err error) int {
+	var bad *badRequest
+	if errors.As(err, &bad) {
+		return bad.status
+	}
+	return fasthttp.StatusBadRequest
 }
 
 func invalid(format string, args ...any) error {
 	return &badRequest{status: fasthttp.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
+func forbidden(msg string) error {
+	return &badRequest{status: fasthttp.StatusForbidden, msg: msg}
+}
+
 // parseCreate reads the body by its content type and validates every field
-// into a CreateRequest. Nothing is stored unless this succeeds.
-func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, error) {
+// into a CreateRequest, and the password to hash for it (see
+// validateCreate). Nothing is stored unless this succeeds.
+func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	var f createFields
 	mediaType, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
 	switch {
 	case err == nil && (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")):
 		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
-			return fsm.CreateRequest{}, err
+			return fsm.CreateRequest{}, "", err
 		}
 	case err == nil && mediaType == "application/x-www-form-urlencoded" && looksLikeJSON(ctx.PostBody()):
 		// curl -d '{"url":...}' sends JSON labelled as a form; a form body
 		// cannot start with "{", so take it for what it is.
 		if err := decodeJSONBody(ctx.PostBody(), &f); err != nil {
-			return fsm.CreateRequest{}, err
+			return fsm.CreateRequest{}, "", err
 		}
 	case err == nil && mediaType == "application/x-www-form-urlencoded":
 		if err := decodeFormBody(ctx.PostArgs(), &f); err != nil {
-			return fsm.CreateRequest{}, err
+			return fsm.CreateRequest{}, "", err
 		}
 	default:
-		return fsm.CreateRequest{}, &badRequest{status: fasthttp.StatusUnsupportedMediaType,
+		return fsm.CreateRequest{}, "", &badRequest{status: fasthttp.StatusUnsupportedMediaType,
 			msg: "send the body as application/json or application/x-www-form-urlencoded"}
 	}
 	if ws, ok := ctx.UserValue("workspace").(string); ok {
@@ -172,22 +188,24 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 }
 
 // validateCreate checks the fields of a create; a create that names no
-// workspace goes to workspace.
-func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, error) {
+// workspace goes to workspace. A password is returned to be hashed into
+// the request's Options once nothing can refuse it any more (edit says
+// why).
+func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	req := fsm.CreateRequest{Workspace: workspace, CodeLength: s.cfg.CodeLength}
 	raw := f.OriginalURL
 	if raw == nil {
 		raw = f.URL
 	}
 	if raw == nil {
-		return req, invalid("original_url (or url) is required")
+		return req, "", invalid("original_url (or url) is required")
 	}
 	target, err := input.Target(*raw, s.cfg.AllowPrivateTargets)
 	if errors.Is(err, input.ErrURLTooLong) {
-		return req, &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+		return req, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
 	}
 	if err != nil {
-		return req, invalid("%s", err.Error())
+		return req, "", invalid("%s", err.Error())
 	}
 	req.URL = target
 
@@ -195,16 +213,16 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 		// A reserved word is a conflict (409) even where it is not
 		// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
 		if codes.IsReserved(*f.CustomCode) {
-			return req, &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
+			return req, "", &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
 		}
 		if err := input.CustomCode(*f.CustomCode); err != nil {
-			return req, invalid("%s", err.Error())
+			return req, "", invalid("%s", err.Error())
 		}
 		req.CustomCode = *f.CustomCode
 	}
 	if f.Workspace != nil {
 		if err := input.Workspace(*f.Workspace); err != nil {
-			return req, invalid("%s", err.Error())
+			return req, "", invalid("%s", err.Error())
 		}
 		req.Workspace = *f.Workspace
 	}
@@ -217,28 +235,28 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 		case "hash":
 			req.Strategy, req.Dedupe = fsm.StrategyHash, true
 		default:
-			return req, invalid("strategy must be \"counter\" or \"hash\"")
+			return req, "", invalid("strategy must be \"counter\" or \"hash\"")
 		}
 	}
 	if req.ExpiresAt, err = expiry(f, now); err != nil {
-		return req, err
+		return req, "", err
 	}
 	if req.Dedupe {
 		if req.Canonical, err = codes.Canonicalize(req.URL); err != nil {
-			return req, invalid("url cannot be canonicalised for dedupe: %v", err)
+			return req, "", invalid("url cannot be canonicalised for dedupe: %v", err)
 		}
 	}
 	if f.Domain != nil && *f.Domain != "" {
 		if req.Domain, err = input.Domain(*f.Domain); err != nil {
-			return req, invalid("%s", err.Error())
+			return req, "", invalid("%s", err.Error())
 		}
 	}
-	opts, err := s.edit(&f.optionFields)
+	opts, password, err := s.edit(&f.optionFields)
 	if err != nil {
-		return req, err
+		return req, "", err
 	}
 	req.Options = optionsOf(opts)
-	return req, nil
+	return req, password, nil
 }
 
 // expiry turns the one optional expiry field into unix milliseconds.

@@ -51,13 +51,16 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	c, err := s.editOf(&f, l, time.Now())
+	c, password, err := s.editOf(&f, l, time.Now())
+	if err == nil {
+		err = editRefusal(ctx, &c, &l)
+	}
 	if err != nil {
 		writeBadRequest(ctx, err)
 		return
 	}
-	if c.Fields == 0 {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "the body changes nothing: send at least one field to change")
+	// Last, once nothing else can refuse the edit: it costs the most.
+	if password != "" && !s.hashPassword(ctx, password, &c.PasswordHash) {
 		return
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
@@ -72,25 +75,26 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &edited))
 }
 
-// editOf checks an edit's fields and prepares them for the log.
-func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, error) {
-	c, err := s.edit(&f.optionFields)
+// editOf checks an edit's fields and prepares them for the log, all but
+// the password, which it returns to be hashed (edit says why).
+func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, string, error) {
+	c, password, err := s.edit(&f.optionFields)
 	if err != nil {
-		return c, err
+		return c, "", err
 	}
 	if f.OriginalURL != nil {
 		target, err := input.Target(*f.OriginalURL, s.cfg.AllowPrivateTargets)
 		if errors.Is(err, input.ErrURLTooLong) {
-			return c, &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+			return c, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
 		}
 		if err != nil {
-			return c, invalid("%s", err.Error())
+			return c, "", invalid("%s", err.Error())
 		}
 		c.Fields |= fsm.EditURL
 		c.URL = target
 		if l.Canonical != "" { // a dedupe link moves to its new target's entry
 			if c.Canonical, err = codes.Canonicalize(target); err != nil {
-				return c, invalid("original_url cannot be canonicalised for dedupe: %v", err)
+				return c, "", invalid("original_url cannot be canonicalised for dedupe: %v", err)
 			}
 		}
 	}
@@ -99,14 +103,28 @@ func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditComma
 		if !isNull(f.ExpiresAt) {
 			var at string
 			if err := json.Unmarshal(f.ExpiresAt, &at); err != nil {
-				return c, invalid("expires_at must be an RFC 3339 time, or null to remove the expiry")
+				return c, "", invalid("expires_at must be an RFC 3339 time, or null to remove the expiry")
 			}
 			if c.ExpiresAt, err = expiry(&createFields{ExpiresAt: &at}, now); err != nil {
-				return c, err
+				return c, "", err
 			}
 		}
 	}
-	return c, nil
+	return c, password, nil
+}
+
+// editRefusal is why the request may not make edit c of link l, nil when
+// it may: an edit that changes nothing, or one that makes the link's
+// stats public without stats:read (links:write, which the route checked,
+// is not enough to read them, and public stats are read by anyone).
+func editRefusal(ctx *fasthttp.RequestCtx, c *fsm.EditCommand, l *fsm.Link) error {
+	switch {
+	case c.Fields == 0:
+		return invalid("the body changes nothing: send at least one field to change")
+	case c.Fields&fsm.EditPublicStats != 0 && c.PublicStats && !sees(ctx, fsm.ScopeStatsRead, l.Workspace):
+		return forbidden(publicStatsDetail(l.Workspace))
+	}
+	return nil
 }
 
 // handleHistory lists every target the link has had, oldest first.

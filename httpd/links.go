@@ -76,14 +76,14 @@ func (s *Server) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSO
 	return linkReadJSON{linkJSON: s.linkView(ctx, l), ClickCount: l.Clicks, LastAccessedAt: optionalTimestamp(l.LastAccess)}
 }
 
-// limitCreates applies the per-client create rate limit on the node the
-// client talks to; requests forwarded by a peer were limited there.
+// limitCreates applies the per-client create rate limit, which creates
+// and edits share, on the node the client talks to; requests forwarded by
+// a peer were limited there. A bulk create counts its items (screenBulk).
 func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if !s.fromPeer(ctx) {
 			if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
-				writeProblem(ctx, fasthttp.StatusTooManyRequests, "too many creates from this address; retry after "+strconv.Itoa(wait)+" s")
-				ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
+				writeCreatesLimited(ctx, wait)
 				return
 			}
 		}
@@ -91,9 +91,22 @@ func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler
 	}
 }
 
+// createsLimitedDetail says why a create or an edit was refused by the
+// per-client rate limit.
+func createsLimitedDetail(wait int) string {
+	return "too many creates and edits from this address; retry after " + strconv.Itoa(wait) + " s"
+}
+
+// writeCreatesLimited answers a request the create rate limit refused.
+func writeCreatesLimited(ctx *fasthttp.RequestCtx, wait int) {
+	writeProblem(ctx, fasthttp.StatusTooManyRequests, createsLimitedDetail(wait))
+	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
+}
+
 // authorizeCreate authenticates a create: a key with links:write, or no
-// key at all when public creates are allowed. The workspace, which is in
-// the body, is checked once the body is parsed (mayCreateIn).
+// key at all when public creates are allowed. The workspace, domain and
+// options, which are in the body, are checked once it is parsed
+// (createRefusal).
 func (s *Server) authorizeCreate(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if !s.authenticate(ctx, s.cfg.PublicCreate) {
@@ -122,28 +135,39 @@ func defaultWorkspaceOf(k *fsm.APIKey) string {
 	return defaultWorkspace
 }
 
-// mayCreateIn answers the create itself and reports false when its key
-// may not create links in workspace.
-func mayCreateIn(ctx *fasthttp.RequestCtx, workspace string) bool {
-	switch k := keyOf(ctx); {
-	case k == nil && workspace != publicWorkspace:
-		writeUnauthorized(ctx, "creating a link in workspace "+workspace+" needs an API key; without one, links go to workspace public")
-		return false
-	case k != nil && !k.Sees(workspace):
-		writeProblem(ctx, fasthttp.StatusForbidden, "the API key may not create links in workspace "+workspace)
-		return false
+// createRefusal is why a create with key k (nil: anonymous) may not make
+// req, nil when it may. It needs only the parsed request, so it runs before
+// any work is done for the create.
+func createRefusal(k *fsm.APIKey, req *fsm.CreateRequest, now time.Time) error {
+	opts := req.Options
+	if opts == nil {
+		opts = &fsm.Options{}
 	}
-	return true
+	switch {
+	case k == nil && req.Workspace != publicWorkspace:
+		return &badRequest{status: fasthttp.StatusUnauthorized,
+			msg: "creating a link in workspace " + req.Workspace + " needs an API key; without one, links go to workspace public"}
+	// Without a key a link may only be a plain one in the default domain:
+	// a registered domain's codes are its owner's (brand.example/login),
+	// and rules send some visitors elsewhere than the target shown.
+	case k == nil && req.Domain != "":
+		return forbidden("creating a link in domain " + req.Domain + " needs an API key; without one, links go to the default domain")
+	case k == nil && len(opts.Rules) > 0:
+		return forbidden("rules need an API key; without one, a link has its one target")
+	case k != nil && !k.Sees(req.Workspace):
+		return forbidden("the API key may not create links in workspace " + req.Workspace)
+	case k != nil && !k.SeesDomain(req.Domain):
+		return forbidden("the API key may not create links in " + domainName(req.Domain))
+	case opts.PublicStats && (k == nil || !k.Allows(fsm.ScopeStatsRead, req.Workspace, now.UnixMilli())):
+		return forbidden(publicStatsDetail(req.Workspace))
+	}
+	return nil
 }
 
-// mayCreateInDomain answers the create itself and reports false when its
-// key is limited to other domains.
-func mayCreateInDomain(ctx *fasthttp.RequestCtx, domain string) bool {
-	if k := keyOf(ctx); k != nil && !k.SeesDomain(domain) {
-		writeProblem(ctx, fasthttp.StatusForbidden, "the API key may not create links in "+domainName(domain))
-		return false
-	}
-	return true
+// publicStatsDetail says why a request may not make a link's stats public.
+func publicStatsDetail(workspace string) string {
+	return "public_stats lets anyone read the link's stats: it needs the stats:read scope in workspace " +
+		workspace + " as well as links:write"
 }
 
 // domainName names a domain in messages.
@@ -163,12 +187,16 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	// Expiry counts from the request's arrival: the create is prepared
 	// once, so every attempt Node.Create makes carries the same absolute
 	// expiry.
-	req, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
+	req, password, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
+	if err == nil {
+		err = createRefusal(keyOf(ctx), &req, ctx.Time())
+	}
 	if err != nil {
 		writeBadRequest(ctx, err)
 		return
 	}
-	if !mayCreateIn(ctx, req.Workspace) || !mayCreateInDomain(ctx, req.Domain) {
+	// Last, once nothing else can refuse the create: it costs the most.
+	if password != "" && !s.hashPassword(ctx, password, &req.Options.PasswordHash) {
 		return
 	}
 	// The client's key, if any; Node.Create gives a create it relays
@@ -357,11 +385,29 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	cacheControl := "public, max-age=86400"
+	if embargoed(&l, time.Now()) {
+		// Its code answers as missing until valid_since, and so does its
+		// QR code, but to a key that may read the link.
+		if !s.mayReadLink(ctx, &l) {
+			writeProblem(ctx, fasthttp.StatusNotFound, "short link "+routeCode(ctx)+" does not exist")
+			return
+		}
+		cacheControl = cacheControlNoStore
+	}
 	png, ok := s.drawQR(ctx, s.shortURL(ctx, &l), size)
 	if !ok {
 		return
 	}
 	ctx.SetContentType("image/png")
-	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=86400")
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, cacheControl)
 	ctx.SetBody(png)
+}
+
+// mayReadLink reports whether the request, on a public route, carries a
+// key that may read l (links:read in its workspace and domain).
+func (s *Server) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
+	now := time.Now()
+	key, res := s.checkKey(&ctx.Request.Header, now, true)
+	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain)
 }

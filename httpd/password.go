@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html"
-	"math"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/time/rate"
 )
 
 // Link passwords: how long they may be, and what bcrypt spends on each.
@@ -191,21 +189,7 @@ const (
 	clientGuessBurst       = 5
 	linkGuessesPerMinute   = 60
 	linkGuessBurst         = 20
-	// maxGuessBuckets caps each map. A bucket with its key costs about
-	// 200 bytes, so 100k is some 20 MB per map at worst; beyond it new
-	// keys are refused rather than older ones evicted, because evicting
-	// would hand a spent bucket back full to a client that cycles
-	// addresses. Full buckets leave within two sweeps (under a minute to
-	// refill, one to be swept), so filling the map takes 100k fresh /64s
-	// a minute, and refusing them only delays password guesses.
-	maxGuessBuckets = 100_000
 )
-
-// guessBudget is how fast guesses are allowed for one key.
-type guessBudget struct {
-	perMinute float64 // 0 or less: unlimited
-	burst     int
-}
 
 // guessLimiter limits password guesses per client (IPv4 address, IPv6 /64:
 // see bucketKey) and per link (qualified code), before bcrypt runs, so a
@@ -215,17 +199,17 @@ type guessLimiter struct {
 	now func() time.Time // time.Now; tests stop the clock
 
 	mu      sync.Mutex
-	clients guessBuckets[netip.Addr]
-	links   guessBuckets[string]
+	clients buckets[netip.Addr]
+	links   buckets[string]
 	done    chan struct{}
 	once    sync.Once
 }
 
-func newGuessLimiter(perClient, perLink guessBudget) *guessLimiter {
+func newGuessLimiter(perClient, perLink budget) *guessLimiter {
 	l := &guessLimiter{
 		now:     time.Now,
-		clients: newGuessBuckets[netip.Addr](perClient),
-		links:   newGuessBuckets[string](perLink),
+		clients: newBuckets[netip.Addr](perClient),
+		links:   newBuckets[string](perLink),
 		done:    make(chan struct{}),
 	}
 	go l.sweep()
@@ -234,8 +218,8 @@ func newGuessLimiter(perClient, perLink guessBudget) *guessLimiter {
 
 // newDefaultGuessLimiter is a guessLimiter with the default budgets.
 func newDefaultGuessLimiter() *guessLimiter {
-	return newGuessLimiter(guessBudget{clientGuessesPerMinute, clientGuessBurst},
-		guessBudget{linkGuessesPerMinute, linkGuessBurst})
+	return newGuessLimiter(budget{clientGuessesPerMinute, clientGuessBurst},
+		budget{linkGuessesPerMinute, linkGuessBurst})
 }
 
 // allow takes a guess from client's budget and from code's, or from
@@ -266,20 +250,6 @@ func (l *guessLimiter) allow(client netip.Addr, code string) (retryAfter int, ok
 	return 0, true
 }
 
-// take reserves a token of b at now. It returns the reservation, or how
-// many whole seconds to wait when none is left. A nil b is unlimited.
-func take(b *rate.Limiter, now time.Time) (*rate.Reservation, int) {
-	if b == nil {
-		return nil, 0
-	}
-	r := b.ReserveN(now, 1)
-	if delay := r.DelayFrom(now); delay > 0 {
-		r.CancelAt(now)
-		return nil, int(math.Ceil(delay.Seconds()))
-	}
-	return r, 0
-}
-
 func (l *guessLimiter) sweep() {
 	t := time.NewTicker(limiterSweepInterval)
 	defer t.Stop()
@@ -303,46 +273,3 @@ func (l *guessLimiter) sweepAt(now time.Time) {
 }
 
 func (l *guessLimiter) stop() { l.once.Do(func() { close(l.done) }) }
-
-// guessBuckets is one budget's buckets by key, at most max of them. The
-// guessLimiter's mutex guards it.
-type guessBuckets[K comparable] struct {
-	limit rate.Limit
-	burst int
-	max   int
-	m     map[K]*rate.Limiter
-}
-
-func newGuessBuckets[K comparable](b guessBudget) guessBuckets[K] {
-	return guessBuckets[K]{
-		limit: rate.Limit(b.perMinute / 60),
-		burst: max(b.burst, 1),
-		max:   maxGuessBuckets,
-		m:     map[K]*rate.Limiter{},
-	}
-}
-
-// get is k's bucket, made if need be: nil when unlimited, not ok when k is
-// new and the map is full.
-func (g *guessBuckets[K]) get(k K) (*rate.Limiter, bool) {
-	if g.limit <= 0 {
-		return nil, true
-	}
-	if b, found := g.m[k]; found {
-		return b, true
-	}
-	if len(g.m) >= g.max {
-		return nil, false
-	}
-	b := rate.NewLimiter(g.limit, g.burst)
-	g.m[k] = b
-	return b, true
-}
-
-func (g *guessBuckets[K]) sweep(now time.Time) {
-	for k, b := range g.m {
-		if b.TokensAt(now) >= float64(g.burst) {
-			delete(g.m, k)
-		}
-	}
-}

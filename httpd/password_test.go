@@ -204,7 +204,7 @@ func TestGuessLimiterBounded(t *testing.T) {
 }
 
 func TestGuessLimiterUnlimited(t *testing.T) {
-	l := newGuessLimiter(guessBudget{}, guessBudget{})
+	l := newGuessLimiter(budget{}, budget{})
 	defer l.stop()
 	for i := range 1000 {
 		if _, ok := l.allow(guessAlice, "a"); !ok {

@@ -42,9 +42,10 @@ type Config struct {
 	// the same one: calls forwarded to the leader are checked there again.
 	AdminToken string
 	// PublicCreate lets clients without a key create links, into
-	// workspace "public" only (rate limited like every create).
+	// workspace "public" and the default domain only, without rules or
+	// public stats (rate limited like every create).
 	PublicCreate bool
-	CreateRate   float64 // per client IP per second; 0 turns limiting off
+	CreateRate   float64 // creates and edits per client IP per second; 0 turns limiting off
 	CreateBurst  int
 	// MaxConnsPerIP caps the connections one client (an IPv4 address, an
 	// IPv6 /64) holds open at once; 0 turns the cap off.
@@ -77,6 +78,8 @@ type Server struct {
 	qrCodes *qrCodes
 	// guesses bounds password guesses on protected links (password.go).
 	guesses *guessLimiter
+	// hashes bounds the CPU hashing new link passwords costs (hashing.go).
+	hashes *hashBudget
 	// agents and referrers remember the classes of recent User-Agents and
 	// recent referrer hosts for the visit statistics (visitors.go).
 	agents    *agent.Cache[fsm.Visitor]
@@ -102,6 +105,7 @@ func New(cfg Config, node Node) *Server {
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
 		guesses: newDefaultGuessLimiter(),
+		hashes:  newDefaultHashBudget(),
 		// Browsers' User-Agents are few: thousands of slots hold a busy
 		// node's (about 4 MB at most, see agent.MaxCacheSize).
 		agents:    agent.NewCache(8192, classesOf),
@@ -175,10 +179,12 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/urls", "list", s.require(fsm.ScopeLinksRead, s.handleList))
 	handle("GET", "/api/v1/tags", "tags", s.require(fsm.ScopeLinksRead, s.handleTags))
 	// A bulk create is served by the leader, which packs it into a few
-	// log entries (bulk.go).
-	handle("POST", bulkPath, "bulk", s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(s.handleBulk, forwardWrite.needs(fsm.LevelOptions)))))
+	// log entries, once the node the client reached has screened its
+	// items (bulk.go).
+	handle("POST", bulkPath, "bulk", s.require(fsm.ScopeLinksWrite, s.screenBulk(s.forwarder(s.handleBulk, forwardWrite.needs(fsm.LevelOptions)))))
 	handle("GET", "/api/v1/urls/{code}", "read", s.require(fsm.ScopeLinksRead, s.handleRead))
-	handle("PATCH", "/api/v1/urls/{code}", "edit", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleEdit, forwardWrite.needs(fsm.LevelOptions))))
+	// Edits spend the client's create budget where the client sent them.
+	handle("PATCH", "/api/v1/urls/{code}", "edit", s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(s.handleEdit, forwardWrite.needs(fsm.LevelOptions)))))
 	handle("GET", "/api/v1/urls/{code}/history", "history", s.require(fsm.ScopeLinksRead, s.handleHistory))
 	// The leader checks the credential of a forwarded delete again: it
 	// travels with the request.
@@ -357,6 +363,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.limiter.stop()
 	s.guesses.stop()
+	s.hashes.stop()
 	s.qrCodes.stop()
 	return s.srv.ShutdownWithContext(ctx)
 }

@@ -161,7 +161,7 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 		}
 		crawlers, previews := s.fsm.BotsInAll(l.Qualified())
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
-			"short_code": l.Code, "original_url": l.URL, countField: l.Clicks,
+			"short_code": l.Code, "original_url": statsTarget(ctx, &l), countField: l.Clicks,
 			"bots":       map[string]uint64{"crawlers": crawlers, "previews": previews},
 			"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
 			"interval": r.interval, "from": timestamp(r.from), "to": timestamp(r.to),
@@ -175,13 +175,15 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 type publicStatsKey struct{}
 
 // statsRoute serves a link's stats to a key with stats:read, and to a
-// request without any credential when the link's stats are public and it
-// has no password (a protected link's stats stay private).
+// request without any credential when the link's stats are public, it has
+// no password (a protected link's stats stay private) and it is valid
+// already (before valid_since its code answers as missing).
 func (s *Server) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	guarded := s.require(fsm.ScopeStatsRead, h)
 	return func(ctx *fasthttp.RequestCtx) {
 		if key, _ := credential(&ctx.Request.Header); key == nil {
-			if l, ok := s.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" {
+			if l, ok := s.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" &&
+				!embargoed(&l, time.Now()) {
 				ctx.SetUserValue(publicStatsKey{}, true)
 				h(ctx)
 				return
@@ -189,4 +191,20 @@ func (s *Server) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 		}
 		guarded(ctx)
 	}
+}
+
+// embargoed reports whether l is before its valid_since at now: its code
+// answers as missing, and nothing shows its target but to a key that may
+// read the link.
+func embargoed(l *fsm.Link, now time.Time) bool {
+	return l.Options != nil && l.Options.ValidSince != 0 && now.UnixMilli() < l.Options.ValidSince
+}
+
+// statsTarget is the target a stats answer shows: none (null) for a link
+// before its valid_since, unless the request's key may read the link.
+func statsTarget(ctx *fasthttp.RequestCtx, l *fsm.Link) *string {
+	if embargoed(l, time.Now()) && !seesLink(ctx, fsm.ScopeLinksRead, l) {
+		return nil
+	}
+	return &l.URL
 }

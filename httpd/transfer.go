@@ -443,9 +443,16 @@ func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
 	if l.PasswordProtected && (l.Password == nil || isNull(l.Password)) {
 		return req, errors.New("the link is password-protected and exports never carry the password: add \"password\" to the line, or set it after the import")
 	}
-	opts, err := s.edit(&l.optionFields)
+	opts, password, err := s.edit(&l.optionFields)
 	if err != nil {
 		return req, err
+	}
+	if password != "" {
+		// Not from the hashing budget: an import is the operator's own
+		// work (it needs an admin key), spread over the parse workers.
+		if opts.PasswordHash, err = hashLinkPassword(password); err != nil {
+			return req, err
+		}
 	}
 	req.Options = optionsOf(opts)
 	return req, nil

@@ -166,7 +166,7 @@ func (s *Server) linkVisits(ctx *fasthttp.RequestCtx, l *fsm.Link, countField st
 	}
 	crawlers, previews := s.fsm.BotsInAll(l.Qualified())
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
-		"short_code": l.Code, "original_url": l.URL, countField: l.Clicks,
+		"short_code": l.Code, "original_url": statsTarget(ctx, l), countField: l.Clicks,
 		"bots":       map[string]uint64{"crawlers": crawlers, "previews": previews},
 		"created_at": timestamp(l.CreatedAt), "last_accessed_at": optionalTimestamp(l.LastAccess),
 		"group_by": r.by.String(), "from": timestamp(r.from), "to": timestamp(r.to), "visits": view,

@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Attacks on the rule that work done for others is bounded and checked
+// first (docs/SECURITY.md, "Work done for others is bounded"), on real
+// processes: the costly work they aimed at runs on the leader, behind a
+// forward, or in bulk.
+
+// cpuTime is a process's CPU time so far, user and system, from /proc.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// count the fields after it. utime and stime are fields 14 and 15.
+	stat := string(b)
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(fields) < 13 {
+		t.Fatalf("short /proc/%d/stat: %q", pid, stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/%d/stat field %q: %v", pid, f, err)
+		}
+		ticks += n
+	}
+	// /proc counts in USER_HZ, which is 100 on every Linux architecture.
+	return time.Duration(ticks) * (time.Second / 100)
+}
+
+// bulkOf is a bulk create body of n items, item's %d verbs filled with
+// the item's index.
+func bulkOf(n int, item string) []byte {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = strings.ReplaceAll(item, "%d", strconv.Itoa(i))
+	}
+	return []byte(`{"links":[` + strings.Join(items, ",") + `]}`)
+}
+
+// jsonWith is header with a JSON content type added.
+func jsonWith(header http.Header) http.Header {
+	h := header.Clone()
+	h.Set("Content-Type", "application/json")
+	return h
+}
+
+// TestSecurityRefusedBulkCostsNoCPU: a key limited to workspace a sends,
+// through a follower, a bulk of 300 items aimed at workspace b, each with
+// a password. Every item is refused, and neither the follower nor the
+// leader spends a second of CPU on it: no password is hashed for an item
+// that is refused (it cost the leader 22 s of CPU).
+func TestSecurityRefusedBulkCostsNoCPU(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	nodes := startCluster(t, 3, nil)
+	leader, followers := waitOneLeader(t, formationBound, nodes...)
+	key := createKey(t, leader, `{"name":"a only","scopes":["links:write"],"workspaces":["a"]}`)
+	links := leader.linkCount(t)
+	follower := followers[0]
+
+	leaderBefore, followerBefore := cpuTime(t, leader.pid()), cpuTime(t, follower.pid())
+	r := follower.request(t, http.MethodPost, "/api/v1/urls/bulk", jsonWith(bearer(key.Key)),
+		bulkOf(300, `{"url":"https://example.com/f2/%d","workspace":"b","password":"correct horse %d"}`))
+	leaderSpent, followerSpent := cpuTime(t, leader.pid())-leaderBefore, cpuTime(t, follower.pid())-followerBefore
+	t.Logf("a refused bulk of 300 password items through a follower: the leader spent %v of CPU, the follower %v", leaderSpent, followerSpent)
+
+	var answer struct {
+		Results []struct {
+			Status int `json:"status"`
+		} `json:"results"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &answer) != nil || len(answer.Results) != 300 {
+		t.Fatalf("bulk: %v", r)
+	}
+	for i, res := range answer.Results {
+		if res.Status != http.StatusForbidden {
+			t.Fatalf("item %d: %d, want 403", i, res.Status)
+		}
+	}
+	if leaderSpent > time.Second || followerSpent > time.Second {
+		t.Fatalf("the refused bulk cost the leader %v and the follower %v of CPU, want under 1 s each", leaderSpent, followerSpent)
+	}
+	if n := leader.linkCount(t); n != links {
+		t.Fatalf("the refused bulk made %d links", n-links)
+	}
+}
+
+// TestSecurityBulkCountsItemsAgainstCreateRate: with --create-rate 2
+// --create-burst 5, eight bulks of 1000 create no more than the limit
+// allows over the time they take (they made 7000 links in a second).
+func TestSecurityBulkCountsItemsAgainstCreateRate(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	n := startNode(t, nodeOptions{Settings: map[string]string{"create-rate": "2", "create-burst": "5"}})
+	links := n.linkCount(t)
+	start := time.Now()
+	for b := range 8 {
+		r := n.postJSON(t, "/api/v1/urls/bulk", bulkOf(1000, `{"url":"https://example.com/f6/`+itoa(b)+`/%d"}`))
+		if r.status != http.StatusOK && r.status != http.StatusTooManyRequests {
+			t.Fatalf("bulk %d: want 200 or 429, got %v", b, r)
+		}
+	}
+	allowed := 5 + int(2*time.Since(start).Seconds()) + 1
+	if created := int(n.linkCount(t) - links); created > allowed {
+		t.Fatalf("8 bulks of 1000 created %d links; the limit allows %d in the time they took", created, allowed)
+	}
+}
+
+// TestSecurityEditsAreRateLimited: edits spend the client's create budget
+// (3000 edits went through in 9 s, unlimited).
+func TestSecurityEditsAreRateLimited(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	n := startNode(t, nodeOptions{Settings: map[string]string{"create-rate": "2", "create-burst": "5"}})
+	l := n.createURL(t, "https://example.com/f4")
+	start := time.Now()
+	edited, limited := 0, 0
+	for i := range 60 {
+		r := n.patch(t, l.ShortCode, `{"title":"edit `+itoa(i)+`"}`)
+		switch r.status {
+		case http.StatusOK:
+			edited++
+		case http.StatusTooManyRequests:
+			limited++
+			if r.header.Get("Retry-After") == "" {
+				t.Fatalf("429 without Retry-After: %v", r)
+			}
+		default:
+			t.Fatalf("edit %d: want 200 or 429, got %v", i, r)
+		}
+	}
+	if allowed := 4 + int(2*time.Since(start).Seconds()) + 1; edited > allowed || limited == 0 {
+		t.Fatalf("60 quick edits: %d went through, %d limited; the limit allows %d", edited, limited, allowed)
+	}
+}
+
+// TestSecurityPasswordHashingBudget: edits that set a password, sent
+// through a follower by one client with one key, are refused with 429 and
+// Retry-After once past the client's hashing budget (the leader hashed
+// each one, 70 to 140 ms of CPU, without end); plain creates go on
+// meanwhile.
+func TestSecurityPasswordHashingBudget(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	nodes := startCluster(t, 3, nil)
+	leader, followers := waitOneLeader(t, formationBound, nodes...)
+	key := createKey(t, leader, `{"name":"writer","scopes":["links:read","links:write"],"workspaces":["*"]}`)
+	l := leader.createURL(t, "https://example.com/f2-edit")
+	follower := followers[0]
+	var limited *response
+	for i := 0; i < 60 && limited == nil; i++ {
+		r := follower.request(t, http.MethodPatch, "/api/v1/urls/"+l.ShortCode, jsonWith(bearer(key.Key)),
+			[]byte(`{"password":"correct horse `+itoa(i)+`"}`))
+		switch r.status {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			limited = &r
+		default:
+			t.Fatalf("password edit %d: want 200 or 429, got %v", i, r)
+		}
+	}
+	if limited == nil {
+		t.Fatal("60 password edits from one client and key were never limited")
+	}
+	// The client's own budget runs out first: the follower named the
+	// client to the leader, which hashes.
+	if p := requireProblem(t, *limited, http.StatusTooManyRequests); !strings.Contains(p.Detail, "address") {
+		t.Errorf("the refusal names another budget than the client's: %q", p.Detail)
+	}
+	if s, err := strconv.Atoi(limited.header.Get("Retry-After")); err != nil || s < 1 {
+		t.Fatalf("429 with Retry-After %q, want a positive number of seconds", limited.header.Get("Retry-After"))
+	}
+	plain := follower.createURL(t, "https://example.com/f2-plain")
+	follower.requireRedirect(t, plain.ShortCode, "https://example.com/f2-plain")
+}
+
+// TestBulkThroughAFollowerIsScreenedThere: the follower a bulk reaches
+// admits it up to the client's create budget, answers the items their own
+// create would refuse, and forwards only the rest; the answer holds every
+// item in order, and the created links redirect there at once.
+func TestBulkThroughAFollowerIsScreenedThere(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	nodes := startCluster(t, 3, map[string]string{"create-rate": "0.01", "create-burst": "6"})
+	leader, followers := waitOneLeader(t, formationBound, nodes...)
+	key := createKey(t, leader, `{"name":"a only","scopes":["links:read","links:write"],"workspaces":["a"]}`)
+	follower := followers[0]
+	r := follower.request(t, http.MethodPost, "/api/v1/urls/bulk", jsonWith(bearer(key.Key)), []byte(`{"links":[
+		{"url":"https://example.com/screened/0"},
+		{"url":"https://example.com/screened/1","workspace":"b","password":"correct horse"},
+		{"url":"https://example.com/screened/2","password":"correct horse"},
+		{"url":"https://example.com/screened/3","custom_code":"screened-3"},
+		{"url":"ftp://example.com/screened/4"},
+		{"url":"https://example.com/screened/5"},
+		{"url":"https://example.com/screened/6"},
+		{"url":"https://example.com/screened/7"}]}`))
+	var answer struct {
+		Results []struct {
+			Status int   `json:"status"`
+			Link   *link `json:"link"`
+		} `json:"results"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &answer) != nil || len(answer.Results) != 8 {
+		t.Fatalf("bulk through %s: %v", follower.id, r)
+	}
+	want := []int{201, 403, 201, 201, 400, 201, 429, 429}
+	for i, res := range answer.Results {
+		if res.Status != want[i] {
+			t.Errorf("item %d: %d, want %d; answer %v", i, res.Status, want[i], r)
+		}
+		if res.Status == http.StatusCreated {
+			follower.requireRedirectOrPassword(t, res.Link.ShortCode, "https://example.com/screened/"+itoa(i))
+		}
+	}
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+		t.Errorf("a bulk trimmed by the rate limit has Retry-After %q, want a positive number of seconds", r.header.Get("Retry-After"))
+	}
+}
+
+// requireRedirectOrPassword checks that code redirects to target, or,
+// when it has a password, asks for it.
+func (n *node) requireRedirectOrPassword(t *testing.T, code, target string) {
+	t.Helper()
+	r := n.get(t, "/"+code)
+	if r.status == http.StatusUnauthorized || (r.status == http.StatusFound && r.header.Get("Location") == target) {
+		return
+	}
+	t.Errorf("GET /%s: want 302 to %q or 401 for a password, got %v", code, target, r)
+}
