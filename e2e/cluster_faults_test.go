@@ -498,7 +498,9 @@ func TestClusterFullRestartAndRestore(t *testing.T) {
 		n.kill9()
 	}
 
-	fresh := startJoinedCluster(t, 3, nil)
+	// The operator keeps the cluster key with the backup: the new cluster
+	// is given the old one, so the backup restores as the cluster's own.
+	fresh := startJoinedCluster(t, 3, map[string]string{"cluster-key": nodes[0].clusterKey})
 	freshLeader, freshFollowers := waitOneLeader(t, leaderWaitTimeout, fresh...)
 	r := freshFollowers[0].request(t, http.MethodPost, "/admin/restore", http.Header{"Content-Type": {"application/octet-stream"}}, backup.body)
 	if r.status != http.StatusOK {

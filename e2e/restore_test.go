@@ -41,9 +41,12 @@ func TestRestoreIntoFreshNode(t *testing.T) {
 	b := src.createURL(t, "https://example.com/disaster/b")
 	backup := src.backup(t)
 
+	// The operator keeps the cluster key with the backup: the new node is
+	// given the old node's key file, so the backup restores as its own.
 	fresh := newNode(t, "fresh")
 	answers := func(health) bool { return true }
-	if err := fresh.launchUntil(t, nodeOptions{ID: "fresh"}, nil, func() error { return fresh.waitReady(answers) }); err != nil {
+	opts := nodeOptions{ID: "fresh", Settings: map[string]string{"cluster-key-file": filepath.Join(src.dataDir, "cluster.key")}}
+	if err := fresh.launchUntil(t, opts, nil, func() error { return fresh.waitReady(answers) }); err != nil {
 		t.Fatalf("fresh node does not answer /health: %v", err)
 	}
 	if r := fresh.restoreBackup(t, backup); r.status != http.StatusOK {
