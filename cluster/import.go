@@ -28,7 +28,7 @@ const (
 	maxBulkEntryBytes = 1 << 20
 )
 
-// bulkItemOverhead bounds what fsm.EncodeCreate adds to an item's strings:
+// bulkItemOverhead bounds what fsm.CreateBatch.Encode adds to an item's strings:
 // five length prefixes, strategy, dedupe, expiry and code length varints,
 // and an import's creation time and click total.
 const bulkItemOverhead = 5*10 + 2 + 10 + 10 + 2*10

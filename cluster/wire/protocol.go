@@ -235,7 +235,7 @@ type CreateResult struct {
 func (r CreateResult) FSMLink() (fsm.Link, error) { return linkOf(r.LinkBytes, r.Link) }
 
 // ClicksAnswer answers POST clicks, whose body is one click batch in the
-// state machine's command encoding (fsm.EncodeClicks): the leader proposes
+// state machine's command encoding (fsm.ClickBatch.Encode): the leader proposes
 // those bytes as they are. Applied is false for a batch applied before.
 type ClicksAnswer struct {
 	V       int  `json:"v"`
