@@ -396,3 +396,26 @@ func FuzzLinkBody(f *testing.F) {
 		}
 	})
 }
+
+// TestMaxVisitsBounded: each visit to a link with max_visits is a write
+// through the leader's log, so the limit bounds the writes anonymous
+// visitors can cause through one link: at most a million.
+func TestMaxVisitsBounded(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"url":"https://example.com/m1","max_visits":1000000}`, 201},
+		{`{"url":"https://example.com/m2","max_visits":1000001}`, 400},
+		{`{"url":"https://example.com/m3","max_visits":1000000000000}`, 400},
+	} {
+		if got := status(do(s, "POST", "/api/v1/urls", "application/json", tc.body)); got != tc.want {
+			t.Errorf("create %s: %d, want %d", tc.body, got, tc.want)
+		}
+	}
+	code := mustCreate(t, s, `{"url":"https://example.com/m4"}`)
+	if got := status(do(s, "PATCH", "/api/v1/urls/"+code, "application/json", `{"max_visits":2000000}`)); got != 400 {
+		t.Errorf("edit to max_visits 2000000: %d, want 400", got)
+	}
+}

@@ -41,8 +41,6 @@ type whenJSON struct {
 	Before   string            `json:"before,omitempty"`
 }
 
-const maxVisitsLimit = 1_000_000_000_000
-
 // isNull reports whether a raw field was sent as JSON null.
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
@@ -72,7 +70,7 @@ func (s *Server) edit(f *optionFields) (c fsm.EditCommand, password string, err 
 	if f.MaxVisits != nil {
 		c.Fields |= fsm.EditMaxVisits
 		if !isNull(f.MaxVisits) {
-			n, err := boundedInt("max_visits", f.MaxVisits, maxVisitsLimit)
+			n, err := boundedInt("max_visits", f.MaxVisits, input.MaxVisits)
 			if err != nil {
 				return c, "", err
 			}

@@ -105,6 +105,9 @@ func Options(o *fsm.Options, allowPrivate bool) error {
 	if o == nil {
 		return nil
 	}
+	if o.MaxVisits > MaxVisits {
+		return fmt.Errorf("max_visits: at most %d", MaxVisits)
+	}
 	if err := Title(o.Title); err != nil {
 		return err
 	}
@@ -129,6 +132,12 @@ func Options(o *fsm.Options, allowPrivate bool) error {
 	}
 	return nil
 }
+
+// MaxVisits bounds a link's max_visits: each visit to a limited link is a
+// write through the leader's log, so the limit bounds the writes anonymous
+// visitors can make one link cause (a link past its limit answers 410 on
+// every node without the leader).
+const MaxVisits = 1_000_000
 
 // Rule checks one prepared rule.
 func Rule(r fsm.Rule, allowPrivate bool) error {
