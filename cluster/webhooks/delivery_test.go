@@ -130,7 +130,12 @@ func (r *replica) info(id string) fsm.WebhookInfo {
 // start runs a Delivery of r with short waits until the test ends.
 func start(t *testing.T, r *replica) *Delivery {
 	t.Helper()
-	d := newDelivery(r)
+	return run(t, newDelivery(r))
+}
+
+// run runs d until the test ends.
+func run(t *testing.T, d *Delivery) *Delivery {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -516,11 +521,7 @@ func TestInternalReceiverRefused(t *testing.T) {
 	r := newReplica(t)
 	rc := &receiver{}
 	r.register(hookA, serve(t, rc), fsm.EventLinkCreated)
-	d := newDeliveryAllowing(r, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	d := run(t, newDeliveryAllowing(r, false))
 	r.create("inside")
 	waitFor(t, "a refused attempt", func() bool {
 		st := d.Statuses()
