@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -129,9 +130,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/admin/leadership-transfer", "", true, with(403, 403, 403, 403)},
 		{"GET", "/admin/backup", "", false, with(403, 403, 403, 403, 200, 200)},
 		{"GET", "/health/live", "", false, all(200)},
+		{"GET", "/health", "", false, all(200)},
+		{"GET", "/", "", false, all(200)},
+		{"GET", "/metrics", "", false, all(200)},
+		{"GET", "/ui/", "", false, all(200)},
+		{"GET", "/ui/app.js", "", false, all(200)},
+		{"GET", "/ui/app.css", "", false, all(200)},
+		{"POST", "/debug/pprof/symbol", "0x0", false, with(403, 403, 403, 403, 200, 200)},
 		{"POST", "/admin/import", `{"short_code":"imported","original_url":"https://example.com/i"}`, true, with(403, 403, 403, 403)},
 		{"POST", "/admin/restore", "not a backup", true, with(403, 403, 403, 403)},
 	}
+	var tried []routeTried
+	for _, r := range routes {
+		tried = append(tried, routeTried{r.method, r.path})
+	}
+	requireEveryRouteTried(t, s, tried)
 	audit := len(s.fsm.Audit("", fsm.AuditRetention))
 	links := s.fsm.Len()
 	for _, r := range routes {
@@ -170,6 +183,38 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if last := s.fsm.Audit("", 1); len(last) != 1 || last[0].Action != fsm.AuditLinkDelete || last[0].KeyID != teamID || last[0].Subject != code {
 		t.Fatalf("audit after the delete: %+v", last)
 	}
+}
+
+// routeTried is a request the authorization matrix makes.
+type routeTried struct{ method, path string }
+
+// requireEveryRouteTried fails for every route the server registers that
+// no request of tried reaches, so that a new route cannot miss the
+// authorization matrix.
+func requireEveryRouteTried(t *testing.T, s *Server, tried []routeTried) {
+	t.Helper()
+	for method, patterns := range s.router.List() {
+		for _, pattern := range patterns {
+			re := regexp.MustCompile("^" + routeParam.ReplaceAllStringFunc(regexp.QuoteMeta(pattern), paramPattern) + "$")
+			if !slices.ContainsFunc(tried, func(r routeTried) bool {
+				path, _, _ := strings.Cut(r.path, "?")
+				return r.method == method && re.MatchString(path)
+			}) {
+				t.Errorf("no request of the authorization matrix tries %s %s", method, pattern)
+			}
+		}
+	}
+}
+
+// routeParam is a route's parameter as regexp.QuoteMeta leaves it:
+// \{name\} or \{name:\*\}.
+var routeParam = regexp.MustCompile(`\\\{[^}]*\\\}`)
+
+func paramPattern(p string) string {
+	if strings.Contains(p, "*") {
+		return ".*"
+	}
+	return "[^/]+"
 }
 
 // TestListShowsOnlyVisibleWorkspaces: a listing without a workspace has
