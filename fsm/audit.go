@@ -1,5 +1,7 @@
 package fsm
 
+import "slices"
+
 // AuditAction is what a recorded write did.
 type AuditAction byte
 
@@ -48,36 +50,22 @@ const AuditRetention = 10_000
 type auditLog struct {
 	entries []AuditEntry
 	next    int // where the next entry goes once the ring is full
-	// restores counts the AuditBackupRestore entries held: while there is
-	// one, the state needs LevelRestoreAudit (state.level).
-	restores int
-}
-
-// auditLogOf is a log holding entries, oldest first (at most
-// AuditRetention).
-func auditLogOf(entries []AuditEntry) auditLog {
-	a := auditLog{entries: entries}
-	for _, e := range entries {
-		if e.Action == AuditBackupRestore {
-			a.restores++
-		}
-	}
-	return a
 }
 
 func (a *auditLog) add(e AuditEntry) {
-	if e.Action == AuditBackupRestore {
-		a.restores++
-	}
 	if len(a.entries) < AuditRetention {
 		a.entries = append(a.entries, e)
 		return
 	}
-	if a.entries[a.next].Action == AuditBackupRestore {
-		a.restores--
-	}
 	a.entries[a.next] = e
 	a.next = (a.next + 1) % AuditRetention
+}
+
+// holdsRestore reports whether the ring holds a restore's entry: while it
+// does, the state needs LevelRestoreAudit (state.level). A scan of the
+// ring: it is asked for each snapshot and join, never on a write.
+func (a *auditLog) holdsRestore() bool {
+	return slices.ContainsFunc(a.entries, func(e AuditEntry) bool { return e.Action == AuditBackupRestore })
 }
 
 // oldestFirst returns a copy of the entries in the order they were applied.

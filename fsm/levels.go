@@ -159,7 +159,7 @@ func (f *FSM) Level() int {
 }
 
 func (s *state) level() int {
-	if s.audit.restores > 0 {
+	if s.audit.holdsRestore() {
 		return LevelRestoreAudit
 	}
 	if s.hooks.active() || s.visits.active() {

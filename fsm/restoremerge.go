@@ -80,7 +80,7 @@ func keepHandedOut(next, cur *state) {
 			next.keys[id] = k // keys never change: the two states may share it
 		}
 	}
-	next.audit = auditLogOf(cur.audit.oldestFirst())
+	next.audit = auditLog{entries: cur.audit.oldestFirst()}
 	for name, d := range cur.domains {
 		if _, ok := next.domains[name]; !ok {
 			next.domains[name] = d
