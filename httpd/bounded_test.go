@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -135,7 +136,7 @@ func TestPasswordHashingBudget(t *testing.T) {
 	for i := 0; i < 40 && limited == nil; i++ {
 		ctx := doFrom(s, attacker, "POST", "/api/v1/urls", "application/json",
 			`{"url":"https://example.com/hashed/`+strconv.Itoa(i)+`","password":"correct horse `+strconv.Itoa(i)+`"}`,
-			"Authorization", "Bearer "+key, clientHeader, "203.0.113."+strconv.Itoa(i))
+			"Authorization", "Bearer "+key, wire.ClientHeader, "203.0.113."+strconv.Itoa(i))
 		switch status(ctx) {
 		case 201:
 		case 429:
@@ -349,7 +350,7 @@ func TestHashingBudgetPerKeyAndNode(t *testing.T) {
 			`{"url":"https://example.com/k/`+strconv.Itoa(i)+`","password":"correct horse"}`, headers...)
 	}
 	for i := range 4 {
-		ctx := create(net.IPv4(192, 0, 2, byte(1+i)), i, append(asKey, clientHeader, "203.0.113."+strconv.Itoa(i))...)
+		ctx := create(net.IPv4(192, 0, 2, byte(1+i)), i, append(asKey, wire.ClientHeader, "203.0.113."+strconv.Itoa(i))...)
 		want := 201
 		if i == 3 {
 			want = 429

@@ -14,12 +14,6 @@ import (
 
 const idempotencyHeader = "Idempotency-Key"
 
-// clientHeader carries, on a request a node forwards to the leader, the
-// address of the client it came from (clientIP): the leader sees the
-// forwarding node's, and budgets what it does for the request, hashing a
-// password, per client. The leader reads it only from a peer.
-const clientHeader = "X-Linkraft-Client"
-
 // maxIdempotencyKeyBytes bounds a client's Idempotency-Key. The key becomes
 // the create's request id, which every node keeps in its replicated state
 // for ten minutes: a UUID (36 bytes) or a hash fits with room to spare.
@@ -32,13 +26,13 @@ func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool { return cluster.FromPe
 
 // requestClient is the client a request is attributed to for budgets:
 // clientIP for a client's own request, and for one a peer forwarded, the
-// address the peer named in clientHeader; none (the zero Addr) when it
+// address the peer named in wire.ClientHeader; none (the zero Addr) when it
 // named none, as a peer of an older build does.
 func (s *Server) requestClient(ctx *fasthttp.RequestCtx) netip.Addr {
 	if !s.fromPeer(ctx) {
 		return s.clientIP(ctx)
 	}
-	addr, err := netip.ParseAddr(string(ctx.Request.Header.Peek(clientHeader)))
+	addr, err := netip.ParseAddr(string(ctx.Request.Header.Peek(wire.ClientHeader)))
 	if err != nil {
 		return netip.Addr{}
 	}
@@ -107,7 +101,7 @@ func (s *Server) toLeader(ctx *fasthttp.RequestCtx, mode forwardMode, prepare fu
 	var resp fasthttp.Response
 	forwardedCopy(ctx, &req)
 	// Set, not added: whatever the client sent under the name is replaced.
-	req.Header.Set(clientHeader, s.clientIP(ctx).String())
+	req.Header.Set(wire.ClientHeader, s.clientIP(ctx).String())
 	if prepare != nil {
 		prepare(&req)
 	}

@@ -62,6 +62,11 @@ const (
 	// in unpadded base64url): the leader sees the node's address, not the
 	// visitor's.
 	VisitorHeader = "X-Linkraft-Visitor"
+	// ClientHeader carries, on a request a node forwards to the leader,
+	// the address of the client it came from: the leader sees the
+	// forwarding node's, and budgets per client what it does for the
+	// request (hashing a password). Believed only from a peer.
+	ClientHeader = "X-Linkraft-Client"
 )
 
 // Version is the "v" of every JSON message. A change that an older node
