@@ -414,3 +414,27 @@ func TestTakeUpTo(t *testing.T) {
 		t.Fatalf("without a limit: took %d, retry after %d", taken, wait)
 	}
 }
+
+// TestHashingBucketsAreBounded: the map of per-client hashing buckets
+// holds at most its bound; past it a new address is refused a hash (not
+// given an older one's bucket back full), while a known one goes on.
+func TestHashingBucketsAreBounded(t *testing.T) {
+	h := newHashBudget(hashLimits{
+		perClient: budget{perMinute: 60, burst: 5},
+		perKey:    budget{perMinute: 60, burst: 5},
+		node:      100, nodeBurst: 100, slots: 1,
+	})
+	defer h.stop()
+	h.clients.max = 2
+	for i := range 2 {
+		if n, short := h.admit(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), "", 1); n != 1 {
+			t.Fatalf("address %d within the bound: %d admitted, %+v", i, n, short)
+		}
+	}
+	if n, short := h.admit(netip.AddrFrom4([4]byte{192, 0, 2, 9}), "", 1); n != 0 || short == nil || !strings.Contains(short.message(), "new addresses") {
+		t.Fatalf("a third address past the bound of 2: %d admitted, %+v", n, short)
+	}
+	if n, _ := h.admit(netip.AddrFrom4([4]byte{192, 0, 2, 0}), "", 1); n != 1 {
+		t.Fatal("a known address was refused once the map was full")
+	}
+}
