@@ -165,8 +165,9 @@ func (restoreRules) Workspace(name string) error { return input.Workspace(name) 
 // is not ready yet: Raft refuses a restore until its first configuration is
 // committed. Restore waits, within the write timeout, until this node is an
 // established leader, which implies that. The restored state records the
-// restore in its audit log, which only builds of fsm.LevelRestoreAudit read:
-// while a server runs an older build, Restore returns ErrUpgrading.
+// restore in its audit log, which only builds of fsm.LevelRestoreAudit read
+// (and a backup may hold what only newer builds read): while a server runs
+// an older build, Restore returns ErrUpgrading.
 //
 // The cluster keeps what it has handed out: codes, counters and link ids
 // of the current state are merged into the backup before it is installed
@@ -189,7 +190,7 @@ func (n *Node) Restore(backup []byte, opts RestoreOptions) error {
 	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := n.levels.require(ctx, fsm.LevelRestoreAudit); err != nil {
+	if err := n.levels.require(ctx, max(fsm.LevelRestoreAudit, snap.Level())); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	keptKey, err := n.installMerged(snap, fsm.RestoreRecord{KeyID: opts.By, Backup: vouched})

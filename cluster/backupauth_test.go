@@ -141,7 +141,7 @@ func TestRestoreRefusesAnEditedBackup(t *testing.T) {
 	if err := n.Restore(backup, RestoreOptions{By: fsm.RootKeyID}); err != nil {
 		t.Fatalf("the backup as made: %v", err)
 	}
-	entries := n.FSM().Audit("", 1)
+	entries := n.FSM().Audit(fsm.AuditQuery{Limit: 1})
 	if len(entries) != 1 || entries[0].Action != fsm.AuditBackupRestore || entries[0].KeyID != fsm.RootKeyID ||
 		entries[0].Subject != "backup authenticated by the cluster key" {
 		t.Fatalf("newest audit entry after the restore: %+v", entries)
@@ -177,7 +177,7 @@ func TestRestoreOfAnotherCluster(t *testing.T) {
 			if err := tc.into.Restore(tc.backup, RestoreOptions{Foreign: true, By: fsm.RootKeyID}); err != nil {
 				t.Fatalf("with Foreign: %v", err)
 			}
-			if e := tc.into.FSM().Audit("", 1); len(e) != 1 || e[0].Action != fsm.AuditBackupRestore || !strings.HasPrefix(e[0].Subject, "foreign backup") {
+			if e := tc.into.FSM().Audit(fsm.AuditQuery{Limit: 1}); len(e) != 1 || e[0].Action != fsm.AuditBackupRestore || !strings.HasPrefix(e[0].Subject, "foreign backup") {
 				t.Fatalf("newest audit entry: %+v; want the foreign restore", e)
 			}
 		})
@@ -251,7 +251,7 @@ func TestRestoreKeepsTheKeyThatRestores(t *testing.T) {
 	if k, ok := n.FSM().Key(operator.ID); !ok || k.Hash != operator.Hash {
 		t.Fatalf("the key that restored: %+v, %v; want it valid", k, ok)
 	}
-	if e := n.FSM().Audit(operator.ID, 1); len(e) != 1 || e[0].Action != fsm.AuditBackupRestore || !strings.Contains(e[0].Subject, "kept key operatorkey1") {
+	if e := n.FSM().Audit(fsm.AuditQuery{KeyID: operator.ID, Limit: 1}); len(e) != 1 || e[0].Action != fsm.AuditBackupRestore || !strings.Contains(e[0].Subject, "kept key operatorkey1") {
 		t.Fatalf("audit: %+v; want the restore, saying the key was kept", e)
 	}
 }

@@ -61,8 +61,9 @@ func (n *Node) monitorLeadership() {
 
 // leaderLoop runs while this node leads, as Consul's leader loop does: it
 // establishes leadership, then starts the duties that run only while it
-// leads (the commit pusher, the replication-lag monitor, webhook delivery
-// and the purge of expired state, which end with leadership or when the
+// leads (the commit pusher, the replication-lag monitor, webhook delivery,
+// the purge of expired state and raising the cluster's level, which end
+// with leadership or when the
 // node begins to stop), and reconciles membership on gossip events (and a
 // periodic full pass).
 func (n *Node) leaderLoop(stop <-chan struct{}) {
@@ -86,6 +87,11 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	duties.Go(func() { n.hooks.Run(leading) })
 	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
 	duties.Go(func() { purge.run(leading.Done()) })
+	raise := raiser{state: n.fsm, levels: n.levels, log: n.log, propose: func(ctx context.Context, cmd fsm.Command) error {
+		_, err := n.Propose(ctx, cmd, ProposeOptions{})
+		return err
+	}}
+	duties.Go(func() { raise.run(leading) })
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}

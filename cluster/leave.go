@@ -69,7 +69,7 @@ func (n *Node) askRemoval() error {
 	}
 	return n.leadership.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
-			err := n.RemoveServer(n.cfg.ID)
+			err := n.RemoveServer(n.cfg.ID, "")
 			return err == nil, err
 		}
 		var answer wire.Ack

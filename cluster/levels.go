@@ -240,3 +240,43 @@ func (l *entryLevels) save() error {
 	slices.Sort(lines)
 	return ownfile.Write(filepath.Join(l.dir, levelsFile), []byte(strings.Join(lines, "\n")+"\n"))
 }
+
+// raiser is the leader duty that raises the cluster (fsm.RaiseCommand) to
+// the highest level every server of the configuration applies, at once
+// and every levelPoll, so that rules that change what an existing entry
+// does start at one point of the log on every node. Once raised, a server
+// of an older build can no longer join (canApplyState).
+type raiser struct {
+	state   *fsm.FSM
+	levels  *entryLevels
+	propose func(ctx context.Context, cmd fsm.Command) error
+	log     *slog.Logger
+}
+
+// run raises until ctx ends.
+func (r raiser) run(ctx context.Context) {
+	tick := time.NewTicker(levelPoll)
+	defer tick.Stop()
+	for {
+		r.raise(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (r raiser) raise(ctx context.Context) {
+	for level := fsm.EntryLevel; level >= fsm.LevelBounds && level > r.state.Raised(); level-- {
+		if r.levels.require(ctx, level) != nil {
+			continue
+		}
+		if err := r.propose(ctx, fsm.RaiseCommand{To: level}); err != nil {
+			r.log.Warn("raise the cluster's level; the next poll retries", "level", level, "err", err)
+			return
+		}
+		r.log.Info("every server applies a new level: the cluster is raised to it", "level", level)
+		return
+	}
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -44,7 +45,7 @@ func (n *Node) configuration() ([]raft.Server, error) {
 // httpAddr, when given, is recorded for operators' views (Status).
 // Servers that gossip are added by reconciliation instead (reconcile.go);
 // Config.GossipSeeds is how a node finds those.
-func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool) error {
+func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidServer)
 	}
@@ -88,6 +89,7 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool) error {
 	if err := n.recordHTTPAddr(id, httpAddr); err != nil {
 		n.log.Warn("recording a joined server's HTTP address", "err", err)
 	}
+	n.noteMembership(fsm.AuditMemberJoin, id, by)
 	return nil
 }
 
@@ -138,7 +140,7 @@ func canApplyState(peers *peerClient, raftAddr string, stateLevel int) error {
 // Promote makes a non-voter (a read replica) a voter, at the address the
 // configuration has for it. It must answer at that address first: a voter
 // that cannot be reached counts towards the quorum without acknowledging.
-func (n *Node) Promote(id string) error {
+func (n *Node) Promote(id, by string) error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
@@ -160,6 +162,7 @@ func (n *Node) Promote(id string) error {
 	if err := n.raftAddServer(id, addr, false); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
+	n.noteMembership(fsm.AuditMemberPromote, id, by)
 	return nil
 }
 
@@ -178,8 +181,9 @@ func identify(g *gossip, peers *peerClient, raftAddr string) (wire.NodeInfo, boo
 }
 
 // RemoveServer takes a server out of the configuration. The last voter
-// cannot be removed.
-func (n *Node) RemoveServer(id string) error {
+// cannot be removed. by is the key that asked ("" when the cluster did:
+// a server leaving as it stops, gossip seeing it go).
+func (n *Node) RemoveServer(id, by string) error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
@@ -215,6 +219,7 @@ func (n *Node) RemoveServer(id string) error {
 		if err := n.recordHTTPAddr(id, ""); err != nil {
 			n.log.Warn("forgetting a removed server's HTTP address", "err", err)
 		}
+		n.noteMembership(fsm.AuditMemberLeave, id, by)
 	}
 	n.log.Info("server removed", "id", id)
 	return nil
@@ -232,4 +237,18 @@ func (n *Node) TransferLeadership() error {
 		return fmt.Errorf("leadership transfer: %w", raftError(err))
 	}
 	return nil
+}
+
+// noteMembership records a change of the configuration in the audit log
+// (fsm.AuditNoteCommand), once the cluster is raised to fsm.LevelBounds:
+// older builds cannot apply the note. The change is made by then, so a
+// note that fails is only logged.
+func (n *Node) noteMembership(action fsm.AuditAction, id, by string) {
+	if n.fsm.Raised() < fsm.LevelBounds {
+		return
+	}
+	note := fsm.AuditNoteCommand{Entry: fsm.AuditEntry{At: time.Now().UnixMilli(), KeyID: by, Action: action, Subject: id}}
+	if _, err := n.Propose(context.Background(), note, ProposeOptions{}); err != nil {
+		n.log.Warn("audit log: membership change not recorded", "action", action.String(), "server", id, "err", err)
+	}
 }

@@ -20,7 +20,7 @@ func TestNotReadyReasons(t *testing.T) {
 	if !follower.Live() {
 		t.Fatal("a node waiting to be added is not live")
 	}
-	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false); err != nil {
+	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool { return follower.NotReady() == "" })

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // runDiscovery keeps this node's gossip metadata current and drives
@@ -152,7 +154,8 @@ func (n *Node) reconcile() {
 		// known id, AddVoter and AddNonvoter replace the address the
 		// configuration holds (hashicorp/raft: same id, new address).
 		nonVoter := m.Replica
-		if s, ok := byID[raft.ServerID(m.ID)]; ok {
+		s, known := byID[raft.ServerID(m.ID)]
+		if known {
 			nonVoter = s.Suffrage != raft.Voter
 			n.log.Info("server moved: updating its raft address", "id", m.ID, "from", s.Address, "to", m.RaftAddr)
 		}
@@ -161,12 +164,15 @@ func (n *Node) reconcile() {
 			continue
 		}
 		n.recordMemberHTTPAddr(m)
+		if !known {
+			n.noteMembership(fsm.AuditMemberJoin, m.ID, "")
+		}
 	}
 	for _, id := range n.gossip.takeLeft() {
 		if _, ok := byID[raft.ServerID(id)]; !ok || alive[id] || id == n.cfg.ID {
 			continue
 		}
-		if err := n.RemoveServer(id); err != nil {
+		if err := n.RemoveServer(id, ""); err != nil {
 			n.log.Warn("reconcile: remove server that left", "member", id, "err", err)
 		}
 	}

@@ -48,16 +48,16 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatalf("a replica without peers bootstrapped: NotReady %q, last index %d", got, replica.raft.LastIndex())
 	}
 
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true); err != nil {
+	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join as non-voter: %v", err)
 	}
 	if s, _ := suffrageOf(t, leader.Node, "r1"); s != raft.Nonvoter {
 		t.Fatalf("r1 joined as %v, want Nonvoter", s)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true); err != nil {
+	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("the same join again: %v, want a no-op", err)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", false); !errors.Is(err, ErrServerConflict) {
+	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining a non-voter as a voter: %v, want ErrServerConflict", err)
 	}
 	waitFor(t, func() bool { return replica.NotReady() == "" })
@@ -84,19 +84,19 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatalf("the replica still has %s after its delete returned", code)
 	}
 
-	if err := leader.Promote("nobody"); !errors.Is(err, ErrUnknownServer) {
+	if err := leader.Promote("nobody", ""); !errors.Is(err, ErrUnknownServer) {
 		t.Fatalf("promote an unknown id: %v, want ErrUnknownServer", err)
 	}
-	if err := leader.Promote("n1"); !errors.Is(err, ErrAlreadyVoter) {
+	if err := leader.Promote("n1", ""); !errors.Is(err, ErrAlreadyVoter) {
 		t.Fatalf("promote a voter: %v, want ErrAlreadyVoter", err)
 	}
-	if err := leader.Promote("r1"); err != nil {
+	if err := leader.Promote("r1", ""); err != nil {
 		t.Fatalf("promote: %v", err)
 	}
 	if s, _ := suffrageOf(t, leader.Node, "r1"); s != raft.Voter {
 		t.Fatalf("r1 promoted to %v, want Voter", s)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true); !errors.Is(err, ErrServerConflict) {
+	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining a voter as a non-voter: %v, want ErrServerConflict", err)
 	}
 }

@@ -72,7 +72,7 @@ func startPeerService(n *Node) *peerService {
 		link:            n.fsm.Get,
 		isLeader:        n.IsLeader,
 		applyEntry:      n.applyEntry,
-		removeServer:    n.RemoveServer,
+		removeServer:    func(id string) error { return n.RemoveServer(id, "") },
 		appliedIndex:    n.machine.appliedIndex,
 		waitApplied:     n.machine.waitApplied,
 		noteLeaderIndex: n.machine.noteLeaderIndex,

@@ -45,6 +45,9 @@ type Local struct {
 // configuration's servers as it reached them.
 type Status struct {
 	Local
+	// Level is the level the cluster was raised to (fsm.RaiseCommand):
+	// the rules its state follows; 0 before any raise.
+	Level   int      `json:"level"`
 	Servers []Server `json:"servers"`
 }
 
@@ -76,7 +79,7 @@ func roleOf(state raft.RaftState) string {
 // answered this node now, last_contact is the time of that answer, and the
 // index with the leader's gives its replication lag.
 func (n *Node) Status() (Status, error) {
-	st := Status{Local: n.Local()}
+	st := Status{Local: n.Local(), Level: n.fsm.Raised()}
 	leaderID := raft.ServerID(st.LeaderID)
 	servers, err := n.configuration()
 	if err != nil {

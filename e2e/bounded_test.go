@@ -241,3 +241,96 @@ func (n *node) requireRedirectOrPassword(t *testing.T, code, target string) {
 	}
 	t.Errorf("GET /%s: want 302 to %q or 401 for a password, got %v", code, target, r)
 }
+
+// auditActions is GET /admin/audit's answer for query: each entry's
+// action and key.
+func auditActions(t *testing.T, n *node, query string) []string {
+	t.Helper()
+	r := n.get(t, "/admin/audit?"+query)
+	var audit struct {
+		Entries []struct {
+			KeyID  string `json:"key_id"`
+			Action string `json:"action"`
+		} `json:"entries"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &audit) != nil {
+		t.Fatalf("audit %s: %v", query, r)
+	}
+	out := make([]string, len(audit.Entries))
+	for i, e := range audit.Entries {
+		out[i] = e.Action + " by " + e.KeyID
+	}
+	return out
+}
+
+// TestSecurityAuditSurvivesALinkFlood: ten bulks of 1000 from a workspace
+// key evicted every key creation from the audit log. Now key, webhook and
+// domain changes are kept apart (?kind=security) and survive the flood,
+// and anonymous public creates are not recorded at all.
+func TestSecurityAuditSurvivesALinkFlood(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	n := startNode(t, nodeOptions{Settings: map[string]string{"public-create": "true"}})
+	writer := createKey(t, n, `{"name":"writer","scopes":["links:write"],"workspaces":["flood"]}`)
+	hook := n.postJSON(t, "/admin/webhooks", map[string]any{"url": "https://hooks.example/f5", "events": []string{"link.created"}, "secret": "0123456789abcdef0123"})
+	if hook.status != http.StatusCreated {
+		t.Fatalf("webhook: %v", hook)
+	}
+	var h struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(hook.body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if r := n.request(t, http.MethodDelete, "/admin/webhooks/"+h.ID, nil, nil); r.status != http.StatusNoContent {
+		t.Fatalf("webhook delete: %v", r)
+	}
+	for b := range 11 {
+		r := n.request(t, http.MethodPost, "/api/v1/urls/bulk", jsonWith(bearer(writer.Key)), bulkOf(1000, `{"url":"https://example.com/f5/`+itoa(b)+`/%d","workspace":"flood"}`))
+		if r.status != http.StatusOK {
+			t.Fatalf("bulk %d: %v", b, r)
+		}
+	}
+	anonymous := n.request(t, http.MethodPost, "/api/v1/urls", http.Header{"Content-Type": {"application/json"}, "Authorization": nil}, []byte(`{"url":"https://example.com/f5/anonymous"}`))
+	if anonymous.status != http.StatusCreated {
+		t.Fatalf("anonymous create: %v", anonymous)
+	}
+	security := auditActions(t, n, "kind=security")
+	want := []string{"webhook.delete by admin-token", "webhook.set by admin-token", "key.create by admin-token"}
+	if strings.Join(security, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("security audit after 11,000 keyed creates: %q, want %q", security, want)
+	}
+	for _, e := range auditActions(t, n, "kind=links&limit=20000") {
+		if e != "link.create by "+writer.ID {
+			t.Fatalf("link audit holds %q: want only the writer's creates (no anonymous ones)", e)
+		}
+	}
+}
+
+// TestSecurityEditHistoryIsBounded: 3000 edits gave a link 3013 versions
+// (6.3 MB, each edit copying them all); a history keeps its newest 50.
+func TestSecurityEditHistoryIsBounded(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	l := n.createURL(t, "https://example.com/f4/0")
+	for i := 1; i <= 60; i++ {
+		if r := n.patch(t, l.ShortCode, `{"original_url":"https://example.com/f4/`+itoa(i)+`"}`); r.status != http.StatusOK {
+			t.Fatalf("edit %d: %v", i, r)
+		}
+	}
+	r := n.get(t, "/api/v1/urls/"+l.ShortCode+"/history")
+	var history struct {
+		Versions []struct {
+			URL string `json:"original_url"`
+		} `json:"versions"`
+	}
+	if err := json.Unmarshal(r.body, &history); err != nil {
+		t.Fatalf("history: %v %v", r, err)
+	}
+	v := history.Versions
+	if len(v) != 50 || v[0].URL != "https://example.com/f4/11" || v[49].URL != "https://example.com/f4/60" {
+		t.Fatalf("history of a link edited 60 times: %d versions, %v; want the newest 50, oldest first", len(v), v)
+	}
+	n.requireRedirect(t, l.ShortCode, "https://example.com/f4/60")
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,16 @@ func TestRollingUpgrade(t *testing.T) {
 		if l.CreatedAt != "2020-01-01T00:00:00.000Z" || l.ClickCount != 5 {
 			t.Errorf("imported link on %s after the upgrade: %+v", n.id, l)
 		}
+	}
+	// Once every server reports the new build, the leader raises the
+	// cluster to its level: the new bounds hold from then on.
+	if !eventually(15*time.Second, func() bool {
+		var st struct {
+			Level int `json:"level"`
+		}
+		return json.Unmarshal(nodes[0].get(t, "/admin/cluster").body, &st) == nil && st.Level >= 7
+	}) {
+		t.Fatal("the cluster was not raised to level 7 within 15 s of the last node's upgrade")
 	}
 	links[0].OriginalURL = "https://example.com/after-upgrade"
 	for _, n := range nodes {

@@ -46,6 +46,10 @@ const (
 	// cmdCreateImported is cmdCreateOptions with each item's creation
 	// time and click total, which only an import sets.
 	cmdCreateImported
+	// cmdRaise raises the cluster to a level (raise.go); cmdAuditNote
+	// records a membership change in the audit log.
+	cmdRaise
+	cmdAuditNote
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -510,6 +514,10 @@ func DecodeCommand(data []byte) (Command, error) {
 		cmd = ServerCommand{ID: d.string(), HTTPAddr: d.string()}
 	case cmdWebhookSet, cmdWebhookDelete, cmdWebhookAck:
 		cmd = decodeWebhookCommand(&d, typ)
+	case cmdRaise:
+		cmd = RaiseCommand{To: int(min(d.uvarint(), 1<<16))}
+	case cmdAuditNote:
+		cmd = decodeAuditNote(&d)
 	default:
 		return nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}

@@ -32,6 +32,8 @@ func everyCommand() map[string]Command {
 		"webhook set":        WebhookSetCommand{Webhook: Webhook{ID: "w", URL: "https://example.com/h", Events: EventTypes(0).With(EventLinkCreated), Secret: "s"}, By: RootKeyID, Now: 1},
 		"webhook delete":     WebhookDeleteCommand{ID: "w", By: RootKeyID, Now: 1},
 		"webhook ack":        WebhookAckCommand{ID: "w", Seq: 3},
+		"raise":              RaiseCommand{To: LevelBounds},
+		"audit note":         AuditNoteCommand{Entry: AuditEntry{At: 1, KeyID: RootKeyID, Action: AuditMemberJoin, Subject: "n4"}},
 	}
 }
 
@@ -63,7 +65,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdCreateImported; typ++ {
+	for typ := cmdInit; typ <= cmdAuditNote; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

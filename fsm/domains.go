@@ -25,6 +25,14 @@ var ErrUnknownDomain = errors.New("no such domain is registered")
 // ErrDomainInUse is removing a domain that still has links.
 var ErrDomainInUse = errors.New("the domain still has links")
 
+// MaxDomains bounds the registered domains once the cluster is raised to
+// LevelBounds: with two redirects of at most 2048 bytes each, they hold at
+// most about 4 MiB.
+const MaxDomains = 1000
+
+// ErrTooManyDomains refuses a new domain past MaxDomains.
+var ErrTooManyDomains = fmt.Errorf("%w: at most %d domains", ErrInvalidRequest, MaxDomains)
+
 // QualifiedCode is how the state names the link with code in domain.
 func QualifiedCode(domain, code string) string {
 	if domain == "" {
@@ -99,6 +107,9 @@ func (s *state) setDomain(c DomainCommand) error {
 		if err := checkTarget(target); err != nil {
 			return fmt.Errorf("domain redirect: %w", err)
 		}
+	}
+	if _, known := s.domains[d.Name]; !known && s.bounded() && len(s.domains) >= MaxDomains {
+		return ErrTooManyDomains
 	}
 	s.domains[d.Name] = d
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainSet, Subject: d.Name})

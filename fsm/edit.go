@@ -132,10 +132,20 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 		if len(history) == 0 {
 			history = append(history, Version{URL: s.recs.text.url(r), ChangedAt: r.createdAt})
 		}
-		o.History = append(history, Version{URL: c.URL, ChangedAt: c.Now, KeyID: c.KeyID})
+		history = append(history, Version{URL: c.URL, ChangedAt: c.Now, KeyID: c.KeyID})
+		if s.bounded() && len(history) > MaxHistory {
+			// A new array, so the oldest versions' memory goes with them.
+			history = slices.Clone(history[len(history)-MaxHistory:])
+		}
+		o.History = history
 	}
 	return &o
 }
+
+// MaxHistory is how many versions a link's history keeps once the
+// cluster is raised to LevelBounds: the newest. With targets of at most
+// 2048 bytes, a history holds at most about 100 KiB.
+const MaxHistory = 50
 
 // retarget points the link at p to url. A dedupe link moves in the dedupe
 // index to its new canonical URL.

@@ -50,8 +50,8 @@ func TestImportedCreate(t *testing.T) {
 				if !errors.Is(res.Err, ErrInvalidRequest) || !bytes.Contains([]byte(res.Err.Error()), []byte(tc.wantErr)) {
 					t.Fatalf("create: %v, want ErrInvalidRequest saying %q", res.Err, tc.wantErr)
 				}
-				if f.Len() != 0 || len(f.Audit("", 10)) != 0 {
-					t.Fatalf("a refused import changed the state: %d links, audit %v", f.Len(), f.Audit("", 10))
+				if f.Len() != 0 || len(f.Audit(AuditQuery{Limit: 10})) != 0 {
+					t.Fatalf("a refused import changed the state: %d links, audit %v", f.Len(), f.Audit(AuditQuery{Limit: 10}))
 				}
 				// No code was drawn: the next counter create gets the
 				// first code, as on a state that never saw the refusal.

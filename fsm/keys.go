@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -129,7 +130,14 @@ const (
 	MaxKeyWorkspaces = 64
 	MaxKeyDomains    = 64
 	maxWorkspaceLen  = 64
+	// MaxKeys bounds the live keys once the cluster is raised to
+	// LevelBounds: a key is at most some 6 KiB, so keys hold at most about
+	// 60 MiB. Revoked ids (12 bytes each) are kept for good.
+	MaxKeys = 10_000
 )
+
+// ErrTooManyKeys refuses a key past MaxKeys.
+var ErrTooManyKeys = fmt.Errorf("%w: at most %d keys; revoke one first", ErrInvalidRequest, MaxKeys)
 
 // validKey checks what a stored key must satisfy.
 func validKey(k *APIKey) bool {
@@ -181,6 +189,9 @@ func (s *state) createKey(c KeyCreateCommand) error {
 	}
 	if _, ok := s.revoked[k.ID]; ok {
 		return ErrKeyExists
+	}
+	if s.bounded() && len(s.keys) >= MaxKeys {
+		return ErrTooManyKeys
 	}
 	k.Workspaces, k.Domains = slices.Clone(k.Workspaces), slices.Clone(k.Domains)
 	k.CreatedBy = c.By

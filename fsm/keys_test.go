@@ -70,7 +70,7 @@ func TestKeysApply(t *testing.T) {
 	if !ok || k.Scopes != ScopeAdmin || k.CreatedBy != RootKeyID {
 		t.Fatalf("admin key: %+v %v", k, ok)
 	}
-	audit := f.Audit("", 10)
+	audit := f.Audit(AuditQuery{Limit: 10})
 	want := []struct {
 		action  AuditAction
 		key     string
@@ -91,7 +91,7 @@ func TestKeysApply(t *testing.T) {
 			t.Errorf("audit[%d] = %+v, want %v by %s on %s", i, a, w.action, w.key, w.subject)
 		}
 	}
-	if got := f.Audit("aaaaaaaaaaaa", 10); len(got) != 1 || got[0].Subject != "teamlink" || got[0].Workspace != "team" {
+	if got := f.Audit(AuditQuery{KeyID: "aaaaaaaaaaaa", Limit: 10}); len(got) != 1 || got[0].Subject != "teamlink" || got[0].Workspace != "team" {
 		t.Fatalf("audit of one key: %+v", got)
 	}
 }
@@ -112,7 +112,7 @@ func TestStateChecksTheWritingKey(t *testing.T) {
 		KeyRevokeCommand{ID: "vvvvvvvvvvvv", By: RootKeyID, Now: 2}.Encode(),
 		create(10, CreateRequest{URL: "https://example.com/", CustomCode: "victim", Workspace: "team", KeyID: "tttttttttttt"}),
 	)
-	before := len(f.Audit("", 100))
+	before := len(f.Audit(AuditQuery{Limit: 100}))
 	for _, tc := range []struct {
 		name string
 		req  CreateRequest
@@ -145,8 +145,8 @@ func TestStateChecksTheWritingKey(t *testing.T) {
 	if _, ok := f.Get("victim"); !ok {
 		t.Fatal("a refused delete removed the link")
 	}
-	if f.Len() != 1 || len(f.Audit("", 100)) != before {
-		t.Fatalf("refused writes changed the state: %d links, audit %d → %d", f.Len(), before, len(f.Audit("", 100)))
+	if f.Len() != 1 || len(f.Audit(AuditQuery{Limit: 100})) != before {
+		t.Fatalf("refused writes changed the state: %d links, audit %d → %d", f.Len(), before, len(f.Audit(AuditQuery{Limit: 100})))
 	}
 }
 
@@ -194,7 +194,7 @@ func TestKeysAndAuditSurviveSnapshots(t *testing.T) {
 	if k, ok := restored.Key("bbbbbbbbbbbb"); !ok || k.Hash != f.mustKey(t, "bbbbbbbbbbbb").Hash {
 		t.Fatal("the key did not survive the snapshot")
 	}
-	if got, want := restored.Audit("", 100), f.Audit("", 100); len(got) != len(want) || got[0] != want[0] {
+	if got, want := restored.Audit(AuditQuery{Limit: 100}), f.Audit(AuditQuery{Limit: 100}); len(got) != len(want) || got[0] != want[0] {
 		t.Fatalf("audit after restore: %+v, want %+v", got, want)
 	}
 }
@@ -213,13 +213,13 @@ func TestAuditKeepsTheNewest(t *testing.T) {
 	for i := range AuditRetention + 5 {
 		a.add(AuditEntry{At: int64(i), Action: AuditLinkCreate})
 	}
-	got := a.oldestFirst()
+	got := a.writes.oldestFirst()
 	if len(got) != AuditRetention || got[0].At != 5 || got[len(got)-1].At != AuditRetention+4 {
 		t.Fatalf("ring holds %d entries from %d to %d", len(got), got[0].At, got[len(got)-1].At)
 	}
 	f := New()
 	f.s.audit = a
-	if newest := f.Audit("", 2); newest[0].At != AuditRetention+4 || newest[1].At != AuditRetention+3 {
+	if newest := f.Audit(AuditQuery{Limit: 2}); newest[0].At != AuditRetention+4 || newest[1].At != AuditRetention+3 {
 		t.Fatalf("newest first: %+v", newest)
 	}
 }

@@ -33,8 +33,13 @@ const (
 	// action. A leader installs a restore only while every server reports
 	// it; RequiredLevel never returns it.
 	LevelRestoreAudit = 6
+	// LevelBounds: types 22 and 23 (raising the cluster to a level, and
+	// audit notes of membership changes). Once the leader raises the
+	// cluster to it, Apply bounds what clients grow and keeps the security
+	// audit apart (raise.go); snapshots of such a state are version 8.
+	LevelBounds = 7
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelRestoreAudit
+	EntryLevel = LevelBounds
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -46,6 +51,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdRaise:
+		return LevelBounds
 	case typ >= cmdCreateImported:
 		return LevelImport
 	case typ >= cmdClicksVisitors:
@@ -149,7 +156,8 @@ func (r *CreateRequest) Level() int {
 // Level is the entry level the state needs of a node that is to hold it:
 // LevelOptions once any link has options, a domain is registered or a key
 // is limited to domains; LevelVisits once a link has visitors or a webhook
-// exists; LevelRestoreAudit while the audit log holds a restore. Imported
+// exists; LevelRestoreAudit while the audit log holds a restore;
+// LevelBounds once the cluster was raised to it. Imported
 // creation times and clicks need no level of their own: every build holds
 // a link's creation time and click total.
 func (f *FSM) Level() int {
@@ -159,6 +167,9 @@ func (f *FSM) Level() int {
 }
 
 func (s *state) level() int {
+	if s.bounded() {
+		return LevelBounds
+	}
 	if s.audit.holdsRestore() {
 		return LevelRestoreAudit
 	}

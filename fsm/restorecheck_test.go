@@ -181,7 +181,7 @@ func TestRestoreKeepsTheRestoringKey(t *testing.T) {
 			if err, _ := applyAll(t, f, KeyRevokeCommand{ID: "nosuchkey123", By: operator.ID, Now: 1001}.Encode())[0].(error); !errors.Is(err, ErrKeyNotFound) {
 				t.Fatalf("an admin write with the restoring key after the restore: %v; want it authorized (ErrKeyNotFound)", err)
 			}
-			entries := f.Audit("", 1)
+			entries := f.Audit(AuditQuery{Limit: 1})
 			if len(entries) != 1 || entries[0].Action != AuditBackupRestore || entries[0].KeyID != operator.ID ||
 				entries[0].At != 1000 || !strings.HasPrefix(entries[0].Subject, "foreign backup") {
 				t.Fatalf("newest audit entry %+v; want the restore by %s", entries, operator.ID)
@@ -246,12 +246,12 @@ func TestAuditRestoresCounted(t *testing.T) {
 	for range AuditRetention - 1 {
 		a.add(AuditEntry{Action: AuditLinkCreate})
 	}
-	copied := auditLog{entries: a.oldestFirst()}
+	copied := a.clone()
 	if !a.holdsRestore() || !copied.holdsRestore() {
 		t.Fatal("the ring holds a restore, but the log does not say so")
 	}
 	a.add(AuditEntry{Action: AuditKeyCreate})
-	copied = auditLog{entries: a.oldestFirst()}
+	copied = a.clone()
 	if a.holdsRestore() || copied.holdsRestore() {
 		t.Fatal("the restore left the ring, but the log still holds one")
 	}

@@ -42,6 +42,8 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //     admin key of a node restored into, above all) nor brings back one
 //     revoked since;
 //   - the audit log is cur's: it records what happened in this cluster;
+//     the level the cluster was raised to is the higher of the two (a
+//     raised backup holds what only raised builds read);
 //   - the registered domains are those of both, next's settings first, so
 //     a host the cluster serves does not fall back to the default domain;
 //   - a webhook both hold keeps cur's registration, outbox and numbering:
@@ -80,7 +82,11 @@ func keepHandedOut(next, cur *state) {
 			next.keys[id] = k // keys never change: the two states may share it
 		}
 	}
-	next.audit = auditLog{entries: cur.audit.oldestFirst()}
+	next.audit = cur.audit.clone()
+	next.raised = max(next.raised, cur.raised)
+	if next.bounded() {
+		next.audit.keepApart()
+	}
 	for name, d := range cur.domains {
 		if _, ok := next.domains[name]; !ok {
 			next.domains[name] = d

@@ -153,7 +153,7 @@ func TestRestoreKeepsKeysAndRevocations(t *testing.T) {
 	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID}.Encode()}).(error); !errors.Is(err, ErrKeyExists) {
 		t.Fatalf("a revoked key id was created again: %v", err)
 	}
-	if got, want := f.Audit("", 10), cur.Audit("", 10); len(got) != len(want) || got[0] != want[0] {
+	if got, want := f.Audit(AuditQuery{Limit: 10}), cur.Audit(AuditQuery{Limit: 10}); len(got) != len(want) || got[0] != want[0] {
 		t.Fatalf("audit after the restore: %+v, want the cluster's own %+v", got, want)
 	}
 }

@@ -33,7 +33,8 @@ const (
 	snapshotV4      = 4 // version 3, then API keys and the audit log
 	snapshotV5      = 5 // version 4 with each link's options, then the domains
 	snapshotV6      = 6 // version 5, then visitors per link and day, and webhooks
-	snapshotVersion = 7 // version 6 whose audit log may record restores
+	snapshotV7      = 7 // version 6 whose audit log may record restores
+	snapshotVersion = 8 // version 7 of a raised cluster: its level after the version, the security audit at the end
 )
 
 // Link flags in a version 2 snapshot.
@@ -73,7 +74,9 @@ type snapshot struct {
 	requests   []requestRecord
 	keys       []*APIKey
 	revoked    []string
-	audit      []AuditEntry
+	audit      []AuditEntry // the one ring, or link writes once kept apart
+	security   []AuditEntry // security actions kept apart
+	raised     int
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
 	visits     visitTable  // shares pages, links and days: see visitTable
@@ -114,7 +117,8 @@ func (s *state) snapshot() *snapshot {
 	// Keys never change once added, so the view may share them.
 	snap.keys = slices.Collect(maps.Values(s.keys))
 	snap.revoked = slices.Collect(maps.Keys(s.revoked))
-	snap.audit = s.audit.oldestFirst()
+	snap.audit, snap.security = s.audit.writes.oldestFirst(), s.audit.security.oldestFirst()
+	snap.raised = s.raised
 	snap.opts = maps.Clone(s.opts)
 	snap.visits = s.visits.share()
 	snap.level = s.level()
@@ -165,6 +169,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	version := snap.version()
 	e.fixed(snapshotMagic)
 	e.byte(version)
+	if version >= snapshotVersion {
+		e.uvarint(uint64(snap.raised))
+	}
 	e.bool(snap.hasKey)
 	e.fixed(snap.key[:])
 	e.fixed(snap.clusterID[:])
@@ -210,15 +217,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	}
 	snap.encodeClickHours(&e, flush)
 	snap.encodeKeys(&e)
-	e.uvarint(uint64(len(snap.audit)))
-	for _, a := range snap.audit {
-		e.varint(a.At)
-		e.string(a.KeyID)
-		e.byte(byte(a.Action))
-		e.string(a.Workspace)
-		e.string(a.Subject)
-		flush(false)
-	}
+	encodeAudit(&e, snap.audit, flush)
 	if version >= snapshotV5 {
 		e.uvarint(uint64(len(snap.domains)))
 		for _, d := range snap.domains {
@@ -231,6 +230,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	if version >= snapshotV6 {
 		snap.encodeVisits(&e, flush)
 		snap.encodeWebhooks(&e, flush)
+	}
+	if version >= snapshotVersion {
+		encodeAudit(&e, snap.security, flush)
 	}
 	flush(true)
 	if werr != nil {
@@ -344,6 +346,10 @@ type Snapshot struct{ s *state }
 // Links is the number of links in the snapshot.
 func (s *Snapshot) Links() int { return s.s.byCode.len() }
 
+// Level is the entry level a node must apply to hold the snapshot's
+// state (FSM.Level).
+func (s *Snapshot) Level() int { return s.s.level() }
+
 // decodeSnapshot decodes every section straight into a new state, refusing
 // anything inconsistent (a restored state can never hold two links under
 // one code), then checks the trailing checksum. A checksum mismatch is
@@ -381,6 +387,13 @@ func decodeSections(d *decoder) (*state, error) {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
 	st := newState()
+	if version >= snapshotVersion {
+		st.raised = int(d.uvarint())
+		if d.err == nil && (st.raised < LevelBounds || st.raised > EntryLevel) {
+			return nil, fmt.Errorf("raised to level %d", st.raised)
+		}
+		st.audit.apart = true
+	}
 	st.hasKey = d.bool()
 	d.fixed(st.key[:])
 	d.fixed(st.clusterID[:])
@@ -422,7 +435,7 @@ func decodeSections(d *decoder) (*state, error) {
 		if err := st.decodeKeys(d); err != nil {
 			return nil, err
 		}
-		if err := st.decodeAudit(d, version); err != nil {
+		if err := st.decodeAudit(d, version, false); err != nil {
 			return nil, err
 		}
 	}
@@ -439,6 +452,11 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 		if err := st.decodeWebhooks(d); err != nil {
+			return nil, err
+		}
+	}
+	if version >= snapshotVersion {
+		if err := st.decodeAudit(d, version, true); err != nil {
 			return nil, err
 		}
 	}
@@ -582,15 +600,18 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 
 // version is the oldest snapshot version that holds this state: version 4
 // while its level is LevelKeys (no options, domains or keys limited to
-// domains), 7 only while its audit log records a restore. A cluster in the middle of an upgrade, whose new nodes hold
+// domains), 7 only while its audit log records a restore, 8 once the
+// cluster was raised to LevelBounds. A cluster in the middle of an upgrade, whose new nodes hold
 // only such state (nothing newer is written until every node applies it,
 // see EntryLevel), then sends its old nodes snapshots they can read. The
 // choice depends on the state alone, so equal states still give equal
 // bytes.
 func (snap *snapshot) version() byte {
 	switch {
-	case snap.level >= LevelRestoreAudit:
+	case snap.level >= LevelBounds:
 		return snapshotVersion
+	case snap.level >= LevelRestoreAudit:
+		return snapshotV7
 	case snap.level >= LevelVisits:
 		return snapshotV6
 	case snap.level == LevelOptions:
@@ -678,21 +699,39 @@ func (st *state) decodeKeys(d *decoder) error {
 	return d.err
 }
 
-// decodeAudit reads the audit log, oldest first, at most AuditRetention
-// entries of actions the version knows: restores from version 7 on.
-func (st *state) decodeAudit(d *decoder, version byte) error {
+// encodeAudit writes one ring of the audit log, oldest first.
+func encodeAudit(e *encoder, entries []AuditEntry, flush func(bool)) {
+	e.uvarint(uint64(len(entries)))
+	for _, a := range entries {
+		e.varint(a.At)
+		e.string(a.KeyID)
+		e.byte(byte(a.Action))
+		e.string(a.Workspace)
+		e.string(a.Subject)
+		flush(false)
+	}
+}
+
+// decodeAudit reads one ring of the audit log, oldest first, at most
+// AuditRetention entries of actions the version knows: restores from
+// version 7 on, the others of LevelBounds in version 8. Once security
+// actions are kept apart (version 8), each ring holds only its own.
+func (st *state) decodeAudit(d *decoder, version byte, security bool) error {
 	n := d.count(5)
 	if n > AuditRetention {
 		return fmt.Errorf("%d audit entries, more than the %d kept", n, AuditRetention)
 	}
 	last := AuditDomainRemove
-	if version >= snapshotVersion {
+	switch {
+	case version >= snapshotVersion:
+		last = lastAuditAction
+	case version >= snapshotV7:
 		last = AuditBackupRestore
 	}
 	for ; n > 0 && d.err == nil; n-- {
 		a := AuditEntry{At: d.varint(), KeyID: d.string(), Action: AuditAction(d.byte()), Workspace: d.string(), Subject: d.string()}
-		if d.err == nil && (a.Action == 0 || a.Action > last) {
-			return fmt.Errorf("audit action %d", a.Action)
+		if d.err == nil && (a.Action == 0 || a.Action > last || st.audit.apart && a.Action.Security() != security) {
+			return fmt.Errorf("audit action %d in the wrong place", a.Action)
 		}
 		st.audit.add(a)
 	}

@@ -90,6 +90,7 @@ type state struct {
 	domainLinks map[string]int
 	visits      visitTable // per link and day: who clicked (visitors.go)
 	hooks       webhooks   // webhooks.go
+	raised      int        // the level the cluster was raised to (raise.go)
 }
 
 func newState() *state {
@@ -238,6 +239,10 @@ func (s *state) apply(data []byte) any {
 		return s.setDomain(c)
 	case VisitCommand:
 		return s.visit(c)
+	case RaiseCommand:
+		return s.raise(c)
+	case AuditNoteCommand:
+		return s.note(c)
 	}
 	if result, ok := s.applyWebhook(cmd); ok {
 		return result
@@ -272,7 +277,9 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 		s.requests.add(requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: asked})
 	}
 	if res.Err == nil && !res.Existing {
-		s.audit.add(AuditEntry{At: now, KeyID: r.KeyID, Action: AuditLinkCreate, Workspace: res.Link.Workspace, Subject: res.Link.Code})
+		if r.KeyID != "" || !s.bounded() {
+			s.audit.add(AuditEntry{At: now, KeyID: r.KeyID, Action: AuditLinkCreate, Workspace: res.Link.Workspace, Subject: res.Link.Code})
+		}
 		s.webhookLink(EventLinkCreated, now, res.Link)
 	}
 	return res

@@ -25,9 +25,11 @@ import (
 //     counted, so events follow the flushes, not single redirects. Purging
 //     expired links makes no event: nothing was asked of the cluster then,
 //     and an expiry is known in advance from the link itself.
-//   - An outbox keeps at most MaxWebhookOutbox events: beyond that the
-//     oldest are dropped and the webhook's Dropped counter says how many,
-//     so a receiver that is down for days costs bounded memory.
+//   - An outbox keeps at most MaxWebhookOutbox events and, once the
+//     cluster is raised to LevelBounds, MaxWebhookOutboxBytes of them
+//     (WebhookEvent.size): beyond that the oldest are dropped and the
+//     webhook's Dropped counter says how many, so a receiver that is down
+//     for days costs bounded memory, whatever the events hold.
 //   - The leader delivers (cluster/webhooks) and proposes a
 //     WebhookAckCommand naming the last Seq it delivered; applying it
 //     removes the events up to there and adds them to Delivered.
@@ -98,13 +100,16 @@ func (s EventTypes) Names() []string {
 // Limits of a webhook, checked by the HTTP layer with a message and by
 // Apply again.
 const (
-	WebhookIDLength    = 16
-	MinWebhookSecret   = 16
-	MaxWebhookSecret   = 256
-	MaxWebhookURL      = 2048
-	MaxWebhooks        = 100
-	MaxWebhookOutbox   = 10_000
-	maxWebhookCreateBy = 64
+	WebhookIDLength  = 16
+	MinWebhookSecret = 16
+	MaxWebhookSecret = 256
+	MaxWebhookURL    = 2048
+	MaxWebhooks      = 100
+	MaxWebhookOutbox = 10_000
+	// MaxWebhookOutboxBytes bounds an outbox by what its events hold: a
+	// click event lists every code of a flush, up to 16,384 of them.
+	MaxWebhookOutboxBytes = 4 << 20
+	maxWebhookCreateBy    = 64
 )
 
 // Errors of the webhook commands.
@@ -217,6 +222,7 @@ type hookState struct {
 	acked     uint64 // highest Seq acknowledged
 	delivered uint64 // events removed by acknowledgements
 	dropped   uint64 // events removed because the outbox was full
+	bytes     int    // the size of events (WebhookEvent.size)
 }
 
 // webhooks is the webhook part of the state.
@@ -271,6 +277,9 @@ func (s *state) setWebhook(c WebhookSetCommand) any {
 	}
 	s.hooks.byID[w.ID] = &hookState{hook: w, next: 1}
 	s.hooks.recompute()
+	if s.bounded() {
+		s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditWebhookSet, Subject: w.ID})
+	}
 	return w
 }
 
@@ -283,6 +292,9 @@ func (s *state) deleteWebhook(c WebhookDeleteCommand) error {
 	}
 	delete(s.hooks.byID, c.ID)
 	s.hooks.recompute()
+	if s.bounded() {
+		s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditWebhookDelete, Subject: c.ID})
+	}
 	return nil
 }
 
@@ -306,6 +318,9 @@ func (s *state) ackWebhook(c WebhookAckCommand) error {
 		n++
 	}
 	h.delivered += uint64(n)
+	for i := range n {
+		h.bytes -= h.events[i].size()
+	}
 	h.events = h.events[n:]
 	if len(h.events) == 0 {
 		h.events = nil // let the backing array go
@@ -321,18 +336,38 @@ func (s *state) emit(t EventType, at int64, build func(*WebhookEvent)) {
 	}
 	ev := WebhookEvent{Type: t, At: at}
 	build(&ev)
+	size := ev.size()
 	for _, h := range s.hooks.byID {
 		if !h.hook.Events.Has(t) {
 			continue
 		}
-		if len(h.events) >= MaxWebhookOutbox {
+		for len(h.events) > 0 && (len(h.events) >= MaxWebhookOutbox || s.bounded() && h.bytes+size > MaxWebhookOutboxBytes) {
+			h.bytes -= h.events[0].size()
 			h.events = h.events[1:]
 			h.dropped++
 		}
 		ev.Seq = h.next
 		h.next++
 		h.events = append(h.events, ev)
+		h.bytes += size
 	}
+}
+
+// size is what an event counts against its outbox's byte bound: the
+// bytes of its texts and numbers, about what it takes in a snapshot. A
+// function of the event alone, so every node counts the same.
+func (ev *WebhookEvent) size() int {
+	const fixed, perText = 24, 8
+	n := fixed
+	for _, h := range ev.Hits {
+		n += len(h.Code) + len(h.Domain) + 2*perText
+	}
+	l := &ev.Link
+	n += len(l.Code) + len(l.Domain) + len(l.URL) + len(l.Workspace) + len(l.Title)
+	for _, tag := range l.Tags {
+		n += len(tag) + perText
+	}
+	return n
 }
 
 // webhookLink records a link event: l is the link as the write left it
@@ -602,6 +637,10 @@ func (st *state) decodeWebhooks(d *decoder) error {
 			}
 			ev.Seq = first + uint64(i)
 			h.events = append(h.events, ev)
+			h.bytes += ev.size()
+		}
+		if st.bounded() && h.bytes > MaxWebhookOutboxBytes {
+			return fmt.Errorf("webhook %q: %d bytes of events, more than the %d kept", w.ID, h.bytes, MaxWebhookOutboxBytes)
 		}
 		st.hooks.byID[w.ID] = h
 	}

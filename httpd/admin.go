@@ -91,7 +91,7 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter); err != nil {
+	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
@@ -105,7 +105,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.RemoveServer(req.ID); err != nil {
+	if err := s.node.Admin.RemoveServer(req.ID, keyID(ctx)); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.Promote(req.ID); err != nil {
+	if err := s.node.Admin.Promote(req.ID, keyID(ctx)); err != nil {
 		s.writeError(ctx, err)
 		return
 	}

@@ -145,7 +145,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		tried = append(tried, routeTried{r.method, r.path})
 	}
 	requireEveryRouteTried(t, s, tried)
-	audit := len(s.fsm.Audit("", fsm.AuditRetention))
+	audit := len(s.fsm.Audit(fsm.AuditQuery{Limit: fsm.AuditRetention}))
 	links := s.fsm.Len()
 	for _, r := range routes {
 		for i, want := range r.want {
@@ -160,14 +160,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 			if !r.write || got < 400 {
 				if got < 400 && r.write {
-					audit, links = len(s.fsm.Audit("", fsm.AuditRetention)), s.fsm.Len()
+					audit, links = len(s.fsm.Audit(fsm.AuditQuery{Limit: fsm.AuditRetention})), s.fsm.Len()
 				}
 				continue
 			}
 			if n := s.fsm.Len(); n != links {
 				t.Errorf("%s %s with %s was refused but the links went from %d to %d", r.method, r.path, c.name, links, n)
 			}
-			if n := len(s.fsm.Audit("", fsm.AuditRetention)); n != audit {
+			if n := len(s.fsm.Audit(fsm.AuditQuery{Limit: fsm.AuditRetention})); n != audit {
 				t.Errorf("%s %s with %s was refused but the audit log grew", r.method, r.path, c.name)
 			}
 			if redirect := do(s, "GET", "/"+code, "", ""); string(redirect.Response.Header.Peek("Location")) != target {
@@ -180,7 +180,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if ctx := do(s, "DELETE", "/api/v1/urls/"+code, "", "", "Authorization", "Bearer "+team); ctx.Response.StatusCode() != 204 {
 		t.Fatalf("delete with the workspace's key: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
-	if last := s.fsm.Audit("", 1); len(last) != 1 || last[0].Action != fsm.AuditLinkDelete || last[0].KeyID != teamID || last[0].Subject != code {
+	if last := s.fsm.Audit(fsm.AuditQuery{Limit: 1}); len(last) != 1 || last[0].Action != fsm.AuditLinkDelete || last[0].KeyID != teamID || last[0].Subject != code {
 		t.Fatalf("audit after the delete: %+v", last)
 	}
 }
@@ -339,7 +339,7 @@ func TestPublicCreate(t *testing.T) {
 	if c := do(s, "GET", "/api/v1/urls?workspace=public", "", "", anon...); c.Response.StatusCode() != 401 {
 		t.Fatalf("anonymous list: %d", c.Response.StatusCode())
 	}
-	if last := s.fsm.Audit("", 1); len(last) != 1 || last[0].KeyID != "" || last[0].Workspace != "public" {
+	if last := s.fsm.Audit(fsm.AuditQuery{Limit: 1}); len(last) != 1 || last[0].KeyID != "" || last[0].Workspace != "public" {
 		t.Fatalf("audit of the anonymous create: %+v", last)
 	}
 }

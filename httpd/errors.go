@@ -39,8 +39,10 @@ var errorStatuses = [...]errorStatus{
 	{fsm.ErrCodeSpaceExhausted, fasthttp.StatusServiceUnavailable, ""},
 	{fsm.ErrNotInitialized, fasthttp.StatusServiceUnavailable, ""},
 	{fsm.ErrRequestIDReused, fasthttp.StatusUnprocessableEntity, ""},
-	// Before ErrInvalidRequest, which it wraps.
+	// Before ErrInvalidRequest, which they wrap.
 	{fsm.ErrTooManyWebhooks, fasthttp.StatusConflict, ""},
+	{fsm.ErrTooManyKeys, fasthttp.StatusConflict, ""},
+	{fsm.ErrTooManyDomains, fasthttp.StatusConflict, ""},
 	{fsm.ErrInvalidRequest, fasthttp.StatusBadRequest, ""},
 	// The key was revoked or expired between its check and the apply;
 	// writeError adds the challenge.

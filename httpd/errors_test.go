@@ -40,10 +40,10 @@ type failingAdmin struct {
 	err error
 }
 
-func (a failingAdmin) AddServer(string, string, string, bool) error { return a.err }
-func (a failingAdmin) Promote(string) error                         { return a.err }
-func (a failingAdmin) RemoveServer(string) error                    { return a.err }
-func (a failingAdmin) TransferLeadership() error                    { return a.err }
+func (a failingAdmin) AddServer(string, string, string, bool, string) error { return a.err }
+func (a failingAdmin) Promote(string, string) error                         { return a.err }
+func (a failingAdmin) RemoveServer(string, string) error                    { return a.err }
+func (a failingAdmin) TransferLeadership() error                            { return a.err }
 
 // TestWriteErrorStatus maps each error the write path can return to the
 // status, and the headers, a client gets for it.
@@ -165,6 +165,8 @@ var wantStatuses = []struct {
 	{fsm.ErrNotInitialized, 503},
 	{fsm.ErrRequestIDReused, 422},
 	{fsm.ErrTooManyWebhooks, 409},
+	{fsm.ErrTooManyKeys, 409},
+	{fsm.ErrTooManyDomains, 409},
 	{fsm.ErrInvalidRequest, 400},
 	{fsm.ErrUnauthorized, 401},
 	{fsm.ErrNotFound, 404},

@@ -178,14 +178,16 @@ type auditJSON struct {
 	Action    string `json:"action"`
 	Workspace string `json:"workspace,omitempty"`
 	Code      string `json:"code,omitempty"`
-	Domain    string `json:"domain,omitempty"` // of the link, or the domain a domain action set or removed
-	Key       string `json:"key,omitempty"`    // the key a key action created or revoked
-	Detail    string `json:"detail,omitempty"` // a restore's: what vouched for the backup, a key kept against it
+	Domain    string `json:"domain,omitempty"`  // of the link, or the domain a domain action set or removed
+	Key       string `json:"key,omitempty"`     // the key a key action created or revoked
+	Webhook   string `json:"webhook,omitempty"` // the webhook a webhook action registered or removed
+	Server    string `json:"server,omitempty"`  // the server that joined, left or was promoted
+	Detail    string `json:"detail,omitempty"`  // a restore's: what vouched for the backup, a key kept against it
 }
 
 const (
 	defaultAuditLimit = 100
-	maxAuditLimit     = fsm.AuditRetention
+	maxAuditLimit     = 2 * fsm.AuditRetention // the link writes and the security actions
 )
 
 func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
@@ -199,7 +201,12 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
 		}
 		limit = n
 	}
-	entries := s.fsm.Audit(string(args.Peek("key_id")), limit)
+	kind, err := fsm.ParseAuditKind(string(args.Peek("kind")))
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "kind must be all, security or links")
+		return
+	}
+	entries := s.fsm.Audit(fsm.AuditQuery{KeyID: string(args.Peek("key_id")), Kind: kind, Limit: limit})
 	views := make([]auditJSON, len(entries))
 	for i, e := range entries {
 		v := auditJSON{Time: timestamp(e.At), KeyID: e.KeyID, Action: e.Action.String(), Workspace: e.Workspace}
@@ -210,6 +217,10 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
 			v.Domain = e.Subject
 		case fsm.AuditBackupRestore:
 			v.Detail = e.Subject
+		case fsm.AuditWebhookSet, fsm.AuditWebhookDelete:
+			v.Webhook = e.Subject
+		case fsm.AuditMemberJoin, fsm.AuditMemberLeave, fsm.AuditMemberPromote:
+			v.Server = e.Subject
 		default:
 			v.Domain, v.Code = fsm.SplitCode(e.Subject)
 		}

@@ -57,9 +57,10 @@ type Writes interface {
 // errorStatuses.
 type Admin interface {
 	Status() (cluster.Status, error)
-	AddServer(id, raftAddr, httpAddr string, nonVoter bool) error
-	Promote(id string) error
-	RemoveServer(id string) error
+	// by is the key asking, for the audit log.
+	AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string) error
+	Promote(id, by string) error
+	RemoveServer(id, by string) error
 	TransferLeadership() error
 	Backup(w io.Writer) error
 	Restore(backup []byte, opts cluster.RestoreOptions) error
