@@ -12,9 +12,10 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// TestRaiserWaitsForEveryServer: the cluster is raised to LevelBounds only
-// once every server of the configuration reports it, never while one of
-// them (a voter or a replica) runs an older build, and only once.
+// TestRaiserWaitsForEveryServer: the cluster is raised to this build's
+// level only once every server of the configuration reports it, never
+// while one of them (a voter or a replica) runs an older build, and only
+// once.
 func TestRaiserWaitsForEveryServer(t *testing.T) {
 	t.Parallel()
 	reported := map[raft.ServerID]int{"n2": fsm.LevelRestoreAudit, "r1": fsm.EntryLevel}
@@ -42,8 +43,8 @@ func TestRaiserWaitsForEveryServer(t *testing.T) {
 	levels.known["n2"] = levelSeen{} // asked again at once
 	r.raise(context.Background())
 	r.raise(context.Background())
-	if proposed != 1 || state.Raised() != fsm.LevelBounds {
-		t.Fatalf("%d raises proposed, raised to %d; want one, to %d", proposed, state.Raised(), fsm.LevelBounds)
+	if proposed != 1 || state.Raised() != fsm.EntryLevel {
+		t.Fatalf("%d raises proposed, raised to %d; want one, to %d", proposed, state.Raised(), fsm.EntryLevel)
 	}
 }
 
@@ -52,7 +53,7 @@ func TestRaiserWaitsForEveryServer(t *testing.T) {
 func TestMembershipIsAudited(t *testing.T) {
 	t.Parallel()
 	leader := openMember(t, "n1", true, 5*time.Second)
-	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.LevelBounds })
+	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
 	follower := openMember(t, "n2", false, 5*time.Second)
 	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
 		t.Fatalf("join: %v", err)

@@ -50,6 +50,8 @@ const (
 	// records a membership change in the audit log.
 	cmdRaise
 	cmdAuditNote
+	// cmdCert changes the certificates the cluster serves (certs.go).
+	cmdCert
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -518,6 +520,8 @@ func DecodeCommand(data []byte) (Command, error) {
 		cmd = RaiseCommand{To: int(min(d.uvarint(), 1<<16))}
 	case cmdAuditNote:
 		cmd = decodeAuditNote(&d)
+	case cmdCert:
+		cmd = decodeCertCommand(&d)
 	default:
 		return nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}

@@ -34,6 +34,10 @@ func everyCommand() map[string]Command {
 		"webhook ack":        WebhookAckCommand{ID: "w", Seq: 3},
 		"raise":              RaiseCommand{To: LevelBounds},
 		"audit note":         AuditNoteCommand{Entry: AuditEntry{At: 1, KeyID: RootKeyID, Action: AuditMemberJoin, Subject: "n4"}},
+		"acme account":       CertCommand{Kind: SetACMEAccount, Account: ACMEAccount{Directory: "https://ca.example/dir", URL: "https://ca.example/acct/1", Key: "sealed"}},
+		"certificate":        CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "pem", Key: "sealed", NotBefore: 1, NotAfter: 2}},
+		"challenge":          CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: "t.x", Expires: 5}},
+		"order":              CertCommand{Kind: SetOrder, Order: Order{Name: "s.example", URL: "https://ca.example/order/1", Started: 1}},
 	}
 }
 
@@ -65,7 +69,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdAuditNote; typ++ {
+	for typ := cmdInit; typ <= cmdCert; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

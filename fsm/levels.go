@@ -38,8 +38,12 @@ const (
 	// cluster to it, Apply bounds what clients grow and keeps the security
 	// audit apart (raise.go); snapshots of such a state are version 8.
 	LevelBounds = 7
+	// LevelCerts: type 24 (the certificates the cluster serves, its ACME
+	// account, challenges and orders: certs.go), applied once the cluster
+	// is raised to it; snapshots of such a state are version 9.
+	LevelCerts = 8
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelBounds
+	EntryLevel = LevelCerts
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -51,6 +55,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdCert:
+		return LevelCerts
 	case typ >= cmdRaise:
 		return LevelBounds
 	case typ >= cmdCreateImported:
@@ -157,7 +163,7 @@ func (r *CreateRequest) Level() int {
 // LevelOptions once any link has options, a domain is registered or a key
 // is limited to domains; LevelVisits once a link has visitors or a webhook
 // exists; LevelRestoreAudit while the audit log holds a restore;
-// LevelBounds once the cluster was raised to it. Imported
+// the level the cluster was raised to, from LevelBounds on. Imported
 // creation times and clicks need no level of their own: every build holds
 // a link's creation time and click total.
 func (f *FSM) Level() int {
@@ -168,7 +174,7 @@ func (f *FSM) Level() int {
 
 func (s *state) level() int {
 	if s.bounded() {
-		return LevelBounds
+		return s.raised
 	}
 	if s.audit.holdsRestore() {
 		return LevelRestoreAudit

@@ -200,8 +200,8 @@ func TestRaiseRules(t *testing.T) {
 	if e := f.Audit(AuditQuery{Kind: AuditSecurity, Limit: 5}); len(e) != 1 || e[0].Action != AuditMemberJoin || e[0].Subject != "n4" {
 		t.Fatalf("security audit: %+v", e)
 	}
-	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotVersion {
-		t.Fatalf("a raised state writes snapshot version %d, want %d", v, snapshotVersion)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV8 {
+		t.Fatalf("a state raised to LevelBounds writes snapshot version %d, want %d", v, snapshotV8)
 	}
 	roundTrip(t, f)
 }

@@ -44,6 +44,9 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //   - the audit log is cur's: it records what happened in this cluster;
 //     the level the cluster was raised to is the higher of the two (a
 //     raised backup holds what only raised builds read);
+//   - the certificates and the ACME account are cur's: their keys are
+//     sealed with this cluster's key, and they are for the names this
+//     cluster serves now;
 //   - the registered domains are those of both, next's settings first, so
 //     a host the cluster serves does not fall back to the default domain;
 //   - a webhook both hold keeps cur's registration, outbox and numbering:
@@ -83,6 +86,7 @@ func keepHandedOut(next, cur *state) {
 		}
 	}
 	next.audit = cur.audit.clone()
+	next.certs = cur.certs.clone()
 	next.raised = max(next.raised, cur.raised)
 	if next.bounded() {
 		next.audit.keepApart()

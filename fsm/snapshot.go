@@ -34,7 +34,8 @@ const (
 	snapshotV5      = 5 // version 4 with each link's options, then the domains
 	snapshotV6      = 6 // version 5, then visitors per link and day, and webhooks
 	snapshotV7      = 7 // version 6 whose audit log may record restores
-	snapshotVersion = 8 // version 7 of a raised cluster: its level after the version, the security audit at the end
+	snapshotV8      = 8 // version 7 of a raised cluster: its level after the version, the security audit at the end
+	snapshotVersion = 9 // version 8, then the certificates (certs.go)
 )
 
 // Link flags in a version 2 snapshot.
@@ -77,6 +78,7 @@ type snapshot struct {
 	audit      []AuditEntry // the one ring, or link writes once kept apart
 	security   []AuditEntry // security actions kept apart
 	raised     int
+	certs      certState
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
 	visits     visitTable  // shares pages, links and days: see visitTable
@@ -119,6 +121,7 @@ func (s *state) snapshot() *snapshot {
 	snap.revoked = slices.Collect(maps.Keys(s.revoked))
 	snap.audit, snap.security = s.audit.writes.oldestFirst(), s.audit.security.oldestFirst()
 	snap.raised = s.raised
+	snap.certs = s.certs.clone()
 	snap.opts = maps.Clone(s.opts)
 	snap.visits = s.visits.share()
 	snap.level = s.level()
@@ -169,7 +172,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	version := snap.version()
 	e.fixed(snapshotMagic)
 	e.byte(version)
-	if version >= snapshotVersion {
+	if version >= snapshotV8 {
 		e.uvarint(uint64(snap.raised))
 	}
 	e.bool(snap.hasKey)
@@ -231,8 +234,11 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		snap.encodeVisits(&e, flush)
 		snap.encodeWebhooks(&e, flush)
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV8 {
 		encodeAudit(&e, snap.security, flush)
+	}
+	if version >= snapshotVersion {
+		snap.encodeCerts(&e)
 	}
 	flush(true)
 	if werr != nil {
@@ -387,7 +393,7 @@ func decodeSections(d *decoder) (*state, error) {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
 	st := newState()
-	if version >= snapshotVersion {
+	if version >= snapshotV8 {
 		st.raised = int(d.uvarint())
 		if d.err == nil && (st.raised < LevelBounds || st.raised > EntryLevel) {
 			return nil, fmt.Errorf("raised to level %d", st.raised)
@@ -455,8 +461,13 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV8 {
 		if err := st.decodeAudit(d, version, true); err != nil {
+			return nil, err
+		}
+	}
+	if version >= snapshotVersion {
+		if err := st.decodeCerts(d); err != nil {
 			return nil, err
 		}
 	}
@@ -601,15 +612,17 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 // version is the oldest snapshot version that holds this state: version 4
 // while its level is LevelKeys (no options, domains or keys limited to
 // domains), 7 only while its audit log records a restore, 8 once the
-// cluster was raised to LevelBounds. A cluster in the middle of an upgrade, whose new nodes hold
+// cluster was raised to LevelBounds, 9 once raised to LevelCerts. A cluster in the middle of an upgrade, whose new nodes hold
 // only such state (nothing newer is written until every node applies it,
 // see EntryLevel), then sends its old nodes snapshots they can read. The
 // choice depends on the state alone, so equal states still give equal
 // bytes.
 func (snap *snapshot) version() byte {
 	switch {
-	case snap.level >= LevelBounds:
+	case snap.level >= LevelCerts:
 		return snapshotVersion
+	case snap.level >= LevelBounds:
+		return snapshotV8
 	case snap.level >= LevelRestoreAudit:
 		return snapshotV7
 	case snap.level >= LevelVisits:
@@ -723,7 +736,7 @@ func (st *state) decodeAudit(d *decoder, version byte, security bool) error {
 	}
 	last := AuditDomainRemove
 	switch {
-	case version >= snapshotVersion:
+	case version >= snapshotV8:
 		last = lastAuditAction
 	case version >= snapshotV7:
 		last = AuditBackupRestore

@@ -91,6 +91,7 @@ type state struct {
 	visits      visitTable // per link and day: who clicked (visitors.go)
 	hooks       webhooks   // webhooks.go
 	raised      int        // the level the cluster was raised to (raise.go)
+	certs       certState  // certs.go
 }
 
 func newState() *state {
@@ -110,6 +111,7 @@ func newState() *state {
 		domains:     map[string]Domain{},
 		domainLinks: map[string]int{},
 		hooks:       newWebhooks(),
+		certs:       newCertState(),
 	}
 }
 
@@ -243,6 +245,8 @@ func (s *state) apply(data []byte) any {
 		return s.raise(c)
 	case AuditNoteCommand:
 		return s.note(c)
+	case CertCommand:
+		return s.applyCert(c)
 	}
 	if result, ok := s.applyWebhook(cmd); ok {
 		return result

@@ -1,0 +1,376 @@
+package fsm
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Certificates: what the cluster needs to serve HTTPS with one
+// certificate per name on every node (cluster/certs orders them). The
+// leader alone talks to the certificate authority; everything the other
+// nodes need, and a new leader needs to go on, is here:
+//
+//   - the ACME account: the CA's directory, the account's URL, its key;
+//   - per name, the certificate chain and its private key;
+//   - the HTTP-01 challenges in flight, so whichever node the CA's request
+//     reaches answers it (round-robin DNS);
+//   - the orders in flight, so a new leader resumes one rather than place
+//     another.
+//
+// Private keys arrive sealed with a key derived from the cluster key: to
+// the state machine they are opaque bytes, checked only for size, and a
+// snapshot or backup holds them sealed. Every value is replaced whole,
+// never changed in place. All of it needs the cluster raised to
+// LevelCerts: older builds would not apply these entries.
+
+// Bounds of the certificate state, so no proposer makes it grow past
+// them: a name per registered domain and some configured names.
+const (
+	MaxCertificates  = MaxDomains + 100
+	MaxCertChain     = 32 << 10 // PEM
+	MaxSealedKey     = 8 << 10
+	MaxChallenges    = MaxCertificates
+	MaxChallengeText = 512
+	maxACMEURL       = 2048
+)
+
+// ACMEAccount is the cluster's account with its certificate authority.
+type ACMEAccount struct {
+	Directory string // the CA's directory URL
+	URL       string // the account's URL at the CA
+	Key       string // its private key, sealed (opaque here)
+}
+
+// Certificate is one name's certificate as every node serves it.
+type Certificate struct {
+	Name      string
+	Chain     string // PEM, the leaf first
+	Key       string // the private key, sealed (opaque here)
+	NotBefore int64  // unix ms
+	NotAfter  int64  // unix ms
+}
+
+// Challenge is an HTTP-01 challenge: the CA asks any node for
+// /.well-known/acme-challenge/Token and must read KeyAuth.
+type Challenge struct {
+	Token   string
+	KeyAuth string
+	Expires int64 // unix ms: the leader drops it after this
+}
+
+// Order is an order in flight for a name.
+type Order struct {
+	Name    string
+	URL     string
+	Started int64 // unix ms
+}
+
+// CertCommand changes the certificate state: exactly one of its parts.
+// One entry type for all of them, since they change together in one
+// place (cluster/certs) and each is small.
+type CertCommand struct {
+	Kind        CertChange
+	Account     ACMEAccount
+	Certificate Certificate
+	Challenge   Challenge
+	Order       Order
+}
+
+// CertChange says what a CertCommand changes.
+type CertChange byte
+
+// The changes a CertCommand makes.
+const (
+	SetACMEAccount CertChange = iota + 1
+	SetCertificate            // also ends the name's order
+	SetChallenge
+	RemoveChallenge
+	SetOrder
+	RemoveOrder
+	RemoveCertificate
+)
+
+// certState is the certificate part of the state.
+type certState struct {
+	account    ACMEAccount
+	certs      map[string]Certificate
+	challenges map[string]Challenge
+	orders     map[string]Order
+}
+
+func newCertState() certState {
+	return certState{certs: map[string]Certificate{}, challenges: map[string]Challenge{}, orders: map[string]Order{}}
+}
+
+func (c *certState) empty() bool {
+	return c.account == (ACMEAccount{}) && len(c.certs) == 0 && len(c.challenges) == 0 && len(c.orders) == 0
+}
+
+// Encode is the change's log entry (Command).
+func (c CertCommand) Encode() []byte {
+	var e encoder
+	e.byte(byte(cmdCert))
+	e.byte(byte(c.Kind))
+	switch c.Kind {
+	case SetACMEAccount:
+		encodeAccount(&e, c.Account)
+	case SetCertificate, RemoveCertificate:
+		encodeCertificate(&e, c.Certificate)
+	case SetChallenge, RemoveChallenge:
+		encodeChallenge(&e, c.Challenge)
+	case SetOrder, RemoveOrder:
+		encodeOrder(&e, c.Order)
+	}
+	return seal(e.buf)
+}
+
+// Level is LevelCerts (Command).
+func (CertCommand) Level() int { return LevelCerts }
+
+func encodeAccount(e *encoder, a ACMEAccount) {
+	e.string(a.Directory)
+	e.string(a.URL)
+	e.string(a.Key)
+}
+func decodeAccount(d *decoder) ACMEAccount {
+	return ACMEAccount{Directory: d.string(), URL: d.string(), Key: d.string()}
+}
+
+func encodeCertificate(e *encoder, c Certificate) {
+	e.string(c.Name)
+	e.string(c.Chain)
+	e.string(c.Key)
+	e.varint(c.NotBefore)
+	e.varint(c.NotAfter)
+}
+
+func decodeCertificate(d *decoder) Certificate {
+	return Certificate{Name: d.string(), Chain: d.string(), Key: d.string(), NotBefore: d.varint(), NotAfter: d.varint()}
+}
+
+func encodeChallenge(e *encoder, c Challenge) {
+	e.string(c.Token)
+	e.string(c.KeyAuth)
+	e.varint(c.Expires)
+}
+func decodeChallenge(d *decoder) Challenge {
+	return Challenge{Token: d.string(), KeyAuth: d.string(), Expires: d.varint()}
+}
+
+func encodeOrder(e *encoder, o Order) { e.string(o.Name); e.string(o.URL); e.varint(o.Started) }
+func decodeOrder(d *decoder) Order {
+	return Order{Name: d.string(), URL: d.string(), Started: d.varint()}
+}
+
+func decodeCertCommand(d *decoder) CertCommand {
+	c := CertCommand{Kind: CertChange(d.byte())}
+	switch c.Kind {
+	case SetACMEAccount:
+		c.Account = decodeAccount(d)
+	case SetCertificate, RemoveCertificate:
+		c.Certificate = decodeCertificate(d)
+	case SetChallenge, RemoveChallenge:
+		c.Challenge = decodeChallenge(d)
+	case SetOrder, RemoveOrder:
+		c.Order = decodeOrder(d)
+	default:
+		d.fail(fmt.Errorf("certificate change %d", c.Kind))
+	}
+	return c
+}
+
+func (a ACMEAccount) check() error {
+	if a.Directory == "" || len(a.Directory) > maxACMEURL || len(a.URL) > maxACMEURL || a.Key == "" || len(a.Key) > MaxSealedKey {
+		return fmt.Errorf("%w: an ACME account needs a directory, and a URL and a key within bounds", ErrInvalidRequest)
+	}
+	return nil
+}
+
+func (c Certificate) check() error {
+	if !validDomainName(c.Name) || c.Chain == "" || len(c.Chain) > MaxCertChain || c.Key == "" || len(c.Key) > MaxSealedKey || c.NotAfter <= c.NotBefore {
+		return fmt.Errorf("%w: certificate for %q: a name, a chain of at most %d bytes, a key and a validity", ErrInvalidRequest, c.Name, MaxCertChain)
+	}
+	return nil
+}
+
+func (c Challenge) check() error {
+	if c.Token == "" || len(c.Token) > MaxChallengeText || len(c.KeyAuth) > MaxChallengeText {
+		return fmt.Errorf("%w: a challenge needs a token and a key authorization of at most %d bytes", ErrInvalidRequest, MaxChallengeText)
+	}
+	return nil
+}
+
+func (o Order) check() error {
+	if !validDomainName(o.Name) || len(o.URL) > maxACMEURL {
+		return fmt.Errorf("%w: an order needs a name and a URL of at most %d bytes", ErrInvalidRequest, maxACMEURL)
+	}
+	return nil
+}
+
+// applyCert applies a CertCommand.
+func (s *state) applyCert(c CertCommand) error {
+	if s.raised < LevelCerts {
+		return fmt.Errorf("%w: certificates need the cluster raised to level %d", ErrInvalidRequest, LevelCerts)
+	}
+	cs := &s.certs
+	switch c.Kind {
+	case SetACMEAccount:
+		if err := c.Account.check(); err != nil {
+			return err
+		}
+		cs.account = c.Account
+	case SetCertificate:
+		if err := c.Certificate.check(); err != nil {
+			return err
+		}
+		if _, known := cs.certs[c.Certificate.Name]; !known && len(cs.certs) >= MaxCertificates {
+			return fmt.Errorf("%w: at most %d certificates", ErrInvalidRequest, MaxCertificates)
+		}
+		cs.certs[c.Certificate.Name] = c.Certificate
+		delete(cs.orders, c.Certificate.Name)
+	case RemoveCertificate:
+		delete(cs.certs, c.Certificate.Name)
+	case SetChallenge:
+		if err := c.Challenge.check(); err != nil {
+			return err
+		}
+		if _, known := cs.challenges[c.Challenge.Token]; !known && len(cs.challenges) >= MaxChallenges {
+			return fmt.Errorf("%w: at most %d challenges in flight", ErrInvalidRequest, MaxChallenges)
+		}
+		cs.challenges[c.Challenge.Token] = c.Challenge
+	case RemoveChallenge:
+		delete(cs.challenges, c.Challenge.Token)
+	case SetOrder:
+		if err := c.Order.check(); err != nil {
+			return err
+		}
+		if _, known := cs.orders[c.Order.Name]; !known && len(cs.orders) >= MaxCertificates {
+			return fmt.Errorf("%w: at most %d orders in flight", ErrInvalidRequest, MaxCertificates)
+		}
+		cs.orders[c.Order.Name] = c.Order
+	case RemoveOrder:
+		delete(cs.orders, c.Order.Name)
+	default:
+		return fmt.Errorf("%w: certificate change %d", ErrInvalidRequest, c.Kind)
+	}
+	return nil
+}
+
+// ACMEAccount is the cluster's account; false before one was made.
+func (f *FSM) ACMEAccount() (ACMEAccount, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	a := f.s.certs.account
+	return a, a.Directory != ""
+}
+
+// Certificate is the certificate for name.
+func (f *FSM) Certificate(name string) (Certificate, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	c, ok := f.s.certs.certs[name]
+	return c, ok
+}
+
+// Certificates lists every certificate, by name.
+func (f *FSM) Certificates() []Certificate {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedValues(f.s.certs.certs, func(c Certificate) string { return c.Name })
+}
+
+// Challenge is the key authorization for an HTTP-01 token.
+func (f *FSM) Challenge(token string) (Challenge, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	c, ok := f.s.certs.challenges[token]
+	return c, ok
+}
+
+// Challenges lists the challenges in flight, by token.
+func (f *FSM) Challenges() []Challenge {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedValues(f.s.certs.challenges, func(c Challenge) string { return c.Token })
+}
+
+// Orders lists the orders in flight, by name.
+func (f *FSM) Orders() []Order {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedValues(f.s.certs.orders, func(o Order) string { return o.Name })
+}
+
+func sortedValues[V any](m map[string]V, key func(V) string) []V {
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, func(a, b V) int { return cmp.Compare(key(a), key(b)) })
+	return out
+}
+
+// encodeCerts writes the certificate section of a version 9 snapshot.
+func (snap *snapshot) encodeCerts(e *encoder) {
+	cs := &snap.certs
+	encodeAccount(e, cs.account)
+	certs := sortedValues(cs.certs, func(c Certificate) string { return c.Name })
+	e.uvarint(uint64(len(certs)))
+	for _, c := range certs {
+		encodeCertificate(e, c)
+	}
+	challenges := sortedValues(cs.challenges, func(c Challenge) string { return c.Token })
+	e.uvarint(uint64(len(challenges)))
+	for _, c := range challenges {
+		encodeChallenge(e, c)
+	}
+	orders := sortedValues(cs.orders, func(o Order) string { return o.Name })
+	e.uvarint(uint64(len(orders)))
+	for _, o := range orders {
+		encodeOrder(e, o)
+	}
+}
+
+// decodeCerts reads what encodeCerts wrote, each value one Apply would
+// accept, keys in increasing order.
+func (st *state) decodeCerts(d *decoder) error {
+	cs := &st.certs
+	if a := decodeAccount(d); a != (ACMEAccount{}) {
+		if err := a.check(); d.err == nil && err != nil {
+			return err
+		}
+		cs.account = a
+	}
+	prev := ""
+	for n := d.count(5); n > 0 && d.err == nil; n-- {
+		c := decodeCertificate(d)
+		if err := c.check(); d.err == nil && (err != nil || c.Name <= prev || len(cs.certs) >= MaxCertificates) {
+			return fmt.Errorf("certificate %q invalid, out of order or too many: %v", c.Name, err)
+		}
+		prev = c.Name
+		cs.certs[c.Name] = c
+	}
+	prev = ""
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		c := decodeChallenge(d)
+		if err := c.check(); d.err == nil && (err != nil || c.Token <= prev || len(cs.challenges) >= MaxChallenges) {
+			return fmt.Errorf("challenge invalid, out of order or too many: %v", err)
+		}
+		prev = c.Token
+		cs.challenges[c.Token] = c
+	}
+	prev = ""
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		o := decodeOrder(d)
+		if err := o.check(); d.err == nil && (err != nil || o.Name <= prev || len(cs.orders) >= MaxCertificates) {
+			return fmt.Errorf("order %q invalid, out of order or too many: %v", o.Name, err)
+		}
+		prev = o.Name
+		cs.orders[o.Name] = o
+	}
+	return d.err
+}
+
+// clone copies the maps; the values are never changed in place.
+func (c *certState) clone() certState {
+	return certState{account: c.account, certs: maps.Clone(c.certs), challenges: maps.Clone(c.challenges), orders: maps.Clone(c.orders)}
+}
