@@ -16,6 +16,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/linkraft/linkraft/cluster/certs"
 	"github.com/linkraft/linkraft/cluster/clicks"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/webhooks"
@@ -71,8 +72,11 @@ type Config struct {
 	// creates when it leads a cluster that has no keys (empty: it never
 	// creates one; set when the node has no --admin-token).
 	InitialKeyFile string
-	Logger         *slog.Logger
-	RaftLogLevel   string
+	// ACME, when set, has the leader order and renew the certificates
+	// every node serves (certificates.go).
+	ACME         *ACMEConfig
+	Logger       *slog.Logger
+	RaftLogLevel string
 }
 
 func (c *Config) setDefaults() {
@@ -144,6 +148,8 @@ type Node struct {
 	// hooks delivers the webhooks while this node leads (webhooks.go).
 	hooks  *webhooks.Delivery
 	levels *entryLevels
+	// certs orders certificates while this node leads; nil without ACME.
+	certs *certs.Manager
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -202,6 +208,7 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
+	n.certs = n.newCertManager(cfg.ACME)
 	n.addrs = newAddressBook(f.ClusterID)
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}

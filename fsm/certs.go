@@ -60,11 +60,13 @@ type Challenge struct {
 	Expires int64 // unix ms: the leader drops it after this
 }
 
-// Order is an order in flight for a name.
+// Order is an order in flight for a name, with the private key its
+// certificate will have, so a new leader can finalize it.
 type Order struct {
 	Name    string
 	URL     string
-	Started int64 // unix ms
+	Key     string // sealed (opaque here)
+	Started int64  // unix ms
 }
 
 // CertCommand changes the certificate state: exactly one of its parts.
@@ -159,9 +161,14 @@ func decodeChallenge(d *decoder) Challenge {
 	return Challenge{Token: d.string(), KeyAuth: d.string(), Expires: d.varint()}
 }
 
-func encodeOrder(e *encoder, o Order) { e.string(o.Name); e.string(o.URL); e.varint(o.Started) }
+func encodeOrder(e *encoder, o Order) {
+	e.string(o.Name)
+	e.string(o.URL)
+	e.string(o.Key)
+	e.varint(o.Started)
+}
 func decodeOrder(d *decoder) Order {
-	return Order{Name: d.string(), URL: d.string(), Started: d.varint()}
+	return Order{Name: d.string(), URL: d.string(), Key: d.string(), Started: d.varint()}
 }
 
 func decodeCertCommand(d *decoder) CertCommand {
@@ -203,8 +210,8 @@ func (c Challenge) check() error {
 }
 
 func (o Order) check() error {
-	if !validDomainName(o.Name) || len(o.URL) > maxACMEURL {
-		return fmt.Errorf("%w: an order needs a name and a URL of at most %d bytes", ErrInvalidRequest, maxACMEURL)
+	if !validDomainName(o.Name) || len(o.URL) > maxACMEURL || len(o.Key) > MaxSealedKey {
+		return fmt.Errorf("%w: an order needs a name, and a URL and a key within bounds", ErrInvalidRequest)
 	}
 	return nil
 }
@@ -359,7 +366,7 @@ func (st *state) decodeCerts(d *decoder) error {
 		cs.challenges[c.Token] = c
 	}
 	prev = ""
-	for n := d.count(3); n > 0 && d.err == nil; n-- {
+	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		o := decodeOrder(d)
 		if err := o.check(); d.err == nil && (err != nil || o.Name <= prev || len(cs.orders) >= MaxCertificates) {
 			return fmt.Errorf("order %q invalid, out of order or too many: %v", o.Name, err)

@@ -61,6 +61,9 @@ func (s *Server) shortURL(ctx *fasthttp.RequestCtx, l *fsm.Link) string {
 	if s.cfg.BaseURL != "" {
 		return s.cfg.BaseURL + "/" + l.Code
 	}
+	if s.cfg.TLS != nil {
+		return "https://" + string(ctx.Host()) + "/" + l.Code
+	}
 	return "http://" + string(ctx.Host()) + "/" + l.Code
 }
 

@@ -64,6 +64,9 @@ type Config struct {
 	// Registry is where /metrics gathers from; this server registers its
 	// own metrics and the node's there. nil: a registry of its own.
 	Registry *prometheus.Registry
+	// TLS, when set, is how the node serves HTTPS (tls.go); short URLs
+	// are then https.
+	TLS *TLS
 }
 
 // Server serves the public API of one node.
@@ -116,6 +119,9 @@ func New(cfg Config, node Node) *Server {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
 		s.rootTokenHash = sum[:]
 	}
+	if cfg.TLS != nil && cfg.TLS.Certificates != nil {
+		s.metrics.registry.MustRegister(newCertificateCollector(cfg.TLS.Certificates))
+	}
 	s.routes()
 	// Deletes and admin calls other nodes forward to this one arrive on
 	// the cluster's port; they get the same handler.
@@ -165,6 +171,7 @@ func (s *Server) routes() {
 	handle("GET", "/", "root", s.handleRoot)
 	handle("GET", "/health", "health", s.handleHealth)
 	handle("GET", "/health/live", "health", s.handleLive)
+	handle("GET", acmeChallengePrefix+"{token}", "acme_challenge", s.handleACMEChallenge)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
 	handle("GET", "/ui/app.js", "ui", uiAsset("text/javascript; charset=utf-8", uiScript))
@@ -258,6 +265,14 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	if body != nil {
 		defer body.finish(ctx)
+	}
+	if s.cfg.TLS != nil {
+		if s.upgradeToHTTPS(ctx) {
+			return
+		}
+		if s.cfg.TLS.HSTS && ctx.IsTLS() {
+			ctx.Response.Header.Set(fasthttp.HeaderStrictTransportSecurity, hstsValue)
+		}
 	}
 	if code, ok := redirectCode(ctx); ok {
 		s.metrics.instrumentRedirect(ctx, code, s.redirect)

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	_ "embed"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -38,6 +39,11 @@ type healthJSON struct {
 	Links        int    `json:"links"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Version      string `json:"version"`
+	// Warnings name what an operator should see to while the node serves
+	// (certificate_expiring: a served certificate ends within 7 days).
+	Warnings []string `json:"warnings,omitempty"`
+	// CertificatesExpiring names those certificates.
+	CertificatesExpiring []string `json:"certificates_expiring,omitempty"`
 }
 
 // handleHealth is readiness: 200 "healthy" only while this node can serve
@@ -68,10 +74,14 @@ func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) healthOf() healthJSON {
 	self := s.node.Self.Local()
-	return healthJSON{
+	h := healthJSON{
 		Status: "healthy", NodeID: self.ID, Role: self.Role, Leader: self.LeaderID, ClusterID: s.fsm.ClusterID(),
 		Links: s.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: s.cfg.Version,
 	}
+	if h.CertificatesExpiring = s.expiringCertificates(time.Now()); len(h.CertificatesExpiring) > 0 {
+		h.Warnings = append(h.Warnings, "certificate_expiring")
+	}
+	return h
 }
 
 // uiCSP lets the page load only its own script, style, API and QR images,

@@ -26,12 +26,17 @@
 //     backups made by holders of its key. A backup leaves the cluster and
 //     is kept elsewhere; its key is not the gossip or TLS key, so a
 //     backup store learns nothing that helps against either.
+//   - "linkraft secrets at rest": an AES-256-GCM key sealing the private
+//     keys the replicated state holds for the cluster (its certificates
+//     and ACME account: cluster/certs), so that a snapshot or backup
+//     alone does not give them away (seal.go).
 //
 // There is no keyless mode: a process on the same host is no more a peer
 // than one across the network, so a node never listens without a key.
 package secure
 
 import (
+	"crypto/cipher"
 	"crypto/ed25519"
 	"crypto/hkdf"
 	"crypto/hmac"
@@ -64,10 +69,11 @@ const (
 // operator's key, never the raw bytes. A Key is immutable and safe for
 // concurrent use.
 type Key struct {
-	gossip [32]byte
-	backup [32]byte
-	cert   tls.Certificate
-	pub    ed25519.PublicKey
+	gossip  [32]byte
+	backup  [32]byte
+	secrets cipher.AEAD // seal.go
+	cert    tls.Certificate
+	pub     ed25519.PublicKey
 }
 
 // GenerateKey returns a new random cluster key in the form ParseKey reads
@@ -112,6 +118,9 @@ func newKey(raw []byte) (*Key, error) {
 		return nil, err
 	}
 	copy(k.backup[:], backup)
+	if k.secrets, err = newSecretsAEAD(raw); err != nil {
+		return nil, err
+	}
 	seed, err := derive(raw, infoTLS)
 	if err != nil {
 		return nil, err

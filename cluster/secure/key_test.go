@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -185,6 +186,34 @@ func TestKeyRedacted(t *testing.T) {
 	for _, out := range []string{fmt.Sprint(k), fmt.Sprintf("%v %+v %#v %s", k, k, k, k)} {
 		if strings.Contains(out, s) || !strings.Contains(out, "redacted") {
 			t.Fatalf("formatted key %q is not redacted", out)
+		}
+	}
+}
+
+// TestSealOpens: a sealed secret opens with the same key and aad only.
+func TestSealOpens(t *testing.T) {
+	a, err := ParseKey(GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseKey(GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := a.Seal([]byte("private key"), []byte("s.example"))
+	if got, err := a.Open(sealed, []byte("s.example")); err != nil || string(got) != "private key" {
+		t.Fatalf("open: %q, %v", got, err)
+	}
+	changed := append([]byte(nil), sealed...)
+	changed[len(changed)-1] ^= 1
+	for name, open := range map[string]func() ([]byte, error){
+		"another cluster key": func() ([]byte, error) { return b.Open(sealed, []byte("s.example")) },
+		"another name":        func() ([]byte, error) { return a.Open(sealed, []byte("other.example")) },
+		"a changed byte":      func() ([]byte, error) { return a.Open(changed, []byte("s.example")) },
+		"too short":           func() ([]byte, error) { return a.Open(sealed[:5], []byte("s.example")) },
+	} {
+		if got, err := open(); !errors.Is(err, ErrSealed) || got != nil {
+			t.Errorf("%s: %q, %v; want ErrSealed", name, got, err)
 		}
 	}
 }

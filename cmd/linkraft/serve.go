@@ -47,6 +47,7 @@ type serveConfig struct {
 	trustedProxy, logLevel                                       string
 	logFormat                                                    string
 	accessLog                                                    bool
+	tls                                                          tlsFlags
 
 	key              *secure.Key // parsed --cluster-key
 	keyOnCommandLine bool        // --cluster-key was a flag, not LINKRAFT_CLUSTER_KEY
@@ -101,6 +102,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
 	fs.BoolVar(&c.accessLog, "access-log", false, "log one line per HTTP request (method, path, status, duration, remote address)")
+	c.tls.register(fs)
 
 	if err := applyEnv(fs); err != nil {
 		return nil, err
@@ -160,7 +162,7 @@ func (c *serveConfig) validate() error {
 		return errors.New("--bootstrap-expect must be >= 0")
 	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
-	return nil
+	return c.tls.validate()
 }
 
 func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
@@ -232,6 +234,10 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}
 
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
+	acme, err := cfg.tls.acmeConfig()
+	if err != nil {
+		return err
+	}
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
@@ -239,7 +245,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		ReadReplica:  cfg.readReplica,
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
-		AllowPrivateTargets: cfg.allowPrivateTargets,
+		AllowPrivateTargets: cfg.allowPrivateTargets, ACME: acme,
 	}, fsm.New())
 	if err != nil {
 		return err
@@ -251,6 +257,20 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}()
 
 	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
+	var serverTLS *httpd.TLS
+	var httpsLn net.Listener
+	if cfg.tls.enabled() {
+		if serverTLS, err = cfg.tls.serverTLS(node.FSM(), key.key); err != nil {
+			return err
+		}
+		if httpsLn, err = net.Listen("tcp", cfg.tls.httpsAddr); err != nil {
+			return fmt.Errorf("listen https: %w", err)
+		}
+		defer httpsLn.Close()
+		if cfg.baseURL == "" {
+			baseURL, guessed, warn = cfg.tls.httpsBase(httpAdvertise), false, false
+		}
+	}
 	switch {
 	case warn:
 		log.Warn("no --base-url: short URLs name this node's advertised address, not the Host header clients send; "+
@@ -265,13 +285,17 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		AdminToken: cfg.adminToken, PublicCreate: cfg.publicCreate,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
-		AccessLog: cfg.accessLog, Registry: registry, Countries: countries,
+		AccessLog: cfg.accessLog, Registry: registry, Countries: countries, TLS: serverTLS,
 	}, httpd.Of(node))
 
 	defer tuneGC()()
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if httpsLn != nil {
+		go func() { serveErr <- srv.ServeTLS(httpsLn) }()
+		log.Info("serving HTTPS", "https", httpsLn.Addr().String(), "redirect_http", cfg.tls.httpRedirect, "acme", cfg.tls.acme())
+	}
 	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
 	stop := make(chan os.Signal, 1)
