@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -186,6 +189,123 @@ func TestSecurityPasswordHashingBudget(t *testing.T) {
 	}
 	plain := follower.createURL(t, "https://example.com/f2-plain")
 	follower.requireRedirect(t, plain.ShortCode, "https://example.com/f2-plain")
+}
+
+// clientGuessBurst is how many password guesses one client may make at
+// once, and clientGuessesPerMinute how fast they come back
+// (httpd/password.go, docs/API.md "Passwords").
+const (
+	clientGuessBurst       = 5
+	clientGuessesPerMinute = 10
+)
+
+// clientAt is an HTTP client whose connections come from the loopback
+// address ip, so a test can be several clients of one node.
+func clientAt(t *testing.T, ip string) *http.Client {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	transport := &http.Transport{DialContext: dialer.DialContext}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{
+		Transport:     transport,
+		Timeout:       20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// visitProtected sends one visit to a protected link through n, with password in
+// X-Link-Password (or, with form, as the password page posts it).
+func visitProtected(t *testing.T, c *http.Client, n *node, method, code, password string, form bool) *http.Response {
+	t.Helper()
+	var body io.Reader
+	if form {
+		body = strings.NewReader(url.Values{"password": {password}}.Encode())
+	}
+	req, err := http.NewRequest(method, "http://"+n.httpAddr+"/"+code, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else {
+		req.Header.Set("X-Link-Password", password)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s /%s on %s: %v", method, code, n.id, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// TestSecurityPasswordGuessesAcrossTheCluster: one client spreading wrong
+// password guesses over the three nodes gets the guesses of one client in
+// all before 429, not one client's on each node (each node kept its own
+// budgets: three times the guesses); followers hand the guesses to the
+// leader, naming the client. Another client, through the followers, still
+// opens the link with its password, by header, form and HEAD.
+func TestSecurityPasswordGuessesAcrossTheCluster(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	nodes := startCluster(t, 3, nil)
+	leader, followers := waitOneLeader(t, formationBound, nodes...)
+	const target = "https://example.com/f10-protected"
+	l := leader.createLink(t, map[string]any{"original_url": target, "password": "correct horse battery"})
+	// The followers come first: on a node that judged guesses itself,
+	// they would be its own budget's.
+	order := []*node{followers[0], followers[1], leader}
+
+	attacker := clientAt(t, "127.0.0.2")
+	const guesses = 3 * (clientGuessBurst + 1)
+	start := time.Now()
+	wrong, limited := 0, map[string]int{}
+	for i := range guesses {
+		n := order[i%len(order)]
+		resp := visitProtected(t, attacker, n, http.MethodGet, l.ShortCode, "wrong guess "+itoa(i), false)
+		switch resp.StatusCode {
+		case http.StatusUnauthorized:
+			wrong++
+		case http.StatusTooManyRequests:
+			limited[n.id]++
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 {
+				t.Errorf("429 from %s with Retry-After %q, want a positive number of seconds", n.id, resp.Header.Get("Retry-After"))
+			}
+		default:
+			t.Fatalf("guess %d on %s: %d, want 401 or 429", i+1, n.id, resp.StatusCode)
+		}
+	}
+	// The budget refills while the guesses are sent: one more allowed for
+	// each refill, and one for a refill under way.
+	allowed := clientGuessBurst + int(time.Since(start).Minutes()*clientGuessesPerMinute) + 1
+	if wrong > allowed {
+		t.Fatalf("%d wrong guesses spread over 3 nodes were judged before 429 (%d guesses, 429s by node %v); one client's budget allows %d",
+			wrong, guesses, limited, allowed)
+	}
+	for _, n := range nodes {
+		if limited[n.id] == 0 {
+			t.Errorf("%s never answered 429 to the spent client (429s by node %v)", n.id, limited)
+		}
+	}
+
+	// Another client's visits through the followers: the leader judged
+	// them on that client's budget, so they open the link.
+	visitor := clientAt(t, "127.0.0.3")
+	for _, tc := range []struct {
+		n      *node
+		method string
+		form   bool
+	}{
+		{followers[0], http.MethodGet, false},
+		{followers[1], http.MethodPost, true},
+		{followers[0], http.MethodHead, false},
+	} {
+		resp := visitProtected(t, visitor, tc.n, tc.method, l.ShortCode, "correct horse battery", tc.form)
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != target {
+			t.Errorf("another client's %s with the password (form %v) through %s: %d Location %q, want 302 to %s",
+				tc.method, tc.form, tc.n.id, resp.StatusCode, resp.Header.Get("Location"), target)
+		}
+	}
 }
 
 // TestBulkThroughAFollowerIsScreenedThere: the follower a bulk reaches

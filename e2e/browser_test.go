@@ -791,3 +791,135 @@ func screenshot(t *testing.T, ctx context.Context, path string) {
 		t.Fatalf("write screenshot: %v", err)
 	}
 }
+
+// hiddenPattern is the page's own test for hidden characters (app.js
+// HIDDEN), for asserting that a view shows none.
+const hiddenPattern = `/[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u`
+
+// TestBrowserShowsHiddenCharacters: characters that show nothing of
+// themselves but change how the text around them looks (a right-to-left
+// override makes "https://example.com/files/‮fdp.exe" read as ending in
+// "exe.pdf"; zero-width characters, isolates, marks, the byte order mark)
+// are shown by the web UI as their code points, each in a marked span,
+// wherever it shows a target: the link page (target, rules, history), the
+// Links view and the edit form. The link itself keeps the target as
+// stored: the href, the edit field and the redirect. Then the escaping
+// function (app.js shown) is tested on its own, in the page, with a table.
+func TestBrowserShowsHiddenCharacters(t *testing.T) {
+	skipIfShort(t)
+	browser := chromiumPath(t)
+	n := startNode(t, nodeOptions{})
+	base := "http://" + n.httpAddr
+
+	first := "https://example.com/files/\u202Efdp.exe"
+	target := "https://example.com/\u200Bpay\u2066ment\u2069/\u200E\u200F\uFEFFinvoice"
+	ruleURL := "https://apps.example/\u202Eios"
+	l := n.createLink(t, map[string]any{"original_url": first, "rules": []any{
+		map[string]any{"when": map[string]any{"device": "ios"}, "url": ruleURL}}})
+	if r := n.request(t, http.MethodPatch, "/api/v1/urls/"+l.ShortCode, http.Header{"Content-Type": {"application/json"}},
+		[]byte(`{"original_url":`+jsString(target)+`}`)); r.status != http.StatusOK {
+		t.Fatalf("edit the target: %v", r)
+	}
+	if r := n.get(t, "/"+l.ShortCode); r.status != http.StatusFound || r.header.Get("Location") != target {
+		t.Fatalf("GET /%s: %v Location %q, want 302 to the target as stored, %q", l.ShortCode, r, r.header.Get("Location"), target)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox, // CI runs as root, where chromium's sandbox refuses to start
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	var console consoleErrors
+	console.watch(bctx)
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(chromedp.ID("k-in")),
+	); err != nil {
+		t.Fatalf("open the UI: %v", err)
+	}
+
+	useKey(t, bctx, e2eToken)
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void](`location.hash = `+jsString("#/link/"+l.ShortCode))); err != nil {
+		t.Fatalf("open the link page: %v", err)
+	}
+	escaped := `https://example.com/\u200Bpay\u2066ment\u2069/\u200E\u200F\uFEFFinvoice`
+	waitPage(t, bctx, "the link page shows the target, its rule and its history with each hidden character as its code point", 10*time.Second, `(() => {
+		const txt = id => document.getElementById(id)?.textContent, a = document.querySelector("#l-target a");
+		const vs = [...document.querySelectorAll("#l-versions li")];
+		return txt("l-target") === `+jsString(escaped)+` && document.querySelectorAll("#l-target span.hid").length === 6 &&
+			a?.getAttribute("href") === `+jsString(target)+` &&
+			txt("l-rules")?.includes(`+jsString(`https://apps.example/\u202Eios`)+`) &&
+			vs.length === 2 && vs[0].textContent.includes(`+jsString(`https://example.com/files/\u202Efdp.exe`)+`) &&
+			vs.map(li => li.dataset.url).join() === `+jsString(first+","+target)+` &&
+			!`+hiddenPattern+`.test(document.getElementById("v-link").textContent);
+	})()`, `JSON.stringify(document.getElementById("v-link").textContent)`)
+
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.ID("n-links"))); err != nil {
+		t.Fatalf("open the Links view: %v", err)
+	}
+	row := `document.querySelector(` + jsString(`#ls-list li[data-code="`+l.ShortCode+`"]`) + `)`
+	waitPage(t, bctx, "the Links view shows the target with its hidden characters as code points", 5*time.Second,
+		`!!`+row+` && `+row+`.textContent.includes(`+jsString(escaped)+`) && `+row+`.querySelectorAll("span.hid").length === 6 && !`+hiddenPattern+`.test(`+row+`.textContent)`,
+		`JSON.stringify(document.getElementById("v-links").textContent)`)
+
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#ls-list li[data-code="`+l.ShortCode+`"] a[aria-label^="Edit"]`))); err != nil {
+		t.Fatalf("click Edit: %v", err)
+	}
+	waitPage(t, bctx, "the edit form keeps the target as stored and says which hidden characters it holds", 5*time.Second, `(() => {
+		const note = document.getElementById("e-url-hid");
+		return !document.getElementById("f-e").hidden && document.getElementById("e-url").value === `+jsString(target)+` &&
+			!note.hidden && note.textContent.includes(`+jsString(escaped)+`) && note.querySelectorAll("span.hid").length === 6;
+	})()`, `JSON.stringify({url: document.getElementById("e-url").value, note: document.getElementById("e-url-hid").textContent})`)
+	// A URL typed without them retires the note (typing fires the input
+	// event the note listens to; setting the value does not).
+	if err := chromedp.Do(bctx, chromedp.SetValue(chromedp.ID("e-url"), "https://example.com/plai"), chromedp.SendKeys(chromedp.ID("e-url"), "n")); err != nil {
+		t.Fatalf("type a plain URL: %v", err)
+	}
+	waitPage(t, bctx, "a plain URL in the edit form has no note", 5*time.Second,
+		`document.getElementById("e-url-hid").hidden`, `document.getElementById("e-url-hid").textContent`)
+
+	// shown, as the page renders a URL: the text a user reads, and how
+	// many marked spans it holds.
+	type rendered struct {
+		Text  string `json:"text"`
+		Marks int    `json:"marks"`
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     rendered
+	}{
+		{"plain ASCII", "https://example.com/a?b=c#d", rendered{"https://example.com/a?b=c#d", 0}},
+		{"visible non-ASCII, right-to-left letters included", "https://example.com/ünïcödé/日本/עברית", rendered{"https://example.com/ünïcödé/日本/עברית", 0}},
+		{"right-to-left override", first, rendered{`https://example.com/files/\u202Efdp.exe`, 1}},
+		{"embeddings, overrides and their end", "a\u202A\u202B\u202C\u202Db", rendered{`a\u202A\u202B\u202C\u202Db`, 4}},
+		{"isolates", "\u2066a\u2067b\u2068c\u2069", rendered{`\u2066a\u2067b\u2068c\u2069`, 4}},
+		{"marks", "x\u200Ey\u200Fz\u061C", rendered{`x\u200Ey\u200Fz\u061C`, 3}},
+		{"zero-width space, joiners, word joiner", "a\u200B\u200C\u200D\u2060b", rendered{`a\u200B\u200C\u200D\u2060b`, 4}},
+		{"byte order mark first", "\uFEFFhttps://example.com/", rendered{`\uFEFFhttps://example.com/`, 1}},
+		{"soft hyphen and a Hangul filler", "ex\u00ADample\u3164", rendered{`ex\u00ADample\u3164`, 2}},
+		{"a tag character, outside the BMP", "a\U000E0041b", rendered{`a\u{E0041}b`, 1}},
+	} {
+		got, err := chromedp.Run(bctx, chromedp.Evaluate[rendered](`(() => {
+			const d = document.createElement("div");
+			d.append(shown(`+jsString(tc.in)+`));
+			return {text: d.textContent, marks: d.querySelectorAll("span.hid").length};
+		})()`))
+		if err != nil {
+			t.Fatalf("%s: shown in the page: %v", tc.name, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: shown(%q) reads %q with %d marked, want %q with %d", tc.name, tc.in, got.Text, got.Marks, tc.want.Text, tc.want.Marks)
+		}
+	}
+
+	if errs := console.list(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -608,7 +608,9 @@ func TestOpenAPIContract(t *testing.T) {
 			t.Errorf("Location %q, want %q: %v", got, want, r)
 		}
 	}
-	// node1 spent its password guesses: another follower, with its own.
+	// The password guesses were spent while node1 led. The budgets are
+	// the leader's, kept in its memory: the leader since has its own, and
+	// a follower hands it the guess.
 	fresh := followers[0]
 	if fresh == n1 {
 		fresh = followers[1]

@@ -49,12 +49,12 @@ const (
 )
 
 // checkKey authenticates a request's credential against the admin token
-// and the replicated keys. With catchUp, a key id this node does not know
-// (or any key, while this node knows it is behind) is looked up again
-// after the node has applied everything acknowledged before the request,
-// so a key works on every node once its creation was acknowledged and on
-// none once its revocation was; without, only local state is asked (the
-// header callback, which must not wait).
+// and the replicated keys. With catchUp, a key this node would refuse (or
+// any key, while this node knows it is behind) is looked up again after
+// the node has applied everything acknowledged before the request, so a
+// key works on every node once its creation was acknowledged and on none
+// once its revocation was; without, only local state is asked (the header
+// callback, which must not wait).
 func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool) (fsm.APIKey, authResult) {
 	cred, malformed := credential(h)
 	switch {
@@ -75,20 +75,36 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 	if !ok {
 		return fsm.APIKey{}, authInvalid
 	}
-	key, known := s.fsm.Key(id)
-	// A node that knows it is behind the leader may not have applied a
-	// revocation the leader acknowledged (a voter excused from the wait):
-	// it catches up before it believes a key, as before it refuses one.
-	if catchUp && (!known || s.node.Reads.Behind()) {
+	key, ok := s.storedKey(id, hash, now)
+	// A key created a moment ago may not be applied here yet, so a key
+	// this node would refuse is refused only after catching up. Every
+	// refusal catches up, not only an unknown id's: a known id with a
+	// wrong secret answered a leader round trip sooner would tell anyone
+	// timing the answers which key ids exist. A node that knows it is
+	// behind the leader may not have applied a revocation the leader
+	// acknowledged (a voter excused from the wait): it catches up before
+	// it believes a key too.
+	if catchUp && (!ok || s.node.Reads.Behind()) {
 		if err := s.node.Reads.CatchUp(context.Background()); err != nil {
 			s.log.Debug("API key not confirmed by a leader", "key_id", id, "err", err)
 		}
-		key, known = s.fsm.Key(id)
+		key, ok = s.storedKey(id, hash, now)
 	}
-	if !known || subtle.ConstantTimeCompare(key.Hash[:], hash[:]) != 1 || key.Expired(now.UnixMilli()) {
+	if !ok {
 		return fsm.APIKey{}, authInvalid
 	}
 	return key, authOK
+}
+
+// storedKey is the key of id in this node's state when its secret hashes
+// to hash and it has not expired at now. The hashes are compared in
+// constant time.
+func (s *Server) storedKey(id string, hash [fsm.KeyHashSize]byte, now time.Time) (fsm.APIKey, bool) {
+	key, known := s.fsm.Key(id)
+	if !known || subtle.ConstantTimeCompare(key.Hash[:], hash[:]) != 1 || key.Expired(now.UnixMilli()) {
+		return fsm.APIKey{}, false
+	}
+	return key, true
 }
 
 // authenticate checks the request's credential and keeps the key for the

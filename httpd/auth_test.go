@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -379,4 +380,64 @@ func FuzzCredential(f *testing.F) {
 			t.Fatalf("Authorization %q: accepted %v, want %v", sent, res == authOK, valid)
 		}
 	})
+}
+
+// catchUpCounter counts the times the server catches up with the leader
+// before it decides on a key: on a follower each one is a round trip to
+// the leader, which a client can time.
+type catchUpCounter struct {
+	Reads
+	n atomic.Int64
+}
+
+func (c *catchUpCounter) CatchUp(ctx context.Context) error {
+	c.n.Add(1)
+	return c.Reads.CatchUp(ctx)
+}
+
+// TestRefusedKeysAskTheLeaderAlike: a key id the node does not know and a
+// known id with a wrong secret are refused the same way, each after
+// catching up with the leader once. A follower that asked the leader only
+// about unknown ids answered a wrong secret a round trip sooner, which
+// told anyone timing it which key ids exist.
+func TestRefusedKeysAskTheLeaderAlike(t *testing.T) {
+	reads := &catchUpCounter{}
+	s := newTestServerOn(t, nil, func(n *Node) {
+		reads.Reads = n.Reads
+		n.Reads = reads
+	})
+	validID, valid := addKey(t, s, fsm.ScopeLinksRead, 0, fsm.AllWorkspaces)
+	_, expired := addKey(t, s, fsm.ScopeLinksRead, 1, fsm.AllWorkspaces)
+	strangerID, stranger, _, err := fsm.MintKey(rand.Reader) // never stored
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The valid key's id with the stranger's secret.
+	wrongSecret := valid[:strings.Index(valid, validID)+len(validID)] + stranger[strings.Index(stranger, strangerID)+len(strangerID):]
+	if _, _, ok := fsm.ParseKey(wrongSecret); !ok || wrongSecret == valid {
+		t.Fatalf("the wrong-secret key %q is not a well-formed other key", wrongSecret)
+	}
+	for _, tc := range []struct {
+		name     string
+		key      string
+		status   int
+		catchUps int64
+	}{
+		{"a valid key is believed from local state", valid, 200, 0},
+		{"an unknown key id", stranger, 401, 1},
+		{"a known key id with a wrong secret", wrongSecret, 401, 1},
+		{"an expired key", expired, 401, 1},
+		{"a malformed key names no id to look up", "lk_not-a-key", 401, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := reads.n.Load()
+			ctx := do(s, "GET", "/api/v1/urls", "", "", "Authorization", "Bearer "+tc.key)
+			if got := status(ctx); got != tc.status {
+				t.Fatalf("status %d, want %d: %s", got, tc.status, ctx.Response.Body())
+			}
+			if got := reads.n.Load() - before; got != tc.catchUps {
+				t.Errorf("caught up with the leader %d times, want %d", got, tc.catchUps)
+			}
+		})
+	}
 }

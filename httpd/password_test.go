@@ -2,14 +2,21 @@ package httpd
 
 import (
 	"encoding/json"
+	"net"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 func TestLinkPasswordRoundTrip(t *testing.T) {
@@ -370,4 +377,166 @@ func TestPasswordProblemForAPIClients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leaderElsewhere makes a test server a follower: every request it
+// forwards goes to answer, as the leader would receive it, and the server
+// relays what answer wrote. With err set, Forward fails with it instead,
+// forwarded as the cluster's Forward reports that error.
+type leaderElsewhere struct {
+	Leader
+	answer    func(req *fasthttp.Request, resp *fasthttp.Response)
+	err       error
+	forwarded bool
+
+	mu   sync.Mutex
+	sent []forwardedRequest
+}
+
+// forwardedRequest is what the leader was sent, and as what.
+type forwardedRequest struct {
+	kind string
+	req  *fasthttp.Request
+}
+
+func (l *leaderElsewhere) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts cluster.ForwardOptions) (bool, error) {
+	if l.err != nil {
+		return l.forwarded, l.err
+	}
+	var got fasthttp.Request
+	req.CopyTo(&got)
+	l.mu.Lock()
+	l.sent = append(l.sent, forwardedRequest{opts.Kind, &got})
+	l.mu.Unlock()
+	l.answer(&got, resp)
+	return true, nil
+}
+
+func (l *leaderElsewhere) requests() []forwardedRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.sent)
+}
+
+// followerOf is a test server whose leader is l.
+func followerOf(t *testing.T, l *leaderElsewhere) *Server {
+	return newTestServerOn(t, nil, func(n *Node) {
+		l.Leader = n.Leader
+		n.Leader = l
+	})
+}
+
+// TestFollowerForwardsPasswordGuesses: a follower judges no password
+// itself. Each visit that brings one goes to the leader, which alone
+// keeps the guess budgets, named by the client's address as this node
+// saw it (whatever the client put in the peer header), with the visitor;
+// the follower answers with the leader's answer. Judged on each node, a
+// client had every node's budget: three times the guesses on three
+// nodes.
+func TestFollowerForwardsPasswordGuesses(t *testing.T) {
+	leader := &leaderElsewhere{answer: func(_ *fasthttp.Request, resp *fasthttp.Response) {
+		resp.SetStatusCode(fasthttp.StatusUnauthorized)
+		resp.SetBodyString("the leader's answer")
+	}}
+	s := followerOf(t, leader)
+	code := mustCreate(t, s, `{"url":"https://example.com/secret","password":"correct horse"}`)
+	attacker := net.IPv4(192, 0, 2, 7)
+
+	// Asking for the form is no guess: the follower answers it.
+	if ctx := doFrom(s, attacker, "GET", "/"+code, "", "", "Accept", "text/html"); status(ctx) != 401 || !strings.Contains(string(ctx.Response.Body()), `type="password"`) {
+		t.Fatalf("a visit without a password: %d %s", status(ctx), ctx.Response.Body())
+	}
+	if n := len(leader.requests()); n != 0 {
+		t.Fatalf("a visit without a password was forwarded (%d requests)", n)
+	}
+
+	const guesses = 3 * clientGuessBurst
+	for i := range guesses {
+		guess := "guess number " + strconv.Itoa(i)
+		var ctx *fasthttp.RequestCtx
+		if i%2 == 0 {
+			ctx = doFrom(s, attacker, "GET", "/"+code, "", "", "X-Link-Password", guess, wire.ClientHeader, "198.51.100.1")
+		} else {
+			ctx = doFrom(s, attacker, "POST", "/"+code, "application/x-www-form-urlencoded", url.Values{"password": {guess}}.Encode(),
+				wire.ClientHeader, "198.51.100.1")
+		}
+		if status(ctx) != 401 || string(ctx.Response.Body()) != "the leader's answer" {
+			t.Fatalf("guess %d: %d %q, want the leader's answer", i+1, status(ctx), ctx.Response.Body())
+		}
+	}
+	sent := leader.requests()
+	if len(sent) != guesses {
+		t.Fatalf("%d guesses, %d forwarded to the leader", guesses, len(sent))
+	}
+	for i, f := range sent {
+		h := &f.req.Header
+		if f.kind != "unlock" || string(h.Peek(wire.ClientHeader)) != "192.0.2.7" || len(h.Peek(wire.VisitorHeader)) == 0 {
+			t.Errorf("guess %d went as %q, client %q, visitor %q: want unlock, the client's address 192.0.2.7 and a visitor",
+				i+1, f.kind, h.Peek(wire.ClientHeader), h.Peek(wire.VisitorHeader))
+		}
+		if pw, _ := submittedPasswordOf(f.req); pw != "guess number "+strconv.Itoa(i) {
+			t.Errorf("guess %d reached the leader with password %q", i+1, pw)
+		}
+	}
+}
+
+// submittedPasswordOf is the password a forwarded request carries, read
+// as the leader reads it.
+func submittedPasswordOf(req *fasthttp.Request) (string, bool) {
+	var ctx fasthttp.RequestCtx
+	ctx.Init(req, nil, nil)
+	return submittedPassword(&ctx)
+}
+
+// TestPasswordWithoutALeader: with no leader to check a password against
+// the cluster's guess budgets, a follower answers 503 and shows nothing of
+// the link; it does not judge the guess on its own budget.
+func TestPasswordWithoutALeader(t *testing.T) {
+	s := followerOf(t, &leaderElsewhere{err: cluster.ErrNoLeader, forwarded: true})
+	code := mustCreate(t, s, `{"url":"https://example.com/secret","password":"correct horse"}`)
+	ctx := do(s, "GET", "/"+code, "", "", "X-Link-Password", "correct horse")
+	if status(ctx) != 503 || location(ctx) != "" || strings.Contains(string(ctx.Response.Body()), "example.com") {
+		t.Fatalf("the right password without a leader: %d %q %s", status(ctx), location(ctx), ctx.Response.Body())
+	}
+}
+
+// TestPasswordMidUpgrade: while a server of the cluster runs an older
+// build, which would serve a forwarded visit without checking its
+// password, the node the client reached judges the guess on its own
+// budgets, as before.
+func TestPasswordMidUpgrade(t *testing.T) {
+	s := followerOf(t, &leaderElsewhere{err: cluster.ErrUpgrading})
+	code := mustCreate(t, s, `{"url":"https://example.com/secret","password":"correct horse"}`)
+	if ctx := do(s, "GET", "/"+code, "", "", "X-Link-Password", "correct horse"); status(ctx) != 302 || location(ctx) != "https://example.com/secret" {
+		t.Fatalf("the right password: %d %q", status(ctx), location(ctx))
+	}
+	attacker := net.IPv4(192, 0, 2, 7)
+	limited := false
+	for i := 0; i < 2*clientGuessBurst && !limited; i++ {
+		limited = status(doFrom(s, attacker, "GET", "/"+code, "", "", "X-Link-Password", "guess "+strconv.Itoa(i))) == 429
+	}
+	if !limited {
+		t.Fatalf("%d wrong guesses from one client were never limited", 2*clientGuessBurst)
+	}
+}
+
+// TestClientHeaderIsAPeersWord: on the leader, a client that names
+// another address in the peer header with each guess still spends its
+// own budget: only a request that came from a peer is attributed to the
+// address it names.
+func TestClientHeaderIsAPeersWord(t *testing.T) {
+	s := newTestServer(t, nil)
+	code := mustCreate(t, s, `{"url":"https://example.com/secret","password":"correct horse"}`)
+	attacker := net.IPv4(192, 0, 2, 7)
+	for i := range 2 * clientGuessBurst {
+		spoofed := "198.51.100." + strconv.Itoa(i+1)
+		ctx := doFrom(s, attacker, "GET", "/"+code, "", "", "X-Link-Password", "guess "+strconv.Itoa(i), wire.ClientHeader, spoofed)
+		if status(ctx) == 429 {
+			if i != clientGuessBurst {
+				t.Fatalf("limited at guess %d, want at %d (the client's burst)", i+1, clientGuessBurst+1)
+			}
+			return
+		}
+	}
+	t.Fatalf("%d guesses each naming another client in %s were never limited", 2*clientGuessBurst, wire.ClientHeader)
 }

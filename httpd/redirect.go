@@ -92,8 +92,16 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// An answer to HEAD carries no length of its own: without this, clients
 	// such as fasthttp's cannot tell where it ends and drop the connection.
 	h.SetContentLength(0)
-	if !ctx.IsHead() && (t.Options == nil || t.Options.MaxVisits == 0) {
-		s.node.Clicks.Record(t.Code, s.visitorOf(ctx))
+	if !ctx.IsHead() {
+		switch {
+		case t.Options == nil:
+			s.node.Clicks.Record(t.Code, s.visitorOf(ctx))
+		case t.Options.MaxVisits == 0:
+			// On the leader, a visit to a protected link may be a
+			// follower's, forwarded with its password: the visitor is
+			// the one that node saw.
+			s.node.Clicks.Record(t.Code, s.clickVisitor(ctx))
+		}
 	}
 }
 
@@ -111,10 +119,10 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 		return "", false
 	}
 	// The password comes before anything else about the link: without it
-	// a visitor learns nothing, not even that its visits are used up. A
-	// peer forwards a visit to a limited link only once its password was
-	// checked where the client sent it.
-	if o.PasswordHash != "" && !s.fromPeer(ctx) && !s.passwordAccepted(ctx, t, code) {
+	// a visitor learns nothing, not even that its visits are used up. It
+	// is checked wherever the request lands, a peer's forwarded one
+	// included: a follower hands its visitors' passwords to the leader.
+	if o.PasswordHash != "" && !s.passwordAccepted(ctx, t, code) {
 		return "", false
 	}
 	if o.MaxVisits > 0 && s.fsm.VisitsUsed(t.Code) >= o.MaxVisits {
@@ -129,14 +137,33 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 }
 
 // passwordAccepted checks the password a visitor sent, after the guess
-// limits: a flood of guesses costs no hashing.
+// limits: a flood of guesses costs no hashing. The limits are the
+// cluster's, not each node's: a follower forwards the visit to the leader,
+// which alone keeps the guess budgets (and hashes), and relays its answer
+// (ok false, the answer written). A guess spread over every node thus
+// spends one budget, the client's as its node names it (requestClient).
 func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
 	pw, sent := submittedPassword(ctx)
 	if !sent {
 		writePasswordForm(ctx, string(code), fasthttp.StatusUnauthorized, "")
 		return false
 	}
-	if wait, ok := s.guesses.allow(s.clientIP(ctx), t.Code); !ok {
+	if !s.fromPeer(ctx) {
+		forwarded, err := s.toLeader(ctx, forwardUnlock, s.withVisitor(s.visitorOf(ctx)))
+		switch {
+		case err == nil && forwarded:
+			return false
+		case err == nil: // this node leads
+		case errors.Is(err, cluster.ErrUpgrading):
+			// A server of an older build would open the link to a
+			// forwarded visit unchecked: until the upgrade is done,
+			// each node checks its own visitors' guesses.
+		default:
+			writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" is protected by a password, and no leader is reachable to check it: try again")
+			return false
+		}
+	}
+	if wait, ok := s.guesses.allow(s.requestClient(ctx), t.Code); !ok {
 		writePasswordLimited(ctx, string(code), wait)
 		return false
 	}
@@ -152,17 +179,9 @@ func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code 
 // a follower forwards the request and relays the leader's answer. ok
 // false: the answer is written (the relayed one, or a refusal).
 func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
-	visitor, forwarded := forwardedVisitor(ctx)
-	if !forwarded {
-		visitor = s.visitorOf(ctx)
-	}
+	visitor := s.clickVisitor(ctx)
 	if !s.fromPeer(ctx) {
-		// The leader sees this node's address, not the visitor's: the
-		// visitor goes along as this node saw it.
-		withVisitor := func(req *fasthttp.Request) {
-			req.Header.Set(wire.VisitorHeader, base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(visitor)))
-		}
-		forwarded, err := s.toLeader(ctx, forwardWrite.needs(fsm.LevelOptions), withVisitor)
+		forwarded, err := s.toLeader(ctx, forwardWrite.needs(fsm.LevelOptions), s.withVisitor(visitor))
 		if err != nil {
 			writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and no leader is reachable to count this one: try again")
 			return false
@@ -184,6 +203,24 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 		writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and this one could not be counted: try again")
 	}
 	return false
+}
+
+// clickVisitor is the visitor a visit counts: the one the forwarding node
+// sent along with a peer's request, else this request's own.
+func (s *Server) clickVisitor(ctx *fasthttp.RequestCtx) fsm.Visitor {
+	if v, forwarded := forwardedVisitor(ctx); forwarded {
+		return v
+	}
+	return s.visitorOf(ctx)
+}
+
+// withVisitor adds visitor to a visit forwarded to the leader, which sees
+// this node's address, not the visitor's: the visitor goes along as this
+// node saw it.
+func (s *Server) withVisitor(visitor fsm.Visitor) func(*fasthttp.Request) {
+	return func(req *fasthttp.Request) {
+		req.Header.Set(wire.VisitorHeader, base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(visitor)))
+	}
 }
 
 // notFound answers a code the Host's domain d (zero: none) does not

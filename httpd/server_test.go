@@ -20,6 +20,13 @@ import (
 // and the HTTP layer on top of it, without a listener: tests call Handler.
 func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
 	tb.Helper()
+	return newTestServerOn(tb, mutate, nil)
+}
+
+// newTestServerOn is newTestServer whose node parts parts may replace
+// (with fakes that wrap them) before the server is built on them.
+func newTestServerOn(tb testing.TB, mutate func(*Config), parts func(*Node)) *Server {
+	tb.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	node, err := cluster.Open(cluster.Config{
 		ID: "test", DataDir: tb.TempDir(), RaftAddr: freeAddr(tb), Key: newClusterKey(tb), Logger: log,
@@ -33,7 +40,11 @@ func newTestServer(tb testing.TB, mutate func(*Config)) *Server {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s := New(cfg, Of(node))
+	on := Of(node)
+	if parts != nil {
+		parts(&on)
+	}
+	s := New(cfg, on)
 	tb.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s
 }

@@ -65,7 +65,8 @@ const (
 	// ClientHeader carries, on a request a node forwards to the leader,
 	// the address of the client it came from: the leader sees the
 	// forwarding node's, and budgets per client what it does for the
-	// request (hashing a password). Believed only from a peer.
+	// request (hashing a password, checking a guess at a link's
+	// password). Believed only from a peer.
 	ClientHeader = "X-Linkraft-Client"
 )
 

@@ -13,8 +13,40 @@ function sv(tag, attrs, ...kids) {
   for (const c of kids) if (c != null) e.append(c);
   return e;
 }
-// Only http(s) URLs ever become hrefs; everything else is plain text.
-const link = (url, text) => /^https?:\/\//i.test(url) ? el("a", {href: url, rel: "noopener noreferrer"}, text || url) : el("span", null, text || url || "—");
+// HIDDEN matches what shows nothing of itself yet changes how the text
+// around it looks: bidi controls (U+202E turns "gpj.exe" into "exe.jpg"),
+// zero-width characters, word joiners, the byte order mark, fillers and
+// other default-ignorable code points. A target holding one can pass for
+// another, so the page never shows them as themselves (see shown).
+const HIDDEN = /[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/gu;
+// codePoint names c as JavaScript writes it: \u202E, \u{E0041}.
+function codePoint(c) {
+  const h = c.codePointAt(0).toString(16).toUpperCase();
+  return h.length > 4 ? "\\u{" + h + "}" : "\\u" + h.padStart(4, "0");
+}
+// shown is text as the page shows a URL: each hidden character as its
+// code point in a marked span, the rest as it is. Plain text stays a
+// string; text with hidden characters becomes a fragment.
+function shown(text) {
+  text = String(text);
+  const parts = [];
+  let at = 0;
+  for (const m of text.matchAll(HIDDEN)) {
+    if (m.index > at) parts.push(text.slice(at, m.index));
+    const cp = codePoint(m[0]);
+    parts.push(el("span", {class: "hid", title: "A hidden character (" + cp + "): it would change how the text around it looks"}, cp));
+    at = m.index + m[0].length;
+  }
+  if (!parts.length) return text;
+  if (at < text.length) parts.push(text.slice(at));
+  const f = document.createDocumentFragment();
+  f.append(...parts);
+  return f;
+}
+// Only http(s) URLs ever become hrefs; everything else is plain text. The
+// href is the URL as stored, so the link goes where it says; the text
+// shows its hidden characters.
+const link = (url, text) => /^https?:\/\//i.test(url) ? el("a", {href: url, rel: "noopener noreferrer"}, shown(text || url)) : el("span", null, text || url ? shown(text || url) : "—");
 const isTime = s => typeof s === "string" && /^\d{4}-\d\d-\d\d/.test(s) && !isNaN(new Date(s));
 function fmtTime(s) {
   if (s == null || s === "") return "—";
@@ -183,7 +215,7 @@ onSubmit("f-b", async () => {
     const r = x.result, good = r.link && (r.status === 200 || r.status === 201);
     if (good) ok++;
     return el("li", {"data-line": x.n, "data-status": r.status || 0, class: good ? "" : "bad"},
-      el("small", null, "Line " + x.n + ": ", el("code", null, x.text)),
+      el("small", null, "Line " + x.n + ": ", el("code", null, shown(x.text))),
       good ? el("div", null, el("span", {class: "okc"}, r.status === 200 ? "Reused " : "Created "), link(r.link.short_url), " · ",
         el("a", {href: linkHash(r.link.short_code, r.link.domain), "aria-label": "Link page for " + r.link.short_code}, "link page"))
         : el("div", {class: "err"}, (r.status ? r.status + ": " : "") + (r.error || "refused")));
@@ -562,9 +594,19 @@ $("e-pw-rm").addEventListener("change", e => { $("e-pw").disabled = e.target.che
 // A change to the form retires the last save's error.
 $("f-e").addEventListener("input", () => { if ($("e-out").querySelector(".err")) show($("e-out")); });
 
+// noteHidden says under a URL field which hidden characters the URL in it
+// holds: the field itself cannot mark them.
+function noteHidden(box, url) {
+  const s = shown(url);
+  box.hidden = typeof s === "string";
+  box.replaceChildren(...(box.hidden ? [] : ["This URL holds hidden characters, shown here as their code points: ", el("code", null, s)]));
+}
+$("e-url").addEventListener("input", () => noteHidden($("e-url-hid"), $("e-url").value));
+
 function fillEdit(l) {
   ED.link = l;
   $("e-url").value = l.original_url;
+  noteHidden($("e-url-hid"), l.original_url);
   $("e-title").value = l.title || "";
   $("e-tags").value = (l.tags || []).join(", ");
   setWhen($("e-exp"), l.expires_at);
