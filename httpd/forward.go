@@ -57,12 +57,12 @@ var (
 	forwardAdmin     = forwardMode{opts: cluster.ForwardOptions{Timeout: 5 * time.Minute, Kind: "admin"}}
 	forwardAdminRead = forwardMode{opts: cluster.ForwardOptions{Timeout: time.Minute, Kind: "admin_read"}, localFallback: true}
 	// forwardUnlock hands a visit with a link's password to the leader,
-	// which alone keeps the guess budgets (passwordAccepted). A build
-	// below this one's entry level served a peer's visit to a protected
-	// link without its password (it trusted the peer to have checked
-	// it), so the visit goes only to a cluster whose every server is at
-	// this level.
-	forwardUnlock = forwardMode{opts: cluster.ForwardOptions{Kind: "unlock", Level: fsm.EntryLevel}}
+	// which alone keeps the guess budgets (passwordAccepted). Builds
+	// before fsm.LevelBounds served a peer's visit to a protected link
+	// without its password (they trusted the peer to have checked it),
+	// so the visit goes only to a cluster whose every server is at that
+	// level.
+	forwardUnlock = forwardMode{opts: cluster.ForwardOptions{Kind: "unlock", Level: fsm.LevelBounds}}
 )
 
 // needs is the mode for a route whose write needs entry level: only a
