@@ -1,0 +1,315 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// HTTPS with certificates from a real ACME CA: Debian's pebble (Let's
+// Encrypt's RFC 8555 test server) and pebble-challtestsrv, whose DNS
+// gives each name every node's address, as round-robin DNS does. The CA
+// validates through whichever node it reaches.
+
+// acmeCA is a running pebble and its DNS.
+type acmeCA struct {
+	directory string // the ACME directory URL
+	caRoot    string // PEM file: the CA of pebble's own HTTPS listener
+	mgmt      string // challtestsrv's management address
+	roots     *x509.CertPool
+}
+
+// startACMECA starts pebble-challtestsrv and pebble, on 127.0.0.1, for
+// nodes whose plain HTTP listens on httpPort. It skips the test where
+// pebble is not installed, unless in CI.
+func startACMECA(t *testing.T, httpPort int) *acmeCA {
+	t.Helper()
+	pebble, err := exec.LookPath("pebble")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("pebble is not installed (Debian package pebble): .ci/run installs it")
+		}
+		t.Skip("pebble is not installed (apt-get install pebble)")
+	}
+	challtest, err := exec.LookPath("pebble-challtestsrv")
+	if err != nil {
+		t.Fatalf("pebble-challtestsrv: %v", err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile, caFile := writeListenerCert(t, dir)
+	dnsPort, mgmtPort := freePort(t, true), freePort(t, false)
+	ca := &acmeCA{caRoot: caFile, mgmt: fmt.Sprintf("127.0.0.1:%d", mgmtPort)}
+	runTool(t, challtest, nil, "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
+		"-dns01", fmt.Sprintf("127.0.0.1:%d", dnsPort), "-management", ca.mgmt, "-http01", "", "-https01", "", "-tlsalpn01", "")
+	listen, pebbleMgmt := fmt.Sprintf("127.0.0.1:%d", freePort(t, false)), fmt.Sprintf("127.0.0.1:%d", freePort(t, false))
+	config := map[string]any{"pebble": map[string]any{
+		"listenAddress": listen, "managementListenAddress": pebbleMgmt,
+		"certificate": certFile, "privateKey": keyFile,
+		"httpPort": httpPort, "tlsPort": freePort(t, false),
+		"ocspResponderURL": "", "externalAccountBindingRequired": false,
+	}}
+	configFile := filepath.Join(dir, "pebble.json")
+	data, _ := json.Marshal(config)
+	if err := os.WriteFile(configFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// No pause before validating, and no nonce refused at random: the
+	// test is about the cluster, not about retrying a flaky CA.
+	runTool(t, pebble, []string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0"},
+		"-config", configFile, "-dnsserver", fmt.Sprintf("127.0.0.1:%d", dnsPort))
+	ca.directory = "https://" + listen + "/dir"
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(caFile)
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if !eventually(10*time.Second, func() bool {
+		resp, err := client.Get(ca.directory)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatal("pebble did not answer its directory within 10 s")
+	}
+	// The root that signs the certificates pebble issues (made at its start).
+	resp, err := client.Get("https://" + pebbleMgmt + "/roots/0")
+	if err != nil {
+		t.Fatalf("pebble's root: %v", err)
+	}
+	defer resp.Body.Close()
+	root, _ := io.ReadAll(resp.Body)
+	ca.roots = x509.NewCertPool()
+	if !ca.roots.AppendCertsFromPEM(root) {
+		t.Fatalf("pebble's root is not PEM: %q", root)
+	}
+	return ca
+}
+
+// runTool starts a helper process for the test's duration.
+func runTool(t *testing.T, bin string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", filepath.Base(bin), tail(out.String(), 4000))
+		}
+	})
+}
+
+// resolve makes the CA's DNS answer name with addrs.
+func (ca *acmeCA) resolve(t *testing.T, name string, addrs ...string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"host": name, "addresses": addrs})
+	resp, err := http.Post("http://"+ca.mgmt+"/add-a", "application/json", bytes.NewReader(body))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("challtestsrv add-a %s: %v %v", name, resp, err)
+	}
+	resp.Body.Close()
+}
+
+// writeListenerCert makes a CA and a certificate for 127.0.0.1 it
+// signs, for pebble's own HTTPS listener.
+func writeListenerCert(t *testing.T, dir string) (certFile, keyFile, caFile string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e pebble listener CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	write := func(name, typ string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return write("cert.pem", "CERTIFICATE", der), write("key.pem", "PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
+}
+
+// portOnAll is a TCP port free on every one of ips.
+func portOnAll(t *testing.T, ips ...string) int {
+	t.Helper()
+	for range 50 {
+		port := freePortOn(t, ips[0], false)
+		free := true
+		for _, ip := range ips[1:] {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, itoa(port)))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			return port
+		}
+	}
+	t.Fatalf("no port free on all of %v", ips)
+	return 0
+}
+
+// servedCertificate is the certificate addr serves for name, verified
+// against roots; an error when the handshake fails or it does not verify.
+func servedCertificate(addr, name string, roots *x509.CertPool) (*x509.Certificate, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{ServerName: name, RootCAs: roots})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// TestHTTPSWithACME: three nodes behind one name get one certificate for
+// it, ordered once, each serving it; a domain registered later gets its
+// own without a restart, even when its order's leader is killed
+// mid-order; a fourth node serves both as soon as it is ready; a name
+// neither configured nor registered orders nothing; plain HTTP answers
+// challenges, health and metrics and sends the rest to https.
+func TestHTTPSWithACME(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"}
+	httpPort, httpsPort := portOnAll(t, ips...), portOnAll(t, ips...)
+	ca := startACMECA(t, httpPort)
+	const base, later = "s.linkraft.test", "go.linkraft.test"
+	ca.resolve(t, base, ips[:3]...)
+	ca.resolve(t, later, ips[:3]...)
+
+	key := newClusterKey(t)
+	nodes := make([]*node, 4)
+	var gossip []string
+	for i := range nodes {
+		n := newNode(t, "node"+itoa(i+1))
+		n.clusterKey = key
+		n.httpAddr = net.JoinHostPort(ips[i], itoa(httpPort))
+		n.raftAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], false)))
+		n.gossipAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], true)))
+		nodes[i] = n
+		gossip = append(gossip, n.gossipAddr)
+	}
+	launch := func(i int, settings map[string]string) {
+		all := map[string]string{"join": strings.Join(gossip[:3], ","), "bootstrap-expect": "3",
+			"https-addr": net.JoinHostPort(ips[i], itoa(httpsPort)), "acme-domains": base, "acme-email": "ops@linkraft.test",
+			"acme-directory": ca.directory, "acme-ca-root": ca.caRoot, "http-redirect": "false"}
+		for k, v := range settings {
+			all[k] = v
+		}
+		nodes[i].args, nodes[i].env = nodes[i].commandLine(nodeOptions{Settings: all})
+		nodes[i].launch()
+	}
+	for i := range 3 {
+		launch(i, map[string]string{"http-redirect": strings.ToLower(fmt.Sprint(i == 2))})
+	}
+	for _, n := range nodes[:3] {
+		if err := n.waitReady(leaderKnown); err != nil {
+			t.Fatalf("%s: %v", n.id, err)
+		}
+	}
+	httpsAddr := func(i int) string { return net.JoinHostPort(ips[i], itoa(httpsPort)) }
+	waitServed := func(i int, name string, within time.Duration) *x509.Certificate {
+		t.Helper()
+		var cert *x509.Certificate
+		var err error
+		if !eventually(within, func() bool { cert, err = servedCertificate(httpsAddr(i), name, ca.roots); return err == nil }) {
+			t.Fatalf("%s does not serve a certificate for %s within %v: %v", nodes[i].id, name, within, err)
+		}
+		return cert
+	}
+	first := waitServed(0, base, 90*time.Second)
+	for i := 1; i < 3; i++ {
+		if got := waitServed(i, base, 10*time.Second); !got.Equal(first) {
+			t.Fatalf("%s serves another certificate for %s than %s", nodes[i].id, base, nodes[0].id)
+		}
+	}
+
+	// Plain HTTP on node3 (--http-redirect): 308 to https, path and query
+	// kept; health and metrics stay.
+	if r := nodes[2].get(t, "/abc?x=1"); r.status != http.StatusPermanentRedirect || r.header.Get("Location") != "https://"+httpsAddr(2)+"/abc?x=1" {
+		t.Fatalf("plain HTTP with --http-redirect: %v; want 308 to https://%s/abc?x=1", r, httpsAddr(2))
+	}
+	if r := nodes[2].get(t, "/metrics"); r.status != http.StatusOK || !strings.Contains(string(r.body), `linkraft_certificate_expiry_timestamp_seconds{name="`+base+`"}`) {
+		t.Fatalf("/metrics over plain HTTP: %v", r.status)
+	}
+
+	// A domain registered later: its order's leader is killed as soon as
+	// it placed the order; the next leader finishes it.
+	leader, _ := waitOneLeader(t, leaderWaitTimeout, nodes[:3]...)
+	if r := leader.postJSON(t, "/admin/domains", map[string]any{"domain": later}); r.status != http.StatusOK && r.status != http.StatusCreated {
+		t.Fatalf("register %s: %v", later, r)
+	}
+	if eventually(30*time.Second, func() bool { return strings.Contains(leader.out.String(), "name="+later) }) {
+		leader.kill9()
+	}
+	for i, n := range nodes[:3] {
+		if n != leader {
+			waitServed(i, later, 90*time.Second)
+		}
+	}
+	orders := 0
+	for _, n := range nodes[:3] {
+		orders += strings.Count(n.out.String(), `msg="order placed" name=`+later)
+	}
+	if orders > 2 {
+		t.Fatalf("%d orders placed for %s; a leader change may add one at most", orders, later)
+	}
+
+	// A fourth node serves both names as soon as it is ready.
+	launch(3, map[string]string{"bootstrap-expect": "0", "join": strings.Join(gossip[:3], ",")})
+	if err := nodes[3].waitReady(func(h health) bool { return h.Status == "healthy" }); err != nil {
+		t.Fatalf("node4: %v", err)
+	}
+	for _, name := range []string{base, later} {
+		if _, err := servedCertificate(httpsAddr(3), name, ca.roots); err != nil {
+			t.Fatalf("node4, ready, does not serve %s at once: %v", name, err)
+		}
+	}
+
+	// A name no one configured or registered: no certificate, no order.
+	if _, err := servedCertificate(httpsAddr(1), "evil.linkraft.test", ca.roots); err == nil {
+		t.Fatal("a certificate served for a name neither configured nor registered")
+	}
+
+	for _, n := range nodes {
+		if strings.Contains(n.out.String(), "evil.linkraft.test") {
+			t.Fatalf("%s mentions a name no one asked for:\n%s", n.id, tail(n.out.String(), 2000))
+		}
+	}
+}
