@@ -61,10 +61,10 @@ func (n *Node) monitorLeadership() {
 
 // leaderLoop runs while this node leads, as Consul's leader loop does: it
 // establishes leadership, then starts the duties that run only while it
-// leads (the commit pusher, the replication-lag monitor, webhook delivery
-// and the purge of expired state, which end with leadership or when the
-// node begins to stop), and reconciles membership on gossip events (and a
-// periodic full pass).
+// leads (the commit pusher, the replication-lag monitor, webhook delivery,
+// the purge of expired state and the scheduled backups, which end with
+// leadership or when the node begins to stop), and reconciles membership
+// on gossip events (and a periodic full pass).
 func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer n.leadership.revoke()
 	if !n.establishLeadership(stop) {
@@ -86,6 +86,9 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	duties.Go(func() { n.hooks.Run(leading) })
 	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
 	duties.Go(func() { purge.run(leading.Done()) })
+	if n.backups != nil {
+		duties.Go(func() { n.backups.Run(leading) })
+	}
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}
