@@ -38,7 +38,13 @@ type healthJSON struct {
 	Links        int    `json:"links"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Version      string `json:"version"`
+	// Warnings are conditions that leave the node ready (the answer stays
+	// 200) but that an operator should look at.
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// warningBackupOverdue: two backup intervals without a good backup.
+const warningBackupOverdue = "backup_overdue"
 
 // handleHealth is readiness: 200 "healthy" only while this node can serve
 // its cluster's links (a member that knows a leader and has the state),
@@ -68,10 +74,14 @@ func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) healthOf() healthJSON {
 	self := s.node.Self.Local()
-	return healthJSON{
+	h := healthJSON{
 		Status: "healthy", NodeID: self.ID, Role: self.Role, Leader: self.LeaderID, ClusterID: s.fsm.ClusterID(),
 		Links: s.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: s.cfg.Version,
 	}
+	if s.node.Backups != nil && s.node.Backups.Overdue() {
+		h.Warnings = append(h.Warnings, warningBackupOverdue)
+	}
+	return h
 }
 
 // uiCSP lets the page load only its own script, style, API and QR images,
