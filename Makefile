@@ -23,9 +23,25 @@ FUZZ_TARGETS = \
 	./httpd/geo:FuzzCountry \
 	./httpd/agent:FuzzClassify
 
-.PHONY: test deps check unit k8s fuzz build bench image
+.PHONY: test deps check unit k8s fuzz build bench image weed
 
-test: deps check unit k8s fuzz
+test: deps weed check unit k8s fuzz
+
+# weed is SeaweedFS's server, the real S3-compatible server the backup
+# tests write to (no mock). Its module cannot be go-installed (its go.mod
+# has a replace directive), so it is downloaded at a pinned version and
+# built from a writable copy into .tools/weed (about 7-10 minutes on two
+# cores, once per machine); the tests find it through LINKRAFT_WEED.
+WEED_VERSION = v0.0.0-20261109003541-7506e5f91cd6
+WEED = $(CURDIR)/.tools/weed
+export LINKRAFT_WEED = $(WEED)
+weed: $(WEED)
+$(WEED):
+	@set -e; mkdir -p .tools; \
+	dir=$$($(GO) mod download -json github.com/seaweedfs/seaweedfs@$(WEED_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$dir"; rm -rf .tools/seaweedfs-src; cp -r "$$dir" .tools/seaweedfs-src; chmod -R u+w .tools/seaweedfs-src; \
+	echo "building SeaweedFS's weed $(WEED_VERSION) into $(WEED)"; \
+	cd .tools/seaweedfs-src && GOFLAGS=-buildvcs=false $(GO) build -o $(WEED).tmp ./weed && mv $(WEED).tmp $(WEED)
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
 # browser test, podman and runc for the image test, systemd's

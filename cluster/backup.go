@@ -25,6 +25,9 @@ import (
 //
 //	"LKRB" | format (1) | key (1 byte) | the snapshot (fsm's format) | HMAC-SHA256 (32 bytes)
 //
+// Format 2 holds the snapshot compressed (zstd), the HMAC over the bytes
+// stored (backupzstd.go); format 1 backups restore as before.
+//
 // The HMAC covers every byte before it. The key byte says what keys it:
 // 1, the cluster key's backup subkey (secure.Key.BackupMAC), so only a
 // holder of the cluster key makes a backup this cluster restores; other
@@ -108,8 +111,9 @@ func openBackup(data []byte, key *secure.Key, foreign bool) (snapshot []byte, vo
 	if len(data) < backupHeaderSize+backupMACSize || !bytes.HasPrefix(data, backupMagic) {
 		return nil, "", fmt.Errorf("%w: not a linkraft backup", fsm.ErrCorruptSnapshot)
 	}
-	if data[4] != backupFormat {
-		return nil, "", fmt.Errorf("%w: backup format %d, which this build does not read (a newer build made it?)", fsm.ErrCorruptSnapshot, data[4])
+	format := data[4]
+	if format != backupFormat && format != backupFormatCompressed {
+		return nil, "", fmt.Errorf("%w: backup format %d, which this build does not read (a newer build made it?)", fsm.ErrCorruptSnapshot, format)
 	}
 	if made := data[5]; made != backupKeyCluster {
 		return nil, "", fmt.Errorf("%w: key byte %d, which this build does not read", fsm.ErrCorruptSnapshot, made)
@@ -122,8 +126,17 @@ func openBackup(data []byte, key *secure.Key, foreign bool) (snapshot []byte, vo
 		mac.Write(rest[:k])
 		rest = rest[k:]
 	}
+	authentic := hmac.Equal(mac.Sum(nil), sum)
+	if format == backupFormatCompressed {
+		// The MAC covers the compressed bytes, so an authentic backup is
+		// known good before it is decompressed; a damaged one is told from
+		// a forged one by decompressing it (backupzstd.go).
+		if snapshot, err = decompressBackup(snapshot, authentic); err != nil {
+			return nil, "", err
+		}
+	}
 	switch {
-	case hmac.Equal(mac.Sum(nil), sum):
+	case authentic:
 		return snapshot, "backup authenticated by the cluster key", nil
 	case foreign:
 		return snapshot, "foreign backup, not authenticated, restored with --foreign", nil

@@ -62,10 +62,10 @@ func (n *Node) monitorLeadership() {
 // leaderLoop runs while this node leads, as Consul's leader loop does: it
 // establishes leadership, then starts the duties that run only while it
 // leads (the commit pusher, the replication-lag monitor, webhook delivery,
-// the purge of expired state, raising the cluster's level and ordering
-// certificates, which end with leadership or when the node begins to
-// stop), and reconciles membership on gossip events (and a periodic full
-// pass).
+// the purge of expired state, raising the cluster's level, ordering
+// certificates and the scheduled backups, which end with leadership or
+// when the node begins to stop), and reconciles membership on gossip
+// events (and a periodic full pass).
 func (n *Node) leaderLoop(stop <-chan struct{}) {
 	defer n.leadership.revoke()
 	if !n.establishLeadership(stop) {
@@ -94,6 +94,9 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 	duties.Go(func() { raise.run(leading) })
 	if n.certs != nil {
 		duties.Go(func() { n.runCertificates(leading) })
+	}
+	if n.backups != nil {
+		duties.Go(func() { n.backups.Run(leading) })
 	}
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader

@@ -66,10 +66,14 @@ func newMetrics() *metrics {
 // Collectors are this node's metrics, for the caller to register.
 func (n *Node) Collectors() []prometheus.Collector {
 	m := n.metrics
-	return append([]prometheus.Collector{
+	cs := append([]prometheus.Collector{
 		m.lag, m.forwards, m.confirmedMisses, m.createBatch, m.relayBatch,
 		gossipCollector{n},
 	}, n.hooks.Collectors()...)
+	if n.backups != nil {
+		cs = append(cs, n.backups.Collectors()...)
+	}
+	return cs
 }
 
 // Outcomes of a request sent to the leader.

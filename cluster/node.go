@@ -16,6 +16,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/certs"
 	"github.com/linkraft/linkraft/cluster/clicks"
 	"github.com/linkraft/linkraft/cluster/secure"
@@ -77,6 +78,11 @@ type Config struct {
 	ACME         *ACMEConfig
 	Logger       *slog.Logger
 	RaftLogLevel string
+	// BackupStore, when set, receives a backup every BackupInterval from
+	// the leader, which keeps BackupRetain of them (backupduty.go).
+	BackupStore    backups.Store
+	BackupInterval time.Duration
+	BackupRetain   int
 }
 
 func (c *Config) setDefaults() {
@@ -150,6 +156,12 @@ type Node struct {
 	levels *entryLevels
 	// certs orders certificates while this node leads; nil without ACME.
 	certs *certs.Manager
+	// backups writes the backups while this node leads; nil without a
+	// BackupStore (backupduty.go).
+	backups *backups.Scheduler
+	// hadState and bootstrapped are what this start found: Raft state,
+	// or none and a cluster bootstrapped alone (RestoreAtStart).
+	hadState, bootstrapped bool
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -209,6 +221,10 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
 	n.certs = n.newCertManager(cfg.ACME)
+	if cfg.BackupStore != nil {
+		n.backups = backups.New(backups.Config{Store: cfg.BackupStore, Source: backupSource{n}, Interval: cfg.BackupInterval,
+			Retain: cfg.BackupRetain, SpoolDir: cfg.DataDir, Logger: cfg.Logger})
+	}
 	n.addrs = newAddressBook(f.ClusterID)
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
 	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}
@@ -396,6 +412,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
+	n.hadState = hasState
 	// A first start alone bootstraps a cluster of one; with peers to
 	// expect or seeds to join, it waits to be added instead.
 	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 && !n.cfg.ReadReplica {
@@ -406,7 +423,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 			return false, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped a single-voter cluster", "id", n.cfg.ID, "raft_addr", transport.LocalAddr())
-		hasState = true
+		hasState, n.bootstrapped = true, true
 	}
 	return hasState, nil
 }

@@ -26,8 +26,19 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, st)
 }
 
+// handleBackup answers a backup; ?compressed=true the compressed format
+// that scheduled backups use (linkraft backup --to writes it).
 func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {
-	if s.answerSpooled(ctx, "backup", s.node.Admin.Backup) {
+	write := s.node.Admin.Backup
+	switch v := string(ctx.QueryArgs().Peek("compressed")); v {
+	case "", "false":
+	case "true":
+		write = s.node.Admin.BackupCompressed
+	default:
+		writeProblem(ctx, fasthttp.StatusBadRequest, "compressed must be true or false, not "+strconv.Quote(v))
+		return
+	}
+	if s.answerSpooled(ctx, "backup", write) {
 		ctx.SetContentType("application/octet-stream")
 		ctx.Response.Header.Set(fasthttp.HeaderContentDisposition, `attachment; filename="linkraft.backup"`)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/clicks"
 	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/fsm"
@@ -28,6 +29,8 @@ type Node struct {
 	Self   Self
 	Hooks  Hooks
 	Clicks Clicks
+	// Backups is the scheduled backups' state, nil without --backup-to.
+	Backups Backups
 }
 
 // Reads is what serving links and credentials needs: the local state, the
@@ -63,6 +66,7 @@ type Admin interface {
 	RemoveServer(id, by string) error
 	TransferLeadership() error
 	Backup(w io.Writer) error
+	BackupCompressed(w io.Writer) error
 	Restore(backup []byte, opts cluster.RestoreOptions) error
 	Spool(write func(io.Writer) error) (*os.File, int64, error)
 }
@@ -94,6 +98,13 @@ type Self interface {
 	Live() bool
 }
 
+// Backups is what /health reads of the scheduled backups.
+type Backups interface {
+	// Overdue: this node writes the backups and two intervals passed
+	// without a good one.
+	Overdue() bool
+}
+
 // Clicks is this node's click counting: the click a redirect counts, and
 // how many wait for a flush (metrics).
 type Clicks interface {
@@ -102,16 +113,21 @@ type Clicks interface {
 }
 
 var (
-	_ Reads  = (*cluster.Node)(nil)
-	_ Writes = (*cluster.Node)(nil)
-	_ Admin  = (*cluster.Node)(nil)
-	_ Leader = (*cluster.Node)(nil)
-	_ Self   = (*cluster.Node)(nil)
-	_ Hooks  = (*webhooks.Delivery)(nil)
-	_ Clicks = (*clicks.Counter)(nil)
+	_ Reads   = (*cluster.Node)(nil)
+	_ Writes  = (*cluster.Node)(nil)
+	_ Admin   = (*cluster.Node)(nil)
+	_ Leader  = (*cluster.Node)(nil)
+	_ Self    = (*cluster.Node)(nil)
+	_ Hooks   = (*webhooks.Delivery)(nil)
+	_ Clicks  = (*clicks.Counter)(nil)
+	_ Backups = (*backups.Scheduler)(nil)
 )
 
 // Of is every part of Node served by n.
 func Of(n *cluster.Node) Node {
-	return Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n.Webhooks(), Clicks: n.Clicks()}
+	node := Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n.Webhooks(), Clicks: n.Clicks()}
+	if b := n.Backups(); b != nil { // a nil *Scheduler must not become a non-nil interface
+		node.Backups = b
+	}
+	return node
 }

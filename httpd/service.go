@@ -39,12 +39,21 @@ type healthJSON struct {
 	Links        int    `json:"links"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Version      string `json:"version"`
-	// Warnings name what an operator should see to while the node serves
-	// (certificate_expiring: a served certificate ends within 7 days).
+	// Warnings are conditions that leave the node ready (the answer stays
+	// 200) but that an operator should look at.
 	Warnings []string `json:"warnings,omitempty"`
-	// CertificatesExpiring names those certificates.
+	// CertificatesExpiring names the served certificates that end within
+	// 7 days (warningCertificateExpiring).
 	CertificatesExpiring []string `json:"certificates_expiring,omitempty"`
 }
+
+// The warnings /health gives.
+const (
+	// warningBackupOverdue: two backup intervals without a good backup.
+	warningBackupOverdue = "backup_overdue"
+	// warningCertificateExpiring: a served certificate ends within 7 days.
+	warningCertificateExpiring = "certificate_expiring"
+)
 
 // handleHealth is readiness: 200 "healthy" only while this node can serve
 // its cluster's links (a member that knows a leader and has the state),
@@ -78,8 +87,11 @@ func (s *Server) healthOf() healthJSON {
 		Status: "healthy", NodeID: self.ID, Role: self.Role, Leader: self.LeaderID, ClusterID: s.fsm.ClusterID(),
 		Links: s.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: s.cfg.Version,
 	}
+	if s.node.Backups != nil && s.node.Backups.Overdue() {
+		h.Warnings = append(h.Warnings, warningBackupOverdue)
+	}
 	if h.CertificatesExpiring = s.expiringCertificates(time.Now()); len(h.CertificatesExpiring) > 0 {
-		h.Warnings = append(h.Warnings, "certificate_expiring")
+		h.Warnings = append(h.Warnings, warningCertificateExpiring)
 	}
 	return h
 }

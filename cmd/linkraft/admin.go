@@ -494,19 +494,30 @@ func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUs
 // adminBackup is "linkraft backup".
 func adminBackup(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("backup", "backup [-o FILE] [--addr URL] [--key KEY]\n\n"+
+	fs := newFlagSet("backup", "backup [-o FILE | --to DIR|s3://bucket/prefix] [--addr URL] [--key KEY]\n\n"+
 		"Writes the whole state, authenticated with the cluster key: the cluster restores it (linkraft restore) only\n"+
-		"unchanged, and another cluster only with --foreign. Keep backups as safe as the links and keys they hold.", stderr)
+		"unchanged, and another cluster only with --foreign. Keep backups as safe as the links and keys they hold.\n"+
+		"--to stores it compressed, named as scheduled backups (serve --backup-to) are; s3:// takes its credentials\n"+
+		"from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the shared credentials file.", stderr)
 	o.register(fs, 5*time.Minute)
-	var out string
+	var out, to string
+	var s3 s3Flags
 	fs.StringVar(&out, "o", "", "write the backup to FILE (default: standard output)")
 	fs.StringVar(&out, "output", "", "same as -o")
-	pos, code := o.parse(fs, args, stderr)
+	fs.StringVar(&to, "to", "", "store the backup, compressed, in a directory or under s3://bucket/prefix")
+	s3.register(fs)
+	pos, code := parseArgs(fs, args, stderr, append([]string{"addr", "key", "admin-token", "timeout"}, s3FlagNames...)...)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %s (use -o FILE)", strings.Join(pos, " "))
+	}
+	if to != "" {
+		if out != "" {
+			return usageError(fs, stderr, "-o and --to: choose one")
+		}
+		return backupTo(&o, fs, &s3, to, stderr)
 	}
 	if out == "" || out == "-" {
 		if f, ok := stdout.(*os.File); ok {
@@ -564,25 +575,37 @@ func writeFileAtomic(path string, data []byte) (err error) {
 // adminRestore is "linkraft restore".
 func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("restore", "restore FILE|- [--foreign] [--addr URL] [--key KEY]\n\n"+
+	fs := newFlagSet("restore", "restore FILE|- | --from SOURCE [--foreign] [--addr URL] [--key KEY]\n\n"+
 		"Makes the whole cluster take the state in a backup (linkraft backup). The cluster takes only a backup made\n"+
 		"under its own cluster key and unchanged since; every record must pass the rules a client's write passes.\n"+
-		"The key that restores stays valid, and the audit log records the restore.", stderr)
+		"The key that restores stays valid, and the audit log records the restore. --from takes a file, a directory's\n"+
+		"newest backup, or an s3:// object or prefix's newest; a backup that fails its checksum or is refused is\n"+
+		"reported with why, and the next older one is tried.", stderr)
 	o.register(fs, 5*time.Minute)
+	var from string
+	var s3 s3Flags
+	fs.StringVar(&from, "from", "", "restore the newest good backup of a file, a directory, or an s3://bucket/object or s3://bucket/prefix/")
+	s3.register(fs)
 	foreign := fs.Bool("foreign", false, "restore a backup this cluster cannot authenticate: one made by another cluster (another "+
 		"--cluster-key), by a node without a cluster key, or by a build before backups were authenticated. Only for a backup "+
 		"whose source you trust: without the flag the cluster takes only its own backups, unchanged since they were made. "+
 		"Every record is checked either way, and the audit log records the restore")
-	pos, code := o.parse(fs, args, stderr)
+	pos, code := parseArgs(fs, args, stderr, append([]string{"addr", "key", "admin-token", "timeout"}, s3FlagNames...)...)
 	if code >= 0 {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(fs, stderr, "want exactly one backup file (or - for standard input)")
 	}
 	path := "/admin/restore"
 	if *foreign {
 		path += "?foreign=true"
+	}
+	if from != "" {
+		if len(pos) != 0 {
+			return usageError(fs, stderr, "--from and a backup file: choose one")
+		}
+		return restoreFrom(&o, fs, &s3, from, path, stdout, stderr)
+	}
+	if len(pos) != 1 {
+		return usageError(fs, stderr, "want exactly one backup file (or - for standard input), or --from SOURCE")
 	}
 	var data []byte
 	var err error

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
@@ -48,6 +49,10 @@ type serveConfig struct {
 	logFormat                                                    string
 	accessLog                                                    bool
 	tls                                                          tlsFlags
+	backupTo, restoreFrom                                        string
+	backupInterval                                               time.Duration
+	backupRetain                                                 int
+	backupS3                                                     s3Flags
 
 	key              *secure.Key // parsed --cluster-key
 	keyOnCommandLine bool        // --cluster-key was a flag, not LINKRAFT_CLUSTER_KEY
@@ -103,6 +108,13 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
 	fs.BoolVar(&c.accessLog, "access-log", false, "log one line per HTTP request (method, path, status, duration, remote address)")
 	c.tls.register(fs)
+	fs.StringVar(&c.backupTo, "backup-to", "", "while this node leads, write a compressed, authenticated backup every --backup-interval to a directory or s3://bucket/prefix "+
+		"(credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared credentials file); give every node the same")
+	fs.DurationVar(&c.backupInterval, "backup-interval", time.Hour, "how often --backup-to receives a backup (skipped when nothing changed since the newest there)")
+	fs.IntVar(&c.backupRetain, "backup-retain", 24, "how many of this cluster's backups --backup-to keeps (others there are left alone)")
+	c.backupS3.register(fs)
+	fs.StringVar(&c.restoreFrom, "restore-from", "", "on a node with no state that starts a cluster alone (no --join, --bootstrap-expect 1): restore the newest good backup "+
+		"of a file, directory, or s3:// object or prefix before serving; nodes that join it receive the state; a node with state ignores it")
 
 	if err := applyEnv(fs); err != nil {
 		return nil, err
@@ -160,6 +172,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.bootstrapExpect < 0 {
 		return errors.New("--bootstrap-expect must be >= 0")
+	}
+	if c.backupTo != "" && (c.backupInterval < time.Second || c.backupRetain < 1) {
+		return errors.New("--backup-interval must be at least 1s and --backup-retain at least 1")
 	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
 	return c.tls.validate()
@@ -233,6 +248,13 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		return err
 	}
 
+	var backupStore backups.Store
+	if cfg.backupTo != "" {
+		if backupStore, err = backups.Open(context.Background(), cfg.backupTo, cfg.backupS3.options(0)); err != nil {
+			return fmt.Errorf("--backup-to: %w", err)
+		}
+	}
+
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	acme, err := cfg.tls.acmeConfig()
 	if err != nil {
@@ -246,6 +268,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
 		AllowPrivateTargets: cfg.allowPrivateTargets, ACME: acme,
+		BackupStore: backupStore, BackupInterval: cfg.backupInterval, BackupRetain: cfg.backupRetain,
 	}, fsm.New())
 	if err != nil {
 		return err
@@ -255,6 +278,11 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 			log.Error("closing node", "err", err)
 		}
 	}()
+	if cfg.restoreFrom != "" {
+		if err := restoreAtStart(node, cfg, log); err != nil {
+			return err
+		}
+	}
 
 	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
 	var serverTLS *httpd.TLS

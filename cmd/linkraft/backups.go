@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/cluster/backups"
+)
+
+// s3Flags are how the backup commands reach an S3-compatible destination;
+// credentials come from the AWS environment or shared credentials file.
+type s3Flags struct{ endpoint, region string }
+
+func (f *s3Flags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.endpoint, "backup-s3-endpoint", "", "URL of an S3-compatible server for s3:// destinations (path-style; default: AWS) (env LINKRAFT_BACKUP_S3_ENDPOINT)")
+	fs.StringVar(&f.region, "backup-s3-region", "", "region of s3:// destinations (default: AWS_REGION, else us-east-1) (env LINKRAFT_BACKUP_S3_REGION)")
+}
+
+func (f *s3Flags) options(timeout time.Duration) backups.S3Options {
+	return backups.S3Options{Endpoint: f.endpoint, Region: f.region, Timeout: timeout}
+}
+
+// s3FlagNames are the flags above, which read the environment as the
+// connection flags do.
+var s3FlagNames = []string{"backup-s3-endpoint", "backup-s3-region"}
+
+// backupTo is "linkraft backup --to DEST": the compressed backup, named as
+// scheduled backups are, stored in a directory or under an s3:// prefix.
+func backupTo(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, dest string, stderr io.Writer) int {
+	c, err := o.client("backup")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	store, err := backups.Open(ctx, dest, s3.options(o.timeout))
+	if err != nil {
+		return usageError(fs, stderr, "--to: %v", err)
+	}
+	// The index is read before the backup is taken, so it is at most the
+	// backup's own: a later scheduled backup then never takes a changed
+	// state for this one.
+	health, err := c.do(fasthttp.MethodGet, "/health", "", nil)
+	if err != nil {
+		return fail("backup", stderr, err)
+	}
+	var h struct {
+		ClusterID    string `json:"cluster_id"`
+		AppliedIndex uint64 `json:"applied_index"`
+	}
+	if err := json.Unmarshal(health, &h); err != nil {
+		return fail("backup", stderr, fmt.Errorf("the node's /health: %w", err))
+	}
+	data, err := c.do(fasthttp.MethodGet, "/admin/backup?compressed=true", "", nil)
+	if err != nil {
+		return fail("backup", stderr, err)
+	}
+	name, err := backups.PutBackup(ctx, store, h.ClusterID, h.AppliedIndex, data, time.Now())
+	if err != nil {
+		return fail("backup", stderr, err)
+	}
+	fmt.Fprintf(stderr, "wrote %d bytes to %s\n", len(data), backups.Candidate{Store: store, Name: name.String()})
+	return 0
+}
+
+// restoreFrom is "linkraft restore --from SOURCE": the newest good backup
+// of a file, a directory or an s3:// object or prefix. A backup whose
+// checksum fails, or that the cluster refuses (authentication, damage, a
+// record no client could write), is reported with why, and the next older
+// one is tried.
+func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path string, stdout, stderr io.Writer) int {
+	c, err := o.client("restore")
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	cands, err := backups.Candidates(ctx, source, s3.options(o.timeout))
+	if err != nil {
+		return fail("restore", stderr, err)
+	}
+	var answer []byte
+	restore := func(data []byte) error {
+		body, err := c.do(fasthttp.MethodPost, path, "application/octet-stream", data)
+		answer = body
+		return err
+	}
+	refused := func(err error) bool {
+		var ae *adminError
+		return errors.As(err, &ae) && ae.status == http.StatusBadRequest
+	}
+	log, _ := newLogger("warn", "text", stderr)
+	cand, err := backups.RestoreNewest(ctx, cands, restore, refused, log)
+	if err != nil {
+		return fail("restore", stderr, err)
+	}
+	fmt.Fprintf(stderr, "restored %s\n", cand)
+	stdout.Write(answer)
+	fmt.Fprintln(stdout)
+	return 0
+}
+
+// restoreAtStart is --restore-from: before the node serves, the node that
+// started the cluster alone installs the newest good backup; any other
+// node says why it does nothing.
+func restoreAtStart(node *cluster.Node, cfg *serveConfig, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cand, err := node.RestoreAtStart(ctx, cfg.restoreFrom, cfg.backupS3.options(0))
+	switch {
+	case errors.Is(err, cluster.ErrRestoreSkipped):
+		log.Info("--restore-from does nothing here", "why", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("--restore-from %s: %w", cfg.restoreFrom, err)
+	}
+	log.Info("restored the newest good backup", "backup", cand.String(), "links", node.FSM().Len())
+	return nil
+}
