@@ -44,7 +44,8 @@ $(WEED):
 	cd .tools/seaweedfs-src && GOFLAGS=-buildvcs=false $(GO) build -o $(WEED).tmp ./weed && mv $(WEED).tmp $(WEED)
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
-# browser test, podman and runc for the image test, systemd's
+# browser test, podman and runc for the image test, pebble (Let's
+# Encrypt's ACME test CA, with its DNS server) for the HTTPS test, systemd's
 # systemd-analyze for the unit files' hardening test and promtool for the
 # metrics test (as root, with apt-get), or says how to get them. promtool is
 # taken alone out of Debian's prometheus package: installing the package
@@ -58,6 +59,10 @@ deps:
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq podman runc; \
 		else echo "the image test needs Debian's podman and runc: sudo apt-get install podman runc"; exit 1; fi; }
+	@{ command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null; } || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq pebble; \
+		else echo "the HTTPS test needs Debian's pebble (an ACME test CA): sudo apt-get install pebble"; exit 1; fi; }
 	@command -v systemd-analyze >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq systemd; \
