@@ -362,6 +362,21 @@ func (n *node) requireRedirectOrPassword(t *testing.T, code, target string) {
 	t.Errorf("GET /%s: want 302 to %q or 401 for a password, got %v", code, target, r)
 }
 
+// waitRaised waits until n's cluster is raised to level (a new cluster's
+// leader does so as it starts): the rules that came with it hold from
+// then on.
+func waitRaised(t *testing.T, n *node, level int) {
+	t.Helper()
+	if !eventually(10*time.Second, func() bool {
+		var st struct {
+			Level int `json:"level"`
+		}
+		return json.Unmarshal(n.get(t, "/admin/cluster").body, &st) == nil && st.Level >= level
+	}) {
+		t.Fatalf("%s's cluster not raised to level %d within 10 s", n.id, level)
+	}
+}
+
 // auditActions is GET /admin/audit's answer for query: each entry's
 // action and key.
 func auditActions(t *testing.T, n *node, query string) []string {
@@ -391,6 +406,7 @@ func TestSecurityAuditSurvivesALinkFlood(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	n := startNode(t, nodeOptions{Settings: map[string]string{"public-create": "true"}})
+	waitRaised(t, n, 7)
 	writer := createKey(t, n, `{"name":"writer","scopes":["links:write"],"workspaces":["flood"]}`)
 	hook := n.postJSON(t, "/admin/webhooks", map[string]any{"url": "https://hooks.example/f5", "events": []string{"link.created"}, "secret": "0123456789abcdef0123"})
 	if hook.status != http.StatusCreated {

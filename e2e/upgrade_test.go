@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -134,14 +133,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	// Once every server reports the new build, the leader raises the
 	// cluster to its level: the new bounds hold from then on.
-	if !eventually(15*time.Second, func() bool {
-		var st struct {
-			Level int `json:"level"`
-		}
-		return json.Unmarshal(nodes[0].get(t, "/admin/cluster").body, &st) == nil && st.Level >= 7
-	}) {
-		t.Fatal("the cluster was not raised to level 7 within 15 s of the last node's upgrade")
-	}
+	waitRaised(t, nodes[0], 7)
 	links[0].OriginalURL = "https://example.com/after-upgrade"
 	for _, n := range nodes {
 		checkRedirectsHead(t, n, append(links, titled))

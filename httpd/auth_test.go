@@ -131,6 +131,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/admin/leadership-transfer", "", true, with(403, 403, 403, 403)},
 		{"GET", "/admin/backup", "", false, with(403, 403, 403, 403, 200, 200)},
 		{"GET", "/health/live", "", false, all(200)},
+		{"GET", "/.well-known/acme-challenge/no-such-token", "", false, all(404)},
 		{"GET", "/health", "", false, all(200)},
 		{"GET", "/", "", false, all(200)},
 		{"GET", "/metrics", "", false, all(200)},
@@ -326,9 +327,16 @@ func TestKeysListByCreator(t *testing.T) {
 }
 
 // TestPublicCreate: with public creates on, a client without a key creates
-// into workspace public only, and nothing else opens up.
+// into workspace public only, and nothing else opens up; they are not
+// audited.
 func TestPublicCreate(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.PublicCreate = true })
+	// The rule came with a cluster level: a new cluster's leader raises
+	// its cluster to it as it starts.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.fsm.Raised() < fsm.LevelBounds && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	anon := []string{"Authorization", ""}
 	ctx := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"https://example.com/p"}`, anon...)
 	if ctx.Response.StatusCode() != 201 || !strings.Contains(string(ctx.Response.Body()), `"workspace":"public"`) {
@@ -340,8 +348,12 @@ func TestPublicCreate(t *testing.T) {
 	if c := do(s, "GET", "/api/v1/urls?workspace=public", "", "", anon...); c.Response.StatusCode() != 401 {
 		t.Fatalf("anonymous list: %d", c.Response.StatusCode())
 	}
-	if last := s.fsm.Audit(fsm.AuditQuery{Limit: 1}); len(last) != 1 || last[0].KeyID != "" || last[0].Workspace != "public" {
-		t.Fatalf("audit of the anonymous create: %+v", last)
+	// Anonymous creates have no key to hold to account: the audit log,
+	// which a flood of them would only flush, does not record them.
+	for _, e := range s.fsm.Audit(fsm.AuditQuery{Kind: fsm.AuditLinks, Limit: 10}) {
+		if e.Workspace == "public" {
+			t.Fatalf("the anonymous create is in the audit log: %+v", e)
+		}
 	}
 }
 
