@@ -449,6 +449,7 @@ func TestSecurityEditHistoryIsBounded(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	n := startNode(t, nodeOptions{})
+	waitRaised(t, n, 7)
 	l := n.createURL(t, "https://example.com/f4/0")
 	for i := 1; i <= 60; i++ {
 		if r := n.patch(t, l.ShortCode, `{"original_url":"https://example.com/f4/`+itoa(i)+`"}`); r.status != http.StatusOK {
