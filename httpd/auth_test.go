@@ -339,8 +339,14 @@ func TestPublicCreate(t *testing.T) {
 	if c := do(s, "GET", "/api/v1/urls?workspace=public", "", "", anon...); c.Response.StatusCode() != 401 {
 		t.Fatalf("anonymous list: %d", c.Response.StatusCode())
 	}
-	if last := s.fsm.Audit(fsm.AuditQuery{Limit: 1}); len(last) != 1 || last[0].KeyID != "" || last[0].Workspace != "public" {
-		t.Fatalf("audit of the anonymous create: %+v", last)
+	// A cluster raised to fsm.LevelBounds no longer audits anonymous
+	// creates, one below it records them, and its leader raises it soon
+	// after it starts, racing this create: either is right, but only a
+	// raised cluster may have no entry.
+	last := s.fsm.Audit(fsm.AuditQuery{Limit: 1})
+	if len(last) == 0 && s.fsm.Raised() < fsm.LevelBounds ||
+		len(last) > 0 && (last[0].KeyID != "" || last[0].Workspace != "public") {
+		t.Fatalf("audit of the anonymous create (cluster raised to %d): %+v", s.fsm.Raised(), last)
 	}
 }
 
