@@ -278,7 +278,8 @@ func (y yourls) shorten(ctx *fasthttp.RequestCtx, p params) {
 }
 
 // lookup reads the link of shorturl, a keyword or a whole short URL
-// (https://brand.example/abc names abc in domain brand.example).
+// (https://brand.example/abc names abc in domain brand.example, or in the
+// default domain when brand.example has no such link).
 func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params) (Link, bool) {
 	short := p.get("shorturl")
 	code, domain := short, ""
@@ -293,6 +294,11 @@ func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params) (Link, bool) {
 		return Link{}, false
 	}
 	a := y.n.Call(ctx, "GET", linkPath(code, domain, ""), nil)
+	if domain != "" && (a.Status == fasthttp.StatusNotFound) {
+		// Not a registered domain's link: the host may be another name of
+		// the default domain (a node's own address, another base URL).
+		a = y.n.Call(ctx, "GET", linkPath(code, "", ""), nil)
+	}
 	if !a.OK() {
 		y.failNative(ctx, p, a)
 		return Link{}, false
