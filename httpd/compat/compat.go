@@ -74,10 +74,10 @@ func Preflight(opts Options) fasthttp.RequestHandler {
 		c.origins = []string{"*"}
 	}
 	return func(ctx *fasthttp.RequestCtx) {
-		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		if !isCompatPath(string(ctx.Path())) {
-			return
+			return // linkraft's own routes answer as before: 200 with Allow
 		}
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		c.headers(ctx)
 		h := &ctx.Response.Header
 		h.Set("Access-Control-Allow-Methods", string(h.Peek(fasthttp.HeaderAllow)))
