@@ -23,9 +23,9 @@ FUZZ_TARGETS = \
 	./httpd/geo:FuzzCountry \
 	./httpd/agent:FuzzClassify
 
-.PHONY: test deps check unit k8s fuzz build bench image weed
+.PHONY: test deps clients check unit k8s fuzz build bench image weed
 
-test: deps weed check unit k8s fuzz
+test: deps weed clients check unit k8s fuzz
 
 # weed is SeaweedFS's server, the real S3-compatible server the backup
 # tests write to (no mock). Its module cannot be go-installed (its go.mod
@@ -74,6 +74,16 @@ deps:
 			dpkg-deb --fsys-tarfile "$$d"/prometheus_*.deb | tar -xO ./usr/bin/promtool >"$$d/promtool"; \
 			install -m 0755 "$$d/promtool" /usr/local/bin/promtool; \
 		else echo "the metrics test needs promtool: sudo apt-get install prometheus (or put its promtool on PATH)"; exit 1; fi; }
+
+# clients installs the client libraries the compatibility test drives
+# (e2e/compat_test.go: Shlink's SDK and Kutt's client from npm), at the
+# versions e2e/clients/package-lock.json pins, with Debian's node and npm.
+clients:
+	@{ command -v node >/dev/null && command -v npm >/dev/null; } || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq nodejs npm; \
+		else echo "the compatibility test needs Debian's nodejs and npm: sudo apt-get install nodejs npm"; exit 1; fi; }
+	cd e2e/clients && npm ci --no-audit --no-fund
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -19,6 +19,7 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/agent"
+	"github.com/linkraft/linkraft/httpd/compat"
 	"github.com/linkraft/linkraft/httpd/geo"
 )
 
@@ -67,6 +68,9 @@ type Config struct {
 	// TLS, when set, is how the node serves HTTPS (tls.go); short URLs
 	// are then https.
 	TLS *TLS
+	// CORSOrigins are the origins browsers may call the compatible APIs
+	// (httpd/compat) from; empty: every origin, as Shlink.
+	CORSOrigins []string
 }
 
 // Server serves the public API of one node.
@@ -165,8 +169,11 @@ func (s *Server) routes() {
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" is not allowed here")
 	}
 
+	// The compatible APIs call the same handlers, uninstrumented (compat.go).
+	native := &nativeAPI{s: s, routes: router.New()}
 	handle := func(method, path, route string, h fasthttp.RequestHandler) {
 		r.Handle(method, path, s.metrics.instrument(route, h))
+		native.routes.Handle(method, path, h)
 	}
 	handle("GET", "/", "root", s.handleRoot)
 	handle("GET", "/health", "health", s.handleHealth)
@@ -252,6 +259,13 @@ func (s *Server) routes() {
 	pprof := s.require(fsm.ScopeAdmin, pprofHandler())
 	handle("GET", pprofPrefix+"{profile:*}", "pprof", pprof)
 	handle("POST", pprofPrefix+"symbol", "pprof", pprof) // pprof looks symbols up by POST
+
+	// The APIs of Shlink, YOURLS and Kutt, as adapters over the routes above.
+	compatOpts := compat.Options{CORSOrigins: s.cfg.CORSOrigins}
+	compat.Register(func(method, path, route string, h fasthttp.RequestHandler) {
+		r.Handle(method, path, s.metrics.instrument(route, h))
+	}, native, compatOpts)
+	r.GlobalOPTIONS = compat.Preflight(compatOpts)
 }
 
 // Handler is the server's root handler. Anything that can be a short code

@@ -53,6 +53,7 @@ type serveConfig struct {
 	backupInterval                                               time.Duration
 	backupRetain                                                 int
 	backupS3                                                     s3Flags
+	corsOrigins                                                  string
 
 	key              *secure.Key // parsed --cluster-key
 	keyOnCommandLine bool        // --cluster-key was a flag, not LINKRAFT_CLUSTER_KEY
@@ -106,6 +107,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.trustedProxy, "trusted-proxy", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For is believed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
+	fs.StringVar(&c.corsOrigins, "cors-origins", "*", "comma-separated origins browsers may call the Shlink and Kutt compatible APIs from (* for any, as Shlink)")
 	fs.BoolVar(&c.accessLog, "access-log", false, "log one line per HTTP request (method, path, status, duration, remote address)")
 	c.tls.register(fs)
 	fs.StringVar(&c.backupTo, "backup-to", "", "while this node leads, write a compressed, authenticated backup every --backup-interval to a directory or s3://bucket/prefix "+
@@ -314,6 +316,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 		AccessLog: cfg.accessLog, Registry: registry, Countries: countries, TLS: serverTLS,
+		CORSOrigins: splitList(cfg.corsOrigins),
 	}, httpd.Of(node))
 
 	defer tuneGC()()

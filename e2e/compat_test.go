@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The APIs of Shlink, YOURLS and Kutt, driven by those projects' own
+// client libraries (e2e/clients, pinned in its package-lock.json) against
+// a three-node cluster: writes through one node, reads through another,
+// and what the clients made checked through linkraft's own API on the
+// third.
+
+// clientsDir is e2e/clients, where `npm ci` installs the client libraries
+// (make clients, .ci/run).
+const clientsDir = "clients"
+
+// nodeJS finds Node.js and the installed client libraries. Without them
+// the test skips, except where LINKRAFT_E2E_CLIENTS=required (.ci/run,
+// which installs them): there their absence is a failure.
+func nodeJS(t *testing.T) string {
+	t.Helper()
+	missing := func(what string) {
+		if os.Getenv("LINKRAFT_E2E_CLIENTS") == "required" {
+			t.Fatalf("%s: CI installs it (.ci/run: Debian's nodejs and npm, then make clients)", what)
+		}
+		t.Skipf("%s: install Debian's nodejs and npm, then run make clients (npm ci in e2e/clients)", what)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("no node on PATH")
+	}
+	for _, pkg := range []string{"@shlinkio/shlink-js-sdk", "kutt"} {
+		if _, err := os.Stat(filepath.Join(clientsDir, "node_modules", pkg, "package.json")); err != nil {
+			missing("client library " + pkg + " is not installed")
+		}
+	}
+	return node
+}
+
+// runClient runs one of e2e/clients' scripts against the cluster and
+// returns the JSON object it prints last.
+func runClient(t *testing.T, node, script string, env map[string]string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = clientsDir
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var result map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &result); err != nil {
+		t.Fatalf("%s printed no result: %v\n%s", script, err, out)
+	}
+	return result
+}
+
+// compatCluster starts three nodes and makes a key for workspace team.
+func compatCluster(t *testing.T) ([]*node, string) {
+	t.Helper()
+	nodes := startCluster(t, 3, nil)
+	k := createKey(t, nodes[0], `{"name":"compat","scopes":["links:read","links:write","stats:read"],"workspaces":["team"]}`)
+	return nodes, k.Key
+}
+
+// requireNativeLink checks, through linkraft's own API on n, that the
+// client made a link code in workspace team that redirects to target.
+func requireNativeLink(t *testing.T, n *node, key, code, target string) {
+	t.Helper()
+	r := n.request(t, http.MethodGet, "/api/v1/urls/"+code, bearer(key), nil)
+	var l struct {
+		Workspace   string `json:"workspace"`
+		OriginalURL string `json:"original_url"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &l) != nil || l.Workspace != "team" || l.OriginalURL != target {
+		t.Fatalf("%s through linkraft's API on %s: %v", code, n.id, r)
+	}
+	if r := n.request(t, http.MethodGet, "/"+code, noCredential(), nil); r.status != http.StatusFound || r.header.Get("Location") != target {
+		t.Fatalf("redirect of %s on %s: %v", code, n.id, r)
+	}
+}
+
+func TestCompatClients(t *testing.T) {
+	skipIfShort(t)
+	node := nodeJS(t)
+	nodes, key := compatCluster(t)
+	env := map[string]string{
+		"WRITE_URL": "http://" + nodes[0].httpAddr, "READ_URL": "http://" + nodes[1].httpAddr, "API_KEY": key,
+	}
+
+	t.Run("shlink-js-sdk", func(t *testing.T) {
+		env["SLUG"] = "shlink-sdk"
+		res := runClient(t, node, "shlink.mjs", env)
+		requireNativeLink(t, nodes[2], key, res["kept"].(string), "https://example.com/shlink-kept")
+	})
+	t.Run("kutt", func(t *testing.T) {
+		env["SLUG"] = "kutt-client"
+		res := runClient(t, node, "kutt.mjs", env)
+		requireNativeLink(t, nodes[2], key, res["kept"].(string), "https://example.com/kutt-kept")
+	})
+}
+
+// yourlsGet sends a request as the yourls Python client (1.2.3) does: a
+// GET of the API URL with its arguments and format=json, None arguments
+// left out; it raises for an HTTP error status, and reads the JSON.
+func yourlsGet(t *testing.T, n *node, args url.Values) (int, map[string]any) {
+	t.Helper()
+	args.Set("format", "json")
+	r := n.request(t, http.MethodGet, "/yourls-api.php?"+args.Encode(), noCredential(), nil)
+	var body map[string]any
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatalf("yourls %s: the answer is not JSON: %v", args.Get("action"), r)
+	}
+	return r.status, body
+}
+
+// yourlsLink reads a link as the client's _json_to_shortened_url does:
+// url, title and ip must be there, the date (or timestamp) parses as
+// "%Y-%m-%d %H:%M:%S" and clicks as an integer.
+func yourlsLink(t *testing.T, v any) map[string]any {
+	t.Helper()
+	link, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("link is not an object: %v", v)
+	}
+	for _, f := range []string{"url", "title", "ip"} {
+		if _, ok := link[f]; !ok {
+			t.Fatalf("link has no %s: %v", f, link)
+		}
+	}
+	date, _ := link["date"].(string)
+	if date == "" {
+		date, _ = link["timestamp"].(string)
+	}
+	if _, err := time.Parse("2006-01-02 15:04:05", date); err != nil {
+		t.Fatalf("link date %q does not parse strictly: %v", date, err)
+	}
+	if c, ok := link["clicks"]; ok {
+		if _, err := strconv.Atoi(c.(string)); err != nil {
+			t.Fatalf("clicks %v: %v", c, err)
+		}
+	}
+	return link
+}
+
+// TestCompatYOURLS: the requests of the yourls Python client, which
+// cannot be installed here (no PyPI), sent as its source sends them and
+// read as it reads them, across three nodes.
+func TestCompatYOURLS(t *testing.T) {
+	skipIfShort(t)
+	nodes, key := compatCluster(t)
+	w, r := nodes[0], nodes[1]
+	sig := url.Values{"signature": {key}}
+	with := func(kv ...string) url.Values {
+		q := url.Values{}
+		for k, v := range sig {
+			q[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		return q
+	}
+	target := "https://example.com/yourls-client"
+	status, body := yourlsGet(t, w, with("action", "shorturl", "url", target, "keyword", "yourls-kw", "title", "Y"))
+	if status != 200 || body["status"] != "success" || body["shorturl"] == nil {
+		t.Fatalf("shorten: %d %v", status, body)
+	}
+	yourlsLink(t, body["url"])
+	// Read after write on another node, by keyword and by short URL.
+	for _, short := range []string{"yourls-kw", body["shorturl"].(string)} {
+		if status, body := yourlsGet(t, r, with("action", "expand", "shorturl", short)); status != 200 || body["longurl"] != target {
+			t.Fatalf("expand %s on %s: %d %v", short, r.id, status, body)
+		}
+	}
+	if status, body := yourlsGet(t, r, with("action", "url-stats", "shorturl", "yourls-kw")); status != 200 {
+		t.Fatalf("url-stats: %d %v", status, body)
+	} else {
+		yourlsLink(t, body["link"])
+	}
+	// stats: the client reads links.link_1 to link_<limit>.
+	if status, body := yourlsGet(t, r, with("action", "stats", "filter", "last", "limit", "1")); status != 200 {
+		t.Fatalf("stats: %d %v", status, body)
+	} else {
+		yourlsLink(t, body["links"].(map[string]any)["link_1"])
+		if s := body["stats"].(map[string]any); s["total_links"] != "1" {
+			t.Fatalf("stats totals: %v", s)
+		}
+	}
+	// username and password, as the client's other way to log in.
+	if status, body := yourlsGet(t, r, url.Values{"username": {"me"}, "password": {key}, "action": {"db-stats"}}); status != 200 ||
+		body["db-stats"].(map[string]any)["total_links"] != "1" {
+		t.Fatalf("db-stats: %d %v", status, body)
+	}
+	// The failures the client turns into its exceptions: status fail with
+	// code error:keyword or error:url on a 200, error:nourl on an error
+	// status, a message on any other error status.
+	for _, c := range []struct {
+		name   string
+		args   url.Values
+		status int
+		code   string
+	}{
+		{"taken keyword", with("action", "shorturl", "url", "https://example.com/other", "keyword", "yourls-kw"), 200, "error:keyword"},
+		{"url exists", with("action", "shorturl", "url", target), 200, "error:url"},
+		{"no url", with("action", "shorturl"), 400, "error:nourl"},
+		{"unknown keyword", with("action", "expand", "shorturl", "no-such-kw"), 404, ""},
+		{"wrong key", url.Values{"signature": {"lk_not_a_key"}, "action": {"db-stats"}}, 403, ""},
+	} {
+		status, body := yourlsGet(t, r, c.args)
+		if status != c.status || c.code != "" && (body["status"] != "fail" || body["code"] != c.code) || body["message"] == nil {
+			t.Errorf("%s: %d %v", c.name, status, body)
+		}
+		if c.code == "error:url" {
+			yourlsLink(t, body["url"])
+		}
+	}
+	requireNativeLink(t, nodes[2], key, "yourls-kw", target)
+}

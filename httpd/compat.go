@@ -1,0 +1,80 @@
+package httpd
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/httpd/compat"
+)
+
+// nativeAPI runs linkraft's own routes for the compatible APIs
+// (httpd/compat): an adapter's call is the request a client of
+// linkraft's API would send, served by the very handler chain that
+// serves it (credential, scopes, rate limits, hashing budget, forwarding
+// to the leader, read-after-write), so no compatible API has a write path
+// of its own.
+type nativeAPI struct {
+	s *Server
+	// routes holds the same handlers as the server's router, without its
+	// metrics: the compatible route counts the request once.
+	routes *router.Router
+}
+
+var _ compat.Native = (*nativeAPI)(nil)
+
+// Call rewrites ctx's request into linkraft's own (method, URI and a JSON
+// body; the client's headers, credential included, stay) and runs the
+// route's handler on it. A write the route forwards to the leader is
+// forwarded as this native request, which every build of the cluster
+// serves.
+func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any) compat.Answer {
+	req := &ctx.Request
+	req.Header.SetMethod(method)
+	req.SetRequestURI(uri)
+	req.ResetBody()
+	req.Header.Del(fasthttp.HeaderContentType)
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return compat.Answer{Status: fasthttp.StatusInternalServerError, Body: problemJSON(fasthttp.StatusInternalServerError, "encoding a request failed")}
+		}
+		req.Header.SetContentType("application/json")
+		req.SetBody(b)
+	}
+	ctx.Response.Reset()
+	path, _, _ := strings.Cut(uri, "?")
+	if unescaped, err := url.PathUnescape(path); err == nil {
+		path = unescaped
+	}
+	// Lookup's second result is about trailing slashes, not a match.
+	h, _ := n.routes.Lookup(method, path, ctx)
+	if h == nil {
+		// Only a bug in an adapter names a route linkraft does not have.
+		n.s.log.Error("compatible API called a route that does not exist", "method", method, "path", path)
+		return compat.Answer{Status: fasthttp.StatusInternalServerError, Body: problemJSON(fasthttp.StatusInternalServerError, "internal error")}
+	}
+	h(ctx)
+	a := compat.Answer{
+		Status:     ctx.Response.StatusCode(),
+		Body:       append([]byte(nil), ctx.Response.Body()...),
+		RetryAfter: string(ctx.Response.Header.Peek(fasthttp.HeaderRetryAfter)),
+		Challenge:  string(ctx.Response.Header.Peek(fasthttp.HeaderWWWAuthenticate)),
+	}
+	ctx.Response.Reset()
+	return a
+}
+
+// Version is this build's version.
+func (n *nativeAPI) Version() string { return n.s.cfg.Version }
+
+// DefaultDomain is the host short URLs of the default domain have.
+func (n *nativeAPI) DefaultDomain(ctx *fasthttp.RequestCtx) string {
+	if u, err := url.Parse(n.s.cfg.BaseURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return string(ctx.Host())
+}

@@ -1,0 +1,167 @@
+package compat
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestKuttIDRoundTrip(t *testing.T) {
+	for _, id := range []uint64{1, 42, 1 << 28, 1<<40 + 7, 1<<63 + 12345, ^uint64(0)} {
+		s := kuttID(id)
+		if len(s) != 36 || s[14] != '8' || !strings.ContainsRune("89ab", rune(s[19])) {
+			t.Errorf("kuttID(%d) = %s: not a version 8 UUID", id, s)
+		}
+		if got, ok := linkIDOf(s); !ok || got != id {
+			t.Errorf("linkIDOf(kuttID(%d)) = %d, %v", id, got, ok)
+		}
+	}
+	for _, s := range []string{"kutt-1", "00000000-0000-4000-8000-000000000000", "6c6b7266-0000-8000-8000-0000f0000000"} {
+		if _, ok := linkIDOf(s); ok {
+			t.Errorf("linkIDOf(%q) took it", s)
+		}
+	}
+}
+
+func TestExpireIn(t *testing.T) {
+	cases := []struct {
+		in   string
+		secs int64
+		ok   bool
+	}{
+		{"2 hours", 7200, true}, {"30m", 1800, true}, {"1 day", 86400, true}, {"1.5h", 5400, true},
+		{"2 weeks", 14 * 86400, true}, {"1 minute", 60, true},
+		{"30 seconds", 0, false}, {"soon", 0, false}, {"2 fortnights", 0, false}, {"-1 hour", 0, false}, {"", 0, false},
+	}
+	for _, c := range cases {
+		secs, err := expireIn(c.in)
+		if (err == nil) != c.ok || secs != c.secs {
+			t.Errorf("expireIn(%q) = %d, %v; want %d, ok %v", c.in, secs, err, c.secs, c.ok)
+		}
+	}
+}
+
+func TestShlinkListQuery(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	max := uint64(3)
+	past := "2029-12-31T00:00:00Z"
+	links := map[string]Link{
+		"ab":      {ShortCode: "ab", Tags: []string{"A", "b"}, CreatedAt: "2029-06-01T00:00:00Z"},
+		"a":       {ShortCode: "a", Tags: []string{"a"}, CreatedAt: "2029-01-01T00:00:00Z"},
+		"full":    {ShortCode: "full", MaxVisits: &max, ClickCount: 3, CreatedAt: "2029-06-01T00:00:00Z"},
+		"expired": {ShortCode: "expired", ExpiresAt: &past, CreatedAt: "2029-06-01T00:00:00Z"},
+	}
+	cases := []struct {
+		query string
+		keeps []string
+		err   bool
+	}{
+		{"", []string{"ab", "a", "full", "expired"}, false},
+		{"tags[]=a&tags[]=b", []string{"ab", "a"}, false},
+		{"tags[]=a&tags[]=b&tagsMode=all", []string{"ab"}, false},
+		{"excludeTags[]=b", []string{"a", "full", "expired"}, false},
+		{"startDate=2029-03-01T00:00:00%2B00:00", []string{"ab", "full", "expired"}, false},
+		{"endDate=2029-03-01T00:00:00Z", []string{"a"}, false},
+		{"excludeMaxVisitsReached=true&excludePastValidUntil=true", []string{"ab", "a"}, false},
+		{"tagsMode=some", nil, true},
+		{"orderBy=visits-UP", nil, true},
+		{"itemsPerPage=0", nil, true},
+		{"startDate=yesterday", nil, true},
+	}
+	for _, c := range cases {
+		var args fasthttp.Args
+		args.Parse(c.query)
+		q, err := parseShlinkList(&args, "sho.rt")
+		if (err != nil) != c.err {
+			t.Errorf("%q: error %v, want error %v", c.query, err, c.err)
+			continue
+		}
+		if c.err {
+			continue
+		}
+		var kept []string
+		for _, name := range []string{"ab", "a", "full", "expired"} {
+			l := links[name]
+			if q.keeps(&l, now) {
+				kept = append(kept, name)
+			}
+		}
+		if strings.Join(kept, ",") != strings.Join(c.keeps, ",") {
+			t.Errorf("%q keeps %v, want %v", c.query, kept, c.keeps)
+		}
+	}
+}
+
+func TestShlinkCreateAndEditBodies(t *testing.T) {
+	long := "https://example.com/"
+	no := false
+	cases := []struct {
+		name string
+		in   shlinkCreate
+		want map[string]any
+		err  bool
+	}{
+		{"forwardQuery defaults to true", shlinkCreate{LongURL: &long}, map[string]any{"url": long, "forward_query": true}, false},
+		{"forwardQuery false", shlinkCreate{LongURL: &long, ForwardQuery: &no}, map[string]any{"forward_query": false}, false},
+		{"findIfExists", shlinkCreate{LongURL: &long, FindIfExists: true}, map[string]any{"dedupe": true}, false},
+		{"default domain by name", shlinkCreate{LongURL: &long, Domain: "SHO.RT"}, map[string]any{"domain": nil}, false},
+		{"other domain", shlinkCreate{LongURL: &long, Domain: "brand.example"}, map[string]any{"domain": "brand.example"}, false},
+		{"no url", shlinkCreate{}, nil, true},
+		{"crawlable", shlinkCreate{LongURL: &long, Crawlable: true}, nil, true},
+	}
+	for _, c := range cases {
+		got, err := c.in.nativeCreate("sho.rt")
+		if (err != nil) != c.err {
+			t.Errorf("%s: error %v", c.name, err)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %#v, want %#v", c.name, k, got[k], v)
+			}
+		}
+	}
+	edits := []struct {
+		in, want string
+		err      bool
+	}{
+		{`{"title":null,"tags":null,"maxVisits":null}`, `{"max_visits":null,"tags":[],"title":""}`, false},
+		{`{"validUntil":"2030-01-01T01:00:00+01:00","forwardQuery":false}`, `{"expires_at":"2030-01-01T00:00:00Z","forward_query":false}`, false},
+		{`{"crawlable":false,"validateUrl":true}`, `{}`, false},
+		{`{"crawlable":true}`, ``, true},
+		{`{"shortCode":"x"}`, ``, true},
+		{`{"validSince":"tomorrow"}`, ``, true},
+	}
+	for _, e := range edits {
+		got, err := nativeEdit([]byte(e.in))
+		if (err != nil) != e.err {
+			t.Errorf("edit %s: error %v", e.in, err)
+			continue
+		}
+		if b, _ := json.Marshal(got); !e.err && string(b) != e.want {
+			t.Errorf("edit %s = %s, want %s", e.in, b, e.want)
+		}
+	}
+}
+
+func TestYOURLSDocAndCallback(t *testing.T) {
+	d := doc{{"statusCode", 200}, {"link", doc{{"url", "https://e.example/?a=1&b=<2>"}}}, {"nothing", nil}}
+	b, err := json.Marshal(d)
+	if err != nil || string(b) != `{"statusCode":200,"link":{"url":"https://e.example/?a=1\u0026b=\u003c2\u003e"},"nothing":null}` {
+		t.Errorf("json: %s %v", b, err)
+	}
+	var x bytes.Buffer
+	d.writeXML(&x)
+	if want := `<statusCode>200</statusCode><link><url>https://e.example/?a=1&amp;b=&lt;2&gt;</url></link><nothing></nothing>`; x.String() != want {
+		t.Errorf("xml: %s", x.String())
+	}
+	for cb, ok := range map[string]bool{"cb": true, "jQuery123_x.y": true, "alert(1)//": false, "a b": false, strings.Repeat("a", 65): false} {
+		if validCallback(cb) != ok {
+			t.Errorf("validCallback(%q) = %v", cb, !ok)
+		}
+	}
+}

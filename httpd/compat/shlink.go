@@ -1,0 +1,748 @@
+package compat
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// ShlinkVersion is the Shlink version linkraft answers as in
+// /rest/v3/health. Shlink's web client turns features on by this version:
+// 3.4.0 turns on what linkraft has (forwardQuery, ordering by non-bot
+// visits, hiding links past validUntil or maxVisits) and none of the
+// later features linkraft does not have yet (visit deletion 3.5.0,
+// redirect rules 4.0.0).
+const ShlinkVersion = "3.4.0"
+
+// shlinkError is the type URI prefix of Shlink's problems.
+const shlinkError = "https://shlink.io/api/error/"
+
+// shlinkTime is Shlink's timestamp format (PHP's ATOM).
+const shlinkTime = "2006-01-02T15:04:05-07:00"
+
+type shlink struct{ n Native }
+
+func registerShlink(route Route, n Native, c cors) {
+	sh := shlink{n}
+	for _, v := range []string{"1", "2", "3"} {
+		p := "/rest/v" + v
+		r := func(method, path string, h fasthttp.RequestHandler) {
+			route(method, p+path, "compat_shlink", c.wrap(h))
+		}
+		r("GET", "/health", sh.health)
+		r("GET", "/short-urls", sh.list)
+		r("POST", "/short-urls", sh.create)
+		r("GET", "/short-urls/shorten", sh.shorten)
+		r("GET", "/short-urls/{shortCode}", sh.get)
+		r("PATCH", "/short-urls/{shortCode}", sh.edit)
+		r("DELETE", "/short-urls/{shortCode}", sh.remove)
+		r("GET", "/tags", sh.tags)
+		r("GET", "/tags/stats", sh.tagsStats)
+		r("GET", "/domains", sh.domains)
+		r("GET", "/mercure-info", sh.mercure)
+		// What linkraft does not have yet answers a problem, never a
+		// silent success (docs/COMPATIBILITY.md lists them).
+		for _, u := range []struct{ method, path, what string }{
+			{"PUT", "/tags", "renaming tags"},
+			{"DELETE", "/tags", "deleting tags"},
+			{"GET", "/tags/{tag}/visits", "visit rows"},
+			{"GET", "/visits", "the visits overview"},
+			{"GET", "/visits/orphan", "orphan visits"},
+			{"DELETE", "/visits/orphan", "deleting visits"},
+			{"GET", "/visits/non-orphan", "visit rows"},
+			{"GET", "/short-urls/{shortCode}/visits", "visit rows"},
+			{"DELETE", "/short-urls/{shortCode}/visits", "deleting visits"},
+			{"GET", "/domains/{domain}/visits", "visit rows"},
+			{"PATCH", "/domains/redirects", "setting domain redirects through this API (an admin sets them with POST /admin/domains)"},
+			{"GET", "/short-urls/{shortCode}/redirect-rules", "redirect rules through this API (linkraft's own rules are set with PATCH /api/v1/urls/{code})"},
+			{"POST", "/short-urls/{shortCode}/redirect-rules", "redirect rules through this API (linkraft's own rules are set with PATCH /api/v1/urls/{code})"},
+		} {
+			r(u.method, u.path, unsupportedShlink(u.what))
+		}
+	}
+}
+
+// problemShlink answers a Shlink problem document; extra adds the
+// fields Shlink adds to some (shortCode, customSlug, domain).
+func problemShlink(ctx *fasthttp.RequestCtx, status int, typ, title, detail string, extra map[string]any) {
+	doc := map[string]any{"type": typ, "title": title, "detail": detail, "status": status}
+	for k, v := range extra {
+		doc[k] = v
+	}
+	writeBody(ctx, status, "application/problem+json", marshal(doc))
+}
+
+func unsupportedShlink(what string) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		problemShlink(ctx, fasthttp.StatusNotImplemented, "about:blank", "Not implemented",
+			"linkraft does not support "+what+" yet", nil)
+	}
+}
+
+// invalidShlink is Shlink's answer to a request it cannot take.
+func invalidShlink(ctx *fasthttp.RequestCtx, detail string) {
+	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", detail,
+		map[string]any{"invalidElements": []string{}})
+}
+
+// failShlink answers a native error answer as Shlink would: its
+// authentication problems, not found, a taken slug, invalid data, and
+// linkraft's own status (rate limits, no leader) otherwise.
+func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
+	switch a.Status {
+	case fasthttp.StatusUnauthorized:
+		if len(ctx.Request.Header.Peek("X-Api-Key")) == 0 && len(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) == 0 {
+			problemShlink(ctx, a.Status, shlinkError+"missing-authentication", "Invalid authorization",
+				"Expected one of the following authentication headers, [\"X-Api-Key\"], but none were provided", nil)
+		} else {
+			problemShlink(ctx, a.Status, shlinkError+"invalid-api-key", "Invalid API key",
+				"Provided API key does not exist or is invalid.", nil)
+		}
+	case fasthttp.StatusNotFound, fasthttp.StatusGone:
+		extra := map[string]any{"shortCode": code}
+		if domain != "" {
+			extra["domain"] = domain
+		}
+		detail := fmt.Sprintf("No URL found with short code %q", code)
+		if domain != "" {
+			detail += fmt.Sprintf(" for domain %q", domain)
+		}
+		if a.Status == fasthttp.StatusGone {
+			detail += " (it has expired)"
+		}
+		problemShlink(ctx, fasthttp.StatusNotFound, shlinkError+"short-url-not-found", "Short URL not found", detail, extra)
+	case fasthttp.StatusConflict:
+		extra := map[string]any{"customSlug": code}
+		if domain != "" {
+			extra["domain"] = domain
+		}
+		problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"non-unique-slug", "Invalid custom slug",
+			fmt.Sprintf("Provided slug %q is already in use. (%s)", code, a.Detail()), extra)
+	case fasthttp.StatusBadRequest, fasthttp.StatusRequestEntityTooLarge, fasthttp.StatusUnsupportedMediaType:
+		invalidShlink(ctx, a.Detail())
+	default:
+		problemShlink(ctx, a.Status, "about:blank", fasthttp.StatusMessage(a.Status), a.Detail(), nil)
+	}
+	a.PassHeaders(ctx)
+}
+
+// shlinkShortURL is Shlink's ShortUrl.
+type shlinkShortURL struct {
+	ShortCode        string             `json:"shortCode"`
+	ShortURL         string             `json:"shortUrl"`
+	LongURL          string             `json:"longUrl"`
+	DeviceLongURLs   map[string]*string `json:"deviceLongUrls"`
+	DateCreated      string             `json:"dateCreated"`
+	VisitsSummary    shlinkVisits       `json:"visitsSummary"`
+	VisitsCount      uint64             `json:"visitsCount"` // Shlink 2's field, kept by Shlink 3
+	Tags             []string           `json:"tags"`
+	Meta             shlinkMeta         `json:"meta"`
+	Domain           *string            `json:"domain"`
+	Title            *string            `json:"title"`
+	Crawlable        bool               `json:"crawlable"`
+	ForwardQuery     bool               `json:"forwardQuery"`
+	HasRedirectRules bool               `json:"hasRedirectRules"`
+}
+
+type shlinkVisits struct {
+	Total   uint64 `json:"total"`
+	NonBots uint64 `json:"nonBots"`
+	Bots    uint64 `json:"bots"`
+}
+
+type shlinkMeta struct {
+	ValidSince *string `json:"validSince"`
+	ValidUntil *string `json:"validUntil"`
+	MaxVisits  *uint64 `json:"maxVisits"`
+}
+
+func shlinkTimeOf(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(shlinkTime)
+	return &s
+}
+
+// shortURLOf is a linkraft link as Shlink shows it. linkraft's clicks
+// leave bots out and its read does not count them: total and nonBots are
+// the clicks, bots 0 (docs/COMPATIBILITY.md).
+func shortURLOf(l *Link) shlinkShortURL {
+	s := shlinkShortURL{
+		ShortCode: l.ShortCode, ShortURL: l.ShortURL, LongURL: l.OriginalURL,
+		DeviceLongURLs: map[string]*string{"android": nil, "ios": nil, "desktop": nil},
+		DateCreated:    *shlinkTimeOf(l.Created()),
+		VisitsSummary:  shlinkVisits{Total: l.ClickCount, NonBots: l.ClickCount},
+		VisitsCount:    l.ClickCount,
+		Tags:           l.Tags,
+		Meta:           shlinkMeta{ValidSince: shlinkTimeOf(l.Since()), ValidUntil: shlinkTimeOf(l.Expires()), MaxVisits: l.MaxVisits},
+		ForwardQuery:   l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0,
+	}
+	if s.Tags == nil {
+		s.Tags = []string{}
+	}
+	if l.Domain != "" {
+		s.Domain = &l.Domain
+	}
+	if l.Title != "" {
+		s.Title = &l.Title
+	}
+	return s
+}
+
+func (sh shlink) health(ctx *fasthttp.RequestCtx) {
+	a := sh.n.Call(ctx, "GET", "/health", nil)
+	status := "pass"
+	if !a.OK() {
+		status = "fail"
+	}
+	body := marshal(map[string]any{
+		"status": status, "version": ShlinkVersion,
+		"links": map[string]string{"about": "https://shlink.io", "project": "https://github.com/shlinkio/shlink"},
+	})
+	writeBody(ctx, a.Status, "application/health+json", body)
+}
+
+func (sh shlink) mercure(ctx *fasthttp.RequestCtx) {
+	problemShlink(ctx, fasthttp.StatusNotImplemented, shlinkError+"mercure-not-configured", "Mercure not configured",
+		"This Shlink instance is not integrated with a mercure hub.", nil)
+}
+
+// shlinkCreate is Shlink's create body.
+type shlinkCreate struct {
+	LongURL         *string            `json:"longUrl"`
+	CustomSlug      string             `json:"customSlug"`
+	Tags            []string           `json:"tags"`
+	Title           *string            `json:"title"`
+	ValidSince      *string            `json:"validSince"`
+	ValidUntil      *string            `json:"validUntil"`
+	MaxVisits       *json.Number       `json:"maxVisits"`
+	FindIfExists    bool               `json:"findIfExists"`
+	Domain          string             `json:"domain"`
+	ShortCodeLength *int               `json:"shortCodeLength"`
+	ForwardQuery    *bool              `json:"forwardQuery"`
+	Crawlable       bool               `json:"crawlable"`
+	ValidateURL     *bool              `json:"validateUrl"` // Shlink 3 ignores it, and so does linkraft
+	DeviceLongURLs  map[string]*string `json:"deviceLongUrls"`
+}
+
+// nativeCreate is the body of linkraft's create for a Shlink create.
+func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, error) {
+	if c.LongURL == nil || *c.LongURL == "" {
+		return nil, fmt.Errorf("longUrl is required")
+	}
+	switch {
+	case c.Crawlable:
+		return nil, fmt.Errorf("crawlable links are not supported by linkraft yet")
+	case c.ShortCodeLength != nil:
+		return nil, fmt.Errorf("shortCodeLength is not supported: linkraft's generated codes have the length its operator chose")
+	case slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
+		func(s *string) bool { return s != nil && *s != "" }):
+		return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
+	}
+	body := map[string]any{"url": *c.LongURL}
+	if c.CustomSlug != "" {
+		body["custom_code"] = c.CustomSlug
+	}
+	if len(c.Tags) > 0 {
+		body["tags"] = c.Tags
+	}
+	if c.Title != nil && *c.Title != "" {
+		body["title"] = *c.Title
+	}
+	for _, t := range []struct {
+		name, field string
+		v           *string
+	}{{"validSince", "valid_since", c.ValidSince}, {"validUntil", "expires_at", c.ValidUntil}} {
+		if t.v == nil || *t.v == "" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, *t.v)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
+		}
+		body[t.field] = nativeTime(at)
+	}
+	if c.MaxVisits != nil {
+		body["max_visits"] = json.RawMessage(*c.MaxVisits)
+	}
+	if c.FindIfExists {
+		body["dedupe"] = true
+	}
+	if c.Domain != "" && !strings.EqualFold(c.Domain, defaultDomain) {
+		body["domain"] = c.Domain
+	}
+	// Shlink forwards the query by default, and its client leaves false
+	// fields out of a create: absent means true.
+	body["forward_query"] = c.ForwardQuery == nil || *c.ForwardQuery
+	return body, nil
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the body is not the JSON object this API takes: %w", err)
+	}
+	return nil
+}
+
+func (sh shlink) create(ctx *fasthttp.RequestCtx) {
+	var c shlinkCreate
+	if err := decodeStrict(ctx.PostBody(), &c); err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	sh.createFrom(ctx, &c, false)
+}
+
+// shorten is Shlink's one-call create, for scripts: GET with apiKey and
+// longUrl, the ShortUrl back (format=txt: the short URL alone).
+func (sh shlink) shorten(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	if key := args.Peek("apiKey"); len(key) > 0 {
+		useKey(ctx, string(key))
+	}
+	long := string(args.Peek("longUrl"))
+	sh.createFrom(ctx, &shlinkCreate{LongURL: &long}, string(args.Peek("format")) == "txt")
+}
+
+func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool) {
+	body, err := c.nativeCreate(sh.n.DefaultDomain(ctx))
+	if err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	a := sh.n.Call(ctx, "POST", "/api/v1/urls", body)
+	if !a.OK() {
+		failShlink(ctx, a, c.CustomSlug, c.Domain)
+		return
+	}
+	var l Link
+	if err := a.Decode(&l); err != nil {
+		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+		return
+	}
+	if l.Existing { // findIfExists found it: show its clicks too
+		if r := sh.n.Call(ctx, "GET", linkPath(l.ShortCode, l.Domain, ""), nil); r.OK() {
+			_ = r.Decode(&l)
+		}
+	}
+	if text {
+		writeBody(ctx, fasthttp.StatusOK, "text/plain; charset=utf-8", []byte(l.ShortURL))
+		return
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+}
+
+// codeAndDomain are the short code of a Shlink route and its ?domain=;
+// the default domain named by its authority is the default domain.
+func (sh shlink) codeAndDomain(ctx *fasthttp.RequestCtx) (string, string) {
+	code, _ := ctx.UserValue("shortCode").(string)
+	domain := string(ctx.QueryArgs().Peek("domain"))
+	if strings.EqualFold(domain, sh.n.DefaultDomain(ctx)) {
+		domain = ""
+	}
+	return code, domain
+}
+
+func (sh shlink) get(ctx *fasthttp.RequestCtx) {
+	code, domain := sh.codeAndDomain(ctx)
+	a := sh.n.Call(ctx, "GET", linkPath(code, domain, ""), nil)
+	sh.writeLink(ctx, a, code, domain)
+}
+
+func (sh shlink) writeLink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
+	if !a.OK() {
+		failShlink(ctx, a, code, domain)
+		return
+	}
+	var l Link
+	if err := a.Decode(&l); err != nil {
+		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+		return
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+}
+
+// shlinkEditFields maps Shlink's edit fields to linkraft's; null clears.
+var shlinkEditFields = map[string]string{
+	"longUrl": "original_url", "title": "title", "tags": "tags", "validSince": "valid_since",
+	"validUntil": "expires_at", "maxVisits": "max_visits", "forwardQuery": "forward_query",
+}
+
+// nativeEdit is linkraft's edit body for a Shlink edit body.
+func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
+	}
+	out := map[string]json.RawMessage{}
+	null := func(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
+	for k, v := range in {
+		switch k {
+		case "crawlable":
+			if !null(v) && string(bytes.TrimSpace(v)) != "false" {
+				return nil, fmt.Errorf("crawlable links are not supported by linkraft yet")
+			}
+			continue
+		case "validateUrl":
+			continue // ignored by Shlink 3 too
+		case "deviceLongUrls":
+			var d map[string]*string
+			if json.Unmarshal(v, &d) == nil && !slices.ContainsFunc([]*string{d["android"], d["ios"], d["desktop"]},
+				func(s *string) bool { return s != nil && *s != "" }) {
+				continue
+			}
+			return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
+		}
+		field, ok := shlinkEditFields[k]
+		if !ok {
+			return nil, fmt.Errorf("unknown field %q", k)
+		}
+		switch {
+		case null(v) && k == "title": // linkraft clears a title with ""
+			v = json.RawMessage(`""`)
+		case null(v) && k == "tags":
+			v = json.RawMessage(`[]`)
+		case (k == "validSince" || k == "validUntil") && !null(v):
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, fmt.Errorf("%s must be an ISO 8601 date or null", k)
+			}
+			at, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return nil, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", k)
+			}
+			v, _ = json.Marshal(nativeTime(at))
+		}
+		out[field] = v
+	}
+	return out, nil
+}
+
+func (sh shlink) edit(ctx *fasthttp.RequestCtx) {
+	code, domain := sh.codeAndDomain(ctx)
+	body, err := nativeEdit(ctx.PostBody())
+	if err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	a := sh.n.Call(ctx, "PATCH", linkPath(code, domain, ""), body)
+	sh.writeLink(ctx, a, code, domain)
+}
+
+func (sh shlink) remove(ctx *fasthttp.RequestCtx) {
+	code, domain := sh.codeAndDomain(ctx)
+	a := sh.n.Call(ctx, "DELETE", linkPath(code, domain, ""), nil)
+	if !a.OK() {
+		failShlink(ctx, a, code, domain)
+		return
+	}
+	ctx.Response.Reset()
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// shlinkListQuery is a Shlink list's query, read.
+type shlinkListQuery struct {
+	native          url.Values // what linkraft's list filters itself
+	tags, notTags   []string
+	allTags, allNot bool
+	from, to        time.Time
+	excludeMax      bool
+	excludePast     bool
+	orderBy         string
+	desc            bool
+	page, perPage   int
+}
+
+// parseShlinkList reads a list's query. Arrays come as tags[]=a&tags[]=b
+// (the client's spelling), tags=a also works.
+func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery, error) {
+	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10}
+	multi := func(name string) []string {
+		var out []string
+		for _, k := range []string{name + "[]", name} {
+			for _, v := range args.PeekMulti(k) {
+				out = append(out, string(v))
+			}
+		}
+		return out
+	}
+	if s := args.Peek("searchTerm"); len(s) > 0 {
+		q.native.Set("q", string(s))
+	}
+	q.tags, q.notTags = multi("tags"), multi("excludeTags")
+	for _, m := range []struct {
+		name string
+		all  *bool
+	}{{"tagsMode", &q.allTags}, {"excludeTagsMode", &q.allNot}} {
+		switch v := string(args.Peek(m.name)); v {
+		case "", "any":
+		case "all":
+			*m.all = true
+		default:
+			return q, fmt.Errorf("%s must be any or all, not %q", m.name, v)
+		}
+	}
+	if len(q.tags) == 1 { // linkraft's list filters one tag itself
+		q.native.Set("tag", q.tags[0])
+	}
+	if args.Has("domain") {
+		d := string(args.Peek("domain"))
+		if strings.EqualFold(d, defaultDomain) {
+			d = ""
+		}
+		q.native.Set("domain", d)
+	}
+	for _, t := range []struct {
+		name string
+		at   *time.Time
+	}{{"startDate", &q.from}, {"endDate", &q.to}} {
+		if v := args.Peek(t.name); len(v) > 0 {
+			at, err := time.Parse(time.RFC3339, string(v))
+			if err != nil {
+				return q, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
+			}
+			*t.at = at
+		}
+	}
+	q.excludeMax = string(args.Peek("excludeMaxVisitsReached")) == "true"
+	q.excludePast = string(args.Peek("excludePastValidUntil")) == "true"
+	if o := string(args.Peek("orderBy")); o != "" {
+		field, dir, _ := strings.Cut(o, "-")
+		switch field {
+		case "longUrl", "shortCode", "dateCreated", "title", "visits", "nonBotVisits":
+		default:
+			return q, fmt.Errorf("orderBy %q: use longUrl, shortCode, dateCreated, title, visits or nonBotVisits with -ASC or -DESC", o)
+		}
+		switch strings.ToUpper(dir) {
+		case "", "ASC":
+		case "DESC":
+			q.desc = true
+		default:
+			return q, fmt.Errorf("orderBy %q: the direction is ASC or DESC", o)
+		}
+		q.orderBy = field
+	}
+	for _, p := range []struct {
+		name string
+		to   *int
+		min  int
+	}{{"page", &q.page, 1}, {"itemsPerPage", &q.perPage, -1}} {
+		if v := args.Peek(p.name); len(v) > 0 {
+			n, err := strconv.Atoi(string(v))
+			if err != nil || n < p.min || n == 0 {
+				return q, fmt.Errorf("%s must be a whole number of at least 1", p.name)
+			}
+			*p.to = n
+		}
+	}
+	return q, nil
+}
+
+// keeps is what linkraft's list cannot filter itself.
+func (q *shlinkListQuery) keeps(l *Link, now time.Time) bool {
+	has := func(tag string) bool {
+		return slices.ContainsFunc(l.Tags, func(t string) bool { return strings.EqualFold(t, tag) })
+	}
+	match := func(tags []string, all bool) bool {
+		if all {
+			return !slices.ContainsFunc(tags, func(t string) bool { return !has(t) })
+		}
+		return slices.ContainsFunc(tags, has)
+	}
+	created := l.Created()
+	switch {
+	case len(q.tags) > 1 && !match(q.tags, q.allTags):
+		return false
+	case len(q.notTags) > 0 && match(q.notTags, q.allNot):
+		return false
+	case !q.from.IsZero() && created.Before(q.from), !q.to.IsZero() && created.After(q.to):
+		return false
+	case q.excludeMax && l.MaxVisits != nil && l.ClickCount >= *l.MaxVisits:
+		return false
+	case q.excludePast && !l.Expires().IsZero() && !l.Expires().After(now):
+		return false
+	}
+	return true
+}
+
+// sort orders links as orderBy asks; linkraft's newest first otherwise.
+func (q *shlinkListQuery) sort(links []Link) {
+	if q.orderBy == "" {
+		return
+	}
+	key := func(a, b *Link) int {
+		switch q.orderBy {
+		case "longUrl":
+			return cmp.Compare(a.OriginalURL, b.OriginalURL)
+		case "shortCode":
+			return cmp.Compare(a.ShortCode, b.ShortCode)
+		case "title":
+			return cmp.Compare(a.Title, b.Title)
+		case "visits", "nonBotVisits":
+			return cmp.Compare(a.ClickCount, b.ClickCount)
+		}
+		return cmp.Compare(a.ID, b.ID) // ids grow with creation
+	}
+	slices.SortStableFunc(links, func(a, b Link) int {
+		if q.desc {
+			return key(&b, &a)
+		}
+		return key(&a, &b)
+	})
+}
+
+func (sh shlink) list(ctx *fasthttp.RequestCtx) {
+	q, err := parseShlinkList(ctx.QueryArgs(), sh.n.DefaultDomain(ctx))
+	if err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	links, failed, err := scan(ctx, sh.n, q.native)
+	switch {
+	case failed != nil:
+		failShlink(ctx, *failed, "", "")
+		return
+	case err != nil:
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	now := time.Now()
+	kept := links[:0]
+	for i := range links {
+		if q.keeps(&links[i], now) {
+			kept = append(kept, links[i])
+		}
+	}
+	q.sort(kept)
+	total := len(kept)
+	perPage := q.perPage
+	if perPage < 0 { // -1: every item on one page
+		perPage = max(total, 1)
+	}
+	start := min((q.page-1)*perPage, total)
+	end := min(start+perPage, total)
+	data := make([]shlinkShortURL, 0, end-start)
+	for i := start; i < end; i++ {
+		data = append(data, shortURLOf(&kept[i]))
+	}
+	pages := (total + perPage - 1) / perPage
+	body := map[string]any{"shortUrls": map[string]any{
+		"data": data,
+		"pagination": map[string]int{
+			"currentPage": q.page, "pagesCount": pages, "itemsPerPage": perPage,
+			"itemsInCurrentPage": len(data), "totalItems": total,
+		},
+	}}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(body))
+}
+
+// nativeTag is one tag of linkraft's tag list.
+type nativeTag struct {
+	Tag    string `json:"tag"`
+	Links  int    `json:"links"`
+	Clicks uint64 `json:"clicks"`
+}
+
+func (sh shlink) nativeTags(ctx *fasthttp.RequestCtx) ([]nativeTag, bool) {
+	a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil)
+	if !a.OK() {
+		failShlink(ctx, a, "", "")
+		return nil, false
+	}
+	var body struct {
+		Tags []nativeTag `json:"tags"`
+	}
+	if err := a.Decode(&body); err != nil {
+		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+		return nil, false
+	}
+	return body.Tags, true
+}
+
+func (sh shlink) tags(ctx *fasthttp.RequestCtx) {
+	tags, ok := sh.nativeTags(ctx)
+	if !ok {
+		return
+	}
+	names := make([]string, len(tags))
+	for i, t := range tags {
+		names[i] = t.Tag
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": names}}))
+}
+
+func (sh shlink) tagsStats(ctx *fasthttp.RequestCtx) {
+	tags, ok := sh.nativeTags(ctx)
+	if !ok {
+		return
+	}
+	type stat struct {
+		Tag            string       `json:"tag"`
+		ShortURLsCount int          `json:"shortUrlsCount"`
+		VisitsSummary  shlinkVisits `json:"visitsSummary"`
+		VisitsCount    uint64       `json:"visitsCount"`
+	}
+	data := make([]stat, len(tags))
+	for i, t := range tags {
+		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}, t.Clicks}
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data}}))
+}
+
+// domains lists the default domain and, to an admin key (linkraft's
+// domain list is the admin's), every registered domain with its
+// redirects. Another key sees the default domain alone.
+func (sh shlink) domains(ctx *fasthttp.RequestCtx) {
+	// Any authenticated read proves the key: the tag list is the cheapest.
+	if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() {
+		failShlink(ctx, a, "", "")
+		return
+	}
+	type redirects struct {
+		BaseURLRedirect         *string `json:"baseUrlRedirect"`
+		Regular404Redirect      *string `json:"regular404Redirect"`
+		InvalidShortURLRedirect *string `json:"invalidShortUrlRedirect"`
+	}
+	type domain struct {
+		Domain    string    `json:"domain"`
+		IsDefault bool      `json:"isDefault"`
+		Redirects redirects `json:"redirects"`
+	}
+	data := []domain{{Domain: sh.n.DefaultDomain(ctx), IsDefault: true}}
+	if a := sh.n.Call(ctx, "GET", "/admin/domains", nil); a.OK() {
+		var body struct {
+			Domains []struct {
+				Domain           string `json:"domain"`
+				RootRedirect     string `json:"root_redirect"`
+				NotFoundRedirect string `json:"not_found_redirect"`
+			} `json:"domains"`
+		}
+		if a.Decode(&body) == nil {
+			for _, d := range body.Domains {
+				r := redirects{}
+				if d.RootRedirect != "" {
+					r.BaseURLRedirect = &d.RootRedirect
+				}
+				if d.NotFoundRedirect != "" {
+					r.Regular404Redirect = &d.NotFoundRedirect
+				}
+				data = append(data, domain{Domain: d.Domain, Redirects: r})
+			}
+		}
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"domains": map[string]any{
+		"data": data, "defaultRedirects": redirects{},
+	}}))
+}

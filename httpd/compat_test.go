@@ -1,0 +1,398 @@
+package httpd
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// The compatible APIs through a real node: each case is one request a
+// client of that API sends, with the status and the fields it reads.
+
+func decodeBody(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("answer is not a JSON object: %v: %s", err, body)
+	}
+	return m
+}
+
+// field reads a dotted path of a decoded answer.
+func field(m map[string]any, path string) any {
+	var v any = m
+	for _, k := range strings.Split(path, ".") {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = obj[k]
+	}
+	return v
+}
+
+func TestShlinkAPI(t *testing.T) {
+	s := newTestServer(t, nil)
+	key := func(t *testing.T) string {
+		_, k := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+		return k
+	}(t)
+	shlink := func(method, uri, body string) (int, map[string]any, string) {
+		ctx := do(s, method, uri, "application/json", body, "X-Api-Key", key, "Origin", "https://app.shlink.io")
+		var m map[string]any
+		if len(ctx.Response.Body()) > 0 && string(ctx.Response.Header.ContentType()) != "text/plain; charset=utf-8" {
+			m = decodeBody(t, ctx.Response.Body())
+		}
+		if got := string(ctx.Response.Header.Peek("Access-Control-Allow-Origin")); got != "*" {
+			t.Errorf("%s %s: Access-Control-Allow-Origin %q, want *", method, uri, got)
+		}
+		return ctx.Response.StatusCode(), m, string(ctx.Response.Body())
+	}
+	until := time.Now().Add(48 * time.Hour).UTC().Format("2006-01-02T15:04:05+00:00")
+	status, created, raw := shlink("POST", "/rest/v3/short-urls",
+		`{"longUrl":"https://example.com/shlink","customSlug":"shl-1","tags":["a","b"],"title":"T","maxVisits":5}`)
+	if status != 200 {
+		t.Fatalf("create: %d %s", status, raw)
+	}
+	for path, want := range map[string]any{
+		"shortCode": "shl-1", "shortUrl": "http://sho.rt/shl-1", "longUrl": "https://example.com/shlink", "title": "T",
+		"forwardQuery": true, "crawlable": false, "hasRedirectRules": false, "domain": nil,
+		"meta.maxVisits": 5.0, "meta.validUntil": nil, "meta.validSince": nil,
+		"visitsSummary.total": 0.0, "visitsSummary.nonBots": 0.0, "visitsSummary.bots": 0.0,
+	} {
+		if got := field(created, path); got != want {
+			t.Errorf("create: %s = %#v, want %#v", path, got, want)
+		}
+	}
+	if _, err := time.Parse(time.RFC3339, field(created, "dateCreated").(string)); err != nil {
+		t.Errorf("dateCreated: %v", err)
+	}
+	// The link is linkraft's own: its native read shows the same.
+	if ctx := do(s, "GET", "/api/v1/urls/shl-1", "", ""); !strings.Contains(string(ctx.Response.Body()), `"forward_query":true`) {
+		t.Errorf("native read of a Shlink create: %s", ctx.Response.Body())
+	}
+	mustCreate(t, s, `{"url":"https://example.com/other","workspace":"team","tags":["b"]}`)
+	mustCreate(t, s, `{"url":"https://example.com/elsewhere","workspace":"other","tags":["a"]}`)
+
+	cases := []struct {
+		name, method, uri, body string
+		status                  int
+		want                    map[string]any
+	}{
+		{"health", "GET", "/rest/v3/health", "", 200, map[string]any{"status": "pass", "version": "3.4.0"}},
+		{"get", "GET", "/rest/v3/short-urls/shl-1", "", 200, map[string]any{"shortCode": "shl-1", "title": "T"}},
+		{"get on v2", "GET", "/rest/v2/short-urls/shl-1", "", 200, map[string]any{"shortCode": "shl-1"}},
+		{"get missing", "GET", "/rest/v3/short-urls/nope-1", "", 404,
+			map[string]any{"type": "https://shlink.io/api/error/short-url-not-found", "status": 404.0, "shortCode": "nope-1"}},
+		{"taken slug", "POST", "/rest/v3/short-urls", `{"longUrl":"https://example.com/x","customSlug":"shl-1"}`, 400,
+			map[string]any{"type": "https://shlink.io/api/error/non-unique-slug", "customSlug": "shl-1"}},
+		{"bad url", "POST", "/rest/v3/short-urls", `{"longUrl":"ftp://example.com/x"}`, 400,
+			map[string]any{"type": "https://shlink.io/api/error/invalid-data", "title": "Invalid data"}},
+		{"crawlable refused", "POST", "/rest/v3/short-urls", `{"longUrl":"https://example.com/c","crawlable":true}`, 400,
+			map[string]any{"type": "https://shlink.io/api/error/invalid-data"}},
+		{"list the key's links", "GET", "/rest/v3/short-urls?itemsPerPage=1", "", 200,
+			map[string]any{"shortUrls.pagination.totalItems": 2.0, "shortUrls.pagination.pagesCount": 2.0, "shortUrls.pagination.itemsInCurrentPage": 1.0}},
+		{"list tags all", "GET", "/rest/v3/short-urls?tags[]=a&tags[]=b&tagsMode=all", "", 200,
+			map[string]any{"shortUrls.pagination.totalItems": 1.0}},
+		{"list tags any", "GET", "/rest/v3/short-urls?tags[]=a&tags[]=b", "", 200,
+			map[string]any{"shortUrls.pagination.totalItems": 2.0}},
+		{"list search", "GET", "/rest/v3/short-urls?searchTerm=other", "", 200,
+			map[string]any{"shortUrls.pagination.totalItems": 1.0}},
+		{"list bad order", "GET", "/rest/v3/short-urls?orderBy=nope-ASC", "", 400,
+			map[string]any{"type": "https://shlink.io/api/error/invalid-data"}},
+		{"edit sets", "PATCH", "/rest/v3/short-urls/shl-1", `{"validUntil":"` + until + `"}`, 200,
+			map[string]any{"meta.validUntil": until, "title": "T"}},
+		{"edit clears", "PATCH", "/rest/v3/short-urls/shl-1", `{"title":null,"maxVisits":null,"validUntil":null,"longUrl":"https://example.com/moved"}`, 200,
+			map[string]any{"title": nil, "meta.maxVisits": nil, "meta.validUntil": nil, "longUrl": "https://example.com/moved"}},
+		{"tags", "GET", "/rest/v3/tags", "", 200, map[string]any{}},
+		{"tags stats", "GET", "/rest/v3/tags/stats", "", 200, map[string]any{}},
+		{"domains", "GET", "/rest/v3/domains", "", 200, map[string]any{}},
+		{"mercure", "GET", "/rest/v3/mercure-info", "", 501, map[string]any{"type": "https://shlink.io/api/error/mercure-not-configured"}},
+		{"visits not yet", "GET", "/rest/v3/short-urls/shl-1/visits", "", 501, map[string]any{"status": 501.0}},
+		{"delete", "DELETE", "/rest/v3/short-urls/shl-1", "", 204, nil},
+		{"deleted", "GET", "/rest/v3/short-urls/shl-1", "", 404, map[string]any{"type": "https://shlink.io/api/error/short-url-not-found"}},
+	}
+	for _, c := range cases {
+		status, got, raw := shlink(c.method, c.uri, c.body)
+		if status != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.name, status, c.status, raw)
+			continue
+		}
+		for path, want := range c.want {
+			if v := field(got, path); v != want {
+				t.Errorf("%s: %s = %#v, want %#v (%s)", c.name, path, v, want, raw)
+			}
+		}
+	}
+
+	// One-call create with the key in the query; txt answers the URL.
+	q := url.Values{"apiKey": {key}, "longUrl": {"https://example.com/one-call"}, "format": {"txt"}}
+	ctx := do(s, "GET", "/rest/v3/short-urls/shorten?"+q.Encode(), "", "", "Authorization", "")
+	if ctx.Response.StatusCode() != 200 || !strings.HasPrefix(string(ctx.Response.Body()), "http://sho.rt/") {
+		t.Errorf("shorten: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	// Credentials: none, and a wrong one.
+	for _, c := range []struct{ header, value, typ string }{
+		{"Authorization", "", "https://shlink.io/api/error/missing-authentication"},
+		{"X-Api-Key", "lk_wrong", "https://shlink.io/api/error/invalid-api-key"},
+	} {
+		ctx := do(s, "GET", "/rest/v3/short-urls", "", "", c.header, c.value)
+		if ctx.Response.StatusCode() != 401 || field(decodeBody(t, ctx.Response.Body()), "type") != c.typ {
+			t.Errorf("%s %q: %d %s", c.header, c.value, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+	// A browser's preflight.
+	ctx = do(s, "OPTIONS", "/rest/v3/short-urls", "", "", "Origin", "https://app.shlink.io", "Access-Control-Request-Method", "POST")
+	if ctx.Response.StatusCode() != 204 || !strings.Contains(string(ctx.Response.Header.Peek("Access-Control-Allow-Headers")), "X-Api-Key") ||
+		!strings.Contains(string(ctx.Response.Header.Peek("Access-Control-Allow-Methods")), "POST") {
+		t.Errorf("preflight: %d %s", ctx.Response.StatusCode(), ctx.Response.Header.String())
+	}
+}
+
+// compatMatrixRows are the authorization matrix's rows for the compatible
+// APIs (TestAuthorizationMatrix's credentials, in its order), on the
+// team link code. Each API answers refusals in its own shape: Shlink and
+// Kutt 401 and 403, YOURLS 403 for every failed login.
+func compatMatrixRows(code string) []struct {
+	method, path, body string
+	write              bool
+	want               []int
+} {
+	type row = struct {
+		method, path, body string
+		write              bool
+		want               []int
+	}
+	const creds = 11
+	refused := func(status int) []int { return []int{status, status, status, status, status} }
+	with := func(first []int, rest ...int) []int { return append(append([]int{}, first...), rest...) }
+	all := func(status int) []int {
+		out := make([]int, creds)
+		for i := range out {
+			out[i] = status
+		}
+		return out
+	}
+	r401 := refused(401)
+	var rows []row
+	for _, v := range []string{"v1", "v2", "v3"} {
+		p := "/rest/" + v
+		rows = append(rows,
+			row{"GET", p + "/health", "", false, all(200)},
+			row{"GET", p + "/short-urls", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"POST", p + "/short-urls", `{"longUrl":"https://example.com/shlink-` + v + `"}`, true, with(r401, 403, 200, 200, 200, 200, 200)},
+			row{"GET", p + "/short-urls/shorten?longUrl=https://example.com/one-" + v, "", true, with(r401, 403, 200, 200, 200, 200, 200)},
+			row{"GET", p + "/short-urls/" + code, "", false, with(r401, 200, 404, 200, 200, 200, 200)},
+			row{"PATCH", p + "/short-urls/" + code, `{"title":"shlink"}`, true, with(r401, 403, 404, 200, 200, 200, 200)},
+			row{"DELETE", p + "/short-urls/" + code, "", true, with(r401, 403, 404)},
+			row{"GET", p + "/tags", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"GET", p + "/tags/stats", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"GET", p + "/domains", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			// What linkraft does not have answers the same to everyone.
+			row{"GET", p + "/mercure-info", "", false, all(501)},
+			row{"PUT", p + "/tags", `{"oldName":"a","newName":"b"}`, true, all(501)},
+			row{"DELETE", p + "/tags?tags[]=a", "", true, all(501)},
+			row{"GET", p + "/tags/a/visits", "", false, all(501)},
+			row{"GET", p + "/visits", "", false, all(501)},
+			row{"GET", p + "/visits/orphan", "", false, all(501)},
+			row{"DELETE", p + "/visits/orphan", "", true, all(501)},
+			row{"GET", p + "/visits/non-orphan", "", false, all(501)},
+			row{"GET", p + "/short-urls/" + code + "/visits", "", false, all(501)},
+			row{"DELETE", p + "/short-urls/" + code + "/visits", "", true, all(501)},
+			row{"GET", p + "/domains/sho.rt/visits", "", false, all(501)},
+			row{"PATCH", p + "/domains/redirects", `{"domain":"sho.rt"}`, true, all(501)},
+			row{"GET", p + "/short-urls/" + code + "/redirect-rules", "", false, all(501)},
+			row{"POST", p + "/short-urls/" + code + "/redirect-rules", `{"redirectRules":[]}`, true, all(501)},
+		)
+	}
+	for _, p := range []string{"/api/v2", "/api"} {
+		rows = append(rows,
+			row{"GET", p + "/health", "", false, all(200)},
+			row{"GET", p + "/links", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"POST", p + "/links", `{"target":"https://example.com/kutt` + strings.ReplaceAll(p, "/", "-") + `"}`, true, with(r401, 403, 201, 201, 201, 201, 201)},
+			row{"PATCH", p + "/links/" + code, `{"description":"kutt"}`, true, with(r401, 403, 404, 200, 200, 200, 200)},
+			row{"DELETE", p + "/links/" + code, "", true, with(r401, 403, 404)},
+			row{"GET", p + "/links/" + code + "/stats", "", false, with(r401, 403, 404, 403, 200, 200, 200)},
+			row{"DELETE", p + "/links/" + code + "/stats", "", false, with(r401, 403, 404, 403, 200, 200, 200)},
+			row{"GET", p + "/users", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"POST", p + "/domains", `{"address":"m.example"}`, true, all(501)},
+			row{"DELETE", p + "/domains/m.example", "", true, all(501)},
+		)
+	}
+	r403 := refused(403)
+	rows = append(rows,
+		row{"GET", "/yourls-api.php?action=expand&format=json&shorturl=" + code, "", false, with(r403, 200, 404, 200, 200, 200, 200)},
+		row{"POST", "/yourls-api.php?action=shorturl&format=json&url=https://example.com/yourls", "", true, with(r403, 403, 200, 200, 200, 200, 200)},
+	)
+	return rows
+}
+
+// TestYOURLSAPI sends the requests of the yourls Python client (1.2.3:
+// GET, format=json, signature= or username/password=) and reads what it
+// reads: url, title, ip and a "Y-m-d H:i:s" date on every link, YOURLS'
+// status and code on a failure.
+func TestYOURLSAPI(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	yourls := func(q url.Values) (int, map[string]any, string) {
+		ctx := do(s, "GET", "/yourls-api.php?"+q.Encode(), "", "", "Authorization", "")
+		body := string(ctx.Response.Body())
+		if q.Get("format") != "json" {
+			return ctx.Response.StatusCode(), nil, body
+		}
+		return ctx.Response.StatusCode(), decodeBody(t, ctx.Response.Body()), body
+	}
+	strictDate := func(t *testing.T, v any) {
+		t.Helper()
+		s, _ := v.(string)
+		if _, err := time.Parse("2006-01-02 15:04:05", s); err != nil {
+			t.Errorf("date %q is not Y-m-d H:i:s: %v", s, err)
+		}
+	}
+	sig := func(kv ...string) url.Values {
+		q := url.Values{"signature": {key}, "format": {"json"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		return q
+	}
+	status, m, raw := yourls(sig("action", "shorturl", "url", "https://example.com/y", "keyword", "ykw", "title", "Y"))
+	if status != 200 || m["status"] != "success" || m["shorturl"] != "http://sho.rt/ykw" {
+		t.Fatalf("shorturl: %d %s", status, raw)
+	}
+	for _, f := range []string{"keyword", "url", "title", "date", "ip"} {
+		if _, ok := field(m, "url").(map[string]any)[f]; !ok {
+			t.Errorf("shorturl: url.%s missing: %s", f, raw)
+		}
+	}
+	strictDate(t, field(m, "url.date"))
+
+	cases := []struct {
+		name   string
+		q      url.Values
+		status int
+		want   map[string]any
+	}{
+		{"taken keyword", sig("action", "shorturl", "url", "https://example.com/other", "keyword", "ykw"), 200,
+			map[string]any{"status": "fail", "code": "error:keyword"}},
+		{"url exists", sig("action", "shorturl", "url", "https://example.com/y"), 200,
+			map[string]any{"status": "fail", "code": "error:url", "url.keyword": "ykw", "shorturl": "http://sho.rt/ykw"}},
+		{"no url", sig("action", "shorturl"), 400, map[string]any{"code": "error:nourl"}},
+		{"expand keyword", sig("action", "expand", "shorturl", "ykw"), 200, map[string]any{"longurl": "https://example.com/y", "keyword": "ykw"}},
+		{"expand short URL", sig("action", "expand", "shorturl", "http://sho.rt/ykw"), 200, map[string]any{"longurl": "https://example.com/y"}},
+		{"expand unknown", sig("action", "expand", "shorturl", "nope-1"), 404, map[string]any{"message": "Error: short URL not found"}},
+		{"url-stats", sig("action", "url-stats", "shorturl", "ykw"), 200, map[string]any{"link.clicks": "0", "link.ip": "0.0.0.0", "link.title": "Y"}},
+		{"stats", sig("action", "stats", "filter", "top", "limit", "1"), 200,
+			map[string]any{"stats.total_links": "1", "links.link_1.shorturl": "http://sho.rt/ykw"}},
+		{"db-stats", sig("action", "db-stats"), 200, map[string]any{"db-stats.total_links": "1", "db-stats.total_clicks": "0"}},
+		{"username and password", url.Values{"username": {"me"}, "password": {key}, "format": {"json"}, "action": {"db-stats"}}, 200,
+			map[string]any{"db-stats.total_links": "1"}},
+		{"no credential", url.Values{"format": {"json"}, "action": {"db-stats"}}, 403, map[string]any{"message": "Please log in", "errorCode": "403"}},
+		{"wrong key", url.Values{"signature": {"lk_wrong"}, "format": {"json"}, "action": {"db-stats"}}, 403, map[string]any{"errorCode": "403"}},
+		{"unknown action", sig("action", "nope"), 400, map[string]any{"errorCode": "400"}},
+	}
+	for _, c := range cases {
+		status, m, raw := yourls(c.q)
+		if status != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.name, status, c.status, raw)
+			continue
+		}
+		for path, want := range c.want {
+			if v := field(m, path); v != want {
+				t.Errorf("%s: %s = %#v, want %#v (%s)", c.name, path, v, want, raw)
+			}
+		}
+	}
+	strictDate(t, field(decodeBody(t, []byte(func() string { _, _, r := yourls(sig("action", "url-stats", "shorturl", "ykw")); return r }())), "link.timestamp"))
+
+	// XML is the default format; simple is the bare value.
+	q := sig("action", "expand", "shorturl", "ykw")
+	q.Del("format")
+	if _, _, body := yourls(q); !strings.Contains(body, "<longurl>https://example.com/y</longurl>") || !strings.HasPrefix(body, "<?xml") {
+		t.Errorf("xml: %s", body)
+	}
+	q.Set("format", "simple")
+	if _, _, body := yourls(q); body != "https://example.com/y" {
+		t.Errorf("simple: %q", body)
+	}
+	q.Set("format", "jsonp")
+	q.Set("callback", "cb")
+	if _, _, body := yourls(q); !strings.HasPrefix(body, "cb({") {
+		t.Errorf("jsonp: %q", body)
+	}
+}
+
+// TestKuttAPI sends the requests of the kutt npm client (3.0.2) and
+// reads its fields.
+func TestKuttAPI(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	kutt := func(method, uri, body string) (int, map[string]any, string) {
+		ctx := do(s, method, uri, "application/json", body, "X-API-Key", key)
+		raw := string(ctx.Response.Body())
+		if !strings.HasPrefix(string(ctx.Response.Header.ContentType()), "application/json") {
+			return ctx.Response.StatusCode(), nil, raw
+		}
+		return ctx.Response.StatusCode(), decodeBody(t, ctx.Response.Body()), raw
+	}
+	status, link, raw := kutt("POST", "/api/v2/links",
+		`{"target":"https://example.com/k","customurl":"kutt-1","description":"D","password":"correct horse","reuse":false}`)
+	if status != 201 {
+		t.Fatalf("create: %d %s", status, raw)
+	}
+	id, _ := link["id"].(string)
+	for path, want := range map[string]any{
+		"address": "kutt-1", "target": "https://example.com/k", "description": "D", "password": true, "banned": false,
+		"visit_count": 0.0, "link": "http://sho.rt/kutt-1",
+	} {
+		if got := field(link, path); got != want {
+			t.Errorf("create: %s = %#v, want %#v", path, got, want)
+		}
+	}
+	// (A test request's arrival time is zero, so expiries are set by an
+	// update here, which counts from now.)
+	cases := []struct {
+		name, method, uri, body string
+		status                  int
+		want                    map[string]any
+	}{
+		{"reuse", "POST", "/api/v2/links", `{"target":"https://example.com/k2","reuse":true}`, 201, map[string]any{"target": "https://example.com/k2"}},
+		{"reuse finds", "POST", "/api/v2/links", `{"target":"https://example.com/k2","reuse":true}`, 200, map[string]any{"target": "https://example.com/k2"}},
+		{"taken", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"kutt-1"}`, 400, map[string]any{}},
+		{"bad expire_in", "POST", "/api/v2/links", `{"target":"https://example.com/k3","expire_in":"soon"}`, 400, map[string]any{}},
+		{"list", "GET", "/api/v2/links?skip=0&limit=1&all=false", "", 200, map[string]any{"total": 2.0, "limit": 1.0, "skip": 0.0}},
+		{"update by id", "PATCH", "/api/v2/links/" + id, `{"target":"https://example.com/moved","description":"E","expire_in":"2 hours"}`, 200,
+			map[string]any{"target": "https://example.com/moved", "description": "E", "id": id}},
+		{"update address refused", "PATCH", "/api/v2/links/" + id, `{"address":"other-1"}`, 400, map[string]any{}},
+		{"stats by GET", "GET", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1", "lastDay.total": 0.0}},
+		{"stats by DELETE", "DELETE", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1"}},
+		{"health", "GET", "/api/v2/health", "", 200, nil},
+		{"users", "GET", "/api/v2/users", "", 200, map[string]any{}},
+		{"unknown id", "DELETE", "/api/v2/links/6c6b7266-0000-8000-8000-000000ffffff", "", 404, map[string]any{"error": "Could not find the link."}},
+		{"delete", "DELETE", "/api/v2/links/" + id, "", 200, map[string]any{"message": "Link has been deleted successfully."}},
+		{"deleted", "GET", "/api/v2/links/" + id + "/stats", "", 404, map[string]any{}},
+	}
+	for _, c := range cases {
+		status, m, raw := kutt(c.method, c.uri, c.body)
+		if status != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.name, status, c.status, raw)
+			continue
+		}
+		if status >= 400 && m["error"] == nil {
+			t.Errorf("%s: no error field: %s", c.name, raw)
+		}
+		for path, want := range c.want {
+			if v := field(m, path); v != want {
+				t.Errorf("%s: %s = %#v, want %#v (%s)", c.name, path, v, want, raw)
+			}
+		}
+	}
+	if ctx := do(s, "GET", "/api/v2/links", "", "", "X-API-Key", "lk_wrong"); ctx.Response.StatusCode() != 401 ||
+		field(decodeBody(t, ctx.Response.Body()), "error") == nil {
+		t.Errorf("wrong key: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+}
