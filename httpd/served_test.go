@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/bench"
 )
 
 // replayConn is a client connection that sends one raw request a number of
@@ -121,6 +125,17 @@ func BenchmarkServedRedirect(b *testing.B) {
 			}
 		})
 	}
+	// The same request served by a bare fasthttp server answering a 302
+	// from a map (bench.CeilingHandler, what bench/baseline runs): Plain
+	// minus Ceiling is what linkraft adds to a request.
+	b.Run("Ceiling", func(b *testing.B) {
+		srv := &fasthttp.Server{Handler: bench.CeilingHandler(map[string]string{"abc1234": "https://example.com/some/long/path?with=query"})}
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := srv.ServeConn(newReplayConn(rawGet("/abc1234"), b.N, nil)); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 // TestKeepAliveAfterABodyReadWhole: a body the handler reads whole from

@@ -35,8 +35,8 @@ import (
 
 // State is what the Manager reads of the replicated state.
 type State interface {
+	Certificates
 	ACMEAccount() (fsm.ACMEAccount, bool)
-	Certificate(name string) (fsm.Certificate, bool)
 	Orders() []fsm.Order
 	Challenges() []fsm.Challenge
 }
@@ -107,6 +107,9 @@ type backoff struct {
 func NewManager(cfg Config, state State, p Proposer, seal Sealer) *Manager {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	return &Manager{cfg: cfg, state: state, propose: p, seal: seal, retry: map[string]backoff{}, now: time.Now}
 }

@@ -17,10 +17,8 @@ import (
 // causes an order. Parsed certificates are kept until the state holds
 // another for their name.
 type Source struct {
-	state interface {
-		Certificate(name string) (fsm.Certificate, bool)
-	}
-	seal Sealer
+	state Certificates
+	seal  Sealer
 	// fallback is the name served to a client that sends no SNI.
 	fallback string
 
@@ -33,11 +31,14 @@ type parsedCert struct {
 	cert  *tls.Certificate
 }
 
+// Certificates is what a Source reads of the replicated state.
+type Certificates interface {
+	Certificate(name string) (fsm.Certificate, bool)
+}
+
 // NewSource serves the certificates of state; a handshake without a name
 // gets fallback's.
-func NewSource(state interface {
-	Certificate(name string) (fsm.Certificate, bool)
-}, seal Sealer, fallback string) *Source {
+func NewSource(state Certificates, seal Sealer, fallback string) *Source {
 	return &Source{state: state, seal: seal, fallback: fallback, parsed: map[string]parsedCert{}}
 }
 
