@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -183,6 +184,32 @@ func TestTwoDomainsWithTheSameCode(t *testing.T) {
 			if got := r.header.Get("Location"); got != tc.want {
 				t.Errorf("%s: HEAD %s%s: %d Location %q, want %q", n.id, tc.host, tc.path, r.status, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestListIsReadAfterWrite: a link created through one node is in the
+// list and the tags another node answers right after, in every round:
+// a list catches up with the leader first, as a lookup does.
+func TestListIsReadAfterWrite(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	nodes := startCluster(t, 3, nil)
+	for round := range 12 {
+		via, reader := nodes[round%3], nodes[(round+1)%3]
+		tag := "raw" + itoa(round)
+		l := via.createLink(t, map[string]any{"url": "https://example.com/list/" + itoa(round), "tags": []string{tag}})
+		var list struct {
+			Links []struct {
+				ShortCode string `json:"short_code"`
+			} `json:"links"`
+		}
+		decodeObject(t, reader.get(t, "/api/v1/urls?limit=5"), nil, &list)
+		if len(list.Links) == 0 || list.Links[0].ShortCode != l.ShortCode {
+			t.Fatalf("round %d: created %s through %s; the list %s answered right after starts with %v", round, l.ShortCode, via.id, reader.id, list.Links)
+		}
+		if r := reader.get(t, "/api/v1/tags"); !strings.Contains(string(r.body), `"`+tag+`"`) {
+			t.Fatalf("round %d: the tags %s answered right after lack %s: %s", round, reader.id, tag, r.body)
 		}
 	}
 }

@@ -153,6 +153,7 @@ func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
 // handleTags lists the tags of the links the key sees (or of one
 // workspace), each with how many links carry it and their clicks.
 func (s *Server) handleTags(ctx *fasthttp.RequestCtx) {
+	s.catchUpForList(ctx)
 	workspaces := visibleWorkspaces(ctx)
 	tags := s.fsm.Tags(workspaces, keyDomains(ctx))
 	type tagJSON struct {

@@ -309,6 +309,7 @@ const (
 )
 
 func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
+	s.catchUpForList(ctx)
 	args := ctx.QueryArgs()
 	// Without a workspace, every workspace the key sees; a workspace it
 	// may not see lists as an empty one.
@@ -413,4 +414,14 @@ func (s *Server) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
 	now := time.Now()
 	key, res := s.checkKey(&ctx.Request.Header, now, true)
 	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain)
+}
+
+// catchUpForList makes a list read-after-write, as a lookup is: the node
+// first applies every write acknowledged anywhere before the request (one
+// read-index round, shared with concurrent callers). Without a leader it
+// lists what it has after --write-timeout, and says so (staleHeader).
+func (s *Server) catchUpForList(ctx *fasthttp.RequestCtx) {
+	if err := s.node.Reads.CatchUp(ctx); err != nil {
+		ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
+	}
 }
