@@ -81,11 +81,20 @@ func invalidArg(ctx *fasthttp.RequestCtx, field, description string) {
 		bitlyFieldError{Field: field, Message: description, ErrorCode: "invalid"})
 }
 
-// nativeFields are the Bitly fields linkraft's own create and edit fields
-// come from, to name the field of a refusal.
-var nativeFields = map[string]string{
-	"url": "long_url", "original_url": "long_url", "title": "title", "tags": "tags", "tag": "tags",
-	"domain": "domain", "workspace": "group_guid",
+// bitlyFieldOf is the Bitly field a field of linkraft's own create and
+// edit comes from, to name the field of a refusal; false for none.
+func bitlyFieldOf(native string) (string, bool) {
+	switch native {
+	case "url", "original_url":
+		return "long_url", true
+	case "title", "domain":
+		return native, true
+	case "tags", "tag":
+		return "tags", true
+	case "workspace":
+		return "group_guid", true
+	}
+	return "", false
 }
 
 // failNative answers a native call's refusal as Bitly would: a refused
@@ -101,7 +110,7 @@ func (b bitly) failNative(ctx *fasthttp.RequestCtx, a Answer) {
 		failBitly(ctx, fasthttp.StatusNotFound, "NOT_FOUND", detail)
 	case fasthttp.StatusBadRequest, fasthttp.StatusUnprocessableEntity:
 		first, _, _ := strings.Cut(detail, " ")
-		if field, ok := nativeFields[strings.Trim(first, ":,")]; ok {
+		if field, ok := bitlyFieldOf(strings.Trim(first, ":,")); ok {
 			invalidArg(ctx, field, detail)
 		} else {
 			failBitly(ctx, fasthttp.StatusBadRequest, "BAD_REQUEST", detail)
@@ -434,12 +443,16 @@ func (b bitly) read(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// readOnlyFields are the fields of a bitlink an update may carry back
+// readOnly reports a field of a bitlink an update may carry back
 // unchanged (clients send the bitlink they read): Bitly ignores them, and
 // so does linkraft.
-var readOnlyFields = []string{
-	"references", "link", "id", "created_at", "created_by", "client_id", "custom_bitlinks",
-	"launchpad_ids", "qr_code_ids", "is_deleted", "domain",
+func readOnly(field string) bool {
+	switch field {
+	case "references", "link", "id", "created_at", "created_by", "client_id", "custom_bitlinks",
+		"launchpad_ids", "qr_code_ids", "is_deleted", "domain":
+		return true
+	}
+	return false
 }
 
 // bitlyEdit turns an update body into linkraft's edit: title and tags
@@ -487,7 +500,7 @@ func bitlyEdit(raw []byte) (map[string]any, *bitlyFieldError) {
 			if !null(v) && json.Unmarshal(v, &d) != nil || len(d) > 0 {
 				return nil, &bitlyFieldError{k, "linkraft has no deep links (send a device rule with linkraft's own API)", "not_supported"}
 			}
-		case slices.Contains(readOnlyFields, k):
+		case readOnly(k):
 		default:
 			return nil, &bitlyFieldError{k, "linkraft does not take " + k + " in an update", "invalid"}
 		}
