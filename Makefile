@@ -75,8 +75,9 @@ deps:
 			install -m 0755 "$$d/promtool" /usr/local/bin/promtool; \
 		else echo "the metrics test needs promtool: sudo apt-get install prometheus (or put its promtool on PATH)"; exit 1; fi; }
 
-# clients installs the client libraries the compatibility test drives
-# (e2e/compat_test.go: Shlink's SDK and Kutt's client from npm), at the
+# clients installs the client libraries the compatibility tests drive
+# (e2e/compat_test.go, e2e/compat_bitly_test.go: Shlink's SDK, Kutt's and
+# Bitly's clients from npm), at the
 # versions e2e/clients/package-lock.json pins, with Debian's node and npm.
 clients:
 	@{ command -v node >/dev/null && command -v npm >/dev/null; } || { \

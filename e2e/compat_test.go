@@ -14,34 +14,39 @@ import (
 	"time"
 )
 
-// The APIs of Shlink, YOURLS and Kutt, driven by those projects' own
-// client libraries (e2e/clients, pinned in its package-lock.json) against
-// a three-node cluster: writes through one node, reads through another,
-// and what the clients made checked through linkraft's own API on the
-// third.
+// The APIs of Shlink, YOURLS and Kutt (and Bitly's, compat_bitly_test.go),
+// driven by those projects' own client libraries (e2e/clients, pinned in
+// its package-lock.json) against a three-node cluster: writes through one
+// node, reads through another, and what the clients made checked through
+// linkraft's own API on the third.
 
 // clientsDir is e2e/clients, where `npm ci` installs the client libraries
 // (make clients, .ci/run).
 const clientsDir = "clients"
 
-// nodeJS finds Node.js and the installed client libraries. Without them
-// the test skips, except where LINKRAFT_E2E_CLIENTS=required (.ci/run,
-// which installs them): there their absence is a failure.
-func nodeJS(t *testing.T) string {
+// clientsMissing skips the test for want of what the client tests need,
+// except where LINKRAFT_E2E_CLIENTS=required (.ci/run, which provides
+// it): there its absence is a failure.
+func clientsMissing(t *testing.T, what, fix string) {
 	t.Helper()
-	missing := func(what string) {
-		if os.Getenv("LINKRAFT_E2E_CLIENTS") == "required" {
-			t.Fatalf("%s: CI installs it (.ci/run: Debian's nodejs and npm, then make clients)", what)
-		}
-		t.Skipf("%s: install Debian's nodejs and npm, then run make clients (npm ci in e2e/clients)", what)
+	if os.Getenv("LINKRAFT_E2E_CLIENTS") == "required" {
+		t.Fatalf("%s (LINKRAFT_E2E_CLIENTS=required, as .ci/run sets): %s", what, fix)
 	}
+	t.Skipf("%s: %s", what, fix)
+}
+
+// nodeJS finds Node.js and the installed client libraries pkgs (npm
+// names). Without them the test skips, or fails where they are required.
+func nodeJS(t *testing.T, pkgs ...string) string {
+	t.Helper()
+	const fix = "install Debian's nodejs and npm, then run make clients (npm ci in e2e/clients)"
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing("no node on PATH")
+		clientsMissing(t, "no node on PATH", fix)
 	}
-	for _, pkg := range []string{"@shlinkio/shlink-js-sdk", "kutt"} {
+	for _, pkg := range pkgs {
 		if _, err := os.Stat(filepath.Join(clientsDir, "node_modules", pkg, "package.json")); err != nil {
-			missing("client library " + pkg + " is not installed")
+			clientsMissing(t, "client library "+pkg+" is not installed", fix)
 		}
 	}
 	return node
@@ -98,7 +103,7 @@ func requireNativeLink(t *testing.T, n *node, key, code, target string) {
 
 func TestCompatClients(t *testing.T) {
 	skipIfShort(t)
-	node := nodeJS(t)
+	node := nodeJS(t, "@shlinkio/shlink-js-sdk", "kutt")
 	nodes, key := compatCluster(t)
 	env := map[string]string{
 		"WRITE_URL": "http://" + nodes[0].httpAddr, "READ_URL": "http://" + nodes[1].httpAddr, "API_KEY": key,

@@ -129,9 +129,10 @@ func (ca *acmeCA) resolve(t *testing.T, name string, addrs ...string) {
 	resp.Body.Close()
 }
 
-// writeListenerCert makes a CA and a certificate for 127.0.0.1 it
-// signs, for pebble's own HTTPS listener.
-func writeListenerCert(t *testing.T, dir string) (certFile, keyFile, caFile string) {
+// writeListenerCert makes a CA and a certificate it signs for ips
+// (127.0.0.1 when none), for an HTTPS listener of the test's own: pebble's,
+// or linkraft's --tls-cert.
+func writeListenerCert(t *testing.T, dir string, ips ...string) (certFile, keyFile, caFile string) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e pebble listener CA"},
@@ -143,9 +144,16 @@ func writeListenerCert(t *testing.T, dir string) (certFile, keyFile, caFile stri
 	}
 	caCert, _ := x509.ParseCertificate(caDER)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+	if len(ips) == 0 {
+		ips = []string{"127.0.0.1"}
+	}
+	var addrs []net.IP
+	for _, ip := range ips {
+		addrs = append(addrs, net.ParseIP(ip))
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ips[0]},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		IPAddresses: addrs, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)

@@ -228,7 +228,7 @@ func compatMatrixRows(code string) []struct {
 		row{"GET", "/yourls-api.php?action=expand&format=json&shorturl=" + code, "", false, with(r403, 200, 404, 200, 200, 200, 200)},
 		row{"POST", "/yourls-api.php?action=shorturl&format=json&url=https://example.com/yourls", "", true, with(r403, 403, 200, 200, 200, 200, 200)},
 	)
-	return rows
+	return append(rows, bitlyMatrixRows(code)...)
 }
 
 // TestYOURLSAPI sends the requests of the yourls Python client (1.2.3:

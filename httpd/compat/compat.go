@@ -27,6 +27,7 @@ func Register(route Route, n Native, opts Options) {
 	registerShlink(route, n, c)
 	registerYOURLS(route, n)
 	registerKutt(route, n, c)
+	registerBitly(route, n, c)
 }
 
 // cors answers browsers' cross-origin calls to the compatible APIs.
@@ -88,7 +89,7 @@ func Preflight(opts Options) fasthttp.RequestHandler {
 
 // isCompatPath reports whether path belongs to a compatible API.
 func isCompatPath(path string) bool {
-	for _, p := range []string{"/rest/", "/api/v2/", "/api/links", "/api/health", "/api/users", "/api/domains", yourlsPath} {
+	for _, p := range []string{"/rest/", "/api/v2/", "/api/links", "/api/health", "/api/users", "/api/domains", yourlsPath, bitlyPrefix} {
 		if strings.HasPrefix(path, p) {
 			return true
 		}

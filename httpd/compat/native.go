@@ -1,5 +1,5 @@
 // Package compat answers the APIs of the shorteners people move to
-// linkraft from (Shlink, YOURLS, Kutt), so that their clients keep
+// linkraft from (Shlink, YOURLS, Kutt, Bitly), so that their clients keep
 // working. Each API is a thin adapter: it turns the client's request into
 // calls of linkraft's own routes (Native) and their answers back into the
 // API's own shapes. Every check, key, scope, workspace, domain, rate

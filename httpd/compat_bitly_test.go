@@ -1,0 +1,185 @@
+package httpd
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// TestBitlyAPI sends the requests of Bitly's clients (the npm client
+// sends the token bare and domain bit.ly in every body) through a real
+// node and checks what they read, errors in Bitly's shape included.
+func TestBitlyAPI(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	bitly := func(method, uri, body string, auth ...string) (int, map[string]any, string) {
+		t.Helper()
+		header := []string{"Authorization", key} // bare, as the npm client sends it
+		if len(auth) > 0 {
+			header = []string{"Authorization", auth[0]}
+		}
+		ctx := do(s, method, uri, "application/json", body, header...)
+		return ctx.Response.StatusCode(), decodeBody(t, ctx.Response.Body()), string(ctx.Response.Body())
+	}
+	const target = "https://example.com/bitly"
+	status, created, raw := bitly("POST", "/v4/shorten", `{"long_url":"`+target+`","domain":"bit.ly"}`)
+	if status != 201 {
+		t.Fatalf("shorten: %d %s", status, raw)
+	}
+	id, _ := created["id"].(string)
+	code := strings.TrimPrefix(id, "sho.rt/")
+	if code == id || created["link"] != "http://sho.rt/"+code || created["long_url"] != target {
+		t.Fatalf("shorten: %s", raw)
+	}
+	if _, err := time.Parse("2006-01-02T15:04:05-0700", created["created_at"].(string)); err != nil {
+		t.Errorf("created_at: %v", err)
+	}
+	if field(created, "references.group") != "http://sho.rt/v4/groups/team" {
+		t.Errorf("references: %s", raw)
+	}
+	// The link is linkraft's own, in the key's workspace.
+	if ctx := do(s, "GET", "/api/v1/urls/"+code, "", ""); !strings.Contains(string(ctx.Response.Body()), `"workspace":"team"`) {
+		t.Errorf("native read of a Bitly shorten: %s", ctx.Response.Body())
+	}
+
+	// A click with a referrer, for the metrics (from an address the test
+	// server knows no country of).
+	if ctx := doFrom(s, net.ParseIP("8.8.8.8"), "GET", "/"+code, "", "", "Authorization", "", "Referer", "https://news.example/a"); ctx.Response.StatusCode() != 302 {
+		t.Fatalf("redirect: %d", ctx.Response.StatusCode())
+	}
+	if err := realNode(s).Clicks().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name, method, uri, body string
+		auth                    []string
+		status                  int
+		want                    map[string]any
+	}{
+		{"shorten again finds it", "POST", "/v4/shorten", `{"long_url":"` + target + `"}`, nil, 200, map[string]any{"id": id}},
+		{"Bearer", "POST", "/v4/shorten", `{"long_url":"` + target + `"}`, []string{"Bearer " + key}, 200, map[string]any{"id": id}},
+		{"create", "POST", "/v4/bitlinks", `{"long_url":"https://example.com/bitly-2","domain":"bit.ly","title":"T","tags":["a"]}`, nil, 201,
+			map[string]any{"title": "T", "long_url": "https://example.com/bitly-2", "archived": false}},
+		{"create in another group", "POST", "/v4/bitlinks", `{"long_url":"https://example.com/bitly-3","group_guid":"other"}`, nil, 403,
+			map[string]any{"message": "FORBIDDEN", "resource": "bitlinks"}},
+		{"deeplinks refused", "POST", "/v4/bitlinks", `{"long_url":"https://example.com/bitly-3","deeplinks":[{"app_uri_path":"/x"}]}`, nil, 400,
+			map[string]any{"message": "INVALID_ARG_DEEPLINKS"}},
+		{"no long_url", "POST", "/v4/shorten", `{"domain":"bit.ly"}`, nil, 400, map[string]any{"message": "INVALID_ARG_LONG_URL"}},
+		{"bad long_url", "POST", "/v4/shorten", `{"long_url":"ftp://example.com/x"}`, nil, 400, map[string]any{"message": "INVALID_ARG_LONG_URL"}},
+		{"unknown field", "POST", "/v4/shorten", `{"long_url":"https://example.com/y","title":"no"}`, nil, 400, map[string]any{"message": "INVALID_ARG_TITLE"}},
+		{"expand bit.ly", "POST", "/v4/expand", `{"bitlink_id":"bit.ly/` + code + `","domain":"bit.ly"}`, nil, 200,
+			map[string]any{"long_url": target, "id": id, "link": "http://sho.rt/" + code}},
+		{"expand own domain", "POST", "/v4/expand", `{"bitlink_id":"` + id + `"}`, nil, 200, map[string]any{"long_url": target}},
+		{"expand a node's address", "POST", "/v4/expand", `{"bitlink_id":"10.0.0.7:8080/` + code + `"}`, nil, 200, map[string]any{"long_url": target}},
+		{"expand short URL", "POST", "/v4/expand", `{"bitlink_id":"http://sho.rt/` + code + `"}`, nil, 200, map[string]any{"long_url": target}},
+		{"expand unknown", "POST", "/v4/expand", `{"bitlink_id":"bit.ly/nope123"}`, nil, 404,
+			map[string]any{"message": "NOT_FOUND", "resource": "bitlinks"}},
+		{"get", "GET", "/v4/bitlinks/bit.ly/" + code, "", nil, 200, map[string]any{"id": id, "long_url": target, "is_deleted": false}},
+		{"get bare hash", "GET", "/v4/bitlinks/" + code, "", nil, 200, map[string]any{"id": id}},
+		{"update", "PATCH", "/v4/bitlinks/bit.ly/" + code, `{"title":"New","tags":["x","y"],"domain":"bit.ly","archived":false,"id":"ignored"}`, nil, 200,
+			map[string]any{"title": "New", "id": id}},
+		{"update clears", "PATCH", "/v4/bitlinks/" + id, `{"title":null,"long_url":"https://example.com/bitly-moved"}`, nil, 200,
+			map[string]any{"title": nil, "long_url": "https://example.com/bitly-moved"}},
+		{"update not JSON", "PATCH", "/v4/bitlinks/" + id, `title=x`, nil, 400, map[string]any{"message": "INVALID_BODY"}},
+		{"archive refused", "PATCH", "/v4/bitlinks/" + id, `{"archived":true}`, nil, 400, map[string]any{"message": "INVALID_ARG_ARCHIVED"}},
+		{"update unknown", "PATCH", "/v4/bitlinks/bit.ly/nope123", `{"title":"x"}`, nil, 404, map[string]any{"message": "NOT_FOUND"}},
+		{"clicks summary", "GET", "/v4/bitlinks/bit.ly/" + code + "/clicks/summary?unit=day&units=-1", "", nil, 200,
+			map[string]any{"total_clicks": 1.0, "unit": "day", "units": -1.0}},
+		{"clicks summary of a week", "GET", "/v4/bitlinks/bit.ly/" + code + "/clicks/summary?unit=week&units=1", "", nil, 200,
+			map[string]any{"total_clicks": 1.0, "unit": "week", "units": 1.0}},
+		{"clicks", "GET", "/v4/bitlinks/bit.ly/" + code + "/clicks?unit=day&units=3&size=50&unit_reference=", "", nil, 200,
+			map[string]any{"unit": "day", "units": 3.0}},
+		{"minutes refused", "GET", "/v4/bitlinks/bit.ly/" + code + "/clicks?unit=minute", "", nil, 400, map[string]any{"message": "INVALID_ARG_UNIT"}},
+		{"past retention refused", "GET", "/v4/bitlinks/bit.ly/" + code + "/clicks?unit=day&units=400", "", nil, 400,
+			map[string]any{"message": "INVALID_ARG_UNITS"}},
+		{"referrers", "GET", "/v4/bitlinks/bit.ly/" + code + "/referrers", "", nil, 200, map[string]any{"facet": "referrers", "unit": "day"}},
+		{"countries", "GET", "/v4/bitlinks/bit.ly/" + code + "/countries?unit=month&units=1", "", nil, 200, map[string]any{"facet": "countries"}},
+		{"referrers by the hour refused", "GET", "/v4/bitlinks/bit.ly/" + code + "/referrers?unit=hour&units=2", "", nil, 400,
+			map[string]any{"message": "INVALID_ARG_UNIT"}},
+		{"cities not answered", "GET", "/v4/bitlinks/bit.ly/" + code + "/cities", "", nil, 501, map[string]any{"message": "NOT_IMPLEMENTED"}},
+		{"groups not answered", "GET", "/v4/groups", "", nil, 501, map[string]any{"message": "NOT_IMPLEMENTED"}},
+		{"no token", "POST", "/v4/shorten", `{"long_url":"https://example.com/z"}`, []string{""}, 403, map[string]any{"message": "FORBIDDEN"}},
+		{"wrong token", "POST", "/v4/shorten", `{"long_url":"https://example.com/z"}`, []string{"lk_wrong"}, 403, map[string]any{"message": "FORBIDDEN"}},
+		{"wrong Bearer", "GET", "/v4/bitlinks/" + id, "", []string{"Bearer lk_wrong"}, 403, map[string]any{"message": "FORBIDDEN"}},
+	}
+	for _, c := range cases {
+		status, got, raw := bitly(c.method, c.uri, c.body, c.auth...)
+		if status != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.name, status, c.status, raw)
+			continue
+		}
+		if status >= 400 {
+			for _, f := range []string{"message", "resource", "description", "errors"} {
+				if _, ok := got[f]; !ok {
+					t.Errorf("%s: error without %s: %s", c.name, f, raw)
+				}
+			}
+		}
+		for path, want := range c.want {
+			if v := field(got, path); v != want {
+				t.Errorf("%s: %s = %#v, want %#v (%s)", c.name, path, v, want, raw)
+			}
+		}
+	}
+
+	// The metrics' items: one click today, from news.example.
+	_, clicks, raw := bitly("GET", "/v4/bitlinks/bit.ly/"+code+"/clicks?unit=day&units=3", "")
+	days, _ := clicks["link_clicks"].([]any)
+	if len(days) != 3 || field(days[0].(map[string]any), "clicks") != 1.0 || field(days[1].(map[string]any), "clicks") != 0.0 {
+		t.Errorf("clicks by day, newest first: %s", raw)
+	}
+	for _, c := range []struct{ facet, value string }{{"referrers", "news.example"}, {"countries", "XX"}} {
+		_, m, raw := bitly("GET", "/v4/bitlinks/bit.ly/"+code+"/"+c.facet+"?unit=day&units=-1", "")
+		if b, _ := json.Marshal(m["metrics"]); string(b) != `[{"clicks":1,"value":"`+c.value+`"}]` {
+			t.Errorf("%s: %s", c.facet, raw)
+		}
+	}
+	// A browser's preflight.
+	ctx := do(s, "OPTIONS", "/v4/shorten", "", "", "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
+	if ctx.Response.StatusCode() != 204 || !strings.Contains(string(ctx.Response.Header.Peek("Access-Control-Allow-Headers")), "Authorization") {
+		t.Errorf("preflight: %d %s", ctx.Response.StatusCode(), ctx.Response.Header.String())
+	}
+}
+
+// bitlyMatrixRows are the authorization matrix's rows for Bitly's API,
+// on the team link code: Bitly refuses a missing or wrong token with 403.
+func bitlyMatrixRows(code string) []struct {
+	method, path, body string
+	write              bool
+	want               []int
+} {
+	type row = struct {
+		method, path, body string
+		write              bool
+		want               []int
+	}
+	r403 := []int{403, 403, 403, 403, 403}
+	with := func(rest ...int) []int { return append(append([]int{}, r403...), rest...) }
+	all := func(status int) []int {
+		return []int{status, status, status, status, status, status, status, status, status, status, status}
+	}
+	id := "bit.ly/" + code
+	return []row{
+		{"POST", "/v4/shorten", `{"long_url":"https://example.com/bitly-shorten","domain":"bit.ly"}`, true, with(403, 201, 201, 200, 201, 200)},
+		{"POST", "/v4/bitlinks", `{"long_url":"https://example.com/bitly-create","domain":"bit.ly","title":"b"}`, true, with(403, 201, 201, 200, 201, 200)},
+		{"POST", "/v4/expand", `{"bitlink_id":"` + id + `"}`, false, with(200, 404, 200, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id, "", false, with(200, 404, 200, 200, 200, 200)},
+		{"PATCH", "/v4/bitlinks/" + id, `{"title":"bitly"}`, true, with(403, 404, 200, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/clicks", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/clicks/summary", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/referrers", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/countries", "", false, with(403, 404, 403, 200, 200, 200)},
+		// What linkraft does not answer is the same to everyone.
+		{"GET", "/v4/groups", "", false, all(501)},
+		{"POST", "/v4/custom_bitlinks", `{"custom_bitlink":"x.example/y","bitlink_id":"` + id + `"}`, true, all(501)},
+		{"PUT", "/v4/groups/team", `{}`, true, all(501)},
+		{"PATCH", "/v4/user", `{"name":"x"}`, true, all(501)},
+		{"DELETE", "/v4/bitlinks/" + id, "", true, all(501)},
+	}
+}
