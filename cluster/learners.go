@@ -124,9 +124,10 @@ func (n *Node) joinServer(id, raftAddr string, nonVoter bool) error {
 	switch {
 	case !nonVoter && answered && wants == "":
 		return n.raftAddServer(id, raftAddr, false)
-	case nonVoter && wants == wire.WantsVoter:
+	case nonVoter && wants != wire.WantsNonvoter:
 		// Told before it is added: a non-voter that asks to vote is a
-		// learner to any leader.
+		// learner to any leader. One that did not say (it did not answer
+		// just now) is told too: it may ask to vote once it answers.
 		if err := n.peers.tellNonvoter(id, raftAddr); err != nil {
 			return err
 		}
