@@ -58,4 +58,7 @@ healthy() { curl -sf "http://$1/health" >/dev/null; }
 listening() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/health")" != 000 ]; }
 serves() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/$last")" = 302 ]; }
 holds_all() { [ "$(metric "$1" linkraft_links)" = "$links" ]; }
+voter() { # id, address of a node to ask: whether GET /admin/cluster lists id as a voter
+	curl -sf -H "$auth" "http://$2/admin/cluster" | grep -q "\"id\":\"$1\",[^}]*\"suffrage\":\"Voter\""
+}
 

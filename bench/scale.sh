@@ -9,8 +9,11 @@
 #      state serves the last imported code (no leader is asked: a single
 #      node's miss would be a 404) and its RSS 10 s later;
 #   4. node2 starts with an empty data dir and is added with POST
-#      /admin/join; the time until its linkraft_links gauge reaches N, i.e.
-#      until it installed node1's snapshot, and its RSS 10 s later.
+#      /admin/join: the time until the join answers (node2 is added as a
+#      learner), until its linkraft_links gauge reaches N (it installed
+#      node1's snapshot and serves every code from its own state), and
+#      until the leader promoted it to voter; its RSS 10 s later; both
+#      data dirs' sizes (node2's holds a snapshot and a short log only).
 # Usage: bench/scale.sh [links (1000000)]. Needs curl and awk. Only
 # 127.0.0.1 is used; both nodes are stopped on exit (LINKRAFT_BIN: a
 # prebuilt binary instead of building ./cmd/linkraft).
@@ -31,10 +34,16 @@ echo "machine: $(nproc) cores, $(uname -m), $(date -u '+%F %T') UTC; $links link
 start node1 28581 28591 28571
 node1=$pid
 wait_for "node1" 200 healthy "$n1"
+# An import body is at most 1 GiB: parts of 5M links (~700 MB) each.
+split -l 5000000 -d "$tmp/links.jsonl" "$tmp/part."
 t0=$(now)
-curl -sSf -o "$tmp/report" -H "$auth" --data-binary @"$tmp/links.jsonl" "http://$n1/admin/import"
+for part in "$tmp"/part.*; do
+	# -T streams the file (--data-binary reads it whole, and fails at 10M links).
+	curl -sSf -o "$tmp/report" -H "$auth" -H 'Content-Type: application/x-ndjson' -H 'Expect:' -X POST -T "$part" "http://$n1/admin/import"
+	grep -q "\"created\":$(wc -l <"$part")," "$tmp/report" || { echo "import report: $(head -c 300 "$tmp/report")" >&2; exit 1; }
+	rm "$part"
+done
 took=$(since "$t0")
-grep -q "\"created\":$links" "$tmp/report" || { echo "import report: $(head -c 300 "$tmp/report")" >&2; exit 1; }
 echo "import          $took s   $(awk -v n="$links" -v s="$took" 'BEGIN { printf "%.0f", n / s }') links/s"
 sleep 15
 echo "after import    RSS $(rss_mb "$node1")   heap in use $(heap_mb "$n1") MiB"
@@ -54,9 +63,15 @@ start node2 28582 28592 28572 --bootstrap-expect 2
 node2=$pid
 wait_for "node2" 200 listening "$n2"
 t0=$(now)
-curl -sSf -o /dev/null -H "$auth" -H 'Content-Type: application/json' \
+curl -sSf -o "$tmp/join" -H "$auth" -H 'Content-Type: application/json' \
 	-d "{\"id\":\"node2\",\"raft_addr\":\"127.0.0.1:28592\",\"http_addr\":\"$n2\"}" "http://$n1/admin/join"
+echo "join answered   $(since "$t0") s   node2 catching up: $(grep -o '"id":"node2"[^}]*' "$tmp/join" | grep -o '"catching_up":true' || echo no)"
 wait_for "node2 to hold every link" 1200 holds_all "$n2"
 echo "new node        $(since "$t0") s from join to holding all $links links"
+wait_for "node2 to be promoted" 1200 voter node2 "$n1"
+echo "new node        $(since "$t0") s from join to voter"
 sleep 10
 echo "new node        RSS $(rss_mb "$node2")   heap in use $(heap_mb "$n2") MiB"
+for d in node1 node1/raft.db node1/snapshots node2 node2/raft.db node2/snapshots; do
+	du -sh "$tmp/$d" # one at a time: du counts a file once, under its first path
+done | awk '{ printf "  %s %s\n", $2, $1 }' | sed "s|$tmp/||"

@@ -29,8 +29,9 @@ type memberMeta struct {
 	Expect   int    `json:"expect"`
 	HasState bool   `json:"state"`             // has Raft state: bootstrapped or joined
 	Cluster  string `json:"cluster,omitempty"` // cluster id, once initialised
-	// Replica asks to be added as a non-voter (--read-replica); such a
-	// member is not one of the servers that bootstrap a cluster.
+	// Replica asks to be added as a non-voter (--read-replica, or added as
+	// one by an operator); such a member is not one of the servers that
+	// bootstrap a cluster.
 	Replica bool `json:"replica,omitempty"`
 	// Level is the entry level the member's build applies (levels.go);
 	// builds before levels send none.
@@ -107,7 +108,7 @@ func (n *Node) startGossip(hasState bool) error {
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
-			Replica: n.cfg.ReadReplica, Boot: randomHex(8), Level: fsm.EntryLevel,
+			Replica: n.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel,
 		},
 	}
 	mc := memberlist.DefaultLANConfig()

@@ -61,7 +61,8 @@ func (n *Node) monitorLeadership() {
 
 // leaderLoop runs while this node leads, as Consul's leader loop does: it
 // establishes leadership, then starts the duties that run only while it
-// leads (the commit pusher, the replication-lag monitor, webhook delivery,
+// leads (the commit pusher, the replication-lag monitor, the promotion of
+// learners that caught up, webhook delivery,
 // the purge of expired state, raising the cluster's level, ordering
 // certificates and the scheduled backups, which end with leadership or
 // when the node begins to stop), and reconciles membership on gossip
@@ -84,6 +85,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}
 	duties.Go(func() { lag.run(leading.Done()) })
+	duties.Go(func() { n.promoter().run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })
 	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
 	duties.Go(func() { purge.run(leading.Done()) })

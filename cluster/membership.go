@@ -36,12 +36,16 @@ func (n *Node) configuration() ([]raft.Server, error) {
 }
 
 // AddServer adds a server, for an operator (the admin join): as a voter,
-// or with nonVoter as a non-voter (a read replica, which never counts
-// towards the quorum). The same id, address and suffrage again is a no-op;
-// an id or address already used by another server is refused, and so is a
-// known server with the other suffrage (a replica becomes a voter through
-// Promote; a voter is never demoted), and a server that reports (over
-// gossip, or asked at its Raft address) a different id or another cluster.
+// which joins as a learner and is promoted once it has caught up
+// (learners.go), so the call returns once the change is committed, not
+// once the server holds the state; or with nonVoter as a non-voter (a read
+// replica, which never counts towards the quorum). The same id, address
+// and suffrage again is a no-op (a learner not yet promoted counts as the
+// voter it will be); an id or address already used by another server is
+// refused, and so is a known server with the other suffrage (a replica
+// becomes a voter through Promote; a voter is never demoted), and a server
+// that reports (over gossip, or asked at its Raft address) a different id
+// or another cluster.
 // httpAddr, when given, is recorded for operators' views (Status).
 // Servers that gossip are added by reconciliation instead (reconcile.go);
 // Config.GossipSeeds is how a node finds those.
@@ -62,11 +66,20 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string
 	for _, s := range servers {
 		sameID, sameAddr := s.ID == raft.ServerID(id), s.Address == raft.ServerAddress(raftAddr)
 		switch {
-		case sameID && sameAddr && (s.Suffrage == raft.Voter) == !nonVoter:
+		case sameID && sameAddr && s.Suffrage == raft.Voter && !nonVoter:
 			return nil
-		case sameID && sameAddr && nonVoter:
+		case sameID && sameAddr && s.Suffrage == raft.Voter:
 			return fmt.Errorf("%w: %s is a voter, and a voter is never made a non-voter", ErrServerConflict, s.ID)
+		case sameID && sameAddr && nonVoter:
+			// A learner asked for as a non-voter now remains one.
+			if wants, _ := n.askWants(raftAddr); wants == wire.WantsVoter {
+				return n.peers.tellNonvoter(id, raftAddr)
+			}
+			return nil
 		case sameID && sameAddr:
+			if wants, _ := n.askWants(raftAddr); wants == wire.WantsVoter {
+				return nil // a learner: the leader promotes it once it has caught up
+			}
 			return fmt.Errorf("%w: %s is a non-voter: promote it instead", ErrServerConflict, s.ID)
 		case sameID || sameAddr:
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
@@ -83,7 +96,7 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string
 	if err := reachable(n.layer, raftAddr, 2*time.Second); err != nil {
 		return err
 	}
-	if err := n.raftAddServer(id, raftAddr, nonVoter); err != nil {
+	if err := n.joinServer(id, raftAddr, nonVoter); err != nil {
 		return err
 	}
 	if err := n.recordHTTPAddr(id, httpAddr); err != nil {
@@ -137,9 +150,10 @@ func canApplyState(peers *peerClient, raftAddr string, stateLevel int) error {
 	return nil
 }
 
-// Promote makes a non-voter (a read replica) a voter, at the address the
-// configuration has for it. It must answer at that address first: a voter
-// that cannot be reached counts towards the quorum without acknowledging.
+// Promote makes a non-voter (a read replica, or a learner before the
+// leader does) a voter, at the address the configuration has for it. It
+// must answer at that address first: a voter that cannot be reached counts
+// towards the quorum without acknowledging.
 func (n *Node) Promote(id, by string) error {
 	if !n.IsLeader() {
 		return ErrNoLeader

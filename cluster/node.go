@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -162,6 +163,10 @@ type Node struct {
 	// hadState and bootstrapped are what this start found: Raft state,
 	// or none and a cluster bootstrapped alone (RestoreAtStart).
 	hadState, bootstrapped bool
+	// nonvoter: this server asks to remain a non-voter (--read-replica,
+	// or an operator added it as one); otherwise a non-voter is a learner
+	// to be promoted (learners.go).
+	nonvoter atomic.Bool
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -188,7 +193,12 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := ownerOnlyDir(cfg.DataDir, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("open node: %w", err)
 	}
+	nonvoter, err := loadNonvoter(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open node: %w", err)
+	}
 	n := newNode(cfg, f)
+	n.nonvoter.Store(nonvoter)
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err

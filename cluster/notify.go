@@ -53,6 +53,9 @@ type appliedFSM struct {
 	// leaderIndex is the highest index the leader told this node it has
 	// applied (see behind).
 	leaderIndex atomic.Uint64
+	// hold, when set, runs before every applied batch and restore: tests
+	// hold a node back there to see what happens while it is behind.
+	hold atomic.Pointer[func()]
 }
 
 var _ raft.BatchingFSM = (*appliedFSM)(nil)
@@ -60,6 +63,7 @@ var _ raft.BatchingFSM = (*appliedFSM)(nil)
 func (a *appliedFSM) Apply(l *raft.Log) any { return a.ApplyBatch([]*raft.Log{l})[0] }
 
 func (a *appliedFSM) ApplyBatch(logs []*raft.Log) []any {
+	a.wait()
 	results := a.FSM.ApplyBatch(logs)
 	a.applied.notify()
 	a.volume.applied(logs)
@@ -75,12 +79,20 @@ func (a *appliedFSM) Snapshot() (raft.FSMSnapshot, error) {
 // then garbage the size of the whole data set: they are handed back to the
 // operating system at once rather than kept until the heap grows into them.
 func (a *appliedFSM) Restore(rc io.ReadCloser) error {
+	a.wait()
 	err := a.FSM.Restore(rc)
 	a.volume.snapshotted()
 	a.applied.notify()
 	a.restored.notify()
 	debug.FreeOSMemory()
 	return err
+}
+
+// wait runs hold, if set.
+func (a *appliedFSM) wait() {
+	if hold := a.hold.Load(); hold != nil {
+		(*hold)()
+	}
 }
 
 // appliedIndex is the index of the last entry the FSM has applied. Raft's

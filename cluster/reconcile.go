@@ -102,7 +102,8 @@ func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
 }
 
 // reconcile brings the Raft configuration in line with gossip: live members
-// are added, as voters or, for read replicas, as non-voters. Leader only.
+// are added, as learners (promoted to voters once caught up, learners.go)
+// or, for read replicas, as non-voters. Leader only.
 func (n *Node) reconcile() {
 	servers, err := n.configuration()
 	if err != nil {
@@ -159,7 +160,11 @@ func (n *Node) reconcile() {
 			nonVoter = s.Suffrage != raft.Voter
 			n.log.Info("server moved: updating its raft address", "id", m.ID, "from", s.Address, "to", m.RaftAddr)
 		}
-		if err := n.raftAddServer(m.ID, m.RaftAddr, nonVoter); err != nil {
+		add := n.raftAddServer
+		if !known {
+			add = n.joinServer
+		}
+		if err := add(m.ID, m.RaftAddr, nonVoter); err != nil {
 			n.log.Warn("reconcile: add server", "member", m.ID, "non_voter", nonVoter, "err", err)
 			continue
 		}

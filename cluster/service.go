@@ -45,6 +45,8 @@ type protocolNode struct {
 	isLeader     func() bool
 	applyEntry   func(entry []byte) (any, uint64, error)
 	removeServer func(id string) error
+	// remainNonvoter keeps this server a non-voter (POST non-voter).
+	remainNonvoter func(id string) error
 	// appliedIndex, waitApplied and noteLeaderIndex are this node's
 	// applied index, a wait for it to reach an index, and the record of
 	// an index the leader has applied (see Behind).
@@ -60,7 +62,7 @@ func startPeerService(n *Node) *peerService {
 	// This node's answer to GET node: who it is, where its gossip is and
 	// which log entries it applies.
 	info := func() wire.NodeInfo {
-		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel}
+		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel, Wants: n.wants()}
 		if n.gossip != nil {
 			info.GossipAddr = n.gossip.advertised()
 		}
@@ -73,6 +75,7 @@ func startPeerService(n *Node) *peerService {
 		isLeader:        n.IsLeader,
 		applyEntry:      n.applyEntry,
 		removeServer:    func(id string) error { return n.RemoveServer(id, "") },
+		remainNonvoter:  n.remainNonvoter,
 		appliedIndex:    n.machine.appliedIndex,
 		waitApplied:     n.machine.waitApplied,
 		noteLeaderIndex: n.machine.noteLeaderIndex,
@@ -224,6 +227,7 @@ func (s *peerService) routes() fasthttp.RequestHandler {
 	r.GET(wire.PathLinks+"{code:*}", s.serveLink) // a qualified code holds a slash
 	r.POST(wire.PathClicks, s.serveClicks)
 	r.POST(wire.PathLeave, s.serveLeave)
+	r.POST(wire.PathNonvoter, s.serveNonvoter)
 	r.GET(wire.PathApplied, s.serveApplied)
 	r.POST(wire.PathCreates, s.node.creates)
 	return r.Handler
@@ -305,6 +309,25 @@ func (s *peerService) serveLeave(ctx *fasthttp.RequestCtx) {
 	case errors.Is(err, ErrUnknownServer):
 		wire.WriteProblem(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, ErrLastVoter):
+		wire.WriteProblem(ctx, fasthttp.StatusConflict, err.Error())
+	case err != nil:
+		writeUnavailable(ctx, err)
+	default:
+		wire.WriteMessage(ctx, wire.Ack{V: wire.Version})
+	}
+}
+
+// serveNonvoter keeps this server a non-voter at the leader's request: an
+// operator added it as one. Any peer may ask (only key holders reach this
+// port); it changes nothing but what this server asks to be.
+func (s *peerService) serveNonvoter(ctx *fasthttp.RequestCtx) {
+	var req wire.NonvoterRequest
+	if err := wire.Decode(ctx.PostBody(), &req); err != nil {
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	switch err := s.node.remainNonvoter(req.ID); {
+	case errors.Is(err, ErrInvalidServer):
 		wire.WriteProblem(ctx, fasthttp.StatusConflict, err.Error())
 	case err != nil:
 		writeUnavailable(ctx, err)

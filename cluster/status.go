@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/cluster/wire"
 )
 
 // Server is one member of the Raft configuration as an operator sees it.
@@ -22,6 +24,10 @@ type Server struct {
 	// the lag, the leader) answered.
 	AppliedIndex   *uint64 `json:"applied_index,omitempty"`
 	ReplicationLag *uint64 `json:"replication_lag,omitempty"`
+	// CatchingUp marks a learner: a non-voter that joined to vote and is
+	// receiving the state; the leader promotes it once it has caught up.
+	// A read replica is a non-voter without it.
+	CatchingUp bool `json:"catching_up,omitempty"`
 }
 
 // Local is this node's own view, from its Raft alone: what health,
@@ -77,7 +83,8 @@ func roleOf(state raft.RaftState) string {
 // configuration's servers. Each other server is asked what it has applied
 // on the cluster port (concurrently, briefly): "reachable" means it
 // answered this node now, last_contact is the time of that answer, and the
-// index with the leader's gives its replication lag.
+// index with the leader's gives its replication lag; each non-voter is
+// asked whether it is a learner.
 func (n *Node) Status() (Status, error) {
 	st := Status{Local: n.Local(), Level: n.fsm.Raised()}
 	leaderID := raft.ServerID(st.LeaderID)
@@ -87,20 +94,28 @@ func (n *Node) Status() (Status, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
+	var learners map[raft.ServerID]bool
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		learners = n.peers.learners(ctx, servers)
+	}()
 	applied := n.peers.appliedIndexes(ctx, servers, 0)
 	answered := time.Now().UTC()
+	<-asked
 	st.Servers = make([]Server, len(servers))
 	for i, s := range servers {
 		srv := &st.Servers[i]
 		*srv = Server{
 			ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String(),
-			Leader: s.ID == leaderID,
+			Leader: s.ID == leaderID, CatchingUp: learners[s.ID],
 		}
 		srv.HTTPAddr, _ = httpAddrOf(n.fsm, n.gossip, string(s.ID))
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.HTTPAddr = n.cfg.HTTPAddr
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			srv.AppliedIndex = ptr(n.machine.appliedIndex())
+			srv.CatchingUp = s.Suffrage != raft.Voter && n.wants() == wire.WantsVoter
 		} else if index, ok := applied[string(s.ID)]; ok {
 			srv.Reachable, srv.LastContact, srv.AppliedIndex = true, answered, ptr(index)
 		}

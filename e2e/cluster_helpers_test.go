@@ -33,6 +33,7 @@ type clusterServer struct {
 	Leader      bool   `json:"leader"`
 	Reachable   bool   `json:"reachable"`
 	LastContact string `json:"last_contact"`
+	CatchingUp  bool   `json:"catching_up"`
 }
 
 // clusterView is the GET /admin/cluster answer.

@@ -24,7 +24,8 @@ import (
 // hands it a node's click batch to apply, PathLeave asks it to remove the
 // sending server, PathApplied asks any node how far it has applied the
 // log, and PathCreates relays a follower's prepared creates to the
-// leader. cluster/DESIGN.md gives each one's request and answer.
+// leader, and PathNonvoter asks a server to remain a non-voter.
+// cluster/DESIGN.md gives each one's request and answer.
 const (
 	// Prefix is the root of every exchange.
 	Prefix = "/internal/v1/"
@@ -40,6 +41,7 @@ const (
 	PathLeave     = Prefix + "leave"
 	PathApplied   = Prefix + "applied" // ?index=N
 	PathCreates   = Prefix + "creates"
+	PathNonvoter  = Prefix + "non-voter"
 )
 
 // LinkBytesParam is the query parameter with which GET links/{code} asks
@@ -86,7 +88,18 @@ type NodeInfo struct {
 	// log entry types it applies and the encodings it reads in these
 	// messages; builds before levels send none (level 1).
 	EntryLevel int `json:"entry_level,omitempty"`
+	// Wants is the suffrage the server asks for: WantsVoter, or
+	// WantsNonvoter for a read replica (--read-replica, or an operator's
+	// non-voter join, see NonvoterRequest). Builds before learners send
+	// none, and are never promoted on their own word.
+	Wants string `json:"wants,omitempty"`
 }
+
+// The suffrages a server may ask for (NodeInfo.Wants).
+const (
+	WantsVoter    = "voter"
+	WantsNonvoter = "non-voter"
+)
 
 // ReadIndexAnswer answers GET read-index: an index that covers every write
 // the leader acknowledged before the request.
@@ -262,6 +275,15 @@ type LeaveRequest struct {
 	ID string `json:"id"`
 }
 
+// NonvoterRequest is the body of POST non-voter: the leader asks the
+// server ID (which must be the receiver) to remain a non-voter from now
+// on, for an operator who added it as one though it was started to vote.
+// The answer is an Ack.
+type NonvoterRequest struct {
+	V  int    `json:"v"`
+	ID string `json:"id"`
+}
+
 // Ack answers a request that has nothing else to say.
 type Ack struct {
 	V int `json:"v"`
@@ -276,6 +298,7 @@ func (m LinkAnswer) version() int        { return m.V }
 func (m ClicksAnswer) version() int      { return m.V }
 func (m LeaveRequest) version() int      { return m.V }
 func (m Ack) version() int               { return m.V }
+func (m NonvoterRequest) version() int   { return m.V }
 func (m AppliedAnswer) version() int     { return m.V }
 func (m CreateBatch) version() int       { return m.V }
 func (m CreateBatchAnswer) version() int { return m.V }

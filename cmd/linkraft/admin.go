@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -287,6 +288,11 @@ type clusterServer struct {
 	Leader      bool   `json:"leader"`
 	Reachable   bool   `json:"reachable"`
 	LastContact string `json:"last_contact"`
+	// AppliedIndex and ReplicationLag are absent for a server that did not
+	// answer; CatchingUp marks a learner the leader has yet to promote.
+	AppliedIndex   *uint64 `json:"applied_index"`
+	ReplicationLag *uint64 `json:"replication_lag"`
+	CatchingUp     bool    `json:"catching_up"`
 }
 
 // printCluster writes doc as a readable summary and server table.
@@ -319,7 +325,7 @@ func printCluster(w io.Writer, doc *clusterDoc, now time.Time) {
 		return
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT ADDR\tHTTP ADDR\tSUFFRAGE\tLEADER\tREACHABLE\tLAST CONTACT")
+	fmt.Fprintln(tw, "ID\tRAFT ADDR\tHTTP ADDR\tSUFFRAGE\tLEADER\tREACHABLE\tAPPLIED\tLAG\tLAST CONTACT")
 	unknown := false
 	for _, s := range doc.Servers {
 		httpAddr := s.HTTPAddr
@@ -338,13 +344,25 @@ func printCluster(w io.Writer, doc *clusterDoc, now time.Time) {
 			// Only the leader knows its followers' reachability.
 			reach, unknown = "?", true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(s.ID), orDash(s.RaftAddr), orDash(httpAddr),
-			orDash(strings.ToLower(s.Suffrage)), orDash(mark), reach, lastContact(s.LastContact, now))
+		suffrage := strings.ToLower(s.Suffrage)
+		if s.CatchingUp {
+			suffrage = "learner" // a non-voter the leader promotes once it has caught up
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(s.ID), orDash(s.RaftAddr), orDash(httpAddr),
+			orDash(suffrage), orDash(mark), reach, index(s.AppliedIndex), index(s.ReplicationLag), lastContact(s.LastContact, now))
 	}
 	tw.Flush()
 	if unknown {
 		fmt.Fprintln(w, "\n? = not known to this node; ask the leader for every server's reachability")
 	}
+}
+
+// index shows an index or a count that may be absent.
+func index(v *uint64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*v, 10)
 }
 
 func orDash(s string) string {

@@ -114,8 +114,9 @@ func clusterJSON(role string, lastContact time.Time) string {
 	return `{"node_id":"n1","role":"` + role + `","leader":"n1","leader_raft_addr":"127.0.0.1:9001","term":7,` +
 		`"commit_index":120,"applied_index":118,"servers":[` +
 		`{"id":"n1","raft_addr":"127.0.0.1:9001","suffrage":"Voter","leader":true,"reachable":true,"last_contact":"` + lastContact.Format(time.RFC3339Nano) + `"},` +
-		`{"id":"n2","raft_addr":"127.0.0.1:9002","http_addr":"127.0.0.1:8002","suffrage":"Voter","leader":false,"reachable":true,"last_contact":"` + lastContact.Add(-2*time.Second).Format(time.RFC3339Nano) + `"},` +
-		`{"id":"n3","raft_addr":"127.0.0.1:9003","suffrage":"Nonvoter","leader":false,"reachable":false,"future_field":{"x":1}}` +
+		`{"id":"n2","raft_addr":"127.0.0.1:9002","http_addr":"127.0.0.1:8002","suffrage":"Voter","leader":false,"reachable":true,"last_contact":"` + lastContact.Add(-2*time.Second).Format(time.RFC3339Nano) + `","applied_index":118,"replication_lag":0},` +
+		`{"id":"n3","raft_addr":"127.0.0.1:9003","suffrage":"Nonvoter","leader":false,"reachable":false,"future_field":{"x":1}},` +
+		`{"id":"n4","raft_addr":"127.0.0.1:9004","suffrage":"Nonvoter","leader":false,"reachable":true,"last_contact":"` + lastContact.Format(time.RFC3339Nano) + `","applied_index":18,"replication_lag":100,"catching_up":true}` +
 		`],"http_addr":"127.0.0.1:8001"}` + "\n"
 }
 
@@ -156,10 +157,11 @@ func TestStatusPrintsTable(t *testing.T) {
 		"term:":          {"term:", "7"},
 		"commit index:":  {"commit", "index:", "120"},
 		"applied index:": {"applied", "index:", "118"},
-		"ID ":            {"ID", "RAFT", "ADDR", "HTTP", "ADDR", "SUFFRAGE", "LEADER", "REACHABLE", "LAST", "CONTACT"},
-		"n1 ":            {"n1", "127.0.0.1:9001", "127.0.0.1:8001", "voter", "*", "yes", "now"},
-		"n2 ":            {"n2", "127.0.0.1:9002", "127.0.0.1:8002", "voter", "-", "yes", "2s", "ago"},
-		"n3 ":            {"n3", "127.0.0.1:9003", "-", "nonvoter", "-", "no", "-"},
+		"ID ":            {"ID", "RAFT", "ADDR", "HTTP", "ADDR", "SUFFRAGE", "LEADER", "REACHABLE", "APPLIED", "LAG", "LAST", "CONTACT"},
+		"n1 ":            {"n1", "127.0.0.1:9001", "127.0.0.1:8001", "voter", "*", "yes", "-", "-", "now"},
+		"n2 ":            {"n2", "127.0.0.1:9002", "127.0.0.1:8002", "voter", "-", "yes", "118", "0", "2s", "ago"},
+		"n3 ":            {"n3", "127.0.0.1:9003", "-", "nonvoter", "-", "no", "-", "-", "-"},
+		"n4 ":            {"n4", "127.0.0.1:9004", "-", "learner", "-", "yes", "18", "100", "now"},
 	} {
 		if got := rowFields(t, out, prefix); !reflect.DeepEqual(got, want) {
 			t.Errorf("line %q = %q, want %q\nfull output:\n%s", prefix, got, want, out)

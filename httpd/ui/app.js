@@ -981,21 +981,24 @@ async function loadCluster() {
     const row = (tag, cells, attrs) => el("tr", attrs, ...cells.map(v => el(tag, tag === "th" ? {scope: "col"} : typeof v === "number" ? {class: "n"} : null, v)));
     // Only the leader and the answering node know their roles; a reachable
     // voter that is not the leader follows it.
-    // A read replica is a Raft non-voter (--read-replica, or joined with non_voter).
-    const replica = s => s.suffrage === "Nonvoter";
+    // A read replica is a Raft non-voter (--read-replica, or joined with non_voter);
+    // a learner is one that joined to vote and is catching up (promoted once caught up).
+    const replica = s => s.suffrage === "Nonvoter" && !s.catching_up;
+    const learner = s => s.suffrage === "Nonvoter" && !!s.catching_up;
     const role = s => s.leader ? "leader" : s.id === c.node_id ? c.role : !s.reachable ? "—" : s.suffrage === "Voter" ? "follower" : String(s.suffrage || "—").toLowerCase();
     const tb = el("tbody", null, ...(c.servers || []).map(s => row("td", [
       el("span", null, s.id, s.leader ? " " : null, s.leader ? el("span", {class: "badge", title: "Raft leader"}, "★ leader") : null,
-        replica(s) ? " " : null, replica(s) ? el("span", {class: "badge", title: "read replica: a Raft non-voter, never counted towards the quorum"}, "replica") : null), role(s),
+        replica(s) ? " " : null, replica(s) ? el("span", {class: "badge", title: "read replica: a Raft non-voter, never counted towards the quorum"}, "replica") : null,
+        learner(s) ? " " : null, learner(s) ? el("span", {class: "badge", title: "learner: receiving the state as a non-voter; the leader makes it a voter once it has caught up"}, "catching up") : null), role(s),
       dash(s.http_addr), s.raft_addr, s.reachable ? "yes" : el("span", {class: "err"}, "no"), s.applied_index ?? "—", s.replication_lag ?? "—", ago(s.last_contact)],
-      {"data-id": s.id, "data-leader": String(!!s.leader), "data-reachable": String(!!s.reachable), "data-suffrage": String(s.suffrage || "")})));
+      {"data-id": s.id, "data-leader": String(!!s.leader), "data-reachable": String(!!s.reachable), "data-suffrage": String(s.suffrage || ""), "data-catching-up": String(!!s.catching_up)})));
     show(out,
       dl(el("dl"), [["Answered by", c.node_id + " (" + c.role + ")"], ["Leader", (c.leader || "none") + (c.leader_raft_addr ? " (" + c.leader_raft_addr + ")" : "")],
         ["Term", c.term], ["Commit index", c.commit_index], ["Applied index", c.applied_index]]),
       // The wrapper scrolls on a phone; it is focusable so keys scroll it too.
       el("div", {class: "tw", tabindex: "0", role: "region", "aria-label": "Raft servers table"}, el("table", {id: "c-table"}, el("caption", null, "Raft servers"),
         el("thead", null, row("th", ["ID", "Role", "HTTP address", "Raft address", "Reachable", "Applied", "Lag", "Last contact"])), tb)),
-      el("p", {class: "hint"}, "Applied is the last log index a server applied; lag is how many entries that is behind the leader. Unreachable servers show —."));
+      el("p", {class: "hint"}, "Applied is the last log index a server applied; lag is how many entries that is behind the leader. Unreachable servers show —. A server catching up joined to vote: it counts towards the quorum once the leader promotes it."));
     $("c-upd").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 seconds while this tab is visible.";
   } catch (e) {
     show(out, errNode(e.message));
