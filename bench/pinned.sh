@@ -11,7 +11,13 @@
 # Needs wrk and nginx from Debian (apt-get install wrk nginx) and openssl.
 # Usage: bench/pinned.sh [seconds per run] [rounds]
 #   SERVER_CPUS (default 0) and LOAD_CPUS (default 1) are taskset lists;
-#   CONNS (default 64) connections, THREADS (default 1) wrk threads.
+#   CONNS (default 64) connections, THREADS (default 1) wrk threads;
+#   FOLLOWER=1 adds the follower's row, TLS=0 leaves the TLS rows out;
+#   LINKRAFT_BIN runs that build instead of this tree's.
+# Each row gives requests per second and the CPU time the serving
+# processes spent per request (from /proc): the second is what decides
+# throughput once the server's cores are saturated, and it does not move
+# when something else on the machine takes CPU between rounds.
 # Only 127.0.0.1 is loaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +32,7 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-go build -o "$tmp/linkraft" ./cmd/linkraft
+if [ -n "${LINKRAFT_BIN:-}" ]; then cp "$LINKRAFT_BIN" "$tmp/linkraft"; else go build -o "$tmp/linkraft" ./cmd/linkraft; fi
 go build -o "$tmp/baseline" ./bench/baseline
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench.local \
 	-addext subjectAltName=DNS:bench.local -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
@@ -34,11 +40,14 @@ token=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 key=$("$tmp/linkraft" keygen)
 
 taskset -c "$server" "$tmp/baseline" -addr 127.0.0.1:19090 & pids+=($!)
+basepid=$!
+declare -A nodepid
 node() { # id, http port, raft port, extra flags...
 	local id=$1 http=$2 raft=$3; shift 3
 	LINKRAFT_CLUSTER_KEY=$key taskset -c "$server" "$tmp/linkraft" serve --id "$id" --data-dir "$tmp/$id" \
 		--http-addr "127.0.0.1:$http" --raft-addr "127.0.0.1:$raft" --gossip-addr "127.0.0.1:$((raft + 1))" \
 		--admin-token "$token" --create-rate 0 --log-level warn "$@" 2>"$tmp/$id.log" & pids+=($!)
+	nodepid[$id]=$!
 }
 node n1 19080 19081 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" --https-addr 127.0.0.1:19443 --http-redirect=false
 if [ "${FOLLOWER:-0}" = 1 ]; then
@@ -70,6 +79,7 @@ http {
 NGINX
 mkdir -p "$tmp/nginx"
 taskset -c "$server" nginx -p "$tmp/nginx" -c "$tmp/nginx.conf" -g 'daemon off;' & pids+=($!)
+nginxpid=$!
 
 code=""
 for _ in $(seq 100); do
@@ -86,21 +96,36 @@ if [ "${FOLLOWER:-0}" = 1 ]; then
 	done
 fi
 
-run() { # label, wrk args...
-	local label=$1; shift
-	local out
+# cpu is the CPU time, in clock ticks, the processes pids (and their
+# threads) have used; nginx's workers, its children, count with it.
+cpu() {
+	local t=0 p list=("$@")
+	[[ " $* " == *" $nginxpid "* ]] && list+=($(pgrep -P "$nginxpid"))
+	for p in "${list[@]}"; do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
+run() { # label, "pids serving", wrk args...
+	local label=$1 serving=$2; shift 2
+	local out before after n
+	before=$(cpu $serving)
 	out=$(taskset -c "$load" wrk -t"$threads" -c"$conns" -d"${secs}s" "$@")
-	printf '%-34s %s\n' "$label" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')"
+	after=$(cpu $serving)
+	n=$(echo "$out" | awk '/requests in/ {print $1}')
+	printf '%-34s %10s req/s %8s ns CPU/request\n' "$label" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" \
+		"$(( (after - before) * (1000000000 / $(getconf CLK_TCK)) / n ))"
 }
 close=(-H 'Connection: close')
 echo "server cpus $server, load cpus $load, $conns connections, ${secs}s runs, $rounds rounds; $(nproc) cpus, $(go env GOVERSION)"
 for r in $(seq "$rounds"); do
 	echo "round $r"
-	run "baseline (bare fasthttp)" http://127.0.0.1:19090/abc1234
-	run "linkraft leader" "http://127.0.0.1:19080/$code"
-	[ "${FOLLOWER:-0}" = 1 ] && run "linkraft follower" "http://127.0.0.1:19180/$code"
-	run "linkraft TLS, keep-alive" "https://127.0.0.1:19443/$code"
-	run "nginx TLS -> linkraft, keep-alive" "https://127.0.0.1:19543/$code"
-	run "linkraft TLS, new connections" "${close[@]}" "https://127.0.0.1:19443/$code"
-	run "nginx TLS -> linkraft, new conns" "${close[@]}" "https://127.0.0.1:19543/$code"
+	run "baseline (bare fasthttp)" "$basepid" http://127.0.0.1:19090/abc1234
+	run "linkraft leader" "${nodepid[n1]}" "http://127.0.0.1:19080/$code"
+	[ "${FOLLOWER:-0}" = 1 ] && run "linkraft follower" "${nodepid[n2]}" "http://127.0.0.1:19180/$code"
+	[ "${TLS:-1}" = 0 ] && continue
+	run "linkraft TLS, keep-alive" "${nodepid[n1]}" "https://127.0.0.1:19443/$code"
+	run "nginx TLS -> linkraft, keep-alive" "$nginxpid ${nodepid[n1]}" "https://127.0.0.1:19543/$code"
+	run "linkraft TLS, new connections" "${nodepid[n1]}" "${close[@]}" "https://127.0.0.1:19443/$code"
+	run "nginx TLS -> linkraft, new conns" "$nginxpid ${nodepid[n1]}" "${close[@]}" "https://127.0.0.1:19543/$code"
 done

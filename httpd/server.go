@@ -381,10 +381,16 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(s.listener(ln))
+}
+
+// listener is ln with the connection cap per client and deadlines that
+// move only when they must.
+func (s *Server) listener(ln net.Listener) net.Listener {
 	if s.cfg.MaxConnsPerIP > 0 {
 		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP, s.cfg.TrustedProxies)
 	}
-	return s.srv.Serve(ln)
+	return coarseDeadlineListener{ln}
 }
 
 // Shutdown stops accepting, waits for in-flight requests (bounded by ctx)

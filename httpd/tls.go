@@ -58,10 +58,7 @@ const hstsValue = "max-age=31536000"
 
 // ServeTLS accepts HTTPS connections on ln until Shutdown.
 func (s *Server) ServeTLS(ln net.Listener) error {
-	if s.cfg.MaxConnsPerIP > 0 {
-		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP, s.cfg.TrustedProxies)
-	}
-	return s.srv.Serve(tls.NewListener(ln, s.cfg.TLS.Config))
+	return s.srv.Serve(tls.NewListener(s.listener(ln), s.cfg.TLS.Config))
 }
 
 // upgradeToHTTPS answers a plain HTTP request with a 308 to the same
