@@ -32,6 +32,7 @@ const timeLayout = "20060102T150405.000Z"
 
 var nameRE = regexp.MustCompile(`^linkraft-([0-9a-f]{32})-([0-9]{8}T[0-9]{6}\.[0-9]{3}Z)-([0-9]{1,20})-([0-9a-f]{16})\.lkrb$`)
 
+// String is the object name the backup is stored under.
 func (n Name) String() string {
 	return fmt.Sprintf("linkraft-%s-%s-%d-%s.lkrb", n.Cluster, n.Time.UTC().Format(timeLayout), n.Index, n.Hash)
 }

@@ -26,6 +26,8 @@ type Candidate struct {
 	Name  string
 }
 
+// String names the candidate as messages show it: a file's path, or the
+// store and object name.
 func (c Candidate) String() string {
 	if d, ok := c.Store.(Dir); ok {
 		return filepath.Join(d.Path, c.Name)

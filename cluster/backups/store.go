@@ -96,6 +96,7 @@ func (d Dir) List(context.Context) ([]string, error) {
 	return names, nil
 }
 
+// Get is Store's: the file's bytes, ErrNotFound when there is none.
 func (d Dir) Get(_ context.Context, name string) ([]byte, error) {
 	data, err := os.ReadFile(filepath.Join(d.Path, name))
 	if errors.Is(err, os.ErrNotExist) {
@@ -104,8 +105,10 @@ func (d Dir) Get(_ context.Context, name string) ([]byte, error) {
 	return data, err
 }
 
+// Delete is Store's.
 func (d Dir) Delete(_ context.Context, name string) error {
 	return os.Remove(filepath.Join(d.Path, name))
 }
 
+// String is the directory's path.
 func (d Dir) String() string { return d.Path }

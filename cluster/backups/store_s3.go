@@ -82,8 +82,10 @@ func NewS3(ctx context.Context, bucket, prefix string, opts S3Options) (*S3, err
 	return &S3{client: client, bucket: bucket, prefix: prefix, timeout: timeout}, nil
 }
 
+// String is the bucket and prefix as an s3:// URL.
 func (s *S3) String() string { return "s3://" + s.bucket + "/" + s.prefix }
 
+// Put is Store's: one PutObject under the prefix.
 func (s *S3) Put(ctx context.Context, name string, r io.ReadSeeker, size int64) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -118,6 +120,7 @@ func (s *S3) List(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// Get is Store's: the object's bytes.
 func (s *S3) Get(ctx context.Context, name string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -133,6 +136,7 @@ func (s *S3) Get(ctx context.Context, name string) ([]byte, error) {
 	return data, nil
 }
 
+// Delete is Store's.
 func (s *S3) Delete(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

@@ -19,6 +19,7 @@ type Anomaly struct {
 	Detail  string `json:"detail"`
 }
 
+// String is the anomaly as a report line: its checker, then what it saw.
 func (a Anomaly) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s]", a.Checker)
