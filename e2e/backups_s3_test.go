@@ -117,8 +117,9 @@ func leaderOf(t *testing.T, nodes []*node) *node {
 // would run it every hour: the leader alone writes, a state that did not
 // change is not written again, the newest three are kept, a tampered or
 // damaged backup is refused saying why (and the next older one restores),
-// the server down makes the leader say backup_overdue while redirects go
-// on, and a cluster whose three data dirs are gone comes back from the
+// a leader killed between intervals loses no change and writes no state
+// twice, the server down makes the leader say backup_overdue while
+// redirects go on, and a cluster whose three data dirs are gone comes back from the
 // bucket with one command per node (docs/DEPLOY.md, "Disaster recovery").
 func TestBackupsToS3(t *testing.T) {
 	skipIfShort(t)
@@ -173,16 +174,39 @@ func TestBackupsToS3(t *testing.T) {
 		t.Fatalf("bucket holds %v; want the newest 3", names)
 	}
 
+	// A leader killed between intervals: the next one reads from the
+	// bucket what the newest backup holds, backs up the next change, and
+	// never writes a state the bucket already has.
+	held := newestBackup(t, bucket.names())
+	leader.kill9()
+	var survivors []*node
+	for _, n := range nodes {
+		if n != leader {
+			survivors = append(survivors, n)
+		}
+	}
+	waitOneLeader(t, leaderWaitTimeout, survivors...)
+	survivors[0].createURL(t, "https://example.com/after-the-leader-died")
+	if !eventually(30*time.Second, func() bool { return newestBackup(t, bucket.names()).Index > held.Index }) {
+		t.Fatalf("no backup of the change within 30 s of the leader's death; bucket %v", bucket.names())
+	}
+	hashes := map[string]bool{}
+	for _, s := range bucket.names() {
+		n, _ := backups.ParseName(s)
+		if hashes[n.Hash] {
+			t.Fatalf("the same state written twice across the leader change: %v", bucket.names())
+		}
+		hashes[n.Hash] = true
+	}
+	leader.restartUntil(leaderKnown)
+	leader = leaderOf(t, nodes)
+	names = bucket.names()
+
 	// A tampered backup (its MAC changed, its checksum made right) and a
 	// damaged one (a byte flipped in storage), each named as the newest:
 	// restore --from refuses both, saying which file and why, and
 	// restores the newest good one.
-	good := backups.Name{}
-	for _, s := range names {
-		if n, ok := backups.ParseName(s); ok && n.Time.After(good.Time) {
-			good = n
-		}
-	}
+	good := newestBackup(t, names)
 	data := bucket.get(good.String())
 	tampered := bytes.Clone(data)
 	tampered[len(tampered)-1] ^= 1
@@ -250,6 +274,18 @@ func TestBackupsToS3(t *testing.T) {
 			n.requireRedirect(t, want.ShortCode, want.OriginalURL)
 		}
 	}
+}
+
+// newestBackup is the newest of the backup names.
+func newestBackup(t *testing.T, names []string) backups.Name {
+	t.Helper()
+	var newest backups.Name
+	for _, s := range names {
+		if n, ok := backups.ParseName(s); ok && n.Time.After(newest.Time) {
+			newest = n
+		}
+	}
+	return newest
 }
 
 // named is a name as the newest backup's, later by step ms, recording the
