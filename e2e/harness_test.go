@@ -297,7 +297,7 @@ func startCluster(t *testing.T, size int, settings map[string]string) []*node {
 // startJoinedCluster builds a cluster of size nodes with POST /admin/join
 // instead of gossip: node1 bootstraps alone, the others start without
 // bootstrapping (--bootstrap-expect size, no --join seeds, so they wait) and
-// are added as voters through node1. Unless settings give a key, the nodes
+// are joined through node1, which promotes each to voter once it caught up. Unless settings give a key, the nodes
 // share a new --cluster-key.
 func startJoinedCluster(t *testing.T, size int, settings map[string]string) []*node {
 	t.Helper()
@@ -334,6 +334,21 @@ func startJoinedCluster(t *testing.T, size int, settings map[string]string) []*n
 		if err := n.waitReady(leaderKnown); err != nil {
 			t.Fatalf("cluster node %s: %v", n.id, err)
 		}
+	}
+	// A join adds a learner that the leader promotes once it caught up:
+	// the cluster has size voters only then.
+	var view clusterView
+	if !eventually(30*time.Second, func() bool {
+		view = first.clusterView(t)
+		voters := 0
+		for _, s := range view.Servers {
+			if strings.EqualFold(s.Suffrage, "voter") {
+				voters++
+			}
+		}
+		return voters == size
+	}) {
+		t.Fatalf("joined nodes not all voters within 30 s: %+v", view.Servers)
 	}
 	return nodes
 }
