@@ -250,3 +250,22 @@ func TestRaiseBoundsKeysAndDomains(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotKeepsTheRingsApart: a version 8 snapshot whose security ring
+// holds a link write, or whose link ring holds a security action, is
+// refused: a backup cannot slip an entry past the ring that keeps it.
+func TestSnapshotKeepsTheRingsApart(t *testing.T) {
+	for name, misplace := range map[string]func(*auditLog){
+		"a link write among security actions": func(a *auditLog) { a.security.add(AuditEntry{Action: AuditLinkCreate, Subject: "x"}) },
+		"a key change among link writes":      func(a *auditLog) { a.writes.add(AuditEntry{Action: AuditKeyCreate, Subject: "k"}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := New()
+			applyAll(t, f, InitCommand{Key: testKey}.Encode(), raise)
+			misplace(&f.s.audit)
+			if err := New().Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err == nil || !strings.Contains(err.Error(), "wrong place") {
+				t.Fatalf("restore: %v; want the misplaced entry refused", err)
+			}
+		})
+	}
+}
