@@ -46,6 +46,10 @@ const (
 	authOK      authResult = iota
 	authMissing            // no credential
 	authInvalid            // unknown, revoked, expired or malformed
+	// authUnconfirmed: a key this node does not hold, which no leader
+	// could confirm or refuse in time (a node restarting or cut off):
+	// the key may well be valid, so the answer is 503, not 401.
+	authUnconfirmed
 )
 
 // checkKey authenticates a request's credential against the admin token
@@ -85,10 +89,13 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 	// acknowledged (a voter excused from the wait): it catches up before
 	// it believes a key too.
 	if catchUp && (!ok || s.node.Reads.Behind()) {
-		if err := s.node.Reads.CatchUp(context.Background()); err != nil {
+		err := s.node.Reads.CatchUp(context.Background())
+		if err != nil {
 			s.log.Debug("API key not confirmed by a leader", "key_id", id, "err", err)
 		}
-		key, ok = s.storedKey(id, hash, now)
+		if key, ok = s.storedKey(id, hash, now); !ok && err != nil {
+			return fsm.APIKey{}, authUnconfirmed
+		}
 	}
 	if !ok {
 		return fsm.APIKey{}, authInvalid
@@ -120,6 +127,9 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, anonymous bool) bool {
 		return true
 	case res == authMissing:
 		writeUnauthorized(ctx, "this call needs an API key: Authorization: Bearer <key> or X-Api-Key: <key>")
+	case res == authUnconfirmed:
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+		writeProblem(ctx, fasthttp.StatusServiceUnavailable, "this node does not hold the API key and could reach no leader to confirm it: retry, or ask another node")
 	default:
 		writeUnauthorized(ctx, "the API key is unknown, revoked or expired")
 	}

@@ -456,3 +456,31 @@ func TestRefusedKeysAskTheLeaderAlike(t *testing.T) {
 		})
 	}
 }
+
+// unreachableLeader is a node's reads whose catch-up with the leader
+// fails, as on a node restarting or cut off.
+type unreachableLeader struct{ Reads }
+
+func (unreachableLeader) CatchUp(context.Context) error { return cluster.ErrNoLeader }
+
+// TestUnconfirmedKeyIs503: a key a node does not hold, on a node that can
+// reach no leader to confirm it, is answered 503 with Retry-After, not
+// 401: it may well be valid (made a moment ago, or the node is still
+// loading its state), and a client must not take it for revoked. A key the
+// node holds is believed as ever.
+func TestUnconfirmedKeyIs503(t *testing.T) {
+	s := newTestServerOn(t, nil, func(n *Node) { n.Reads = unreachableLeader{n.Reads} })
+	_, valid := addKey(t, s, fsm.ScopeLinksRead, 0, fsm.AllWorkspaces)
+	_, stranger, _, err := fsm.MintKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := mustCreate(t, s, `{"url":"https://example.com/unconfirmed"}`)
+	if ctx := do(s, "GET", "/api/v1/urls/"+code, "", "", "Authorization", "Bearer "+valid); status(ctx) != 200 {
+		t.Fatalf("a held key without a leader: %d", status(ctx))
+	}
+	ctx := do(s, "GET", "/api/v1/urls/"+code, "", "", "Authorization", "Bearer "+stranger)
+	if status(ctx) != 503 || len(ctx.Response.Header.Peek("Retry-After")) == 0 {
+		t.Fatalf("a key no leader could confirm: %d %s; want 503 with Retry-After", status(ctx), ctx.Response.Body())
+	}
+}

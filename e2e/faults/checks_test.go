@@ -323,6 +323,8 @@ func TestCheckLinearizable(t *testing.T) {
 		{name: "edit answered 200 after an acked delete", bad: true, ops: []Op{created(0, "a", u1, 0, 5), del(1, "n1", "a", 6, 7, Ok, 204), edit(2, "n2", "a", 8, 9, Ok, 200, u2)}},
 		{name: "an edit answered with a concurrent edit's target", ops: []Op{created(0, "a", u1, 0, 5), answered(edit(1, "n1", "a", 8, 20, Ok, 200, u2), u3), edit(2, "n2", "a", 9, 21, Ok, 200, u3), get(3, "n3", "a", 22, 23, 302, u3)}},
 		{name: "refused edit leaves the target", ops: []Op{created(0, "a", u1, 0, 5), edit(1, "n2", "a", 8, 9, Fail, 400, u2), get(2, "n2", "a", 10, 11, 302, u1)}},
+		{name: "a delete refused 401 leaves the link", ops: []Op{created(0, "a", u1, 0, 5), del(1, "n3", "a", 6, 7, Fail, 401), get(2, "n2", "a", 10, 11, 302, u1)}},
+		{name: "a delete answered 404 on a live code", bad: true, ops: []Op{created(0, "a", u1, 0, 5), del(1, "n3", "a", 6, 7, Fail, 404), get(2, "n2", "a", 10, 11, 302, u1)}},
 	}, func(ops []Op, windows []Window) []Anomaly {
 		return CheckLinearizable(ops, windows, "", 10*time.Second).Anomalies
 	})

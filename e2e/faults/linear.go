@@ -229,8 +229,8 @@ func porcupineHistory(cops []Op, windows []Window, end int64) ([]porcupine.Opera
 
 // toPorcupine turns one operation into a porcupine operation, or drops
 // it: a read without a definite answer or on a node inside a fault window,
-// and an edit refused with anything but 404 (a 400 or 401 changes nothing
-// and says nothing about the register).
+// and an edit or a delete refused with anything but 404 (a 400 or 401
+// changes nothing and says nothing about the register).
 func toPorcupine(op Op, windows []Window, end int64, cops []Op) (porcupine.Operation, bool) {
 	po := porcupine.Operation{ClientId: max(op.Client, 0), Call: op.Invoke, Return: op.Complete, Metadata: op.ID}
 	switch {
@@ -249,6 +249,9 @@ func toPorcupine(op Op, windows []Window, end int64, cops []Op) (porcupine.Opera
 		po.Input = regInput{op: "edit", url: op.URL, raced: raced404(op, cops)}
 		po.Output = regOutput{outcome: op.Outcome, url: op.RespURL}
 	case op.Kind == Delete:
+		if op.Outcome == Fail && op.Status != 404 {
+			return po, false // refused (a 401, a 400): it says nothing of the register
+		}
 		po.Input, po.Output = regInput{op: "delete"}, regOutput{outcome: op.Outcome}
 	default:
 		return po, false
