@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -239,7 +240,7 @@ func TestBackupsToS3(t *testing.T) {
 	srv.Stop()
 	nodes[2].createURL(t, "https://example.com/while-s3-is-down")
 	leader = leaderOf(t, nodes)
-	if !eventually(30*time.Second, func() bool { return slicesContains(warnings(t, leader), "backup_overdue") }) {
+	if !eventually(30*time.Second, func() bool { return slices.Contains(warnings(t, leader), "backup_overdue") }) {
 		t.Fatalf("the leader %s does not say backup_overdue within 30 s of the server going down", leader.id)
 	}
 	for _, n := range nodes {
@@ -295,44 +296,6 @@ func named(n backups.Name, step int, data []byte) backups.Name {
 	n.Time = n.Time.Add(time.Duration(step) * time.Millisecond)
 	n.Hash = hex.EncodeToString(sum[:])[:16]
 	return n
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// startClusterEnv is startCluster with extra environment for every node
-// (the S3 credentials).
-func startClusterEnv(t *testing.T, size int, settings map[string]string, env []string) []*node {
-	t.Helper()
-	key := newClusterKey(t)
-	nodes := make([]*node, size)
-	var gossip []string
-	for i := range nodes {
-		nodes[i] = newNode(t, "node"+itoa(i+1))
-		nodes[i].clusterKey = key
-		gossip = append(gossip, nodes[i].gossipAddr)
-	}
-	for _, n := range nodes {
-		all := map[string]string{"bootstrap-expect": itoa(size), "join": strings.Join(gossip, ",")}
-		for k, v := range settings {
-			all[k] = v
-		}
-		n.args, n.env = n.commandLine(nodeOptions{Settings: all})
-		n.env = append(n.env, env...)
-		n.launch()
-	}
-	for _, n := range nodes {
-		if err := n.waitReady(leaderKnown); err != nil {
-			t.Fatalf("cluster node %s: %v", n.id, err)
-		}
-	}
-	return nodes
 }
 
 // restoreCluster is docs/DEPLOY.md's disaster recovery on three new,

@@ -270,6 +270,13 @@ func (n *node) launchUntil(t *testing.T, opts nodeOptions, env []string, ready f
 // give a key, the nodes share a new --cluster-key.
 func startCluster(t *testing.T, size int, settings map[string]string) []*node {
 	t.Helper()
+	return startClusterEnv(t, size, settings, nil)
+}
+
+// startClusterEnv is startCluster with extra environment for every node
+// (S3 credentials, say).
+func startClusterEnv(t *testing.T, size int, settings map[string]string, env []string) []*node {
+	t.Helper()
 	key := sharedKey(t, settings)
 	nodes := make([]*node, size)
 	var gossip []string
@@ -284,6 +291,7 @@ func startCluster(t *testing.T, size int, settings map[string]string) []*node {
 			all[k] = v
 		}
 		n.args, n.env = n.commandLine(nodeOptions{Settings: all})
+		n.env = append(n.env, env...)
 		n.launch()
 	}
 	for _, n := range nodes {
