@@ -51,8 +51,8 @@ func TestCertificateState(t *testing.T) {
 	if o := f.Orders(); len(o) != 1 || o[0].Name != "b.example" {
 		t.Fatalf("orders %+v", o)
 	}
-	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotVersion {
-		t.Fatalf("snapshot version %d, want %d", v, snapshotVersion)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV9 {
+		t.Fatalf("snapshot version %d, want %d", v, snapshotV9)
 	}
 	g := roundTrip(t, f)
 	if !reflect.DeepEqual(g.Certificates(), f.Certificates()) || !reflect.DeepEqual(g.Challenges(), f.Challenges()) || !reflect.DeepEqual(g.Orders(), f.Orders()) {

@@ -52,6 +52,17 @@ const (
 	cmdAuditNote
 	// cmdCert changes the certificates the cluster serves (certs.go).
 	cmdCert
+	// LevelVisitRows: cmdVisitsDelete forgets a link's visits
+	// (tallies.go); cmdTags renames or deletes a tag on every link of a
+	// workspace; cmdCreateExtended, cmdEditExtended and cmdDomainExtended
+	// are cmdCreateOptions, cmdEdit and cmdDomain whose options and
+	// domains carry the fields this level added (crawlable, browser and
+	// address conditions, the invalid-link redirect).
+	cmdVisitsDelete
+	cmdTags
+	cmdCreateExtended
+	cmdEditExtended
+	cmdDomainExtended
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of

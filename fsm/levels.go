@@ -42,8 +42,15 @@ const (
 	// account, challenges and orders: certs.go), applied once the cluster
 	// is raised to it; snapshots of such a state are version 9.
 	LevelCerts = 8
+	// LevelVisitRows: what the other shorteners' APIs need of the state
+	// (types 25 and up: deleting a link's visits, renaming and deleting
+	// tags, links' crawlable flag and the rule conditions on browser and
+	// address, domains' redirect for invalid links), and, once the cluster
+	// is raised to it, click batches that also keep joint visitor tallies
+	// per link and hour; snapshots of such a state are version 10.
+	LevelVisitRows = 9
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelCerts
+	EntryLevel = LevelVisitRows
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -55,6 +62,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdVisitsDelete:
+		return LevelVisitRows
 	case typ >= cmdCert:
 		return LevelCerts
 	case typ >= cmdRaise:

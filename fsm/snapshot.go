@@ -27,15 +27,16 @@ import (
 var snapshotMagic = []byte("LKRS")
 
 const (
-	snapshotV1      = 1 // links with their canonical URL, then a dedupe section
-	snapshotV2      = 2 // links with flags; the dedupe index is a flag
-	snapshotV3      = 3 // version 2, then clicks per hour
-	snapshotV4      = 4 // version 3, then API keys and the audit log
-	snapshotV5      = 5 // version 4 with each link's options, then the domains
-	snapshotV6      = 6 // version 5, then visitors per link and day, and webhooks
-	snapshotV7      = 7 // version 6 whose audit log may record restores
-	snapshotV8      = 8 // version 7 of a raised cluster: its level after the version, the security audit at the end
-	snapshotVersion = 9 // version 8, then the certificates (certs.go)
+	snapshotV1      = 1  // links with their canonical URL, then a dedupe section
+	snapshotV2      = 2  // links with flags; the dedupe index is a flag
+	snapshotV3      = 3  // version 2, then clicks per hour
+	snapshotV4      = 4  // version 3, then API keys and the audit log
+	snapshotV5      = 5  // version 4 with each link's options, then the domains
+	snapshotV6      = 6  // version 5, then visitors per link and day, and webhooks
+	snapshotV7      = 7  // version 6 whose audit log may record restores
+	snapshotV8      = 8  // version 7 of a raised cluster: its level after the version, the security audit at the end
+	snapshotV9      = 9  // version 8, then the certificates (certs.go)
+	snapshotVersion = 10 // version 9 of a cluster raised to LevelVisitRows
 )
 
 // Link flags in a version 2 snapshot.
@@ -237,7 +238,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	if version >= snapshotV8 {
 		encodeAudit(&e, snap.security, flush)
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV9 {
 		snap.encodeCerts(&e)
 	}
 	flush(true)
@@ -466,7 +467,7 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV9 {
 		if err := st.decodeCerts(d); err != nil {
 			return nil, err
 		}
@@ -612,15 +613,18 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 // version is the oldest snapshot version that holds this state: version 4
 // while its level is LevelKeys (no options, domains or keys limited to
 // domains), 7 only while its audit log records a restore, 8 once the
-// cluster was raised to LevelBounds, 9 once raised to LevelCerts. A cluster in the middle of an upgrade, whose new nodes hold
-// only such state (nothing newer is written until every node applies it,
-// see EntryLevel), then sends its old nodes snapshots they can read. The
-// choice depends on the state alone, so equal states still give equal
-// bytes.
+// cluster was raised to LevelBounds, 9 once raised to LevelCerts, 10 once
+// raised to LevelVisitRows. A cluster in the middle of an upgrade, whose
+// new nodes hold only such state (nothing newer is written until every
+// node applies it, see EntryLevel), then sends its old nodes snapshots
+// they can read. The choice depends on the state alone, so equal states
+// still give equal bytes.
 func (snap *snapshot) version() byte {
 	switch {
-	case snap.level >= LevelCerts:
+	case snap.level >= LevelVisitRows:
 		return snapshotVersion
+	case snap.level >= LevelCerts:
+		return snapshotV9
 	case snap.level >= LevelBounds:
 		return snapshotV8
 	case snap.level >= LevelRestoreAudit:
