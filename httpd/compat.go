@@ -58,6 +58,22 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 		return compat.Answer{Status: fasthttp.StatusInternalServerError, Body: problemJSON(fasthttp.StatusInternalServerError, "internal error")}
 	}
 	h(ctx)
+	return takeAnswer(ctx)
+}
+
+// Authenticate runs the credential check of linkraft's routes, leaving
+// the request as it is: the adapter reads its body next.
+func (n *nativeAPI) Authenticate(ctx *fasthttp.RequestCtx, create bool) compat.Answer {
+	ctx.Response.Reset()
+	if n.s.authenticate(ctx, create && n.s.cfg.PublicCreate) {
+		return compat.Answer{Status: fasthttp.StatusOK}
+	}
+	return takeAnswer(ctx)
+}
+
+// takeAnswer moves the answer a native handler wrote on ctx out of its
+// response, which it leaves empty for the adapter.
+func takeAnswer(ctx *fasthttp.RequestCtx) compat.Answer {
 	a := compat.Answer{
 		Status:     ctx.Response.StatusCode(),
 		Body:       append([]byte(nil), ctx.Response.Body()...),

@@ -32,13 +32,13 @@ func registerBitly(route Route, n Native, c cors) {
 	r := func(method, path string, h fasthttp.RequestHandler) {
 		route(method, "/v4"+path, "compat_bitly", c.wrap(b.authorized(h)))
 	}
-	r("POST", "/shorten", b.shorten)
-	r("POST", "/expand", b.expand)
-	r("POST", "/bitlinks", b.create)
+	r("POST", "/shorten", credentialFirst(n, true, b.failNative, b.shorten))
+	r("POST", "/expand", credentialFirst(n, false, b.failNative, b.expand))
+	r("POST", "/bitlinks", credentialFirst(n, true, b.failNative, b.create))
 	// A bitlink id is domain/hash, sent in the path as it is: one route
 	// takes the id and what follows it (clicks, referrers, …).
 	r("GET", "/bitlinks/{bitlink:*}", b.read)
-	r("PATCH", "/bitlinks/{bitlink:*}", b.update)
+	r("PATCH", "/bitlinks/{bitlink:*}", credentialFirst(n, false, b.failNative, b.update))
 	// The rest of Bitly's API (groups, users, campaigns, QR codes, …) is
 	// refused in Bitly's error shape rather than with the router's plain
 	// 404 or 405, which a Bitly client cannot read.

@@ -22,8 +22,8 @@ func registerKutt(route Route, n Native, c cors) {
 		}
 		r("GET", "/health", k.health)
 		r("GET", "/links", k.list)
-		r("POST", "/links", k.create)
-		r("PATCH", "/links/{id}", k.update)
+		r("POST", "/links", credentialFirst(n, true, k.failNative, k.create))
+		r("PATCH", "/links/{id}", credentialFirst(n, false, k.failNative, k.update))
 		r("DELETE", "/links/{id}", k.remove)
 		r("GET", "/links/{id}/stats", k.stats)
 		// The npm client (kutt 3.0.2) asks for stats with DELETE.

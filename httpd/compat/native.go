@@ -26,6 +26,12 @@ type Native interface {
 	// its credential, its address and its connection. ctx's response is
 	// left empty for the adapter to write.
 	Call(ctx *fasthttp.RequestCtx, method, uri string, body any) Answer
+	// Authenticate checks the request's credential as linkraft's routes
+	// do, from the headers alone; create says the route creates links,
+	// which an operator may open to clients without a key. An adapter
+	// calls it before it decodes a body, so that a client without a
+	// valid key costs no more than the check.
+	Authenticate(ctx *fasthttp.RequestCtx, create bool) Answer
 	// Version is this build's version.
 	Version() string
 	// DefaultDomain is the host of the default domain's short URLs as the
@@ -224,4 +230,17 @@ func marshal(v any) []byte {
 		panic(fmt.Sprintf("compat: encode answer: %v", err))
 	}
 	return b.Bytes()
+}
+
+// credentialFirst runs h only once n accepted the request's credential,
+// answering a refusal with fail in the API's own shape: a body is decoded
+// only for a client linkraft would serve. create is Authenticate's.
+func credentialFirst(n Native, create bool, fail func(*fasthttp.RequestCtx, Answer), h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if a := n.Authenticate(ctx, create); !a.OK() {
+			fail(ctx, a)
+			return
+		}
+		h(ctx)
+	}
 }
