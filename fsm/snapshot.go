@@ -82,12 +82,12 @@ type snapshot struct {
 	certs      certState
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
-	// defaultDomain is the default domain's redirects (version 10).
-	defaultDomain Domain
-	visits        visitTable  // shares pages, links and days: see visitTable
-	hooks         []hookState // copies; their events are never changed (webhooks.go)
-	level         int         // the state's entry level: which version holds it
-	release       func()
+	visits     visitTable  // shares pages, links and days: see visitTable
+	hooks      []hookState // copies; their events are never changed (webhooks.go)
+	level      int         // the state's entry level: which version holds it
+	release    func()
+
+	defaultDomain Domain // the default domain's redirects (version 10)
 }
 
 var _ raft.FSMSnapshot = (*snapshot)(nil)

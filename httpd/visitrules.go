@@ -24,7 +24,6 @@ type visit struct {
 
 	// What only rules on browser or address need, read on the first
 	// such rule: the User-Agent's browser and the client's address.
-	ua       []byte
 	browser  fsm.Browser
 	client   netip.Addr
 	resolved bool
@@ -41,7 +40,6 @@ func visitOf(ctx *fasthttp.RequestCtx, now time.Time) visit {
 		args:   ctx.QueryArgs(),
 		query:  ctx.URI().QueryString(),
 		now:    now.UnixMilli(),
-		ua:     ctx.UserAgent(),
 		ctx:    ctx,
 	}
 }
@@ -62,11 +60,10 @@ func (v *visit) resolve() {
 		return
 	}
 	v.resolved = true
-	v.browser = browserOf(agent.Classify(v.ua).Browser) // a bot's is BrowserOther
-	switch {
-	case v.srv != nil:
+	v.browser = browserOf(agent.Classify(v.ctx.UserAgent()).Browser) // a bot's is BrowserOther
+	if v.srv != nil {
 		v.client = v.srv.requestClient(v.ctx)
-	case v.ctx != nil:
+	} else {
 		v.client, _ = netip.AddrFromSlice(v.ctx.RemoteIP())
 	}
 	v.client = v.client.Unmap()
