@@ -62,21 +62,21 @@ func fillEveryField(t *testing.T, v any) {
 }
 
 // everyCreateField is a create with every field set, within what the
-// log's encoding carries (checkCreate, a known device).
+// log's encoding carries (checkCreate, a known device and browser).
 func everyCreateField(t *testing.T) fsm.CreateRequest {
 	var r fsm.CreateRequest
 	fillEveryField(t, &r)
 	r.Strategy, r.CodeLength = fsm.StrategyHash, 7
-	r.Options.Rules[0].Device = fsm.DeviceMobile
+	r.Options.Rules[0].Device, r.Options.Rules[0].Browser = fsm.DeviceMobile, fsm.Firefox
 	return r
 }
 
 // everyLinkField is a link with every field set, within what the
-// encoding carries (a known device).
+// encoding carries (a known device and browser).
 func everyLinkField(t *testing.T) fsm.Link {
 	var l fsm.Link
 	fillEveryField(t, &l)
-	l.Options.Rules[0].Device = fsm.DeviceMobile
+	l.Options.Rules[0].Device, l.Options.Rules[0].Browser = fsm.DeviceMobile, fsm.Firefox
 	return l
 }
 
@@ -259,9 +259,14 @@ func TestRelaySpeaksToOlderBuilds(t *testing.T) {
 	})
 	t.Run("what this build relays to an older one", func(t *testing.T) {
 		notImported := everyCreateField(t)
+		if legacyCarries(&notImported) {
+			t.Fatal("the legacy fields have no crawlable flag, browser or addresses")
+		}
 		notImported.CreatedAt, notImported.Clicks = 0, 0
+		notImported.Options.Crawlable = false
+		notImported.Options.Rules[0].Browser, notImported.Options.Rules[0].Addresses = fsm.BrowserOther, nil
 		if !legacyCarries(&notImported) {
-			t.Fatal("the legacy fields should carry a create without an import's fields")
+			t.Fatal("the legacy fields should carry a create without an import's fields or LevelVisitRows's")
 		}
 		reqs := []fsm.CreateRequest{notImported, {URL: "https://example.com/b", Workspace: "default", CodeLength: 7}}
 		if got := relayRoundTrip(t, reqs, false); !reflect.DeepEqual(got, reqs) {

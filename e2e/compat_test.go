@@ -238,3 +238,50 @@ func TestCompatYOURLS(t *testing.T) {
 	}
 	requireNativeLink(t, nodes[2], key, "yourls-kw", target)
 }
+
+// TestShlinkRulesTagsDomains drives the Shlink features built on linkraft's
+// rules, tags and domains with Shlink's SDK (shlink_rules.mjs), then
+// checks through a third node that they act: the rules pick targets,
+// robots.txt allows the crawlable link, a link out of visits goes to the
+// default domain's invalid-link redirect.
+func TestShlinkRulesTagsDomains(t *testing.T) {
+	skipIfShort(t)
+	node := nodeJS(t, "@shlinkio/shlink-js-sdk")
+	nodes, key := compatCluster(t)
+	waitRaised(t, nodes[0], 9) // fsm.LevelVisitRows
+	admin := createKey(t, nodes[0], `{"name":"compat-admin","scopes":["admin"],"workspaces":["*"]}`)
+	res := runClient(t, node, "shlink_rules.mjs", map[string]string{
+		"WRITE_URL": "http://" + nodes[0].httpAddr, "READ_URL": "http://" + nodes[1].httpAddr,
+		"API_KEY": key, "ADMIN_KEY": admin.Key, "DEFAULT_DOMAIN": nodes[0].httpAddr, "SLUG": "sdk-rules",
+	})
+	n := nodes[2]
+	code := res["rules"].(string)
+	for _, c := range []struct{ name, header, value, query, want string }{
+		{"android", "User-Agent", "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 Chrome/126.0 Mobile Safari/537.36", "", "https://example.com/android"},
+		// The loopback client is not in the office's 192.168.1.*.
+		{"firefox, not from the office", "User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", "", "https://example.com/rules"},
+		{"spanish without the campaign", "Accept-Language", "es-ES,es;q=0.9", "", "https://example.com/rules"},
+		// Shlink's creates forward the query.
+		{"spanish with the campaign", "Accept-Language", "es-ES,es;q=0.9", "?utm=mail", "https://example.com/campaign?utm=mail"},
+	} {
+		h := noCredential()
+		h.Set(c.header, c.value)
+		if r := n.request(t, http.MethodGet, "/"+code+c.query, h, nil); r.status != http.StatusFound || r.header.Get("Location") != c.want {
+			t.Errorf("%s: %d to %q, want a redirect to %s", c.name, r.status, r.header.Get("Location"), c.want)
+		}
+	}
+	if r := n.request(t, http.MethodGet, "/robots.txt", noCredential(), nil); !strings.Contains(string(r.body), "Allow: /"+res["crawlable"].(string)+"\n") ||
+		strings.Contains(string(r.body), "Allow: /"+code+"\n") {
+		t.Errorf("robots.txt: %v", r)
+	}
+	once := nodes[0].request(t, http.MethodPost, "/api/v1/urls", http.Header{"Authorization": {"Bearer " + key}, "Content-Type": {"application/json"}},
+		[]byte(`{"url":"https://example.com/once","workspace":"team","custom_code":"sdk-once","max_visits":1}`))
+	if once.status != http.StatusCreated {
+		t.Fatalf("create: %v", once)
+	}
+	for i, want := range []string{"https://example.com/once", "https://example.com/default-invalid"} {
+		if r := n.request(t, http.MethodGet, "/sdk-once", noCredential(), nil); r.status != http.StatusFound || r.header.Get("Location") != want {
+			t.Errorf("visit %d: %v, want a redirect to %s", i+1, r, want)
+		}
+	}
+}

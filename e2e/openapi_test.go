@@ -914,6 +914,15 @@ func exerciseManagedLinks(t *testing.T, c *contract, n *node, a, e link) managed
 	}
 	c.call(t, n, http.MethodGet, "/api/v1/tags?workspace=team-a", nil, nil, http.StatusOK)
 	c.call(t, n, http.MethodGet, "/api/v1/tags", noCredential(), nil, http.StatusUnauthorized)
+	waitRaised(t, n, 9) // fsm.LevelVisitRows: renaming tags needs it
+	if r := c.call(t, n, http.MethodPut, "/api/v1/tags/OpenAPI", jsonH, []byte(`{"name":"openapi"}`), http.StatusOK); !bytes.Contains(r.body, []byte(`"links":1`)) {
+		t.Errorf("rename to the same tag: %v", r)
+	}
+	c.call(t, n, http.MethodPut, "/api/v1/tags/openapi", jsonH, []byte(`{"name":"two words"}`), http.StatusBadRequest)
+	c.call(t, n, http.MethodPut, "/api/v1/tags/nosuchtag", jsonH, []byte(`{"name":"other"}`), http.StatusNotFound)
+	c.call(t, n, http.MethodDelete, "/api/v1/tags/nosuchtag", nil, nil, http.StatusNotFound)
+	c.call(t, n, http.MethodDelete, "/api/v1/tags/nosuchtag", noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n, http.MethodGet, "/robots.txt", noCredential(), nil, http.StatusOK)
 	listed := func(query string) []managedLink {
 		t.Helper()
 		r := c.call(t, n, http.MethodGet, "/api/v1/urls"+query, nil, nil, http.StatusOK)

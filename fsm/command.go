@@ -261,6 +261,8 @@ func (c CreateBatch) Encode() []byte {
 		typ = cmdCreateOptions
 	case LevelImport:
 		typ = cmdCreateImported
+	case LevelVisitRows:
+		typ = cmdCreateExtended
 	}
 	e.byte(byte(typ))
 	e.varint(c.Now)
@@ -276,11 +278,15 @@ func (c CreateBatch) Encode() []byte {
 		e.varint(it.ExpiresAt)
 		e.uvarint(uint64(it.CodeLength))
 		e.string(it.KeyID)
-		if typ != cmdCreateKeyed {
+		switch typ {
+		case cmdCreateOptions, cmdCreateImported:
 			e.string(it.Domain)
 			encodeOptions(&e, it.Options)
+		case cmdCreateExtended:
+			e.string(it.Domain)
+			encodeOptionsExtended(&e, it.Options)
 		}
-		if typ == cmdCreateImported {
+		if typ == cmdCreateImported || typ == cmdCreateExtended {
 			e.varint(it.CreatedAt)
 			e.uvarint(it.Clicks)
 		}
@@ -288,21 +294,40 @@ func (c CreateBatch) Encode() []byte {
 	return seal(e.buf)
 }
 
-// Encode is the edit's log entry (Command).
+// Encode is the edit's log entry (Command): cmdEditExtended, with the
+// fields of LevelVisitRows after the others, when its Level is that.
 func (c EditCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
-	e.byte(byte(cmdEdit))
+	extended := c.Level() >= LevelVisitRows
+	typ := cmdEdit
+	if extended {
+		typ = cmdEditExtended
+	}
+	e.byte(byte(typ))
 	encodeEdit(&e, c)
+	if extended {
+		encodeEditExtension(&e, c)
+	}
 	return seal(e.buf)
 }
 
-// Encode is the domain's setting or removal as a log entry (Command).
+// Encode is the domain's setting or removal as a log entry (Command):
+// cmdDomainExtended, with the invalid-link redirect, when its Level is
+// LevelVisitRows.
 func (c DomainCommand) Encode() []byte {
 	var e encoder
-	e.byte(byte(cmdDomain))
+	extended := c.Level() >= LevelVisitRows
+	typ := cmdDomain
+	if extended {
+		typ = cmdDomainExtended
+	}
+	e.byte(byte(typ))
 	e.string(c.Domain.Name)
 	e.string(c.Domain.RootRedirect)
 	e.string(c.Domain.NotFoundRedirect)
+	if extended {
+		e.string(c.Domain.InvalidRedirect)
+	}
 	e.bool(c.Remove)
 	e.string(c.By)
 	e.varint(c.Now)
@@ -327,10 +352,17 @@ func (c VisitCommand) Encode() []byte {
 }
 
 // EncodeOptions and DecodeOptions carry a link's Options where the log
-// and snapshots do not: between nodes, in the same encoding.
+// and snapshots do not: between nodes, in the same encoding. Options with
+// a field of LevelVisitRows, which exist only once every server reads
+// them, are followed by those fields (encodeOptionsExtended): a build
+// before that level refuses them as trailing bytes rather than drop them.
 func EncodeOptions(o *Options) []byte {
 	var e encoder
-	encodeOptions(&e, o)
+	if o.extended() {
+		encodeOptionsExtended(&e, o)
+	} else {
+		encodeOptions(&e, o)
+	}
 	return e.buf
 }
 
@@ -339,6 +371,10 @@ func EncodeOptions(o *Options) []byte {
 func DecodeOptions(b []byte) (*Options, error) {
 	d := decoder{buf: b}
 	o := decodeOptions(&d)
+	if o != nil && d.err == nil && len(d.buf) != 0 {
+		o.Crawlable = d.bool()
+		decodeRulesExtension(&d, o.Rules)
+	}
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
 	}
@@ -494,13 +530,22 @@ func DecodeCommand(data []byte) (Command, error) {
 		d.fixed(c.Key[:])
 		d.fixed(c.ClusterID[:])
 		cmd = c
-	case cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported:
+	case cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported, cmdCreateExtended:
 		cmd = decodeCreate(&d, typ)
 	case cmdEdit:
-		cmd = decodeEdit(&d)
+		cmd = decodeEdit(&d, editKnown)
+	case cmdEditExtended:
+		c := decodeEdit(&d, editKnownExtended)
+		decodeEditExtension(&d, &c)
+		cmd = c
 	case cmdDomain:
 		cmd = DomainCommand{Domain: Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()},
 			Remove: d.bool(), By: d.string(), Now: d.varint()}
+	case cmdDomainExtended:
+		cmd = DomainCommand{Domain: Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string(),
+			InvalidRedirect: d.string()}, Remove: d.bool(), By: d.string(), Now: d.varint()}
+	case cmdTags:
+		cmd = decodeTagsCommand(&d)
 	case cmdVisit:
 		cmd = VisitCommand{Code: d.string(), Now: d.varint()}
 	case cmdVisitVisitor:
@@ -573,11 +618,15 @@ func decodeCreate(d *decoder, typ commandType) CreateBatch {
 		if typ != cmdCreate {
 			it.KeyID = d.string()
 		}
-		if typ == cmdCreateOptions || typ == cmdCreateImported {
+		switch typ {
+		case cmdCreateOptions, cmdCreateImported:
 			it.Domain = d.string()
 			it.Options = decodeOptions(d)
+		case cmdCreateExtended:
+			it.Domain = d.string()
+			it.Options = decodeOptionsExtended(d)
 		}
-		if typ == cmdCreateImported {
+		if typ == cmdCreateImported || typ == cmdCreateExtended {
 			it.CreatedAt = d.varint()
 			it.Clicks = d.uvarint()
 		}

@@ -55,7 +55,16 @@ type Domain struct {
 	Name             string
 	RootRedirect     string
 	NotFoundRedirect string
+	// InvalidRedirect is where a visit to a link that exists but cannot
+	// be visited (expired, not yet valid, out of visits) goes instead of
+	// an error page (entry level LevelVisitRows).
+	InvalidRedirect string
 }
+
+// The default domain's redirects are a Domain without a name, kept apart
+// from the registered ones: a DomainCommand whose Domain.Name is "" sets
+// them (Remove clears them), once the cluster is raised to
+// LevelVisitRows. Every host that is not a registered domain uses them.
 
 // DomainCommand registers a domain, changes its redirects, or removes it.
 type DomainCommand struct {
@@ -86,6 +95,12 @@ func (s *state) setDomain(c DomainCommand) error {
 		return ErrUnauthorized
 	}
 	d := c.Domain
+	if c.Level() >= LevelVisitRows && s.raised < LevelVisitRows {
+		return ErrNotRaised
+	}
+	if d.Name == "" {
+		return s.setDefaultDomain(c)
+	}
 	if !validDomainName(d.Name) {
 		return fmt.Errorf("%w: domain name %q", ErrInvalidRequest, d.Name)
 	}
@@ -100,13 +115,8 @@ func (s *state) setDomain(c DomainCommand) error {
 		s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainRemove, Subject: d.Name})
 		return nil
 	}
-	for _, target := range []string{d.RootRedirect, d.NotFoundRedirect} {
-		if target == "" {
-			continue
-		}
-		if err := checkTarget(target); err != nil {
-			return fmt.Errorf("domain redirect: %w", err)
-		}
+	if err := d.checkRedirects(); err != nil {
+		return err
 	}
 	if _, known := s.domains[d.Name]; !known && s.bounded() && len(s.domains) >= MaxDomains {
 		return ErrTooManyDomains
@@ -114,6 +124,48 @@ func (s *state) setDomain(c DomainCommand) error {
 	s.domains[d.Name] = d
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainSet, Subject: d.Name})
 	return nil
+}
+
+func (d *Domain) checkRedirects() error {
+	for _, target := range []string{d.RootRedirect, d.NotFoundRedirect, d.InvalidRedirect} {
+		if target == "" {
+			continue
+		}
+		if err := checkTarget(target); err != nil {
+			return fmt.Errorf("domain redirect: %w", err)
+		}
+	}
+	return nil
+}
+
+// setDefaultDomain sets or clears the default domain's redirects.
+func (s *state) setDefaultDomain(c DomainCommand) error {
+	d := c.Domain
+	if c.Remove {
+		d = Domain{}
+	}
+	if err := d.checkRedirects(); err != nil {
+		return err
+	}
+	s.defaultDomain = d
+	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainSet, Subject: "(default)"})
+	return nil
+}
+
+// DefaultDomain is the default domain's redirects (its Name is "").
+func (f *FSM) DefaultDomain() Domain {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.defaultDomain
+}
+
+// Level is LevelVisitRows for the default domain's redirects and for a
+// domain with an invalid-link redirect, LevelOptions for any other.
+func (c DomainCommand) Level() int {
+	if c.Domain.Name == "" || c.Domain.InvalidRedirect != "" {
+		return LevelVisitRows
+	}
+	return LevelOptions
 }
 
 // Domains returns the registered domains, by name.

@@ -21,8 +21,12 @@ const (
 	EditForwardQuery
 	EditPublicStats
 	EditRules
+	// EditCrawlable came with LevelVisitRows: only cmdEditExtended
+	// carries it.
+	EditCrawlable
 
-	editKnown = EditRules<<1 - 1
+	editKnown         = EditRules<<1 - 1
+	editKnownExtended = EditCrawlable<<1 - 1
 )
 
 // EditCommand changes a link. Only the fields named in Fields change; the
@@ -44,6 +48,7 @@ type EditCommand struct {
 	ForwardQuery bool
 	PublicStats  bool
 	Rules        []Rule
+	Crawlable    bool
 }
 
 // ErrVisitLimit is a visit to a link that has had all its visits.
@@ -65,8 +70,11 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
 		return Link{}, ErrUnauthorized
 	}
-	if c.Fields&^editKnown != 0 {
-		return Link{}, fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnown)
+	if c.Fields&^editKnownExtended != 0 {
+		return Link{}, fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnownExtended)
+	}
+	if c.Level() >= LevelVisitRows && s.raised < LevelVisitRows {
+		return Link{}, ErrNotRaised
 	}
 	changeURL := c.Fields&EditURL != 0 && c.URL != s.recs.text.url(r)
 	if changeURL {
@@ -125,6 +133,9 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 	}
 	if set(EditRules) {
 		o.Rules = slices.Clone(c.Rules)
+	}
+	if set(EditCrawlable) {
+		o.Crawlable = c.Crawlable
 	}
 	if changeURL {
 		r := s.recs.at(p)
@@ -270,10 +281,32 @@ func encodeEdit(e *encoder, c EditCommand) {
 	}
 }
 
-func decodeEdit(d *decoder) EditCommand {
+// encodeEditExtension writes, after encodeEdit, the fields of
+// LevelVisitRows the edit sets: the crawlable flag, its rules' browsers
+// and addresses.
+func encodeEditExtension(e *encoder, c EditCommand) {
+	if c.Fields&EditCrawlable != 0 {
+		e.bool(c.Crawlable)
+	}
+	if c.Fields&EditRules != 0 {
+		encodeRulesExtension(e, c.Rules)
+	}
+}
+
+func decodeEditExtension(d *decoder, c *EditCommand) {
+	if c.Fields&EditCrawlable != 0 {
+		c.Crawlable = d.bool()
+	}
+	if c.Fields&EditRules != 0 {
+		decodeRulesExtension(d, c.Rules)
+	}
+}
+
+// decodeEdit reads what encodeEdit wrote, refusing fields outside known.
+func decodeEdit(d *decoder, known EditField) EditCommand {
 	c := EditCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
 	fields := d.uvarint()
-	if fields&^uint64(editKnown) != 0 {
+	if fields&^uint64(known) != 0 {
 		d.fail(fmt.Errorf("unknown edit fields %#x", fields))
 	}
 	c.Fields = EditField(fields)

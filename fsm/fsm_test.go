@@ -316,6 +316,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	imported := importedLink("imp", importedAt, 42)
 	imported.Options = &Options{Title: "t", Tags: []string{"a"}}
 	f.Add(create(importNow, imported, CreateRequest{URL: "https://example.com/plain"}, importedLink("late", importNow+1, MaxImportedClicks+1)))
+	for _, c := range visitRowsCommands() {
+		f.Add(c.Encode())
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
 		if err != nil {

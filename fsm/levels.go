@@ -97,11 +97,14 @@ func (ServerCommand) Level() int { return LevelKeys }
 // Level is LevelKeys: revocations came with API keys (Command).
 func (KeyRevokeCommand) Level() int { return LevelKeys }
 
-// Level is LevelOptions: edits came with link options (Command).
-func (EditCommand) Level() int { return LevelOptions }
-
-// Level is LevelOptions: domains came with link options (Command).
-func (DomainCommand) Level() int { return LevelOptions }
+// Level is LevelVisitRows for an edit of the crawlable flag or to rules
+// with a browser or address, LevelOptions for any other (Command).
+func (c EditCommand) Level() int {
+	if c.Fields&EditCrawlable != 0 || c.Fields&EditRules != 0 && rulesExtended(c.Rules) {
+		return LevelVisitRows
+	}
+	return LevelOptions
+}
 
 // Level is LevelVisits, the level that brought webhooks (Command).
 func (WebhookSetCommand) Level() int { return LevelVisits }
@@ -155,10 +158,14 @@ func (c ClickBatch) Level() int {
 // Downgrade is the batch without visitors (WithoutVisitors).
 func (c ClickBatch) Downgrade() Command { return c.WithoutVisitors() }
 
-// Level is the entry level a create needs: LevelImport for one that
+// Level is the entry level a create needs: LevelVisitRows for one whose
+// options have a field of that level, LevelImport for one that
 // brings a creation time or clicks, LevelOptions for one in a domain or
 // with options, LevelKeys for any other.
 func (r *CreateRequest) Level() int {
+	if r.Options.extended() {
+		return LevelVisitRows
+	}
 	if r.CreatedAt != 0 || r.Clicks != 0 {
 		return LevelImport
 	}

@@ -20,13 +20,22 @@ import (
 // reads it (a new entry level), as with entry types.
 const linkEncodingV1 = 1
 
+// linkEncodingV2 is version 1 whose options end with the fields of
+// LevelVisitRows (encodeOptionsExtended): what a link with such fields,
+// which exist only once every server reads them, is sent as.
+const linkEncodingV2 = 2
+
 // errCorruptLink means an encoded link does not match its checksum.
 var errCorruptLink = errors.New("encoded link does not match its checksum")
 
 // EncodeLink is l as another node reads it with DecodeLink.
 func EncodeLink(l Link) []byte {
 	e := encoder{buf: make([]byte, 0, 64+len(l.Code)+len(l.Domain)+len(l.URL)+len(l.Workspace)+len(l.Canonical))}
-	e.byte(linkEncodingV1)
+	version := byte(linkEncodingV1)
+	if l.Options.extended() {
+		version = linkEncodingV2
+	}
+	e.byte(version)
 	e.uvarint(l.ID)
 	e.string(l.Domain)
 	e.string(l.Code)
@@ -37,7 +46,11 @@ func EncodeLink(l Link) []byte {
 	e.varint(l.ExpiresAt)
 	e.uvarint(l.Clicks)
 	e.varint(l.LastAccess)
-	encodeOptions(&e, l.Options)
+	if version == linkEncodingV2 {
+		encodeOptionsExtended(&e, l.Options)
+	} else {
+		encodeOptions(&e, l.Options)
+	}
 	return seal(e.buf)
 }
 
@@ -51,7 +64,8 @@ func DecodeLink(data []byte) (Link, error) {
 	if !ok {
 		return Link{}, fmt.Errorf("decode link: %w", errCorruptLink)
 	}
-	if version := body[0] &^ sealedFlag; version != linkEncodingV1 {
+	version := body[0] &^ sealedFlag
+	if version != linkEncodingV1 && version != linkEncodingV2 {
 		return Link{}, fmt.Errorf("decode link: unknown version %d", version)
 	}
 	d := decoder{buf: body[1:]}
@@ -66,7 +80,11 @@ func DecodeLink(data []byte) (Link, error) {
 		ExpiresAt:  d.varint(),
 		Clicks:     d.uvarint(),
 		LastAccess: d.varint(),
-		Options:    decodeOptions(&d),
+	}
+	if version == linkEncodingV2 {
+		l.Options = decodeOptionsExtended(&d)
+	} else {
+		l.Options = decodeOptions(&d)
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))

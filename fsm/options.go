@@ -19,6 +19,9 @@ type Options struct {
 	ForwardQuery bool     // append the request's query to the target's
 	PublicStats  bool     // stats readable without a key
 	Rules        []Rule   // the first that holds picks the target
+	// Crawlable lets search engines index the link: robots.txt allows its
+	// path (entry level LevelVisitRows).
+	Crawlable bool
 	// History is every target the link has had, the current one last,
 	// each with when and by which key it became the target. Empty until
 	// the target is first edited (the creation is then its first entry).
@@ -33,6 +36,8 @@ const (
 	MaxTitleLen  = 256
 	MaxRules     = 32
 	MaxRuleQuery = 8
+	// MaxRuleAddresses bounds the address patterns of one rule.
+	MaxRuleAddresses = 8
 )
 
 // Device is the class of device a rule asks for.
@@ -79,6 +84,12 @@ type Rule struct {
 	After    int64        // unix ms: the rule holds from this time on
 	Before   int64        // unix ms: the rule holds until this time
 	URL      string
+	// Browser, when not BrowserOther, is the browser the visit must come
+	// from (entry level LevelVisitRows).
+	Browser Browser
+	// Addresses, when set, are patterns of which the visitor's address
+	// must match one (AddressPattern; entry level LevelVisitRows).
+	Addresses []string
 }
 
 // QueryParam is one query condition of a rule.
@@ -107,7 +118,23 @@ func (o *Options) HasTag(tag string) bool {
 // empty reports whether o holds nothing a link needs to keep.
 func (o *Options) empty() bool {
 	return o == nil || o.Title == "" && len(o.Tags) == 0 && o.MaxVisits == 0 && o.ValidSince == 0 &&
-		o.PasswordHash == "" && !o.ForwardQuery && !o.PublicStats && len(o.Rules) == 0 && len(o.History) == 0
+		o.PasswordHash == "" && !o.ForwardQuery && !o.PublicStats && len(o.Rules) == 0 && len(o.History) == 0 &&
+		!o.Crawlable
+}
+
+// extended reports whether o holds a field of LevelVisitRows, which only
+// the extended entry types and version 10 snapshots carry.
+func (o *Options) extended() bool {
+	return o != nil && (o.Crawlable || rulesExtended(o.Rules))
+}
+
+func rulesExtended(rules []Rule) bool {
+	for i := range rules {
+		if rules[i].Browser != BrowserOther || len(rules[i].Addresses) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // check is the state machine's floor for options: bounds that keep one
@@ -133,8 +160,14 @@ func (o *Options) check() error {
 		}
 	}
 	for _, r := range o.Rules {
-		if len(r.Query) > MaxRuleQuery || r.Device > DeviceDesktop {
+		if len(r.Query) > MaxRuleQuery || r.Device > DeviceDesktop || r.Browser >= browserCount ||
+			len(r.Addresses) > MaxRuleAddresses {
 			return fmt.Errorf("%w: rule for %q", ErrInvalidRequest, r.URL)
+		}
+		for _, a := range r.Addresses {
+			if _, err := ParseAddressPattern(a); err != nil {
+				return fmt.Errorf("%w: rule for %q: %w", ErrInvalidRequest, r.URL, err)
+			}
 		}
 		if err := checkTarget(r.URL); err != nil {
 			return fmt.Errorf("rule target: %w", err)
@@ -206,6 +239,61 @@ func decodeOptions(d *decoder) *Options {
 		o.History = append(o.History, Version{URL: d.string(), ChangedAt: d.varint(), KeyID: d.string()})
 	}
 	return o
+}
+
+// encodeOptionsExtended is encodeOptions followed by the fields of
+// LevelVisitRows: the crawlable flag and each rule's browser and
+// addresses (encodeRulesExtension). Extended entry types, version 10
+// snapshots and links or options sent between nodes of a raised cluster
+// carry it.
+func encodeOptionsExtended(e *encoder, o *Options) {
+	encodeOptions(e, o)
+	if o.empty() {
+		return
+	}
+	e.bool(o.Crawlable)
+	encodeRulesExtension(e, o.Rules)
+}
+
+// decodeOptionsExtended reads what encodeOptionsExtended wrote.
+func decodeOptionsExtended(d *decoder) *Options {
+	o := decodeOptions(d)
+	if o == nil {
+		return nil
+	}
+	o.Crawlable = d.bool()
+	decodeRulesExtension(d, o.Rules)
+	return o
+}
+
+// encodeRulesExtension writes, for each of rules in order, its browser and
+// its addresses: what LevelVisitRows added to a rule.
+func encodeRulesExtension(e *encoder, rules []Rule) {
+	for _, r := range rules {
+		e.byte(byte(r.Browser))
+		encodeStrings(e, r.Addresses)
+	}
+}
+
+// decodeRulesExtension reads what encodeRulesExtension wrote into rules,
+// which decodeRules read.
+func decodeRulesExtension(d *decoder, rules []Rule) {
+	for i := range rules {
+		if d.err != nil {
+			return
+		}
+		rules[i].Browser = Browser(d.byte())
+		if rules[i].Browser >= browserCount {
+			d.fail(fmt.Errorf("unknown browser %d", rules[i].Browser))
+		}
+		n := d.count(1)
+		if n > MaxRuleAddresses {
+			d.fail(fmt.Errorf("%d addresses in a rule", n))
+		}
+		for j := 0; j < n && d.err == nil; j++ {
+			rules[i].Addresses = append(rules[i].Addresses, d.string())
+		}
+	}
 }
 
 // minRuleSize is the smallest encoding of a rule: eight one-byte fields.

@@ -154,3 +154,24 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	slices.SortFunc(out, func(a, b TagCount) int { return cmp.Compare(a.Tag, b.Tag) })
 	return out
 }
+
+// CrawlableCodes is the codes, sorted, of at most limit live, unexpired
+// crawlable links of domain ("" for the default one): what robots.txt
+// allows. It reads only the links with options.
+func (f *FSM) CrawlableCodes(domain string, limit int, now int64) []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []string
+	for p, o := range f.s.opts {
+		r := f.s.recs.at(p)
+		if !o.Crawlable || !r.live() || r.expired(now) {
+			continue
+		}
+		d, code := SplitCode(f.s.recs.text.code(r))
+		if d == domain {
+			out = append(out, code)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), limit)]
+}

@@ -59,9 +59,13 @@ func (s *Snapshot) CheckRecords(rules InputRules) error {
 			return fmt.Errorf("%w: link %q: %v", ErrRefusedRecord, st.recs.text.code(r), err)
 		}
 	}
+	domains := []Domain{st.defaultDomain}
 	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
-		d := st.domains[name]
-		for _, redirect := range []struct{ field, url string }{{"root redirect", d.RootRedirect}, {"not-found redirect", d.NotFoundRedirect}} {
+		domains = append(domains, st.domains[name])
+	}
+	for _, d := range domains {
+		name := d.Name
+		for _, redirect := range []struct{ field, url string }{{"root redirect", d.RootRedirect}, {"not-found redirect", d.NotFoundRedirect}, {"invalid-link redirect", d.InvalidRedirect}} {
 			if redirect.url == "" {
 				continue
 			}

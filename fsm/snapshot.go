@@ -86,6 +86,8 @@ type snapshot struct {
 	hooks      []hookState // copies; their events are never changed (webhooks.go)
 	level      int         // the state's entry level: which version holds it
 	release    func()
+
+	defaultDomain Domain // the default domain's redirects (version 10)
 }
 
 var _ raft.FSMSnapshot = (*snapshot)(nil)
@@ -127,6 +129,7 @@ func (s *state) snapshot() *snapshot {
 	snap.visits = s.visits.share()
 	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))
+	snap.defaultDomain = s.defaultDomain
 	snap.hooks = s.hooks.snapshot()
 	return snap
 }
@@ -189,7 +192,10 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	for p := range snap.records.n {
 		if r := snap.records.at(p); r.live() {
 			snap.encodeLink(&e, r)
-			if version >= snapshotV5 {
+			switch {
+			case version >= snapshotVersion:
+				encodeOptionsExtended(&e, snap.opts[p])
+			case version >= snapshotV5:
 				encodeOptions(&e, snap.opts[p])
 			}
 			flush(false)
@@ -228,6 +234,14 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 			e.string(d.Name)
 			e.string(d.RootRedirect)
 			e.string(d.NotFoundRedirect)
+			if version >= snapshotVersion {
+				e.string(d.InvalidRedirect)
+			}
+		}
+		if version >= snapshotVersion {
+			e.string(snap.defaultDomain.RootRedirect)
+			e.string(snap.defaultDomain.NotFoundRedirect)
+			e.string(snap.defaultDomain.InvalidRedirect)
 		}
 		snap.encodeKeyDomains(&e)
 	}
@@ -447,7 +461,7 @@ func decodeSections(d *decoder) (*state, error) {
 		}
 	}
 	if version >= snapshotV5 {
-		if err := st.decodeDomains(d); err != nil {
+		if err := st.decodeDomains(d, version); err != nil {
 			return nil, err
 		}
 		if err := st.decodeKeyDomains(d); err != nil {
@@ -535,7 +549,10 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 		}
 		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
 		var opts *Options
-		if version >= snapshotV5 {
+		switch {
+		case version >= snapshotVersion:
+			opts = decodeOptionsExtended(d)
+		case version >= snapshotV5:
 			opts = decodeOptions(d)
 		}
 		if d.err != nil {
@@ -757,13 +774,19 @@ func (st *state) decodeAudit(d *decoder, version byte, security bool) error {
 
 // decodeDomains reads the registered domains, and checks that every link
 // outside the default domain lives in one of them.
-func (st *state) decodeDomains(d *decoder) error {
+func (st *state) decodeDomains(d *decoder, version byte) error {
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
+		if version >= snapshotVersion {
+			dom.InvalidRedirect = d.string()
+		}
 		if d.err == nil && !validDomainName(dom.Name) {
 			return fmt.Errorf("domain name %q", dom.Name)
 		}
 		st.domains[dom.Name] = dom
+	}
+	if version >= snapshotVersion {
+		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
 	}
 	for name := range st.domainLinks {
 		if _, ok := st.domains[name]; !ok && d.err == nil {

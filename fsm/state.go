@@ -85,6 +85,8 @@ type state struct {
 	audit      auditLog
 	opts       map[uint32]*Options // record position → options, for links flagged flagOptions
 	domains    map[string]Domain
+	// defaultDomain is the default domain's redirects (domains.go).
+	defaultDomain Domain
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
 	domainLinks map[string]int
@@ -247,6 +249,12 @@ func (s *state) apply(data []byte) any {
 		return s.note(c)
 	case CertCommand:
 		return s.applyCert(c)
+	case TagsCommand:
+		res, err := s.applyTags(c)
+		if err != nil {
+			return err
+		}
+		return res
 	}
 	if result, ok := s.applyWebhook(cmd); ok {
 		return result
@@ -374,6 +382,8 @@ func (s *state) checkCreate(now int64, r CreateRequest) error {
 	switch {
 	case r.URL == "" || r.Workspace == "" || len(r.CustomCode) > maxCodeLen:
 		return ErrInvalidRequest
+	case r.Options.extended() && s.raised < LevelVisitRows:
+		return ErrNotRaised
 	case r.CreatedAt < 0:
 		return fmt.Errorf("%w: created_at before 1970", ErrInvalidRequest)
 	case r.CreatedAt > now:

@@ -105,6 +105,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"PATCH", "/api/v1/urls/" + guarded, `{"password":"correct horse","public_stats":false}`, true, with(403, 404, 200, 200, 200, 200)},
 		{"GET", "/api/v1/urls/" + code + "/history", "", false, with(200, 404, 200, 200, 200, 200)},
 		{"GET", "/api/v1/tags?workspace=team", "", false, with(200, 200, 200, 200, 200, 200)},
+		// No link of the matrix has a tag: those who may change links
+		// learn that none of theirs carries it.
+		{"PUT", "/api/v1/tags/nosuchtag", `{"name":"renamed"}`, true, with(403, 404, 404, 404, 404, 404)},
+		{"DELETE", "/api/v1/tags/nosuchtag", "", true, with(403, 404, 404, 404, 404, 404)},
+		{"GET", "/robots.txt", "", false, all(200)},
 		{"POST", "/api/v1/urls/bulk", `{"links":[{"url":"https://example.com/bulk","workspace":"team"}]}`, true, with(403, 200, 200, 200, 200, 200)},
 		{"POST", "/api/v1/urls/bulk", `{"links":[{"url":"https://example.com/bulk2","workspace":"team","password":"correct horse","public_stats":true}]}`, true, with(403, 200, 200, 200, 200, 200)},
 		{"POST", "/admin/domains", `{"domain":"m.example"}`, true, with(403, 403, 403, 403, 200, 200)},

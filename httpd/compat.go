@@ -37,6 +37,9 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 	req.SetRequestURI(uri)
 	req.ResetBody()
 	req.Header.Del(fasthttp.HeaderContentType)
+	// The client's length is its own body's: a call without a body that
+	// is forwarded must not promise the leader bytes it never sends.
+	req.Header.SetContentLength(0)
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {

@@ -13,30 +13,49 @@ import (
 )
 
 // domainJSON is a registered domain as /admin/domains takes and shows it.
+// With default true and no domain, it is the default domain's redirects,
+// which every host that is not a registered domain uses.
 type domainJSON struct {
 	Domain           string `json:"domain"`
+	Default          bool   `json:"default,omitempty"`
 	RootRedirect     string `json:"root_redirect,omitempty"`
 	NotFoundRedirect string `json:"not_found_redirect,omitempty"`
+	InvalidRedirect  string `json:"invalid_redirect,omitempty"`
 }
 
-// handleSetDomain registers a domain, or changes its redirects.
+func domainJSONOf(d fsm.Domain) domainJSON {
+	return domainJSON{Domain: d.Name, Default: d.Name == "", RootRedirect: d.RootRedirect,
+		NotFoundRedirect: d.NotFoundRedirect, InvalidRedirect: d.InvalidRedirect}
+}
+
+// handleSetDomain registers a domain, or changes its redirects (all of
+// them: a redirect left out is removed).
 func (s *Server) handleSetDomain(ctx *fasthttp.RequestCtx) {
 	var body domainJSON
 	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
 		writeBadRequest(ctx, err)
 		return
 	}
-	name, err := input.Domain(body.Domain)
-	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+	var d fsm.Domain
+	switch {
+	case body.Default && body.Domain != "":
+		writeProblem(ctx, fasthttp.StatusBadRequest, "default: true sets the default domain's redirects: leave domain out")
 		return
+	case !body.Default:
+		name, err := input.Domain(body.Domain)
+		if err != nil {
+			writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+			return
+		}
+		d.Name = name
 	}
-	d := fsm.Domain{Name: name}
+	var err error
 	for _, r := range []struct {
 		field string
 		in    string
 		out   *string
-	}{{"root_redirect", body.RootRedirect, &d.RootRedirect}, {"not_found_redirect", body.NotFoundRedirect, &d.NotFoundRedirect}} {
+	}{{"root_redirect", body.RootRedirect, &d.RootRedirect}, {"not_found_redirect", body.NotFoundRedirect, &d.NotFoundRedirect},
+		{"invalid_redirect", body.InvalidRedirect, &d.InvalidRedirect}} {
 		if r.in == "" {
 			continue
 		}
@@ -78,14 +97,32 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 		ctx.SetStatusCode(status)
 		return
 	}
-	writeJSON(ctx, status, domainJSON{Domain: c.Domain.Name, RootRedirect: c.Domain.RootRedirect, NotFoundRedirect: c.Domain.NotFoundRedirect})
+	writeJSON(ctx, status, domainJSONOf(c.Domain))
 }
 
 func (s *Server) handleListDomains(ctx *fasthttp.RequestCtx) {
 	domains := s.fsm.Domains()
 	out := make([]domainJSON, len(domains))
 	for i, d := range domains {
-		out[i] = domainJSON{Domain: d.Name, RootRedirect: d.RootRedirect, NotFoundRedirect: d.NotFoundRedirect}
+		out[i] = domainJSONOf(d)
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"domains": out})
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"domains": out, "default": domainJSONOf(s.fsm.DefaultDomain())})
+}
+
+// invalidLink answers a visit to a link of domain d (zero: the default
+// domain) that exists but cannot be visited now: expired, not yet valid
+// or out of visits. The domain's invalid-link redirect when it has one,
+// else status with detail; a 404 is answered as a code d does not have.
+func (s *Server) invalidLink(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte, status int, detail string) {
+	if d.Name == "" {
+		d = s.fsm.DefaultDomain()
+	}
+	switch {
+	case d.InvalidRedirect != "":
+		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
+	case status == fasthttp.StatusNotFound:
+		s.notFound(ctx, d, code)
+	default:
+		writeBrowserError(ctx, status, detail)
+	}
 }

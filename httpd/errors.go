@@ -44,6 +44,8 @@ var errorStatuses = [...]errorStatus{
 	{fsm.ErrTooManyKeys, fasthttp.StatusConflict, ""},
 	{fsm.ErrTooManyDomains, fasthttp.StatusConflict, ""},
 	{fsm.ErrInvalidRequest, fasthttp.StatusBadRequest, ""},
+	{fsm.ErrTagNotFound, fasthttp.StatusNotFound, ""},
+	{fsm.ErrTagConflict, fasthttp.StatusConflict, ""},
 	// The key was revoked or expired between its check and the apply;
 	// writeError adds the challenge.
 	{fsm.ErrUnauthorized, fasthttp.StatusUnauthorized, "the API key was revoked or expired before the write was applied"},
@@ -62,6 +64,7 @@ var errorStatuses = [...]errorStatus{
 	{cluster.ErrTimeout, fasthttp.StatusServiceUnavailable, ""},
 	{cluster.ErrClosed, fasthttp.StatusServiceUnavailable, ""},
 	{cluster.ErrUpgrading, fasthttp.StatusServiceUnavailable, ""},
+	{fsm.ErrNotRaised, fasthttp.StatusServiceUnavailable, ""},
 	{cluster.ErrRestoreNotReady, fasthttp.StatusServiceUnavailable, ""},
 
 	// Membership changes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ type optionFields struct {
 	ForwardQuery *bool           `json:"forward_query"`
 	PublicStats  *bool           `json:"public_stats"`
 	Rules        json.RawMessage `json:"rules"` // an array, or null (none)
+	Crawlable    *bool           `json:"crawlable"`
 }
 
 // ruleJSON is a redirect rule as the API takes and shows it.
@@ -39,6 +41,8 @@ type whenJSON struct {
 	Country  string            `json:"country,omitempty"`
 	After    string            `json:"after,omitempty"`
 	Before   string            `json:"before,omitempty"`
+	Browser  string            `json:"browser,omitempty"`
+	IP       []string          `json:"ip,omitempty"` // addresses, CIDR blocks, IPv4 wildcards: any one holds
 }
 
 // isNull reports whether a raw field was sent as JSON null.
@@ -103,6 +107,10 @@ func (s *Server) edit(f *optionFields) (c fsm.EditCommand, password string, err 
 		c.Fields |= fsm.EditPublicStats
 		c.PublicStats = *f.PublicStats
 	}
+	if f.Crawlable != nil {
+		c.Fields |= fsm.EditCrawlable
+		c.Crawlable = *f.Crawlable
+	}
 	if f.Rules != nil {
 		var in []ruleJSON
 		if err := decodeStrict(f.Rules, &in); err != nil {
@@ -125,7 +133,7 @@ func optionsOf(c fsm.EditCommand) *fsm.Options {
 	}
 	return &fsm.Options{
 		Title: c.Title, Tags: c.Tags, MaxVisits: c.MaxVisits, ValidSince: c.ValidSince, PasswordHash: c.PasswordHash,
-		ForwardQuery: c.ForwardQuery, PublicStats: c.PublicStats, Rules: c.Rules,
+		ForwardQuery: c.ForwardQuery, PublicStats: c.PublicStats, Rules: c.Rules, Crawlable: c.Crawlable,
 	}
 }
 
@@ -219,10 +227,50 @@ func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
 	if rule.After != 0 && rule.Before != 0 && rule.Before <= rule.After {
 		return rule, errors.New("before must be later than after")
 	}
-	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" {
+	if err := ruleClient(w, &rule); err != nil {
+		return rule, err
+	}
+	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" && w.Browser == "" && w.IP == nil {
 		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
 	}
 	return rule, nil
+}
+
+// ruleClient reads a rule's conditions on the visitor's browser and
+// address into rule.
+func ruleClient(w whenJSON, rule *fsm.Rule) error {
+	if w.Browser != "" {
+		b, ok := parseBrowser(w.Browser)
+		if !ok {
+			return errors.New("browser must be chrome, safari, firefox, edge or opera")
+		}
+		rule.Browser = b
+	}
+	if w.IP == nil {
+		return nil
+	}
+	if len(w.IP) == 0 || len(w.IP) > fsm.MaxRuleAddresses {
+		return fmt.Errorf("ip holds 1 to %d addresses, CIDR blocks or IPv4 wildcards", fsm.MaxRuleAddresses)
+	}
+	for _, a := range w.IP {
+		p, err := fsm.ParseAddressPattern(strings.TrimSpace(a))
+		if err != nil {
+			return fmt.Errorf("ip %q: %w", a, err)
+		}
+		rule.Addresses = append(rule.Addresses, p.String())
+	}
+	return nil
+}
+
+// parseBrowser reads a browser's name as fsm.Browser writes it; "other"
+// is no browser a rule can ask for.
+func parseBrowser(name string) (fsm.Browser, bool) {
+	for b := fsm.Chrome; b <= fsm.Opera; b++ {
+		if b.String() == name {
+			return b, true
+		}
+	}
+	return fsm.BrowserOther, false
 }
 
 // optionsView is a link's options as the API shows them: never the
@@ -237,6 +285,7 @@ type optionsView struct {
 	ForwardQuery      bool       `json:"forward_query"`
 	PublicStats       bool       `json:"public_stats"`
 	Rules             []ruleJSON `json:"rules,omitempty"`
+	Crawlable         bool       `json:"crawlable"`
 }
 
 func viewOptions(l *fsm.Link) optionsView {
@@ -246,6 +295,7 @@ func viewOptions(l *fsm.Link) optionsView {
 		return v
 	}
 	v.Title, v.PasswordProtected, v.ForwardQuery, v.PublicStats = o.Title, o.PasswordHash != "", o.ForwardQuery, o.PublicStats
+	v.Crawlable = o.Crawlable
 	if len(o.Tags) > 0 {
 		v.Tags = o.Tags
 	}
@@ -254,7 +304,10 @@ func viewOptions(l *fsm.Link) optionsView {
 	}
 	v.ValidSince = optionalTimestamp(o.ValidSince)
 	for _, r := range o.Rules {
-		w := whenJSON{Device: r.Device.String(), Language: r.Language, Country: r.Country}
+		w := whenJSON{Device: r.Device.String(), Language: r.Language, Country: r.Country, IP: r.Addresses}
+		if r.Browser != fsm.BrowserOther {
+			w.Browser = r.Browser.String()
+		}
 		if r.After != 0 {
 			w.After = timestamp(r.After)
 		}
@@ -280,6 +333,9 @@ func formOptions(get func(string) *string, f *optionFields) error {
 		return err
 	}
 	if f.PublicStats, err = formBool("public_stats", get("public_stats")); err != nil {
+		return err
+	}
+	if f.Crawlable, err = formBool("crawlable", get("crawlable")); err != nil {
 		return err
 	}
 	f.Title = get("title")

@@ -71,7 +71,7 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 		return
 	}
 	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
-		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has expired")
+		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has expired")
 		return
 	}
 	target := t.URL
@@ -112,7 +112,7 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 	o := t.Options
 	switch {
 	case o.ValidSince != 0 && now.UnixMilli() < o.ValidSince:
-		s.notFound(ctx, t.Domain, code)
+		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusNotFound, "")
 		return "", false
 	case o.PasswordHash == "" && ctx.IsPost():
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
@@ -126,10 +126,10 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 		return "", false
 	}
 	if o.MaxVisits > 0 && s.fsm.VisitsUsed(t.Code) >= o.MaxVisits {
-		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
+		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 		return "", false
 	}
-	target = pickTarget(t.URL, o, visitOf(ctx, now))
+	target = pickTarget(t.URL, o, s.ruleVisit(ctx, now))
 	if o.MaxVisits > 0 && !ctx.IsHead() && !s.countVisit(ctx, t, code) {
 		return "", false
 	}
@@ -196,7 +196,7 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 	case err == nil:
 		return true
 	case errors.Is(err, fsm.ErrVisitLimit):
-		writeBrowserError(ctx, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
+		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 	case errors.Is(err, fsm.ErrNotFound):
 		s.notFound(ctx, t.Domain, code)
 	default:
@@ -226,6 +226,9 @@ func (s *Server) withVisitor(visitor fsm.Visitor) func(*fasthttp.Request) {
 // notFound answers a code the Host's domain d (zero: none) does not
 // have: its not-found redirect when it has one, else 404.
 func (s *Server) notFound(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte) {
+	if d.Name == "" {
+		d = s.fsm.DefaultDomain()
+	}
 	if d.NotFoundRedirect != "" {
 		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
 		return

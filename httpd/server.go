@@ -192,6 +192,14 @@ func (s *Server) routes() {
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
 	handle("GET", "/api/v1/urls", "list", s.require(fsm.ScopeLinksRead, s.handleList))
 	handle("GET", "/api/v1/tags", "tags", s.require(fsm.ScopeLinksRead, s.handleTags))
+	// Renaming and deleting a tag change many links in one entry, which
+	// only the leader of a raised cluster applies (tags.go).
+	tagWrite := func(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+		return s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(h, forwardWrite.needs(fsm.LevelVisitRows))))
+	}
+	handle("PUT", "/api/v1/tags/{tag}", "tags", tagWrite(s.handleRenameTag))
+	handle("DELETE", "/api/v1/tags/{tag}", "tags", tagWrite(s.handleDeleteTag))
+	handle("GET", "/robots.txt", "robots", s.handleRobots)
 	// A bulk create is served by the leader, which packs it into a few
 	// log entries, once the node the client reached has screened its
 	// items (bulk.go).

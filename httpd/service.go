@@ -22,7 +22,11 @@ var (
 )
 
 func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
-	if d, ok := s.fsm.DomainOfHost(ctx.Host()); ok && d.RootRedirect != "" {
+	d, ok := s.fsm.DomainOfHost(ctx.Host())
+	if !ok {
+		d = s.fsm.DefaultDomain()
+	}
+	if d.RootRedirect != "" {
 		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
 		return
 	}

@@ -2,12 +2,14 @@ package httpd
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/agent"
 )
 
 // visit is what a link's rules look at, read once per redirect. It holds
@@ -19,6 +21,14 @@ type visit struct {
 	query   []byte         // the query as sent, for forward_query
 	country string         // ISO 3166 alpha-2; "" until a table of address ranges exists
 	now     int64          // unix ms
+
+	// What only rules on browser or address need, read on the first
+	// such rule: the User-Agent's browser and the client's address.
+	browser  fsm.Browser
+	client   netip.Addr
+	resolved bool
+	ctx      *fasthttp.RequestCtx
+	srv      *Server // nil: the address is the connection's
 }
 
 // visitOf reads what rules look at from ctx. now is passed in so that a
@@ -30,7 +40,33 @@ func visitOf(ctx *fasthttp.RequestCtx, now time.Time) visit {
 		args:   ctx.QueryArgs(),
 		query:  ctx.URI().QueryString(),
 		now:    now.UnixMilli(),
+		ctx:    ctx,
 	}
+}
+
+// ruleVisit is visitOf whose address is the client's as this server
+// trusts it: through a trusted proxy the one X-Forwarded-For names, on a
+// visit a peer forwarded the one the peer named, never a header an
+// untrusted client sent.
+func (s *Server) ruleVisit(ctx *fasthttp.RequestCtx, now time.Time) visit {
+	v := visitOf(ctx, now)
+	v.srv = s
+	return v
+}
+
+// resolve reads the browser and the address, once per visit.
+func (v *visit) resolve() {
+	if v.resolved {
+		return
+	}
+	v.resolved = true
+	v.browser = browserOf(agent.Classify(v.ctx.UserAgent()).Browser) // a bot's is BrowserOther
+	if v.srv != nil {
+		v.client = v.srv.requestClient(v.ctx)
+	} else {
+		v.client, _ = netip.AddrFromSlice(v.ctx.RemoteIP())
+	}
+	v.client = v.client.Unmap()
 }
 
 // pickTarget is where a visit to a link with options goes: the URL of the
@@ -68,8 +104,32 @@ func ruleHolds(r *fsm.Rule, v *visit) bool {
 		return false
 	case r.Language != "" && !acceptsLanguage(v.langs, r.Language):
 		return false
+	case !queryHolds(r.Query, v.args):
+		return false
 	}
-	return queryHolds(r.Query, v.args)
+	return r.Browser == fsm.BrowserOther && len(r.Addresses) == 0 || v.holdsClient(r)
+}
+
+// holdsClient reports whether the visit comes from the browser r asks for
+// and from an address r names, where r asks: a visit whose browser is not
+// known, or whose address is not, holds for no such rule.
+func (v *visit) holdsClient(r *fsm.Rule) bool {
+	v.resolve()
+	if r.Browser != fsm.BrowserOther && v.browser != r.Browser {
+		return false
+	}
+	if len(r.Addresses) == 0 {
+		return true
+	}
+	if !v.client.IsValid() {
+		return false
+	}
+	for _, a := range r.Addresses {
+		if fsm.AddressMatches(a, v.client) {
+			return true
+		}
+	}
+	return false
 }
 
 // queryHolds reports whether args has every parameter of want with its

@@ -111,7 +111,7 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 		{"default domain by name", shlinkCreate{LongURL: &long, Domain: "SHO.RT"}, map[string]any{"domain": nil}, false},
 		{"other domain", shlinkCreate{LongURL: &long, Domain: "brand.example"}, map[string]any{"domain": "brand.example"}, false},
 		{"no url", shlinkCreate{}, nil, true},
-		{"crawlable", shlinkCreate{LongURL: &long, Crawlable: true}, nil, true},
+		{"crawlable", shlinkCreate{LongURL: &long, Crawlable: true}, map[string]any{"crawlable": true}, false},
 	}
 	for _, c := range cases {
 		got, err := c.in.nativeCreate("sho.rt")
@@ -131,8 +131,9 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 	}{
 		{`{"title":null,"tags":null,"maxVisits":null}`, `{"max_visits":null,"tags":[],"title":""}`, false},
 		{`{"validUntil":"2030-01-01T01:00:00+01:00","forwardQuery":false}`, `{"expires_at":"2030-01-01T00:00:00Z","forward_query":false}`, false},
-		{`{"crawlable":false,"validateUrl":true}`, `{}`, false},
-		{`{"crawlable":true}`, ``, true},
+		{`{"crawlable":false,"validateUrl":true}`, `{"crawlable":false}`, false},
+		{`{"crawlable":true}`, `{"crawlable":true}`, false},
+		{`{"crawlable":null}`, `{"crawlable":false}`, false},
 		{`{"shortCode":"x"}`, ``, true},
 		{`{"validSince":"tomorrow"}`, ``, true},
 	}
@@ -163,5 +164,63 @@ func TestYOURLSDocAndCallback(t *testing.T) {
 		if validCallback(cb) != ok {
 			t.Errorf("validCallback(%q) = %v", cb, !ok)
 		}
+	}
+}
+
+func TestShlinkRedirectRuleConditions(t *testing.T) {
+	str := func(s string) *string { return &s }
+	cond := func(typ, key, value string) shlinkCondition {
+		c := shlinkCondition{Type: typ, MatchValue: str(value)}
+		if key != "" {
+			c.MatchKey = str(key)
+		}
+		return c
+	}
+	cases := []struct {
+		name  string
+		conds []shlinkCondition
+		want  string // the native rule's when, as JSON
+		err   string // a word the refusal names
+	}{
+		{"device", []shlinkCondition{cond("device", "", "android")}, `{"device":"android"}`, ""},
+		{"every kind linkraft has", []shlinkCondition{
+			cond("device", "", "desktop"), cond("browser", "", "firefox"), cond("language", "", "es-ES"),
+			cond("query-param", "utm", "x"), cond("ip-address", "", "192.168.1.*"),
+			cond("after-date", "", "2030-01-02T03:04:05+02:00"), cond("before-date", "", "2031-01-01T00:00:00Z"),
+		}, `{"device":"desktop","language":"es-ES","query":{"utm":"x"},"after":"2030-01-02T01:04:05Z","before":"2031-01-01T00:00:00Z","browser":"firefox","ip":["192.168.1.*"]}`, ""},
+		{"an operating system", []shlinkCondition{cond("device", "", "windows")}, "", "windows"},
+		{"android's browser", []shlinkCondition{cond("browser", "", "android_browser")}, "", "android_browser"},
+		{"any value", []shlinkCondition{cond("any-value-query-param", "a", "")}, "", "any-value-query-param"},
+		{"valueless", []shlinkCondition{cond("valueless-query-param", "a", "")}, "", "valueless-query-param"},
+		{"city", []shlinkCondition{cond("geolocation-city-name", "", "Paris")}, "", "geolocation-city-name"},
+		{"two addresses", []shlinkCondition{cond("ip-address", "", "10.0.0.1"), cond("ip-address", "", "10.0.0.2")}, "", "ip-address"},
+		{"two devices", []shlinkCondition{cond("device", "", "ios"), cond("device", "", "android")}, "", "device"},
+		{"query without key", []shlinkCondition{cond("query-param", "", "x")}, "", "matchKey"},
+		{"bad date", []shlinkCondition{cond("before-date", "", "soon")}, "", "before-date"},
+		{"unknown", []shlinkCondition{cond("moon-phase", "", "full")}, "", "moon-phase"},
+	}
+	for _, c := range cases {
+		r, err := nativeRule(shlinkRule{LongURL: "https://example.com/to", Conditions: c.conds})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one naming %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if b, _ := json.Marshal(r.When); err != nil || string(b) != c.want {
+			t.Errorf("%s: %s (%v), want %s", c.name, b, err, c.want)
+		}
+	}
+	// Shown back: a rule with two addresses is two Shlink rules, in order.
+	shown := shlinkRulesOf([]Rule{
+		{When: RuleWhen{Device: "ios", IP: []string{"10.0.0.0/8", "192.168.1.*"}}, URL: "https://example.com/a"},
+		{When: RuleWhen{Query: map[string]string{"b": "2", "a": "1"}}, URL: "https://example.com/b"},
+	})
+	b, _ := json.Marshal(shown)
+	want := `[{"longUrl":"https://example.com/a","priority":1,"conditions":[{"type":"device","matchKey":null,"matchValue":"ios"},{"type":"ip-address","matchKey":null,"matchValue":"10.0.0.0/8"}]},` +
+		`{"longUrl":"https://example.com/a","priority":2,"conditions":[{"type":"device","matchKey":null,"matchValue":"ios"},{"type":"ip-address","matchKey":null,"matchValue":"192.168.1.*"}]},` +
+		`{"longUrl":"https://example.com/b","priority":3,"conditions":[{"type":"query-param","matchKey":"a","matchValue":"1"},{"type":"query-param","matchKey":"b","matchValue":"2"}]}]`
+	if string(b) != want {
+		t.Errorf("shown %s\nwant  %s", b, want)
 	}
 }

@@ -99,9 +99,29 @@ type Link struct {
 	PasswordProtected bool     `json:"password_protected"`
 	ForwardQuery      bool     `json:"forward_query"`
 	PublicStats       bool     `json:"public_stats"`
-	Rules             []any    `json:"rules"`
+	Rules             []Rule   `json:"rules"`
+	Crawlable         bool     `json:"crawlable"`
 	ClickCount        uint64   `json:"click_count"`
 	LastAccessedAt    *string  `json:"last_accessed_at"`
+}
+
+// Rule is one of a link's redirect rules as linkraft's API shows and
+// takes it.
+type Rule struct {
+	When RuleWhen `json:"when"`
+	URL  string   `json:"url"`
+}
+
+// RuleWhen is a rule's conditions; every one set must hold.
+type RuleWhen struct {
+	Device   string            `json:"device,omitempty"`
+	Language string            `json:"language,omitempty"`
+	Query    map[string]string `json:"query,omitempty"`
+	Country  string            `json:"country,omitempty"`
+	After    string            `json:"after,omitempty"`
+	Before   string            `json:"before,omitempty"`
+	Browser  string            `json:"browser,omitempty"`
+	IP       []string          `json:"ip,omitempty"`
 }
 
 // Created is when the link was made.

@@ -48,11 +48,14 @@ func registerShlink(route Route, n Native, c cors) {
 		r("GET", "/tags/stats", sh.tagsStats)
 		r("GET", "/domains", sh.domains)
 		r("GET", "/mercure-info", sh.mercure)
+		r("PUT", "/tags", sh.renameTag)
+		r("DELETE", "/tags", sh.deleteTags)
+		r("PATCH", "/domains/redirects", sh.setDomainRedirects)
+		r("GET", "/short-urls/{shortCode}/redirect-rules", sh.redirectRules)
+		r("POST", "/short-urls/{shortCode}/redirect-rules", sh.setRedirectRules)
 		// What linkraft does not have yet answers a problem, never a
 		// silent success (docs/COMPATIBILITY.md lists them).
 		for _, u := range []struct{ method, path, what string }{
-			{"PUT", "/tags", "renaming tags"},
-			{"DELETE", "/tags", "deleting tags"},
 			{"GET", "/tags/{tag}/visits", "visit rows"},
 			{"GET", "/visits", "the visits overview"},
 			{"GET", "/visits/orphan", "orphan visits"},
@@ -61,9 +64,6 @@ func registerShlink(route Route, n Native, c cors) {
 			{"GET", "/short-urls/{shortCode}/visits", "visit rows"},
 			{"DELETE", "/short-urls/{shortCode}/visits", "deleting visits"},
 			{"GET", "/domains/{domain}/visits", "visit rows"},
-			{"PATCH", "/domains/redirects", "setting domain redirects through this API (an admin sets them with POST /admin/domains)"},
-			{"GET", "/short-urls/{shortCode}/redirect-rules", "redirect rules through this API (linkraft's own rules are set with PATCH /api/v1/urls/{code})"},
-			{"POST", "/short-urls/{shortCode}/redirect-rules", "redirect rules through this API (linkraft's own rules are set with PATCH /api/v1/urls/{code})"},
 		} {
 			r(u.method, u.path, unsupportedShlink(u.what))
 		}
@@ -184,7 +184,7 @@ func shortURLOf(l *Link) shlinkShortURL {
 		VisitsCount:    l.ClickCount,
 		Tags:           l.Tags,
 		Meta:           shlinkMeta{ValidSince: shlinkTimeOf(l.Since()), ValidUntil: shlinkTimeOf(l.Expires()), MaxVisits: l.MaxVisits},
-		ForwardQuery:   l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0,
+		ForwardQuery:   l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0, Crawlable: l.Crawlable,
 	}
 	if s.Tags == nil {
 		s.Tags = []string{}
@@ -240,8 +240,6 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, error
 		return nil, fmt.Errorf("longUrl is required")
 	}
 	switch {
-	case c.Crawlable:
-		return nil, fmt.Errorf("crawlable links are not supported by linkraft yet")
 	case c.ShortCodeLength != nil:
 		return nil, fmt.Errorf("shortCodeLength is not supported: linkraft's generated codes have the length its operator chose")
 	case slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
@@ -249,6 +247,9 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, error
 		return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
 	}
 	body := map[string]any{"url": *c.LongURL}
+	if c.Crawlable {
+		body["crawlable"] = true
+	}
 	if c.CustomSlug != "" {
 		body["custom_code"] = c.CustomSlug
 	}
@@ -377,7 +378,7 @@ func (sh shlink) writeLink(ctx *fasthttp.RequestCtx, a Answer, code, domain stri
 // shlinkEditFields maps Shlink's edit fields to linkraft's; null clears.
 var shlinkEditFields = map[string]string{
 	"longUrl": "original_url", "title": "title", "tags": "tags", "validSince": "valid_since",
-	"validUntil": "expires_at", "maxVisits": "max_visits", "forwardQuery": "forward_query",
+	"validUntil": "expires_at", "maxVisits": "max_visits", "forwardQuery": "forward_query", "crawlable": "crawlable",
 }
 
 // nativeEdit is linkraft's edit body for a Shlink edit body.
@@ -391,10 +392,9 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 	for k, v := range in {
 		switch k {
 		case "crawlable":
-			if !null(v) && string(bytes.TrimSpace(v)) != "false" {
-				return nil, fmt.Errorf("crawlable links are not supported by linkraft yet")
+			if null(v) {
+				v = json.RawMessage("false")
 			}
-			continue
 		case "validateUrl":
 			continue // ignored by Shlink 3 too
 		case "deviceLongUrls":
@@ -699,50 +699,4 @@ func (sh shlink) tagsStats(ctx *fasthttp.RequestCtx) {
 		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}, t.Clicks}
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data}}))
-}
-
-// domains lists the default domain and, to an admin key (linkraft's
-// domain list is the admin's), every registered domain with its
-// redirects. Another key sees the default domain alone.
-func (sh shlink) domains(ctx *fasthttp.RequestCtx) {
-	// Any authenticated read proves the key: the tag list is the cheapest.
-	if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() {
-		failShlink(ctx, a, "", "")
-		return
-	}
-	type redirects struct {
-		BaseURLRedirect         *string `json:"baseUrlRedirect"`
-		Regular404Redirect      *string `json:"regular404Redirect"`
-		InvalidShortURLRedirect *string `json:"invalidShortUrlRedirect"`
-	}
-	type domain struct {
-		Domain    string    `json:"domain"`
-		IsDefault bool      `json:"isDefault"`
-		Redirects redirects `json:"redirects"`
-	}
-	data := []domain{{Domain: sh.n.DefaultDomain(ctx), IsDefault: true}}
-	if a := sh.n.Call(ctx, "GET", "/admin/domains", nil); a.OK() {
-		var body struct {
-			Domains []struct {
-				Domain           string `json:"domain"`
-				RootRedirect     string `json:"root_redirect"`
-				NotFoundRedirect string `json:"not_found_redirect"`
-			} `json:"domains"`
-		}
-		if a.Decode(&body) == nil {
-			for _, d := range body.Domains {
-				r := redirects{}
-				if d.RootRedirect != "" {
-					r.BaseURLRedirect = &d.RootRedirect
-				}
-				if d.NotFoundRedirect != "" {
-					r.Regular404Redirect = &d.NotFoundRedirect
-				}
-				data = append(data, domain{Domain: d.Domain, Redirects: r})
-			}
-		}
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"domains": map[string]any{
-		"data": data, "defaultRedirects": redirects{},
-	}}))
 }

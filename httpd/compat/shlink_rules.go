@@ -1,0 +1,379 @@
+package compat
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Shlink's redirect rules, tag renames and deletions, and domain
+// redirects, on linkraft's own rules, tags and domains.
+
+// shlinkCondition is one condition of a Shlink redirect rule.
+type shlinkCondition struct {
+	Type       string  `json:"type"`
+	MatchKey   *string `json:"matchKey"`
+	MatchValue *string `json:"matchValue"`
+}
+
+// shlinkRule is a Shlink redirect rule; Priority only in answers.
+type shlinkRule struct {
+	LongURL    string            `json:"longUrl"`
+	Priority   int               `json:"priority,omitempty"`
+	Conditions []shlinkCondition `json:"conditions"`
+}
+
+// shlinkDevices are the devices of Shlink's device condition that
+// linkraft's rules know; Shlink's operating systems (windows, macos,
+// linux, chromeos) they do not.
+var shlinkDevices = []string{"android", "ios", "mobile", "desktop"}
+
+// shlinkBrowsers are Shlink's browsers linkraft tells apart
+// (android_browser it does not).
+var shlinkBrowsers = []string{"chrome", "firefox", "edge", "safari", "opera"}
+
+func condition(typ string, key *string, value string) shlinkCondition {
+	return shlinkCondition{Type: typ, MatchKey: key, MatchValue: &value}
+}
+
+// shlinkRulesOf is a link's rules as Shlink shows them. A linkraft rule
+// with several addresses holds for any of them, and a Shlink rule holds
+// only when all its conditions do: such a rule is shown as one Shlink rule
+// per address, the same in all else, one after the other.
+func shlinkRulesOf(rules []Rule) []shlinkRule {
+	out := []shlinkRule{}
+	for _, r := range rules {
+		w := r.When
+		var base []shlinkCondition
+		if w.Device != "" {
+			base = append(base, condition("device", nil, w.Device))
+		}
+		if w.Browser != "" {
+			base = append(base, condition("browser", nil, w.Browser))
+		}
+		if w.Language != "" {
+			base = append(base, condition("language", nil, w.Language))
+		}
+		for _, name := range slices.Sorted(maps.Keys(w.Query)) {
+			base = append(base, condition("query-param", &name, w.Query[name]))
+		}
+		if w.Country != "" {
+			base = append(base, condition("geolocation-country-code", nil, w.Country))
+		}
+		for _, t := range []struct{ typ, at string }{{"after-date", w.After}, {"before-date", w.Before}} {
+			if t.at != "" {
+				at, _ := time.Parse(time.RFC3339, t.at)
+				base = append(base, condition(t.typ, nil, *shlinkTimeOf(at)))
+			}
+		}
+		addresses := w.IP
+		if len(addresses) == 0 {
+			addresses = []string{""}
+		}
+		for _, a := range addresses {
+			conds := slices.Clone(base)
+			if a != "" {
+				conds = append(conds, condition("ip-address", nil, a))
+			}
+			if conds == nil {
+				conds = []shlinkCondition{}
+			}
+			out = append(out, shlinkRule{LongURL: r.URL, Priority: len(out) + 1, Conditions: conds})
+		}
+	}
+	return out
+}
+
+// nativeRule is a Shlink rule as a linkraft rule: every condition
+// linkraft can honour, and an error naming the first it cannot.
+func nativeRule(r shlinkRule) (Rule, error) {
+	out := Rule{URL: r.LongURL}
+	w := &out.When
+	for _, c := range r.Conditions {
+		value := ""
+		if c.MatchValue != nil {
+			value = *c.MatchValue
+		}
+		once := func(field *string) error {
+			if *field != "" {
+				return fmt.Errorf("a rule holds at most one %s condition here", c.Type)
+			}
+			*field = value
+			return nil
+		}
+		var err error
+		switch c.Type {
+		case "device":
+			if !slices.Contains(shlinkDevices, value) {
+				return out, fmt.Errorf("device condition %q: linkraft's rules know the devices %s", value, strings.Join(shlinkDevices, ", "))
+			}
+			err = once(&w.Device)
+		case "browser":
+			if !slices.Contains(shlinkBrowsers, value) {
+				return out, fmt.Errorf("browser condition %q: linkraft's rules know the browsers %s", value, strings.Join(shlinkBrowsers, ", "))
+			}
+			err = once(&w.Browser)
+		case "language":
+			err = once(&w.Language)
+		case "geolocation-country-code":
+			err = once(&w.Country)
+		case "ip-address":
+			// Shlink's conditions must all hold; linkraft's addresses
+			// are alternatives: one address is the same in both.
+			if len(w.IP) > 0 {
+				return out, fmt.Errorf("a rule holds at most one ip-address condition here")
+			}
+			w.IP = []string{value}
+		case "query-param":
+			if c.MatchKey == nil || *c.MatchKey == "" {
+				return out, fmt.Errorf("a query-param condition needs its matchKey")
+			}
+			if _, dup := w.Query[*c.MatchKey]; dup {
+				return out, fmt.Errorf("two query-param conditions on %q", *c.MatchKey)
+			}
+			if w.Query == nil {
+				w.Query = map[string]string{}
+			}
+			w.Query[*c.MatchKey] = value
+		case "before-date", "after-date":
+			at, perr := time.Parse(time.RFC3339, value)
+			if perr != nil {
+				return out, fmt.Errorf("%s condition must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", c.Type)
+			}
+			field := &w.Before
+			if c.Type == "after-date" {
+				field = &w.After
+			}
+			value = nativeTime(at)
+			err = once(field)
+		case "any-value-query-param", "valueless-query-param", "geolocation-city-name":
+			return out, fmt.Errorf("linkraft's rules have no %s condition", c.Type)
+		default:
+			return out, fmt.Errorf("unknown condition type %q", c.Type)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// redirectRules answers a link's rules as Shlink's redirect rules.
+func (sh shlink) redirectRules(ctx *fasthttp.RequestCtx) {
+	code, domain := sh.codeAndDomain(ctx)
+	sh.writeRules(ctx, sh.n.Call(ctx, "GET", linkPath(code, domain, ""), nil), code, domain)
+}
+
+func (sh shlink) writeRules(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
+	if !a.OK() {
+		failShlink(ctx, a, code, domain)
+		return
+	}
+	var l Link
+	if err := a.Decode(&l); err != nil {
+		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+		return
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{
+		"defaultLongUrl": l.OriginalURL, "redirectRules": shlinkRulesOf(l.Rules),
+	}))
+}
+
+// setRedirectRules replaces a link's rules with Shlink's, in their order.
+func (sh shlink) setRedirectRules(ctx *fasthttp.RequestCtx) {
+	code, domain := sh.codeAndDomain(ctx)
+	var body struct {
+		RedirectRules []shlinkRule `json:"redirectRules"`
+	}
+	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	rules := make([]Rule, 0, len(body.RedirectRules))
+	for i, r := range body.RedirectRules {
+		rule, err := nativeRule(r)
+		if err != nil {
+			invalidShlink(ctx, fmt.Sprintf("redirectRules[%d]: %s", i, err))
+			return
+		}
+		rules = append(rules, rule)
+	}
+	a := sh.n.Call(ctx, "PATCH", linkPath(code, domain, ""), map[string]any{"rules": rules})
+	sh.writeRules(ctx, a, code, domain)
+}
+
+// renameTag is Shlink's tag rename: 204, 404 tag-not-found, 409
+// tag-conflict.
+func (sh shlink) renameTag(ctx *fasthttp.RequestCtx) {
+	var body struct {
+		OldName string `json:"oldName"`
+		NewName string `json:"newName"`
+	}
+	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	if body.OldName == "" || body.NewName == "" {
+		invalidShlink(ctx, "oldName and newName are required")
+		return
+	}
+	a := sh.n.Call(ctx, "PUT", "/api/v1/tags/"+url.PathEscape(body.OldName), map[string]string{"name": body.NewName})
+	switch a.Status {
+	case fasthttp.StatusOK:
+		ctx.Response.Reset()
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	case fasthttp.StatusNotFound:
+		problemShlink(ctx, a.Status, shlinkError+"tag-not-found", "Tag not found",
+			fmt.Sprintf("Tag with name %q could not be found", body.OldName), map[string]any{"tag": body.OldName})
+	case fasthttp.StatusConflict:
+		problemShlink(ctx, a.Status, shlinkError+"tag-conflict", "Tag conflict",
+			fmt.Sprintf("You cannot rename tag %s to %s, because it already exists", body.OldName, body.NewName),
+			map[string]any{"oldName": body.OldName, "newName": body.NewName})
+	default:
+		failShlink(ctx, a, "", "")
+	}
+}
+
+// deleteTags is Shlink's tag deletion: each of ?tags[]= removed from the
+// links the key may change, one tag after the other; a tag no such link
+// carries is skipped, as Shlink skips tags it does not have.
+func (sh shlink) deleteTags(ctx *fasthttp.RequestCtx) {
+	var tags []string
+	for _, k := range []string{"tags[]", "tags"} {
+		for _, v := range ctx.QueryArgs().PeekMulti(k) {
+			tags = append(tags, string(v))
+		}
+	}
+	for _, t := range tags {
+		a := sh.n.Call(ctx, "DELETE", "/api/v1/tags/"+url.PathEscape(t), nil)
+		if !a.OK() && a.Status != fasthttp.StatusNotFound {
+			failShlink(ctx, a, "", "")
+			return
+		}
+	}
+	ctx.Response.Reset()
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// shlinkRedirects are a domain's redirects as Shlink shows them.
+type shlinkRedirects struct {
+	BaseURLRedirect         *string `json:"baseUrlRedirect"`
+	Regular404Redirect      *string `json:"regular404Redirect"`
+	InvalidShortURLRedirect *string `json:"invalidShortUrlRedirect"`
+}
+
+// nativeDomain is a domain as /admin/domains shows and takes it.
+type nativeDomain struct {
+	Domain           string `json:"domain,omitempty"`
+	Default          bool   `json:"default,omitempty"`
+	RootRedirect     string `json:"root_redirect,omitempty"`
+	NotFoundRedirect string `json:"not_found_redirect,omitempty"`
+	InvalidRedirect  string `json:"invalid_redirect,omitempty"`
+}
+
+func (d nativeDomain) redirects() shlinkRedirects {
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return shlinkRedirects{opt(d.RootRedirect), opt(d.NotFoundRedirect), opt(d.InvalidRedirect)}
+}
+
+// nativeDomains is linkraft's domain list: the registered domains and
+// the default domain's redirects. ok false: the key may not read it.
+func (sh shlink) nativeDomains(ctx *fasthttp.RequestCtx) (list []nativeDomain, def nativeDomain, a Answer, ok bool) {
+	a = sh.n.Call(ctx, "GET", "/admin/domains", nil)
+	if !a.OK() {
+		return nil, def, a, false
+	}
+	var body struct {
+		Domains []nativeDomain `json:"domains"`
+		Default nativeDomain   `json:"default"`
+	}
+	if err := a.Decode(&body); err != nil {
+		return nil, def, Answer{Status: fasthttp.StatusInternalServerError}, false
+	}
+	return body.Domains, body.Default, a, true
+}
+
+// setDomainRedirects is Shlink's PATCH /domains/redirects: a redirect the
+// body leaves out is kept, null removes it. The default domain's name sets
+// the default domain's redirects; another name is registered if it is not
+// yet. Setting domains takes an admin key, as linkraft's domains do.
+func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
+	var body map[string]*string
+	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	name := body["domain"]
+	if name == nil || *name == "" {
+		invalidShlink(ctx, "domain is required")
+		return
+	}
+	list, def, a, ok := sh.nativeDomains(ctx)
+	if !ok {
+		failShlink(ctx, a, "", "")
+		return
+	}
+	d := nativeDomain{Domain: strings.ToLower(*name)}
+	if strings.EqualFold(*name, sh.n.DefaultDomain(ctx)) {
+		d = def
+		d.Domain, d.Default = "", true
+	} else if i := slices.IndexFunc(list, func(x nativeDomain) bool { return x.Domain == d.Domain }); i >= 0 {
+		d = list[i]
+	}
+	for field, dst := range map[string]*string{"baseUrlRedirect": &d.RootRedirect,
+		"regular404Redirect": &d.NotFoundRedirect, "invalidShortUrlRedirect": &d.InvalidRedirect} {
+		if v, given := body[field]; given {
+			*dst = ""
+			if v != nil {
+				*dst = *v
+			}
+		}
+		delete(body, field)
+	}
+	delete(body, "domain")
+	for field := range body {
+		invalidShlink(ctx, fmt.Sprintf("unknown field %q", field))
+		return
+	}
+	a = sh.n.Call(ctx, "POST", "/admin/domains", d)
+	if !a.OK() {
+		failShlink(ctx, a, "", "")
+		return
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(d.redirects()))
+}
+
+// domains lists the default domain and, to an admin key (linkraft's
+// domain list is the admin's), every registered domain with its
+// redirects. Another key sees the default domain alone, without
+// redirects.
+func (sh shlink) domains(ctx *fasthttp.RequestCtx) {
+	// Any authenticated read proves the key: the tag list is the cheapest.
+	if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() {
+		failShlink(ctx, a, "", "")
+		return
+	}
+	type domain struct {
+		Domain    string          `json:"domain"`
+		IsDefault bool            `json:"isDefault"`
+		Redirects shlinkRedirects `json:"redirects"`
+	}
+	list, def, _, _ := sh.nativeDomains(ctx)
+	data := []domain{{Domain: sh.n.DefaultDomain(ctx), IsDefault: true, Redirects: def.redirects()}}
+	for _, d := range list {
+		data = append(data, domain{Domain: d.Domain, Redirects: d.redirects()})
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"domains": map[string]any{
+		"data": data, "defaultRedirects": def.redirects(),
+	}}))
+}
