@@ -247,6 +247,8 @@ func (s *state) apply(data []byte) any {
 		return s.note(c)
 	case CertCommand:
 		return s.applyCert(c)
+	case VisitsDeleteCommand:
+		return s.deleteVisits(c)
 	}
 	if result, ok := s.applyWebhook(cmd); ok {
 		return result
