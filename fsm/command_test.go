@@ -38,6 +38,7 @@ func everyCommand() map[string]Command {
 		"certificate":        CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "pem", Key: "sealed", NotBefore: 1, NotAfter: 2}},
 		"challenge":          CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: "t.x", Expires: 5}},
 		"order":              CertCommand{Kind: SetOrder, Order: Order{Name: "s.example", URL: "https://ca.example/order/1", Started: 1}},
+		"visits delete":      VisitsDeleteCommand{Code: "abc", Now: 9, KeyID: key.ID},
 	}
 }
 
@@ -69,7 +70,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdCert; typ++ {
+	for typ := cmdInit; typ <= cmdVisitsDelete; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}
