@@ -48,19 +48,12 @@ func registerShlink(route Route, n Native, c cors) {
 		r("GET", "/tags/stats", sh.tagsStats)
 		r("GET", "/domains", sh.domains)
 		r("GET", "/mercure-info", sh.mercure)
+		registerShlinkVisits(r, sh)
 		// What linkraft does not have yet answers a problem, never a
 		// silent success (docs/COMPATIBILITY.md lists them).
 		for _, u := range []struct{ method, path, what string }{
 			{"PUT", "/tags", "renaming tags"},
 			{"DELETE", "/tags", "deleting tags"},
-			{"GET", "/tags/{tag}/visits", "visit rows"},
-			{"GET", "/visits", "the visits overview"},
-			{"GET", "/visits/orphan", "orphan visits"},
-			{"DELETE", "/visits/orphan", "deleting visits"},
-			{"GET", "/visits/non-orphan", "visit rows"},
-			{"GET", "/short-urls/{shortCode}/visits", "visit rows"},
-			{"DELETE", "/short-urls/{shortCode}/visits", "deleting visits"},
-			{"GET", "/domains/{domain}/visits", "visit rows"},
 			{"PATCH", "/domains/redirects", "setting domain redirects through this API (an admin sets them with POST /admin/domains)"},
 			{"GET", "/short-urls/{shortCode}/redirect-rules", "redirect rules through this API (linkraft's own rules are set with PATCH /api/v1/urls/{code})"},
 			{"POST", "/short-urls/{shortCode}/redirect-rules", "redirect rules through this API (linkraft's own rules are set with PATCH /api/v1/urls/{code})"},
