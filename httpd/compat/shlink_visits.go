@@ -235,7 +235,7 @@ func (sh shlink) visitOf(ctx *fasthttp.RequestCtx, at, code, domain, browser, os
 	if v.PotentialBot {
 		return v
 	}
-	v.UserAgent = userAgentOf(browser, os, device)
+	v.UserAgent = UserAgentOf(browser, os, device)
 	switch r := *referrer; r {
 	case "direct":
 	case "other":
@@ -285,7 +285,9 @@ var (
 	}
 )
 
-func userAgentOf(browser, os, device string) string {
+// UserAgentOf is the User-Agent a visit row carries for linkraft's
+// browser, OS and device names.
+func UserAgentOf(browser, os, device string) string {
 	platform := platforms[os][""]
 	if p, ok := platforms[os][device]; ok {
 		platform = p
