@@ -115,9 +115,20 @@ func (d *dayVisits) tally(hour uint8, v *Visitor, n uint64, refs int, sharing bo
 		h.overflow = saturatingAdd(h.overflow, n)
 		return
 	}
+	if len(h.tuples) == cap(h.tuples) {
+		// Grow to the bound at most, not past it as append would; the
+		// new array is no snapshot's.
+		grown := make([]tupleCount, len(h.tuples), min(max(2*cap(h.tuples), 4), maxTuples))
+		copy(grown, h.tuples)
+		h.tuples, h.owned = grown, true
+	}
 	// Appending never changes what a snapshot's slice header reaches.
 	h.tuples = append(h.tuples, tupleCount{t, saturatingAdd(0, n)})
 }
+
+// maxTuples is how many tuples an hour holds at most: the bound, and one
+// for each bot kind.
+const maxTuples = MaxTuplesPerHour + int(botCount) - 1
 
 // people is how many of the hour's tuples are not bots'.
 func (h *hourTally) people() int {
@@ -323,7 +334,7 @@ func decodeDayTallies(d *decoder, dv *dayVisits) error {
 		h := hourTally{hour: d.byte(), owned: true}
 		over := d.uvarint()
 		n := d.count(2)
-		if d.err == nil && (h.hour > 23 || k > 0 && h.hour <= dv.tallies[k-1].hour || over > uint64(^uint32(0)) || n > MaxTuplesPerHour+int(botCount)-1) {
+		if d.err == nil && (h.hour > 23 || k > 0 && h.hour <= dv.tallies[k-1].hour || over > uint64(^uint32(0)) || n > maxTuples) {
 			return fmt.Errorf("hour %d with %d tuples and %d past the bound", h.hour, n, over)
 		}
 		h.overflow = uint32(over)
