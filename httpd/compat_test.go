@@ -112,7 +112,9 @@ func TestShlinkAPI(t *testing.T) {
 		{"tags stats", "GET", "/rest/v3/tags/stats", "", 200, map[string]any{}},
 		{"domains", "GET", "/rest/v3/domains", "", 200, map[string]any{}},
 		{"mercure", "GET", "/rest/v3/mercure-info", "", 501, map[string]any{"type": "https://shlink.io/api/error/mercure-not-configured"}},
-		{"visits not yet", "GET", "/rest/v3/short-urls/shl-1/visits", "", 501, map[string]any{"status": 501.0}},
+		{"visits", "GET", "/rest/v3/short-urls/shl-1/visits", "", 200, map[string]any{"visits.pagination.totalItems": 0.0, "visits.pagination.currentPage": 1.0}},
+		{"visits, bad excludeBots", "GET", "/rest/v3/short-urls/shl-1/visits?excludeBots=maybe", "", 400, map[string]any{"type": "https://shlink.io/api/error/invalid-data"}},
+		{"visits, bad page", "GET", "/rest/v3/short-urls/shl-1/visits?page=0", "", 400, map[string]any{"type": "https://shlink.io/api/error/invalid-data"}},
 		{"delete", "DELETE", "/rest/v3/short-urls/shl-1", "", 204, nil},
 		{"deleted", "GET", "/rest/v3/short-urls/shl-1", "", 404, map[string]any{"type": "https://shlink.io/api/error/short-url-not-found"}},
 	}
