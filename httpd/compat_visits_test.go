@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/agent"
@@ -58,8 +59,11 @@ func TestShlinkVisitRows(t *testing.T) {
 	got := map[string]map[string]float64{"browser": {}, "os": {}, "referrer": {}, "country": {}}
 	for _, r := range data {
 		r := r.(map[string]any)
-		if _, ok := r["ip"]; ok || r["potentialBot"] != false {
+		if _, ok := r["ip"]; ok || r["potentialBot"] != false || r["visitedUrl"] != "http://sho.rt/"+code {
 			t.Fatalf("row %v", r)
+		}
+		if _, err := time.Parse(time.RFC3339, r["date"].(string)); err != nil {
+			t.Fatalf("row date: %v", err)
 		}
 		c := classesOf([]byte(r["userAgent"].(string)))
 		got["browser"][c.Browser.String()]++

@@ -71,6 +71,7 @@ type rowJSON struct {
 	At       string  `json:"at"`
 	Code     string  `json:"short_code"`
 	Domain   string  `json:"domain"`
+	ShortURL string  `json:"short_url"`
 	Browser  string  `json:"browser"`
 	OS       string  `json:"os"`
 	Device   string  `json:"device"`
@@ -81,11 +82,12 @@ type rowJSON struct {
 
 // writeRows answers a page of rows: the rows, and the counts of every row
 // in range.
-func writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
+func (s *Server) writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
 	rows := make([]rowJSON, len(v.Rows))
 	for i, r := range v.Rows {
-		domain, code := fsm.SplitCode(r.Code)
-		rows[i] = rowJSON{At: timestamp(r.At), Code: code, Domain: domain, Browser: r.Browser.String(),
+		l := fsm.Link{}
+		l.Domain, l.Code = fsm.SplitCode(r.Code)
+		rows[i] = rowJSON{At: timestamp(r.At), Code: l.Code, Domain: l.Domain, ShortURL: s.shortURL(ctx, &l), Browser: r.Browser.String(),
 			OS: r.OS.String(), Device: r.Device.String(), Bot: r.Bot.String()}
 		if r.Bot == fsm.NotBot { // a bot's row keeps its kind alone
 			country, referrer := r.Country, r.Referrer
@@ -115,7 +117,7 @@ func (s *Server) handleLinkVisitRows(ctx *fasthttp.RequestCtx) {
 	}
 	// A link this node has not applied yet has no rows here either.
 	v, _ := s.fsm.LinkVisitRows(l.Qualified(), q)
-	writeRows(ctx, v, q)
+	s.writeRows(ctx, v, q)
 }
 
 // handleWorkspaceVisitRows answers GET /api/v1/visits: the rows of every
@@ -130,7 +132,7 @@ func (s *Server) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = domainParam(ctx)
-	writeRows(ctx, s.fsm.WorkspaceVisitRows(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, q), q)
+	s.writeRows(ctx, s.fsm.WorkspaceVisitRows(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, q), q)
 }
 
 // handleDeleteVisits answers DELETE /api/v1/urls/{code}/visits: it

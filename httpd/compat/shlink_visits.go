@@ -46,22 +46,26 @@ func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler)
 	r("DELETE", "/short-urls/{shortCode}/visits", sh.deleteVisits)
 }
 
+// nativeRow is one of linkraft's visit rows.
+type nativeRow struct {
+	At        string  `json:"at"`
+	ShortCode string  `json:"short_code"`
+	Domain    string  `json:"domain"`
+	ShortURL  string  `json:"short_url"`
+	Browser   string  `json:"browser"`
+	OS        string  `json:"os"`
+	Device    string  `json:"device"`
+	Country   *string `json:"country"` // null for a bot, as Referrer
+	Referrer  *string `json:"referrer"`
+	Bot       string  `json:"bot"`
+}
+
 // nativeRows is a page of linkraft's rows.
 type nativeRows struct {
-	Total   uint64 `json:"total"`
-	NonBots uint64 `json:"non_bots"`
-	Bots    uint64 `json:"bots"`
-	Visits  []struct {
-		At        string  `json:"at"`
-		ShortCode string  `json:"short_code"`
-		Domain    string  `json:"domain"`
-		Browser   string  `json:"browser"`
-		OS        string  `json:"os"`
-		Device    string  `json:"device"`
-		Country   *string `json:"country"`
-		Referrer  *string `json:"referrer"`
-		Bot       string  `json:"bot"`
-	} `json:"visits"`
+	Total   uint64      `json:"total"`
+	NonBots uint64      `json:"non_bots"`
+	Bots    uint64      `json:"bots"`
+	Visits  []nativeRow `json:"visits"`
 }
 
 // shlinkVisit is Shlink's Visit.
@@ -178,10 +182,10 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 		offset = (q.page - 1) * q.perPage
 	}
 	data := []shlinkVisit{}
-	var total uint64
+	var total int
 	for pages := 0; pages < maxScanPages; pages++ {
 		limit := maxNativeRows
-		if want >= 0 {
+		if want > 0 {
 			limit = min(limit, want-len(data))
 		}
 		query := url.Values{}
@@ -189,7 +193,7 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 			query[k] = v
 		}
 		query.Set("offset", strconv.Itoa(offset+len(data)))
-		query.Set("limit", strconv.Itoa(max(limit, 1)))
+		query.Set("limit", strconv.Itoa(limit))
 		a := sh.n.Call(ctx, "GET", path+"?"+query.Encode(), nil)
 		if !a.OK() {
 			failShlink(ctx, a, code, domain)
@@ -200,50 +204,47 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 			problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
 			return
 		}
-		total = page.Total
+		total = int(page.Total)
 		for _, v := range page.Visits {
-			if len(data) < want || want < 0 {
-				data = append(data, sh.visitOf(ctx, v.At, v.ShortCode, v.Domain, v.Browser, v.OS, v.Device, v.Country, v.Referrer, v.Bot))
-			}
+			data = append(data, visitOf(&v))
 		}
-		if len(page.Visits) < limit || len(data) == want || limit == 0 {
+		if len(page.Visits) < limit || len(data) == want {
 			break
 		}
 	}
+	if listed := max(total-offset, 0); len(data) < listed && (want < 0 || len(data) < want) {
+		invalidShlink(ctx, fmt.Sprintf("%d visits match, more than %d a request lists: ask for pages (itemsPerPage) or a shorter range (startDate, endDate)",
+			total, maxScanPages*maxNativeRows))
+		return
+	}
 	perPage := q.perPage
 	if perPage < 0 {
-		perPage = max(int(total), 1)
+		perPage = max(total, 1)
 	}
-	pages := (int(total) + perPage - 1) / perPage
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
 		"data": data,
 		"pagination": map[string]int{
-			"currentPage": q.page, "pagesCount": pages, "itemsPerPage": perPage,
-			"itemsInCurrentPage": len(data), "totalItems": int(total),
+			"currentPage": q.page, "pagesCount": (total + perPage - 1) / perPage, "itemsPerPage": perPage,
+			"itemsInCurrentPage": len(data), "totalItems": total,
 		},
 	}}))
 }
 
 // visitOf is one native row as Shlink's Visit.
-func (sh shlink) visitOf(ctx *fasthttp.RequestCtx, at, code, domain, browser, os, device string, country, referrer *string, bot string) shlinkVisit {
-	v := shlinkVisit{Date: shlinkDate(at), PotentialBot: bot != "none", UserAgent: botAgents[bot]}
-	host := domain
-	if host == "" {
-		host = sh.n.DefaultDomain(ctx)
-	}
-	v.VisitedURL = "https://" + host + "/" + code
-	if v.PotentialBot {
+func visitOf(r *nativeRow) shlinkVisit {
+	v := shlinkVisit{Date: shlinkDate(r.At), PotentialBot: r.Bot != "none", UserAgent: botAgents[r.Bot], VisitedURL: r.ShortURL}
+	if v.PotentialBot || r.Referrer == nil || r.Country == nil {
 		return v
 	}
-	v.UserAgent = UserAgentOf(browser, os, device)
-	switch r := *referrer; r {
+	v.UserAgent = UserAgentOf(r.Browser, r.OS, r.Device)
+	switch ref := *r.Referrer; ref {
 	case "direct":
 	case "other":
-		v.Referer = r
+		v.Referer = ref
 	default:
-		v.Referer = "https://" + r + "/"
+		v.Referer = "https://" + ref + "/"
 	}
-	if c := *country; c != "XX" {
+	if c := *r.Country; c != "XX" {
 		v.VisitLocation = &shlinkVisitLocation{CountryCode: c, CountryName: c}
 	}
 	return v
