@@ -99,6 +99,17 @@ func TestShlinkVisitRows(t *testing.T) {
 	if p := field(page, "visits.pagination").(map[string]any); p["totalItems"] != 8.0 || p["pagesCount"] != 3.0 || p["itemsInCurrentPage"] != 3.0 {
 		t.Errorf("tag page 2 of 3: %v", p)
 	}
+	for uri, want := range map[string]float64{
+		"/rest/v3/visits/non-orphan?domain=DEFAULT":               8,
+		"/rest/v3/domains/sho.rt/visits":                          8,
+		"/rest/v3/domains/elsewhere.example/visits":               0,
+		"/rest/v3/tags/launch/visits?excludeBots=true":            6,
+		"/rest/v3/visits/non-orphan?endDate=2020-01-01T00:00:00Z": 0,
+	} {
+		if got := field(shlink("GET", uri), "visits.pagination.totalItems"); got != want {
+			t.Errorf("%s: %v rows, want %v", uri, got, want)
+		}
+	}
 	overview := shlink("GET", "/rest/v3/visits")
 	if field(overview, "visits.nonOrphanVisits.total") != 8.0 || field(overview, "visits.nonOrphanVisits.bots") != 2.0 || field(overview, "visits.orphanVisitsCount") != 0.0 {
 		t.Errorf("overview %v", overview)

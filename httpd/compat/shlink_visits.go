@@ -36,7 +36,11 @@ func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler)
 	})
 	r("GET", "/short-urls/{shortCode}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 		code, domain := sh.codeAndDomain(ctx)
-		return "/api/v1/urls/" + url.PathEscape(code) + "/visits", url.Values{"domain": {domain}}, true
+		filters := url.Values{}
+		if domain != "" {
+			filters.Set("domain", domain)
+		}
+		return "/api/v1/urls/" + url.PathEscape(code) + "/visits", filters, true
 	}))
 	r("GET", "/tags/{tag}/visits", sh.rowsOf(sh.tagRows))
 	r("GET", "/domains/{domain}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
@@ -48,16 +52,14 @@ func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler)
 
 // nativeRow is one of linkraft's visit rows.
 type nativeRow struct {
-	At        string  `json:"at"`
-	ShortCode string  `json:"short_code"`
-	Domain    string  `json:"domain"`
-	ShortURL  string  `json:"short_url"`
-	Browser   string  `json:"browser"`
-	OS        string  `json:"os"`
-	Device    string  `json:"device"`
-	Country   *string `json:"country"` // null for a bot, as Referrer
-	Referrer  *string `json:"referrer"`
-	Bot       string  `json:"bot"`
+	At       string  `json:"at"`
+	ShortURL string  `json:"short_url"`
+	Browser  string  `json:"browser"`
+	OS       string  `json:"os"`
+	Device   string  `json:"device"`
+	Country  *string `json:"country"` // null for a bot, as Referrer
+	Referrer *string `json:"referrer"`
+	Bot      string  `json:"bot"`
 }
 
 // nativeRows is a page of linkraft's rows.
@@ -91,10 +93,9 @@ type shlinkVisitLocation struct {
 
 // shlinkRowsQuery is a Shlink visits request as linkraft's rows take it.
 type shlinkRowsQuery struct {
-	native      url.Values // from, to, exclude_bots
-	page        int
-	perPage     int // -1: all
-	excludeBots bool
+	native  url.Values // from, to, exclude_bots
+	page    int
+	perPage int // -1: all
 }
 
 func parseShlinkRows(args *fasthttp.Args) (shlinkRowsQuery, error) {
@@ -115,32 +116,32 @@ func parseShlinkRows(args *fasthttp.Args) (shlinkRowsQuery, error) {
 	}
 	switch v := string(args.Peek("excludeBots")); v {
 	case "true", "1":
-		q.excludeBots = true
 		q.native.Set("exclude_bots", "true")
 	case "", "false", "0":
 	default:
 		return q, fmt.Errorf("excludeBots %q: use true or false", v)
 	}
 	for _, n := range []struct {
-		name string
-		dst  *int
-		min  int
-	}{{"page", &q.page, 1}, {"itemsPerPage", &q.perPage, -1}} {
+		name, what string
+		dst        *int
+		all        bool // -1 asks for every item
+	}{{"page", "a whole number from 1", &q.page, false}, {"itemsPerPage", "a whole number from 1, or -1 for all", &q.perPage, true}} {
 		raw := string(args.Peek(n.name))
 		if raw == "" {
 			continue
 		}
 		v, err := strconv.Atoi(raw)
-		if err != nil || v < n.min || v == 0 {
-			return q, fmt.Errorf("%s %q: a whole number from %d", n.name, raw, max(n.min, 1))
+		if err != nil || v < 1 && !(n.all && v == -1) {
+			return q, fmt.Errorf("%s %q: %s", n.name, raw, n.what)
 		}
 		*n.dst = v
 	}
 	return q, nil
 }
 
-// domainFilter is the native filter for a Shlink domain: none for "",
-// the default domain for DEFAULT or its host.
+// domainFilter is the native filter of the links in a Shlink domain:
+// none for "", the default domain's (domain= alone) for DEFAULT or its
+// host.
 func (sh shlink) domainFilter(ctx *fasthttp.RequestCtx, domain string) url.Values {
 	switch {
 	case domain == "":
@@ -165,9 +166,7 @@ func (sh shlink) rowsOf(where func(ctx *fasthttp.RequestCtx) (string, url.Values
 			return
 		}
 		for k, v := range filters {
-			if v[0] != "" || k == "domain" && path == "/api/v1/visits" {
-				q.native[k] = v
-			}
+			q.native[k] = v
 		}
 		sh.writeRows(ctx, path, q)
 	}
