@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -133,20 +134,14 @@ func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
 			byDay[d.day] = append(byDay[d.day], linkDay{p: p, d: d})
 		}
 	}
-	days := slices.Sorted(func(yield func(uint32) bool) {
-		for day := range byDay {
-			if !yield(day) {
-				return
-			}
-		}
-	})
+	days := slices.Sorted(maps.Keys(byDay))
 	offset := q.Offset
 	for _, day := range slices.Backward(days) {
 		lds := byDay[day]
 		whole := uint64(day)*24 >= uint64(hFrom) && uint64(day)*24+24 <= uint64(hTo)
 		if !whole {
 			for i := range lds {
-				lds[i].plan = s.hoursIn(s.dayPlan(lds[i].p, lds[i].d), day, hFrom, hTo)
+				lds[i].plan = hoursIn(s.dayPlan(lds[i].p, lds[i].d), day, hFrom, hTo)
 			}
 		}
 		var nonBots, bots uint64
@@ -194,7 +189,7 @@ func (ld *linkDay) counts(whole bool) (nonBots, bots uint64) {
 }
 
 // hoursIn keeps the segments of plan whose hour starts in [hFrom, hTo).
-func (s *state) hoursIn(plan []segment, day, hFrom, hTo uint32) []segment {
+func hoursIn(plan []segment, day, hFrom, hTo uint32) []segment {
 	return slices.DeleteFunc(plan, func(sg segment) bool {
 		h := day*24 + uint32(sg.hour)
 		return h < hFrom || h >= hTo
