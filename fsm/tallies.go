@@ -104,14 +104,18 @@ func (d *dayVisits) tally(hour uint8, v *Visitor, n uint64, refs int, sharing bo
 	}
 	t := packTuple(v, slot)
 	h := d.mutableHour(hour)
-	for i := range h.tuples {
-		if h.tuples[i].t == t {
+	people := 0
+	for i, tc := range h.tuples {
+		if tc.t == t {
 			h.own(sharing)
-			h.tuples[i].count = saturatingAdd(h.tuples[i].count, n)
+			h.tuples[i].count = saturatingAdd(tc.count, n)
 			return
 		}
+		if tc.t.bot() == NotBot {
+			people++
+		}
 	}
-	if v.Bot == NotBot && h.people() >= MaxTuplesPerHour {
+	if v.Bot == NotBot && people >= MaxTuplesPerHour {
 		h.overflow = saturatingAdd(h.overflow, n)
 		return
 	}
