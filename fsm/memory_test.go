@@ -195,20 +195,25 @@ func TestTalliesAreBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkMemoryPerTalliedLink reports what a day of visitors with their
-// tallies adds to a link's heap and to its snapshot, with every link
-// clicked by visitorsPerHour distinct visitors in each of 24 hours.
+// BenchmarkMemoryPerTalliedLink reports what a day of visitors adds to a
+// link's heap and to its snapshot, without tallies and with them, with
+// every link clicked by visitorsPerHour distinct visitors in each of 24
+// hours.
 func BenchmarkMemoryPerTalliedLink(b *testing.B) {
 	const links, visitorsPerHour = 10_000, 20
-	for range b.N {
-		f := New()
-		loadLinks(b, f, links, imported)
-		plain := snapshotBytes(b, f)
-		before := heapInUse()
-		talliedLinks(f, links, 24, visitorsPerHour, false)
-		after := heapInUse()
-		b.ReportMetric(float64(after-before)/links, "heap-B/tallied-link")
-		b.ReportMetric(float64(len(snapshotBytes(b, f))-len(plain))/links, "snapshot-B/tallied-link")
-		runtime.KeepAlive(f)
+	for _, plain := range []bool{true, false} {
+		b.Run(map[bool]string{true: "day-counts", false: "with-tallies"}[plain], func(b *testing.B) {
+			for range b.N {
+				f := New()
+				loadLinks(b, f, links, imported)
+				unclicked := snapshotBytes(b, f)
+				before := heapInUse()
+				talliedLinks(f, links, 24, visitorsPerHour, plain)
+				after := heapInUse()
+				b.ReportMetric(float64(after-before)/links, "heap-B/link")
+				b.ReportMetric(float64(len(snapshotBytes(b, f))-len(unclicked))/links, "snapshot-B/link")
+				runtime.KeepAlive(f)
+			}
+		})
 	}
 }
