@@ -320,6 +320,15 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodGet, "/api/v1/stats?workspace=default&group_by=browser", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/api/v1/stats", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/api/v1/stats?format=csv", nil, nil, http.StatusOK)
+	rows := "/api/v1/urls/" + a.ShortCode + "/visits"
+	c.call(t, n1, http.MethodGet, rows, nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, rows+"?limit=0", nil, nil, http.StatusBadRequest)
+	c.call(t, n1, http.MethodGet, "/api/v1/urls/nosuchcode/visits", nil, nil, http.StatusNotFound)
+	c.call(t, n1, http.MethodGet, "/api/v1/visits?workspace=default&exclude_bots=true", nil, nil, http.StatusOK)
+	waitRaised(t, n1, 9) // deleting visits came with LevelVisitRows
+	forgotten := create(n1, "/api/v1/urls", map[string]any{"url": "https://example.com/forgotten"}, nil, http.StatusCreated)
+	c.call(t, n1, http.MethodDelete, "/api/v1/urls/"+forgotten.ShortCode+"/visits", auth, nil, http.StatusOK)
+	c.call(t, n1, http.MethodDelete, "/api/v1/urls/nosuchcode/visits", auth, nil, http.StatusNotFound)
 
 	// The expired link: 410 from every read of one code.
 	if !eventually(5*time.Second, func() bool {

@@ -578,6 +578,8 @@ func DecodeCommand(data []byte) (Command, error) {
 		cmd = decodeAuditNote(&d)
 	case cmdCert:
 		cmd = decodeCertCommand(&d)
+	case cmdVisitsDelete:
+		cmd = VisitsDeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
 	default:
 		return nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}

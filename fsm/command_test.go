@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"maps"
 	"testing"
 )
 
@@ -11,7 +12,7 @@ func everyCommand() map[string]Command {
 	limited := key
 	limited.Domains = []string{"a.example"}
 	visitor := Visitor{Browser: 1, Country: [2]byte{'D', 'E'}}
-	return map[string]Command{
+	commands := map[string]Command{
 		"init":                InitCommand{Key: testKey, ClusterID: [16]byte{1}},
 		"create":              CreateBatch{Now: 1, Items: []CreateRequest{{URL: "https://example.com/", CodeLength: 7, KeyID: "k"}}},
 		"create with options": CreateBatch{Now: 1, Items: []CreateRequest{{URL: "https://example.com/", Domain: "a.example"}}},
@@ -38,7 +39,10 @@ func everyCommand() map[string]Command {
 		"certificate":        CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "pem", Key: "sealed", NotBefore: 1, NotAfter: 2}},
 		"challenge":          CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: "t.x", Expires: 5}},
 		"order":              CertCommand{Kind: SetOrder, Order: Order{Name: "s.example", URL: "https://ca.example/order/1", Started: 1}},
+		"visits delete":      VisitsDeleteCommand{Code: "abc", Now: 9, KeyID: key.ID},
 	}
+	maps.Copy(commands, visitRowsCommands())
+	return commands
 }
 
 // TestCommandLevels: each command's Level is the level of the entry it
@@ -69,7 +73,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdCert; typ++ {
+	for typ := cmdInit; typ <= cmdDomainExtended; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

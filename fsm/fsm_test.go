@@ -346,7 +346,8 @@ func FuzzReadSnapshot(f *testing.F) {
 	applyAll(f, withHooks, webhookWorkload()...)
 	imported := New()
 	applyAll(f, imported, InitCommand{Key: testKey}.Encode(), create(importNow, importedLink("imp", importedAt, 42)))
-	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited), snapshotBytes(f, withHooks), snapshotBytes(f, imported)} {
+	withTallies, _ := tallied(f)
+	for _, good := range [][]byte{snapshotBytes(f, src), snapshotBytes(f, clicked), snapshotBytes(f, keyed), snapshotBytes(f, withOptions), snapshotBytes(f, visited), snapshotBytes(f, withHooks), snapshotBytes(f, imported), snapshotBytes(f, withTallies)} {
 		f.Add(good[len(snapshotMagic) : len(good)-4])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

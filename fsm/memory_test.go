@@ -137,3 +137,83 @@ func BenchmarkMemoryPerClickedLink(b *testing.B) {
 		runtime.KeepAlive(f)
 	}
 }
+
+// talliedLinks applies, to links c0000000… (loadLinks' imported ones),
+// hours hours of clicks of visitorsPerHour distinct visitors each, in a
+// cluster raised to LevelVisitRows unless plain.
+func talliedLinks(f *FSM, links, hours, visitorsPerHour int, plain bool) {
+	index, seq := uint64(1_000_000), uint64(0)
+	apply := func(cmd []byte) {
+		f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
+		index++
+	}
+	if !plain {
+		apply(RaiseCommand{To: LevelVisitRows}.Encode())
+	}
+	for h := range hours {
+		for start := 0; start < links; start += 100 {
+			var counts []ClickCount
+			for i := start; i < start+100 && i < links; i++ {
+				for v := range visitorsPerHour {
+					counts = append(counts, ClickCount{Code: fmt.Sprintf("c%07d", i), Count: 1, Visitor: variedVisitor(v + h)})
+				}
+			}
+			seq++
+			apply(ClickBatch{Node: "n1", Seq: seq, Now: (480_000 + int64(h)) * hourMillis, Counts: counts, Visitors: true}.Encode())
+		}
+	}
+}
+
+// TestTalliesAreBounded: a flood of distinct visitors keeps at most
+// MaxTuplesPerHour tuples (and the two bot kinds) an hour, and what a day
+// of such hours adds to a link's heap is their packed size and little
+// more.
+func TestTalliesAreBounded(t *testing.T) {
+	const links, hours = 200, 24
+	heapOf := func(plain bool) (*FSM, float64) {
+		f := New()
+		loadLinks(t, f, links, imported)
+		before := heapInUse()
+		talliedLinks(f, links, hours, 500, plain)
+		return f, float64(heapInUse()-before) / links
+	}
+	_, plain := heapOf(true)
+	f, tallied := heapOf(false)
+	for p := range uint32(links) {
+		for _, d := range f.s.visits.at(p).days {
+			for _, h := range d.tallies {
+				if h.people() > MaxTuplesPerHour || len(h.tuples) > maxTuples || h.overflow == 0 {
+					t.Fatalf("link %d hour %d keeps %d tuples, %d past the bound", p, h.hour, len(h.tuples), h.overflow)
+				}
+			}
+		}
+	}
+	packed := float64(hours * maxTuples * 8)
+	t.Logf("a day of flooded hours: %.0f bytes a link with tallies, %.0f without", tallied, plain)
+	if added := tallied - plain; added > 1.25*packed {
+		t.Errorf("a day of flooded hours adds %.0f bytes a link, want at most 1.25 × %.0f", added, packed)
+	}
+}
+
+// BenchmarkMemoryPerTalliedLink reports what a day of visitors adds to a
+// link's heap and to its snapshot, without tallies and with them, with
+// every link clicked by visitorsPerHour distinct visitors in each of 24
+// hours.
+func BenchmarkMemoryPerTalliedLink(b *testing.B) {
+	const links, visitorsPerHour = 10_000, 20
+	for _, plain := range []bool{true, false} {
+		b.Run(map[bool]string{true: "day-counts", false: "with-tallies"}[plain], func(b *testing.B) {
+			for range b.N {
+				f := New()
+				loadLinks(b, f, links, imported)
+				unclicked := snapshotBytes(b, f)
+				before := heapInUse()
+				talliedLinks(f, links, 24, visitorsPerHour, plain)
+				after := heapInUse()
+				b.ReportMetric(float64(after-before)/links, "heap-B/link")
+				b.ReportMetric(float64(len(snapshotBytes(b, f))-len(unclicked))/links, "snapshot-B/link")
+				runtime.KeepAlive(f)
+			}
+		})
+	}
+}

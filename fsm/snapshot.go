@@ -255,6 +255,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	if version >= snapshotV9 {
 		snap.encodeCerts(&e)
 	}
+	if version >= snapshotVersion {
+		snap.encodeTallies(&e, flush)
+	}
 	flush(true)
 	if werr != nil {
 		return fmt.Errorf("write snapshot: %w", werr)
@@ -483,6 +486,11 @@ func decodeSections(d *decoder) (*state, error) {
 	}
 	if version >= snapshotV9 {
 		if err := st.decodeCerts(d); err != nil {
+			return nil, err
+		}
+	}
+	if version >= snapshotVersion {
+		if err := st.decodeTallies(d); err != nil {
 			return nil, err
 		}
 	}

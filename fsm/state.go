@@ -255,6 +255,8 @@ func (s *state) apply(data []byte) any {
 			return err
 		}
 		return res
+	case VisitsDeleteCommand:
+		return s.deleteVisits(c)
 	}
 	if result, ok := s.applyWebhook(cmd); ok {
 		return result

@@ -252,6 +252,7 @@ type dayVisits struct {
 	countries []keyCount       // by key; "" never (UnknownCountry is a key)
 	referrers []keyCount       // by key; "" is a click without a referrer
 	others    uint32           // clicks from referrer hosts past the bound
+	tallies   []hourTally      // by hour, once raised to LevelVisitRows (tallies.go)
 }
 
 // linkVisits is one link's visitors: its bots in all, and its days.
@@ -346,6 +347,7 @@ func (lv *linkVisits) mutableDay(day, oldest uint32, gen uint64, sharing bool) *
 			cp := *d
 			cp.gen = gen
 			cp.countries, cp.referrers = slices.Clone(d.countries), slices.Clone(d.referrers)
+			cp.tallies = sharedTallies(d.tallies)
 			lv.days[i] = &cp
 		}
 		return lv.days[i]
@@ -412,7 +414,11 @@ func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing b
 		lv.bots[v.Bot] += n
 	}
 	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
+		refs := len(d.referrers)
 		d.add(v, n)
+		if s.raised >= LevelVisitRows {
+			d.tally(uint8(hour%24), v, n, refs, sharing)
+		}
 	}
 }
 

@@ -96,6 +96,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/stats/" + code, "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/api/v1/urls/" + code + "/stats?group_by=country", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/api/v1/stats?workspace=team&group_by=browser", "", false, with(403, 200, 403, 200, 200, 200)},
+		{"GET", "/api/v1/urls/" + code + "/visits", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/api/v1/visits?workspace=team", "", false, with(403, 200, 403, 200, 200, 200)},
+		{"DELETE", "/api/v1/urls/" + code + "/visits", "", true, with(403, 404, 200, 200, 200, 200)},
 		// Public stats: anyone without a credential; one with is judged by it.
 		{"GET", "/api/v1/urls/" + public + "/stats", "", false, []int{200, 401, 401, 401, 401, 403, 404, 403, 200, 200, 200}},
 		// Before valid_since they are nobody's without stats:read.

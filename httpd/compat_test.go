@@ -115,7 +115,9 @@ func TestShlinkAPI(t *testing.T) {
 		{"tags stats", "GET", "/rest/v3/tags/stats", "", 200, map[string]any{}},
 		{"domains", "GET", "/rest/v3/domains", "", 200, map[string]any{}},
 		{"mercure", "GET", "/rest/v3/mercure-info", "", 501, map[string]any{"type": "https://shlink.io/api/error/mercure-not-configured"}},
-		{"visits not yet", "GET", "/rest/v3/short-urls/shl-1/visits", "", 501, map[string]any{"status": 501.0}},
+		{"visits", "GET", "/rest/v3/short-urls/shl-1/visits", "", 200, map[string]any{"visits.pagination.totalItems": 0.0, "visits.pagination.currentPage": 1.0}},
+		{"visits, bad excludeBots", "GET", "/rest/v3/short-urls/shl-1/visits?excludeBots=maybe", "", 400, map[string]any{"type": "https://shlink.io/api/error/invalid-data"}},
+		{"visits, bad page", "GET", "/rest/v3/short-urls/shl-1/visits?page=0", "", 400, map[string]any{"type": "https://shlink.io/api/error/invalid-data"}},
 		{"delete", "DELETE", "/rest/v3/short-urls/shl-1", "", 204, nil},
 		{"deleted", "GET", "/rest/v3/short-urls/shl-1", "", 404, map[string]any{"type": "https://shlink.io/api/error/short-url-not-found"}},
 	}
@@ -204,14 +206,14 @@ func compatMatrixRows(code string) []struct {
 			row{"PATCH", p + "/domains/redirects", `{"domain":"sho.rt"}`, true, with(r401, 403, 403, 403, 403, 200, 200)},
 			// What linkraft does not have answers the same to everyone.
 			row{"GET", p + "/mercure-info", "", false, all(501)},
-			row{"GET", p + "/tags/a/visits", "", false, all(501)},
-			row{"GET", p + "/visits", "", false, all(501)},
-			row{"GET", p + "/visits/orphan", "", false, all(501)},
-			row{"DELETE", p + "/visits/orphan", "", true, all(501)},
-			row{"GET", p + "/visits/non-orphan", "", false, all(501)},
-			row{"GET", p + "/short-urls/" + code + "/visits", "", false, all(501)},
-			row{"DELETE", p + "/short-urls/" + code + "/visits", "", true, all(501)},
-			row{"GET", p + "/domains/sho.rt/visits", "", false, all(501)},
+			row{"GET", p + "/visits", "", false, with(r401, 403, 200, 403, 200, 200, 200)},
+			row{"GET", p + "/tags/no-such-tag/visits", "", false, with(r401, 404, 404, 404, 404, 404, 404)},
+			row{"GET", p + "/visits/orphan", "", false, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"DELETE", p + "/visits/orphan", "", true, with(r401, 200, 200, 200, 200, 200, 200)},
+			row{"GET", p + "/visits/non-orphan", "", false, with(r401, 403, 200, 403, 200, 200, 200)},
+			row{"GET", p + "/short-urls/" + code + "/visits", "", false, with(r401, 403, 404, 403, 200, 200, 200)},
+			row{"DELETE", p + "/short-urls/" + code + "/visits", "", true, with(r401, 403, 404, 200, 200, 200, 200)},
+			row{"GET", p + "/domains/sho.rt/visits", "", false, with(r401, 403, 200, 403, 200, 200, 200)},
 		)
 	}
 	for _, p := range []string{"/api/v2", "/api"} {

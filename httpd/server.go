@@ -215,6 +215,10 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
 	handle("GET", "/stats/{code}", "stats", s.statsRoute(s.statsHandler("click_count")))
 	handle("GET", "/api/v1/stats", "workspace_stats", s.require(fsm.ScopeStatsRead, s.handleWorkspaceStats))
+	handle("GET", "/api/v1/urls/{code}/visits", "visit_rows", s.require(fsm.ScopeStatsRead, s.handleLinkVisitRows))
+	handle("GET", "/api/v1/visits", "visit_rows", s.require(fsm.ScopeStatsRead, s.handleWorkspaceVisitRows))
+	// Forgetting visits is written with an entry older builds do not apply.
+	handle("DELETE", "/api/v1/urls/{code}/visits", "delete_visits", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleDeleteVisits, forwardWrite.needs(fsm.LevelVisitRows))))
 	// The node-to-node protocol is served on the cluster's port only (see
 	// cluster/DESIGN.md): here /internal/v1/* is a path like any other, 404.
 

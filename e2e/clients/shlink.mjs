@@ -67,8 +67,10 @@ assert.equal(badKey.type, 'https://shlink.io/api/error/invalid-api-key');
 assert.equal(badKey.status, 401);
 const mercure = await rejects(() => r.mercureInfo());
 assert.equal(mercure.type, 'https://shlink.io/api/error/mercure-not-configured');
-const visits = await rejects(() => r.getShortUrlVisits({ shortCode: SLUG }));
-assert.equal(visits.status, 501);
+const visits = await r.getShortUrlVisits({ shortCode: SLUG });
+assert.deepEqual(visits.data, []); // never visited (clients/shlink_visits.mjs reads rows)
+const noTag = await rejects(() => r.getTagVisits('no-such-tag'));
+assert.equal(noTag.type, 'https://shlink.io/api/error/tag-not-found');
 
 // A second link stays for the test to check through linkraft's own API.
 const kept = await w.createShortUrl({ longUrl: 'https://example.com/shlink-kept', customSlug: SLUG + '-kept' });

@@ -53,20 +53,7 @@ func registerShlink(route Route, n Native, c cors) {
 		r("PATCH", "/domains/redirects", sh.setDomainRedirects)
 		r("GET", "/short-urls/{shortCode}/redirect-rules", sh.redirectRules)
 		r("POST", "/short-urls/{shortCode}/redirect-rules", sh.setRedirectRules)
-		// What linkraft does not have yet answers a problem, never a
-		// silent success (docs/COMPATIBILITY.md lists them).
-		for _, u := range []struct{ method, path, what string }{
-			{"GET", "/tags/{tag}/visits", "visit rows"},
-			{"GET", "/visits", "the visits overview"},
-			{"GET", "/visits/orphan", "orphan visits"},
-			{"DELETE", "/visits/orphan", "deleting visits"},
-			{"GET", "/visits/non-orphan", "visit rows"},
-			{"GET", "/short-urls/{shortCode}/visits", "visit rows"},
-			{"DELETE", "/short-urls/{shortCode}/visits", "deleting visits"},
-			{"GET", "/domains/{domain}/visits", "visit rows"},
-		} {
-			r(u.method, u.path, unsupportedShlink(u.what))
-		}
+		registerShlinkVisits(r, sh)
 	}
 }
 
@@ -78,13 +65,6 @@ func problemShlink(ctx *fasthttp.RequestCtx, status int, typ, title, detail stri
 		doc[k] = v
 	}
 	writeBody(ctx, status, "application/problem+json", marshal(doc))
-}
-
-func unsupportedShlink(what string) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		problemShlink(ctx, fasthttp.StatusNotImplemented, "about:blank", "Not implemented",
-			"linkraft does not support "+what+" yet", nil)
-	}
 }
 
 // invalidShlink is Shlink's answer to a request it cannot take.

@@ -1,0 +1,394 @@
+package compat
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Shlink's visit routes, answered from linkraft's visit rows (GET
+// /api/v1/urls/{code}/visits and GET /api/v1/visits), which keep no
+// address: a row carries a User-Agent made up to name its browser, OS
+// and device as linkraft counted them, the referrer's host, and its
+// country alone as location. linkraft records no orphan visits (to no
+// link): their lists are empty and their counts zero.
+
+// maxNativeRows is the largest page of linkraft's rows; a larger Shlink
+// page (or all of them, its default) is read in several.
+const maxNativeRows = 5000
+
+func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler), sh shlink) {
+	r("GET", "/visits", sh.visitsOverview)
+	r("GET", "/visits/non-orphan", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+		return "/api/v1/visits", sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain"))), true
+	}))
+	r("GET", "/visits/orphan", sh.orphanVisits)
+	r("DELETE", "/visits/orphan", func(ctx *fasthttp.RequestCtx) {
+		if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() { // the key is checked all the same
+			failShlink(ctx, a, "", "")
+			return
+		}
+		writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]int{"deletedVisits": 0}))
+	})
+	r("GET", "/short-urls/{shortCode}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+		code, domain := sh.codeAndDomain(ctx)
+		filters := url.Values{}
+		if domain != "" {
+			filters.Set("domain", domain)
+		}
+		return "/api/v1/urls/" + url.PathEscape(code) + "/visits", filters, true
+	}))
+	r("GET", "/tags/{tag}/visits", sh.rowsOf(sh.tagRows))
+	r("GET", "/domains/{domain}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+		domain, _ := ctx.UserValue("domain").(string)
+		return "/api/v1/visits", sh.domainFilter(ctx, domain), true
+	}))
+	r("DELETE", "/short-urls/{shortCode}/visits", sh.deleteVisits)
+}
+
+// nativeRow is one of linkraft's visit rows.
+type nativeRow struct {
+	At       string  `json:"at"`
+	ShortURL string  `json:"short_url"`
+	Browser  string  `json:"browser"`
+	OS       string  `json:"os"`
+	Device   string  `json:"device"`
+	Country  *string `json:"country"` // null for a bot, as Referrer
+	Referrer *string `json:"referrer"`
+	Bot      string  `json:"bot"`
+}
+
+// nativeRows is a page of linkraft's rows.
+type nativeRows struct {
+	Total   uint64      `json:"total"`
+	NonBots uint64      `json:"non_bots"`
+	Bots    uint64      `json:"bots"`
+	Visits  []nativeRow `json:"visits"`
+}
+
+// shlinkVisit is Shlink's Visit.
+type shlinkVisit struct {
+	Referer       string               `json:"referer"`
+	Date          string               `json:"date"`
+	UserAgent     string               `json:"userAgent"`
+	VisitLocation *shlinkVisitLocation `json:"visitLocation"`
+	PotentialBot  bool                 `json:"potentialBot"`
+	VisitedURL    string               `json:"visitedUrl"`
+}
+
+type shlinkVisitLocation struct {
+	CountryCode string  `json:"countryCode"`
+	CountryName string  `json:"countryName"`
+	RegionName  string  `json:"regionName"`
+	CityName    string  `json:"cityName"`
+	Latitude    float64 `json:"latitude"`
+	Longitude   float64 `json:"longitude"`
+	Timezone    string  `json:"timezone"`
+	IsEmpty     bool    `json:"isEmpty"`
+}
+
+// shlinkRowsQuery is a Shlink visits request as linkraft's rows take it.
+type shlinkRowsQuery struct {
+	native  url.Values // from, to, exclude_bots
+	page    int
+	perPage int // -1: all
+}
+
+func parseShlinkRows(args *fasthttp.Args) (shlinkRowsQuery, error) {
+	q := shlinkRowsQuery{native: url.Values{}, page: 1, perPage: -1}
+	for _, d := range []struct{ shlink, native string }{{"startDate", "from"}, {"endDate", "to"}} {
+		raw := string(args.Peek(d.shlink))
+		if raw == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, raw)
+		if err != nil {
+			return q, fmt.Errorf("%s %q is not an ISO 8601 date such as 2026-11-22T10:00:00+00:00", d.shlink, raw)
+		}
+		if d.native == "to" { // Shlink's endDate is inclusive
+			t = t.Add(time.Millisecond)
+		}
+		q.native.Set(d.native, t.UTC().Format(time.RFC3339Nano))
+	}
+	switch v := string(args.Peek("excludeBots")); v {
+	case "true", "1":
+		q.native.Set("exclude_bots", "true")
+	case "", "false", "0":
+	default:
+		return q, fmt.Errorf("excludeBots %q: use true or false", v)
+	}
+	for _, n := range []struct {
+		name, what string
+		dst        *int
+		all        bool // -1 asks for every item
+	}{{"page", "a whole number from 1", &q.page, false}, {"itemsPerPage", "a whole number from 1, or -1 for all", &q.perPage, true}} {
+		raw := string(args.Peek(n.name))
+		if raw == "" {
+			continue
+		}
+		v, err := strconv.Atoi(raw)
+		if err != nil || v < 1 && !(n.all && v == -1) {
+			return q, fmt.Errorf("%s %q: %s", n.name, raw, n.what)
+		}
+		*n.dst = v
+	}
+	return q, nil
+}
+
+// domainFilter is the native filter of the links in a Shlink domain:
+// none for "", the default domain's (domain= alone) for DEFAULT or its
+// host.
+func (sh shlink) domainFilter(ctx *fasthttp.RequestCtx, domain string) url.Values {
+	switch {
+	case domain == "":
+		return nil
+	case domain == "DEFAULT" || strings.EqualFold(domain, sh.n.DefaultDomain(ctx)):
+		domain = ""
+	}
+	return url.Values{"domain": {domain}}
+}
+
+// rowsOf answers a Shlink visits list from the native rows at the path
+// where returns, with its filters (false: where answered already).
+func (sh shlink) rowsOf(where func(ctx *fasthttp.RequestCtx) (string, url.Values, bool)) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		q, err := parseShlinkRows(ctx.QueryArgs())
+		if err != nil {
+			invalidShlink(ctx, err.Error())
+			return
+		}
+		path, filters, ok := where(ctx)
+		if !ok {
+			return
+		}
+		for k, v := range filters {
+			q.native[k] = v
+		}
+		sh.writeRows(ctx, path, q)
+	}
+}
+
+// writeRows reads the page q asks for, in native pages of at most
+// maxNativeRows, and answers it as Shlink's visits list.
+func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQuery) {
+	code, domain := sh.codeAndDomain(ctx)
+	offset, want := 0, q.perPage
+	if q.perPage > 0 {
+		offset = (q.page - 1) * q.perPage
+	}
+	data := []shlinkVisit{}
+	var total int
+	for pages := 0; pages < maxScanPages; pages++ {
+		limit := maxNativeRows
+		if want > 0 {
+			limit = min(limit, want-len(data))
+		}
+		query := url.Values{}
+		for k, v := range q.native {
+			query[k] = v
+		}
+		query.Set("offset", strconv.Itoa(offset+len(data)))
+		query.Set("limit", strconv.Itoa(limit))
+		a := sh.n.Call(ctx, "GET", path+"?"+query.Encode(), nil)
+		if !a.OK() {
+			failShlink(ctx, a, code, domain)
+			return
+		}
+		var page nativeRows
+		if err := a.Decode(&page); err != nil {
+			problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+			return
+		}
+		total = int(page.Total)
+		for _, v := range page.Visits {
+			data = append(data, visitOf(&v))
+		}
+		if len(page.Visits) < limit || len(data) == want {
+			break
+		}
+	}
+	if listed := max(total-offset, 0); len(data) < listed && (want < 0 || len(data) < want) {
+		invalidShlink(ctx, fmt.Sprintf("%d visits match, more than %d a request lists: ask for pages (itemsPerPage) or a shorter range (startDate, endDate)",
+			total, maxScanPages*maxNativeRows))
+		return
+	}
+	perPage := q.perPage
+	if perPage < 0 {
+		perPage = max(total, 1)
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
+		"data": data,
+		"pagination": map[string]int{
+			"currentPage": q.page, "pagesCount": (total + perPage - 1) / perPage, "itemsPerPage": perPage,
+			"itemsInCurrentPage": len(data), "totalItems": total,
+		},
+	}}))
+}
+
+// visitOf is one native row as Shlink's Visit.
+func visitOf(r *nativeRow) shlinkVisit {
+	v := shlinkVisit{Date: shlinkDate(r.At), PotentialBot: r.Bot != "none", UserAgent: botAgents[r.Bot], VisitedURL: r.ShortURL}
+	if v.PotentialBot || r.Referrer == nil || r.Country == nil {
+		return v
+	}
+	v.UserAgent = UserAgentOf(r.Browser, r.OS, r.Device)
+	switch ref := *r.Referrer; ref {
+	case "direct":
+	case "other":
+		v.Referer = ref
+	default:
+		v.Referer = "https://" + ref + "/"
+	}
+	if c := *r.Country; c != "XX" {
+		v.VisitLocation = &shlinkVisitLocation{CountryCode: c, CountryName: c}
+	}
+	return v
+}
+
+// shlinkDate is one of linkraft's timestamps in Shlink's format.
+func shlinkDate(at string) string {
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return at
+	}
+	return t.UTC().Format(shlinkTime)
+}
+
+// The User-Agent a row carries: one that linkraft's own classifier, and
+// the user-agent parsers Shlink's clients use, read back as the row's
+// browser and system.
+var (
+	botAgents = map[string]string{
+		"crawler": "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+		"preview": "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+	}
+	platforms = map[string]map[string]string{
+		"windows":  {"": "Windows NT 10.0; Win64; x64"},
+		"macos":    {"": "Macintosh; Intel Mac OS X 10_15_7"},
+		"linux":    {"": "X11; Linux x86_64"},
+		"ios":      {"": "iPhone; CPU iPhone OS 17_0 like Mac OS X", "tablet": "iPad; CPU OS 17_0 like Mac OS X"},
+		"android":  {"": "Linux; Android 14; K", "tablet": "Linux; Android 14; Tablet"},
+		"chromeos": {"": "X11; CrOS x86_64 15633.69.0"},
+		"other":    {"": "compatible"},
+	}
+	browserTokens = map[string]string{
+		"chrome":  "AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 %sSafari/537.36",
+		"safari":  "AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 %sSafari/605.1.15",
+		"firefox": "Gecko/20100101 Firefox/121.0",
+		"edge":    "AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 %sSafari/537.36 Edg/120.0.0.0",
+		"opera":   "AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 %sSafari/537.36 OPR/105.0.0.0",
+		"other":   "Lynx/2.9.0",
+	}
+)
+
+// UserAgentOf is the User-Agent a visit row carries for linkraft's
+// browser, OS and device names.
+func UserAgentOf(browser, os, device string) string {
+	platform := platforms[os][""]
+	if p, ok := platforms[os][device]; ok {
+		platform = p
+	}
+	if platform == "" {
+		platform = platforms["other"][""]
+	}
+	if browser == "firefox" {
+		platform += "; rv:121.0"
+	}
+	token, ok := browserTokens[browser]
+	if !ok {
+		token = browserTokens["other"]
+	}
+	mobile := ""
+	if device == "mobile" {
+		mobile = "Mobile "
+	}
+	if strings.Contains(token, "%s") {
+		token = fmt.Sprintf(token, mobile)
+	}
+	return "Mozilla/5.0 (" + platform + ") " + token
+}
+
+// tagRows is the native rows of ?tag=, once the tag is known: Shlink
+// answers a missing tag with its tag-not-found problem.
+func (sh shlink) tagRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+	tag, _ := ctx.UserValue("tag").(string)
+	tags, ok := sh.nativeTags(ctx)
+	if !ok {
+		return "", nil, false
+	}
+	for _, t := range tags {
+		if strings.EqualFold(t.Tag, tag) {
+			filters := sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain")))
+			if filters == nil {
+				filters = url.Values{}
+			}
+			filters.Set("tag", tag)
+			return "/api/v1/visits", filters, true
+		}
+	}
+	problemShlink(ctx, fasthttp.StatusNotFound, shlinkError+"tag-not-found", "Tag not found",
+		fmt.Sprintf("Tag with name %q could not be found", tag), map[string]any{"tag": tag})
+	return "", nil, false
+}
+
+// visitsOverview answers Shlink's overview: the rows of every link the
+// key sees, counted; orphan visits are none.
+func (sh shlink) visitsOverview(ctx *fasthttp.RequestCtx) {
+	a := sh.n.Call(ctx, "GET", "/api/v1/visits?limit=1", nil)
+	if !a.OK() {
+		failShlink(ctx, a, "", "")
+		return
+	}
+	var page nativeRows
+	if err := a.Decode(&page); err != nil {
+		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+		return
+	}
+	total := page.NonBots + page.Bots
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
+		"nonOrphanVisits": shlinkVisits{Total: total, NonBots: page.NonBots, Bots: page.Bots},
+		"orphanVisits":    shlinkVisits{},
+		"visitsCount":     total, "orphanVisitsCount": 0,
+	}}))
+}
+
+// orphanVisits answers an empty list: linkraft records no visit that
+// found no link. The key is still checked, as every route's.
+func (sh shlink) orphanVisits(ctx *fasthttp.RequestCtx) {
+	if _, err := parseShlinkRows(ctx.QueryArgs()); err != nil {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() {
+		failShlink(ctx, a, "", "")
+		return
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
+		"data": []shlinkVisit{},
+		"pagination": map[string]int{
+			"currentPage": 1, "pagesCount": 0, "itemsPerPage": 0, "itemsInCurrentPage": 0, "totalItems": 0,
+		},
+	}}))
+}
+
+// deleteVisits forgets a link's visits: Shlink's {deletedVisits}.
+func (sh shlink) deleteVisits(ctx *fasthttp.RequestCtx) {
+	code, domain := sh.codeAndDomain(ctx)
+	a := sh.n.Call(ctx, "DELETE", linkPath(code, domain, "/visits"), nil)
+	if !a.OK() {
+		failShlink(ctx, a, code, domain)
+		return
+	}
+	var body struct {
+		Deleted uint64 `json:"deleted_visits"`
+	}
+	if err := a.Decode(&body); err != nil {
+		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+		return
+	}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]uint64{"deletedVisits": body.Deleted}))
+}

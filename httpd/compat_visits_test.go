@@ -1,0 +1,147 @@
+package httpd
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/httpd/agent"
+	"github.com/linkraft/linkraft/httpd/compat"
+)
+
+// TestShlinkVisitRows: the rows Shlink's visits routes list, grouped by
+// browser, OS, referrer and country as the Shlink web client groups them,
+// give linkraft's own breakdowns; paging and excludeBots are Shlink's;
+// deleting visits forgets them.
+func TestShlinkVisitRows(t *testing.T) {
+	s := newTestServer(t, withCountries(t))
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, fsm.AllWorkspaces)
+	code := mustCreate(t, s, `{"url":"https://example.com/rows","custom_code":"rows","tags":["launch"]}`)
+	clicks := []struct {
+		ua, ref, remote string
+		times           int
+	}{
+		{chromeWindows, "https://news.example.com/a", "8.8.8.8", 3},
+		{safariIPhone, "", "81.2.69.142", 2},
+		{firefoxLinux, "https://blog.example/", "193.0.6.139", 1},
+		{slackbotUA, "", "8.8.8.8", 2},
+	}
+	for _, c := range clicks {
+		for range c.times {
+			headers := []string{"User-Agent", c.ua}
+			if c.ref != "" {
+				headers = append(headers, "Referer", c.ref)
+			}
+			if got := status(doFrom(s, net.ParseIP(c.remote), "GET", "/"+code, "", "", headers...)); got != 302 {
+				t.Fatalf("redirect: %d", got)
+			}
+		}
+	}
+	if err := realNode(s).Clicks().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	shlink := func(method, uri string) map[string]any {
+		t.Helper()
+		ctx := do(s, method, uri, "", "", "X-Api-Key", key)
+		if ctx.Response.StatusCode() != 200 {
+			t.Fatalf("%s %s: %d %s", method, uri, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		return body(t, ctx)
+	}
+	visits := shlink("GET", "/rest/v3/short-urls/"+code+"/visits?excludeBots=true")
+	data := field(visits, "visits.data").([]any)
+	if n := field(visits, "visits.pagination.totalItems"); n != 6.0 || len(data) != 6 {
+		t.Fatalf("%v rows, %d listed; want 6", n, len(data))
+	}
+	got := map[string]map[string]float64{"browser": {}, "os": {}, "referrer": {}, "country": {}}
+	for _, r := range data {
+		r := r.(map[string]any)
+		if _, ok := r["ip"]; ok || r["potentialBot"] != false || r["visitedUrl"] != "http://sho.rt/"+code {
+			t.Fatalf("row %v", r)
+		}
+		if _, err := time.Parse(time.RFC3339, r["date"].(string)); err != nil {
+			t.Fatalf("row date: %v", err)
+		}
+		c := classesOf([]byte(r["userAgent"].(string)))
+		got["browser"][c.Browser.String()]++
+		got["os"][c.OS.String()]++
+		ref := r["referer"].(string)
+		if ref == "" {
+			ref = "direct"
+		}
+		got["referrer"][strings.Trim(strings.TrimPrefix(ref, "https://"), "/")]++
+		country := "XX"
+		if loc, ok := r["visitLocation"].(map[string]any); ok {
+			country = loc["countryCode"].(string)
+		}
+		got["country"][country]++
+	}
+	for dim, groups := range got {
+		v := body(t, do(s, "GET", "/api/v1/urls/"+code+"/stats?group_by="+dim, "", "", "X-Api-Key", key))
+		want := map[string]float64{}
+		for _, g := range field(v, "visits.groups").([]any) {
+			g := g.(map[string]any)
+			want[g["value"].(string)] = g["clicks"].(float64)
+		}
+		if len(want) != len(groups) {
+			t.Errorf("%s: rows give %v, linkraft %v", dim, groups, want)
+		}
+		for k, n := range want {
+			if groups[k] != n {
+				t.Errorf("%s %s: rows give %v, linkraft %v", dim, k, groups[k], n)
+			}
+		}
+	}
+	page := shlink("GET", "/rest/v3/tags/launch/visits?page=2&itemsPerPage=3")
+	if p := field(page, "visits.pagination").(map[string]any); p["totalItems"] != 8.0 || p["pagesCount"] != 3.0 || p["itemsInCurrentPage"] != 3.0 {
+		t.Errorf("tag page 2 of 3: %v", p)
+	}
+	for uri, want := range map[string]float64{
+		"/rest/v3/visits/non-orphan?domain=DEFAULT":               8,
+		"/rest/v3/domains/sho.rt/visits":                          8,
+		"/rest/v3/domains/elsewhere.example/visits":               0,
+		"/rest/v3/tags/launch/visits?excludeBots=true":            6,
+		"/rest/v3/visits/non-orphan?endDate=2020-01-01T00:00:00Z": 0,
+	} {
+		if got := field(shlink("GET", uri), "visits.pagination.totalItems"); got != want {
+			t.Errorf("%s: %v rows, want %v", uri, got, want)
+		}
+	}
+	overview := shlink("GET", "/rest/v3/visits")
+	if field(overview, "visits.nonOrphanVisits.total") != 8.0 || field(overview, "visits.nonOrphanVisits.bots") != 2.0 || field(overview, "visits.orphanVisitsCount") != 0.0 {
+		t.Errorf("overview %v", overview)
+	}
+	if ctx := do(s, "GET", "/rest/v3/short-urls/"+code+"/visits?startDate=yesterday", "", "", "X-Api-Key", key); ctx.Response.StatusCode() != 400 {
+		t.Errorf("a bad startDate: %d", ctx.Response.StatusCode())
+	}
+	if ctx := do(s, "GET", "/rest/v3/short-urls/missing/visits", "", "", "X-Api-Key", key); ctx.Response.StatusCode() != 404 ||
+		!strings.Contains(string(ctx.Response.Body()), "short-url-not-found") {
+		t.Errorf("rows of a missing link: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	if d := shlink("DELETE", "/rest/v3/short-urls/"+code+"/visits"); d["deletedVisits"] != 8.0 {
+		t.Errorf("delete visits: %v", d)
+	}
+	if after := shlink("GET", "/rest/v3/short-urls/"+code+"/visits"); field(after, "visits.pagination.totalItems") != 0.0 {
+		t.Errorf("rows after deleting: %v", after)
+	}
+}
+
+// TestRowUserAgents: the User-Agent a row carries is read back by
+// linkraft's classifier as the row's browser and system.
+func TestRowUserAgents(t *testing.T) {
+	for b := fsm.BrowserOther; b <= fsm.Opera; b++ {
+		for o := fsm.OSOther; o <= fsm.ChromeOS; o++ {
+			if b == fsm.Safari && o == fsm.Android {
+				continue // the classifier reads Safari's token on Android as the stock browser: no UA says both
+			}
+			ua := compat.UserAgentOf(b.String(), o.String(), "desktop")
+			c := agent.Classify([]byte(ua))
+			if got := classesOf([]byte(ua)); got.Browser != b || got.OS != o || c.Bot != agent.NotBot {
+				t.Errorf("%s on %s: %q reads as %s on %s", b, o, ua, got.Browser, got.OS)
+			}
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package httpd
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Visit rows list clicks one by one, newest first, as the other
+// shorteners' APIs do (fsm/visitrows.go says how they are made from the
+// counts the state keeps). They are paged by offset: a page reaches only
+// the days it lists.
+
+const (
+	defaultRowsLimit = 100
+	maxRowsLimit     = 5000 // the page the Shlink web client asks for
+)
+
+// rowQuery reads from and to (RFC 3339; by default all that is kept),
+// exclude_bots, offset and limit.
+func rowQuery(args *fasthttp.Args) (fsm.RowQuery, error) {
+	q := fsm.RowQuery{From: 0, To: math.MaxInt64, Limit: defaultRowsLimit}
+	for _, t := range []struct {
+		name string
+		dst  *int64
+	}{{"from", &q.From}, {"to", &q.To}} {
+		ms, ok, err := queryTime(args, t.name)
+		if err != nil {
+			return q, err
+		}
+		if ok {
+			*t.dst = ms
+		}
+	}
+	if q.From >= q.To {
+		return q, fmt.Errorf("from must be before to")
+	}
+	switch v := string(args.Peek("exclude_bots")); v {
+	case "true", "1":
+		q.ExcludeBots = true
+	case "", "false", "0":
+	default:
+		return q, fmt.Errorf("exclude_bots %q: use true or false", v)
+	}
+	for _, n := range []struct {
+		name     string
+		dst      *uint64
+		min, max uint64
+	}{{"offset", &q.Offset, 0, math.MaxInt64}, {"limit", &q.Limit, 1, maxRowsLimit}} {
+		raw := args.Peek(n.name)
+		if len(raw) == 0 {
+			continue
+		}
+		v, err := strconv.ParseUint(string(raw), 10, 64)
+		if err != nil || v < n.min || v > n.max {
+			return q, fmt.Errorf("%s must be a whole number from %d to %d", n.name, n.min, n.max)
+		}
+		*n.dst = v
+	}
+	return q, nil
+}
+
+type rowJSON struct {
+	At       string  `json:"at"`
+	Code     string  `json:"short_code"`
+	Domain   string  `json:"domain"`
+	ShortURL string  `json:"short_url"`
+	Browser  string  `json:"browser"`
+	OS       string  `json:"os"`
+	Device   string  `json:"device"`
+	Country  *string `json:"country"`
+	Referrer *string `json:"referrer"`
+	Bot      string  `json:"bot"`
+}
+
+// writeRows answers a page of rows: the rows, and the counts of every row
+// in range.
+func (s *Server) writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
+	rows := make([]rowJSON, len(v.Rows))
+	for i, r := range v.Rows {
+		l := fsm.Link{}
+		l.Domain, l.Code = fsm.SplitCode(r.Code)
+		rows[i] = rowJSON{At: timestamp(r.At), Code: l.Code, Domain: l.Domain, ShortURL: s.shortURL(ctx, &l), Browser: r.Browser.String(),
+			OS: r.OS.String(), Device: r.Device.String(), Bot: r.Bot.String()}
+		if r.Bot == fsm.NotBot { // a bot's row keeps its kind alone
+			country, referrer := r.Country, r.Referrer
+			if referrer == "" {
+				referrer = fsm.Direct
+			}
+			rows[i].Country, rows[i].Referrer = &country, &referrer
+		}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
+		"total": v.Matched(q.ExcludeBots), "non_bots": v.NonBots, "bots": v.Bots,
+		"offset": q.Offset, "limit": q.Limit, "visits": rows,
+	})
+}
+
+// handleLinkVisitRows answers GET /api/v1/urls/{code}/visits: the link's
+// rows, to a key that may read its stats.
+func (s *Server) handleLinkVisitRows(ctx *fasthttp.RequestCtx) {
+	q, err := rowQuery(ctx.QueryArgs())
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	l, ok := s.lookupLink(ctx, fsm.ScopeStatsRead)
+	if !ok {
+		return
+	}
+	// A link this node has not applied yet has no rows here either.
+	v, _ := s.fsm.LinkVisitRows(l.Qualified(), q)
+	s.writeRows(ctx, v, q)
+}
+
+// handleWorkspaceVisitRows answers GET /api/v1/visits: the rows of every
+// link the key may read stats of, narrowed as GET /api/v1/stats narrows
+// (workspace, tag, domain).
+func (s *Server) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
+	q, err := rowQuery(ctx.QueryArgs())
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	args := ctx.QueryArgs()
+	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
+	filter.Domain = domainParam(ctx)
+	s.writeRows(ctx, s.fsm.WorkspaceVisitRows(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, q), q)
+}
+
+// handleDeleteVisits answers DELETE /api/v1/urls/{code}/visits: it
+// forgets the link's visits (clicks, hours, visitors, bots), with the
+// checks of a delete of the link, and answers how many it forgot.
+func (s *Server) handleDeleteVisits(ctx *fasthttp.RequestCtx) {
+	code := routeCode(ctx)
+	if l, ok := s.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
+		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
+		return
+	}
+	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), s.node.Writes,
+		fsm.VisitsDeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
+	if err != nil {
+		s.writeError(ctx, err,
+			errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"},
+			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the deletion was applied"})
+		return
+	}
+	markApplied(ctx, index)
+	writeJSON(ctx, fasthttp.StatusOK, map[string]uint64{"deleted_visits": forgot})
+}
