@@ -285,3 +285,111 @@ func TestShlinkRulesTagsDomains(t *testing.T) {
 		}
 	}
 }
+
+// TestShlinkVisitRows: people and bots with known browsers, systems,
+// referrers and countries visit a link through all three nodes; Shlink's
+// SDK then reads the link's visit rows through one node, and grouped by
+// day, browser, OS, referrer and country as the web client draws its
+// charts they equal linkraft's own breakdowns read on another. Deleting
+// the visits through the SDK on a third node leaves none on any node.
+func TestShlinkVisitRows(t *testing.T) {
+	skipIfShort(t)
+	node := nodeJS(t, "@shlinkio/shlink-js-sdk")
+	nodes := startCluster(t, 3, map[string]string{"trusted-proxy": "127.0.0.0/8"})
+	k := createKey(t, nodes[0], `{"name":"charts","scopes":["links:read","links:write","stats:read"],"workspaces":["team"]}`)
+	const code = "charted"
+	h := bearer(k.Key)
+	h.Set("Content-Type", "application/json")
+	if r := nodes[0].request(t, http.MethodPost, "/api/v1/urls", h,
+		[]byte(`{"url":"https://example.com/charted","custom_code":"`+code+`","workspace":"team"}`)); r.status != http.StatusCreated {
+		t.Fatalf("create: %v", r)
+	}
+	const (
+		chrome  = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+		safari  = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+		firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+		edge    = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"
+		slack   = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+	)
+	visitors := []struct {
+		ua, referer, forwardedFor string
+		times                     int
+	}{
+		{chrome, "https://news.example.com/story", "8.8.8.8", 3},   // US
+		{safari, "", "81.2.69.142", 2},                             // GB
+		{firefox, "https://mail.example.org/inbox", "8.8.8.8", 1},  // US
+		{edge, "https://news.example.com/other", "193.0.6.139", 2}, // NL
+		{chrome, "", "10.1.2.3", 1},                                // private: no country
+		{slack, "", "8.8.8.8", 1},                                  // a preview: a bot's row
+	}
+	people, bots := 0, 0
+	for _, n := range nodes {
+		for _, v := range visitors {
+			h := http.Header{"User-Agent": {v.ua}, "X-Forwarded-For": {v.forwardedFor}, "Authorization": nil}
+			if v.referer != "" {
+				h.Set("Referer", v.referer)
+			}
+			for range v.times {
+				if r := n.request(t, http.MethodGet, "/"+code, h, nil); r.status != http.StatusFound {
+					t.Fatalf("GET /%s on %s: %v", code, n.id, r)
+				}
+				if v.ua == slack {
+					bots++
+				} else {
+					people++
+				}
+			}
+		}
+	}
+	stats := "/api/v1/urls/" + code + "/stats"
+	if !eventually(clickWaitTimeout, func() bool {
+		v := nodes[2].visits(t, stats+"?group_by=country")
+		return v.Clicks == int64(people) && v.Visits.Crawlers+v.Visits.Previews == int64(bots)
+	}) {
+		t.Fatalf("the clicks never all arrived on %s: %+v", nodes[2].id, nodes[2].visits(t, stats))
+	}
+	// linkraft's own breakdowns, on the node the SDK does not read.
+	expected := map[string]map[string]uint64{}
+	for _, dim := range []string{"browser", "os", "referrer", "country"} {
+		expected[dim] = map[string]uint64{}
+		for _, g := range nodes[2].visits(t, stats+"?group_by="+dim).Visits.Groups {
+			expected[dim][g.Value] = uint64(g.Clicks)
+		}
+	}
+	var days struct {
+		Visits struct {
+			Days []struct {
+				Start  string `json:"start"`
+				Clicks uint64 `json:"clicks"`
+			} `json:"days"`
+		} `json:"visits"`
+	}
+	if r := nodes[2].get(t, stats+"?group_by=browser"); json.Unmarshal(r.body, &days) != nil || len(days.Visits.Days) == 0 {
+		t.Fatalf("days of %s: %v", code, r)
+	}
+	expected["day"] = map[string]uint64{}
+	for _, d := range days.Visits.Days {
+		if d.Clicks > 0 {
+			expected["day"][d.Start[:10]] += d.Clicks
+		}
+	}
+	want, err := json.Marshal(expected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runClient(t, node, "shlink_visits.mjs", map[string]string{
+		"READ_URL": "http://" + nodes[0].httpAddr, "WRITE_URL": "http://" + nodes[1].httpAddr,
+		"API_KEY": k.Key, "SLUG": code, "EXPECTED": string(want), "BOTS": strconv.Itoa(bots),
+	})
+	if res["rows"] != float64(people) || res["deleted"] != float64(people+bots) {
+		t.Fatalf("the SDK read %v rows and deleted %v visits; want %d and %d", res["rows"], res["deleted"], people, people+bots)
+	}
+	for _, n := range nodes {
+		if !eventually(5*time.Second, func() bool {
+			v := n.visits(t, stats+"?group_by=browser")
+			return v.Clicks == 0 && v.Visits.Clicks == 0 && v.Visits.Crawlers+v.Visits.Previews == 0
+		}) {
+			t.Errorf("visits left on %s after the delete: %+v", n.id, n.visits(t, stats))
+		}
+	}
+}
