@@ -84,7 +84,7 @@ func TestShlinkAPI(t *testing.T) {
 		status                  int
 		want                    map[string]any
 	}{
-		{"health", "GET", "/rest/v3/health", "", 200, map[string]any{"status": "pass", "version": "3.4.0"}},
+		{"health", "GET", "/rest/v3/health", "", 200, map[string]any{"status": "pass", "version": "4.3.0"}},
 		{"get", "GET", "/rest/v3/short-urls/shl-1", "", 200, map[string]any{"shortCode": "shl-1", "title": "T"}},
 		{"get on v2", "GET", "/rest/v2/short-urls/shl-1", "", 200, map[string]any{"shortCode": "shl-1"}},
 		{"get missing", "GET", "/rest/v3/short-urls/nope-1", "", 404,

@@ -80,7 +80,8 @@ func TestEditAndHistory(t *testing.T) {
 		{"eleven tags", `{"tags":["a","b","c","d","e","f","g","h","i","j","k"]}`},
 		{"bad tag", `{"tags":["has space"]}`},
 		{"short password", `{"password":"short"}`},
-		{"country rule", `{"rules":[{"when":{"country":"DE"},"url":"https://example.de/"}]}`},
+		{"country rule, not a code", `{"rules":[{"when":{"country":"Germany"},"url":"https://example.de/"}]}`},
+		{"country rule, not letters", `{"rules":[{"when":{"country":"D1"},"url":"https://example.de/"}]}`},
 		{"rule without a condition", `{"rules":[{"when":{},"url":"https://example.com/x"}]}`},
 	} {
 		if ctx := do(s, "PATCH", "/api/v1/urls/"+code, "application/json", tc.body); status(ctx) != 400 {

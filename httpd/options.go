@@ -210,7 +210,11 @@ func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
 	}
 	slices.SortFunc(rule.Query, func(a, b fsm.QueryParam) int { return strings.Compare(a.Name, b.Name) })
 	if w.Country != "" {
-		return rule, errors.New("country conditions need the IP to country table of the visits feature, which this build does not have yet")
+		cc := strings.ToUpper(w.Country)
+		if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
+			return rule, errors.New("a country condition is an ISO 3166-1 alpha-2 code, such as DE")
+		}
+		rule.Country = cc
 	}
 	for _, t := range []struct {
 		field string
@@ -230,7 +234,7 @@ func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
 	if err := ruleClient(w, &rule); err != nil {
 		return rule, err
 	}
-	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" && w.Browser == "" && w.IP == nil {
+	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" && w.Browser == "" && w.IP == nil && w.Country == "" {
 		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
 	}
 	return rule, nil

@@ -15,17 +15,18 @@ import (
 // visit is what a link's rules look at, read once per redirect. It holds
 // views into the request, so it is valid only while the handler runs.
 type visit struct {
-	device  deviceClass
-	langs   []byte         // the Accept-Language header, unparsed
-	args    *fasthttp.Args // the query, parsed
-	query   []byte         // the query as sent, for forward_query
-	country string         // ISO 3166 alpha-2; "" until a table of address ranges exists
-	now     int64          // unix ms
+	device deviceClass
+	langs  []byte         // the Accept-Language header, unparsed
+	args   *fasthttp.Args // the query, parsed
+	query  []byte         // the query as sent, for forward_query
+	now    int64          // unix ms
 
-	// What only rules on browser or address need, read on the first
-	// such rule: the User-Agent's browser and the client's address.
+	// What only rules on browser, address or country need, read on the
+	// first such rule: the User-Agent's browser, the client's address and
+	// its country (ISO 3166 alpha-2, "" when not known).
 	browser  fsm.Browser
 	client   netip.Addr
+	country  string
 	resolved bool
 	ctx      *fasthttp.RequestCtx
 	srv      *Server // nil: the address is the connection's
@@ -67,6 +68,9 @@ func (v *visit) resolve() {
 		v.client, _ = netip.AddrFromSlice(v.ctx.RemoteIP())
 	}
 	v.client = v.client.Unmap()
+	if v.srv != nil && v.srv.cfg.Countries != nil && v.client.IsValid() {
+		v.country = v.srv.cfg.Countries.Country(v.client)
+	}
 }
 
 // pickTarget is where a visit to a link with options goes: the URL of the
@@ -97,25 +101,25 @@ func ruleHolds(r *fsm.Rule, v *visit) bool {
 		return false
 	case !v.device.is(r.Device):
 		return false
-	// Without a country for the visit, a rule that asks for one cannot be
-	// known to hold, and sending a visit to another country's target is
-	// worse than sending it to the link's own.
-	case r.Country != "" && (v.country == "" || r.Country != v.country):
-		return false
 	case r.Language != "" && !acceptsLanguage(v.langs, r.Language):
 		return false
 	case !queryHolds(r.Query, v.args):
 		return false
 	}
-	return r.Browser == fsm.BrowserOther && len(r.Addresses) == 0 || v.holdsClient(r)
+	return r.Browser == fsm.BrowserOther && len(r.Addresses) == 0 && r.Country == "" || v.holdsClient(r)
 }
 
-// holdsClient reports whether the visit comes from the browser r asks for
-// and from an address r names, where r asks: a visit whose browser is not
-// known, or whose address is not, holds for no such rule.
+// holdsClient reports whether the visit comes from the browser r asks
+// for, from the country and from an address r names, where r asks: a
+// visit whose browser, country or address is not known holds for no such
+// rule (sending a visit to another country's target is worse than
+// sending it to the link's own).
 func (v *visit) holdsClient(r *fsm.Rule) bool {
 	v.resolve()
 	if r.Browser != fsm.BrowserOther && v.browser != r.Browser {
+		return false
+	}
+	if r.Country != "" && r.Country != v.country {
 		return false
 	}
 	if len(r.Addresses) == 0 {

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bytes"
+	"net"
 	"testing"
 	"time"
 
@@ -258,15 +259,32 @@ func TestPickTargetTimeWindow(t *testing.T) {
 	}
 }
 
-func TestPickTargetCountryNeverHoldsYet(t *testing.T) {
-	opts := &fsm.Options{Rules: []fsm.Rule{{Country: "US", URL: ruleFR}}}
-	v := visitOf(visitCtx("/c", uaWindowsChrome, ""), time.Now())
-	if got := pickTarget(ruleTarget, opts, v); got != ruleTarget {
-		t.Fatalf("a country rule held for a visit of unknown country: %q", got)
+// TestRulesOnCountry: a country condition holds for the country of the
+// client's address as the server trusts it (the connection's, or the one
+// a trusted proxy names), and for no visit whose country is not known.
+func TestRulesOnCountry(t *testing.T) {
+	s := newTestServer(t, withCountries(t)) // trusts proxies on 127.0.0.0/8
+	code := mustCreate(t, s, `{"url":"https://example.com/default","rules":[
+		{"when":{"country":"gb"},"url":"https://example.co.uk/"},
+		{"when":{"country":"NL","device":"desktop"},"url":"https://example.nl/"}]}`)
+	cases := []struct {
+		name, from string
+		headers    []string
+		want       string
+	}{
+		{"GB", "81.2.69.142", nil, "https://example.co.uk/"},
+		{"NL on a desktop", "193.0.6.139", []string{"User-Agent", chromeWindows}, "https://example.nl/"},
+		{"NL without a device", "193.0.6.139", nil, "https://example.com/default"},
+		{"US", "8.8.8.8", nil, "https://example.com/default"},
+		{"unknown country", "10.1.2.3", nil, "https://example.com/default"},
+		{"through a trusted proxy", "127.0.0.1", []string{"X-Forwarded-For", "81.2.69.142"}, "https://example.co.uk/"},
+		{"an untrusted client's header", "8.8.8.8", []string{"X-Forwarded-For", "81.2.69.142"}, "https://example.com/default"},
 	}
-	v.country = "US" // what the visits feature will fill in
-	if got := pickTarget(ruleTarget, opts, v); got != ruleFR {
-		t.Fatalf("a country rule did not hold for its country: %q", got)
+	for _, c := range cases {
+		ctx := doFrom(s, net.ParseIP(c.from), "GET", "/"+code, "", "", c.headers...)
+		if got := string(ctx.Response.Header.Peek("Location")); ctx.Response.StatusCode() != 302 || got != c.want {
+			t.Errorf("%s: %d to %q, want %q", c.name, ctx.Response.StatusCode(), got, c.want)
+		}
 	}
 }
 

@@ -16,11 +16,13 @@ import (
 
 // ShlinkVersion is the Shlink version linkraft answers as in
 // /rest/v3/health. Shlink's web client turns features on by this version:
-// 3.4.0 turns on what linkraft has (forwardQuery, ordering by non-bot
-// visits, hiding links past validUntil or maxVisits) and none of the
-// later features linkraft does not have yet (visit deletion 3.5.0,
-// redirect rules 4.0.0).
-const ShlinkVersion = "3.4.0"
+// 4.3.0 turns on what linkraft has (ordering by non-bot visits, hiding
+// links past validUntil or maxVisits, deleting a link's visits and orphan
+// visits, redirect rules with address and country conditions, lists by
+// domain) and none it lacks (conditions on query parameters with any
+// value or none and desktop systems, 4.5.0); from 4.0.0 on it no longer
+// offers device long URLs or URL validation, which linkraft refuses.
+const ShlinkVersion = "4.3.0"
 
 // shlinkError is the type URI prefix of Shlink's problems.
 const shlinkError = "https://shlink.io/api/error/"
