@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -249,14 +251,22 @@ func TestTagRenameAndDelete(t *testing.T) {
 func TestPickTargetClientRulesAllocateNothing(t *testing.T) {
 	opts := &fsm.Options{Rules: []fsm.Rule{
 		{Browser: fsm.Safari, URL: "https://example.com/safari"},
+		{Country: "GB", URL: "https://example.com/gb"},
 		{Addresses: []string{"2001:db8::/32", "192.168.*.*", "0.0.0.0/0"}, URL: "https://example.com/any"},
 	}}
-	ctx := visitCtx("/c", uaChrome, "")
+	s := newTestServer(t, withCountries(t))
+	req := visitCtx("/c", uaChrome, "")
+	req.Request.Header.Set("X-Forwarded-For", "8.8.8.8") // through a trusted proxy: a US visitor
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req.Request, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
+	if v := s.ruleVisit(&ctx, time.Now()); v.holdsClient(&fsm.Rule{Country: "US"}) != true {
+		t.Fatalf("the visit's country is %q, want US", v.country)
+	}
 	now := time.Now()
-	if got := pickTarget("https://example.com/", opts, visitOf(ctx, now)); got != "https://example.com/any" {
+	if got := pickTarget("https://example.com/", opts, s.ruleVisit(&ctx, now)); got != "https://example.com/any" {
 		t.Fatalf("picked %s", got)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = pickTarget("https://example.com/", opts, visitOf(ctx, now)) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _ = pickTarget("https://example.com/", opts, s.ruleVisit(&ctx, now)) }); n != 0 {
 		t.Errorf("%v allocations per pick", n)
 	}
 }
