@@ -263,6 +263,9 @@ func TestShlinkRulesTagsDomains(t *testing.T) {
 		{"spanish without the campaign", "Accept-Language", "es-ES,es;q=0.9", "", "https://example.com/rules"},
 		// Shlink's creates forward the query.
 		{"spanish with the campaign", "Accept-Language", "es-ES,es;q=0.9", "?utm=mail", "https://example.com/campaign?utm=mail"},
+		// GB's rule: no proxy is trusted here, so a client's own header
+		// naming a British address is not believed.
+		{"a client's word that it is in GB", "X-Forwarded-For", "81.2.69.142", "", "https://example.com/rules"},
 	} {
 		h := noCredential()
 		h.Set(c.header, c.value)

@@ -52,12 +52,13 @@ const rules = [
       { type: 'language', matchKey: null, matchValue: 'es' },
     ],
   },
+  { longUrl: 'https://example.co.uk/', conditions: [{ type: 'geolocation-country-code', matchKey: null, matchValue: 'GB' }] },
 ];
 const set = await w.setShortUrlRedirectRules({ shortCode: SLUG }, { redirectRules: rules });
 assert.equal(set.defaultLongUrl, 'https://example.com/rules');
 const got = await r.getShortUrlRedirectRules({ shortCode: SLUG });
 assert.equal(got.defaultLongUrl, 'https://example.com/rules');
-assert.deepEqual(got.redirectRules.map((x) => x.priority), [1, 2, 3]);
+assert.deepEqual(got.redirectRules.map((x) => x.priority), [1, 2, 3, 4]);
 assert.deepEqual(got.redirectRules.map((x) => x.longUrl), rules.map((x) => x.longUrl));
 const sorted = (conds) => [...conds].sort((a, b) => a.type.localeCompare(b.type));
 got.redirectRules.forEach((x, i) => assert.deepEqual(sorted(x.conditions), sorted(rules[i].conditions)));
@@ -68,7 +69,7 @@ const city = await rejects(() => w.setShortUrlRedirectRules({ shortCode: SLUG },
 }));
 assert.equal(city.type, 'https://shlink.io/api/error/invalid-data');
 assert.match(city.detail, /geolocation-city-name/);
-assert.equal((await r.getShortUrlRedirectRules({ shortCode: SLUG })).redirectRules.length, 3);
+assert.equal((await r.getShortUrlRedirectRules({ shortCode: SLUG })).redirectRules.length, 4);
 
 // Tags: rename, conflict, not found, delete.
 step('Tags');
