@@ -502,6 +502,9 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode+"/history", asStats, nil, http.StatusForbidden)
 	c.call(t, n1, http.MethodGet, "/api/v1/tags?workspace=team-a", asReader, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/api/v1/tags", asStats, nil, http.StatusForbidden)
+	c.call(t, n1, http.MethodGet, "/api/v1/key", asReader, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/api/v1/key", nil, nil, http.StatusOK) // the admin token
+	c.call(t, n1, http.MethodGet, "/api/v1/key", noCredential(), nil, http.StatusUnauthorized)
 	// Public stats asked for with a credential are judged by it.
 	c.call(t, n1, http.MethodGet, "/api/v1/urls/openapi-full/stats", asReader, nil, http.StatusForbidden)
 	c.call(t, n1, http.MethodGet, "/api/v1/urls/openapi-full/stats", asStats, nil, http.StatusOK)

@@ -108,6 +108,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"PATCH", "/api/v1/urls/" + guarded, `{"password":"correct horse","public_stats":false}`, true, with(403, 404, 200, 200, 200, 200)},
 		{"GET", "/api/v1/urls/" + code + "/history", "", false, with(200, 404, 200, 200, 200, 200)},
 		{"GET", "/api/v1/tags?workspace=team", "", false, with(200, 200, 200, 200, 200, 200)},
+		// Every valid key reads itself.
+		{"GET", "/api/v1/key", "", false, with(200, 200, 200, 200, 200, 200)},
 		// No link of the matrix has a tag: those who may change links
 		// learn that none of theirs carries it.
 		{"PUT", "/api/v1/tags/nosuchtag", `{"name":"renamed"}`, true, with(403, 404, 404, 404, 404, 404)},

@@ -103,10 +103,18 @@ func TestBitlyAPI(t *testing.T) {
 		{"referrers by the hour refused", "GET", "/v4/bitlinks/bit.ly/" + code + "/referrers?unit=hour&units=2", "", nil, 400,
 			map[string]any{"message": "INVALID_ARG_UNIT"}},
 		{"cities not answered", "GET", "/v4/bitlinks/bit.ly/" + code + "/cities", "", nil, 501, map[string]any{"message": "NOT_IMPLEMENTED"}},
-		{"groups not answered", "GET", "/v4/groups", "", nil, 501, map[string]any{"message": "NOT_IMPLEMENTED"}},
+		{"user", "GET", "/v4/user", "", nil, 200, map[string]any{"default_group_guid": "team", "is_active": true}},
+		{"user, wrong token", "GET", "/v4/user", "", []string{"Bearer lk_wrong"}, 403, map[string]any{"message": "FORBIDDEN"}},
+		{"the key's group", "GET", "/v4/groups/team", "", nil, 200, map[string]any{"guid": "team", "role": "group-admin"}},
+		{"another group", "GET", "/v4/groups/other", "", nil, 404, map[string]any{"message": "NOT_FOUND"}},
+		{"organizations not answered", "GET", "/v4/organizations", "", nil, 501, map[string]any{"message": "NOT_IMPLEMENTED"}},
 		{"no token", "POST", "/v4/shorten", `{"long_url":"https://example.com/z"}`, []string{""}, 403, map[string]any{"message": "FORBIDDEN"}},
 		{"wrong token", "POST", "/v4/shorten", `{"long_url":"https://example.com/z"}`, []string{"lk_wrong"}, 403, map[string]any{"message": "FORBIDDEN"}},
 		{"wrong Bearer", "GET", "/v4/bitlinks/" + id, "", []string{"Bearer lk_wrong"}, 403, map[string]any{"message": "FORBIDDEN"}},
+	}
+	// A key's groups are its workspaces.
+	if status, _, raw := bitly("GET", "/v4/groups", ""); status != 200 || !strings.Contains(raw, `"groups":[{`) || !strings.Contains(raw, `"guid":"team"`) {
+		t.Errorf("groups: %d %s", status, raw)
 	}
 	for _, c := range cases {
 		status, got, raw := bitly(c.method, c.uri, c.body, c.auth...)
@@ -175,8 +183,10 @@ func bitlyMatrixRows(code string) []struct {
 		{"GET", "/v4/bitlinks/" + id + "/clicks/summary", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/bitlinks/" + id + "/referrers", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/bitlinks/" + id + "/countries", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/user", "", false, with(200, 200, 200, 200, 200, 200)},
+		{"GET", "/v4/groups", "", false, with(200, 200, 200, 200, 200, 200)},
+		{"GET", "/v4/groups/team", "", false, with(200, 404, 200, 200, 200, 200)},
 		// What linkraft does not answer is the same to everyone.
-		{"GET", "/v4/groups", "", false, all(501)},
 		{"POST", "/v4/custom_bitlinks", `{"custom_bitlink":"x.example/y","bitlink_id":"` + id + `"}`, true, all(501)},
 		{"PUT", "/v4/groups/team", `{}`, true, all(501)},
 		{"PATCH", "/v4/user", `{"name":"x"}`, true, all(501)},

@@ -141,6 +141,24 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusCreated, view)
 }
 
+// ownKeyJSON is a key as it sees itself: the keys API's view and the
+// workspace its creates go to when they name none.
+type ownKeyJSON struct {
+	keyJSON
+	DefaultWorkspace string `json:"default_workspace"`
+}
+
+// handleOwnKey is GET /api/v1/key: the key the request carries, never its
+// secret. Any valid key may read itself, so that a client can tell what
+// it may do (the Bitly API's user and groups are read from it).
+func (s *Server) handleOwnKey(ctx *fasthttp.RequestCtx) {
+	if !s.authenticate(ctx, false) {
+		return
+	}
+	k := keyOf(ctx)
+	writeJSON(ctx, fasthttp.StatusOK, ownKeyJSON{keyJSON: keyView(k), DefaultWorkspace: defaultWorkspaceOf(k)})
+}
+
 // handleListKeys lists the keys; ?created_by=ID only those a key made, so
 // that an operator who revokes a leaked admin key finds the keys it made,
 // which live on (a key's rights are its own, not its maker's).

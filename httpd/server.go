@@ -192,6 +192,7 @@ func (s *Server) routes() {
 	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
 	handle("GET", "/api/v1/urls", "list", s.require(fsm.ScopeLinksRead, s.handleList))
 	handle("GET", "/api/v1/tags", "tags", s.require(fsm.ScopeLinksRead, s.handleTags))
+	handle("GET", "/api/v1/key", "key", s.handleOwnKey)
 	// Renaming and deleting a tag change many links in one entry, which
 	// only the leader of a raised cluster applies (tags.go).
 	tagWrite := func(h fasthttp.RequestHandler) fasthttp.RequestHandler {

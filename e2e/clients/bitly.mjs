@@ -105,5 +105,11 @@ assert.equal(minutes.message, 'INVALID_ARG_UNIT');
 const cities = await rejects(() => r.bitlyRequest(`bitlinks/${link.id}/cities`, {}, 'GET'));
 assert.equal(cities.message, 'NOT_IMPLEMENTED');
 
+// The token's user and groups: the key and its workspace.
+const user = await r.bitlyRequest('user', {}, 'GET');
+assert.equal(user.default_group_guid, 'team');
+const { groups } = await r.bitlyRequest('groups', {}, 'GET');
+assert.deepEqual(groups.map((g) => g.guid), ['team']);
+
 const kept = await w.shorten('https://example.com/bitly-kept');
 console.log(JSON.stringify({ kept: hashOf(kept.id), renamed: hashOf(made.id) }));

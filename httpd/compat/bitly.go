@@ -39,6 +39,9 @@ func registerBitly(route Route, n Native, c cors) {
 	// takes the id and what follows it (clicks, referrers, …).
 	r("GET", "/bitlinks/{bitlink:*}", b.read)
 	r("PATCH", "/bitlinks/{bitlink:*}", credentialFirst(n, false, b.failNative, b.update))
+	r("GET", "/user", b.user)
+	r("GET", "/groups", b.groups)
+	r("GET", "/groups/{guid}", b.group)
 	// The rest of Bitly's API (groups, users, campaigns, QR codes, …) is
 	// refused in Bitly's error shape rather than with the router's plain
 	// 404 or 405, which a Bitly client cannot read.
