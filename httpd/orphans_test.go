@@ -106,6 +106,11 @@ func TestOrphanVisitsCounted(t *testing.T) {
 	if r := data[0].(map[string]any); r["type"] != "base_url" || r["potentialBot"] != false || r["visitedUrl"] == "" {
 		t.Errorf("row %v", r)
 	}
+	for query, n := range map[string]float64{"?domain=DEFAULT": 4, "?domain=brand.example&type=regular_404": 1} {
+		if v := shlink("GET", "/rest/v3/visits/orphan"+query); field(v, "visits.pagination.totalItems") != n {
+			t.Errorf("Shlink's orphan visits%s: %v, want %v", query, field(v, "visits.pagination.totalItems"), n)
+		}
+	}
 	if ctx := do(s, "GET", "/rest/v3/visits/orphan?type=nope", "", "", "X-Api-Key", key); status(ctx) != 400 {
 		t.Errorf("an unknown Shlink type: %d", status(ctx))
 	}

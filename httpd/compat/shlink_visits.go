@@ -28,7 +28,7 @@ func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler)
 	r("GET", "/visits/non-orphan", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 		return "/api/v1/visits", sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain"))), true
 	}))
-	r("GET", "/visits/orphan", sh.rowsOf(orphanRows))
+	r("GET", "/visits/orphan", sh.rowsOf(sh.orphanRows))
 	r("DELETE", "/visits/orphan", sh.deleteOrphanVisits)
 	r("GET", "/short-urls/{shortCode}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 		code, domain := sh.codeAndDomain(ctx)
@@ -365,18 +365,22 @@ func (sh shlink) visitsOverview(ctx *fasthttp.RequestCtx) {
 	}}))
 }
 
-// orphanRows is the native orphan rows of ?type=, Shlink's kind names
-// being linkraft's.
-func orphanRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
-	kind := string(ctx.QueryArgs().Peek("type"))
-	switch kind {
-	case "":
-		return "/api/v1/visits/orphan", nil, true
-	case "base_url", "invalid_short_url", "regular_404":
-		return "/api/v1/visits/orphan", url.Values{"type": {kind}}, true
+// orphanRows is the native orphan rows of ?type= (Shlink's kind names
+// are linkraft's) and ?domain=.
+func (sh shlink) orphanRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+	filters := sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain")))
+	if filters == nil {
+		filters = url.Values{}
 	}
-	invalidShlink(ctx, fmt.Sprintf("type %q: use base_url, invalid_short_url or regular_404", kind))
-	return "", nil, false
+	switch kind := string(ctx.QueryArgs().Peek("type")); kind {
+	case "":
+	case "base_url", "invalid_short_url", "regular_404":
+		filters.Set("type", kind)
+	default:
+		invalidShlink(ctx, fmt.Sprintf("type %q: use base_url, invalid_short_url or regular_404", kind))
+		return "", nil, false
+	}
+	return "/api/v1/visits/orphan", filters, true
 }
 
 // deleteOrphanVisits forgets every orphan visit: Shlink's
