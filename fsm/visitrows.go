@@ -283,11 +283,12 @@ func (s *state) rowOf(ld linkDay, t tuple) VisitRow {
 }
 
 // dayPlan expands one day of a link, whose hourly series is hours, into
-// segments, newest hour first: each hour's kept tuples, then the rows paired from the day's
-// counts that fall in it. Paired rows take the hours whose clicks the
-// tuples do not account for (overflow, or clicks from before the raise,
-// as the hourly series counts them), newest first; what is left, and the
-// bots no tuple holds, take the day's first hour.
+// segments, newest hour first: each hour's kept tuples, then the rows
+// paired from the day's counts that fall in it. Paired rows take the
+// hours whose clicks the tuples do not account for (overflow, or clicks
+// from before the raise, as the hourly series counts them), newest
+// first; what is left, and the bots no tuple holds, take the day's first
+// hour.
 func dayPlan(hours []hourCount, d *dayVisits) []segment {
 	rest := newRemainder(d)
 	z := newZipper(&rest, d)
