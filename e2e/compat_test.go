@@ -396,3 +396,90 @@ func TestShlinkVisitRows(t *testing.T) {
 		}
 	}
 }
+
+// TestShlinkOrphanVisits: visits that find no link (the root of the
+// default domain and of a registered one, codes no link has, other pages
+// not found, a bot's) go to all three nodes; Shlink's SDK reads them
+// through one node as orphan visits, whose counts by type equal what was
+// sent, and deletes them through another, which leaves none on any node.
+func TestShlinkOrphanVisits(t *testing.T) {
+	skipIfShort(t)
+	node := nodeJS(t, "@shlinkio/shlink-js-sdk")
+	nodes := startCluster(t, 3, map[string]string{"trusted-proxy": "127.0.0.0/8"})
+	if r := nodes[0].postJSON(t, "/admin/domains", map[string]any{"domain": "brand.example"}); r.status != http.StatusOK {
+		t.Fatalf("register domain: %v", r)
+	}
+	for _, n := range nodes {
+		waitRaised(t, n, 9) // fsm.LevelVisitRows: orphan visits are counted from it on
+	}
+	const (
+		chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+		slack  = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+	)
+	visits := []struct {
+		path, host, ua, kind string
+		status               int
+	}{
+		{"/", "", chrome, "base_url", http.StatusOK},
+		{"/", "", slack, "base_url", http.StatusOK},
+		{"/", "brand.example", chrome, "base_url", http.StatusOK},
+		{"/nosuchcode", "", chrome, "invalid_short_url", http.StatusNotFound},
+		{"/nosuch-other", "brand.example", chrome, "invalid_short_url", http.StatusNotFound},
+		{"/no/such/page", "", chrome, "regular_404", http.StatusNotFound},
+	}
+	expected := map[string]int{}
+	bots, defaults, total := 0, 0, 0
+	for _, n := range nodes {
+		for _, v := range visits {
+			h := http.Header{"User-Agent": {v.ua}, "X-Forwarded-For": {"8.8.8.8"}, "Authorization": nil}
+			if v.host != "" {
+				h.Set("Host", v.host)
+			}
+			if r := n.request(t, http.MethodGet, v.path, h, nil); r.status != v.status {
+				t.Fatalf("GET %s on %s: %v", v.path, n.id, r)
+			}
+			expected[v.kind]++
+			total++
+			if v.ua == slack {
+				bots++
+			}
+			if v.host == "" {
+				defaults++
+			}
+		}
+	}
+	for _, n := range nodes {
+		if !eventually(clickWaitTimeout, func() bool { return orphanTotal(t, n) == total }) {
+			t.Fatalf("%s counts %d orphan visits, want %d", n.id, orphanTotal(t, n), total)
+		}
+	}
+	admin := createKey(t, nodes[0], `{"name":"orphans","scopes":["admin"],"workspaces":["*"]}`)
+	want, err := json.Marshal(expected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runClient(t, node, "shlink_orphans.mjs", map[string]string{
+		"READ_URL": "http://" + nodes[1].httpAddr, "WRITE_URL": "http://" + nodes[2].httpAddr,
+		"API_KEY": admin.Key, "EXPECTED": string(want), "BOTS": strconv.Itoa(bots), "DEFAULT_DOMAIN_VISITS": strconv.Itoa(defaults),
+	})
+	if res["rows"] != float64(total) || res["deleted"] != float64(total) {
+		t.Fatalf("the SDK read %v orphan visits and deleted %v; want %d", res["rows"], res["deleted"], total)
+	}
+	for _, n := range nodes {
+		if !eventually(5*time.Second, func() bool { return orphanTotal(t, n) == 0 }) {
+			t.Errorf("orphan visits left on %s after the delete: %d", n.id, orphanTotal(t, n))
+		}
+	}
+}
+
+// orphanTotal is how many orphan visits n lists.
+func orphanTotal(t *testing.T, n *node) int {
+	t.Helper()
+	var page struct {
+		Total int `json:"total"`
+	}
+	if r := n.get(t, "/api/v1/visits/orphan?limit=1"); r.status != http.StatusOK || json.Unmarshal(r.body, &page) != nil {
+		t.Fatalf("orphan visits on %s: %v", n.id, r)
+	}
+	return page.Total
+}

@@ -329,6 +329,11 @@ func TestOpenAPIContract(t *testing.T) {
 	forgotten := create(n1, "/api/v1/urls", map[string]any{"url": "https://example.com/forgotten"}, nil, http.StatusCreated)
 	c.call(t, n1, http.MethodDelete, "/api/v1/urls/"+forgotten.ShortCode+"/visits", auth, nil, http.StatusOK)
 	c.call(t, n1, http.MethodDelete, "/api/v1/urls/nosuchcode/visits", auth, nil, http.StatusNotFound)
+	c.call(t, n1, http.MethodGet, "/nosuchcode", nil, nil, http.StatusNotFound) // an orphan visit
+	c.call(t, n1, http.MethodGet, "/api/v1/visits/orphan?type=regular_404", auth, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/api/v1/visits/orphan?type=nosuchtype", auth, nil, http.StatusBadRequest)
+	c.call(t, n1, http.MethodGet, "/api/v1/visits/orphan", noCredential(), nil, http.StatusUnauthorized)
+	c.call(t, n1, http.MethodDelete, "/api/v1/visits/orphan", auth, nil, http.StatusOK)
 
 	// The expired link: 410 from every read of one code.
 	if !eventually(5*time.Second, func() bool {

@@ -63,6 +63,8 @@ const (
 	cmdCreateExtended
 	cmdEditExtended
 	cmdDomainExtended
+	// cmdOrphanVisitsDelete forgets every orphan visit (orphans.go).
+	cmdOrphanVisitsDelete
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -580,6 +582,8 @@ func DecodeCommand(data []byte) (Command, error) {
 		cmd = decodeCertCommand(&d)
 	case cmdVisitsDelete:
 		cmd = VisitsDeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
+	case cmdOrphanVisitsDelete:
+		cmd = OrphanVisitsDeleteCommand{Now: d.varint(), KeyID: d.string()}
 	default:
 		return nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}

@@ -21,25 +21,26 @@ func everyCommand() map[string]Command {
 		"clicks":              ClickBatch{Node: "n1", Seq: 1, Now: 1, Counts: []ClickCount{{Code: "x", Count: 2}}},
 		"clicks with visitors": ClickBatch{Node: "n1", Seq: 1, Now: 1, Visitors: true,
 			Counts: []ClickCount{{Code: "x", Count: 2, Visitor: visitor}}},
-		"purge":              PurgeCommand{ExpiredBefore: 1, RequestsBefore: 2},
-		"server":             ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"},
-		"key":                KeyCreateCommand{Key: key, By: RootKeyID, Now: 1},
-		"key with domains":   KeyCreateCommand{Key: limited, By: RootKeyID, Now: 1},
-		"key revoke":         KeyRevokeCommand{ID: "aaaaaaaaaaaa", By: RootKeyID, Now: 1},
-		"edit":               EditCommand{Code: "x", Now: 1, Fields: EditTitle, Title: "t"},
-		"domain":             DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID, Now: 1},
-		"visit":              VisitCommand{Code: "x", Now: 1},
-		"visit with visitor": VisitCommand{Code: "x", Now: 1, HasVisitor: true, Visitor: visitor},
-		"webhook set":        WebhookSetCommand{Webhook: Webhook{ID: "w", URL: "https://example.com/h", Events: EventTypes(0).With(EventLinkCreated), Secret: "s"}, By: RootKeyID, Now: 1},
-		"webhook delete":     WebhookDeleteCommand{ID: "w", By: RootKeyID, Now: 1},
-		"webhook ack":        WebhookAckCommand{ID: "w", Seq: 3},
-		"raise":              RaiseCommand{To: LevelBounds},
-		"audit note":         AuditNoteCommand{Entry: AuditEntry{At: 1, KeyID: RootKeyID, Action: AuditMemberJoin, Subject: "n4"}},
-		"acme account":       CertCommand{Kind: SetACMEAccount, Account: ACMEAccount{Directory: "https://ca.example/dir", URL: "https://ca.example/acct/1", Key: "sealed"}},
-		"certificate":        CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "pem", Key: "sealed", NotBefore: 1, NotAfter: 2}},
-		"challenge":          CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: "t.x", Expires: 5}},
-		"order":              CertCommand{Kind: SetOrder, Order: Order{Name: "s.example", URL: "https://ca.example/order/1", Started: 1}},
-		"visits delete":      VisitsDeleteCommand{Code: "abc", Now: 9, KeyID: key.ID},
+		"purge":                PurgeCommand{ExpiredBefore: 1, RequestsBefore: 2},
+		"server":               ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"},
+		"key":                  KeyCreateCommand{Key: key, By: RootKeyID, Now: 1},
+		"key with domains":     KeyCreateCommand{Key: limited, By: RootKeyID, Now: 1},
+		"key revoke":           KeyRevokeCommand{ID: "aaaaaaaaaaaa", By: RootKeyID, Now: 1},
+		"edit":                 EditCommand{Code: "x", Now: 1, Fields: EditTitle, Title: "t"},
+		"domain":               DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID, Now: 1},
+		"visit":                VisitCommand{Code: "x", Now: 1},
+		"visit with visitor":   VisitCommand{Code: "x", Now: 1, HasVisitor: true, Visitor: visitor},
+		"webhook set":          WebhookSetCommand{Webhook: Webhook{ID: "w", URL: "https://example.com/h", Events: EventTypes(0).With(EventLinkCreated), Secret: "s"}, By: RootKeyID, Now: 1},
+		"webhook delete":       WebhookDeleteCommand{ID: "w", By: RootKeyID, Now: 1},
+		"webhook ack":          WebhookAckCommand{ID: "w", Seq: 3},
+		"raise":                RaiseCommand{To: LevelBounds},
+		"audit note":           AuditNoteCommand{Entry: AuditEntry{At: 1, KeyID: RootKeyID, Action: AuditMemberJoin, Subject: "n4"}},
+		"acme account":         CertCommand{Kind: SetACMEAccount, Account: ACMEAccount{Directory: "https://ca.example/dir", URL: "https://ca.example/acct/1", Key: "sealed"}},
+		"certificate":          CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "pem", Key: "sealed", NotBefore: 1, NotAfter: 2}},
+		"challenge":            CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: "t.x", Expires: 5}},
+		"order":                CertCommand{Kind: SetOrder, Order: Order{Name: "s.example", URL: "https://ca.example/order/1", Started: 1}},
+		"visits delete":        VisitsDeleteCommand{Code: "abc", Now: 9, KeyID: key.ID},
+		"orphan visits delete": OrphanVisitsDeleteCommand{Now: 9, KeyID: key.ID},
 	}
 	maps.Copy(commands, visitRowsCommands())
 	return commands
@@ -73,7 +74,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdDomainExtended; typ++ {
+	for typ := cmdInit; typ <= cmdOrphanVisitsDelete; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

@@ -112,6 +112,7 @@ func (s *state) setDomain(c DomainCommand) error {
 			return ErrDomainInUse
 		}
 		delete(s.domains, d.Name)
+		s.orphans.forgetDomain(d.Name)
 		s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainRemove, Subject: d.Name})
 		return nil
 	}

@@ -83,6 +83,7 @@ type snapshot struct {
 	opts       map[uint32]*Options // Options never change once stored: shared
 	domains    []Domain
 	visits     visitTable  // shares pages, links and days: see visitTable
+	orphans    orphanTable // shares days as visits does
 	hooks      []hookState // copies; their events are never changed (webhooks.go)
 	level      int         // the state's entry level: which version holds it
 	release    func()
@@ -127,6 +128,7 @@ func (s *state) snapshot() *snapshot {
 	snap.certs = s.certs.clone()
 	snap.opts = maps.Clone(s.opts)
 	snap.visits = s.visits.share()
+	snap.orphans = s.orphans.share()
 	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))
 	snap.defaultDomain = s.defaultDomain
@@ -257,6 +259,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	}
 	if version >= snapshotVersion {
 		snap.encodeTallies(&e, flush)
+		snap.encodeOrphans(&e, flush)
 	}
 	flush(true)
 	if werr != nil {
@@ -491,6 +494,9 @@ func decodeSections(d *decoder) (*state, error) {
 	}
 	if version >= snapshotVersion {
 		if err := st.decodeTallies(d); err != nil {
+			return nil, err
+		}
+		if err := st.decodeOrphans(d); err != nil {
 			return nil, err
 		}
 	}

@@ -90,10 +90,11 @@ type state struct {
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
 	domainLinks map[string]int
-	visits      visitTable // per link and day: who clicked (visitors.go)
-	hooks       webhooks   // webhooks.go
-	raised      int        // the level the cluster was raised to (raise.go)
-	certs       certState  // certs.go
+	visits      visitTable  // per link and day: who clicked (visitors.go)
+	orphans     orphanTable // visits that found no link (orphans.go)
+	hooks       webhooks    // webhooks.go
+	raised      int         // the level the cluster was raised to (raise.go)
+	certs       certState   // certs.go
 }
 
 func newState() *state {
@@ -257,6 +258,8 @@ func (s *state) apply(data []byte) any {
 		return res
 	case VisitsDeleteCommand:
 		return s.deleteVisits(c)
+	case OrphanVisitsDeleteCommand:
+		return s.deleteOrphanVisits(c)
 	}
 	if result, ok := s.applyWebhook(cmd); ok {
 		return result
@@ -556,7 +559,10 @@ func (s *state) addClicks(c ClickBatch) bool {
 		cc := &c.Counts[i]
 		p, ok := s.lookup(cc.Code)
 		if !ok {
-			continue // deleted since the click: nothing to count
+			if c.Visitors {
+				s.addOrphans(cc, c.Now, sharing)
+			}
+			continue // an orphan visit, or deleted since the click: nothing to count
 		}
 		if cc.Visitor.Bot == NotBot {
 			s.countClicks(p, cc.Count, c.Now, hour, timed, sharing)

@@ -279,21 +279,29 @@ func (snap *snapshot) encodeTallies(e *encoder, flush func(bool)) {
 		for _, d := range days {
 			e.uvarint(uint64(d.day - prev))
 			prev = d.day
-			e.uvarint(uint64(len(d.tallies)))
-			for _, h := range d.tallies {
-				e.byte(h.hour)
-				e.uvarint(uint64(h.overflow))
-				sorted = append(sorted[:0], h.tuples...)
-				slices.SortFunc(sorted, func(a, b tupleCount) int { return cmp.Compare(a.t, b.t) })
-				e.uvarint(uint64(len(sorted)))
-				for _, tc := range sorted {
-					e.uvarint(uint64(tc.t))
-					e.uvarint(uint64(tc.count))
-				}
-			}
+			sorted = encodeDayTallies(e, d, sorted)
 		}
 		flush(false)
 	}
+}
+
+// encodeDayTallies writes a day's hours: number of hours, per hour its
+// hour of the day, overflow and tuples by value with their counts. It
+// returns its scratch slice for the next day.
+func encodeDayTallies(e *encoder, d *dayVisits, sorted []tupleCount) []tupleCount {
+	e.uvarint(uint64(len(d.tallies)))
+	for _, h := range d.tallies {
+		e.byte(h.hour)
+		e.uvarint(uint64(h.overflow))
+		sorted = append(sorted[:0], h.tuples...)
+		slices.SortFunc(sorted, func(a, b tupleCount) int { return cmp.Compare(a.t, b.t) })
+		e.uvarint(uint64(len(sorted)))
+		for _, tc := range sorted {
+			e.uvarint(uint64(tc.t))
+			e.uvarint(uint64(tc.count))
+		}
+	}
+	return sorted
 }
 
 // decodeTallies reads what encodeTallies wrote into the days the visitors

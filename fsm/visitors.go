@@ -216,12 +216,13 @@ func DecodeVisitor(b []byte) (Visitor, error) {
 
 // WithoutVisitors is the batch as a cluster that has not finished an
 // upgrade can apply it: clicks per code, without visitors, and without
-// bots, which would otherwise count as clicks.
+// bots, which would otherwise count as clicks, or orphan visits.
 func (c ClickBatch) WithoutVisitors() ClickBatch {
 	out := ClickBatch{Node: c.Node, Seq: c.Seq, Now: c.Now}
 	for _, cc := range c.Counts {
+		_, _, orphan := orphanOf(cc.Code)
 		switch n := len(out.Counts); {
-		case cc.Visitor.Bot != NotBot:
+		case cc.Visitor.Bot != NotBot, orphan:
 		case n > 0 && out.Counts[n-1].Code == cc.Code:
 			out.Counts[n-1].Count += cc.Count
 		default:

@@ -43,6 +43,10 @@ type VisitRow struct {
 	OS      OS
 	Device  DeviceClass
 	Bot     Bot
+	// An orphan visit's row (OrphanVisitRows) has no Code: Kind says
+	// what it asked for and Domain where ("" for the default domain).
+	Kind   OrphanKind
+	Domain string
 }
 
 // VisitRows is one page of rows, and the counts of every row the query's
@@ -88,11 +92,13 @@ func (f *FSM) WorkspaceVisitRows(workspaces []string, filter Filter, q RowQuery)
 	return f.s.visitRows(ps, q)
 }
 
-// linkDay is one day of one link's visitors, and its rows once expanded.
+// linkDay is one day of one link's visitors, or of one domain's orphan
+// visits of a kind (orphan non-nil), and its rows once expanded.
 type linkDay struct {
-	p    uint32
-	d    *dayVisits
-	plan []segment
+	p      uint32
+	orphan *orphanKey
+	d      *dayVisits
+	plan   []segment
 }
 
 // segment is count rows of one hour and tuple.
@@ -115,6 +121,16 @@ func hoursOf(from, to int64) (uint32, uint32) {
 // from the newest, expanding only the days that hold a listed row or that
 // the range cuts.
 func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
+	return s.pageRows(q, func(add func(*linkVisits, linkDay)) {
+		for _, p := range ps {
+			add(s.visits.at(p), linkDay{p: p})
+		}
+	})
+}
+
+// pageRows lists the rows of the days each calls add with, in the order
+// given within a day.
+func (s *state) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) VisitRows {
 	var out VisitRows
 	hFrom, hTo := hoursOf(q.From, q.To)
 	if hFrom >= hTo {
@@ -122,18 +138,18 @@ func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
 	}
 	dFrom, dTo := max(hFrom/24, s.oldestDay()), uint32((uint64(hTo)+23)/24)
 	byDay := map[uint32][]linkDay{}
-	for _, p := range ps {
-		lv := s.visits.at(p)
+	each(func(lv *linkVisits, ld linkDay) {
 		if lv == nil {
-			continue
+			return
 		}
 		for _, d := range lv.days[firstDayAtOrAfter(lv.days, dFrom):] {
 			if d.day >= dTo {
 				break
 			}
-			byDay[d.day] = append(byDay[d.day], linkDay{p: p, d: d})
+			ld.d = d
+			byDay[d.day] = append(byDay[d.day], ld)
 		}
-	}
+	})
 	days := slices.Sorted(maps.Keys(byDay))
 	offset := q.Offset
 	for _, day := range slices.Backward(days) {
@@ -141,7 +157,7 @@ func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
 		whole := uint64(day)*24 >= uint64(hFrom) && uint64(day)*24+24 <= uint64(hTo)
 		if !whole {
 			for i := range lds {
-				lds[i].plan = hoursIn(s.dayPlan(lds[i].p, lds[i].d), day, hFrom, hTo)
+				lds[i].plan = hoursIn(s.planOf(&lds[i]), day, hFrom, hTo)
 			}
 		}
 		var nonBots, bots uint64
@@ -160,13 +176,22 @@ func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
 		}
 		if whole {
 			for i := range lds {
-				lds[i].plan = s.dayPlan(lds[i].p, lds[i].d)
+				lds[i].plan = s.planOf(&lds[i])
 			}
 		}
 		s.listDay(&out, day, lds, offset, q)
 		offset = 0
 	}
 	return out
+}
+
+// planOf is a day's plan (dayPlan): a link's with its hourly series, an
+// orphan day's without (every orphan visit is tallied, so there is none).
+func (s *state) planOf(ld *linkDay) []segment {
+	if ld.orphan != nil {
+		return dayPlan(nil, ld.d)
+	}
+	return dayPlan(s.recs.hours.at(ld.p), ld.d)
 }
 
 // counts is the day's rows: from its own counts when whole, else from
@@ -240,7 +265,12 @@ func (s *state) listDay(out *VisitRows, day uint32, lds []linkDay, offset uint64
 
 // rowOf is a row of tuple t in the link's day.
 func (s *state) rowOf(ld linkDay, t tuple) VisitRow {
-	row := VisitRow{Code: s.recs.text.code(s.recs.at(ld.p)), Bot: t.bot()}
+	row := VisitRow{Bot: t.bot()}
+	if ld.orphan != nil {
+		row.Kind, row.Domain = ld.orphan.kind, ld.orphan.domain
+	} else {
+		row.Code = s.recs.text.code(s.recs.at(ld.p))
+	}
 	if row.Bot != NotBot {
 		return row
 	}
@@ -252,17 +282,17 @@ func (s *state) rowOf(ld linkDay, t tuple) VisitRow {
 	return row
 }
 
-// dayPlan expands one day of the link at p into segments, newest hour
-// first: each hour's kept tuples, then the rows paired from the day's
-// counts that fall in it. Paired rows take the hours whose clicks the
-// tuples do not account for (overflow, or clicks from before the raise,
-// as the hourly series counts them), newest first; what is left, and the
-// bots no tuple holds, take the day's first hour.
-func (s *state) dayPlan(p uint32, d *dayVisits) []segment {
+// dayPlan expands one day of a link, whose hourly series is hours, into
+// segments, newest hour first: each hour's kept tuples, then the rows
+// paired from the day's counts that fall in it. Paired rows take the
+// hours whose clicks the tuples do not account for (overflow, or clicks
+// from before the raise, as the hourly series counts them), newest
+// first; what is left, and the bots no tuple holds, take the day's first
+// hour.
+func dayPlan(hours []hourCount, d *dayVisits) []segment {
 	rest := newRemainder(d)
 	z := newZipper(&rest, d)
 	var quota [24]uint64
-	hours := s.recs.hours.at(p)
 	for _, hc := range hours[firstAtOrAfter(hours, d.day*24):] {
 		if hc.hour >= d.day*24+24 {
 			break

@@ -99,6 +99,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/v1/urls/" + code + "/visits", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/api/v1/visits?workspace=team", "", false, with(403, 200, 403, 200, 200, 200)},
 		{"DELETE", "/api/v1/urls/" + code + "/visits", "", true, with(403, 404, 200, 200, 200, 200)},
+		// Orphan visits are no workspace's: an admin's alone.
+		{"GET", "/api/v1/visits/orphan", "", false, with(403, 403, 403, 403, 200, 200)},
+		{"DELETE", "/api/v1/visits/orphan", "", true, with(403, 403, 403, 403, 200, 200)},
 		// Public stats: anyone without a credential; one with is judged by it.
 		{"GET", "/api/v1/urls/" + public + "/stats", "", false, []int{200, 401, 401, 401, 401, 403, 404, 403, 200, 200, 200}},
 		// Before valid_since they are nobody's without stats:read.

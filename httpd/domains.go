@@ -117,12 +117,14 @@ func (s *Server) invalidLink(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte
 	if d.Name == "" {
 		d = s.fsm.DefaultDomain()
 	}
-	switch {
-	case d.InvalidRedirect != "":
-		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
-	case status == fasthttp.StatusNotFound:
-		s.notFound(ctx, d, code)
-	default:
-		writeBrowserError(ctx, status, detail)
+	if d.InvalidRedirect == "" && status == fasthttp.StatusNotFound {
+		s.notFound(ctx, d, code) // counts the orphan visit
+		return
 	}
+	s.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
+	if d.InvalidRedirect != "" {
+		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
+		return
+	}
+	writeBrowserError(ctx, status, detail)
 }

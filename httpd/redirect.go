@@ -229,6 +229,7 @@ func (s *Server) notFound(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte) {
 	if d.Name == "" {
 		d = s.fsm.DefaultDomain()
 	}
+	s.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
 	if d.NotFoundRedirect != "" {
 		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
 		return

@@ -91,8 +91,10 @@ type Server struct {
 	// recent referrer hosts for the visit statistics (visitors.go).
 	agents    *agent.Cache[fsm.Visitor]
 	referrers *referrerHosts
-	srv       *fasthttp.Server
-	log       *slog.Logger
+	// orphanCodes keeps the codes orphan visits are counted by (orphans.go).
+	orphanCodes orphanCodes
+	srv         *fasthttp.Server
+	log         *slog.Logger
 	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
 	rootTokenHash []byte
 }
@@ -163,6 +165,7 @@ func (s *Server) routes() {
 	r.RedirectTrailingSlash = true // "/ui" → "/ui/"
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		s.countNotFound(ctx)
 		writeBrowserError(ctx, fasthttp.StatusNotFound, "nothing at "+string(ctx.Path())+": no such page or short link")
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
@@ -218,6 +221,9 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/stats", "workspace_stats", s.require(fsm.ScopeStatsRead, s.handleWorkspaceStats))
 	handle("GET", "/api/v1/urls/{code}/visits", "visit_rows", s.require(fsm.ScopeStatsRead, s.handleLinkVisitRows))
 	handle("GET", "/api/v1/visits", "visit_rows", s.require(fsm.ScopeStatsRead, s.handleWorkspaceVisitRows))
+	// Orphan visits are no workspace's: an admin's (orphans.go).
+	handle("GET", "/api/v1/visits/orphan", "orphan_visit_rows", s.require(fsm.ScopeAdmin, s.handleOrphanVisitRows))
+	handle("DELETE", "/api/v1/visits/orphan", "delete_orphan_visits", s.require(fsm.ScopeAdmin, s.forwarder(s.handleDeleteOrphanVisits, forwardWrite.needs(fsm.LevelVisitRows))))
 	// Forgetting visits is written with an entry older builds do not apply.
 	handle("DELETE", "/api/v1/urls/{code}/visits", "delete_visits", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleDeleteVisits, forwardWrite.needs(fsm.LevelVisitRows))))
 	// The node-to-node protocol is served on the cluster's port only (see

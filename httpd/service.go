@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // The web UI: a page, its script and its style, served as separate files
@@ -26,6 +27,7 @@ func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		d = s.fsm.DefaultDomain()
 	}
+	s.countOrphan(ctx, fsm.OrphanBaseURL, d.Name)
 	if d.RootRedirect != "" {
 		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
 		return

@@ -14,8 +14,10 @@ import (
 // /api/v1/urls/{code}/visits and GET /api/v1/visits), which keep no
 // address: a row carries a User-Agent made up to name its browser, OS
 // and device as linkraft counted them, the referrer's host, and its
-// country alone as location. linkraft records no orphan visits (to no
-// link): their lists are empty and their counts zero.
+// country alone as location. Orphan visits (to no link) come from GET
+// /api/v1/visits/orphan, an admin's: an orphan row's visitedUrl is its
+// domain's root for a visit to it, and empty for the others, whose paths
+// linkraft does not keep; to other keys the overview counts none.
 
 // maxNativeRows is the largest page of linkraft's rows; a larger Shlink
 // page (or all of them, its default) is read in several.
@@ -26,14 +28,8 @@ func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler)
 	r("GET", "/visits/non-orphan", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 		return "/api/v1/visits", sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain"))), true
 	}))
-	r("GET", "/visits/orphan", sh.orphanVisits)
-	r("DELETE", "/visits/orphan", func(ctx *fasthttp.RequestCtx) {
-		if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() { // the key is checked all the same
-			failShlink(ctx, a, "", "")
-			return
-		}
-		writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]int{"deletedVisits": 0}))
-	})
+	r("GET", "/visits/orphan", sh.rowsOf(sh.orphanRows))
+	r("DELETE", "/visits/orphan", sh.deleteOrphanVisits)
 	r("GET", "/short-urls/{shortCode}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 		code, domain := sh.codeAndDomain(ctx)
 		filters := url.Values{}
@@ -60,6 +56,9 @@ type nativeRow struct {
 	Country  *string `json:"country"` // null for a bot, as Referrer
 	Referrer *string `json:"referrer"`
 	Bot      string  `json:"bot"`
+	// An orphan row's instead of ShortURL.
+	Type       string `json:"type"`
+	VisitedURL string `json:"visited_url"`
 }
 
 // nativeRows is a page of linkraft's rows.
@@ -78,6 +77,7 @@ type shlinkVisit struct {
 	VisitLocation *shlinkVisitLocation `json:"visitLocation"`
 	PotentialBot  bool                 `json:"potentialBot"`
 	VisitedURL    string               `json:"visitedUrl"`
+	Type          string               `json:"type,omitempty"` // an orphan visit's
 }
 
 type shlinkVisitLocation struct {
@@ -232,6 +232,9 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 // visitOf is one native row as Shlink's Visit.
 func visitOf(r *nativeRow) shlinkVisit {
 	v := shlinkVisit{Date: shlinkDate(r.At), PotentialBot: r.Bot != "none", UserAgent: botAgents[r.Bot], VisitedURL: r.ShortURL}
+	if r.Type != "" {
+		v.Type, v.VisitedURL = r.Type, r.VisitedURL
+	}
 	if v.PotentialBot || r.Referrer == nil || r.Country == nil {
 		return v
 	}
@@ -336,43 +339,66 @@ func (sh shlink) tagRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 }
 
 // visitsOverview answers Shlink's overview: the rows of every link the
-// key sees, counted; orphan visits are none.
+// key sees, and the orphan visits to an admin key, counted.
 func (sh shlink) visitsOverview(ctx *fasthttp.RequestCtx) {
-	a := sh.n.Call(ctx, "GET", "/api/v1/visits?limit=1", nil)
+	var counts [2]nativeRows
+	for i, path := range []string{"/api/v1/visits?limit=1", "/api/v1/visits/orphan?limit=1"} {
+		a := sh.n.Call(ctx, "GET", path, nil)
+		switch {
+		case i == 1 && a.Status == fasthttp.StatusForbidden: // not an admin key: none it may see
+		case !a.OK():
+			failShlink(ctx, a, "", "")
+			return
+		default:
+			if err := a.Decode(&counts[i]); err != nil {
+				problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+				return
+			}
+		}
+	}
+	links, orphans := counts[0], counts[1]
+	total, orphanTotal := links.NonBots+links.Bots, orphans.NonBots+orphans.Bots
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
+		"nonOrphanVisits": shlinkVisits{Total: total, NonBots: links.NonBots, Bots: links.Bots},
+		"orphanVisits":    shlinkVisits{Total: orphanTotal, NonBots: orphans.NonBots, Bots: orphans.Bots},
+		"visitsCount":     total, "orphanVisitsCount": orphanTotal,
+	}}))
+}
+
+// orphanRows is the native orphan rows of ?type= (Shlink's kind names
+// are linkraft's) and ?domain=.
+func (sh shlink) orphanRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+	filters := sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain")))
+	if filters == nil {
+		filters = url.Values{}
+	}
+	switch kind := string(ctx.QueryArgs().Peek("type")); kind {
+	case "":
+	case "base_url", "invalid_short_url", "regular_404":
+		filters.Set("type", kind)
+	default:
+		invalidShlink(ctx, fmt.Sprintf("type %q: use base_url, invalid_short_url or regular_404", kind))
+		return "", nil, false
+	}
+	return "/api/v1/visits/orphan", filters, true
+}
+
+// deleteOrphanVisits forgets every orphan visit: Shlink's
+// {deletedVisits}.
+func (sh shlink) deleteOrphanVisits(ctx *fasthttp.RequestCtx) {
+	a := sh.n.Call(ctx, "DELETE", "/api/v1/visits/orphan", nil)
 	if !a.OK() {
 		failShlink(ctx, a, "", "")
 		return
 	}
-	var page nativeRows
-	if err := a.Decode(&page); err != nil {
+	var body struct {
+		Deleted uint64 `json:"deleted_visits"`
+	}
+	if err := a.Decode(&body); err != nil {
 		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
 		return
 	}
-	total := page.NonBots + page.Bots
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
-		"nonOrphanVisits": shlinkVisits{Total: total, NonBots: page.NonBots, Bots: page.Bots},
-		"orphanVisits":    shlinkVisits{},
-		"visitsCount":     total, "orphanVisitsCount": 0,
-	}}))
-}
-
-// orphanVisits answers an empty list: linkraft records no visit that
-// found no link. The key is still checked, as every route's.
-func (sh shlink) orphanVisits(ctx *fasthttp.RequestCtx) {
-	if _, err := parseShlinkRows(ctx.QueryArgs()); err != nil {
-		invalidShlink(ctx, err.Error())
-		return
-	}
-	if a := sh.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() {
-		failShlink(ctx, a, "", "")
-		return
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
-		"data": []shlinkVisit{},
-		"pagination": map[string]int{
-			"currentPage": 1, "pagesCount": 0, "itemsPerPage": 0, "itemsInCurrentPage": 0, "totalItems": 0,
-		},
-	}}))
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]uint64{"deletedVisits": body.Deleted}))
 }
 
 // deleteVisits forgets a link's visits: Shlink's {deletedVisits}.
