@@ -99,6 +99,14 @@ func TestForwardedForAnyCase(t *testing.T) {
 	}
 }
 
+// timedReplayConn is conn under the server's timeouts, as the node's
+// listener hands its connections to the server (Server.listener).
+func timedReplayConn(tb testing.TB, s *Server, conn *replayConn) net.Conn {
+	clock := newCoarseClock(s.timeouts().clockTick())
+	tb.Cleanup(clock.Stop)
+	return &timedConn{Conn: conn, timeouts: s.timeouts(), clock: clock, requestStart: clock.now.Load()}
+}
+
 // BenchmarkServedRedirect is the redirect as the node serves it from a
 // connection: the request parsed, routed, handled and answered by the same
 // fasthttp server the node listens with. Beside BenchmarkRedirect, which
@@ -118,9 +126,10 @@ func BenchmarkServedRedirect(b *testing.B) {
 			s := newTestServer(b, withCountries(b))
 			code := mustCreate(b, s, `{"url":"https://example.com/some/long/path?with=query"}`)
 			request := rawGet("/"+code, bb.headers...)
+			conn := timedReplayConn(b, s, newReplayConn(request, b.N, nil))
 			b.ReportAllocs()
 			b.ResetTimer()
-			if err := s.srv.ServeConn(newReplayConn(request, b.N, nil)); err != nil {
+			if err := s.srv.ServeConn(conn); err != nil {
 				b.Fatal(err)
 			}
 		})
