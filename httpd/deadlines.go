@@ -105,8 +105,8 @@ func (l *timedListener) Close() error {
 // timedConn keeps the server's timeouts on a connection, from what its
 // reads and writes show of where the connection is:
 //
-//   - a read that follows the answer to a request (the handler ran, see
-//     requestHandled, then something was written) waits for the next
+//   - a read that follows the answer to a request (the handler returned,
+//     see requestHandled, then something was written) waits for the next
 //     request, under the idle timeout from that read;
 //   - once a byte of a request came (or from the accept, for the first),
 //     reads are under the read timeout from then, the handler's reads of a
@@ -134,7 +134,7 @@ type timedConn struct {
 	wrote atomic.Bool
 
 	// The read side.
-	handled      bool  // the handler ran for the request being read
+	handled      bool  // the handler is done with the request read
 	waiting      bool  // answered; no byte of the next request yet
 	idleSince    int64 // when waiting began, Unix nanoseconds
 	requestStart int64 // when the request's first byte came
@@ -150,8 +150,10 @@ type timedConn struct {
 }
 
 // requestHandled tells ctx's connection, when it is a timedConn (itself or
-// under TLS), that the handler ran: what it writes next is the answer,
-// after which it waits for the next request.
+// under TLS), that the handler is done: what it writes next is the
+// answer, after which it waits for the next request. Not before the
+// handler returns: a handler reading a streamed body is still reading the
+// request, whatever TLS writes meanwhile.
 func requestHandled(ctx *fasthttp.RequestCtx) {
 	c := ctx.Conn()
 	if tc, ok := c.(*tls.Conn); ok {

@@ -156,7 +156,7 @@ func TestTimedConnTimeouts(t *testing.T) {
 	}
 }
 
-// answer is a request read and answered on c: the handler ran, then the
+// answer is a request read and answered on c: the handler returned, then the
 // answer was written and read by the client.
 func answer(c *timedConn, client net.Conn) {
 	go client.Write([]byte("GET / HTTP/1.1\r\n\r\n"))

@@ -271,7 +271,7 @@ func (s *Server) routes() {
 // goes straight to the redirect; the rest goes through the router.
 func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	defer s.recoverPanic(ctx) // the router's PanicHandler does not cover the redirect path
-	requestHandled(ctx)
+	defer requestHandled(ctx)
 	body, ok := s.readBody(ctx)
 	if !ok {
 		nosniff(ctx)
