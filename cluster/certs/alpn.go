@@ -34,7 +34,9 @@ const challengeLifetime = 24 * time.Hour
 // challengeCertificate is the certificate a TLS-ALPN-01 validation of
 // name gets: made on this node from the challenge in the state (the
 // digest of the key authorization), with a key of its own, self-signed.
-// None when no such challenge is in flight.
+// None when no such challenge is in flight. It is made afresh for each
+// handshake, not kept: a CA makes a few, and only while the challenge is
+// in flight.
 func (s *Source) challengeCertificate(name string) (*tls.Certificate, error) {
 	c, ok := s.state.Challenge(fsm.TLSALPNToken(name))
 	if !ok {
