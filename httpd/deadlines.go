@@ -25,9 +25,12 @@ import (
 // redirect every 10 µs on one core (docs/BENCHMARKS.md).
 const deadlineSlack = time.Second
 
-// maxClockTick is how far behind the time coarseClock may be; never more
-// than a tenth of the shortest timeout (clockTick).
-const maxClockTick = 100 * time.Millisecond
+// A coarseClock may be behind the time by a tick: at most maxClockTick, and
+// a tenth of the shortest timeout, but never less than minClockTick.
+const (
+	maxClockTick = 100 * time.Millisecond
+	minClockTick = time.Millisecond
+)
 
 // connTimeouts are the timeouts a connection keeps: read, from the first
 // byte of a request (on a new connection, from its accept) to the end of
@@ -38,7 +41,7 @@ type connTimeouts struct{ read, idle, write time.Duration }
 // clockTick is how often the clock of connections with these timeouts
 // ticks: a deadline falls at most a tick sooner than the timeout.
 func (t connTimeouts) clockTick() time.Duration {
-	return min(maxClockTick, min(t.read, t.idle, t.write)/10)
+	return max(minClockTick, min(maxClockTick, t.read/10, t.idle/10, t.write/10))
 }
 
 // coarseClock is the time to within a tick, read without a system call

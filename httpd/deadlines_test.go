@@ -84,6 +84,21 @@ func TestTimeoutsHoldWithCoarseDeadlines(t *testing.T) {
 	}
 }
 
+func TestClockTick(t *testing.T) {
+	for _, tc := range []struct {
+		timeouts connTimeouts
+		want     time.Duration
+	}{
+		{connTimeouts{read: 10 * time.Second, idle: time.Minute, write: 30 * time.Second}, maxClockTick},
+		{connTimeouts{read: 300 * time.Millisecond, idle: time.Minute, write: time.Minute}, 30 * time.Millisecond},
+		{connTimeouts{read: time.Minute, idle: time.Minute, write: time.Nanosecond}, minClockTick},
+	} {
+		if got := tc.timeouts.clockTick(); got != tc.want {
+			t.Errorf("%+v: tick %v, want %v", tc.timeouts, got, tc.want)
+		}
+	}
+}
+
 // pipeConn is the server's end of an in-memory connection, keeping
 // timeouts, and the client's end; net.Pipe buffers nothing, so a write
 // waits for the other end to read.
