@@ -15,9 +15,12 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +37,17 @@ type acmeCA struct {
 	caRoot    string // PEM file: the CA of pebble's own HTTPS listener
 	mgmt      string // challtestsrv's management address
 	roots     *x509.CertPool
+	// The certificate and key of pebble's own HTTPS listener, and its CA
+	// as a pool, for onlyTLSALPN's listener.
+	listenerCert, listenerKey string
+	listenerCAs               *x509.CertPool
 }
 
 // startACMECA starts pebble-challtestsrv and pebble, on 127.0.0.1, for
-// nodes whose plain HTTP listens on httpPort. Their absence is a failure,
-// not a skip: make deps installs Debian's pebble.
-func startACMECA(t *testing.T, httpPort int) *acmeCA {
+// nodes whose plain HTTP listens on httpPort (HTTP-01) and HTTPS on
+// tlsPort (TLS-ALPN-01). Their absence is a failure, not a skip: make deps
+// installs Debian's pebble.
+func startACMECA(t *testing.T, httpPort, tlsPort int) *acmeCA {
 	t.Helper()
 	pebble, err := exec.LookPath("pebble")
 	if err != nil {
@@ -52,14 +60,14 @@ func startACMECA(t *testing.T, httpPort int) *acmeCA {
 	dir := t.TempDir()
 	certFile, keyFile, caFile := writeListenerCert(t, dir)
 	dnsPort, mgmtPort := freePort(t, true), freePort(t, false)
-	ca := &acmeCA{caRoot: caFile, mgmt: fmt.Sprintf("127.0.0.1:%d", mgmtPort)}
+	ca := &acmeCA{caRoot: caFile, mgmt: fmt.Sprintf("127.0.0.1:%d", mgmtPort), listenerCert: certFile, listenerKey: keyFile}
 	runTool(t, challtest, nil, "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
 		"-dns01", fmt.Sprintf("127.0.0.1:%d", dnsPort), "-management", ca.mgmt, "-http01", "", "-https01", "", "-tlsalpn01", "")
 	listen, pebbleMgmt := fmt.Sprintf("127.0.0.1:%d", freePort(t, false)), fmt.Sprintf("127.0.0.1:%d", freePort(t, false))
 	config := map[string]any{"pebble": map[string]any{
 		"listenAddress": listen, "managementListenAddress": pebbleMgmt,
 		"certificate": certFile, "privateKey": keyFile,
-		"httpPort": httpPort, "tlsPort": freePort(t, false),
+		"httpPort": httpPort, "tlsPort": tlsPort,
 		"ocspResponderURL": "", "externalAccountBindingRequired": false,
 	}}
 	configFile := filepath.Join(dir, "pebble.json")
@@ -75,6 +83,7 @@ func startACMECA(t *testing.T, httpPort int) *acmeCA {
 	pool := x509.NewCertPool()
 	caPEM, _ := os.ReadFile(caFile)
 	pool.AppendCertsFromPEM(caPEM)
+	ca.listenerCAs = pool
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	if !eventually(10*time.Second, func() bool {
 		resp, err := client.Get(ca.directory)
@@ -213,7 +222,7 @@ func TestHTTPSWithACME(t *testing.T) {
 	t.Parallel()
 	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"}
 	httpPort, httpsPort := portOnAll(t, ips...), portOnAll(t, ips...)
-	ca := startACMECA(t, httpPort)
+	ca := startACMECA(t, httpPort, freePort(t, false))
 	const base, later = "s.linkraft.test", "go.linkraft.test"
 	ca.resolve(t, base, ips[:3]...)
 
@@ -328,5 +337,117 @@ func TestHTTPSWithACME(t *testing.T) {
 		if strings.Contains(n.out.String(), "evil.linkraft.test") {
 			t.Fatalf("%s mentions a name no one asked for:\n%s", n.id, tail(n.out.String(), 2000))
 		}
+	}
+}
+
+// onlyTLSALPN serves the CA's ACME API on a listener of its own, on which
+// every authorization offers tls-alpn-01 alone, and returns its directory
+// URL: pebble offers every challenge type. pebble writes its URLs, and
+// checks those a request signs, with the Host the request names, which
+// the proxy keeps: the client only ever sees the proxy's.
+func (ca *acmeCA) onlyTLSALPN(t *testing.T) string {
+	t.Helper()
+	pebble, err := url.Parse(ca.directory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "https", Host: pebble.Host})
+	proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.listenerCAs}}
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		var authz map[string]any
+		if json.Unmarshal(body, &authz) == nil && authz["identifier"] != nil && authz["challenges"] != nil {
+			var kept []any
+			for _, c := range authz["challenges"].([]any) {
+				if c.(map[string]any)["type"] == "tls-alpn-01" {
+					kept = append(kept, c)
+				}
+			}
+			authz["challenges"] = kept
+			body, _ = json.Marshal(authz)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(ca.listenerCert, ca.listenerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "https://" + ln.Addr().String() + pebble.Path
+}
+
+// TestHTTPSWithTLSALPN: a CA that offers tls-alpn-01 alone, and cannot
+// reach the nodes' plain HTTP, validates a name through whichever node
+// it reaches with ALPN acme-tls/1: the leader put the challenge in the
+// replicated state, and each node answers with the certificate it makes
+// from it. Every node then serves the certificate issued.
+func TestHTTPSWithTLSALPN(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	httpPort, httpsPort := portOnAll(t, ips...), portOnAll(t, ips...)
+	// pebble would look for HTTP-01 on a port where nothing listens.
+	ca := startACMECA(t, freePort(t, false), httpsPort)
+	directory := ca.onlyTLSALPN(t)
+	const name = "alpn.linkraft.test"
+	ca.resolve(t, name, ips...)
+
+	key := newClusterKey(t)
+	nodes := make([]*node, len(ips))
+	var gossip []string
+	for i := range nodes {
+		n := newNode(t, "node"+itoa(i+1))
+		n.clusterKey = key
+		n.httpAddr = net.JoinHostPort(ips[i], itoa(httpPort))
+		n.raftAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], false)))
+		n.gossipAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], true)))
+		nodes[i] = n
+		gossip = append(gossip, n.gossipAddr)
+	}
+	for i, n := range nodes {
+		n.args, n.env = n.commandLine(nodeOptions{Settings: map[string]string{
+			"join": strings.Join(gossip, ","), "bootstrap-expect": "3",
+			"https-addr": net.JoinHostPort(ips[i], itoa(httpsPort)), "acme-domains": name, "acme-email": "ops@linkraft.test",
+			"acme-directory": directory, "acme-ca-root": ca.caRoot, "http-redirect": "false"}})
+		n.launch()
+	}
+	var first *x509.Certificate
+	for i, n := range nodes {
+		addr := net.JoinHostPort(ips[i], itoa(httpsPort))
+		var cert *x509.Certificate
+		var err error
+		if !eventually(90*time.Second, func() bool { cert, err = servedCertificate(addr, name, ca.roots); return err == nil }) {
+			t.Fatalf("%s does not serve a certificate for %s within 90 s: %v\n%s", n.id, name, err, tail(n.out.String(), 3000))
+		}
+		if first == nil {
+			first = cert
+		} else if !cert.Equal(first) {
+			t.Fatalf("%s serves another certificate for %s than node1", n.id, name)
+		}
+	}
+	// The challenge is gone from the state once validated: a validation
+	// handshake now gets no certificate.
+	if !eventually(10*time.Second, func() bool {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", net.JoinHostPort(ips[0], itoa(httpsPort)),
+			&tls.Config{ServerName: name, NextProtos: []string{"acme-tls/1"}, InsecureSkipVerify: true})
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	}) {
+		t.Fatal("a validation handshake is still answered after the certificate was issued")
 	}
 }

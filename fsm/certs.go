@@ -2,9 +2,12 @@ package fsm
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Certificates: what the cluster needs to serve HTTPS with one
@@ -14,8 +17,8 @@ import (
 //
 //   - the ACME account: the CA's directory, the account's URL, its key;
 //   - per name, the certificate chain and its private key;
-//   - the HTTP-01 challenges in flight, so whichever node the CA's request
-//     reaches answers it (round-robin DNS);
+//   - the HTTP-01 and TLS-ALPN-01 challenges in flight, so whichever node
+//     the CA's request reaches answers it (round-robin DNS);
 //   - the orders in flight, so a new leader resumes one rather than place
 //     another.
 //
@@ -53,11 +56,30 @@ type Certificate struct {
 }
 
 // Challenge is an HTTP-01 challenge: the CA asks any node for
-// /.well-known/acme-challenge/Token and must read KeyAuth.
+// /.well-known/acme-challenge/Token and must read KeyAuth. Or a TLS-ALPN-01
+// challenge (RFC 8737), under the token TLSALPNToken(name): the CA opens a
+// TLS connection to any node for name with ALPN acme-tls/1 and must get a
+// certificate carrying the SHA-256 of the key authorization, which KeyAuth
+// then holds, in hex. Each node makes that certificate itself; nothing of
+// the account's key is in the state.
 type Challenge struct {
 	Token   string
 	KeyAuth string
 	Expires int64 // unix ms: the leader drops it after this
+}
+
+// tlsALPNTokenPrefix starts the token of a TLS-ALPN-01 challenge. An
+// HTTP-01 token is base64url (RFC 8555, 8.3), which has no ':'.
+const tlsALPNTokenPrefix = "tls-alpn-01:"
+
+// TLSALPNToken is the token a TLS-ALPN-01 challenge for name is kept
+// under.
+func TLSALPNToken(name string) string { return tlsALPNTokenPrefix + name }
+
+// TLSALPNName is the name of a TLS-ALPN-01 challenge's token; false for
+// an HTTP-01 one.
+func (c Challenge) TLSALPNName() (string, bool) {
+	return strings.CutPrefix(c.Token, tlsALPNTokenPrefix)
 }
 
 // Order is an order in flight for a name, with the private key its
@@ -128,8 +150,16 @@ func (c CertCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
-// Level is LevelCerts (Command).
-func (CertCommand) Level() int { return LevelCerts }
+// Level is LevelCerts (Command), and LevelVisitRows for a TLS-ALPN-01
+// challenge: a build of LevelCerts would keep one as an HTTP-01 token and
+// not answer the CA's handshake, so it is proposed only once no server
+// runs such a build.
+func (c CertCommand) Level() int {
+	if _, alpn := c.Challenge.TLSALPNName(); alpn && (c.Kind == SetChallenge || c.Kind == RemoveChallenge) {
+		return LevelVisitRows
+	}
+	return LevelCerts
+}
 
 func encodeAccount(e *encoder, a ACMEAccount) {
 	e.string(a.Directory)
@@ -206,6 +236,11 @@ func (c Challenge) check() error {
 	if c.Token == "" || len(c.Token) > MaxChallengeText || len(c.KeyAuth) > MaxChallengeText {
 		return fmt.Errorf("%w: a challenge needs a token and a key authorization of at most %d bytes", ErrInvalidRequest, MaxChallengeText)
 	}
+	if name, alpn := c.TLSALPNName(); alpn {
+		if digest, err := hex.DecodeString(c.KeyAuth); !validDomainName(name) || err != nil || len(digest) != sha256.Size {
+			return fmt.Errorf("%w: a TLS-ALPN-01 challenge needs a name and the hex SHA-256 of its key authorization", ErrInvalidRequest)
+		}
+	}
 	return nil
 }
 
@@ -242,6 +277,9 @@ func (s *state) applyCert(c CertCommand) error {
 	case SetChallenge:
 		if err := c.Challenge.check(); err != nil {
 			return err
+		}
+		if _, alpn := c.Challenge.TLSALPNName(); alpn && s.raised < LevelVisitRows {
+			return fmt.Errorf("%w: TLS-ALPN-01 challenges need the cluster raised to level %d", ErrInvalidRequest, LevelVisitRows)
 		}
 		if _, known := cs.challenges[c.Challenge.Token]; !known && len(cs.challenges) >= MaxChallenges {
 			return fmt.Errorf("%w: at most %d challenges in flight", ErrInvalidRequest, MaxChallenges)
@@ -288,7 +326,8 @@ func (f *FSM) Certificates() []Certificate {
 	return sortedValues(f.s.certs.certs, func(c Certificate) string { return c.Name })
 }
 
-// Challenge is the key authorization for an HTTP-01 token.
+// Challenge is the key authorization for an HTTP-01 token, or the
+// TLS-ALPN-01 challenge kept under TLSALPNToken(name).
 func (f *FSM) Challenge(token string) (Challenge, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

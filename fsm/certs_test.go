@@ -61,29 +61,36 @@ func TestCertificateState(t *testing.T) {
 }
 
 // TestCertificateRefusals: nothing is stored before the cluster is raised
-// to LevelCerts, nor past a bound; a refusal changes nothing.
+// to LevelCerts (a TLS-ALPN-01 challenge: to LevelVisitRows), nor past a
+// bound; a refusal changes nothing.
 func TestCertificateRefusals(t *testing.T) {
 	cases := []struct {
 		name   string
-		raised bool
+		raised int
 		cmd    CertCommand
 	}{
-		{"before the raise", false, CertCommand{Kind: SetCertificate, Certificate: certFor("s.example")}},
-		{"a bad name", true, CertCommand{Kind: SetCertificate, Certificate: certFor("S_EXAMPLE")}},
-		{"a chain too long", true, CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: strings.Repeat("x", MaxCertChain+1), Key: "k", NotAfter: 1}}},
-		{"no key", true, CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "c", NotAfter: 1}}},
-		{"no validity", true, CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "c", Key: "k"}}},
-		{"an account without a key", true, CertCommand{Kind: SetACMEAccount, Account: ACMEAccount{Directory: "https://ca.example/"}}},
-		{"a challenge without a token", true, CertCommand{Kind: SetChallenge, Challenge: Challenge{KeyAuth: "x"}}},
-		{"a key authorization too long", true, CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: strings.Repeat("x", MaxChallengeText+1)}}},
-		{"an unknown change", true, CertCommand{Kind: 99}},
+		{"before the raise", 0, CertCommand{Kind: SetCertificate, Certificate: certFor("s.example")}},
+		{"a bad name", LevelCerts, CertCommand{Kind: SetCertificate, Certificate: certFor("S_EXAMPLE")}},
+		{"a chain too long", LevelCerts, CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: strings.Repeat("x", MaxCertChain+1), Key: "k", NotAfter: 1}}},
+		{"no key", LevelCerts, CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "c", NotAfter: 1}}},
+		{"no validity", LevelCerts, CertCommand{Kind: SetCertificate, Certificate: Certificate{Name: "s.example", Chain: "c", Key: "k"}}},
+		{"an account without a key", LevelCerts, CertCommand{Kind: SetACMEAccount, Account: ACMEAccount{Directory: "https://ca.example/"}}},
+		{"a challenge without a token", LevelCerts, CertCommand{Kind: SetChallenge, Challenge: Challenge{KeyAuth: "x"}}},
+		{"a key authorization too long", LevelCerts, CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "t", KeyAuth: strings.Repeat("x", MaxChallengeText+1)}}},
+		{"an unknown change", LevelCerts, CertCommand{Kind: 99}},
+		{"a TLS-ALPN-01 challenge below level 9", LevelCerts, alpnChallenge("s.example")},
+		{"a TLS-ALPN-01 challenge for a bad name", LevelVisitRows, alpnChallenge("S_EXAMPLE")},
+		{"a TLS-ALPN-01 challenge with a short digest", LevelVisitRows, CertCommand{Kind: SetChallenge,
+			Challenge: Challenge{Token: TLSALPNToken("s.example"), KeyAuth: strings.Repeat("ab", 31)}}},
+		{"a TLS-ALPN-01 challenge with its key authorization, not the digest", LevelVisitRows, CertCommand{Kind: SetChallenge,
+			Challenge: Challenge{Token: TLSALPNToken("s.example"), KeyAuth: "tok.thumb"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := New()
 			applyAll(t, f, InitCommand{Key: testKey}.Encode())
-			if tc.raised {
-				applyAll(t, f, raiseCerts)
+			if tc.raised > 0 {
+				applyAll(t, f, RaiseCommand{To: tc.raised}.Encode())
 			}
 			before := snapshotBytes(t, f)
 			res := applyAll(t, f, tc.cmd.Encode())[0]
@@ -118,5 +125,53 @@ func TestRestoreKeepsTheClusterCertificates(t *testing.T) {
 	keepHandedOut(next, cur.s)
 	if _, ok := next.certs.certs["s.example"]; !ok || len(next.certs.certs) != 1 {
 		t.Fatalf("restored certificates: %v; want the cluster's", next.certs.certs)
+	}
+}
+
+// alpnChallenge sets a TLS-ALPN-01 challenge for name.
+func alpnChallenge(name string) CertCommand {
+	return CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: TLSALPNToken(name), KeyAuth: strings.Repeat("0f", 32), Expires: 50}}
+}
+
+// TestTLSALPNChallenge: a TLS-ALPN-01 challenge is stored beside the
+// HTTP-01 ones once the cluster is raised to LevelVisitRows, survives a
+// snapshot, and is removed like them; its command needs that level.
+func TestTLSALPNChallenge(t *testing.T) {
+	f := New()
+	set := alpnChallenge("s.example")
+	for i, r := range applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: LevelVisitRows}.Encode(), set.Encode(),
+		CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "tok1", KeyAuth: "tok1.thumb"}}.Encode()) {
+		if err, ok := r.(error); ok {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if c, ok := f.Challenge(TLSALPNToken("s.example")); !ok || c != set.Challenge {
+		t.Fatalf("challenge %+v, %v", c, ok)
+	}
+	if name, alpn := set.Challenge.TLSALPNName(); !alpn || name != "s.example" {
+		t.Fatalf("TLSALPNName: %q, %v", name, alpn)
+	}
+	if _, alpn := (Challenge{Token: "tok1"}).TLSALPNName(); alpn {
+		t.Fatal("an HTTP-01 token taken for TLS-ALPN-01")
+	}
+	if g := roundTrip(t, f); !reflect.DeepEqual(g.Challenges(), f.Challenges()) {
+		t.Fatalf("challenges after a snapshot: %+v, want %+v", g.Challenges(), f.Challenges())
+	}
+	remove := CertCommand{Kind: RemoveChallenge, Challenge: Challenge{Token: TLSALPNToken("s.example")}}
+	applyAll(t, f, remove.Encode())
+	if _, ok := f.Challenge(TLSALPNToken("s.example")); ok {
+		t.Fatal("a removed TLS-ALPN-01 challenge is still there")
+	}
+	for _, tc := range []struct {
+		cmd  CertCommand
+		want int
+	}{
+		{set, LevelVisitRows}, {remove, LevelVisitRows},
+		{CertCommand{Kind: SetChallenge, Challenge: Challenge{Token: "tok1"}}, LevelCerts},
+		{CertCommand{Kind: SetCertificate, Certificate: certFor("s.example")}, LevelCerts},
+	} {
+		if got := tc.cmd.Level(); got != tc.want {
+			t.Errorf("%+v: level %d, want %d", tc.cmd, got, tc.want)
+		}
 	}
 }

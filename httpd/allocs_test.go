@@ -65,7 +65,7 @@ func TestRedirectAllocatesNothing(t *testing.T) {
 // server reads, handles and answers it on a connection, as
 // BenchmarkServedRedirect times it, allocates nothing per request either.
 // A connection costs a few allocations of its own (the test's connection,
-// the server's state for it), so the count is over one connection that
+// its timeouts' clock, the server's state for it), so the count is over one connection that
 // carries many requests: those round down to nothing per request, while
 // one allocation in every request does not.
 func TestServedRedirectAllocatesNothing(t *testing.T) {
@@ -89,14 +89,14 @@ func TestServedRedirectAllocatesNothing(t *testing.T) {
 			code := mustCreate(t, s, `{"url":"https://example.com/some/long/path?with=query"}`)
 			request := rawGet("/"+code, tt.headers...)
 			var warm bytes.Buffer
-			if err := s.srv.ServeConn(newReplayConn(request, requests, &warm)); err != nil {
+			if err := s.srv.ServeConn(timedReplayConn(t, s, newReplayConn(request, requests, &warm))); err != nil {
 				t.Fatalf("serve: %v", err)
 			}
 			if got := strings.Count(warm.String(), "HTTP/1.1 302 "); got != requests {
 				t.Fatalf("%d of %d requests answered 302:\n%.500s", got, requests, warm.String())
 			}
 			n := testing.AllocsPerRun(10, func() {
-				if err := s.srv.ServeConn(newReplayConn(request, requests, nil)); err != nil {
+				if err := s.srv.ServeConn(timedReplayConn(t, s, newReplayConn(request, requests, nil))); err != nil {
 					t.Fatalf("serve: %v", err)
 				}
 			})

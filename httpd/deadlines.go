@@ -1,88 +1,245 @@
 package httpd
 
 import (
+	"crypto/tls"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
+// The server's read, idle and write timeouts are kept by its connections
+// (timedConn), not by fasthttp. fasthttp reads the clock three times a
+// request to move them (the read deadline to the idle timeout, then to the
+// read timeout, the write deadline before the answer): three calls to
+// time.Now, some 150 ns of a redirect that costs a bare fasthttp server
+// about 700 ns in all (docs/BENCHMARKS.md). A connection reads a clock that
+// a ticker moves instead (coarseClock), and moves a deadline only when it
+// must (closeEnough), which also spares the poller's timers.
+
 // deadlineSlack is how much sooner than asked a connection's deadline may
-// fall. fasthttp moves a keep-alive connection's deadlines on every
-// request: the read deadline to the idle timeout while it waits for the
-// next request, then to the read timeout once a byte of it came, and the
-// write deadline before the answer. Each move resets a timer in the
-// runtime's poller: about 3 % of a node's CPU when it serves a redirect
-// every 10 µs on one core (docs/BENCHMARKS.md), where a bare fasthttp
-// server, without timeouts, pays nothing.
+// fall: a later one is set at most once a second. Each move resets a timer
+// in the runtime's poller, about 3 % of a node's CPU when it serves a
+// redirect every 10 µs on one core (docs/BENCHMARKS.md).
 const deadlineSlack = time.Second
 
-// coarseDeadlineListener hands out connections whose deadlines are set
-// only when they must be (coarseDeadlineConn).
-type coarseDeadlineListener struct{ net.Listener }
+// A coarseClock may be behind the time by a tick: at most maxClockTick, and
+// a tenth of the shortest timeout, but never less than minClockTick.
+const (
+	maxClockTick = 100 * time.Millisecond
+	minClockTick = time.Millisecond
+)
 
-// Accept wraps the next connection.
-func (l coarseDeadlineListener) Accept() (net.Conn, error) {
+// connTimeouts are the timeouts a connection keeps: read, from the first
+// byte of a request (on a new connection, from its accept) to the end of
+// its headers and body; idle, from an answer to the next request's first
+// byte; write, from the first byte of an answer to its last.
+type connTimeouts struct{ read, idle, write time.Duration }
+
+// clockTick is how often the clock of connections with these timeouts
+// ticks: a deadline falls at most a tick sooner than the timeout.
+func (t connTimeouts) clockTick() time.Duration {
+	return max(minClockTick, min(maxClockTick, t.read/10, t.idle/10, t.write/10))
+}
+
+// coarseClock is the time to within a tick, read without a system call
+// or the vDSO: one atomic load.
+type coarseClock struct {
+	now  atomic.Int64 // Unix nanoseconds
+	stop chan struct{}
+	once sync.Once
+}
+
+// newCoarseClock starts a clock that ticks every tick until Stop.
+func newCoarseClock(tick time.Duration) *coarseClock {
+	c := &coarseClock{stop: make(chan struct{})}
+	c.now.Store(time.Now().UnixNano())
+	go c.run(tick)
+	return c
+}
+
+func (c *coarseClock) run(tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			c.now.Store(now.UnixNano())
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// Stop stops the clock; it is safe to call more than once.
+func (c *coarseClock) Stop() { c.once.Do(func() { close(c.stop) }) }
+
+// timedListener hands out connections that keep timeouts themselves
+// (timedConn), on a clock of its own that stops when it is closed.
+type timedListener struct {
+	net.Listener
+	timeouts connTimeouts
+	clock    *coarseClock
+}
+
+func newTimedListener(ln net.Listener, timeouts connTimeouts) *timedListener {
+	return &timedListener{Listener: ln, timeouts: timeouts, clock: newCoarseClock(timeouts.clockTick())}
+}
+
+// Accept wraps the next connection. Its first request is read under the
+// read timeout from now, as fasthttp's own timeout would have it.
+func (l *timedListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &coarseDeadlineConn{Conn: c}, nil
+	return &timedConn{Conn: c, timeouts: l.timeouts, clock: l.clock, requestStart: l.clock.now.Load()}, nil
 }
 
-// coarseDeadlineConn keeps the deadline asked for and sets it on the
-// connection at the next read or write, unless the one in place ends less
-// than deadlineSlack before it: an earlier deadline is always set before
-// the next read or write, a later one at most once a second. So a
-// connection waiting for its next request reads under the idle timeout,
-// one sending a request's headers under the read timeout, as asked; but
-// a request that arrives whole in one read moves no timer at all.
+// Close closes the listener and stops its clock. Connections still open
+// keep the time the clock stopped at: their deadlines can only come sooner.
+func (l *timedListener) Close() error {
+	l.clock.Stop()
+	return l.Listener.Close()
+}
+
+// timedConn keeps the server's timeouts on a connection, from what its
+// reads and writes show of where the connection is:
 //
-// Only the connection's own serving goroutine sets its read deadline and
-// reads (fasthttp closes idle connections on shutdown, never re-times
-// them); a TLS connection's close may set the write deadline from another
-// goroutine while this one is blocked reading, which touches only the
-// write fields.
-type coarseDeadlineConn struct {
+//   - a read that follows the answer to a request (the handler returned,
+//     see requestHandled, then something was written) waits for the next
+//     request, under the idle timeout from that read;
+//   - once a byte of a request came (or from the accept, for the first),
+//     reads are under the read timeout from then, the handler's reads of a
+//     streamed body included;
+//   - writes that follow a read are under the write timeout from the first
+//     of them: a whole answer, and equally a "100 Continue" or a TLS
+//     handshake's flight;
+//   - a deadline set through SetReadDeadline holds instead until the
+//     request is answered (fasthttp's HeaderReceived gives an import a
+//     longer one); one set through SetWriteDeadline holds from then on
+//     (a TLS close's).
+//
+// A deadline is moved only when it must (closeEnough).
+//
+// Only the connection's serving goroutine reads and runs the handler; a
+// TLS connection's close may write (and set the write deadline) from
+// another goroutine while it reads, under the TLS connection's own lock,
+// so writes never run at once. What the two sides share is wrote.
+type timedConn struct {
 	net.Conn
-	readAsked, readSet   time.Time
-	writeAsked, writeSet time.Time
+	timeouts connTimeouts
+	clock    *coarseClock
+
+	// wrote: something was written since the last read.
+	wrote atomic.Bool
+
+	// The read side.
+	handled      bool  // the handler is done with the request read
+	waiting      bool  // answered; no byte of the next request yet
+	idleSince    int64 // when waiting began, Unix nanoseconds
+	requestStart int64 // when the request's first byte came
+	readAsked    time.Time
+	readExplicit bool
+	readSet      time.Time
+
+	// The write side.
+	writeStart    int64 // the first write since a read
+	writeAsked    time.Time
+	writeExplicit bool
+	writeSet      time.Time
 }
 
-// SetReadDeadline is net.Conn's; it takes effect at the next Read.
-func (c *coarseDeadlineConn) SetReadDeadline(t time.Time) error {
-	c.readAsked = t
-	return nil
-}
-
-// SetWriteDeadline is net.Conn's; it takes effect at the next Write.
-func (c *coarseDeadlineConn) SetWriteDeadline(t time.Time) error {
-	c.writeAsked = t
-	return nil
-}
-
-// SetDeadline is net.Conn's; it takes effect at the next Read or Write.
-func (c *coarseDeadlineConn) SetDeadline(t time.Time) error {
-	c.readAsked, c.writeAsked = t, t
-	return nil
-}
-
-// Read is net.Conn's, under the read deadline last asked.
-func (c *coarseDeadlineConn) Read(p []byte) (int, error) {
-	if !closeEnough(c.readSet, c.readAsked) {
-		if err := c.Conn.SetReadDeadline(c.readAsked); err != nil {
-			return 0, err
-		}
-		c.readSet = c.readAsked
+// requestHandled tells ctx's connection, when it is a timedConn (itself or
+// under TLS), that the handler is done: what it writes next is the
+// answer, after which it waits for the next request. Not before the
+// handler returns: a handler reading a streamed body is still reading the
+// request, whatever TLS writes meanwhile.
+func requestHandled(ctx *fasthttp.RequestCtx) {
+	c := ctx.Conn()
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
 	}
-	return c.Conn.Read(p)
+	if tc, ok := c.(*timedConn); ok {
+		tc.handled = true
+	}
 }
 
-// Write is net.Conn's, under the write deadline last asked.
-func (c *coarseDeadlineConn) Write(p []byte) (int, error) {
-	if !closeEnough(c.writeSet, c.writeAsked) {
-		if err := c.Conn.SetWriteDeadline(c.writeAsked); err != nil {
+// SetReadDeadline is net.Conn's: t holds, instead of the timeouts, until
+// the request being read is answered.
+func (c *timedConn) SetReadDeadline(t time.Time) error {
+	c.readAsked, c.readExplicit = t, true
+	return nil
+}
+
+// SetWriteDeadline is net.Conn's: t holds instead of the write timeout.
+func (c *timedConn) SetWriteDeadline(t time.Time) error {
+	c.writeAsked, c.writeExplicit = t, true
+	return nil
+}
+
+// SetDeadline is net.Conn's: SetReadDeadline and SetWriteDeadline.
+func (c *timedConn) SetDeadline(t time.Time) error {
+	_ = c.SetReadDeadline(t)
+	return c.SetWriteDeadline(t)
+}
+
+// Read is net.Conn's, under the deadline of where the connection is.
+func (c *timedConn) Read(p []byte) (int, error) {
+	if c.wrote.Load() {
+		c.wrote.Store(false)
+		if c.handled { // that was the answer
+			c.handled, c.readExplicit = false, false
+			c.waiting, c.idleSince = true, c.clock.now.Load()
+		}
+	}
+	if err := c.moveReadDeadline(); err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.waiting {
+		c.waiting, c.requestStart = false, c.clock.now.Load()
+	}
+	return n, err
+}
+
+func (c *timedConn) moveReadDeadline() error {
+	asked := c.readAsked
+	switch {
+	case c.readExplicit:
+	case c.waiting:
+		asked = time.Unix(0, c.idleSince).Add(c.timeouts.idle)
+	default:
+		asked = time.Unix(0, c.requestStart).Add(c.timeouts.read)
+	}
+	if closeEnough(c.readSet, asked) {
+		return nil
+	}
+	if err := c.Conn.SetReadDeadline(asked); err != nil {
+		return err
+	}
+	c.readSet = asked
+	return nil
+}
+
+// Write is net.Conn's, under the write timeout from the first write since
+// a read, or the deadline set.
+func (c *timedConn) Write(p []byte) (int, error) {
+	if !c.wrote.Load() {
+		c.wrote.Store(true)
+		c.writeStart = c.clock.now.Load()
+	}
+	asked := c.writeAsked
+	if !c.writeExplicit {
+		asked = time.Unix(0, c.writeStart).Add(c.timeouts.write)
+	}
+	if !closeEnough(c.writeSet, asked) {
+		if err := c.Conn.SetWriteDeadline(asked); err != nil {
 			return 0, err
 		}
-		c.writeSet = c.writeAsked
+		c.writeSet = asked
 	}
 	return c.Conn.Write(p)
 }

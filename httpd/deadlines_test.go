@@ -83,3 +83,129 @@ func TestTimeoutsHoldWithCoarseDeadlines(t *testing.T) {
 		t.Fatalf("the half-sent request was answered %d", resp.StatusCode)
 	}
 }
+
+func TestClockTick(t *testing.T) {
+	for _, tc := range []struct {
+		timeouts connTimeouts
+		want     time.Duration
+	}{
+		{connTimeouts{read: 10 * time.Second, idle: time.Minute, write: 30 * time.Second}, maxClockTick},
+		{connTimeouts{read: 300 * time.Millisecond, idle: time.Minute, write: time.Minute}, 30 * time.Millisecond},
+		{connTimeouts{read: time.Minute, idle: time.Minute, write: time.Nanosecond}, minClockTick},
+	} {
+		if got := tc.timeouts.clockTick(); got != tc.want {
+			t.Errorf("%+v: tick %v, want %v", tc.timeouts, got, tc.want)
+		}
+	}
+}
+
+// pipeConn is the server's end of an in-memory connection, keeping
+// timeouts, and the client's end; net.Pipe buffers nothing, so a write
+// waits for the other end to read.
+func pipeConn(t *testing.T, timeouts connTimeouts) (*timedConn, net.Conn) {
+	t.Helper()
+	server, client := net.Pipe()
+	clock := newCoarseClock(timeouts.clockTick())
+	// Our own bound on every wait: a read or write on the server's end
+	// that no timeout ends by then fails with io.EOF, not a timeout.
+	stop := time.AfterFunc(3*time.Second, func() { client.Close() })
+	t.Cleanup(func() { stop.Stop(); clock.Stop(); server.Close(); client.Close() })
+	return &timedConn{Conn: server, timeouts: timeouts, clock: clock, requestStart: clock.now.Load()}, client
+}
+
+func isTimeout(err error) bool {
+	var timeout net.Error
+	return errors.As(err, &timeout) && timeout.Timeout()
+}
+
+// TestTimedConnTimeouts: which timeout a connection's read is under, by
+// what came before it. A case where the short timeout must not hold has
+// the client send well after it; the long one never comes in a test.
+func TestTimedConnTimeouts(t *testing.T) {
+	const short, long = 50 * time.Millisecond, time.Hour
+	const pause = 10 * short // a client that waits past the short timeout
+	cases := []struct {
+		name     string
+		timeouts connTimeouts
+		// before runs on the server's end before the read under test.
+		before    func(c *timedConn, client net.Conn)
+		clientLag time.Duration // when the client sends; 0: never
+		timesOut  bool
+	}{
+		{"a new connection's first request is under the read timeout",
+			connTimeouts{read: short, idle: long, write: long}, nil, 0, true},
+		{"after an answer, the next request is awaited under the idle timeout",
+			connTimeouts{read: short, idle: long, write: long}, answer, pause, false},
+		{"after an answer, the idle timeout holds",
+			connTimeouts{read: long, idle: short, write: long}, answer, 0, true},
+		{"a body after 100 Continue is under the read timeout, not the idle one",
+			connTimeouts{read: short, idle: long, write: long}, continueBody, 0, true},
+		{"a deadline set for the request holds past 100 Continue",
+			connTimeouts{read: short, idle: short, write: long}, func(c *timedConn, client net.Conn) {
+				c.SetReadDeadline(time.Now().Add(long))
+				continueBody(c, client)
+			}, pause, false},
+		{"a deadline set for a request ends with its answer",
+			connTimeouts{read: long, idle: short, write: long}, func(c *timedConn, client net.Conn) {
+				c.SetReadDeadline(time.Now().Add(long))
+				answer(c, client)
+			}, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, client := pipeConn(t, tc.timeouts)
+			if tc.before != nil {
+				tc.before(c, client)
+			}
+			if tc.clientLag > 0 {
+				go func() {
+					time.Sleep(tc.clientLag)
+					client.Write([]byte("GET / HTTP/1.1\r\n"))
+				}()
+			}
+			_, err := c.Read(make([]byte, 64))
+			if got := isTimeout(err); got != tc.timesOut || (!got && err != nil) {
+				t.Fatalf("read: %v, want a timeout: %v", err, tc.timesOut)
+			}
+		})
+	}
+}
+
+// answer is a request read and answered on c: the handler returned, then the
+// answer was written and read by the client.
+func answer(c *timedConn, client net.Conn) {
+	go client.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	c.Read(make([]byte, 64))
+	c.handled = true
+	go io.ReadFull(client, make([]byte, 5))
+	c.Write([]byte("HTTP/"))
+}
+
+// continueBody is a request's headers read on c and "100 Continue"
+// written before its handler runs.
+func continueBody(c *timedConn, client net.Conn) {
+	const cont = "HTTP/1.1 100 Continue\r\n\r\n"
+	go client.Write([]byte("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"))
+	c.Read(make([]byte, 128))
+	go io.ReadFull(client, make([]byte, len(cont)))
+	c.Write([]byte(cont))
+}
+
+// TestTimedConnWriteTimeout: an answer the client does not read is cut at
+// the write timeout; one set through SetWriteDeadline holds instead.
+func TestTimedConnWriteTimeout(t *testing.T) {
+	const short, long = 50 * time.Millisecond, time.Hour
+	c, _ := pipeConn(t, connTimeouts{read: long, idle: long, write: short})
+	if _, err := c.Write([]byte("HTTP/1.1 302 Found\r\n")); !isTimeout(err) {
+		t.Fatalf("write to a client that reads nothing: %v, want a timeout", err)
+	}
+	c, client := pipeConn(t, connTimeouts{read: long, idle: long, write: short})
+	c.SetWriteDeadline(time.Now().Add(long))
+	go func() {
+		time.Sleep(10 * short)
+		io.ReadFull(client, make([]byte, 5))
+	}()
+	if _, err := c.Write([]byte("HTTP/")); err != nil {
+		t.Fatalf("write under a deadline set: %v", err)
+	}
+}

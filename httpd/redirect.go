@@ -89,19 +89,21 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	h := &ctx.Response.Header
 	h.SetCanonical(bytesOf(fasthttp.HeaderLocation), bytesOf(target))
 	h.SetCanonical(bytesOf(fasthttp.HeaderCacheControl), bytesOf(cacheControlNoStore))
-	// An answer to HEAD carries no length of its own: without this, clients
-	// such as fasthttp's cannot tell where it ends and drop the connection.
-	h.SetContentLength(0)
-	if !ctx.IsHead() {
-		switch {
-		case t.Options == nil:
-			s.node.Clicks.Record(t.Code, s.visitorOf(ctx))
-		case t.Options.MaxVisits == 0:
-			// On the leader, a visit to a protected link may be a
-			// follower's, forwarded with its password: the visitor is
-			// the one that node saw.
-			s.node.Clicks.Record(t.Code, s.clickVisitor(ctx))
-		}
+	if ctx.IsHead() {
+		// An answer to HEAD carries no length of its own: without this,
+		// clients such as fasthttp's cannot tell where it ends and drop
+		// the connection. (fasthttp writes a GET's Content-Length: 0.)
+		h.SetContentLength(0)
+		return
+	}
+	switch {
+	case t.Options == nil:
+		s.node.Clicks.Record(t.Code, s.visitorOf(ctx))
+	case t.Options.MaxVisits == 0:
+		// On the leader, a visit to a protected link may be a follower's,
+		// forwarded with its password: the visitor is the one that node
+		// saw.
+		s.node.Clicks.Record(t.Code, s.clickVisitor(ctx))
 	}
 }
 

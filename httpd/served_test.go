@@ -99,6 +99,14 @@ func TestForwardedForAnyCase(t *testing.T) {
 	}
 }
 
+// timedReplayConn is conn under the server's timeouts, as the node's
+// listener hands its connections to the server (Server.listener).
+func timedReplayConn(tb testing.TB, s *Server, conn *replayConn) net.Conn {
+	clock := newCoarseClock(s.timeouts().clockTick())
+	tb.Cleanup(clock.Stop)
+	return &timedConn{Conn: conn, timeouts: s.timeouts(), clock: clock, requestStart: clock.now.Load()}
+}
+
 // BenchmarkServedRedirect is the redirect as the node serves it from a
 // connection: the request parsed, routed, handled and answered by the same
 // fasthttp server the node listens with. Beside BenchmarkRedirect, which
@@ -118,9 +126,10 @@ func BenchmarkServedRedirect(b *testing.B) {
 			s := newTestServer(b, withCountries(b))
 			code := mustCreate(b, s, `{"url":"https://example.com/some/long/path?with=query"}`)
 			request := rawGet("/"+code, bb.headers...)
+			conn := timedReplayConn(b, s, newReplayConn(request, b.N, nil))
 			b.ReportAllocs()
 			b.ResetTimer()
-			if err := s.srv.ServeConn(newReplayConn(request, b.N, nil)); err != nil {
+			if err := s.srv.ServeConn(conn); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -153,5 +162,37 @@ func TestKeepAliveAfterABodyReadWhole(t *testing.T) {
 	answers := strings.Count(out.String(), "HTTP/1.1 ")
 	if !strings.HasPrefix(out.String(), "HTTP/1.1 400") || answers != 2 {
 		t.Fatalf("%d answers on the connection, want the restore's 400 and the next request's:\n%s", answers, out.String())
+	}
+}
+
+// TestServedRedirectAnswer: a redirect as the node writes it on the
+// connection, to GET and to HEAD: the target, the cache rule, and a
+// length, so that a client can tell where the answer ends and send its
+// next request on the same connection.
+func TestServedRedirectAnswer(t *testing.T) {
+	s := newTestServer(t, nil)
+	const target = "https://example.com/some/long/path?with=query"
+	code := mustCreate(t, s, `{"url":"`+target+`"}`)
+	for _, method := range []string{"GET", "HEAD"} {
+		t.Run(method, func(t *testing.T) {
+			var out bytes.Buffer
+			request := strings.Replace(rawGet("/"+code), "GET", method, 1)
+			if err := s.srv.ServeConn(timedReplayConn(t, s, newReplayConn(request, 2, &out))); err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			answer := "HTTP/1.1 302 Found\r\n"
+			if got := strings.Count(out.String(), answer); got != 2 {
+				t.Fatalf("%d answers to two requests on one connection:\n%s", got, out.String())
+			}
+			first, _, _ := strings.Cut(strings.TrimPrefix(out.String(), answer), answer)
+			for _, line := range []string{"Location: " + target, "Cache-Control: " + cacheControlNoStore, "Content-Length: 0"} {
+				if !strings.Contains(first, "\r\n"+line+"\r\n") && !strings.HasPrefix(first, line+"\r\n") {
+					t.Errorf("answer lacks %q:\n%s", line, first)
+				}
+			}
+			if !strings.HasSuffix(first, "\r\n\r\n") {
+				t.Errorf("answer has a body:\n%q", first)
+			}
+		})
 	}
 }

@@ -139,10 +139,9 @@ func New(cfg Config, node Node) *Server {
 		ExpectHandler:         s.handleExpectContinue,
 		Name:                  "linkraft",
 		NoDefaultServerHeader: true,
-		ReadTimeout:           orDefault(cfg.ReadTimeout, 10*time.Second),
-		WriteTimeout:          orDefault(cfg.WriteTimeout, 30*time.Second),
-		IdleTimeout:           orDefault(cfg.IdleTimeout, 60*time.Second),
-		MaxRequestBodySize:    maxBodyBytes,
+		// No ReadTimeout, WriteTimeout or IdleTimeout: the connections keep
+		// them (deadlines.go), without fasthttp's clock reads.
+		MaxRequestBodySize: maxBodyBytes,
 		// Bodies are read by Handler (readBody), not before it: an import
 		// is read as it is imported, so the node never holds it whole.
 		StreamRequestBody: true,
@@ -291,6 +290,7 @@ func (s *Server) routes() {
 // goes straight to the redirect; the rest goes through the router.
 func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	defer s.recoverPanic(ctx) // the router's PanicHandler does not cover the redirect path
+	defer requestHandled(ctx)
 	body, ok := s.readBody(ctx)
 	if !ok {
 		nosniff(ctx)
@@ -403,13 +403,22 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(s.listener(ln))
 }
 
-// listener is ln with the connection cap per client and deadlines that
-// move only when they must.
+// listener is ln with the connection cap per client and the server's
+// timeouts, kept by the connections (deadlines.go).
 func (s *Server) listener(ln net.Listener) net.Listener {
 	if s.cfg.MaxConnsPerIP > 0 {
 		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerIP, s.cfg.TrustedProxies)
 	}
-	return coarseDeadlineListener{ln}
+	return newTimedListener(ln, s.timeouts())
+}
+
+// timeouts are the timeouts of the server's connections.
+func (s *Server) timeouts() connTimeouts {
+	return connTimeouts{
+		read:  orDefault(s.cfg.ReadTimeout, 10*time.Second),
+		idle:  orDefault(s.cfg.IdleTimeout, 60*time.Second),
+		write: orDefault(s.cfg.WriteTimeout, 30*time.Second),
+	}
 }
 
 // Shutdown stops accepting, waits for in-flight requests (bounded by ctx)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/certs"
 )
 
 // TLS is how the node serves HTTPS, when it does.
@@ -44,7 +46,9 @@ func NewTLSConfig(get func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls
 			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
 			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 		},
-		NextProtos:     []string{"http/1.1"}, // fasthttp speaks HTTP/1.1 only
+		// fasthttp speaks HTTP/1.1 only; acme-tls/1 is a CA's TLS-ALPN-01
+		// validation, which the certificates (get) answer.
+		NextProtos:     []string{"http/1.1", certs.ACMETLSProto},
 		GetCertificate: get,
 	}
 }

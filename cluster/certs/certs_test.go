@@ -76,7 +76,9 @@ func TestCertificateOf(t *testing.T) {
 }
 
 type fakeState struct {
-	certs map[string]fsm.Certificate
+	certs      map[string]fsm.Certificate
+	challenges map[string]fsm.Challenge
+	raised     int
 }
 
 func (f fakeState) ACMEAccount() (fsm.ACMEAccount, bool) { return fsm.ACMEAccount{}, false }
@@ -84,8 +86,13 @@ func (f fakeState) Certificate(name string) (fsm.Certificate, bool) {
 	c, ok := f.certs[name]
 	return c, ok
 }
+func (f fakeState) Challenge(token string) (fsm.Challenge, bool) {
+	c, ok := f.challenges[token]
+	return c, ok
+}
 func (f fakeState) Orders() []fsm.Order         { return nil }
 func (f fakeState) Challenges() []fsm.Challenge { return nil }
+func (f fakeState) Raised() int                 { return f.raised }
 
 // TestDue: a name is ordered when it has no certificate or a third of
 // its lifetime is left, and not while a backoff holds it back; the

@@ -39,6 +39,7 @@ type State interface {
 	ACMEAccount() (fsm.ACMEAccount, bool)
 	Orders() []fsm.Order
 	Challenges() []fsm.Challenge
+	Raised() int // the level the cluster is raised to (fsm.FSM.Raised)
 }
 
 // Proposer writes a change of the certificate state through the log.
@@ -309,8 +310,9 @@ func (m *Manager) order(ctx context.Context, client *acme.Client, name string) (
 	return order, key, string(sealed), nil
 }
 
-// authorize proves control of an authorization's name through HTTP-01:
-// the challenge is in every node's state before the CA is told to look.
+// authorize proves control of an authorization's name through HTTP-01 or
+// TLS-ALPN-01 (challengeOf): the challenge is in every node's state
+// before the CA is told to look.
 func (m *Manager) authorize(ctx context.Context, client *acme.Client, url string) error {
 	z, err := client.GetAuthorization(ctx, url)
 	if err != nil {
@@ -323,24 +325,15 @@ func (m *Manager) authorize(ctx context.Context, client *acme.Client, url string
 	default:
 		return fmt.Errorf("authorization for %s is %s", z.Identifier.Value, z.Status)
 	}
-	var chal *acme.Challenge
-	for _, c := range z.Challenges {
-		if c.Type == "http-01" {
-			chal = c
-		}
-	}
-	if chal == nil {
-		return fmt.Errorf("the CA offers no http-01 challenge for %s", z.Identifier.Value)
-	}
-	keyAuth, err := client.HTTP01ChallengeResponse(chal.Token)
+	chal, c, err := m.challengeOf(client, z)
 	if err != nil {
 		return err
 	}
-	c := fsm.Challenge{Token: chal.Token, KeyAuth: keyAuth, Expires: m.now().Add(challengeLife).UnixMilli()}
+	c.Expires = m.now().Add(challengeLife).UnixMilli()
 	if err := m.propose.ProposeCert(ctx, fsm.CertCommand{Kind: fsm.SetChallenge, Challenge: c}, true); err != nil {
-		return fmt.Errorf("publish the challenge for %s: %w", z.Identifier.Value, err)
+		return fmt.Errorf("publish the %s challenge for %s: %w", chal.Type, z.Identifier.Value, err)
 	}
-	defer m.removeChallenge(context.WithoutCancel(ctx), chal.Token)
+	defer m.removeChallenge(context.WithoutCancel(ctx), c.Token)
 	if _, err := client.Accept(ctx, chal); err != nil {
 		return fmt.Errorf("accept the challenge for %s: %w", z.Identifier.Value, err)
 	}

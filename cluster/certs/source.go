@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ type parsedCert struct {
 // Certificates is what a Source reads of the replicated state.
 type Certificates interface {
 	Certificate(name string) (fsm.Certificate, bool)
+	Challenge(token string) (fsm.Challenge, bool)
 }
 
 // NewSource serves the certificates of state; a handshake without a name
@@ -42,11 +44,15 @@ func NewSource(state Certificates, seal Sealer, fallback string) *Source {
 	return &Source{state: state, seal: seal, fallback: fallback, parsed: map[string]parsedCert{}}
 }
 
-// GetCertificate is tls.Config.GetCertificate.
+// GetCertificate is tls.Config.GetCertificate. A CA's TLS-ALPN-01
+// validation (ALPN acme-tls/1) gets the challenge's certificate.
 func (s *Source) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
 	if name == "" {
 		name = s.fallback
+	}
+	if slices.Contains(hello.SupportedProtos, ACMETLSProto) {
+		return s.challengeCertificate(name)
 	}
 	c, ok := s.state.Certificate(name)
 	if !ok {
