@@ -214,7 +214,7 @@ func (VisitsDeleteCommand) Level() int { return LevelVisitRows }
 // forgot (clicks and bots), or an error.
 func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 	if s.raised < LevelVisitRows {
-		return fmt.Errorf("%w: deleting visits needs a cluster raised to level %d", ErrInvalidRequest, LevelVisitRows)
+		return ErrNotRaised
 	}
 	p, ok := s.lookup(c.Code)
 	if !ok {

@@ -321,8 +321,8 @@ func TestDeleteVisits(t *testing.T) {
 	t.Run("before the raise", func(t *testing.T) {
 		f := New()
 		applyAll(t, f, InitCommand{Key: testKey}.Encode(), create(1000, CreateRequest{URL: "https://example.com/t", CustomCode: "t"}))
-		if err, _ := applyAll(t, f, del("t", ""))[0].(error); !errors.Is(err, ErrInvalidRequest) {
-			t.Errorf("delete before the raise = %v, want ErrInvalidRequest", err)
+		if err, _ := applyAll(t, f, del("t", ""))[0].(error); !errors.Is(err, ErrNotRaised) {
+			t.Errorf("delete before the raise = %v, want ErrNotRaised", err)
 		}
 	})
 	f, code := tallied(t)

@@ -80,16 +80,11 @@ func (o *orphanCodes) code(kind fsm.OrphanKind, domain string) string {
 }
 
 type orphanRowJSON struct {
-	At       string  `json:"at"`
-	Type     string  `json:"type"`
-	Domain   string  `json:"domain"`
-	URL      string  `json:"visited_url"`
-	Browser  string  `json:"browser"`
-	OS       string  `json:"os"`
-	Device   string  `json:"device"`
-	Country  *string `json:"country"`
-	Referrer *string `json:"referrer"`
-	Bot      string  `json:"bot"`
+	At     string `json:"at"`
+	Type   string `json:"type"`
+	Domain string `json:"domain"`
+	URL    string `json:"visited_url"`
+	rowVisitorJSON
 }
 
 // handleOrphanVisitRows answers GET /api/v1/visits/orphan: orphan visit
@@ -113,21 +108,12 @@ func (s *Server) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
 	}
 	v := s.fsm.OrphanVisitRows(filter, q)
 	rows := make([]orphanRowJSON, len(v.Rows))
-	for i, r := range v.Rows {
-		rows[i] = orphanRowJSON{At: timestamp(r.At), Type: r.Kind.String(), Domain: r.Domain, URL: s.orphanURL(ctx, r.Kind, r.Domain),
-			Browser: r.Browser.String(), OS: r.OS.String(), Device: r.Device.String(), Bot: r.Bot.String()}
-		if r.Bot == fsm.NotBot { // a bot's row keeps its kind alone
-			country, referrer := r.Country, r.Referrer
-			if referrer == "" {
-				referrer = fsm.Direct
-			}
-			rows[i].Country, rows[i].Referrer = &country, &referrer
-		}
+	for i := range v.Rows {
+		r := &v.Rows[i]
+		rows[i] = orphanRowJSON{At: timestamp(r.At), Type: r.Kind.String(), Domain: r.Domain,
+			URL: s.orphanURL(ctx, r.Kind, r.Domain), rowVisitorJSON: rowVisitorOf(r)}
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
-		"total": v.Matched(q.ExcludeBots), "non_bots": v.NonBots, "bots": v.Bots,
-		"offset": q.Offset, "limit": q.Limit, "visits": rows,
-	})
+	writeRowPage(ctx, rows, v, q)
 }
 
 // orphanURL is the URL an orphan row shows: the domain's root for a

@@ -68,10 +68,16 @@ func rowQuery(args *fasthttp.Args) (fsm.RowQuery, error) {
 }
 
 type rowJSON struct {
-	At       string  `json:"at"`
-	Code     string  `json:"short_code"`
-	Domain   string  `json:"domain"`
-	ShortURL string  `json:"short_url"`
+	At       string `json:"at"`
+	Code     string `json:"short_code"`
+	Domain   string `json:"domain"`
+	ShortURL string `json:"short_url"`
+	rowVisitorJSON
+}
+
+// rowVisitorJSON is what a row says of its visitor: a bot's row keeps its
+// kind alone.
+type rowVisitorJSON struct {
 	Browser  string  `json:"browser"`
 	OS       string  `json:"os"`
 	Device   string  `json:"device"`
@@ -80,27 +86,38 @@ type rowJSON struct {
 	Bot      string  `json:"bot"`
 }
 
-// writeRows answers a page of rows: the rows, and the counts of every row
-// in range.
-func (s *Server) writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
-	rows := make([]rowJSON, len(v.Rows))
-	for i, r := range v.Rows {
-		l := fsm.Link{}
-		l.Domain, l.Code = fsm.SplitCode(r.Code)
-		rows[i] = rowJSON{At: timestamp(r.At), Code: l.Code, Domain: l.Domain, ShortURL: s.shortURL(ctx, &l), Browser: r.Browser.String(),
-			OS: r.OS.String(), Device: r.Device.String(), Bot: r.Bot.String()}
-		if r.Bot == fsm.NotBot { // a bot's row keeps its kind alone
-			country, referrer := r.Country, r.Referrer
-			if referrer == "" {
-				referrer = fsm.Direct
-			}
-			rows[i].Country, rows[i].Referrer = &country, &referrer
+func rowVisitorOf(r *fsm.VisitRow) rowVisitorJSON {
+	v := rowVisitorJSON{Browser: r.Browser.String(), OS: r.OS.String(), Device: r.Device.String(), Bot: r.Bot.String()}
+	if r.Bot == fsm.NotBot {
+		country, referrer := r.Country, r.Referrer
+		if referrer == "" {
+			referrer = fsm.Direct
 		}
+		v.Country, v.Referrer = &country, &referrer
 	}
+	return v
+}
+
+// writeRowPage answers a page of rows with the counts of every row in
+// range.
+func writeRowPage(ctx *fasthttp.RequestCtx, rows any, v fsm.VisitRows, q fsm.RowQuery) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
 		"total": v.Matched(q.ExcludeBots), "non_bots": v.NonBots, "bots": v.Bots,
 		"offset": q.Offset, "limit": q.Limit, "visits": rows,
 	})
+}
+
+// writeRows answers a page of rows: the rows, and the counts of every row
+// in range.
+func (s *Server) writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
+	rows := make([]rowJSON, len(v.Rows))
+	for i := range v.Rows {
+		r := &v.Rows[i]
+		l := fsm.Link{}
+		l.Domain, l.Code = fsm.SplitCode(r.Code)
+		rows[i] = rowJSON{At: timestamp(r.At), Code: l.Code, Domain: l.Domain, ShortURL: s.shortURL(ctx, &l), rowVisitorJSON: rowVisitorOf(r)}
+	}
+	writeRowPage(ctx, rows, v, q)
 }
 
 // handleLinkVisitRows answers GET /api/v1/urls/{code}/visits: the link's

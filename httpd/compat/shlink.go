@@ -345,16 +345,24 @@ func (sh shlink) get(ctx *fasthttp.RequestCtx) {
 }
 
 func (sh shlink) writeLink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
+	if l, ok := linkOfShlink(ctx, a, code, domain); ok {
+		writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+	}
+}
+
+// linkOfShlink reads the link a native call answered; false once it has
+// answered the client Shlink's problem for a refusal or a bad answer.
+func linkOfShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) (Link, bool) {
+	var l Link
 	if !a.OK() {
 		failShlink(ctx, a, code, domain)
-		return
+		return l, false
 	}
-	var l Link
 	if err := a.Decode(&l); err != nil {
 		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
-		return
+		return l, false
 	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+	return l, true
 }
 
 // shlinkEditFields maps Shlink's edit fields to linkraft's; null clears.

@@ -170,13 +170,8 @@ func (sh shlink) redirectRules(ctx *fasthttp.RequestCtx) {
 }
 
 func (sh shlink) writeRules(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
-	if !a.OK() {
-		failShlink(ctx, a, code, domain)
-		return
-	}
-	var l Link
-	if err := a.Decode(&l); err != nil {
-		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
+	l, ok := linkOfShlink(ctx, a, code, domain)
+	if !ok {
 		return
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{

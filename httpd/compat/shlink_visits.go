@@ -386,25 +386,19 @@ func (sh shlink) orphanRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool)
 // deleteOrphanVisits forgets every orphan visit: Shlink's
 // {deletedVisits}.
 func (sh shlink) deleteOrphanVisits(ctx *fasthttp.RequestCtx) {
-	a := sh.n.Call(ctx, "DELETE", "/api/v1/visits/orphan", nil)
-	if !a.OK() {
-		failShlink(ctx, a, "", "")
-		return
-	}
-	var body struct {
-		Deleted uint64 `json:"deleted_visits"`
-	}
-	if err := a.Decode(&body); err != nil {
-		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
-		return
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]uint64{"deletedVisits": body.Deleted}))
+	sh.deleteVisitsAt(ctx, "/api/v1/visits/orphan", "", "")
 }
 
 // deleteVisits forgets a link's visits: Shlink's {deletedVisits}.
 func (sh shlink) deleteVisits(ctx *fasthttp.RequestCtx) {
 	code, domain := sh.codeAndDomain(ctx)
-	a := sh.n.Call(ctx, "DELETE", linkPath(code, domain, "/visits"), nil)
+	sh.deleteVisitsAt(ctx, linkPath(code, domain, "/visits"), code, domain)
+}
+
+// deleteVisitsAt runs linkraft's visit deletion at path and answers how
+// many visits it forgot.
+func (sh shlink) deleteVisitsAt(ctx *fasthttp.RequestCtx, path, code, domain string) {
+	a := sh.n.Call(ctx, "DELETE", path, nil)
 	if !a.OK() {
 		failShlink(ctx, a, code, domain)
 		return
