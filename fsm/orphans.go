@@ -286,9 +286,8 @@ func (st *state) decodeOrphans(d *decoder) error {
 		lv := st.orphans.mutable(k, st.recs.gen, false)
 		day := uint64(0)
 		for days := d.count(21); days > 0 && d.err == nil; days-- {
-			step := d.uvarint()
-			day += step
-			if d.err == nil && (step == 0 && len(lv.days) > 0 || day > uint64(newest) || day < uint64(oldest)) {
+			var ok bool
+			if day, ok = stepDay(day, d.uvarint(), len(lv.days) == 0, oldest, newest); d.err == nil && !ok {
 				return fmt.Errorf("orphan visits of %s on %q: day %d", k.kind, k.domain, day)
 			}
 			dv := &dayVisits{day: uint32(day), gen: st.recs.gen}

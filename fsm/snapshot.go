@@ -419,6 +419,13 @@ func decodeSections(d *decoder) (*state, error) {
 		if d.err == nil && (st.raised < LevelBounds || st.raised > EntryLevel) {
 			return nil, fmt.Errorf("raised to level %d", st.raised)
 		}
+		// A raised state is written in the one version its level picks:
+		// any other pairing would be written back in another version,
+		// leaving out (or adding) sections, and equal states would no
+		// longer give equal bytes.
+		if want := (&snapshot{level: st.raised}).version(); d.err == nil && want != version {
+			return nil, fmt.Errorf("a state raised to level %d in a version %d snapshot (it is written in version %d)", st.raised, version, want)
+		}
 		st.audit.apart = true
 	}
 	st.hasKey = d.bool()

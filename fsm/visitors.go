@@ -511,9 +511,8 @@ func (st *state) decodeVisits(d *decoder) error {
 		lv.bots[Crawler], lv.bots[Preview] = d.uvarint(), d.uvarint()
 		day := uint64(0)
 		for k := d.count(20); k > 0 && d.err == nil; k-- {
-			step := d.uvarint()
-			day += step
-			if d.err == nil && (step == 0 && len(lv.days) > 0 || day > uint64(newest) || day < uint64(oldest)) {
+			var ok bool
+			if day, ok = stepDay(day, d.uvarint(), len(lv.days) == 0, oldest, newest); d.err == nil && !ok {
 				return fmt.Errorf("visitors of link %d: day %d", id, day)
 			}
 			dv := &dayVisits{day: uint32(day), gen: st.recs.gen}
@@ -524,6 +523,19 @@ func (st *state) decodeVisits(d *decoder) error {
 		}
 	}
 	return d.err
+}
+
+// stepDay is the day a snapshot's step from the previous one names: days
+// are written oldest first as steps from the one before (the first from
+// day 0). false for a step that does not move forward, or lands outside
+// [oldest, newest]; a step past newest is refused before it is added, so
+// no step can wrap around to an earlier day.
+func stepDay(day, step uint64, first bool, oldest, newest uint32) (uint64, bool) {
+	if step == 0 && !first || day > uint64(newest) || step > uint64(newest)-day {
+		return day + step, false
+	}
+	day += step
+	return day, day >= uint64(oldest)
 }
 
 func decodeDay(d *decoder, dv *dayVisits) error {

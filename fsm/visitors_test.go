@@ -261,3 +261,28 @@ func TestBatchWithoutVisitors(t *testing.T) {
 		t.Fatal("a batch with visitors must need LevelVisits, one without LevelKeys")
 	}
 }
+
+// TestStepDay: a snapshot names its days as steps forward from the one
+// before; a step that stands still, wraps past the top of 64 bits back to
+// an earlier day, or lands outside the days kept is refused.
+func TestStepDay(t *testing.T) {
+	const oldest, newest = 20000, 20100
+	for _, c := range []struct {
+		name        string
+		day, step   uint64
+		first, want bool
+	}{
+		{"first day", 0, 20050, true, true},
+		{"next day", 20050, 1, false, true},
+		{"the newest", 20050, 50, false, true},
+		{"past the newest", 20050, 51, false, false},
+		{"standing still", 20050, 0, false, false},
+		{"wrapping back a day", 20051, ^uint64(0), false, false},
+		{"32-bit underflow", 20051, 1<<32 - 1, false, false},
+		{"before the oldest", 0, 19999, true, false},
+	} {
+		if _, ok := stepDay(c.day, c.step, c.first, oldest, newest); ok != c.want {
+			t.Errorf("%s: day %d, step %d: %v, want %v", c.name, c.day, c.step, ok, c.want)
+		}
+	}
+}
