@@ -128,9 +128,13 @@ func (o *Options) extended() bool {
 	return o != nil && (o.Crawlable || rulesExtended(o.Rules))
 }
 
+// rulesExtended reports rules with a condition of LevelVisitRows: on the
+// browser or the address, or on the country, which builds before it
+// never met (they held no visit to be in a country), so a cluster must
+// not send them such a rule before every node would honour it.
 func rulesExtended(rules []Rule) bool {
 	for i := range rules {
-		if rules[i].Browser != BrowserOther || len(rules[i].Addresses) > 0 {
+		if rules[i].Browser != BrowserOther || len(rules[i].Addresses) > 0 || rules[i].Country != "" {
 			return true
 		}
 	}
@@ -161,7 +165,7 @@ func (o *Options) check() error {
 	}
 	for _, r := range o.Rules {
 		if len(r.Query) > MaxRuleQuery || r.Device > DeviceDesktop || r.Browser >= browserCount ||
-			len(r.Addresses) > MaxRuleAddresses {
+			len(r.Addresses) > MaxRuleAddresses || !validRuleCountry(r.Country) {
 			return fmt.Errorf("%w: rule for %q", ErrInvalidRequest, r.URL)
 		}
 		for _, a := range r.Addresses {
@@ -174,6 +178,12 @@ func (o *Options) check() error {
 		}
 	}
 	return nil
+}
+
+// validRuleCountry accepts no country, or an ISO 3166-1 alpha-2 code in
+// upper case.
+func validRuleCountry(c string) bool {
+	return c == "" || len(c) == 2 && isUpper(c[0]) && isUpper(c[1])
 }
 
 // encodeOptions writes o after a presence byte, in the order below. Log

@@ -25,6 +25,7 @@ func visitRowsCommands() map[string]Command {
 		"create extended": CreateBatch{Now: 1, Items: []CreateRequest{{URL: "https://example.com/", Workspace: "w", CustomCode: "n", Options: extendedOptions()}}},
 		"edit crawlable":  EditCommand{Code: "x", Now: 1, Fields: EditCrawlable | EditTitle, Title: "t", Crawlable: true},
 		"edit rules":      EditCommand{Code: "x", Now: 1, Fields: EditRules, Rules: extendedOptions().Rules},
+		"edit country":    EditCommand{Code: "x", Now: 1, Fields: EditRules, Rules: []Rule{{Country: "GB", URL: "https://example.co.uk/"}}},
 		"domain invalid":  DomainCommand{Domain: Domain{Name: "a.example", InvalidRedirect: "https://example.com/x"}, By: RootKeyID, Now: 1},
 		"default domain":  DomainCommand{Domain: Domain{RootRedirect: "https://example.com/r"}, By: RootKeyID, Now: 1},
 		"tags rename":     TagsCommand{Tag: "a", NewName: "b", Workspaces: []string{"w"}, KeyID: RootKeyID, Now: 1},
@@ -122,6 +123,13 @@ func TestVisitRowsNeedTheRaise(t *testing.T) {
 	}
 	if d := f.DefaultDomain(); d.RootRedirect != "https://example.com/r" {
 		t.Errorf("default domain %+v", d)
+	}
+	// A country is two upper-case letters, or the rule is refused.
+	for _, cc := range []string{"gb", "GBR", "G1"} {
+		edit := EditCommand{Code: "x", Now: 2, Fields: EditRules, Rules: []Rule{{Country: cc, URL: "https://example.co.uk/"}}}
+		if err, _ := applyAll(t, f, edit.Encode())[0].(error); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("a rule on country %q: %v", cc, err)
+		}
 	}
 }
 
