@@ -31,18 +31,53 @@ var idPeACMEIdentifier = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 31}
 // the CA ever sees it, for the minutes of a validation.
 const challengeLifetime = 24 * time.Hour
 
+// challengeCert is the TLS-ALPN-01 certificate made for one challenge.
+type challengeCert struct {
+	keyAuth string    // the digest of the challenge it was made for
+	made    time.Time // reused only while well inside its lifetime
+	cert    *tls.Certificate
+}
+
 // challengeCertificate is the certificate a TLS-ALPN-01 validation of
 // name gets: made on this node from the challenge in the state (the
 // digest of the key authorization), with a key of its own, self-signed.
-// None when no such challenge is in flight. It is made afresh for each
-// handshake, not kept: a CA makes a few, and only while the challenge is
-// in flight.
+// None when no such challenge is in flight. It is made once per challenge
+// and kept while the state holds that challenge: any client may offer
+// acme-tls/1, and a key and a signature made for each handshake would let
+// a flood of them spend the node's CPU. A CA validating from several
+// places gets the same certificate, which RFC 8737 allows: it checks the
+// name and the digest, not the key.
 func (s *Source) challengeCertificate(name string) (*tls.Certificate, error) {
-	c, ok := s.state.Challenge(fsm.TLSALPNToken(name))
-	if !ok {
+	c, inFlight := s.state.Challenge(fsm.TLSALPNToken(name))
+	s.challengeMu.Lock()
+	defer s.challengeMu.Unlock()
+	if !inFlight {
+		delete(s.challenges, name)
 		return nil, fmt.Errorf("no TLS-ALPN-01 challenge in flight for %q", name)
 	}
-	digest, err := hex.DecodeString(c.KeyAuth)
+	now := time.Now()
+	if k, ok := s.challenges[name]; ok && k.keyAuth == c.KeyAuth && now.Sub(k.made) < challengeLifetime/2 {
+		return k.cert, nil
+	}
+	cert, err := newChallengeCertificate(name, c.KeyAuth, now)
+	if err != nil {
+		return nil, err
+	}
+	// Those kept are only the challenges still in the state: a new
+	// certificate costs far more than this look at each.
+	for kept, k := range s.challenges {
+		if c, ok := s.state.Challenge(fsm.TLSALPNToken(kept)); !ok || c.KeyAuth != k.keyAuth {
+			delete(s.challenges, kept)
+		}
+	}
+	s.challenges[name] = challengeCert{keyAuth: c.KeyAuth, made: now, cert: cert}
+	return cert, nil
+}
+
+// newChallengeCertificate makes the TLS-ALPN-01 certificate of name for
+// the key authorization's digest keyAuth (hex), valid from now.
+func newChallengeCertificate(name, keyAuth string, now time.Time) (*tls.Certificate, error) {
+	digest, err := hex.DecodeString(keyAuth)
 	if err != nil {
 		return nil, fmt.Errorf("the TLS-ALPN-01 challenge for %q: %w", name, err)
 	}
@@ -58,7 +93,6 @@ func (s *Source) challengeCertificate(name string) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a serial for the TLS-ALPN-01 certificate: %w", err)
 	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(challengeLifetime),

@@ -89,6 +89,65 @@ func TestSourceAnswersTLSALPN(t *testing.T) {
 	}
 }
 
+// TestSourceKeepsTLSALPNCertificate: every validation handshake for the
+// challenge in flight gets the one certificate made for it, so a client
+// repeating them costs no key nor signature; a changed challenge gets a
+// new certificate carrying its own digest; once the state no longer holds
+// a challenge its certificate is neither served nor kept.
+func TestSourceKeepsTLSALPNCertificate(t *testing.T) {
+	challenge := func(name, keyAuth string) fsm.Challenge {
+		digest := sha256.Sum256([]byte(keyAuth))
+		return fsm.Challenge{Token: fsm.TLSALPNToken(name), KeyAuth: hex.EncodeToString(digest[:])}
+	}
+	state := fakeState{challenges: map[string]fsm.Challenge{
+		fsm.TLSALPNToken("a.example"): challenge("a.example", "one.thumbprint"),
+		fsm.TLSALPNToken("b.example"): challenge("b.example", "one.thumbprint"),
+	}}
+	src := NewSource(state, newSealer(t), "a.example")
+	leaf := func(name string) *x509.Certificate {
+		t.Helper()
+		cs, err := handshake(t, src, name, ACMETLSProto)
+		if err != nil {
+			t.Fatalf("validation handshake for %s: %v", name, err)
+		}
+		return cs.PeerCertificates[0]
+	}
+	digestOf := func(c *x509.Certificate) []byte {
+		for _, ext := range c.Extensions {
+			if ext.Id.Equal(idPeACMEIdentifier) {
+				var got []byte
+				if _, err := asn1.Unmarshal(ext.Value, &got); err == nil {
+					return got
+				}
+			}
+		}
+		return nil
+	}
+
+	first := leaf("a.example")
+	if again := leaf("a.example"); !bytes.Equal(again.Raw, first.Raw) {
+		t.Fatal("a second handshake for the same challenge got another certificate")
+	}
+	if other := leaf("b.example"); bytes.Equal(other.Raw, first.Raw) || other.DNSNames[0] != "b.example" {
+		t.Fatalf("another name's challenge got %v", other.DNSNames)
+	}
+
+	state.challenges[fsm.TLSALPNToken("a.example")] = challenge("a.example", "two.thumbprint")
+	changed := leaf("a.example")
+	want, _ := hex.DecodeString(state.challenges[fsm.TLSALPNToken("a.example")].KeyAuth)
+	if bytes.Equal(changed.Raw, first.Raw) || !bytes.Equal(digestOf(changed), want) {
+		t.Fatal("a changed challenge did not get a new certificate with its digest")
+	}
+
+	delete(state.challenges, fsm.TLSALPNToken("b.example"))
+	if _, err := handshake(t, src, "b.example", ACMETLSProto); err == nil {
+		t.Fatal("a validation handshake succeeded after its challenge left the state")
+	}
+	if len(src.challenges) != 1 {
+		t.Fatalf("%d certificates kept for 1 challenge in flight", len(src.challenges))
+	}
+}
+
 // leafOf is the first certificate of a PEM chain.
 func leafOf(t *testing.T, chainPEM string) *x509.Certificate {
 	t.Helper()

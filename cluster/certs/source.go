@@ -25,6 +25,11 @@ type Source struct {
 
 	mu     sync.Mutex
 	parsed map[string]parsedCert
+	// challenges keeps, by name, the TLS-ALPN-01 certificate made for the
+	// challenge in flight (challengeCertificate). Its own lock: making one
+	// takes a key, which ordinary handshakes must not wait for.
+	challengeMu sync.Mutex
+	challenges  map[string]challengeCert
 }
 
 type parsedCert struct {
@@ -41,7 +46,7 @@ type Certificates interface {
 // NewSource serves the certificates of state; a handshake without a name
 // gets fallback's.
 func NewSource(state Certificates, seal Sealer, fallback string) *Source {
-	return &Source{state: state, seal: seal, fallback: fallback, parsed: map[string]parsedCert{}}
+	return &Source{state: state, seal: seal, fallback: fallback, parsed: map[string]parsedCert{}, challenges: map[string]challengeCert{}}
 }
 
 // GetCertificate is tls.Config.GetCertificate. A CA's TLS-ALPN-01
