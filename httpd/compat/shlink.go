@@ -39,22 +39,26 @@ func registerShlink(route Route, n Native, c cors) {
 		r := func(method, path string, h fasthttp.RequestHandler) {
 			route(method, p+path, "compat_shlink", c.wrap(h))
 		}
+		// Routes with a body check the credential before they decode it.
+		withBody := func(create bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+			return credentialFirst(n, create, sh.refuse, h)
+		}
 		r("GET", "/health", sh.health)
 		r("GET", "/short-urls", sh.list)
-		r("POST", "/short-urls", sh.create)
+		r("POST", "/short-urls", withBody(true, sh.create))
 		r("GET", "/short-urls/shorten", sh.shorten)
 		r("GET", "/short-urls/{shortCode}", sh.get)
-		r("PATCH", "/short-urls/{shortCode}", sh.edit)
+		r("PATCH", "/short-urls/{shortCode}", withBody(false, sh.edit))
 		r("DELETE", "/short-urls/{shortCode}", sh.remove)
 		r("GET", "/tags", sh.tags)
 		r("GET", "/tags/stats", sh.tagsStats)
 		r("GET", "/domains", sh.domains)
 		r("GET", "/mercure-info", sh.mercure)
-		r("PUT", "/tags", sh.renameTag)
+		r("PUT", "/tags", withBody(false, sh.renameTag))
 		r("DELETE", "/tags", sh.deleteTags)
-		r("PATCH", "/domains/redirects", sh.setDomainRedirects)
+		r("PATCH", "/domains/redirects", withBody(false, sh.setDomainRedirects))
 		r("GET", "/short-urls/{shortCode}/redirect-rules", sh.redirectRules)
-		r("POST", "/short-urls/{shortCode}/redirect-rules", sh.setRedirectRules)
+		r("POST", "/short-urls/{shortCode}/redirect-rules", withBody(false, sh.setRedirectRules))
 		registerShlinkVisits(r, sh)
 	}
 }
@@ -74,6 +78,9 @@ func invalidShlink(ctx *fasthttp.RequestCtx, detail string) {
 	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", detail,
 		map[string]any{"invalidElements": []string{}})
 }
+
+// refuse answers a refused credential as Shlink does.
+func (shlink) refuse(ctx *fasthttp.RequestCtx, a Answer) { failShlink(ctx, a, "", "") }
 
 // failShlink answers a native error answer as Shlink would: its
 // authentication problems, not found, a taken slug, invalid data, and
