@@ -466,7 +466,7 @@ func sep(domain string) string {
 // users is the key's view as Kutt's user: linkraft has no users or
 // e-mail addresses; apikey is not shown again (linkraft shows a key once).
 func (k kutt) users(ctx *fasthttp.RequestCtx) {
-	if a := k.n.Call(ctx, "GET", "/api/v1/tags", nil); !a.OK() {
+	if a := k.n.Authenticate(ctx, false); !a.OK() {
 		k.failNative(ctx, a)
 		return
 	}

@@ -20,8 +20,14 @@ import (
 // linkraft does not keep; to other keys the overview counts none.
 
 // maxNativeRows is the largest page of linkraft's rows; a larger Shlink
-// page (or all of them, its default) is read in several.
-const maxNativeRows = 5000
+// page (or all of them, its default) is read in several, at most
+// maxRowPages: each is a pass over the days of every link in range under
+// the state's read lock, so one request may not ask for many (the web
+// client asks for pages of 5,000, one pass each).
+const (
+	maxNativeRows = 5000
+	maxRowPages   = 20
+)
 
 func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler), sh shlink) {
 	r("GET", "/visits", sh.visitsOverview)
@@ -182,7 +188,7 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 	}
 	data := []shlinkVisit{}
 	var total int
-	for pages := 0; pages < maxScanPages; pages++ {
+	for pages := 0; pages < maxRowPages; pages++ {
 		limit := maxNativeRows
 		if want > 0 {
 			limit = min(limit, want-len(data))
@@ -213,7 +219,7 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 	}
 	if listed := max(total-offset, 0); len(data) < listed && (want < 0 || len(data) < want) {
 		invalidShlink(ctx, fmt.Sprintf("%d visits match, more than %d a request lists: ask for pages (itemsPerPage) or a shorter range (startDate, endDate)",
-			total, maxScanPages*maxNativeRows))
+			total, maxRowPages*maxNativeRows))
 		return
 	}
 	perPage := q.perPage
