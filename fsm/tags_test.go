@@ -75,11 +75,14 @@ func TestVisitRowsDecodeRefuses(t *testing.T) {
 	tags := TagsCommand{Tag: "a", KeyID: "k"}.Encode()
 	tagsTrailing := append(slices.Clone(tags[:len(tags)-sealedBytes]), 0)
 	tagsTrailing[0] &^= sealedFlag
+	// Unsealed, so that the decoder's bounds are reached, not the checksum.
+	tagsTruncated := slices.Clone(tags[:3])
+	tagsTruncated[0] &^= sealedFlag
 	for name, entry := range map[string][]byte{
 		"crawlable in an old edit": asOld,
 		"unknown browser":          badBrowser,
 		"trailing bytes":           tagsTrailing,
-		"truncated":                tags[:3],
+		"truncated":                tagsTruncated,
 	} {
 		if _, err := DecodeCommand(entry); err == nil {
 			t.Errorf("%s: decoded", name)

@@ -9,19 +9,6 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// raised waits until the test server's cluster is raised to
-// LevelVisitRows, which its leader does once it leads.
-func raised(t *testing.T, s *Server) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.fsm.Raised() < fsm.LevelVisitRows {
-		if time.Now().After(deadline) {
-			t.Fatal("the cluster was not raised to LevelVisitRows")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestOrphanVisitsCounted: a root visit, a code that names no link, a
 // link not yet valid and a page not found each count once as their kind
 // after the flush, a bot's as a bot's, on the domain the Host names;
@@ -29,7 +16,7 @@ func raised(t *testing.T, s *Server) {
 // delete them.
 func TestOrphanVisitsCounted(t *testing.T) {
 	s := newTestServer(t, nil)
-	raised(t, s)
+	waitRaised(t, s)
 	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"brand.example"}`); status(ctx) != 200 {
 		t.Fatalf("register domain: %d %s", status(ctx), ctx.Response.Body())
 	}
