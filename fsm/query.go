@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"weak"
 )
 
 // Filter narrows a link list. The zero Filter keeps every link.
@@ -155,23 +156,69 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	return out
 }
 
-// CrawlableCodes is the codes, sorted, of at most limit live, unexpired
-// crawlable links of domain ("" for the default one): what robots.txt
-// allows. It reads only the links with options.
-func (f *FSM) CrawlableCodes(domain string, limit int, now int64) []string {
+// StateVersion identifies the state a read saw: it changes with every
+// applied entry and every restore, so what a reader derives from the
+// state holds while the version is the same (robots.txt is kept so).
+// Versions compare with ==.
+type StateVersion struct {
+	applied uint64
+	// state tells a restored state from the one it replaced: both read
+	// applied 0 until the next entry. Weak, so that a version a cache
+	// keeps never keeps a replaced state's memory.
+	state weak.Pointer[state]
+}
+
+// StateVersion is the state's version now.
+func (f *FSM) StateVersion() StateVersion {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []string
+	return f.version()
+}
+
+// version is StateVersion; f.mu is held.
+func (f *FSM) version() StateVersion {
+	return StateVersion{applied: f.applied.Load(), state: weak.Make(f.s)}
+}
+
+// Crawlable is what robots.txt allows of a domain.
+type Crawlable struct {
+	Codes []string // sorted, at most the limit asked
+	// Until is when the answer may change without a write: the first
+	// expiry among the domain's crawlable links, 0 when none expires.
+	Until int64
+	// Version is the state the answer was read from.
+	Version StateVersion
+}
+
+// Crawlable is the codes, sorted, of at most limit live, unexpired
+// crawlable links of domain ("" for the default one) at time now: what
+// robots.txt allows. It reads only the links with options, but all of
+// them: a reader serving it often keeps it (see Crawlable.Until and
+// Version).
+func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := Crawlable{Version: f.version()}
 	for p, o := range f.s.opts {
 		r := f.s.recs.at(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue
 		}
 		d, code := SplitCode(f.s.recs.text.code(r))
-		if d == domain {
-			out = append(out, code)
+		if d != domain {
+			continue
+		}
+		out.Codes = append(out.Codes, code)
+		if r.expiresAt != 0 && (out.Until == 0 || r.expiresAt < out.Until) {
+			out.Until = r.expiresAt
 		}
 	}
-	slices.Sort(out)
-	return out[:min(len(out), limit)]
+	slices.Sort(out.Codes)
+	out.Codes = out.Codes[:min(len(out.Codes), limit)]
+	return out
+}
+
+// CrawlableCodes is Crawlable's codes.
+func (f *FSM) CrawlableCodes(domain string, limit int, now int64) []string {
+	return f.Crawlable(domain, limit, now).Codes
 }

@@ -3,6 +3,8 @@ package httpd
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -77,15 +79,105 @@ func (s *Server) handleRobots(ctx *fasthttp.RequestCtx) {
 	if d, ok := s.fsm.DomainOfHost(ctx.Request.Header.Host()); ok {
 		domain = d.Name
 	}
-	codes := s.fsm.CrawlableCodes(domain, maxRobotsAllowed, time.Now().UnixMilli())
-	var b strings.Builder
-	b.WriteString("# For more information about the robots.txt standard, see:\n# https://www.robotstxt.org/orig.html\n\nUser-agent: *\n")
-	for _, code := range codes {
-		b.WriteString("Allow: /")
-		b.WriteString(code)
-		b.WriteByte('\n')
-	}
-	b.WriteString("Disallow: /\n")
 	ctx.SetContentType("text/plain; charset=utf-8")
-	ctx.SetBodyString(b.String())
+	ctx.Response.SetBodyRaw(robots.body(s.fsm, domain, time.Now().UnixMilli()))
+}
+
+// robotsCache keeps each domain's robots.txt with the state version and
+// the time it holds until. robots.txt is anonymous and not rate limited,
+// and making it scans every link with options: kept, a flood of it costs
+// a map lookup between writes, and a scan only after one. Scans are made
+// one at a time, so the requests that arrive together after a write wait
+// for one scan rather than each making its own.
+//
+// There is one for the process, not one a Server: an answer is served
+// only for the state version it was read from, which tells apart the
+// states of servers sharing a process (tests).
+type robotsCache struct {
+	mu      sync.RWMutex
+	entries map[string]robotsEntry // by domain, "" for the default one
+	bytes   int                    // the bodies' length, together
+	fill    sync.Mutex             // held while scanning
+	scans   atomic.Uint64          // how many scans were made (tests)
+}
+
+type robotsEntry struct {
+	version fsm.StateVersion
+	until   int64  // fsm.Crawlable.Until: 0, or when a listed link expires
+	body    []byte // never changed once kept: served without a copy
+}
+
+const (
+	// maxRobotsCached is every domain a state may have, and the default
+	// one: with one server in the process, none is ever dropped.
+	maxRobotsCached = fsm.MaxDomains + 1
+	// maxRobotsBytes bounds the bodies kept: a body is up to about 75
+	// bytes for each of maxRobotsAllowed links, and a thousand domains
+	// with as many crawlable links each would keep hundreds of MB.
+	maxRobotsBytes = 64 << 20
+)
+
+var robots = robotsCache{entries: map[string]robotsEntry{}}
+
+// body is domain's robots.txt in f's state at now.
+func (c *robotsCache) body(f *fsm.FSM, domain string, now int64) []byte {
+	if body, ok := c.get(domain, f.StateVersion(), now); ok {
+		return body
+	}
+	c.fill.Lock()
+	defer c.fill.Unlock()
+	if body, ok := c.get(domain, f.StateVersion(), now); ok { // scanned while this waited
+		return body
+	}
+	c.scans.Add(1)
+	a := f.Crawlable(domain, maxRobotsAllowed, now)
+	body := renderRobots(a.Codes)
+	c.put(domain, robotsEntry{version: a.Version, until: a.Until, body: body})
+	return body
+}
+
+// get is the body kept for domain if it was read from version v and
+// holds at now.
+func (c *robotsCache) get(domain string, v fsm.StateVersion, now int64) ([]byte, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.entries[domain]
+	if !ok || e.version != v || e.until != 0 && now >= e.until {
+		return nil, false
+	}
+	return e.body, true
+}
+
+// put keeps e for domain, first dropping others (whichever the map
+// yields: they are scanned again when asked) while a bound would be
+// passed.
+func (c *robotsCache) put(domain string, e robotsEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[domain]; ok {
+		c.bytes -= len(old.body)
+		delete(c.entries, domain)
+	}
+	for other, old := range c.entries {
+		if len(c.entries) < maxRobotsCached && c.bytes+len(e.body) <= maxRobotsBytes {
+			break
+		}
+		c.bytes -= len(old.body)
+		delete(c.entries, other)
+	}
+	c.entries[domain] = e
+	c.bytes += len(e.body)
+}
+
+// renderRobots is robots.txt allowing codes alone.
+func renderRobots(codes []string) []byte {
+	const head = "# For more information about the robots.txt standard, see:\n# https://www.robotstxt.org/orig.html\n\nUser-agent: *\n"
+	b := make([]byte, 0, len(head)+len("Disallow: /\n")+len(codes)*(len("Allow: /\n")+16))
+	b = append(b, head...)
+	for _, code := range codes {
+		b = append(b, "Allow: /"...)
+		b = append(b, code...)
+		b = append(b, '\n')
+	}
+	return append(b, "Disallow: /\n"...)
 }
