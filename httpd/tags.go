@@ -50,10 +50,17 @@ func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 	}
 	c := fsm.TagsCommand{Tag: tag, NewName: newName, Workspaces: visibleWorkspacesFor(ctx, fsm.ScopeLinksWrite),
 		KeyID: keyID(ctx), Now: time.Now().UnixMilli()}
-	res, index, err := cluster.ProposeFor[fsm.TagsResult](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
-	if err != nil {
+	refused := func(err error) {
 		s.writeError(ctx, err, errorDetail{fsm.ErrTagNotFound, "no link you may change carries tag " + tag},
 			errorDetail{fsm.ErrTagConflict, "links you may change already carry tag " + newName + ": rename it first, or delete one of the two"})
+	}
+	if err := s.tagsRefusal(ctx, c); err != nil {
+		refused(err)
+		return
+	}
+	res, index, err := cluster.ProposeFor[fsm.TagsResult](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
+	if err != nil {
+		refused(err)
 		return
 	}
 	markApplied(ctx, index)
@@ -64,6 +71,49 @@ func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 		out.From = tag
 	}
 	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+// tagsRefusal is the refusal the state would give c, found on this node
+// before it is proposed: fsm.ErrTagNotFound or fsm.ErrTagConflict, nil
+// when the entry may be proposed. Applying a TagsCommand scans every link
+// with options under the write lock, on every node, even to refuse it;
+// read here, a rename or deletion the state would refuse (of a tag no
+// link carries, say, which any key may ask for) costs one node's read
+// instead. The state's check stays the authority: this one is never
+// stricter (it lists the tags of every link the key may write, in any
+// letter case), so what it lets through the entry decides.
+func (s *Server) tagsRefusal(ctx *fasthttp.RequestCtx, c fsm.TagsCommand) error {
+	// Read-after-write, as a list: a tag just added anywhere is seen.
+	// Without a leader the proposal fails anyway; it says so, not this.
+	if err := s.node.Reads.CatchUp(ctx); err != nil {
+		return nil
+	}
+	domains := keyDomains(ctx)
+	if len(domains) == 0 { // a key limited to no domain is not limited (fsm.APIKey.SeesDomain)
+		domains = nil
+	}
+	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
+	var found, taken bool
+	for _, t := range s.fsm.Tags(c.Workspaces, domains) {
+		found = found || listedAs(t.Tag, c.Tag)
+		taken = taken || rename && listedAs(t.Tag, c.NewName)
+	}
+	switch {
+	case !found:
+		return fsm.ErrTagNotFound
+	case taken:
+		return fsm.ErrTagConflict
+	}
+	return nil
+}
+
+// listedAs reports whether a tag listed by fsm.Tags (in lower case) may be
+// the tag name, compared as the state compares tags (strings.EqualFold).
+// Lower-casing takes a few letters out of their case-folding class (U+0130
+// becomes an ASCII i), so the lower-cased name is tried too: a listed tag
+// is never missed, at worst one is taken for another.
+func listedAs(listed, name string) bool {
+	return strings.EqualFold(listed, name) || listed == strings.ToLower(name)
 }
 
 // maxRobotsAllowed bounds the links robots.txt lists: at about 75 bytes a
