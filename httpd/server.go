@@ -83,6 +83,8 @@ type Server struct {
 	limiter *ipLimiter
 	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
 	qrCodes *qrCodes
+	// robots keeps each domain's robots.txt between writes (tags.go).
+	robots *robotsCache
 	// guesses bounds password guesses on protected links (password.go).
 	guesses *guessLimiter
 	// hashes bounds the CPU hashing new link passwords costs (hashing.go).
@@ -113,6 +115,7 @@ func New(cfg Config, node Node) *Server {
 		metrics: newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
+		robots:  newRobotsCache(),
 		guesses: newDefaultGuessLimiter(),
 		hashes:  newDefaultHashBudget(),
 		// Browsers' User-Agents are few: thousands of slots hold a busy

@@ -130,7 +130,7 @@ func (s *Server) handleRobots(ctx *fasthttp.RequestCtx) {
 		domain = d.Name
 	}
 	ctx.SetContentType("text/plain; charset=utf-8")
-	ctx.Response.SetBodyRaw(robots.body(s.fsm, domain, time.Now().UnixMilli()))
+	ctx.Response.SetBodyRaw(s.robots.body(s.fsm, domain, time.Now().UnixMilli()))
 }
 
 // robotsCache keeps each domain's robots.txt with the state version and
@@ -139,10 +139,6 @@ func (s *Server) handleRobots(ctx *fasthttp.RequestCtx) {
 // a map lookup between writes, and a scan only after one. Scans are made
 // one at a time, so the requests that arrive together after a write wait
 // for one scan rather than each making its own.
-//
-// There is one for the process, not one a Server: an answer is served
-// only for the state version it was read from, which tells apart the
-// states of servers sharing a process (tests).
 type robotsCache struct {
 	mu      sync.RWMutex
 	entries map[string]robotsEntry // by domain, "" for the default one
@@ -167,7 +163,9 @@ const (
 	maxRobotsBytes = 64 << 20
 )
 
-var robots = robotsCache{entries: map[string]robotsEntry{}}
+func newRobotsCache() *robotsCache {
+	return &robotsCache{entries: map[string]robotsEntry{}}
+}
 
 // body is domain's robots.txt in f's state at now.
 func (c *robotsCache) body(f *fsm.FSM, domain string, now int64) []byte {
