@@ -265,6 +265,7 @@ func TestRelaySpeaksToOlderBuilds(t *testing.T) {
 		notImported.CreatedAt, notImported.Clicks = 0, 0
 		notImported.Options.Crawlable = false
 		notImported.Options.Rules[0].Browser, notImported.Options.Rules[0].Addresses = fsm.BrowserOther, nil
+		notImported.Options.Rules[0].Country = "" // a country rule is of LevelVisitRows too
 		if !legacyCarries(&notImported) {
 			t.Fatal("the legacy fields should carry a create without an import's fields or LevelVisitRows's")
 		}

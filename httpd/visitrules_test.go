@@ -264,6 +264,7 @@ func TestPickTargetTimeWindow(t *testing.T) {
 // a trusted proxy names), and for no visit whose country is not known.
 func TestRulesOnCountry(t *testing.T) {
 	s := newTestServer(t, withCountries(t)) // trusts proxies on 127.0.0.0/8
+	waitRaised(t, s)                        // country rules are of LevelVisitRows
 	code := mustCreate(t, s, `{"url":"https://example.com/default","rules":[
 		{"when":{"country":"gb"},"url":"https://example.co.uk/"},
 		{"when":{"country":"NL","device":"desktop"},"url":"https://example.nl/"}]}`)
