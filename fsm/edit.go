@@ -61,15 +61,11 @@ var ErrVisitLimit = errors.New("the link has reached its maximum number of visit
 // other field replaces the link's Options as a whole, so an Options value
 // a reader holds never changes under it.
 func (s *state) edit(c EditCommand) (Link, error) {
-	p, ok := s.lookup(c.Code)
-	if !ok {
-		return Link{}, ErrNotFound
+	p, ws, err := s.writableLink(c.Code, c.KeyID, c.Now)
+	if err != nil {
+		return Link{}, err
 	}
 	r := s.recs.at(p)
-	ws := s.workspaces.names[r.workspace]
-	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
-		return Link{}, ErrUnauthorized
-	}
 	if c.Fields&^editKnownExtended != 0 {
 		return Link{}, fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnownExtended)
 	}

@@ -230,6 +230,21 @@ func (s *state) mayAdminister(by string, now int64) bool {
 	return ok && !k.Expired(now) && k.Scopes&ScopeAdmin != 0
 }
 
+// writableLink is the position and workspace of the link of a qualified
+// code that keyID may write at now: ErrNotFound without one,
+// ErrUnauthorized when the key may not (mayWrite).
+func (s *state) writableLink(code, keyID string, now int64) (uint32, string, error) {
+	p, ok := s.lookup(code)
+	if !ok {
+		return 0, "", ErrNotFound
+	}
+	ws := s.workspaces.names[s.recs.at(p).workspace]
+	if !s.mayWrite(keyID, ws, s.domainIndex(code), now) {
+		return 0, "", ErrUnauthorized
+	}
+	return p, ws, nil
+}
+
 // mayWrite is the state's own check of a link write's key: the key must
 // exist and allow writing links in the workspace at the write's time. An
 // empty key id is an anonymous create (public creates, and entries written

@@ -496,13 +496,9 @@ func (s *state) index(p uint32, now int64) {
 }
 
 func (s *state) delete(c DeleteCommand) error {
-	p, ok := s.lookup(c.Code)
-	if !ok {
-		return ErrNotFound
-	}
-	ws := s.workspaces.names[s.recs.at(p).workspace]
-	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
-		return ErrUnauthorized
+	p, ws, err := s.writableLink(c.Code, c.KeyID, c.Now)
+	if err != nil {
+		return err
 	}
 	var gone Link // built only for a webhook that wants it
 	if s.hooks.wanted.Has(EventLinkDeleted) {

@@ -216,13 +216,9 @@ func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 	if s.raised < LevelVisitRows {
 		return ErrNotRaised
 	}
-	p, ok := s.lookup(c.Code)
-	if !ok {
-		return ErrNotFound
-	}
-	ws := s.workspaces.names[s.recs.at(p).workspace]
-	if !s.mayWrite(c.KeyID, ws, s.domainIndex(c.Code), c.Now) {
-		return ErrUnauthorized
+	p, ws, err := s.writableLink(c.Code, c.KeyID, c.Now)
+	if err != nil {
+		return err
 	}
 	forgot := s.visitsUsed(p)
 	r := s.recs.mutable(p)
