@@ -226,18 +226,7 @@ func TestHTTPSWithACME(t *testing.T) {
 	const base, later = "s.linkraft.test", "go.linkraft.test"
 	ca.resolve(t, base, ips[:3]...)
 
-	key := newClusterKey(t)
-	nodes := make([]*node, 4)
-	var gossip []string
-	for i := range nodes {
-		n := newNode(t, "node"+itoa(i+1))
-		n.clusterKey = key
-		n.httpAddr = net.JoinHostPort(ips[i], itoa(httpPort))
-		n.raftAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], false)))
-		n.gossipAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], true)))
-		nodes[i] = n
-		gossip = append(gossip, n.gossipAddr)
-	}
+	nodes, gossip := nodesOnAddresses(t, ips, httpPort)
 	launch := func(i int, settings map[string]string) {
 		all := map[string]string{"join": strings.Join(gossip[:3], ","), "bootstrap-expect": "3",
 			"https-addr": net.JoinHostPort(ips[i], itoa(httpsPort)), "acme-domains": base, "acme-email": "ops@linkraft.test",
@@ -405,18 +394,7 @@ func TestHTTPSWithTLSALPN(t *testing.T) {
 	const name = "alpn.linkraft.test"
 	ca.resolve(t, name, ips...)
 
-	key := newClusterKey(t)
-	nodes := make([]*node, len(ips))
-	var gossip []string
-	for i := range nodes {
-		n := newNode(t, "node"+itoa(i+1))
-		n.clusterKey = key
-		n.httpAddr = net.JoinHostPort(ips[i], itoa(httpPort))
-		n.raftAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], false)))
-		n.gossipAddr = net.JoinHostPort(ips[i], itoa(freePortOn(t, ips[i], true)))
-		nodes[i] = n
-		gossip = append(gossip, n.gossipAddr)
-	}
+	nodes, gossip := nodesOnAddresses(t, ips, httpPort)
 	for i, n := range nodes {
 		n.args, n.env = n.commandLine(nodeOptions{Settings: map[string]string{
 			"join": strings.Join(gossip, ","), "bootstrap-expect": "3",
@@ -450,4 +428,25 @@ func TestHTTPSWithTLSALPN(t *testing.T) {
 	}) {
 		t.Fatal("a validation handshake is still answered after the certificate was issued")
 	}
+}
+
+// nodesOnAddresses makes (does not start) a node on each address, with
+// one cluster key, every node's plain HTTP on the same port (so that the
+// CA's HTTP-01 validation reaches any of them by name), and returns
+// them with their gossip addresses.
+func nodesOnAddresses(t *testing.T, ips []string, httpPort int) ([]*node, []string) {
+	t.Helper()
+	key := newClusterKey(t)
+	nodes := make([]*node, len(ips))
+	var gossip []string
+	for i, ip := range ips {
+		n := newNode(t, "node"+itoa(i+1))
+		n.clusterKey = key
+		n.httpAddr = net.JoinHostPort(ip, itoa(httpPort))
+		n.raftAddr = net.JoinHostPort(ip, itoa(freePortOn(t, ip, false)))
+		n.gossipAddr = net.JoinHostPort(ip, itoa(freePortOn(t, ip, true)))
+		nodes[i] = n
+		gossip = append(gossip, n.gossipAddr)
+	}
+	return nodes, gossip
 }
