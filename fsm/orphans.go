@@ -156,9 +156,8 @@ func (s *state) addOrphans(cc *ClickCount, now int64, sharing bool) {
 	}
 	lv := s.orphans.mutable(orphanKey{domain, kind}, s.recs.gen, sharing)
 	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
-		refs := len(d.referrers)
-		d.add(&cc.Visitor, cc.Count)
-		d.tally(uint8(hour%24), &cc.Visitor, cc.Count, refs, sharing)
+		slot, inserted := d.add(&cc.Visitor, cc.Count)
+		d.tally(uint8(hour%24), &cc.Visitor, cc.Count, slot, inserted, sharing)
 	}
 }
 

@@ -91,16 +91,11 @@ func (t tuple) valid(refs int) bool {
 }
 
 // tally counts n clicks of v in hour of the day, once add has counted
-// them: refs is the day's referrer hosts before add.
-func (d *dayVisits) tally(hour uint8, v *Visitor, n uint64, refs int, sharing bool) {
-	slot := uint8(otherSlot)
-	if v.Bot == NotBot {
-		if i, ok := slices.BinarySearchFunc(d.referrers, v.Referrer, compareKey); ok {
-			slot = uint8(i)
-			if len(d.referrers) > refs { // a new host took index i
-				d.shiftSlots(slot, sharing)
-			}
-		}
+// them and said where the referrer is (slot) and whether it took that
+// place just now, moving the later hosts up.
+func (d *dayVisits) tally(hour uint8, v *Visitor, n uint64, slot uint8, inserted, sharing bool) {
+	if inserted {
+		d.shiftSlots(slot, sharing)
 	}
 	t := packTuple(v, slot)
 	h := d.mutableHour(hour)

@@ -366,28 +366,30 @@ func firstDayAtOrAfter(days []*dayVisits, day uint32) int {
 	return i
 }
 
-// add counts n clicks of visitor v in this day.
-func (d *dayVisits) add(v *Visitor, n uint64) {
+// add counts n clicks of visitor v in this day. It returns where the
+// referrer is in the day's sorted list (otherSlot for a host past the
+// bound, and for a bot), and whether it took that place just now: the
+// tallies name referrers by their place (tally).
+func (d *dayVisits) add(v *Visitor, n uint64) (slot uint8, inserted bool) {
 	if v.Bot != NotBot {
 		d.bots[v.Bot] = saturatingAdd(d.bots[v.Bot], n)
-		return
+		return otherSlot, false
 	}
 	d.browsers[v.Browser] = saturatingAdd(d.browsers[v.Browser], n)
 	d.systems[v.OS] = saturatingAdd(d.systems[v.OS], n)
 	d.devices[v.Device] = saturatingAdd(d.devices[v.Device], n)
 	d.countries = addKey(d.countries, v.CountryCode(), n)
-	d.referrers, d.others = addReferrer(d.referrers, d.others, v.Referrer, n)
-}
-
-func addReferrer(refs []keyCount, others uint32, host string, n uint64) ([]keyCount, uint32) {
-	if len(refs) >= MaxReferrersPerDay {
-		if i, ok := slices.BinarySearchFunc(refs, host, compareKey); ok {
-			refs[i].count = saturatingAdd(refs[i].count, n)
-			return refs, others
-		}
-		return refs, saturatingAdd(others, n)
+	i, found := slices.BinarySearchFunc(d.referrers, v.Referrer, compareKey)
+	switch {
+	case found:
+		d.referrers[i].count = saturatingAdd(d.referrers[i].count, n)
+		return uint8(i), false
+	case len(d.referrers) >= MaxReferrersPerDay:
+		d.others = saturatingAdd(d.others, n)
+		return otherSlot, false
 	}
-	return addKey(refs, host, n), others
+	d.referrers = slices.Insert(d.referrers, i, keyCount{strings.Clone(v.Referrer), saturatingAdd(0, n)})
+	return uint8(i), true
 }
 
 // addKey adds n to key's count in the sorted list, inserting it (with a
@@ -415,10 +417,9 @@ func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing b
 		lv.bots[v.Bot] += n
 	}
 	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
-		refs := len(d.referrers)
-		d.add(v, n)
+		slot, inserted := d.add(v, n)
 		if s.raised >= LevelVisitRows {
-			d.tally(uint8(hour%24), v, n, refs, sharing)
+			d.tally(uint8(hour%24), v, n, slot, inserted, sharing)
 		}
 	}
 }
