@@ -1,14 +1,12 @@
 package httpd
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -129,12 +127,5 @@ func (s *Server) orphanURL(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain
 // handleDeleteOrphanVisits answers DELETE /api/v1/visits/orphan: it
 // forgets every orphan visit, to an admin key, and answers how many.
 func (s *Server) handleDeleteOrphanVisits(ctx *fasthttp.RequestCtx) {
-	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), s.node.Writes,
-		fsm.OrphanVisitsDeleteCommand{KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
-	if err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the deletion was applied"})
-		return
-	}
-	markApplied(ctx, index)
-	writeJSON(ctx, fasthttp.StatusOK, map[string]uint64{"deleted_visits": forgot})
+	s.deleteVisits(ctx, fsm.OrphanVisitsDeleteCommand{KeyID: keyID(ctx), Now: time.Now().UnixMilli()})
 }

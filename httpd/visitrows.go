@@ -161,12 +161,17 @@ func (s *Server) handleDeleteVisits(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), s.node.Writes,
-		fsm.VisitsDeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
+	s.deleteVisits(ctx, fsm.VisitsDeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()},
+		errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
+}
+
+// deleteVisits proposes a deletion of visits and answers how many it
+// forgot, visible on this node when it answers.
+func (s *Server) deleteVisits(ctx *fasthttp.RequestCtx, cmd fsm.Command, details ...errorDetail) {
+	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err,
-			errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"},
-			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the deletion was applied"})
+		s.writeError(ctx, err, append(details,
+			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the deletion was applied"})...)
 		return
 	}
 	markApplied(ctx, index)
