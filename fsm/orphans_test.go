@@ -54,20 +54,7 @@ func orphaned(t testing.TB) *FSM {
 // orphanRows lists every orphan row the filter keeps, a page of limit at
 // a time.
 func orphanRows(t testing.TB, f *FSM, filter OrphanFilter, q RowQuery, limit uint64) []VisitRow {
-	var rows []VisitRow
-	for range 10_000 {
-		q.Offset, q.Limit = uint64(len(rows)), limit
-		got := f.OrphanVisitRows(filter, q)
-		rows = append(rows, got.Rows...)
-		if uint64(len(got.Rows)) < limit {
-			if uint64(len(rows)) != got.Matched(q.ExcludeBots) {
-				t.Fatalf("listed %d rows, counted %d", len(rows), got.Matched(q.ExcludeBots))
-			}
-			return rows
-		}
-	}
-	t.Fatal("too many pages")
-	return nil
+	return pagedRows(t, q, limit, func(q RowQuery) VisitRows { return f.OrphanVisitRows(filter, q) })
 }
 
 func countKinds(rows []VisitRow) map[string]int {

@@ -56,13 +56,22 @@ func tallied(t testing.TB) (*FSM, string) {
 
 // allRows lists every row of code, a page of limit at a time.
 func allRows(t testing.TB, f *FSM, code string, q RowQuery, limit uint64) []VisitRow {
-	var rows []VisitRow
-	for page := 0; page < 10_000; page++ {
-		q.Offset, q.Limit = uint64(len(rows)), limit
+	return pagedRows(t, q, limit, func(q RowQuery) VisitRows {
 		got, ok := f.LinkVisitRows(code, q)
 		if !ok {
 			t.Fatalf("no link %q", code)
 		}
+		return got
+	})
+}
+
+// pagedRows reads every row through read, a page of limit at a time, and
+// checks that they are as many as each page counts.
+func pagedRows(t testing.TB, q RowQuery, limit uint64, read func(RowQuery) VisitRows) []VisitRow {
+	var rows []VisitRow
+	for range 10_000 {
+		q.Offset, q.Limit = uint64(len(rows)), limit
+		got := read(q)
 		rows = append(rows, got.Rows...)
 		if uint64(len(got.Rows)) < limit {
 			if uint64(len(rows)) != got.Matched(q.ExcludeBots) {
