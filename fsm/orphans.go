@@ -252,15 +252,10 @@ func (snap *snapshot) encodeOrphans(e *encoder, flush func(bool)) {
 	for _, k := range keys {
 		e.string(k.domain)
 		e.byte(byte(k.kind))
-		days := kept(k)
-		e.uvarint(uint64(len(days)))
-		prev := uint32(0)
-		for _, d := range days {
-			e.uvarint(uint64(d.day - prev))
-			prev = d.day
+		encodeDays(e, kept(k), func(d *dayVisits) {
 			encodeDay(e, d)
 			sorted = encodeDayTallies(e, d, sorted)
-		}
+		})
 		flush(false)
 	}
 }

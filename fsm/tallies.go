@@ -265,13 +265,7 @@ func (snap *snapshot) encodeTallies(e *encoder, flush func(bool)) {
 			continue
 		}
 		e.uvarint(recs.at(p).id)
-		e.uvarint(uint64(len(days)))
-		prev := uint32(0)
-		for _, d := range days {
-			e.uvarint(uint64(d.day - prev))
-			prev = d.day
-			sorted = encodeDayTallies(e, d, sorted)
-		}
+		encodeDays(e, days, func(d *dayVisits) { sorted = encodeDayTallies(e, d, sorted) })
 		flush(false)
 	}
 }

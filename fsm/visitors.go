@@ -468,13 +468,7 @@ func (snap *snapshot) encodeVisits(e *encoder, flush func(bool)) {
 		e.uvarint(recs.at(p).id)
 		e.uvarint(lv.bots[Crawler])
 		e.uvarint(lv.bots[Preview])
-		e.uvarint(uint64(len(days)))
-		prev := uint32(0)
-		for _, d := range days {
-			e.uvarint(uint64(d.day - prev))
-			prev = d.day
-			encodeDay(e, d)
-		}
+		encodeDays(e, days, func(d *dayVisits) { encodeDay(e, d) })
 		flush(false)
 	}
 }
@@ -524,6 +518,19 @@ func (st *state) decodeVisits(d *decoder) error {
 		}
 	}
 	return d.err
+}
+
+// encodeDays writes days, oldest first, as their number and each as the
+// step from the one before (the first from day 0), followed by what each
+// writes of it; stepDay reads the steps back.
+func encodeDays(e *encoder, days []*dayVisits, each func(*dayVisits)) {
+	e.uvarint(uint64(len(days)))
+	prev := uint32(0)
+	for _, d := range days {
+		e.uvarint(uint64(d.day - prev))
+		prev = d.day
+		each(d)
+	}
 }
 
 // stepDay is the day a snapshot's step from the previous one names: days
