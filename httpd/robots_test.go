@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,23 @@ func TestRobotsTxtKeptBetweenWrites(t *testing.T) {
 		}
 		if got := robotsTxt(t, s, "sho.rt"); !strings.HasSuffix(got, restore.want) {
 			t.Fatalf("robots.txt after a restore:\n%s\nwant it to end\n%s", got, restore.want)
+		}
+	}
+}
+
+// TestRobotsCacheIsBounded: the kept bodies never pass their count or
+// their bytes, whatever hosts are asked for.
+func TestRobotsCacheIsBounded(t *testing.T) {
+	c := newRobotsCache()
+	big := make([]byte, maxRobotsBytes/4+1)
+	for i := range maxRobotsCached + 10 {
+		body := []byte("User-agent: *\n")
+		if i%100 == 0 {
+			body = big
+		}
+		c.put(fmt.Sprintf("d%d.example", i), robotsEntry{body: body})
+		if len(c.entries) > maxRobotsCached || c.bytes > maxRobotsBytes {
+			t.Fatalf("after %d domains: %d kept, %d bytes", i+1, len(c.entries), c.bytes)
 		}
 	}
 }
