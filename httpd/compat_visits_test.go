@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/agent"
 	"github.com/linkraft/linkraft/httpd/compat"
@@ -143,5 +144,28 @@ func TestRowUserAgents(t *testing.T) {
 				t.Errorf("%s on %s: %q reads as %s on %s", b, o, ua, got.Browser, got.OS)
 			}
 		}
+	}
+}
+
+// TestShlinkVisitListIsBounded: one Shlink answer lists at most 100,000
+// rows (httpd/compat: 20 native pages of 5,000); a link with more visits in range is refused
+// with invalid-data asking for pages, and a page of them is still served.
+func TestShlinkVisitListIsBounded(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	code := mustCreate(t, s, `{"url":"https://example.com/busy","custom_code":"busy"}`)
+	const many = 100_001
+	batch := fsm.ClickBatch{Node: "elsewhere", Seq: 1, Now: time.Now().UnixMilli(), Visitors: true,
+		Counts: []fsm.ClickCount{{Code: code, Count: many, Visitor: fsm.Visitor{Browser: fsm.Chrome}}}}
+	if _, err := s.node.Writes.Propose(context.Background(), batch, cluster.ProposeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	all := do(s, "GET", "/rest/v3/short-urls/"+code+"/visits", "", "")
+	if all.Response.StatusCode() != 400 || !strings.Contains(string(all.Response.Body()), "invalid-data") {
+		t.Fatalf("every row of %d: %d %.200s", many, all.Response.StatusCode(), all.Response.Body())
+	}
+	page := do(s, "GET", "/rest/v3/short-urls/"+code+"/visits?page=3&itemsPerPage=5000", "", "")
+	if page.Response.StatusCode() != 200 || field(body(t, page), "visits.pagination.totalItems") != float64(many) {
+		t.Fatalf("a page of them: %d %.200s", page.Response.StatusCode(), page.Response.Body())
 	}
 }
