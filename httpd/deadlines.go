@@ -2,7 +2,9 @@ package httpd
 
 import (
 	"crypto/tls"
+	"math"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +97,52 @@ func (l *timedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &timedConn{Conn: c, timeouts: l.timeouts, clock: l.clock, requestStart: l.clock.now.Load()}, nil
+	return newTimedConn(c, l.timeouts, l.clock), nil
+}
+
+// newTimedConn is c keeping timeouts on clock, its first request read
+// under the read timeout from now.
+func newTimedConn(c net.Conn, timeouts connTimeouts, clock *coarseClock) *timedConn {
+	tc := &timedConn{Conn: c, timeouts: timeouts, clock: clock, requestStart: clock.now.Load()}
+	if lc, ok := c.(*limitedConn); ok {
+		// Only its Close does anything: reads and writes go straight to
+		// the connection, not through one more call each.
+		tc.Conn, tc.limited = lc.Conn, lc
+	}
+	tc.peer = peerOf(tc.Conn)
+	return tc
+}
+
+// peerOf is the address c's client connects from, unmapped, as
+// fasthttp's RequestCtx.RemoteIP reads it (0.0.0.0 for a connection
+// without one).
+func peerOf(c net.Conn) netip.Addr {
+	ip := net.IPv4zero
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ip = a.IP
+	}
+	addr, _ := netip.AddrFromSlice(ip)
+	return addr.Unmap()
+}
+
+// timedConnOf is the timedConn ctx's request came on, under TLS or not
+// (nil when it came on another: a peer's, forwarded on the cluster port).
+func timedConnOf(ctx *fasthttp.RequestCtx) *timedConn {
+	c := ctx.Conn()
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	tc, _ := c.(*timedConn)
+	return tc
+}
+
+// connPeer is the address ctx's connection comes from, unmapped.
+func connPeer(ctx *fasthttp.RequestCtx) netip.Addr {
+	if c := timedConnOf(ctx); c != nil {
+		return c.peer
+	}
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	return peer.Unmap()
 }
 
 // Close closes the listener and stops its clock. Connections still open
@@ -124,6 +171,11 @@ func (l *timedListener) Close() error {
 //
 // A deadline is moved only when it must (closeEnough).
 //
+// Being the connection the handler is given, it also keeps what the
+// handler would otherwise work out again on each request of the
+// connection: the address it comes from, and the country of its last
+// client.
+//
 // Only the connection's serving goroutine reads and runs the handler; a
 // TLS connection's close may write (and set the write deadline) from
 // another goroutine while it reads, under the TLS connection's own lock,
@@ -133,23 +185,37 @@ type timedConn struct {
 	timeouts connTimeouts
 	clock    *coarseClock
 
+	// limited is the wrapper that gives the client's slot back when the
+	// connection closes (nil: not counted); Conn is the connection under it.
+	limited *limitedConn
+	// peer is the address the connection comes from, unmapped: read once
+	// here, not from the connection on every request (see connPeer).
+	peer netip.Addr
+	// The country of the last visit's client, countryOf (see
+	// Server.countryOf), when countryKnown.
+	countryKnown bool
+	countryOf    netip.Addr
+	country      [2]byte
+
 	// wrote: something was written since the last read.
 	wrote atomic.Bool
 
+	// Times are Unix nanoseconds, 0 for none.
+	//
 	// The read side.
 	handled      bool  // the handler is done with the request read
 	waiting      bool  // answered; no byte of the next request yet
-	idleSince    int64 // when waiting began, Unix nanoseconds
+	idleSince    int64 // when waiting began
 	requestStart int64 // when the request's first byte came
-	readAsked    time.Time
+	readAsked    int64
 	readExplicit bool
-	readSet      time.Time
+	readSet      int64
 
 	// The write side.
 	writeStart    int64 // the first write since a read
-	writeAsked    time.Time
+	writeAsked    int64
 	writeExplicit bool
-	writeSet      time.Time
+	writeSet      int64
 }
 
 // requestHandled tells ctx's connection, when it is a timedConn (itself or
@@ -158,25 +224,21 @@ type timedConn struct {
 // handler returns: a handler reading a streamed body is still reading the
 // request, whatever TLS writes meanwhile.
 func requestHandled(ctx *fasthttp.RequestCtx) {
-	c := ctx.Conn()
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	if tc, ok := c.(*timedConn); ok {
-		tc.handled = true
+	if c := timedConnOf(ctx); c != nil {
+		c.handled = true
 	}
 }
 
 // SetReadDeadline is net.Conn's: t holds, instead of the timeouts, until
 // the request being read is answered.
 func (c *timedConn) SetReadDeadline(t time.Time) error {
-	c.readAsked, c.readExplicit = t, true
+	c.readAsked, c.readExplicit = nanosOf(t), true
 	return nil
 }
 
 // SetWriteDeadline is net.Conn's: t holds instead of the write timeout.
 func (c *timedConn) SetWriteDeadline(t time.Time) error {
-	c.writeAsked, c.writeExplicit = t, true
+	c.writeAsked, c.writeExplicit = nanosOf(t), true
 	return nil
 }
 
@@ -184,6 +246,14 @@ func (c *timedConn) SetWriteDeadline(t time.Time) error {
 func (c *timedConn) SetDeadline(t time.Time) error {
 	_ = c.SetReadDeadline(t)
 	return c.SetWriteDeadline(t)
+}
+
+// Close closes the connection, and gives its client's slot back.
+func (c *timedConn) Close() error {
+	if c.limited != nil {
+		return c.limited.Close()
+	}
+	return c.Conn.Close()
 }
 
 // Read is net.Conn's, under the deadline of where the connection is.
@@ -210,14 +280,14 @@ func (c *timedConn) moveReadDeadline() error {
 	switch {
 	case c.readExplicit:
 	case c.waiting:
-		asked = time.Unix(0, c.idleSince).Add(c.timeouts.idle)
+		asked = c.idleSince + int64(c.timeouts.idle)
 	default:
-		asked = time.Unix(0, c.requestStart).Add(c.timeouts.read)
+		asked = c.requestStart + int64(c.timeouts.read)
 	}
 	if closeEnough(c.readSet, asked) {
 		return nil
 	}
-	if err := c.Conn.SetReadDeadline(asked); err != nil {
+	if err := c.Conn.SetReadDeadline(timeOf(asked)); err != nil {
 		return err
 	}
 	c.readSet = asked
@@ -233,10 +303,10 @@ func (c *timedConn) Write(p []byte) (int, error) {
 	}
 	asked := c.writeAsked
 	if !c.writeExplicit {
-		asked = time.Unix(0, c.writeStart).Add(c.timeouts.write)
+		asked = c.writeStart + int64(c.timeouts.write)
 	}
 	if !closeEnough(c.writeSet, asked) {
-		if err := c.Conn.SetWriteDeadline(asked); err != nil {
+		if err := c.Conn.SetWriteDeadline(timeOf(asked)); err != nil {
 			return 0, err
 		}
 		c.writeSet = asked
@@ -245,11 +315,33 @@ func (c *timedConn) Write(p []byte) (int, error) {
 }
 
 // closeEnough reports whether the deadline in place may stand for the one
-// asked: both none, or asked no earlier and less than deadlineSlack later.
-func closeEnough(inPlace, asked time.Time) bool {
-	if inPlace.IsZero() || asked.IsZero() {
-		return inPlace.IsZero() && asked.IsZero()
+// asked (Unix nanoseconds, 0 for none): both none, or asked no earlier and
+// less than deadlineSlack later.
+func closeEnough(inPlace, asked int64) bool {
+	if inPlace == 0 || asked == 0 {
+		return inPlace == asked
 	}
-	d := asked.Sub(inPlace)
-	return d >= 0 && d < deadlineSlack
+	d := asked - inPlace
+	return d >= 0 && d < int64(deadlineSlack)
+}
+
+// nanosOf is t in Unix nanoseconds, 0 for none (the zero time).
+func nanosOf(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Unix() <= 0: // long past, as 1 ns after 1970 is
+		return 1
+	case t.Unix() >= math.MaxInt64/int64(time.Second): // past what nanoseconds count
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// timeOf is the deadline of Unix nanoseconds n: none for 0.
+func timeOf(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -12,23 +13,47 @@ import (
 )
 
 func TestCloseEnough(t *testing.T) {
-	base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC).UnixNano()
 	cases := []struct {
 		name          string
-		inPlace, next time.Time
+		inPlace, next int64
 		keep          bool
 	}{
-		{"none and none", time.Time{}, time.Time{}, true},
-		{"none, then one", time.Time{}, base, false},
-		{"one, then none", base, time.Time{}, false},
+		{"none and none", 0, 0, true},
+		{"none, then one", 0, base, false},
+		{"one, then none", base, 0, false},
 		{"the same", base, base, true},
-		{"a little later", base, base.Add(deadlineSlack - time.Nanosecond), true},
-		{"a slack later", base, base.Add(deadlineSlack), false},
-		{"earlier", base, base.Add(-time.Nanosecond), false},
+		{"a little later", base, base + int64(deadlineSlack) - 1, true},
+		{"a slack later", base, base + int64(deadlineSlack), false},
+		{"earlier", base, base - 1, false},
 	}
 	for _, tc := range cases {
 		if got := closeEnough(tc.inPlace, tc.next); got != tc.keep {
 			t.Errorf("%s: closeEnough = %v, want %v", tc.name, got, tc.keep)
+		}
+	}
+}
+
+// TestDeadlineNanos: a deadline set through SetReadDeadline or
+// SetWriteDeadline keeps its meaning as nanoseconds: none stays none, a
+// time long past stays past, one too far ahead for nanoseconds stays
+// ahead of every other.
+func TestDeadlineNanos(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		at   time.Time
+		want time.Time
+	}{
+		{"none", time.Time{}, time.Time{}},
+		{"now", now, now},
+		{"long past", time.Unix(1, 0), time.Unix(1, 0)},
+		{"before 1970", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 1)},
+		{"year 3000", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, math.MaxInt64)},
+	}
+	for _, tc := range cases {
+		if got := timeOf(nanosOf(tc.at)); !got.Equal(tc.want) {
+			t.Errorf("%s: deadline %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -110,7 +135,7 @@ func pipeConn(t *testing.T, timeouts connTimeouts) (*timedConn, net.Conn) {
 	// that no timeout ends by then fails with io.EOF, not a timeout.
 	stop := time.AfterFunc(3*time.Second, func() { client.Close() })
 	t.Cleanup(func() { stop.Stop(); clock.Stop(); server.Close(); client.Close() })
-	return &timedConn{Conn: server, timeouts: timeouts, clock: clock, requestStart: clock.now.Load()}, client
+	return newTimedConn(server, timeouts, clock), client
 }
 
 func isTimeout(err error) bool {

@@ -225,8 +225,7 @@ func (g *buckets[K]) sweep(now time.Time) {
 // clientIP is the address a create is attributed to: the peer, or, when the
 // peer is a trusted proxy, the nearest untrusted address in X-Forwarded-For.
 func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
-	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
-	peer = peer.Unmap()
+	peer := connPeer(ctx)
 	if !s.trusted(peer) {
 		return peer
 	}

@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -99,12 +100,49 @@ func TestForwardedForAnyCase(t *testing.T) {
 	}
 }
 
+// TestCountryPerRequestOnOneConnection: a connection keeps the country
+// of its last client, and a proxy's connection carries many clients: each
+// request on it is counted in its own client's country, whatever the
+// request before it was.
+func TestCountryPerRequestOnOneConnection(t *testing.T) {
+	s := newTestServer(t, withCountries(t))
+	code := mustCreate(t, s, `{"url":"https://example.com/"}`)
+	var pipelined strings.Builder
+	for _, client := range []string{"81.2.69.142", "8.8.8.8", "8.8.8.8", "", "81.2.69.142", "193.0.6.139"} {
+		if client == "" {
+			pipelined.WriteString(rawGet("/" + code)) // the proxy's own: loopback, no country
+			continue
+		}
+		pipelined.WriteString(rawGet("/"+code, "X-Forwarded-For: "+client))
+	}
+	var out bytes.Buffer
+	if err := s.srv.ServeConn(timedReplayConn(t, s, newReplayConn(pipelined.String(), 1, &out))); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "HTTP/1.1 302"); n != 6 {
+		t.Fatalf("%d redirects of 6: %q", n, out.String())
+	}
+	if err := realNode(s).Clicks().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := body(t, do(s, "GET", "/api/v1/urls/"+code+"/stats?group_by=country", "", ""))
+	got := map[string]float64{}
+	for _, g := range v["visits"].(map[string]any)["groups"].([]any) {
+		g := g.(map[string]any)
+		got[g["value"].(string)] = g["clicks"].(float64)
+	}
+	want := map[string]float64{"GB": 2, "US": 2, "NL": 1, "XX": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("countries %v, want %v", got, want)
+	}
+}
+
 // timedReplayConn is conn under the server's timeouts, as the node's
 // listener hands its connections to the server (Server.listener).
 func timedReplayConn(tb testing.TB, s *Server, conn *replayConn) net.Conn {
 	clock := newCoarseClock(s.timeouts().clockTick())
 	tb.Cleanup(clock.Stop)
-	return &timedConn{Conn: conn, timeouts: s.timeouts(), clock: clock, requestStart: clock.now.Load()}
+	return newTimedConn(conn, s.timeouts(), clock)
 }
 
 // BenchmarkServedRedirect is the redirect as the node serves it from a

@@ -3,6 +3,7 @@ package httpd
 import (
 	"encoding/base64"
 	"hash/maphash"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -30,11 +31,26 @@ func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) (v fsm.Visitor) {
 	// The connection's address, or through a trusted proxy the one
 	// X-Forwarded-For names.
 	if s.cfg.Countries != nil {
-		if cc := s.cfg.Countries.Country(s.clientIP(ctx)); len(cc) == 2 {
-			v.Country = [2]byte{cc[0], cc[1]}
-		}
+		v.Country = s.countryOf(ctx, s.clientIP(ctx))
 	}
 	return v
+}
+
+// countryOf is the country of client, ctx's client, from the table. A
+// connection's requests nearly always come from one client: the last
+// answer is kept on the connection, and asked again only for another.
+func (s *Server) countryOf(ctx *fasthttp.RequestCtx, client netip.Addr) (country [2]byte) {
+	c := timedConnOf(ctx)
+	if c != nil && c.countryKnown && c.countryOf == client {
+		return c.country
+	}
+	if cc := s.cfg.Countries.Country(client); len(cc) == 2 {
+		country = [2]byte{cc[0], cc[1]}
+	}
+	if c != nil {
+		c.countryKnown, c.countryOf, c.country = true, client, country
+	}
+	return country
 }
 
 // classesOf is what the statistics keep of a User-Agent: a bot's kind
