@@ -330,7 +330,7 @@ func nanosOf(t time.Time) int64 {
 	switch {
 	case t.IsZero():
 		return 0
-	case t.Unix() <= 0: // long past, as 1 ns after 1970 is
+	case t.Unix() <= 0: // before 1970: as past as 1 ns after it
 		return 1
 	case t.Unix() >= math.MaxInt64/int64(time.Second): // past what nanoseconds count
 		return math.MaxInt64
