@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"crypto/tls"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -199,6 +200,9 @@ type timedConn struct {
 
 	// wrote: something was written since the last read.
 	wrote atomic.Bool
+	// linger: the client may still be sending a body that was refused
+	// unread (closeUnread); Close drains it first.
+	linger atomic.Bool
 
 	// Times are Unix nanoseconds, 0 for none.
 	//
@@ -250,10 +254,44 @@ func (c *timedConn) SetDeadline(t time.Time) error {
 
 // Close closes the connection, and gives its client's slot back.
 func (c *timedConn) Close() error {
+	if c.linger.Swap(false) {
+		c.drain()
+	}
 	if c.limited != nil {
 		return c.limited.Close()
 	}
 	return c.Conn.Close()
+}
+
+// A connection closed after a refused body first reads and drops what the
+// client still sends of it, for at most lingerTime and lingerBytes, as a
+// web server's lingering close does: closed with bytes unread, the
+// connection would answer the client's next ones with a reset, and a
+// client still writing its body reports the reset, not the answer it was
+// sent.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 4 << 20
+)
+
+// drain ends the answer (a FIN after it) and reads what the client sends
+// until it stops, or lingerTime or lingerBytes is spent.
+func (c *timedConn) drain() {
+	half, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok || half.CloseWrite() != nil || c.Conn.SetReadDeadline(time.Now().Add(lingerTime)) != nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
+}
+
+// closeUnread closes ctx's connection after the answer, its request's
+// body left unread (refused, or cut short): the connection drains it
+// before it closes (timedConn.drain).
+func closeUnread(ctx *fasthttp.RequestCtx) {
+	ctx.SetConnectionClose()
+	if c := timedConnOf(ctx); c != nil {
+		c.linger.Store(true)
+	}
 }
 
 // Read is net.Conn's, under the deadline of where the connection is.

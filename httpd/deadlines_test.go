@@ -234,3 +234,55 @@ func TestTimedConnWriteTimeout(t *testing.T) {
 		t.Fatalf("write under a deadline set: %v", err)
 	}
 }
+
+// TestLingerIsBounded: a connection closed after a refused body drains
+// what the client still sends, but a client that never stops sending
+// does not keep it open: Close returns once lingerBytes are read or
+// lingerTime is spent, whichever comes first.
+func TestLingerIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts := connTimeouts{read: time.Second, idle: time.Second, write: time.Second}
+	clock := newCoarseClock(timeouts.clockTick())
+	defer clock.Stop()
+	conn := newTimedConn(server, timeouts, clock)
+
+	// The client sends without end, until the connection fails or our
+	// own bound ends it.
+	sent := make(chan int64)
+	go func() {
+		client.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		chunk := make([]byte, 64<<10)
+		var n int64
+		for {
+			k, err := client.Write(chunk)
+			if n += int64(k); err != nil {
+				sent <- n
+				return
+			}
+		}
+	}()
+	conn.linger.Store(true)
+	start := time.Now()
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 5*lingerTime {
+		t.Fatalf("Close waited %v for a client that never stops sending", waited)
+	}
+	if n := <-sent; n < lingerBytes {
+		t.Fatalf("the client could send only %d bytes before the connection failed; the drain reads %d", n, lingerBytes)
+	}
+}

@@ -470,7 +470,7 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (*streamedBody, bool) {
 	switch {
 	case n > limit:
 		s.handleTransportError(ctx, fasthttp.ErrBodyTooLarge)
-		ctx.SetConnectionClose() // the body was not read
+		closeUnread(ctx)
 		return nil, false
 	case limit > maxBodyBytes && string(h.RequestURI()) == "/admin/import":
 		b := &streamedBody{r: stream, limit: limit}
@@ -483,7 +483,7 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (*streamedBody, bool) {
 	b := streamedBody{r: stream, limit: limit}
 	if err := b.readAll(ctx, n); err != nil {
 		s.handleTransportError(ctx, err)
-		ctx.SetConnectionClose()
+		closeUnread(ctx)
 		return nil, false
 	}
 	return nil, true
@@ -545,6 +545,6 @@ func (b *streamedBody) readAll(ctx *fasthttp.RequestCtx, n int) error {
 // request: the connection is closed instead.
 func (b *streamedBody) finish(ctx *fasthttp.RequestCtx) {
 	if b.err != io.EOF {
-		ctx.SetConnectionClose()
+		closeUnread(ctx)
 	}
 }

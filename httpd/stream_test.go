@@ -159,3 +159,37 @@ func TestBodiesAreReadWithinTheirLimit(t *testing.T) {
 		t.Errorf("create after: %d %s", status, body)
 	}
 }
+
+// TestRefusedBodyAnswerReachesTheClient: a client that sends a body well
+// over the limit, of a known length or chunked, gets the 413, not a reset
+// connection. The node answers before it has read the body and closes the
+// connection; closed with the client's bytes unread, it would answer what
+// the client still sends with a reset, and a client that is still writing
+// (Go's, here) reports the reset instead of the answer.
+func TestRefusedBodyAnswerReachesTheClient(t *testing.T) {
+	s := newTestServer(t, nil)
+	base := serveTestServer(t, s)
+	waitLeader(t, s)
+	body := strings.Repeat("x", 16*maxBodyBytes)
+	for _, chunked := range []bool{false, true} {
+		for try := range 10 {
+			var r io.Reader = strings.NewReader(body)
+			if chunked {
+				r = io.MultiReader(r) // hides the length: net/http sends it chunked
+			}
+			req, err := http.NewRequest(http.MethodPost, base+"/api/v1/urls", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("chunked %v, try %d: %v", chunked, try, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Fatalf("chunked %v, try %d: %d, want 413", chunked, try, resp.StatusCode)
+			}
+		}
+	}
+}
