@@ -118,18 +118,7 @@ func TestBodiesAreReadWithinTheirLimit(t *testing.T) {
 
 	post := func(code string, pad int, chunked bool) (int, string) {
 		t.Helper()
-		body := `{"url":"https://example.com/` + code + `","custom_code":"` + code + `"` + strings.Repeat(" ", pad) + `}`
-		var r io.Reader = strings.NewReader(body)
-		if chunked {
-			r = io.MultiReader(r) // hides the length: net/http sends it chunked
-		}
-		req, err := http.NewRequest(http.MethodPost, base+"/api/v1/urls", r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := postCreate(t, base, `{"url":"https://example.com/`+code+`","custom_code":"`+code+`"`+strings.Repeat(" ", pad)+`}`, chunked)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -173,16 +162,7 @@ func TestRefusedBodyAnswerReachesTheClient(t *testing.T) {
 	body := strings.Repeat("x", 16*maxBodyBytes)
 	for _, chunked := range []bool{false, true} {
 		for try := range 10 {
-			var r io.Reader = strings.NewReader(body)
-			if chunked {
-				r = io.MultiReader(r) // hides the length: net/http sends it chunked
-			}
-			req, err := http.NewRequest(http.MethodPost, base+"/api/v1/urls", r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := postCreate(t, base, body, chunked)
 			if err != nil {
 				t.Fatalf("chunked %v, try %d: %v", chunked, try, err)
 			}
@@ -192,4 +172,21 @@ func TestRefusedBodyAnswerReachesTheClient(t *testing.T) {
 			}
 		}
 	}
+}
+
+// postCreate posts body to base's create route with the operator's
+// token, with its length or, chunked, without.
+func postCreate(t *testing.T, base, body string, chunked bool) (*http.Response, error) {
+	t.Helper()
+	var r io.Reader = strings.NewReader(body)
+	if chunked {
+		r = io.MultiReader(r) // hides the length: net/http sends it chunked
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/urls", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
 }
