@@ -175,7 +175,7 @@ func (l *timedListener) Close() error {
 // Being the connection the handler is given, it also keeps what the
 // handler would otherwise work out again on each request of the
 // connection: the address it comes from, and the country of its last
-// client.
+// client; and it drains a refused body before it closes (drain).
 //
 // Only the connection's serving goroutine reads and runs the handler; a
 // TLS connection's close may write (and set the write deadline) from
