@@ -158,6 +158,8 @@ func (n *Node) Promote(id, by string) error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
+	n.changing.Lock()
+	defer n.changing.Unlock()
 	servers, err := n.configuration()
 	if err != nil {
 		return err
@@ -201,6 +203,8 @@ func (n *Node) RemoveServer(id, by string) error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
+	n.changing.Lock()
+	defer n.changing.Unlock()
 	servers, err := n.configuration()
 	if err != nil {
 		return err

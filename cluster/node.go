@@ -130,6 +130,10 @@ type Node struct {
 	// addrs is where each server is now: what gossip says, else the
 	// configuration (addresses.go).
 	addrs *addressBook
+	// changing is held by a promotion and a removal from their reading of
+	// the configuration to its change: a promotion decided on the
+	// configuration before a removal would add the removed server back.
+	changing sync.Mutex
 
 	// creates is the path of a create: the queues of the creates this node
 	// proposes and relays, and the commit pusher (write.go, relay.go).

@@ -142,3 +142,39 @@ func TestBootstrapExpectCountsOnlyVoters(t *testing.T) {
 		}
 	}
 }
+
+// TestPromotionDoesNotUndoARemoval: a promotion and a removal of the same
+// non-voter, asked at once (the leader's promotion duty and an operator's
+// leave), end with the server out of the configuration whichever comes
+// first: a promotion decided on the configuration before the removal
+// would add the removed server back, as a voter.
+func TestPromotionDoesNotUndoARemoval(t *testing.T) {
+	t.Parallel()
+	leader := openMember(t, "n1", true, 5*time.Second)
+	waitFor(t, func() bool { return leader.NotReady() == "" })
+	replica, err := Open(Config{
+		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
+		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour,
+		Logger: leader.log, RaftLogLevel: "off",
+	}, fsm.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replica.Close() })
+	for try := range 20 {
+		if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+			t.Fatalf("try %d: join: %v", try, err)
+		}
+		promoted := make(chan error, 1)
+		go func() { promoted <- leader.Promote("r1", "") }()
+		if err := leader.RemoveServer("r1", ""); err != nil && !errors.Is(err, ErrUnknownServer) {
+			t.Fatalf("try %d: remove: %v", try, err)
+		}
+		if err := <-promoted; err != nil && !errors.Is(err, ErrUnknownServer) {
+			t.Fatalf("try %d: promote: %v", try, err)
+		}
+		if s, ok := suffrageOf(t, leader.Node, "r1"); ok {
+			t.Fatalf("try %d: the removed server is in the configuration again, as %v", try, s)
+		}
+	}
+}
