@@ -27,14 +27,10 @@ func suffrageOf(t *testing.T, n *Node, id string) (raft.ServerSuffrage, bool) {
 	return 0, false
 }
 
-// TestReadReplicaJoinsAsNonvoter: a replica alone never bootstraps; an
-// operator adds it as a non-voter, it serves the cluster's links, a delete
-// is gone from it once acknowledged, and it can be promoted once.
-func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
-	t.Parallel()
-	leader := openMember(t, "n1", true, 5*time.Second)
-	waitFor(t, func() bool { return leader.NotReady() == "" })
-
+// openReplica opens a read replica "r1", not yet a member of leader's
+// cluster, closed when the test ends.
+func openReplica(t *testing.T, leader *member) *Node {
+	t.Helper()
 	replica, err := Open(Config{
 		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
 		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour,
@@ -44,6 +40,18 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { replica.Close() })
+	return replica
+}
+
+// TestReadReplicaJoinsAsNonvoter: a replica alone never bootstraps; an
+// operator adds it as a non-voter, it serves the cluster's links, a delete
+// is gone from it once acknowledged, and it can be promoted once.
+func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
+	t.Parallel()
+	leader := openMember(t, "n1", true, 5*time.Second)
+	waitFor(t, func() bool { return leader.NotReady() == "" })
+
+	replica := openReplica(t, leader)
 	if got := replica.NotReady(); got != NotReadyNotMember || replica.raft.LastIndex() != 0 {
 		t.Fatalf("a replica without peers bootstrapped: NotReady %q, last index %d", got, replica.raft.LastIndex())
 	}
@@ -152,15 +160,7 @@ func TestPromotionDoesNotUndoARemoval(t *testing.T) {
 	t.Parallel()
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, func() bool { return leader.NotReady() == "" })
-	replica, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
-		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour,
-		Logger: leader.log, RaftLogLevel: "off",
-	}, fsm.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { replica.Close() })
+	replica := openReplica(t, leader)
 	for try := range 20 {
 		if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 			t.Fatalf("try %d: join: %v", try, err)
