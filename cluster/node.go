@@ -207,15 +207,16 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.start()
+	// Gossip is in place before the cluster port serves and the
+	// background work starts: both read n.gossip without a lock.
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(hasState); err != nil {
-			n.stopStopping() // the click flusher runs until stopping ends
-			close(n.closing)
-			n.wg.Wait()
 			n.shutdownRaft()
 			return nil, err
 		}
+	}
+	n.start()
+	if cfg.GossipAddr != "" {
 		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
 		n.spawn(func() { n.runDiscovery(bootstrapping) })
 	}
