@@ -260,8 +260,8 @@ func (n *Node) start() {
 		metrics: n.metrics, leadership: n.leadership, levels: n.levels, peers: n.peers,
 		machine: n.machine, apply: n.apply}
 	n.creates.newQueues()
-	n.service = startPeerService(n)
 	n.clicks = newClickCounter(n)
+	n.service = startPeerService(n) // last of the fields: its handlers read them
 	n.spawn(n.leadership.run)
 	n.spawn(n.monitorLeadership)
 	n.spawn(func() { n.creates.proposer.Run(n.closing) })
