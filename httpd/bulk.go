@@ -178,7 +178,7 @@ func (s *Server) handleBulk(ctx *fasthttp.RequestCtx) {
 // prepareBulkItems prepares each item as its own create would be: decoded,
 // checked and authorized. No password is hashed yet.
 func (s *Server) prepareBulkItems(ctx *fasthttp.RequestCtx, raws []json.RawMessage) []bulkItem {
-	now, key := ctx.Time(), keyOf(ctx)
+	now, key := time.Now(), keyOf(ctx) // as a single create reads it
 	workspace := defaultWorkspaceOf(key)
 	items := make([]bulkItem, len(raws))
 	for i, raw := range raws {

@@ -187,12 +187,14 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 			fmt.Sprintf("Idempotency-Key is %d bytes long; at most %d bytes are allowed", n, maxIdempotencyKeyBytes))
 		return
 	}
-	// Expiry counts from the request's arrival: the create is prepared
-	// once, so every attempt Node.Create makes carries the same absolute
-	// expiry.
-	req, password, err := s.parseCreate(ctx, ctx.Time(), defaultWorkspaceOf(keyOf(ctx)))
+	// Expiry counts from now, read once: the create is prepared once, so
+	// every attempt Node.Create makes carries the same absolute expiry.
+	// Not ctx.Time(): what goes into the state comes from the clock, and
+	// a handler that no fasthttp server drives has no request time.
+	now := time.Now()
+	req, password, err := s.parseCreate(ctx, now, defaultWorkspaceOf(keyOf(ctx)))
 	if err == nil {
-		err = createRefusal(keyOf(ctx), &req, ctx.Time())
+		err = createRefusal(keyOf(ctx), &req, now)
 	}
 	if err != nil {
 		writeBadRequest(ctx, err)
