@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,14 +43,14 @@ func TestNodeInfoWhileTheNodeOpens(t *testing.T) {
 	t.Parallel()
 	asker := openNode(t, t.TempDir())
 	raftAddr := freeAddr(t)
-	opened := make(chan struct{})
+	stop := make(chan struct{})
 	answered := make(chan int, 1)
 	go func() {
 		n := 0
 		defer func() { answered <- n }()
 		for range 5000 { // bounded: the node opens in well under 5000 round trips
 			select {
-			case <-opened:
+			case <-stop:
 				return
 			default:
 			}
@@ -65,10 +66,12 @@ func TestNodeInfoWhileTheNodeOpens(t *testing.T) {
 			}
 		}
 	}()
+	// Asking stops before the test ends, even when opening fails.
+	stopAsking := sync.OnceValue(func() int { close(stop); return <-answered })
+	t.Cleanup(func() { stopAsking() })
 	gossipAddr := net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1"))
 	n := openGossipNode(t, "opening", gossipAddr, func(c *Config) { c.RaftAddr = raftAddr })
-	close(opened)
-	t.Logf("answered %d times while opening", <-answered)
+	t.Logf("answered %d times while opening", stopAsking())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var info wire.NodeInfo
