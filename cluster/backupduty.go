@@ -36,6 +36,7 @@ var ErrRestoreSkipped = errors.New("restore skipped")
 // A backup that fails its checksum or authentication, or holds a record
 // no client could write, is passed over for the next older one.
 func (n *Node) RestoreAtStart(ctx context.Context, source string, opts backups.S3Options) (backups.Candidate, error) {
+	defer n.settleRestore() // the backups wait for this (Config.AwaitsRestore)
 	if !n.bootstrapped {
 		why := "this node had Raft state"
 		if !n.hadState {

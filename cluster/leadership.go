@@ -98,7 +98,13 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 		duties.Go(func() { n.runCertificates(leading) })
 	}
 	if n.backups != nil {
-		duties.Go(func() { n.backups.Run(leading) })
+		duties.Go(func() {
+			select {
+			case <-n.restoreSettled:
+				n.backups.Run(leading)
+			case <-leading.Done():
+			}
+		})
 	}
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader

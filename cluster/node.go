@@ -84,6 +84,10 @@ type Config struct {
 	BackupStore    backups.Store
 	BackupInterval time.Duration
 	BackupRetain   int
+	// AwaitsRestore: the caller calls RestoreAtStart after Open
+	// (--restore-from), and no backup is written before it has: the new
+	// cluster's empty state would be the destination's newest backup.
+	AwaitsRestore bool
 }
 
 func (c *Config) setDefaults() {
@@ -167,6 +171,11 @@ type Node struct {
 	// hadState and bootstrapped are what this start found: Raft state,
 	// or none and a cluster bootstrapped alone (RestoreAtStart).
 	hadState, bootstrapped bool
+	// restoreSettled is closed once no restore at start is awaited: at
+	// Open, or when RestoreAtStart returns (Config.AwaitsRestore). The
+	// backup duty waits for it.
+	restoreSettled chan struct{}
+	settleRestore  func()
 	// nonvoter: this server asks to remain a non-voter (--read-replica,
 	// or an operator added it as one); otherwise a non-voter is a learner
 	// to be promoted (learners.go).
@@ -234,6 +243,11 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
+	n.restoreSettled = make(chan struct{})
+	n.settleRestore = sync.OnceFunc(func() { close(n.restoreSettled) })
+	if !cfg.AwaitsRestore {
+		n.settleRestore()
+	}
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
 	n.certs = n.newCertManager(cfg.ACME)
 	if cfg.BackupStore != nil {

@@ -315,8 +315,15 @@ func restoreCluster(t *testing.T, key, source string, settings map[string]string
 	if err := first.waitLeader(); err != nil {
 		t.Fatalf("node1 with --restore-from: %v", err)
 	}
-	if !strings.Contains(first.out.String(), "restored the newest good backup") {
+	// The line is written before the node serves, but reaches the test
+	// through a pipe: it may arrive after the node's first answer.
+	if !eventually(10*time.Second, func() bool { return strings.Contains(first.out.String(), "restored the newest good backup") }) {
 		t.Fatalf("node1 did not restore:\n%s", first.out.String())
+	}
+	// Its new cluster's empty state, backed up, would be the newest backup.
+	out := first.out.String()
+	if w := strings.Index(out, "backup written"); w >= 0 && w < strings.Index(out, "backup restored") {
+		t.Fatalf("node1 backed up its state before restoring:\n%s", out)
 	}
 	nodes := []*node{first}
 	for i := 2; i <= 3; i++ {

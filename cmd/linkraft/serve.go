@@ -271,6 +271,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
 		AllowPrivateTargets: cfg.allowPrivateTargets, ACME: acme,
 		BackupStore: backupStore, BackupInterval: cfg.backupInterval, BackupRetain: cfg.backupRetain,
+		AwaitsRestore: cfg.restoreFrom != "",
 	}, fsm.New())
 	if err != nil {
 		return err
