@@ -25,6 +25,12 @@ import (
 // which the handler given to ServeForwarded answers. Every request it
 // serves is a peer's (FromPeer). It reaches the node only through
 // protocolNode, so it is tested without Raft.
+//
+// Its handlers hand the node context.Background, never the request: a
+// context derived from a fasthttp RequestCtx watches the request's Done
+// from a goroutine of its own, which may outlive the request and races
+// with the server's Shutdown resetting it. Every wait of the node is
+// bounded by the write timeout or less.
 type peerService struct {
 	node      protocolNode
 	log       *slog.Logger
@@ -238,7 +244,7 @@ func (s *peerService) serveNodeInfo(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *peerService) serveReadIndex(ctx *fasthttp.RequestCtx) {
-	index, err := s.node.readIndex(ctx)
+	index, err := s.node.readIndex(context.Background())
 	if err != nil {
 		writeUnavailable(ctx, err)
 		return
@@ -249,7 +255,7 @@ func (s *peerService) serveReadIndex(ctx *fasthttp.RequestCtx) {
 // serveLink answers a node that is behind with one link, after a read
 // index round: only then is this leader's answer current.
 func (s *peerService) serveLink(ctx *fasthttp.RequestCtx) {
-	if _, err := s.node.readIndex(ctx); err != nil {
+	if _, err := s.node.readIndex(context.Background()); err != nil {
 		writeUnavailable(ctx, err)
 		return
 	}
@@ -345,9 +351,6 @@ func (s *peerService) serveApplied(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.node.noteLeaderIndex(index) // until it is applied, hits here ask the leader
-	// Not derived from ctx: a context derived from a fasthttp RequestCtx
-	// watches its Done from a goroutine of its own, which races with the
-	// server's Shutdown resetting it. The wait is short and bounded anyway.
 	wait, cancel := context.WithTimeout(context.Background(), visibilityWait)
 	defer cancel()
 	_ = s.node.waitApplied(wait, index) // the leader compares; a shortfall is an answer too

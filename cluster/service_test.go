@@ -191,6 +191,15 @@ type fakeProtocolNode struct {
 	applied     [][]byte // entries given to applyEntry
 	removed     []string // ids given to removeServer
 	leaderIndex uint64   // the last index given to noteLeaderIndex
+	// givenRequest: a handler handed the node its RequestCtx as a context.
+	givenRequest bool
+}
+
+// waited notes what a handler handed the node to wait with.
+func (f *fakeProtocolNode) waited(ctx context.Context) {
+	if _, ok := ctx.(*fasthttp.RequestCtx); ok {
+		f.givenRequest = true
+	}
 }
 
 func (f *fakeProtocolNode) protocolNode() protocolNode {
@@ -198,7 +207,7 @@ func (f *fakeProtocolNode) protocolNode() protocolNode {
 		info: func() wire.NodeInfo {
 			return wire.NodeInfo{V: wire.Version, ID: "n1", Cluster: "c1", EntryLevel: fsm.EntryLevel}
 		},
-		readIndex: func(context.Context) (uint64, error) { return 7, nil },
+		readIndex: func(ctx context.Context) (uint64, error) { f.waited(ctx); return 7, nil },
 		link:      func(string) (fsm.Link, bool) { return fsm.Link{}, false },
 		isLeader:  func() bool { return f.leader },
 		applyEntry: func(entry []byte) (any, uint64, error) {
@@ -207,7 +216,7 @@ func (f *fakeProtocolNode) protocolNode() protocolNode {
 		},
 		removeServer:    func(id string) error { f.removed = append(f.removed, id); return nil },
 		appliedIndex:    func() uint64 { return 7 },
-		waitApplied:     func(context.Context, uint64) error { return nil },
+		waitApplied:     func(ctx context.Context, _ uint64) error { f.waited(ctx); return nil },
 		noteLeaderIndex: func(index uint64) { f.leaderIndex = index },
 		creates:         func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("creates") },
 	}
@@ -271,6 +280,9 @@ func TestPeerService(t *testing.T) {
 			if len(node.applied) != tt.applied || len(node.removed) != tt.removed || node.leaderIndex != tt.leaderIndex {
 				t.Fatalf("the node applied %d entries, removed %v, was told index %d; want %d, %d servers, %d",
 					len(node.applied), node.removed, node.leaderIndex, tt.applied, tt.removed, tt.leaderIndex)
+			}
+			if node.givenRequest {
+				t.Fatal("the handler handed the node its request as the context to wait with")
 			}
 			if tt.forwardedSet && !strings.HasSuffix(string(ctx.Response.Body()), "true") {
 				t.Fatalf("a forwarded request is not a peer's: %s", ctx.Response.Body())

@@ -423,7 +423,7 @@ func (s *Server) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
 // read-index round, shared with concurrent callers). Without a leader it
 // lists what it has after --write-timeout, and says so (staleHeader).
 func (s *Server) catchUpForList(ctx *fasthttp.RequestCtx) {
-	if err := s.node.Reads.CatchUp(ctx); err != nil {
+	if err := s.node.Reads.CatchUp(context.Background()); err != nil {
 		ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
 	}
 }

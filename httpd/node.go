@@ -34,7 +34,10 @@ type Node struct {
 }
 
 // Reads is what serving links and credentials needs: the local state, the
-// read-after-write lookup, and catching up with the leader.
+// read-after-write lookup, and catching up with the leader. Handlers give
+// them context.Background, never the request: a context derived from a
+// fasthttp RequestCtx outlives the request in a goroutine of its own
+// (TestHandlersWaitWithoutTheRequest); the node bounds every wait.
 type Reads interface {
 	FSM() *fsm.FSM
 	Lookup(ctx context.Context, code string) (fsm.Link, error)

@@ -262,3 +262,48 @@ func BenchmarkRedirectFromBrowser(b *testing.B) {
 	benchmarkRedirectOf(b, withCountries(b), `{"url":"https://example.com/some/long/path?with=query"}`, "",
 		"User-Agent", chromeWindows, "Referer", "https://news.example.com/story?id=1", "X-Forwarded-For", "81.2.69.142")
 }
+
+// requestWatch is a node's reads that note whether a handler handed them
+// its fasthttp RequestCtx as the context to wait with.
+type requestWatch struct {
+	Reads
+	givenRequest *bool
+}
+
+func (r requestWatch) note(ctx context.Context) {
+	if _, ok := ctx.(*fasthttp.RequestCtx); ok {
+		*r.givenRequest = true
+	}
+}
+
+func (r requestWatch) CatchUp(ctx context.Context) error {
+	r.note(ctx)
+	return r.Reads.CatchUp(ctx)
+}
+
+func (r requestWatch) Lookup(ctx context.Context, code string) (fsm.Link, error) {
+	r.note(ctx)
+	return r.Reads.Lookup(ctx, code)
+}
+
+// TestHandlersWaitWithoutTheRequest: no handler waits on the node with its
+// request as the context. A context derived from a RequestCtx watches the
+// request from a goroutine of its own, which may outlive the request
+// (fasthttp reuses it) and races with the server's Shutdown.
+func TestHandlersWaitWithoutTheRequest(t *testing.T) {
+	var givenRequest bool
+	s := newTestServerOn(t, nil, func(n *Node) { n.Reads = requestWatch{n.Reads, &givenRequest} })
+	code := mustCreate(t, s, `{"url":"https://example.com/w","tags":["news"]}`)
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/urls", ""},
+		{"GET", "/api/v1/urls/" + code, ""},
+		{"GET", "/" + code, ""},
+		{"GET", "/nope123", ""},
+		{"PUT", "/api/v1/tags/news", `{"name":"headlines"}`},
+	} {
+		givenRequest = false
+		if ctx := do(s, r.method, r.path, "application/json", r.body); givenRequest {
+			t.Errorf("%s %s (%d) waited with its request as the context", r.method, r.path, status(ctx))
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 func (s *Server) tagsRefusal(ctx *fasthttp.RequestCtx, c fsm.TagsCommand) error {
 	// Read-after-write, as a list: a tag just added anywhere is seen.
 	// Without a leader the proposal fails anyway; it says so, not this.
-	if err := s.node.Reads.CatchUp(ctx); err != nil {
+	if err := s.node.Reads.CatchUp(context.Background()); err != nil {
 		return nil
 	}
 	domains := keyDomains(ctx)
