@@ -3,10 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,16 +36,15 @@ func TestNoBackupBeforeTheRestoreAtStart(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	backingUp := func(c *Config) { c.BackupStore, c.BackupInterval = backups.Dir{Path: dest}, interval }
 
-	// The backup of a cluster that is gone, named as its leader names one.
+	// The backup of a cluster that is gone, as `linkraft backup --to` stores one.
 	lost := openNode(t, t.TempDir())
 	kept := createURL(t, lost, "https://example.com/kept")
 	var backup bytes.Buffer
 	if err := lost.BackupCompressed(&backup); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(backup.Bytes())
-	name := backups.Name{Cluster: lost.FSM().ClusterID(), Time: time.Now(), Index: lost.machine.appliedIndex(), Hash: hex.EncodeToString(sum[:])[:16]}
-	if err := os.WriteFile(filepath.Join(dest, name.String()), backup.Bytes(), 0o600); err != nil {
+	if _, err := backups.PutBackup(context.Background(), backups.Dir{Path: dest}, lost.FSM().ClusterID(),
+		lost.machine.appliedIndex(), backup.Bytes(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := lost.Close(); err != nil {
