@@ -3,6 +3,7 @@ package httpd
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,76 @@ func TestShlinkAPI(t *testing.T) {
 	if ctx.Response.StatusCode() != 204 || !strings.Contains(string(ctx.Response.Header.Peek("Access-Control-Allow-Headers")), "X-Api-Key") ||
 		!strings.Contains(string(ctx.Response.Header.Peek("Access-Control-Allow-Methods")), "POST") {
 		t.Errorf("preflight: %d %s", ctx.Response.StatusCode(), ctx.Response.Header.String())
+	}
+}
+
+// TestShlinkListFiltersTags: a Shlink client's list by tags keeps exactly
+// the links it asks for, with one tag (which linkraft's own list filters)
+// as with several (which the adapter filters), in either spelling of the
+// array and either mode. Every case expects other links than the whole
+// list does, so a filter that is skipped cannot pass for one that works.
+func TestShlinkListFiltersTags(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead, 0, "tagged")
+	for code, tags := range map[string]string{
+		"tag-a": `["a"]`, "tag-b": `["b"]`, "tag-ab": `["a","b"]`, "tag-c": `["c"]`, "tag-none": `[]`,
+	} {
+		mustCreate(t, s, `{"url":"https://example.com/`+code+`","custom_code":"`+code+`","workspace":"tagged","tags":`+tags+`}`)
+	}
+	// A link the key may not see, with a tag it asks for.
+	mustCreate(t, s, `{"url":"https://example.com/unseen","custom_code":"tag-unseen","workspace":"other","tags":["a"]}`)
+	// list is the sorted codes of one page holding every match.
+	list := func(t *testing.T, query string) []string {
+		t.Helper()
+		ctx := do(s, "GET", "/rest/v3/short-urls?itemsPerPage=-1&"+query, "", "", "X-Api-Key", key)
+		var answer struct {
+			ShortURLs struct {
+				Data []struct {
+					ShortCode string `json:"shortCode"`
+				} `json:"data"`
+			} `json:"shortUrls"`
+		}
+		if status(ctx) != 200 || json.Unmarshal(ctx.Response.Body(), &answer) != nil {
+			t.Fatalf("list %s: %d %s", query, status(ctx), ctx.Response.Body())
+		}
+		codes := []string{}
+		for _, d := range answer.ShortURLs.Data {
+			codes = append(codes, d.ShortCode)
+		}
+		slices.Sort(codes)
+		return codes
+	}
+	unfiltered := list(t, "")
+	if want := []string{"tag-a", "tag-ab", "tag-b", "tag-c", "tag-none"}; !slices.Equal(unfiltered, want) {
+		t.Fatalf("the whole list: %v, want %v", unfiltered, want)
+	}
+	for _, tc := range []struct {
+		name, query string
+		want        []string
+	}{
+		{"one tag", "tags[]=a", []string{"tag-a", "tag-ab"}},
+		{"one tag, without brackets", "tags=a", []string{"tag-a", "tag-ab"}},
+		{"one tag, in other case", "tags[]=A", []string{"tag-a", "tag-ab"}},
+		{"one tag, all", "tags[]=c&tagsMode=all", []string{"tag-c"}},
+		{"one tag, any", "tags[]=b&tagsMode=any", []string{"tag-ab", "tag-b"}},
+		{"one tag no link has", "tags[]=nope", []string{}},
+		{"two tags, any by default", "tags[]=a&tags[]=b", []string{"tag-a", "tag-ab", "tag-b"}},
+		{"two tags, any", "tags[]=a&tags[]=c&tagsMode=any", []string{"tag-a", "tag-ab", "tag-c"}},
+		{"two tags, all", "tags[]=a&tags[]=b&tagsMode=all", []string{"tag-ab"}},
+		{"two tags, both spellings", "tags[]=b&tags=c", []string{"tag-ab", "tag-b", "tag-c"}},
+		{"three tags, all", "tags[]=a&tags[]=b&tags[]=c&tagsMode=all", []string{}},
+		{"excluding one tag", "excludeTags[]=a", []string{"tag-b", "tag-c", "tag-none"}},
+		{"excluding two tags, all", "excludeTags[]=a&excludeTags[]=b&excludeTagsMode=all", []string{"tag-a", "tag-b", "tag-c", "tag-none"}},
+		{"one tag, excluding another", "tags[]=a&excludeTags[]=b", []string{"tag-a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if slices.Equal(tc.want, unfiltered) {
+				t.Fatalf("the case expects the whole list, so it cannot tell a filter from none")
+			}
+			if got := list(t, tc.query); !slices.Equal(got, tc.want) {
+				t.Errorf("list %s: %v, want %v", tc.query, got, tc.want)
+			}
+		})
 	}
 }
 
