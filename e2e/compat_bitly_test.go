@@ -30,7 +30,7 @@ func TestCompatBitly(t *testing.T) {
 			if errors.Is(err, syscall.EACCES) {
 				fix = "binding port 443 needs root, as CI runs the tests"
 			}
-			clientsMissing(t, "Bitly's client only calls port 443: "+err.Error(), fix)
+			realPartMissing(t, "Bitly's client only calls port 443: "+err.Error(), fix)
 		}
 		l.Close()
 	}

@@ -24,29 +24,18 @@ import (
 // (make clients, .ci/run).
 const clientsDir = "clients"
 
-// clientsMissing skips the test for want of what the client tests need,
-// except where LINKRAFT_E2E_CLIENTS=required (.ci/run, which provides
-// it): there its absence is a failure.
-func clientsMissing(t *testing.T, what, fix string) {
-	t.Helper()
-	if os.Getenv("LINKRAFT_E2E_CLIENTS") == "required" {
-		t.Fatalf("%s (LINKRAFT_E2E_CLIENTS=required, as .ci/run sets): %s", what, fix)
-	}
-	t.Skipf("%s: %s", what, fix)
-}
-
 // nodeJS finds Node.js and the installed client libraries pkgs (npm
-// names). Without them the test skips, or fails where they are required.
+// names). Without them the test fails, or skips where asked.
 func nodeJS(t *testing.T, pkgs ...string) string {
 	t.Helper()
-	const fix = "install Debian's nodejs and npm, then run make clients (npm ci in e2e/clients)"
+	const fix = "install Debian's nodejs and npm, then run `make clients` (npm ci in e2e/clients)"
 	node, err := exec.LookPath("node")
 	if err != nil {
-		clientsMissing(t, "no node on PATH", fix)
+		realPartMissing(t, "no node on PATH", fix)
 	}
 	for _, pkg := range pkgs {
 		if _, err := os.Stat(filepath.Join(clientsDir, "node_modules", pkg, "package.json")); err != nil {
-			clientsMissing(t, "client library "+pkg+" is not installed", fix)
+			realPartMissing(t, "client library "+pkg+" is not installed", fix)
 		}
 	}
 	return node

@@ -121,6 +121,18 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// realPartMissing fails the test for want of a real part it drives (a
+// client library, a tool, a server), saying how to get it, or skips it
+// where LINKRAFT_SKIP_REAL_PARTS=1 asks: a skip that a plain
+// `go test ./...` would not show is no check at all.
+func realPartMissing(t *testing.T, what, fix string) {
+	t.Helper()
+	if os.Getenv("LINKRAFT_SKIP_REAL_PARTS") == "1" {
+		t.Skipf("%s: skipped as asked", what)
+	}
+	t.Fatalf("%s: %s; or set LINKRAFT_SKIP_REAL_PARTS=1 to skip the tests against real parts", what, fix)
+}
+
 func skipIfShort(t *testing.T) {
 	t.Helper()
 	if testing.Short() {

@@ -233,7 +233,7 @@ func requirePromtool(t *testing.T, n *node) {
 	t.Helper()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("no promtool on PATH: it comes with Debian's prometheus package (`make deps` installs only promtool)")
+		realPartMissing(t, "no promtool on PATH", "it comes with Debian's prometheus package; `make deps` installs only promtool")
 	}
 	r := n.get(t, "/metrics")
 	if r.status != http.StatusOK {

@@ -28,7 +28,7 @@ func TestSystemdUnitsHardened(t *testing.T) {
 	t.Parallel()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("no systemd-analyze on PATH: it comes with Debian's systemd package (`make deps` installs it)")
+		realPartMissing(t, "no systemd-analyze on PATH", "install Debian's systemd package (`make deps` does)")
 	}
 	root, err := moduleRoot()
 	if err != nil {

@@ -1,8 +1,10 @@
 // Package s3test runs a real S3-compatible server, SeaweedFS's weed, for
 // tests: backups are tested against a server that signs, lists and fails
-// as a real one does, never against a mock. The binary is found through
-// LINKRAFT_WEED (set by the Makefile, which builds it into .tools/weed);
-// without it a test skips, except in CI (CI set), where it fails.
+// as a real one does, never against a mock. The binary is LINKRAFT_WEED
+// when set (the Makefile sets it), else the module's .tools/weed, which
+// `make weed` builds. Without it a test fails, saying how to get it,
+// unless LINKRAFT_SKIP_REAL_PARTS=1 asks for the real parts to be skipped
+// (a skip that a plain `go test ./...` would not show is no check at all).
 package s3test
 
 import (
@@ -38,19 +40,41 @@ type Server struct {
 	t        testing.TB
 }
 
-// Binary is weed's path, or skips (fails in CI) without one.
+// Binary is weed's path. Without one the test fails, or skips where
+// LINKRAFT_SKIP_REAL_PARTS=1 or -short says to.
 func Binary(t testing.TB) string {
+	t.Helper()
 	bin := os.Getenv("LINKRAFT_WEED")
 	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("LINKRAFT_WEED is not set: make test builds SeaweedFS's weed into .tools/weed and sets it")
-		}
-		t.Skip("no S3-compatible server: set LINKRAFT_WEED to SeaweedFS's weed binary (make weed builds it into .tools/weed)")
+		bin = moduleWeed()
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("LINKRAFT_WEED: %v", err)
+		const why = "no S3-compatible server (SeaweedFS's weed, built by `make weed` into .tools/weed, or LINKRAFT_WEED)"
+		if testing.Short() || os.Getenv("LINKRAFT_SKIP_REAL_PARTS") == "1" {
+			t.Skip(why + ": skipped as asked")
+		}
+		t.Fatal(why + ": run `make weed` (or `make test`), or set LINKRAFT_SKIP_REAL_PARTS=1 to skip the tests against real servers")
 	}
 	return bin
+}
+
+// moduleWeed is .tools/weed in the module above the working directory,
+// or "" when there is no module.
+func moduleWeed() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, ".tools", "weed")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // Start runs a weed server on loopback with every port its own, and
