@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,16 +17,14 @@ import (
 // processes: the costly work they aimed at runs on the leader, behind a
 // forward, or in bulk.
 
-// cpuTime is a process's CPU time so far, user and system, from /proc.
-func cpuTime(t *testing.T, pid int) time.Duration {
+// cpuTime is n's CPU time so far, user and system, from /proc; a node
+// that died fails the test (procOf).
+func cpuTime(t *testing.T, n *node) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Skipf("no /proc here: %v", err)
-	}
+	pid := n.pid()
 	// The command name, field 2, is in parentheses and may hold spaces:
 	// count the fields after it. utime and stime are fields 14 and 15.
-	stat := string(b)
+	stat := string(procOf(t, n, "stat"))
 	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
 	if len(fields) < 13 {
 		t.Fatalf("short /proc/%d/stat: %q", pid, stat)
@@ -75,10 +72,10 @@ func TestSecurityRefusedBulkCostsNoCPU(t *testing.T) {
 	links := leader.linkCount(t)
 	follower := followers[0]
 
-	leaderBefore, followerBefore := cpuTime(t, leader.pid()), cpuTime(t, follower.pid())
+	leaderBefore, followerBefore := cpuTime(t, leader), cpuTime(t, follower)
 	r := follower.request(t, http.MethodPost, "/api/v1/urls/bulk", jsonWith(bearer(key.Key)),
 		bulkOf(300, `{"url":"https://example.com/f2/%d","workspace":"b","password":"correct horse %d"}`))
-	leaderSpent, followerSpent := cpuTime(t, leader.pid())-leaderBefore, cpuTime(t, follower.pid())-followerBefore
+	leaderSpent, followerSpent := cpuTime(t, leader)-leaderBefore, cpuTime(t, follower)-followerBefore
 	t.Logf("a refused bulk of 300 password items through a follower: the leader spent %v of CPU, the follower %v", leaderSpent, followerSpent)
 
 	var answer struct {
@@ -319,15 +316,21 @@ func TestBulkThroughAFollowerIsScreenedThere(t *testing.T) {
 	leader, followers := waitOneLeader(t, formationBound, nodes...)
 	key := createKey(t, leader, `{"name":"a only","scopes":["links:read","links:write"],"workspaces":["a"]}`)
 	follower := followers[0]
-	r := follower.request(t, http.MethodPost, "/api/v1/urls/bulk", jsonWith(bearer(key.Key)), []byte(`{"links":[
-		{"url":"https://example.com/screened/0"},
-		{"url":"https://example.com/screened/1","workspace":"b","password":"correct horse"},
-		{"url":"https://example.com/screened/2","password":"correct horse"},
-		{"url":"https://example.com/screened/3","custom_code":"screened-3"},
-		{"url":"ftp://example.com/screened/4"},
-		{"url":"https://example.com/screened/5"},
-		{"url":"https://example.com/screened/6"},
-		{"url":"https://example.com/screened/7"}]}`))
+	items := []map[string]string{
+		{"url": "https://example.com/screened/0"},
+		{"url": "https://example.com/screened/1", "workspace": "b", "password": "correct horse"},
+		{"url": "https://example.com/screened/2", "password": "correct horse"},
+		{"url": "https://example.com/screened/3", "custom_code": "screened-3"},
+		{"url": "ftp://example.com/screened/4"},
+		{"url": "https://example.com/screened/5"},
+		{"url": "https://example.com/screened/6"},
+		{"url": "https://example.com/screened/7"},
+	}
+	bulk, err := json.Marshal(map[string]any{"links": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := follower.request(t, http.MethodPost, "/api/v1/urls/bulk", jsonWith(bearer(key.Key)), bulk)
 	var answer struct {
 		Results []struct {
 			Status int   `json:"status"`
@@ -343,7 +346,7 @@ func TestBulkThroughAFollowerIsScreenedThere(t *testing.T) {
 			t.Errorf("item %d: %d, want %d; answer %v", i, res.Status, want[i], r)
 		}
 		if res.Status == http.StatusCreated {
-			follower.requireRedirectOrPassword(t, res.Link.ShortCode, "https://example.com/screened/"+itoa(i))
+			follower.requireRedirectOrPassword(t, res.Link.ShortCode, items[i]["url"], items[i]["password"])
 		}
 	}
 	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
@@ -351,15 +354,23 @@ func TestBulkThroughAFollowerIsScreenedThere(t *testing.T) {
 	}
 }
 
-// requireRedirectOrPassword checks that code redirects to target, or,
-// when it has a password, asks for it.
-func (n *node) requireRedirectOrPassword(t *testing.T, code, target string) {
+// requireRedirectOrPassword checks that code redirects to target. A link
+// made with a password (not "") asks for it first (401), and redirects
+// once given it; a link made without one must never ask: a 401 there
+// would lock its visitors out.
+func (n *node) requireRedirectOrPassword(t *testing.T, code, target, password string) {
 	t.Helper()
-	r := n.get(t, "/"+code)
-	if r.status == http.StatusUnauthorized || (r.status == http.StatusFound && r.header.Get("Location") == target) {
+	if password == "" {
+		n.requireRedirect(t, code, target)
 		return
 	}
-	t.Errorf("GET /%s: want 302 to %q or 401 for a password, got %v", code, target, r)
+	if r := n.get(t, "/"+code); r.status != http.StatusUnauthorized {
+		t.Errorf("GET /%s, made with a password, without it: want 401, got %v Location %q", code, r, r.header.Get("Location"))
+	}
+	r := n.request(t, http.MethodGet, "/"+code, http.Header{"X-Link-Password": {password}}, nil)
+	if r.status != http.StatusFound || r.header.Get("Location") != target {
+		t.Errorf("GET /%s with its password: want 302 to %q, got %v Location %q", code, target, r, r.header.Get("Location"))
+	}
 }
 
 // waitRaised waits until n's cluster is raised to level (a new cluster's

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,8 +291,16 @@ func TestHTTPSWithACME(t *testing.T) {
 	if r := nodes[0].postJSON(t, "/admin/domains", map[string]any{"domain": later}); r.status != http.StatusOK && r.status != http.StatusCreated {
 		t.Fatalf("register %s: %v", later, r)
 	}
-	if eventually(30*time.Second, func() bool { return strings.Contains(leader.out.String(), "name="+later) }) {
-		leader.kill9()
+	// The leader's log line for the order is the event it is killed on;
+	// without it the case cannot run, which fails rather than passes.
+	if !eventually(30*time.Second, func() bool { return acmeLogs(leader.out.String(), "order placed", later) > 0 }) {
+		t.Fatalf("%s, the leader, placed no order for %s within 30 s: its death mid-order cannot be tested\n%s",
+			leader.id, later, tail(leader.out.String(), 3000))
+	}
+	leader.kill9()
+	// kill9 returns once the process is gone and all it wrote is read.
+	if acmeLogs(leader.out.String(), "certificate obtained", later) > 0 {
+		t.Fatalf("%s obtained the certificate for %s before it was killed: it did not die mid-order", leader.id, later)
 	}
 	for i, n := range nodes[:3] {
 		if n != leader {
@@ -300,7 +309,7 @@ func TestHTTPSWithACME(t *testing.T) {
 	}
 	orders := 0
 	for _, n := range nodes[:3] {
-		orders += strings.Count(n.out.String(), `msg="order placed" name=`+later)
+		orders += acmeLogs(n.out.String(), "order placed", later)
 	}
 	if orders > 2 {
 		t.Fatalf("%d orders placed for %s; a leader change may add one at most", orders, later)
@@ -317,16 +326,67 @@ func TestHTTPSWithACME(t *testing.T) {
 		}
 	}
 
-	// A name no one configured or registered: no certificate, no order.
-	if _, err := servedCertificate(httpsAddr(1), "evil.linkraft.test", ca.roots); err == nil {
-		t.Fatal("a certificate served for a name neither configured nor registered")
+	// A name no one configured or registered, asked of every node (the
+	// leader, which orders, among them): no certificate, no order. The
+	// killed node comes back first: a domain is registered below, which
+	// waits for every server to be known to apply it.
+	leader.restartUntil(func(h health) bool { return h.Status == "healthy" })
+	const unknown = "evil.linkraft.test"
+	probeUnknown := func() {
+		t.Helper()
+		for i, n := range nodes {
+			if _, err := servedCertificate(httpsAddr(i), unknown, ca.roots); err == nil {
+				t.Fatalf("%s serves a certificate for %s, a name neither configured nor registered", n.id, unknown)
+			}
+		}
 	}
-
+	probeUnknown()
+	// An order the probe caused would come from a pass of the leader's
+	// order loop, which reads the names to order as it begins and orders
+	// them one after the other. A domain registered after the probe is
+	// obtained in a pass that began after it; a second, registered once
+	// the first is obtained, in a later pass. So once the second is
+	// obtained, a pass that began after the probe has ended, and any order
+	// for the unknown name is placed and logged.
+	for _, name := range []string{"one.linkraft.test", "two.linkraft.test"} {
+		ca.resolve(t, name, ips...)
+		// 503 while the restarted node's build is not known yet.
+		var r response
+		if !eventually(30*time.Second, func() bool {
+			r = nodes[3].postJSON(t, "/admin/domains", map[string]any{"domain": name})
+			return r.status != http.StatusServiceUnavailable
+		}) || (r.status != http.StatusOK && r.status != http.StatusCreated) {
+			t.Fatalf("register %s: %v", name, r)
+		}
+		if !eventually(90*time.Second, func() bool {
+			for _, n := range nodes {
+				if acmeLogs(n.out.String(), "certificate obtained", name) > 0 {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("no node obtained a certificate for %s, registered after the probe, within 90 s", name)
+		}
+	}
+	probeUnknown()
 	for _, n := range nodes {
-		if strings.Contains(n.out.String(), "evil.linkraft.test") {
+		if strings.Contains(n.out.String(), unknown) {
 			t.Fatalf("%s mentions a name no one asked for:\n%s", n.id, tail(n.out.String(), 2000))
 		}
 	}
+}
+
+// acmeLogs counts the lines of a node's log (slog's text format) with
+// the message msg and the attribute name=name.
+func acmeLogs(out, msg, name string) int {
+	count := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, ` msg="`+msg+`" `) && slices.Contains(strings.Fields(line), "name="+name) {
+			count++
+		}
+	}
+	return count
 }
 
 // onlyTLSALPN serves the CA's ACME API on a listener of its own, on which

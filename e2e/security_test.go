@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net/http"
 	"os"
@@ -12,15 +13,41 @@ import (
 	"time"
 )
 
-// rssBytes is a process's resident memory, from /proc.
-func rssBytes(t *testing.T, pid int) int64 {
+// procOf is the file /proc/<pid>/<name> of n's process. Where there is
+// no /proc at all (not Linux) the test is skipped. A node whose file
+// cannot be read, or that is a zombie, has died: that fails the test,
+// for a dead node spends no CPU and grows no memory, and a measure of it
+// would pass while proving nothing.
+func procOf(t *testing.T, n *node, name string) []byte {
 	t.Helper()
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	pid := n.pid()
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	b, err := os.ReadFile(dir + name)
 	if err != nil {
-		t.Skipf("no /proc here: %v", err)
+		if _, none := os.Stat("/proc/self/" + name); none != nil {
+			t.Skipf("no /proc here: %v", none)
+		}
+		t.Fatalf("%s (pid %d) died: %v (exit: %v)\n%s", n.id, pid, err, n.exitErr(), tail(n.out.String(), 2000))
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	// Read after the file, the state says whether what was read is a
+	// live process's: an exited one not yet reaped still has its files.
+	stat, err := os.ReadFile(dir + "stat")
+	if err != nil {
+		t.Fatalf("%s (pid %d) died: %v (exit: %v)\n%s", n.id, pid, err, n.exitErr(), tail(n.out.String(), 2000))
+	}
+	// The state, field 3, follows the command name, which is in
+	// parentheses and may hold spaces.
+	s := string(stat)
+	if fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(fields) == 0 || fields[0] == "Z" || fields[0] == "X" {
+		t.Fatalf("%s (pid %d) died: its state is %q (exit: %v)\n%s", n.id, pid, fields, n.exitErr(), tail(n.out.String(), 2000))
+	}
+	return b
+}
+
+// rssBytes is n's resident memory, from /proc.
+func rssBytes(t *testing.T, n *node) int64 {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(procOf(t, n, "status")))
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
@@ -30,7 +57,7 @@ func rssBytes(t *testing.T, pid int) int64 {
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc status")
+	t.Fatalf("no VmRSS in /proc status of %s", n.id)
 	return 0
 }
 
@@ -60,7 +87,7 @@ func TestLargeBodiesNeedACredential(t *testing.T) {
 	n := startNode(t, nodeOptions{Settings: map[string]string{"admin-token": ""}})
 	n.credential = initialKey(t, n)
 	l := n.createURL(t, "https://example.com/kept")
-	before := rssBytes(t, n.pid())
+	before := rssBytes(t, n)
 	const size = 300 << 20
 	for _, path := range []string{"/admin/restore", "/admin/import"} {
 		for _, sized := range []bool{true, false} {
@@ -83,7 +110,7 @@ func TestLargeBodiesNeedACredential(t *testing.T) {
 			}
 		}
 	}
-	if grew := rssBytes(t, n.pid()) - before; grew > 32<<20 {
+	if grew := rssBytes(t, n) - before; grew > 32<<20 {
 		t.Fatalf("anonymous bodies grew the node by %d MB", grew>>20)
 	}
 	n.requireRedirect(t, l.ShortCode, "https://example.com/kept")
