@@ -124,6 +124,9 @@ func TestRestoreRefusesAnEditedBackup(t *testing.T) {
 		{"truncated", backup[:len(backup)-1], fsm.ErrCorruptSnapshot, "checksum mismatch"},
 	} {
 		err := n.Restore(tc.backup, RestoreOptions{By: fsm.RootKeyID})
+		if err == nil {
+			t.Fatalf("%s: restored; want %v saying %q", tc.name, tc.want, tc.says)
+		}
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v; want %v saying %q", tc.name, err, tc.want, tc.says)
 		}
@@ -171,6 +174,9 @@ func TestRestoreOfAnotherCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.into.Restore(tc.backup, RestoreOptions{By: fsm.RootKeyID})
+			if err == nil {
+				t.Fatalf("without Foreign: restored; want ErrBackupUnauthenticated saying %q", tc.says)
+			}
 			if !errors.Is(err, ErrBackupUnauthenticated) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("without Foreign: %v; want ErrBackupUnauthenticated saying %q", err, tc.says)
 			}
@@ -217,6 +223,9 @@ func TestForeignRestoreChecksEveryRecord(t *testing.T) {
 		{"admin key with narrow workspaces", backupOf(t, admin), `key "attackeradmn": an admin key with workspaces team`},
 	} {
 		err := n.Restore(tc.backup, RestoreOptions{Foreign: true, By: fsm.RootKeyID})
+		if err == nil {
+			t.Fatalf("%s: restored; want fsm.ErrRefusedRecord naming %q", tc.name, tc.says)
+		}
 		if !errors.Is(err, fsm.ErrRefusedRecord) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v; want fsm.ErrRefusedRecord naming %q", tc.name, err, tc.says)
 		}

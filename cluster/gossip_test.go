@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -34,44 +36,65 @@ func TestAdvertiseIP(t *testing.T) {
 	}
 }
 
-// TestNodeInfoWhileTheNodeOpens: a peer asks a node who it is (GET node,
-// which names its gossip address) from the moment its cluster port
-// accepts, while it is still opening; every answer names the node, and
-// once open, its gossip address. Under the race detector it fails when
-// the port answers before the node's gossip is in place.
+// TestNodeInfoWhileTheNodeOpens: a peer that asks a node who it is (GET
+// node, which names its gossip address) while the node is still opening,
+// its cluster port accepting but Open not returned, is answered with the
+// node's id and its gossip address: the port serves only once gossip is in
+// place. Open is held, through its logger, at its bootstrap (the port
+// listens, neither gossip nor the service runs yet) until the peer's
+// connection is in, so the question is asked during Open on every run.
+// Under the race detector it also fails when the port serves before the
+// node's gossip is in place.
 func TestNodeInfoWhileTheNodeOpens(t *testing.T) {
 	t.Parallel()
 	asker := openNode(t, t.TempDir())
 	raftAddr := freeAddr(t)
-	stop := make(chan struct{})
-	answered := make(chan int, 1)
+	hold := &holdingHandler{at: "bootstrapped a single-voter cluster", held: make(chan struct{}), release: make(chan struct{})}
+	opened := make(chan struct{})
+	type answer struct {
+		info wire.NodeInfo
+		err  error
+	}
+	answered := make(chan answer, 1)
 	go func() {
-		n := 0
-		defer func() { answered <- n }()
-		for range 5000 { // bounded: the node opens in well under 5000 round trips
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			var info wire.NodeInfo
-			err := asker.peers.Call(ctx, raftAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
-			cancel()
-			if err == nil {
-				if info.ID != "opening" {
-					t.Errorf("the opening node answered as %q", info.ID)
-				}
-				n++
-			}
+		select {
+		case <-hold.held:
+		case <-opened:
+			answered <- answer{err: errors.New("the node opened without logging its bootstrap: nothing held it open to be asked")}
+			return
 		}
+		// Open goes on once the connection is in (or could not be made).
+		defer hold.let()
+		peer := wire.NewClient("asker", func(addr string, timeout time.Duration) (net.Conn, error) {
+			conn, err := asker.layer.DialInternal(addr, timeout)
+			hold.let()
+			return conn, err
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var info wire.NodeInfo
+		err := peer.Call(ctx, raftAddr, fasthttp.MethodGet, wire.PathNode, nil, &info)
+		answered <- answer{info, err}
 	}()
-	// Asking stops before the test ends, even when opening fails.
-	stopAsking := sync.OnceValue(func() int { close(stop); return <-answered })
-	t.Cleanup(func() { stopAsking() })
 	gossipAddr := net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1"))
-	n := openGossipNode(t, "opening", gossipAddr, func(c *Config) { c.RaftAddr = raftAddr })
-	t.Logf("answered %d times while opening", stopAsking())
+	n := openGossipNode(t, "opening", gossipAddr, func(c *Config) {
+		c.RaftAddr = raftAddr
+		c.Logger = slog.New(hold)
+	})
+	close(opened)
+	var during answer
+	select {
+	case during = <-answered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the question asked while the node opened got no answer nor error in 15 s")
+	}
+	if during.err != nil {
+		t.Fatalf("asked while the node opened: %v", during.err)
+	}
+	if during.info.ID != "opening" || during.info.GossipAddr != n.gossip.advertised() {
+		t.Errorf("asked while the node opened, it answered %+v; want its id and gossip address %s", during.info, n.gossip.advertised())
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var info wire.NodeInfo
@@ -82,3 +105,36 @@ func TestNodeInfoWhileTheNodeOpens(t *testing.T) {
 		t.Fatalf("the open node answered %+v, want its id and gossip address %s", info, n.gossip.advertised())
 	}
 }
+
+// holdingHandler is a node's logger that discards every record and holds
+// the one whose message is at (held closes) until let is called, or for
+// 10 s at most: a way to stop Open at a known point without a hook in it.
+type holdingHandler struct {
+	at      string
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+	letOnce sync.Once
+}
+
+func (h *holdingHandler) let() { h.letOnce.Do(func() { close(h.release) }) }
+
+func (h *holdingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *holdingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != h.at {
+		return nil
+	}
+	h.once.Do(func() {
+		close(h.held)
+		select {
+		case <-h.release:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return nil
+}
+
+func (h *holdingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *holdingHandler) WithGroup(string) slog.Handler { return h }
