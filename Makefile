@@ -23,7 +23,7 @@ FUZZ_TARGETS = \
 	./httpd/geo:FuzzCountry \
 	./httpd/agent:FuzzClassify
 
-.PHONY: test deps clients check unit k8s fuzz build bench image weed
+.PHONY: test deps clients check unit k8s fuzz build bench image weed mutate
 
 test: deps weed clients check unit k8s fuzz
 
@@ -109,6 +109,13 @@ fuzz:
 		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) $$pkg; \
 	done
+
+# mutate writes each bug that e2e/mutate/mutations.go lists, one at a
+# time, into a copy of the module and runs the tests said to guard that
+# guarantee: each must fail. Run it before resolving an issue that touches
+# a guarantee; docs/RELIABILITY.md has the latest table.
+mutate:
+	$(GO) run ./e2e/mutate
 
 VERSION = $$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 
