@@ -7,34 +7,39 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
-// The admin client subcommands (status, join, leave, backup, restore) talk
-// to a node's /admin API over HTTP. Each exits 0 on success, 1 when the
-// request failed (the node's problem+json detail is printed) and 2 on a
-// usage error.
+// The admin client subcommands (status, join, leave, promote, transfer,
+// backup, restore) talk to a node's /admin API over HTTP or HTTPS (see
+// client.go). Each exits 0 on success, 1 when the request failed (the
+// node's problem+json detail is printed) and 2 on a usage error.
 
-const defaultAdminAddr = "http://127.0.0.1:8080"
-
-// adminOpts are the flags every admin subcommand shares.
+// adminOpts are the flags every admin subcommand shares: how to reach a
+// node, and the credential to show it.
 type adminOpts struct {
-	addr, token, key string
-	timeout          time.Duration
+	connFlags
+	token, key string
+	// conn is the command's one client, made at its first request, so
+	// that a redirect followed once holds for the command's every request.
+	conn *apiClient
 }
 
 func (o *adminOpts) register(fs *flag.FlagSet, timeout time.Duration) {
-	fs.StringVar(&o.addr, "addr", defaultAdminAddr, "HTTP address of any node: http(s)://host:port or host:port (env LINKRAFT_ADDR)")
+	o.connFlags.register(fs, defaultAdminAddr, timeout)
 	fs.StringVar(&o.key, "key", "", "an API key with the admin scope, e.g. the one in <data-dir>/admin.key (env LINKRAFT_KEY)")
 	fs.StringVar(&o.token, "admin-token", "", "the nodes' --admin-token, instead of --key (env LINKRAFT_ADMIN_TOKEN)")
-	fs.DurationVar(&o.timeout, "timeout", timeout, "give up when the node has not answered within this time (env LINKRAFT_TIMEOUT)")
+}
+
+// adminEnv names the flags of adminOpts that read the environment, and
+// more.
+func adminEnv(more ...string) []string {
+	return connEnv(append([]string{"key", "admin-token"}, more...)...)
 }
 
 // applyEnvFor sets the named flags from LINKRAFT_<NAME> when that is set.
@@ -62,7 +67,8 @@ func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer, envFlags ...st
 		return nil, 2
 	}
 	var pos []string
-	for {
+	// Each round consumes at least one argument.
+	for range len(args) + 1 {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, 0
@@ -70,11 +76,12 @@ func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer, envFlags ...st
 			return nil, 2 // the flag package printed the error and the usage
 		}
 		if fs.NArg() == 0 {
-			return pos, -1
+			break
 		}
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	return pos, -1
 }
 
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
@@ -94,54 +101,17 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, format string, a ...any) int
 	return 2
 }
 
-// normalizeAddr turns --addr into a base URL without a trailing slash:
-// host:port gets http://, a bare :port means this machine.
-func normalizeAddr(addr string) (string, error) {
-	a := strings.TrimSpace(addr)
-	if a == "" {
-		return "", errors.New("--addr is empty")
-	}
-	if !strings.Contains(a, "://") {
-		if strings.HasPrefix(a, ":") {
-			a = "127.0.0.1" + a
-		}
-		a = "http://" + a
-	}
-	u, err := url.Parse(a)
-	if err != nil {
-		return "", fmt.Errorf("--addr %q: %v", addr, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("--addr %q: scheme must be http or https", addr)
-	}
-	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("--addr %q: want http(s)://host:port or host:port", addr)
-	}
-	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
-}
-
-// adminClient sends admin requests to one node.
-type adminClient struct {
-	cmd     string
-	base    string
-	token   string
-	timeout time.Duration
-	client  *fasthttp.Client
-	// need names the scope a 403 is missing; "" means admin.
-	need string
-}
-
 // parse parses a subcommand's arguments. Only the connection flags read
 // the environment: a LINKRAFT_ID meant for serve must not pick the server
 // that leave removes.
 func (o *adminOpts) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
-	return parseArgs(fs, args, stderr, "addr", "key", "admin-token", "timeout")
+	return parseArgs(fs, args, stderr, adminEnv()...)
 }
 
 // call makes one admin request. It returns the answer's body and -1, or the
 // exit code after reporting the error.
 func (o *adminOpts) call(cmd string, fs *flag.FlagSet, stderr io.Writer, method, path, contentType string, body []byte) ([]byte, int) {
-	c, err := o.client(cmd)
+	c, err := o.client(cmd, stderr)
 	if err != nil {
 		return nil, usageError(fs, stderr, "%v", err)
 	}
@@ -152,84 +122,21 @@ func (o *adminOpts) call(cmd string, fs *flag.FlagSet, stderr io.Writer, method,
 	return answer, -1
 }
 
-func (o *adminOpts) client(cmd string) (*adminClient, error) {
-	base, err := normalizeAddr(o.addr)
-	if err != nil {
-		return nil, err
-	}
-	if o.timeout <= 0 {
-		return nil, errors.New("--timeout must be positive")
+// client is the command's client, made at the first call.
+func (o *adminOpts) client(cmd string, stderr io.Writer) (*apiClient, error) {
+	if o.conn != nil {
+		return o.conn, nil
 	}
 	credential := o.key
 	if credential == "" {
 		credential = o.token
 	}
-	return &adminClient{
-		cmd: cmd, base: base, token: credential, timeout: o.timeout,
-		client: &fasthttp.Client{
-			Name:                      "linkraft-cli/" + version,
-			ReadTimeout:               o.timeout,
-			WriteTimeout:              o.timeout,
-			MaxConnWaitTimeout:        o.timeout,
-			MaxIdemponentCallAttempts: 1,
-			DisablePathNormalizing:    true,
-		},
-	}, nil
-}
-
-// adminError is a request that failed: the node's answer, or no answer.
-type adminError struct {
-	status int    // 0 when the node did not answer
-	msg    string // "<status> <detail>", or why there was no answer
-	hint   string
-}
-
-func (e *adminError) Error() string { return e.msg }
-
-// do sends one request and returns the body of a 2xx answer; anything else
-// is an *adminError.
-func (c *adminClient) do(method, path, contentType string, body []byte) ([]byte, error) {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-
-	req.SetRequestURI(c.base + path)
-	req.Header.SetMethod(method)
-	req.Header.Set(fasthttp.HeaderAccept, "application/json, application/problem+json, */*")
-	if c.token != "" {
-		req.Header.Set(fasthttp.HeaderAuthorization, "Bearer "+c.token)
+	c, err := o.connFlags.client(cmd, credential, stderr)
+	if err != nil {
+		return nil, err
 	}
-	if body != nil {
-		req.Header.SetContentType(contentType)
-		req.SetBodyRaw(body)
-	}
-	if err := c.client.DoTimeout(req, resp, c.timeout); err != nil {
-		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
-			return nil, &adminError{msg: fmt.Sprintf("no answer from %s within %s", c.base, c.timeout),
-				hint: "is a linkraft node listening there? (--addr, LINKRAFT_ADDR; --timeout for slow operations)"}
-		}
-		return nil, &adminError{msg: fmt.Sprintf("cannot reach %s: %v", c.base, err),
-			hint: "is a linkraft node listening there? (--addr, LINKRAFT_ADDR)"}
-	}
-	status := resp.StatusCode()
-	if status < 200 || status > 299 {
-		e := &adminError{status: status, msg: fmt.Sprintf("%d %s", status, problemDetail(status, resp.Body()))}
-		switch {
-		case status == fasthttp.StatusUnauthorized && c.token == "" && c.need != "":
-			e.hint = "give an API key with the " + c.need + " scope with --key or LINKRAFT_KEY (linkraft keys create makes one)"
-		case status == fasthttp.StatusUnauthorized && c.token == "":
-			e.hint = "give an admin API key with --key or LINKRAFT_KEY (a new cluster writes one to <data-dir>/admin.key), or --admin-token"
-		case status == fasthttp.StatusUnauthorized:
-			e.hint = "the key was not accepted: is it revoked or expired?"
-		case status == fasthttp.StatusForbidden && c.need != "":
-			e.hint = "this call needs a key with the " + c.need + " scope on the link's workspace"
-		case status == fasthttp.StatusForbidden:
-			e.hint = "this call needs a key with the admin scope"
-		}
-		return nil, e
-	}
-	return append([]byte(nil), resp.Body()...), nil
+	o.conn = c
+	return c, nil
 }
 
 // problemDetail is the detail of a problem+json body, or the body itself
@@ -249,7 +156,9 @@ func problemDetail(status int, body []byte) string {
 	}
 	text := strings.Join(strings.Fields(string(body)), " ")
 	if text == "" {
-		return fasthttp.StatusMessage(status)
+		if text = http.StatusText(status); text == "" {
+			text = "(no detail)"
+		}
 	}
 	if len(text) > 200 {
 		text = text[:200] + "..."
@@ -426,7 +335,7 @@ func adminStatus(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
 	}
-	body, code := o.call("status", fs, stderr, fasthttp.MethodGet, "/admin/cluster", "", nil)
+	body, code := o.call("status", fs, stderr, http.MethodGet, "/admin/cluster", "", nil)
 	if code >= 0 {
 		return code
 	}
@@ -460,7 +369,7 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 		fields["non_voter"] = true
 	}
 	req, _ := json.Marshal(fields)
-	body, code := o.call("join", fs, stderr, fasthttp.MethodPost, "/admin/join", "application/json", req)
+	body, code := o.call("join", fs, stderr, http.MethodPost, "/admin/join", "application/json", req)
 	if code >= 0 {
 		return code
 	}
@@ -499,7 +408,7 @@ func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUs
 		return usageError(fs, stderr, "--id is required")
 	}
 	req, _ := json.Marshal(map[string]string{"id": *id})
-	body, code := o.call(name, fs, stderr, fasthttp.MethodPost, path, "application/json", req)
+	body, code := o.call(name, fs, stderr, http.MethodPost, path, "application/json", req)
 	if code >= 0 {
 		return code
 	}
@@ -507,6 +416,32 @@ func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUs
 		fmt.Fprintf(stdout, "%s %s\n\n", done, *id)
 	}
 	return printClusterAnswer(name, stdout, stderr, body, *raw)
+}
+
+// adminTransfer is "linkraft transfer": the leader hands leadership to
+// the most up-to-date other voter, before it is restarted or upgraded.
+func adminTransfer(args []string, stdout, stderr io.Writer) int {
+	var o adminOpts
+	fs := newFlagSet("transfer", "transfer [--addr URL] [--key KEY] [--json]\n\n"+
+		"The leader hands leadership to the most up-to-date other voter; any node passes the request on to the\n"+
+		"leader. It fails (409) when there is no other voter.", stderr)
+	o.register(fs, 30*time.Second)
+	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
+	pos, code := o.parse(fs, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
+	}
+	body, code := o.call("transfer", fs, stderr, http.MethodPost, "/admin/leadership-transfer", "", nil)
+	if code >= 0 {
+		return code
+	}
+	if !*raw {
+		fmt.Fprint(stdout, "leadership transferred\n\n")
+	}
+	return printClusterAnswer("transfer", stdout, stderr, body, *raw)
 }
 
 // adminBackup is "linkraft backup".
@@ -524,7 +459,7 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&out, "output", "", "same as -o")
 	fs.StringVar(&to, "to", "", "store the backup, compressed, in a directory or under s3://bucket/prefix")
 	s3.register(fs)
-	pos, code := parseArgs(fs, args, stderr, append([]string{"addr", "key", "admin-token", "timeout"}, s3FlagNames...)...)
+	pos, code := parseArgs(fs, args, stderr, adminEnv(s3FlagNames...)...)
 	if code >= 0 {
 		return code
 	}
@@ -544,7 +479,7 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	body, code := o.call("backup", fs, stderr, fasthttp.MethodGet, "/admin/backup", "", nil)
+	body, code := o.call("backup", fs, stderr, http.MethodGet, "/admin/backup", "", nil)
 	if code >= 0 {
 		return code
 	}
@@ -608,7 +543,7 @@ func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		"--cluster-key), by a node without a cluster key, or by a build before backups were authenticated. Only for a backup "+
 		"whose source you trust: without the flag the cluster takes only its own backups, unchanged since they were made. "+
 		"Every record is checked either way, and the audit log records the restore")
-	pos, code := parseArgs(fs, args, stderr, append([]string{"addr", "key", "admin-token", "timeout"}, s3FlagNames...)...)
+	pos, code := parseArgs(fs, args, stderr, adminEnv(s3FlagNames...)...)
 	if code >= 0 {
 		return code
 	}
@@ -638,7 +573,7 @@ func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if len(data) == 0 {
 		return fail("restore", stderr, fmt.Errorf("backup %s is empty", pos[0]))
 	}
-	body, code := o.call("restore", fs, stderr, fasthttp.MethodPost, path, "application/octet-stream", data)
+	body, code := o.call("restore", fs, stderr, http.MethodPost, path, "application/octet-stream", data)
 	if code >= 0 {
 		return code
 	}

@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/cluster/backups"
 )
@@ -37,7 +35,7 @@ var s3FlagNames = []string{"backup-s3-endpoint", "backup-s3-region"}
 // backupTo is "linkraft backup --to DEST": the compressed backup, named as
 // scheduled backups are, stored in a directory or under an s3:// prefix.
 func backupTo(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, dest string, stderr io.Writer) int {
-	c, err := o.client("backup")
+	c, err := o.client("backup", stderr)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
@@ -50,7 +48,7 @@ func backupTo(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, dest string, stderr i
 	// The index is read before the backup is taken, so it is at most the
 	// backup's own: a later scheduled backup then never takes a changed
 	// state for this one.
-	health, err := c.do(fasthttp.MethodGet, "/health", "", nil)
+	health, err := c.do(http.MethodGet, "/health", "", nil)
 	if err != nil {
 		return fail("backup", stderr, err)
 	}
@@ -61,7 +59,7 @@ func backupTo(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, dest string, stderr i
 	if err := json.Unmarshal(health, &h); err != nil {
 		return fail("backup", stderr, fmt.Errorf("the node's /health: %w", err))
 	}
-	data, err := c.do(fasthttp.MethodGet, "/admin/backup?compressed=true", "", nil)
+	data, err := c.do(http.MethodGet, "/admin/backup?compressed=true", "", nil)
 	if err != nil {
 		return fail("backup", stderr, err)
 	}
@@ -79,7 +77,7 @@ func backupTo(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, dest string, stderr i
 // record no client could write), is reported with why, and the next older
 // one is tried.
 func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path string, stdout, stderr io.Writer) int {
-	c, err := o.client("restore")
+	c, err := o.client("restore", stderr)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
@@ -91,7 +89,7 @@ func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path strin
 	}
 	var answer []byte
 	restore := func(data []byte) error {
-		body, err := c.do(fasthttp.MethodPost, path, "application/octet-stream", data)
+		body, err := c.do(http.MethodPost, path, "application/octet-stream", data)
 		answer = body
 		return err
 	}

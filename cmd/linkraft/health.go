@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // healthCmd is "linkraft health": one GET /health, exit 0 when the node
@@ -23,30 +22,36 @@ import (
 // asks /health/live instead, for a supervisor that only restarts.
 func healthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("health", "health [--addr URL] [--timeout D] [--live]", stderr)
-	addr := fs.String("addr", defaultHealthAddr(), "HTTP address of the node: http(s)://host:port or host:port "+
-		"(env LINKRAFT_ADDR; unset: this machine's port of LINKRAFT_HTTP_ADDR, else "+defaultAdminAddr+")")
-	timeout := fs.Duration("timeout", 5*time.Second, "fail when the node has not answered within this time (env LINKRAFT_TIMEOUT)")
+	var conn connFlags
+	conn.register(fs, defaultHealthAddr(), 5*time.Second)
+	fs.Lookup("addr").Usage = "address of the node: https://host:port, http://host:port, or host:port for http " +
+		"(env LINKRAFT_ADDR; unset: this machine's port of LINKRAFT_HTTP_ADDR, else " + defaultAdminAddr + ")"
+	fs.Lookup("timeout").Usage = "fail when the node has not answered within this time (env LINKRAFT_TIMEOUT)"
 	live := fs.Bool("live", false, "ask liveness (/health/live: the process and its Raft run) instead of readiness (/health)")
-	pos, code := parseArgs(fs, args, stderr, "addr", "timeout")
+	pos, code := parseArgs(fs, args, stderr, connEnv()...)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %v", pos)
 	}
-	if *timeout <= 0 {
-		return usageError(fs, stderr, "--timeout must be positive")
-	}
-	base, err := normalizeAddr(*addr)
+	c, err := conn.client("health", "", stderr)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
+	c.userAgent = "linkraft-health/" + version
 	path, want := "/health", "healthy"
 	if *live {
 		path, want = "/health/live", "alive"
 	}
-	if err := checkHealth(base, path, want, *timeout); err != nil {
-		fmt.Fprintln(stderr, "linkraft health: unhealthy:", err)
+	if err := checkHealth(c, path, want); err != nil {
+		// One line: it is what the container runtime's health log keeps.
+		msg := err.Error()
+		var ae *adminError
+		if errors.As(err, &ae) && ae.hint != "" {
+			msg += " (" + ae.hint + ")"
+		}
+		fmt.Fprintln(stderr, "linkraft health: unhealthy:", msg)
 		return 1
 	}
 	fmt.Fprintln(stdout, want)
@@ -72,44 +77,32 @@ func defaultHealthAddr() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// checkHealth asks base for path and says why the answer is not status
-// want, in one line.
-func checkHealth(base, path, want string, timeout time.Duration) error {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(base + path)
-	req.Header.Set(fasthttp.HeaderAccept, "application/json")
-	client := &fasthttp.Client{
-		Name: "linkraft-health/" + version, ReadTimeout: timeout, WriteTimeout: timeout,
-		MaxIdemponentCallAttempts: 1,
-	}
-	if err := client.DoTimeout(req, resp, timeout); err != nil {
-		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
-			return fmt.Errorf("no answer from %s within %s", base, timeout)
-		}
-		return fmt.Errorf("cannot reach %s: %v", base, err)
+// checkHealth asks the node for path and says why the answer is not
+// status want, in one line.
+func checkHealth(c *apiClient, path, want string) error {
+	a, err := c.exchange(http.MethodGet, path, "", nil)
+	if err != nil {
+		return err
 	}
 	var h struct {
 		Status string `json:"status"`
 		Reason string `json:"reason"`
 		Role   string `json:"role"`
 	}
-	decodeErr := json.Unmarshal(resp.Body(), &h)
+	decodeErr := json.Unmarshal(a.body, &h)
 	switch {
-	case resp.StatusCode() != fasthttp.StatusOK && decodeErr == nil && h.Status != "":
-		msg := fmt.Sprintf("%s answered %d: status %q, role %q", base, resp.StatusCode(), h.Status, h.Role)
+	case a.status != http.StatusOK && decodeErr == nil && h.Status != "":
+		msg := fmt.Sprintf("%s answered %d: status %q, role %q", c.base, a.status, h.Status, h.Role)
 		if h.Reason != "" {
 			msg += fmt.Sprintf(", reason %q", h.Reason)
 		}
 		return errors.New(msg)
-	case resp.StatusCode() != fasthttp.StatusOK:
-		return fmt.Errorf("%s answered %d", base, resp.StatusCode())
+	case a.status != http.StatusOK:
+		return fmt.Errorf("%s answered %d", c.base, a.status)
 	case decodeErr != nil:
-		return fmt.Errorf("%s%s is not a linkraft health document: %v", base, path, decodeErr)
+		return fmt.Errorf("%s%s is not a linkraft health document: %w", c.base, path, decodeErr)
 	case h.Status != want:
-		return fmt.Errorf("%s says status %q, role %q", base, h.Status, h.Role)
+		return fmt.Errorf("%s says status %q, role %q", c.base, h.Status, h.Role)
 	}
 	return nil
 }

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/migrate"
 )
@@ -85,8 +84,8 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		} `json:"failed"`
 	}
 	if len(plan.Send) > 0 {
-		to := o.importTarget(stdout)
-		answer, code := to.call("import", fs, stderr, fasthttp.MethodPost, "/admin/import", "application/x-ndjson", plan.Body)
+		to := o.importTarget(stdout, stderr)
+		answer, code := to.call("import", fs, stderr, http.MethodPost, "/admin/import", "application/x-ndjson", plan.Body)
 		if code >= 0 {
 			return code
 		}
@@ -164,18 +163,25 @@ func printDropped(w io.Writer, d migrate.Dropped) {
 // whole and forwards it, which on a busy machine can cost the leader its
 // leadership (docs/API.md). Nothing is sent before the leader answered a
 // probe, so a failed try never leaves an import half sent.
-func (o *adminOpts) importTarget(stdout io.Writer) *adminOpts {
-	c, err := o.client("import")
+func (o *adminOpts) importTarget(stdout, stderr io.Writer) *adminOpts {
+	c, err := o.client("import", stderr)
 	if err != nil {
 		return o // the call reports it
 	}
-	named, err := url.Parse(c.base)
+	// The address as given, not where a redirect may have led: a server's
+	// http_addr is its plain HTTP one, which a node with TLS sends on to
+	// its HTTPS port as the node named did.
+	given, err := normalizeAddr(o.addr)
+	if err != nil {
+		return o
+	}
+	named, err := url.Parse(given)
 	if err != nil {
 		return o
 	}
 	// A follower forwards this question to the leader, so the answer is
 	// the leader's view: which server leads, and at what HTTP address.
-	answer, err := c.do(fasthttp.MethodGet, "/admin/cluster", "", nil)
+	answer, err := c.do(http.MethodGet, "/admin/cluster", "", nil)
 	var doc clusterDoc
 	if err != nil || json.Unmarshal(answer, &doc) != nil {
 		return o
@@ -186,18 +192,20 @@ func (o *adminOpts) importTarget(stdout io.Writer) *adminOpts {
 		}
 		at := *named
 		at.Host = s.HTTPAddr // the scheme and any path stay the node named's
-		leader := *o
+		// Options of their own, so each makes its own client (conn nil).
+		leader := &adminOpts{connFlags: o.connFlags, key: o.key, token: o.token}
 		leader.addr = at.String()
-		probe, err := leader.client("import")
+		probe := &adminOpts{connFlags: leader.connFlags, key: o.key, token: o.token}
+		probe.timeout = min(probe.timeout, 2*time.Second)
+		pc, err := probe.client("import", stderr)
 		if err != nil {
 			return o
 		}
-		probe.timeout = min(probe.timeout, 2*time.Second)
-		if _, err := probe.do(fasthttp.MethodGet, "/health/live", "", nil); err != nil {
+		if _, err := pc.do(http.MethodGet, "/health/live", "", nil); err != nil {
 			return o
 		}
 		fmt.Fprintf(stdout, "sending the import to the leader, %s at %s\n", s.ID, s.HTTPAddr)
-		return &leader
+		return leader
 	}
 	return o
 }

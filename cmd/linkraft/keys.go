@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // keysCmd is "linkraft keys create|list|revoke": the /admin/keys API for
@@ -99,7 +98,7 @@ func keysCreate(args []string, stdout, stderr io.Writer) int {
 		req["expires_at"] = *expiresAt
 	}
 	body, _ := json.Marshal(req)
-	answer, code := o.call("keys create", fs, stderr, fasthttp.MethodPost, "/admin/keys", "application/json", body)
+	answer, code := o.call("keys create", fs, stderr, http.MethodPost, "/admin/keys", "application/json", body)
 	if code >= 0 {
 		return code
 	}
@@ -134,7 +133,7 @@ func keysList(args []string, stdout, stderr io.Writer) int {
 	if *createdBy != "" {
 		path += "?created_by=" + url.QueryEscape(*createdBy)
 	}
-	answer, code := o.call("keys list", fs, stderr, fasthttp.MethodGet, path, "", nil)
+	answer, code := o.call("keys list", fs, stderr, http.MethodGet, path, "", nil)
 	if code >= 0 {
 		return code
 	}
@@ -174,7 +173,7 @@ func keysRevoke(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageError(fs, stderr, "give the id of the key to revoke (see linkraft keys list)")
 	}
-	if _, code := o.call("keys revoke", fs, stderr, fasthttp.MethodDelete, "/admin/keys/"+pos[0], "", nil); code >= 0 {
+	if _, code := o.call("keys revoke", fs, stderr, http.MethodDelete, "/admin/keys/"+pos[0], "", nil); code >= 0 {
 		return code
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", pos[0])

@@ -6,13 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // linksCmd is "linkraft links create|list|get|delete": the links API for
@@ -78,7 +77,7 @@ func linksFlags(name, synopsis string, stderr io.Writer) (*flag.FlagSet, *adminO
 // linksCall makes one request to the links API. It returns the answer's
 // body and -1, or the exit code after reporting the error.
 func linksCall(o *adminOpts, fs *flag.FlagSet, stderr io.Writer, need, method, path string, body []byte) ([]byte, int) {
-	c, err := o.client(fs.Name())
+	c, err := o.client(fs.Name(), stderr)
 	if err != nil {
 		return nil, usageError(fs, stderr, "%v", err)
 	}
@@ -150,7 +149,7 @@ func linksCreate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fs.Name(), stderr, fmt.Errorf("encode the request: %w", err))
 	}
-	answer, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodPost, "/api/v1/urls", body)
+	answer, exit := linksCall(o, fs, stderr, "links:write", http.MethodPost, "/api/v1/urls", body)
 	if exit >= 0 {
 		return exit
 	}
@@ -201,7 +200,7 @@ func linksList(args []string, stdout, stderr io.Writer) int {
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, "/api/v1/urls?"+q.Encode(), nil)
+		answer, exit := linksCall(o, fs, stderr, "links:read", http.MethodGet, "/api/v1/urls?"+q.Encode(), nil)
 		if exit >= 0 {
 			return exit
 		}
@@ -314,7 +313,7 @@ func linksEdit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fs.Name(), stderr, fmt.Errorf("encode the request: %w", err))
 	}
-	answer, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodPatch, codePath(pos[0], "", *domain), body)
+	answer, exit := linksCall(o, fs, stderr, "links:write", http.MethodPatch, codePath(pos[0], "", *domain), body)
 	if exit >= 0 {
 		return exit
 	}
@@ -352,7 +351,7 @@ func linksHistory(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || pos[0] == "" {
 		return usageError(fs, stderr, "give the code of one link")
 	}
-	answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, codePath(pos[0], "/history", *domain), nil)
+	answer, exit := linksCall(o, fs, stderr, "links:read", http.MethodGet, codePath(pos[0], "/history", *domain), nil)
 	if exit >= 0 {
 		return exit
 	}
@@ -392,7 +391,7 @@ func linksGet(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || pos[0] == "" {
 		return usageError(fs, stderr, "give the code of one link")
 	}
-	answer, exit := linksCall(o, fs, stderr, "links:read", fasthttp.MethodGet, codePath(pos[0], "", *domain), nil)
+	answer, exit := linksCall(o, fs, stderr, "links:read", http.MethodGet, codePath(pos[0], "", *domain), nil)
 	if exit >= 0 {
 		return exit
 	}
@@ -436,7 +435,7 @@ func linksDelete(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || pos[0] == "" {
 		return usageError(fs, stderr, "give the code of one link")
 	}
-	if _, exit := linksCall(o, fs, stderr, "links:write", fasthttp.MethodDelete, codePath(pos[0], "", *domain), nil); exit >= 0 {
+	if _, exit := linksCall(o, fs, stderr, "links:write", http.MethodDelete, codePath(pos[0], "", *domain), nil); exit >= 0 {
 		return exit
 	}
 	fmt.Fprintf(stdout, "deleted %s\n", pos[0])

@@ -28,6 +28,7 @@ Usage:
                            (--non-voter: as a read replica)
   linkraft leave --id ID   remove a server from the cluster
   linkraft promote --id ID make a non-voter (read replica) a voter
+  linkraft transfer        the leader hands leadership to another voter
   linkraft backup [-o FILE]
                            save a consistent snapshot of all state, signed
                            with the cluster key
@@ -45,11 +46,16 @@ Usage:
   linkraft keygen          print a new random cluster key
   linkraft version         print the version
 
-The admin commands (status, join, leave, promote, backup, restore, keys, import)
-talk to any node: --addr (LINKRAFT_ADDR, default http://127.0.0.1:8080) and an
-admin credential: --key (LINKRAFT_KEY; a new cluster writes its first admin key
-to <data-dir>/admin.key) or --admin-token (LINKRAFT_ADMIN_TOKEN). links takes
-the same --addr and any key with the links:read or links:write scope. Run
+The admin commands (status, join, leave, promote, transfer, backup, restore,
+keys, import) talk to any node: --addr (LINKRAFT_ADDR, default
+http://127.0.0.1:8080) and an admin credential: --key (LINKRAFT_KEY; a new
+cluster writes its first admin key to <data-dir>/admin.key) or --admin-token
+(LINKRAFT_ADMIN_TOKEN). links takes the same --addr and any key with the
+links:read or links:write scope. For a node serving HTTPS, --addr https://…;
+--ca-file (LINKRAFT_CA_FILE) adds a PEM bundle of CAs to the system's and
+--server-name (LINKRAFT_SERVER_NAME) is the name its certificate must hold
+when --addr is an IP address. A plain http:// address that a node answers
+with a 308 to https on the same host is followed once, and said so. Run
 "linkraft <command> -h" for a command's flags.
 Every serve flag can also be set through an environment variable: --http-addr
 is LINKRAFT_HTTP_ADDR.
@@ -87,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return adminLeave(args[1:], stdout, stderr)
 	case "promote":
 		return adminPromote(args[1:], stdout, stderr)
+	case "transfer":
+		return adminTransfer(args[1:], stdout, stderr)
 	case "backup":
 		return adminBackup(args[1:], stdout, stderr)
 	case "restore":
