@@ -23,9 +23,15 @@ FUZZ_TARGETS = \
 	./httpd/geo:FuzzCountry \
 	./httpd/agent:FuzzClassify
 
-.PHONY: test deps clients check unit k8s fuzz build bench image weed mutate
+.PHONY: test deps clients check unit unit-without-s3 unit-s3 k8s fuzz build bench image weed mutate
 
-test: deps weed clients check unit k8s fuzz
+# SeaweedFS's weed builds while the tests that need no S3 server run (the
+# build is some minutes of a fresh machine's two cores, the tests leave
+# cores idle while nodes elect and wait); the S3 tests run once it is
+# there.
+test: deps clients check
+	@$(MAKE) --no-print-directory -j2 unit-without-s3 weed
+	@$(MAKE) --no-print-directory unit-s3 k8s fuzz
 
 # weed is SeaweedFS's server, the real S3-compatible server the backup
 # tests write to (no mock). Its module cannot be go-installed (its go.mod
@@ -53,19 +59,19 @@ $(WEED):
 deps:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && apt-get install -y -qq chromium; \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
 		else echo "the browser test needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 	@{ command -v podman >/dev/null && command -v runc >/dev/null; } || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && apt-get install -y -qq podman runc; \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends podman runc; \
 		else echo "the image test needs Debian's podman and runc: sudo apt-get install podman runc"; exit 1; fi; }
 	@{ command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null; } || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && apt-get install -y -qq pebble; \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends pebble; \
 		else echo "the HTTPS test needs Debian's pebble (an ACME test CA): sudo apt-get install pebble"; exit 1; fi; }
 	@command -v systemd-analyze >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && apt-get install -y -qq systemd; \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd; \
 		else echo "the unit files' test needs systemd-analyze: sudo apt-get install systemd"; exit 1; fi; }
 	@command -v promtool >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -82,7 +88,7 @@ deps:
 clients:
 	@{ command -v node >/dev/null && command -v npm >/dev/null; } || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && apt-get install -y -qq nodejs npm; \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm; \
 		else echo "the compatibility test needs Debian's nodejs and npm: sudo apt-get install nodejs npm"; exit 1; fi; }
 	cd e2e/clients && npm ci --no-audit --no-fund
 
@@ -93,9 +99,15 @@ check:
 
 # The tests that count allocations skip themselves under -race, which
 # allocates on its own: they run once more without it.
-unit:
-	$(GO) test -race -count=1 -timeout 15m ./...
+unit: unit-without-s3 unit-s3
+# The tests against the real S3 server have S3 in their names
+# (cluster/backups/s3test says so).
+S3_TESTS = S3
+unit-without-s3:
+	$(GO) test -race -count=1 -timeout 15m -skip '$(S3_TESTS)' ./...
 	$(GO) test -count=1 -run 'AllocatesNothing' ./httpd/
+unit-s3: weed
+	$(GO) test -race -count=1 -timeout 10m -run '$(S3_TESTS)' ./cluster/backups/ ./e2e/
 
 # k8s decodes the Kubernetes manifests strictly into the API types. It is a
 # module of its own (deploy/kubernetes/go.mod), so that k8s.io stays out of

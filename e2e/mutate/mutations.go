@@ -114,11 +114,16 @@ var mutations = []mutation{
 		pkg:       "./e2e/", run: "^TestRemovedServerStaysRemovedAcrossALeaderChange$",
 	},
 	{
+		// Two waits make a delete visible before its 204, each enough
+		// alone while the voters answer: the leader's for the voters, and
+		// the forwarding node's for the leader's index. Either alone is
+		// an equivalent mutant; the bug is a build without both.
 		name:      "delete-visible-on-follower",
 		guarantee: "after a 204 delete, every node that reaches the leader answers 404",
 		file:      "cluster/forward.go",
 		from:      "\t\terr = awaitLeaderIndex(ctx, n.machine, resp)\n",
 		to:        "",
+		also:      []edit{{"cluster/propose.go", "\tif opts.Visible {\n\t\tn.awaitServers(index)\n\t}\n", ""}},
 		pkg:       "./e2e/faults/", run: "^TestDeleteThroughFollowerThenRead$",
 	},
 	{

@@ -5,6 +5,8 @@
 // `make weed` builds. Without it a test fails, saying how to get it,
 // unless LINKRAFT_SKIP_REAL_PARTS=1 asks for the real parts to be skipped
 // (a skip that a plain `go test ./...` would not show is no check at all).
+// A test that starts it has S3 in its name: `make test` runs those once
+// weed is built, and the others while it builds.
 package s3test
 
 import (
