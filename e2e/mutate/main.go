@@ -182,7 +182,7 @@ func guard(dir string, m mutation, timeout time.Duration) (string, error) {
 	if err == nil {
 		return "", nil
 	}
-	return firstFailure(out), err
+	return failureOf(out), err
 }
 
 // testMessage and failedTest are go test's lines that say what failed: a
@@ -192,12 +192,15 @@ var (
 	failedTest  = regexp.MustCompile(`(?m)^(--- FAIL: .*|FAIL\s.*\[(build|setup) failed\])$`)
 )
 
-// firstFailure picks the line of out that best says what failed.
-func firstFailure(out []byte) string {
-	for _, re := range []*regexp.Regexp{testMessage, failedTest} {
-		if m := re.Find(out); m != nil {
-			return strings.TrimSpace(string(m))
-		}
+// failureOf picks the line of out that best says what failed: the last
+// message of a failed test (logs come before the failure that ends it),
+// else the first --- FAIL line, else the last line.
+func failureOf(out []byte) string {
+	if ms := testMessage.FindAll(out, -1); len(ms) > 0 {
+		return strings.TrimSpace(string(ms[len(ms)-1]))
+	}
+	if m := failedTest.Find(out); m != nil {
+		return strings.TrimSpace(string(m))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
