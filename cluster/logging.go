@@ -86,27 +86,42 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 		return
 	}
 	sl, _ := slogLevel(level)
-	if sl == slog.LevelWarn && firstElection(msg, args) {
+	if sl == slog.LevelWarn && expectedEvent(msg, args) {
 		sl = slog.LevelInfo
 	}
 	a.log.Log(context.Background(), sl, msg, args...)
 }
 
-// firstElection reports Raft's warning that it starts an election while
-// it has never known a leader: every new cluster and every restart logs it,
-// so an operator who alerts on warnings would be paged for a clean start.
-// The same words after a leader was known stay a warning.
-func firstElection(msg string, args []any) bool {
-	if msg != "heartbeat timeout reached, starting election" {
-		return false
+// expectedEvent reports a warning of Raft or memberlist that a healthy
+// cluster logs as a matter of course: an operator who alerts on warnings
+// would be paged for a clean start or a join. The same words in other
+// circumstances stay warnings.
+func expectedEvent(msg string, args []any) bool {
+	switch msg {
+	case "heartbeat timeout reached, starting election":
+		// Every new cluster and every restart has never known a leader.
+		return argString(args, "last-leader-id") == ""
+	case "failed to get previous log":
+		// A new server's log is empty until the leader finds where to start.
+		return argString(args, "last-index") == "0"
+	case "appendEntries rejected, sending older logs":
+		// The leader, finding that a server's log is empty: next index 1.
+		return argString(args, "next") == "1"
 	}
+	// A member refutes a suspicion about itself, as a joining node does
+	// while the others still probe its predecessor at that address.
+	return strings.HasPrefix(msg, "memberlist: Refuting a suspect message")
+}
+
+// argString is the value of key in an hclog argument list, as text ("" when
+// absent): Raft passes its own types (raft.ServerID, uint64).
+func argString(args []any, key string) string {
 	for i := 0; i+1 < len(args); i += 2 {
-		if args[i] == "last-leader-id" {
-			// Raft passes a raft.ServerID, not a string.
-			return fmt.Sprint(args[i+1]) == ""
+		if args[i] == key {
+			return fmt.Sprint(args[i+1])
 		}
 	}
-	return false
+	return ""
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

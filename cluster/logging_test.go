@@ -75,17 +75,48 @@ func TestHCLoggerLevels(t *testing.T) {
 
 // TestFirstElectionIsNotAWarning: a clean start logs Raft's "starting
 // election" at info; after a leader was known it stays a warning.
-func TestFirstElectionIsNotAWarning(t *testing.T) {
+// TestExpectedEventsAreNotWarnings: what every clean start and every join
+// logs is information; the same words in other circumstances stay
+// warnings, so an operator who alerts on warnings is paged only for those.
+func TestExpectedEventsAreNotWarnings(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		lastLeader, want string
-	}{{"", "INFO"}, {"node2", "WARN"}} {
-		var buf bytes.Buffer
-		l := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "raft", hclog.Warn)
-		l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID(tt.lastLeader))
-		if lines := jsonLines(t, &buf); len(lines) != 1 || lines[0]["level"] != tt.want {
-			t.Errorf("last leader %q: %v, want one %s line", tt.lastLeader, lines, tt.want)
-		}
+		name string
+		log  func(hclog.Logger)
+		want string
+	}{
+		{"first election", func(l hclog.Logger) {
+			l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID(""))
+		}, "INFO"},
+		{"election after a leader", func(l hclog.Logger) {
+			l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress("10.0.0.2:8081"), "last-leader-id", raft.ServerID("node2"))
+		}, "WARN"},
+		{"a new server's empty log", func(l hclog.Logger) {
+			l.Warn("failed to get previous log", "previous-index", uint64(42), "last-index", uint64(0), "error", raft.ErrLogNotFound)
+		}, "INFO"},
+		{"a gap in a server's log", func(l hclog.Logger) {
+			l.Warn("failed to get previous log", "previous-index", uint64(42), "last-index", uint64(17), "error", raft.ErrLogNotFound)
+		}, "WARN"},
+		{"the leader finds a server's log empty", func(l hclog.Logger) {
+			l.Warn("appendEntries rejected, sending older logs", "peer", raft.Server{ID: "node4"}, "next", uint64(1))
+		}, "INFO"},
+		{"the leader finds a server's log diverged", func(l hclog.Logger) {
+			l.Warn("appendEntries rejected, sending older logs", "peer", raft.Server{ID: "node4"}, "next", uint64(300))
+		}, "WARN"},
+		{"a member refutes a suspicion", func(l hclog.Logger) {
+			l.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}).Println("[WARN] memberlist: Refuting a suspect message (from: node2)")
+		}, "INFO"},
+		{"a member refutes its death", func(l hclog.Logger) {
+			l.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}).Println("[WARN] memberlist: Refuting a dead message (from: node2)")
+		}, "WARN"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tt.log(NewHCLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "raft", hclog.Warn))
+			if lines := jsonLines(t, &buf); len(lines) != 1 || lines[0]["level"] != tt.want {
+				t.Errorf("%v, want one %s line", lines, tt.want)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,8 @@
 package httpd
 
 import (
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,7 +56,7 @@ type statusCounter struct {
 	counter prometheus.Counter
 }
 
-func newMetrics(node Self, clicks Clicks, state *fsm.FSM, registry *prometheus.Registry) *metrics {
+func newMetrics(node Self, clicks Clicks, state *fsm.FSM, registry *prometheus.Registry, version string) *metrics {
 	if registry == nil {
 		registry = prometheus.NewRegistry()
 	}
@@ -73,7 +75,7 @@ func newMetrics(node Self, clicks Clicks, state *fsm.FSM, registry *prometheus.R
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.registry.MustRegister(
-		m.requests, m.latency,
+		m.requests, m.latency, buildInfo(version),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		gauge("linkraft_raft_leader", "1 if this node is the Raft leader.", func() float64 {
 			if node.IsLeader() {
@@ -90,6 +92,27 @@ func newMetrics(node Self, clicks Clicks, state *fsm.FSM, registry *prometheus.R
 	m.registry.MustRegister(node.Collectors()...)
 	m.redirectRoute = m.route("redirect")
 	return m
+}
+
+// buildInfo is linkraft_build_info: always 1, labelled with the build, so
+// that the versions a rolling upgrade mixes show in one query and can be
+// alerted on. The revision is the commit the binary was built from, when
+// it was built in a checkout ("unknown" otherwise).
+func buildInfo(version string) prometheus.Collector {
+	revision := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "linkraft_build_info", Help: "1, labelled with the build this node runs.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }
 
 func (m *metrics) route(name string) *routeMetrics {

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -45,4 +46,28 @@ func TestRedirectMetricsCountEachStatus(t *testing.T) {
 	if timed != uint64(len(visits)) {
 		t.Errorf("%d redirect answers timed, want %d", timed, len(visits))
 	}
+}
+
+// TestBuildInfo: every node says which build it runs, so that the mixed
+// versions of a rolling upgrade show in one query of /metrics.
+func TestBuildInfo(t *testing.T) {
+	s := newTestServer(t, nil)
+	families, err := s.metrics.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "linkraft_build_info" {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["version"] != "test" || labels["goversion"] != runtime.Version() || labels["revision"] == "" || f.GetMetric()[0].GetGauge().GetValue() != 1 {
+			t.Errorf("linkraft_build_info %v = %v, want version test, goversion %s, a revision, value 1", labels, f.GetMetric()[0].GetGauge().GetValue(), runtime.Version())
+		}
+		return
+	}
+	t.Error("no linkraft_build_info in the node's metrics")
 }

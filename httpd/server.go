@@ -112,7 +112,7 @@ func New(cfg Config, node Node) *Server {
 		node:    node,
 		fsm:     node.Reads.FSM(),
 		router:  router.New(),
-		metrics: newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry),
+		metrics: newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry, cfg.Version),
 		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes: newQRCodes(),
 		robots:  newRobotsCache(),
