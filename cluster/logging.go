@@ -7,8 +7,11 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -177,14 +180,15 @@ func (a *hclogAdapter) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writ
 	if opts == nil {
 		opts = &hclog.StandardLoggerOptions{}
 	}
-	return &stdlogWriter{log: a, infer: opts.InferLevels, force: opts.ForceLevel}
+	return &stdlogWriter{log: a, infer: opts.InferLevels, force: opts.ForceLevel, repeats: newRepeats(time.Now)}
 }
 
 // stdlogWriter turns *log.Logger lines into leveled log records.
 type stdlogWriter struct {
-	log   hclog.Logger
-	infer bool
-	force hclog.Level
+	log     hclog.Logger
+	infer   bool
+	force   hclog.Level
+	repeats *repeats
 }
 
 func (w *stdlogWriter) Write(p []byte) (int, error) {
@@ -196,8 +200,105 @@ func (w *stdlogWriter) Write(p []byte) (int, error) {
 	case !w.infer:
 		level, msg = hclog.Info, line
 	}
-	w.log.Log(level, msg)
+	if level < hclog.Warn {
+		w.log.Log(level, msg)
+		return len(p), nil
+	}
+	if ok, held := w.repeats.admit(msg); ok && held > 0 {
+		w.log.Log(level, msg, "repeated", held)
+	} else if ok {
+		w.log.Log(level, msg)
+	}
 	return len(p), nil
+}
+
+// A failure one source repeats (a gossip packet under a wrong key, sent
+// by a misconfigured node or an attacker, many a second) is logged once a
+// minute per source and kind, with the count held back since, so that the
+// log stays readable and cheap while it goes on.
+const (
+	repeatWindow = time.Minute
+	// repeatSources bounds the sources remembered: UDP sources can be
+	// forged, so beyond it the others share one entry.
+	repeatSources = 1024
+)
+
+// repeats decides which warnings that name their source ("from=ADDR",
+// as memberlist writes it) are logged.
+type repeats struct {
+	now  func() time.Time
+	mu   sync.Mutex
+	seen map[string]*repeated // by source and kind
+}
+
+type repeated struct {
+	logged time.Time // when a line of this kind from this source was last logged
+	held   int       // lines held back since
+}
+
+func newRepeats(now func() time.Time) *repeats {
+	return &repeats{now: now, seen: map[string]*repeated{}}
+}
+
+// admit reports whether msg is logged, and how many like it were held
+// back since the last one logged.
+func (r *repeats) admit(msg string) (ok bool, held int) {
+	source, kind, named := repeatKey(msg)
+	if !named {
+		return true, 0
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := source + " " + kind
+	e, found := r.seen[key]
+	if !found && len(r.seen) >= repeatSources {
+		r.sweep(now)
+		if len(r.seen) >= repeatSources {
+			key = "other sources " + kind
+			e, found = r.seen[key]
+		}
+	}
+	if !found {
+		r.seen[key] = &repeated{logged: now}
+		return true, 0
+	}
+	if now.Sub(e.logged) < repeatWindow {
+		e.held++
+		return false, 0
+	}
+	held, e.held, e.logged = e.held, 0, now
+	return true, held
+}
+
+// sweep forgets the entries whose minute is over and that held nothing.
+func (r *repeats) sweep(now time.Time) {
+	for k, e := range r.seen {
+		if now.Sub(e.logged) >= repeatWindow && e.held == 0 {
+			delete(r.seen, k)
+		}
+	}
+}
+
+// repeatKey finds in msg the source's host (the address after "from=",
+// without its port: a stream's port changes with each connection) and the
+// kind of failure (the message up to its first detail after the
+// component's name); named is false when msg names no source.
+func repeatKey(msg string) (source, kind string, named bool) {
+	i := strings.Index(msg, "from=")
+	if i < 0 {
+		return "", "", false
+	}
+	addr, _, _ := strings.Cut(msg[i+len("from="):], " ")
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	kind = strings.TrimSpace(msg[:i])
+	component, rest, _ := strings.Cut(kind, ": ")
+	if what, _, cut := strings.Cut(rest, ": "); cut {
+		kind = component + ": " + what
+	}
+	return addr, kind, true
 }
 
 // inferLevel reads the level prefix the HashiCorp libraries put on lines

@@ -3,9 +3,12 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -198,5 +201,63 @@ func TestHCLoggerNamedWithAndSetLevel(t *testing.T) {
 	}
 	if got := lines[0]; got["component"] != "raft.snapshot" || got["path"] != "/data" {
 		t.Fatalf("got %v, want component raft.snapshot and path /data", got)
+	}
+}
+
+// TestRepeatedFailuresFromOneSource: a failure one source repeats many
+// times a second (a gossip packet under a wrong key) is logged once a
+// minute with the count held back since; another source, another kind of
+// failure, and a forged flood of sources each still get their lines, the
+// last within a bounded memory.
+func TestRepeatedFailuresFromOneSource(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	std := NewHCLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "memberlist", hclog.Info).
+		StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	clock := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	std.Writer().(*stdlogWriter).repeats.now = func() time.Time { return clock }
+	decrypt := func(from string) {
+		std.Printf("[ERR] memberlist: Decrypt packet failed: No installed keys could decrypt the message from=%s", from)
+	}
+
+	for range 1000 {
+		decrypt("198.51.100.7:7946")
+	}
+	decrypt("198.51.100.7:50123") // the same host from another port
+	decrypt("198.51.100.8:7946")  // another host
+	std.Printf("[ERR] memberlist: Failed to decode ping request: bad from=198.51.100.7:7946")
+	std.Printf("[WARN] memberlist: Was able to connect to node2 over TCP but UDP probes failed") // names no source
+	std.Printf("[DEBUG] memberlist: Stream connection from=198.51.100.7:7946")                   // below Warn: never held
+	clock = clock.Add(repeatWindow)
+	decrypt("198.51.100.7:7946")
+
+	var got []string
+	for _, l := range jsonLines(t, &buf) {
+		got = append(got, fmt.Sprintf("%s %v repeated=%v", l["level"], l["msg"], l["repeated"]))
+	}
+	want := []string{
+		"ERROR memberlist: Decrypt packet failed: No installed keys could decrypt the message from=198.51.100.7:7946 repeated=<nil>",
+		"ERROR memberlist: Decrypt packet failed: No installed keys could decrypt the message from=198.51.100.8:7946 repeated=<nil>",
+		"ERROR memberlist: Failed to decode ping request: bad from=198.51.100.7:7946 repeated=<nil>",
+		"WARN memberlist: Was able to connect to node2 over TCP but UDP probes failed repeated=<nil>",
+		"ERROR memberlist: Decrypt packet failed: No installed keys could decrypt the message from=198.51.100.7:7946 repeated=1000",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("logged\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Forged sources: memory stays bounded, and the sources beyond the
+	// bound share one line a minute.
+	buf.Reset()
+	std = NewHCLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "memberlist", hclog.Info).
+		StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	for i := range 5000 {
+		decrypt(fmt.Sprintf("10.%d.%d.%d:7946", i>>16, (i>>8)&255, i&255))
+	}
+	if n := len(jsonLines(t, &buf)); n != repeatSources+1 {
+		t.Errorf("5000 forged sources logged %d lines, want %d: one for each source remembered, one for all the others", n, repeatSources+1)
+	}
+	if n := len(std.Writer().(*stdlogWriter).repeats.seen); n > repeatSources+1 {
+		t.Errorf("%d sources remembered, want at most %d", n, repeatSources+1)
 	}
 }
