@@ -3,6 +3,7 @@ package secure
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,9 +11,24 @@ import (
 
 // ReadKeyFile reads the cluster key kept in path: the text ParseKey reads,
 // as `linkraft keygen` prints it. Errors wrap fs.ErrNotExist when there is
-// no file, and never show the file's content.
+// no file, and never show the file's content. A file that another user
+// owns (who could change the key) or that group or others may read (who
+// may have the key) is refused, naming the fix: a node trusts only a key
+// that is its own.
 func ReadKeyFile(path string) (*Key, error) {
-	text, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster key file: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cluster key file: %w", err)
+	}
+	if err := ownFile(path, info); err != nil {
+		return nil, err
+	}
+	text, err := io.ReadAll(io.LimitReader(f, maxKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("cluster key file: %w", err)
 	}
@@ -22,6 +38,9 @@ func ReadKeyFile(path string) (*Key, error) {
 	}
 	return key, nil
 }
+
+// maxKeyFile bounds what is read of a key file: a key is some 50 bytes.
+const maxKeyFile = 4 << 10
 
 // KeyFile returns the cluster key kept in path, making one there first
 // when there is none; made reports that this call made it. The file is

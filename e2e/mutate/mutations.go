@@ -177,6 +177,15 @@ var mutations = []mutation{
 		pkg:       "./cluster/", run: "^(TestRestoreRefusesAnEditedBackup|TestRestoreOfAnotherCluster|TestForeignRestoreChecksEveryRecord)$",
 	},
 
+	{
+		name:      "key-file-mode",
+		guarantee: "files a node trusts are its own: a cluster key file others may read is refused",
+		file:      "cluster/secure/owner_unix.go",
+		from:      "mode&0o077 != 0 {",
+		to:        "mode&0o077 == 0o077 {",
+		pkg:       "./cluster/secure/", run: "^TestKeyFileMustBeTheProcesssOwn$",
+	},
+
 	// The HTTP API: who may do what.
 	{
 		name:      "delete-scope",
