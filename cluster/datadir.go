@@ -17,27 +17,42 @@ import (
 // snapshot as Raft finishes it (its store makes them 0755 and 0644).
 
 // ownerOnlyDir creates dir, or tightens it and everything in it, to its
-// owner alone. A path this process may not change (a volume's mount point
-// that the platform owns and shares with a group, as Kubernetes' fsGroup
-// does) is left as it is, and the log says so.
+// owner alone. A data dir that another user (but root) owns is refused:
+// that user could change the node's state or its keys. A path this
+// process may not tighten is refused when others may use it, and logged
+// when only its group may: a volume's mount point that the platform owns
+// and shares with the process's group, as Kubernetes' fsGroup does.
 func ownerOnlyDir(dir string, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
+	}
+	if err := ownedHere(dir); err != nil {
+		return err
 	}
 	left, err := ownerOnly(dir)
 	if err != nil {
 		return fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	for _, p := range left {
-		log.Warn("others may read this path in the data dir, and this process may not change that: "+
-			"make it the linkraft user's alone", "path", p)
+		if p.mode&0o007 != 0 {
+			return fmt.Errorf("data dir %s: %s is open to others (mode %04o) and this process may not change that: "+
+				"make it the linkraft user's alone (chown -R <user> %s; chmod -R go-rwx %s)", dir, p.path, p.mode, dir, dir)
+		}
+		log.Warn("the group may use this path in the data dir, and this process may not change that: "+
+			"make it the linkraft user's alone", "path", p.path, "mode", fmt.Sprintf("%04o", p.mode))
 	}
 	return nil
 }
 
+// openPath is a path others than its owner may use.
+type openPath struct {
+	path string
+	mode fs.FileMode
+}
+
 // ownerOnly takes every permission but the owner's from path and what is
 // below it, and returns the paths it was not allowed to change.
-func ownerOnly(path string) (left []string, err error) {
+func ownerOnly(path string) (left []openPath, err error) {
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -51,7 +66,7 @@ func ownerOnly(path string) (left []string, err error) {
 			return nil
 		}
 		if err := os.Chmod(p, mode&0o700); errors.Is(err, fs.ErrPermission) {
-			left = append(left, p)
+			left = append(left, openPath{p, mode})
 		} else if err != nil {
 			return err
 		}

@@ -185,6 +185,14 @@ var mutations = []mutation{
 		to:        "mode&0o077 == 0o077 {",
 		pkg:       "./cluster/secure/", run: "^TestKeyFileMustBeTheProcesssOwn$",
 	},
+	{
+		name:      "data-dir-owner",
+		guarantee: "files a node trusts are its own: a data dir another user owns is refused",
+		file:      "cluster/datadir_unix.go",
+		from:      "if !ok || st.Uid == 0 || int(st.Uid) == os.Geteuid() {",
+		to:        "if !ok || st.Uid == 0 || int(st.Uid) != -1 {",
+		pkg:       "./cluster/", run: "^TestDataDirOfAnotherUserIsRefused$",
+	},
 
 	// The HTTP API: who may do what.
 	{
