@@ -5,13 +5,17 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
@@ -94,57 +98,202 @@ func (n *Node) Backup(w io.Writer) error {
 	return nil
 }
 
-// openBackup checks a backup's envelope and returns the snapshot inside it
-// and what vouched for it (the restore's audit entry says so). It decodes
-// nothing of the snapshot. A backup that fails authentication is refused
-// unless foreign, with an error that says why: one whose snapshot checksum
-// fails too was damaged (fsm.ErrCorruptSnapshot); one whose checksum holds
-// was made elsewhere or changed on purpose (ErrBackupUnauthenticated).
-func openBackup(data []byte, key *secure.Key, foreign bool) (snapshot []byte, vouched string, err error) {
-	if fsm.HasSnapshotMagic(data) {
+// openBackup checks a backup's envelope and returns the snapshot inside it,
+// as a stream the caller closes, and what vouched for it (the restore's
+// audit entry says so). It decodes nothing of the snapshot, and holds
+// little of the backup: it reads it through once for the MAC, and the
+// snapshot is a second read of it, so backup must not change meanwhile (a
+// copy of the caller's own: the POST's body, backups.Fetched). A backup
+// that fails authentication is refused unless foreign, with an error that
+// says why: one whose snapshot checksum fails too was damaged
+// (fsm.ErrCorruptSnapshot); one whose checksum holds was made elsewhere or
+// changed on purpose (ErrBackupUnauthenticated).
+func openBackup(backup *io.SectionReader, key *secure.Key, foreign bool) (snapshot io.ReadCloser, vouched string, err error) {
+	head := make([]byte, backupHeaderSize)
+	n, err := backup.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return nil, "", fmt.Errorf("read backup: %w", err)
+	}
+	if fsm.HasSnapshotMagic(head[:n]) {
 		if !foreign {
 			return nil, "", fmt.Errorf("%w: the backup is a bare snapshot, as builds wrote before backups were authenticated, "+
 				"so nothing shows who made it; %s", ErrBackupUnauthenticated, foreignHint)
 		}
-		return data, "foreign backup (a bare snapshot of an earlier build), restored with --foreign", nil
+		return io.NopCloser(io.NewSectionReader(backup, 0, backup.Size())),
+			"foreign backup (a bare snapshot of an earlier build), restored with --foreign", nil
 	}
-	if len(data) < backupHeaderSize+backupMACSize || !bytes.HasPrefix(data, backupMagic) {
-		return nil, "", fmt.Errorf("%w: not a linkraft backup", fsm.ErrCorruptSnapshot)
+	format, authentic, err := readEnvelope(io.NewSectionReader(backup, 0, backup.Size()), key)
+	if err != nil {
+		return nil, "", err
 	}
-	format := data[4]
-	if format != backupFormat && format != backupFormatCompressed {
-		return nil, "", fmt.Errorf("%w: backup format %d, which this build does not read (a newer build made it?)", fsm.ErrCorruptSnapshot, format)
-	}
-	if made := data[5]; made != backupKeyCluster {
-		return nil, "", fmt.Errorf("%w: key byte %d, which this build does not read", fsm.ErrCorruptSnapshot, made)
-	}
-	signed, sum := data[:len(data)-backupMACSize], data[len(data)-backupMACSize:]
-	snapshot = signed[backupHeaderSize:]
-	mac := key.BackupMAC()
-	for rest := signed; len(rest) > 0; {
-		k := min(len(rest), macBlock)
-		mac.Write(rest[:k])
-		rest = rest[k:]
-	}
-	authentic := hmac.Equal(mac.Sum(nil), sum)
-	if format == backupFormatCompressed {
-		// The MAC covers the compressed bytes, so an authentic backup is
-		// known good before it is decompressed; a damaged one is told from
-		// a forged one by decompressing it (backupzstd.go).
-		if snapshot, err = decompressBackup(snapshot, authentic); err != nil {
-			return nil, "", err
-		}
-	}
+	// The MAC covers the stored bytes, compressed or not, so an authentic
+	// backup is known good before anything of it is decompressed.
+	body := io.NewSectionReader(backup, backupHeaderSize, backup.Size()-backupHeaderSize-backupMACSize)
 	switch {
 	case authentic:
-		return snapshot, "backup authenticated by the cluster key", nil
+		snapshot, err = snapshotOf(body, format, true)
+		return snapshot, "backup authenticated by the cluster key", err
 	case foreign:
-		return snapshot, "foreign backup, not authenticated, restored with --foreign", nil
-	case !fsm.ChecksumMatches(snapshot):
+		snapshot, err = snapshotOf(body, format, false)
+		return snapshot, "foreign backup, not authenticated, restored with --foreign", err
+	}
+	// Damage is told from a forgery by the snapshot's own checksum (a
+	// compressed one's damage as it is decompressed: zstd's frame
+	// checksum, snapshotOf).
+	snapshot, err = snapshotOf(body, format, false)
+	if err != nil {
+		return nil, "", err
+	}
+	defer snapshot.Close()
+	intact, err := checksumMatches(snapshot)
+	if err != nil {
+		return nil, "", err
+	}
+	if !intact {
 		return nil, "", fmt.Errorf("%w: checksum mismatch: the backup was damaged in storage or transfer", fsm.ErrCorruptSnapshot)
 	}
 	return nil, "", fmt.Errorf("%w: the backup was not made by a cluster holding this cluster key, or it was changed after it was made "+
 		"(its checksum still matches, so not by damage); %s", ErrBackupUnauthenticated, foreignHint)
+}
+
+// readEnvelope reads a backup through once, a block at a time (macBlock),
+// and returns its format and whether its MAC, its last 32 bytes, is the
+// cluster key's over every byte before it. A header this build does not
+// read, or too few bytes, is fsm.ErrCorruptSnapshot.
+func readEnvelope(r io.Reader, key *secure.Key) (format byte, authentic bool, err error) {
+	head := make([]byte, backupHeaderSize)
+	_, err = io.ReadFull(r, head)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || err == nil && !bytes.HasPrefix(head, backupMagic):
+		return 0, false, fmt.Errorf("%w: not a linkraft backup", fsm.ErrCorruptSnapshot)
+	case err != nil:
+		return 0, false, fmt.Errorf("read backup: %w", err)
+	}
+	format = head[4]
+	if format != backupFormat && format != backupFormatCompressed {
+		return 0, false, fmt.Errorf("%w: backup format %d, which this build does not read (a newer build made it?)", fsm.ErrCorruptSnapshot, format)
+	}
+	if made := head[5]; made != backupKeyCluster {
+		return 0, false, fmt.Errorf("%w: key byte %d, which this build does not read", fsm.ErrCorruptSnapshot, made)
+	}
+	mac := key.BackupMAC()
+	mac.Write(head)
+	signed := newHoldBack(mac, backupMACSize)
+	// r behind a bare Reader cannot choose its own block size (WriteTo).
+	if _, err := io.CopyBuffer(signed, struct{ io.Reader }{r}, make([]byte, macBlock)); err != nil {
+		return 0, false, fmt.Errorf("read backup: %w", err)
+	}
+	if len(signed.tail) < backupMACSize {
+		return 0, false, fmt.Errorf("%w: not a linkraft backup", fsm.ErrCorruptSnapshot)
+	}
+	return format, hmac.Equal(mac.Sum(nil), signed.tail), nil
+}
+
+// snapshotOf is the snapshot a backup's body of format holds, as a
+// stream: the body itself, or it decompressed (format 2). The
+// decompressor's errors say the backup was damaged; one the cluster
+// cannot authenticate may not decompress to more than maxExpansion times
+// its size, nor ask for a window larger than the encoder ever uses, so a
+// forged one cannot exhaust memory. (That window is not bounded by the
+// expansion: a state of 200 KiB compresses to 25 KiB in frames that
+// declare it whole.)
+func snapshotOf(body *io.SectionReader, format byte, authentic bool) (io.ReadCloser, error) {
+	if format != backupFormatCompressed {
+		return io.NopCloser(body), nil
+	}
+	opts := []zstd.DOption{zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true)}
+	limit := int64(-1)
+	if !authentic {
+		limit = body.Size()*maxExpansion + 1<<20 + 1 // a byte past the bound is the error
+		opts = append(opts, zstd.WithDecoderMaxWindow(maxWindow))
+	}
+	dec, err := zstd.NewReader(body, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("backup: decompressor: %w", err)
+	}
+	return &decompressed{dec: dec, left: limit}, nil
+}
+
+// maxWindow is the largest window BackupCompressed's encoder uses (zstd's
+// SpeedDefault), which a backup this cluster cannot vouch for may ask for.
+const maxWindow = 8 << 20
+
+// decompressed is a compressed snapshot read through its decompressor,
+// fewer than left bytes of it when left is not negative.
+type decompressed struct {
+	dec  *zstd.Decoder
+	left int64
+}
+
+func (d *decompressed) Read(p []byte) (int, error) {
+	if d.left == 0 {
+		return 0, d.damaged(fmt.Errorf("it decompresses to more than %d times its size", maxExpansion))
+	}
+	if d.left > 0 && int64(len(p)) > d.left {
+		p = p[:d.left]
+	}
+	n, err := d.dec.Read(p)
+	if d.left > 0 {
+		d.left -= int64(n)
+	}
+	if err != nil && err != io.EOF {
+		err = d.damaged(err)
+	}
+	return n, err
+}
+
+func (d *decompressed) damaged(err error) error {
+	return fmt.Errorf("%w: checksum mismatch: the compressed backup does not decompress, so it was damaged in storage or transfer (%v)",
+		fsm.ErrCorruptSnapshot, err)
+}
+
+func (d *decompressed) Close() error {
+	d.dec.Close()
+	return nil
+}
+
+// checksumMatches reads a snapshot through, a block at a time, and
+// reports whether its trailing CRC-32C matches the bytes before it, as
+// fsm.ChecksumMatches does of one in memory. A read error (a compressed
+// one's damage) is returned.
+func checksumMatches(snapshot io.Reader) (bool, error) {
+	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	summed := newHoldBack(crc, crc32.Size)
+	if _, err := io.CopyBuffer(summed, struct{ io.Reader }{snapshot}, make([]byte, macBlock)); err != nil {
+		return false, err
+	}
+	return len(summed.tail) == crc32.Size && summed.size > crc32.Size && crc.Sum32() == binary.BigEndian.Uint32(summed.tail), nil
+}
+
+// holdBack passes everything written to it to h but the last n bytes
+// (tail), a block at a time: a stream's trailing MAC or checksum is held
+// back from the sum over what precedes it, without knowing where the
+// stream ends.
+type holdBack struct {
+	h    hash.Hash
+	n    int
+	tail []byte
+	size int64
+}
+
+func newHoldBack(h hash.Hash, n int) *holdBack {
+	return &holdBack{h: h, n: n, tail: make([]byte, 0, 2*n)}
+}
+
+func (w *holdBack) Write(p []byte) (int, error) {
+	w.size += int64(len(p))
+	if len(p) >= w.n {
+		w.h.Write(w.tail)
+		w.h.Write(p[:len(p)-w.n])
+		w.tail = append(w.tail[:0], p[len(p)-w.n:]...)
+		return len(p), nil
+	}
+	w.tail = append(w.tail, p...)
+	if over := len(w.tail) - w.n; over > 0 {
+		w.h.Write(w.tail[:over])
+		w.tail = append(w.tail[:0], w.tail[over:]...)
+	}
+	return len(p), nil
 }
 
 // restoreRules are fsm/input's rules for what a restored record holds,
@@ -187,11 +336,19 @@ func (restoreRules) Workspace(name string) error { return input.Workspace(name) 
 // (fsm.KeepHandedOut), so no code is ever handed out twice; and the key
 // performing the restore stays valid (fsm.RecordRestore).
 func (n *Node) Restore(backup []byte, opts RestoreOptions) error {
+	return n.RestoreFrom(io.NewSectionReader(bytes.NewReader(backup), 0, int64(len(backup))), opts)
+}
+
+// RestoreFrom is Restore of a backup it reads as a stream, twice (its MAC,
+// then its snapshot), never holding it whole: a file of the caller's own,
+// which must not change while it runs (backups.Fetched).
+func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error {
 	snapshot, vouched, err := openBackup(backup, n.cfg.Key, opts.Foreign)
 	if err != nil {
 		return err
 	}
-	snap, err := fsm.ReadSnapshot(bytes.NewReader(snapshot))
+	snap, err := fsm.ReadSnapshot(snapshot)
+	snapshot.Close()
 	if err != nil {
 		return err
 	}

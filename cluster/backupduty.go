@@ -23,6 +23,19 @@ func (s backupSource) ClusterID() string             { return s.n.fsm.ClusterID(
 func (s backupSource) AppliedIndex() uint64          { return s.n.machine.appliedIndex() }
 func (s backupSource) WriteBackup(w io.Writer) error { return s.n.BackupCompressed(w) }
 
+// CheckBackup is nil for a backup this cluster's key authenticates, read
+// through once a block at a time: the scheduler counts no other.
+func (s backupSource) CheckBackup(r io.Reader) error {
+	_, authentic, err := readEnvelope(r, s.n.cfg.Key)
+	if err != nil {
+		return err
+	}
+	if !authentic {
+		return fmt.Errorf("%w: not made by a cluster holding this cluster key, or changed after it was made", ErrBackupUnauthenticated)
+	}
+	return nil
+}
+
 // ErrRestoreSkipped is a --restore-from that does nothing: the node had
 // state, or it joins a cluster, which gives it the state.
 var ErrRestoreSkipped = errors.New("restore skipped")
@@ -34,7 +47,9 @@ var ErrRestoreSkipped = errors.New("restore skipped")
 // exactly one restore happens whichever nodes were given the flag; a node
 // that had state, or waits to join, returns ErrRestoreSkipped saying why.
 // A backup that fails its checksum or authentication, or holds a record
-// no client could write, is passed over for the next older one.
+// no client could write, is passed over for the next older one. Each is
+// copied into the data dir and read from there as a stream, never held
+// whole (backups.RestoreFile).
 func (n *Node) RestoreAtStart(ctx context.Context, source string, opts backups.S3Options) (backups.Candidate, error) {
 	defer n.settleRestore() // the backups wait for this (Config.AwaitsRestore)
 	if !n.bootstrapped {
@@ -49,9 +64,9 @@ func (n *Node) RestoreAtStart(ctx context.Context, source string, opts backups.S
 	if err != nil {
 		return backups.Candidate{}, err
 	}
-	restore := func(data []byte) error { return n.Restore(data, RestoreOptions{By: fsm.RootKeyID}) }
+	restore := func(backup *io.SectionReader) error { return n.RestoreFrom(backup, RestoreOptions{By: fsm.RootKeyID}) }
 	refused := func(err error) bool {
 		return errors.Is(err, ErrBackupUnauthenticated) || errors.Is(err, fsm.ErrCorruptSnapshot) || errors.Is(err, fsm.ErrRefusedRecord)
 	}
-	return backups.RestoreNewest(ctx, cands, restore, refused, n.log)
+	return backups.RestoreFile(ctx, cands, n.cfg.DataDir, restore, refused, n.log)
 }

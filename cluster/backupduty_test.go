@@ -3,7 +3,15 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/linkraft/linkraft/cluster/backups"
@@ -73,4 +81,170 @@ func TestNoBackupBeforeTheRestoreAtStart(t *testing.T) {
 		st := fresh.Backups().Status()
 		return st.Active && st.At.After(restoredAt) && st.Outcome != backups.OutcomeFailed
 	})
+}
+
+// plantBackup stores data under a backup's name of cluster dated at, its
+// checksum right, as anyone who may write to the destination can.
+func plantBackup(t *testing.T, dir, cluster string, at time.Time, data []byte) backups.Name {
+	t.Helper()
+	sum := sha256.Sum256(data)
+	n := backups.Name{Cluster: cluster, Time: at, Index: 1, Hash: hex.EncodeToString(sum[:8])}
+	if err := os.WriteFile(filepath.Join(dir, n.String()), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBackupsCountOnlyWhatTheyChecked: objects put at the destination by
+// someone without the cluster key (junk and a genuine backup's copy named
+// as dated in 2099, junk named a moment ahead) stop no backup of the
+// leader's, are not its last good backup, and are not deleted in place
+// of its own.
+func TestBackupsCountOnlyWhatTheyChecked(t *testing.T) {
+	t.Parallel()
+	dest := t.TempDir()
+	const interval = 200 * time.Millisecond
+	n := openNode(t, t.TempDir(), func(c *Config) {
+		c.BackupStore, c.BackupInterval, c.BackupRetain = backups.Dir{Path: dest}, interval, 2
+	})
+	waitFor(t, func() bool { return n.IsLeader() && n.FSM().ClusterID() != "" })
+	cluster := n.FSM().ClusterID()
+	mine := func(after backups.Name) []backups.Name {
+		return backupsAt(t, dest, func(b backups.Name) bool {
+			return b.Cluster == cluster && b.Index > after.Index && !b.Time.After(time.Now())
+		})
+	}
+	createURL(t, n, "https://example.com/first")
+	waitFor(t, func() bool { return len(mine(backups.Name{})) > 0 })
+	genuine := mine(backups.Name{})[0]
+	data, err := os.ReadFile(filepath.Join(dest, genuine.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	year2099 := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	planted := []backups.Name{
+		plantBackup(t, dest, cluster, year2099, []byte("junk")),
+		plantBackup(t, dest, cluster, year2099.Add(time.Hour), data),
+	}
+	for i := range 3 {
+		plantBackup(t, dest, cluster, time.Now().Add(interval/2+time.Duration(i)*time.Millisecond), []byte(fmt.Sprint("junk", i)))
+	}
+	latest := genuine
+	for i := range 3 {
+		createURL(t, n, fmt.Sprint("https://example.com/after-the-junk/", i))
+		waitFor(t, func() bool { return len(mine(latest)) > 0 })
+		latest = mine(latest)[0]
+	}
+	for _, p := range planted {
+		if _, err := os.Lstat(filepath.Join(dest, p.String())); err != nil {
+			t.Errorf("%s, dated in the future, was deleted: %v", p, err)
+		}
+	}
+	if got := mine(backups.Name{}); len(got) != 2 {
+		t.Errorf("this cluster's backups: %v; want the newest two it wrote", got)
+	}
+	if st := n.Backups().Status(); st.LastGood.After(time.Now()) || n.Backups().Overdue() {
+		t.Fatalf("status %+v, overdue %v; want the last good backup in the past", st, n.Backups().Overdue())
+	}
+}
+
+// TestCheckBackup: the scheduler counts a backup only when the cluster key
+// authenticates it, read as a stream.
+func TestCheckBackup(t *testing.T) {
+	t.Parallel()
+	n := openKeyed(t, newClusterKey(t))
+	createURL(t, n, "https://example.com/kept")
+	other := openKeyed(t, newClusterKey(t))
+	compressed, plain := compressedBackupOf(t, n), backupOf(t, n)
+	forged := bytes.Clone(compressed)
+	forged[len(forged)-1] ^= 1
+	for _, tc := range []struct {
+		name   string
+		backup []byte
+		good   bool
+	}{
+		{"compressed", compressed, true},
+		{"plain", plain, true},
+		{"its MAC changed", forged, false},
+		{"damaged", flipped(compressed), false},
+		{"truncated", compressed[:len(compressed)-1], false},
+		{"another cluster key", compressedBackupOf(t, other), false},
+		{"a bare snapshot", stateOf(t, n), false},
+		{"a header alone", compressed[:backupHeaderSize], false},
+		{"nothing", nil, false},
+	} {
+		err := backupSource{n}.CheckBackup(iotest.HalfReader(bytes.NewReader(tc.backup)))
+		if (err == nil) != tc.good {
+			t.Errorf("%s: %v; want good %v", tc.name, err, tc.good)
+		}
+	}
+}
+
+// writeLarge writes size bytes that start as a backup of format does but
+// are none (its MAC fails), a block at a time, as the test must not hold
+// them either, and returns their hash.
+func writeLarge(t *testing.T, w io.Writer, format byte, size int) []byte {
+	t.Helper()
+	sum := sha256.New()
+	w = io.MultiWriter(w, sum)
+	block := make([]byte, 1<<20)
+	copy(block, append(bytes.Clone(backupMagic), format, backupKeyCluster))
+	for i := 0; i < size; i += len(block) {
+		block[len(block)-1] = byte(i >> 20)
+		if _, err := w.Write(block[:min(len(block), size-i)]); err != nil {
+			t.Fatal(err)
+		}
+		block[0] = 0 // only the first block has the header
+	}
+	return sum.Sum(nil)
+}
+
+// TestRestoreAtStartReadsAStream: a 64 MiB object named as the newest
+// backup, its checksum right, is passed over without being held: the
+// restore of the older good backup allocates a few MiB, not the object's
+// size.
+func TestRestoreAtStartReadsAStream(t *testing.T) {
+	// Not parallel: it measures what the whole process allocates.
+	dest := t.TempDir()
+	lost := openNode(t, t.TempDir())
+	kept := createURL(t, lost, "https://example.com/kept")
+	var backup bytes.Buffer
+	if err := lost.BackupCompressed(&backup); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	if _, err := backups.PutBackup(context.Background(), backups.Dir{Path: dest}, lost.FSM().ClusterID(),
+		lost.machine.appliedIndex(), backup.Bytes(), at); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(dest, "large-*.tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := writeLarge(t, f, backupFormatCompressed, 64<<20)
+	f.Close()
+	large := backups.Name{Cluster: lost.FSM().ClusterID(), Time: at.Add(time.Minute), Index: 1 << 40, Hash: hex.EncodeToString(sum)[:16]}
+	if err := os.Rename(f.Name(), filepath.Join(dest, large.String())); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh := openNode(t, t.TempDir(), func(c *Config) { c.AwaitsRestore = true })
+	waitFor(t, func() bool { return fresh.IsLeader() && fresh.FSM().ClusterID() != "" })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cand, err := fresh.RestoreAtStart(context.Background(), dest, backups.S3Options{})
+	runtime.ReadMemStats(&after)
+	if err != nil || cand.Name == large.String() {
+		t.Fatalf("restore at start: %s, %v; want the older good backup", cand, err)
+	}
+	if _, ok := fresh.FSM().Get(kept.Code); !ok {
+		t.Fatalf("%s is not in the restored state", kept.Code)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("the restore allocated %d KiB", alloc>>10)
+	if alloc > 8<<20 {
+		t.Fatalf("the restore allocated %d MiB past a 64 MiB object; want it read as a stream", alloc>>20)
+	}
 }

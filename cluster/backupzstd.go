@@ -6,8 +6,6 @@ import (
 	"io"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // Backups kept away from the cluster (package backups) are compressed:
@@ -54,25 +52,4 @@ func (n *Node) BackupCompressed(w io.Writer) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
-}
-
-// decompressBackup returns the snapshot inside a format 2 backup. zstd's
-// own frame checksum catches damage: an error here means the stored bytes
-// were changed, and says so.
-func decompressBackup(compressed []byte, authentic bool) ([]byte, error) {
-	limit := uint64(len(compressed))*maxExpansion + 1<<20
-	if authentic {
-		limit = 1 << 40
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(limit))
-	if err != nil {
-		return nil, fmt.Errorf("backup: decompressor: %w", err)
-	}
-	defer dec.Close()
-	snapshot, err := dec.DecodeAll(compressed, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: checksum mismatch: the compressed backup does not decompress, so it was damaged in storage or transfer (%v)",
-			fsm.ErrCorruptSnapshot, err)
-	}
-	return snapshot, nil
 }

@@ -9,7 +9,9 @@
 // cluster's node) for its cluster id, its applied index and a backup, and
 // writes to a Store. The destination itself records what the newest
 // backup is, in its objects' names (name.go), so a new leader continues
-// where the last one stopped. DESIGN.md has the rules.
+// where the last one stopped; as anyone who may write there can name an
+// object so, only the backups the scheduler checked count. DESIGN.md has
+// the rules.
 //
 // S3-compatible storage is reached through aws-sdk-go-v2's s3 client
 // (store_s3.go) rather than minio-go: added to linkraft's go.mod, it

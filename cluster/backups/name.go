@@ -20,7 +20,9 @@ import (
 // and the hash tell an unchanged state: the index at once (nothing
 // applied since), the hash after encoding (entries applied that changed
 // nothing, such as a new leader's). The hash is also the object's
-// checksum, checked before a restore.
+// checksum, checked before a restore, and before the scheduler counts an
+// object it did not write. Nothing in the name is authenticated: the
+// scheduler trusts a name only as far as DESIGN.md says.
 type Name struct {
 	Cluster string
 	Time    time.Time

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path"
@@ -35,22 +36,53 @@ func (c Candidate) String() string {
 	return c.Store.String() + c.Name
 }
 
-// Fetch reads the backup and, when its name records its hash, checks it:
-// damage in storage or transfer is found before anything is sent to a
-// node.
-func (c Candidate) Fetch(ctx context.Context) ([]byte, error) {
-	data, err := c.Store.Get(ctx, c.Name)
+// Fetched is a backup copied into a file of its own and checked against
+// the hash its name records. The file has no name once created, so it
+// takes no space once closed, a crash included. A restore reads it, not
+// the destination: it installs exactly the bytes checked, whatever
+// happens to the object meanwhile, and never holds them in memory whole.
+type Fetched struct {
+	*io.SectionReader
+	file *os.File
+}
+
+// Close closes the copy, which frees its space.
+func (f *Fetched) Close() error { return f.file.Close() }
+
+// Fetch copies the backup into a file in dir ("": the system's temporary
+// directory), hashing it as it streams, and when its name records its
+// hash, checks it: damage in storage or transfer is found before anything
+// is sent to a node (ErrChecksum). The caller closes what it returns. The
+// copy ends with the object: a directory's file at the size it had when
+// opened, an S3 object at the length its server announced.
+func (c Candidate) Fetch(ctx context.Context, dir string) (*Fetched, error) {
+	body, err := c.Store.Get(ctx, c.Name)
 	if err != nil {
 		return nil, err
 	}
+	defer body.Close()
+	f, err := os.CreateTemp(dir, "restore-*")
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", c, err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fetch %s: %w", c, err)
+	}
+	sum := sha256.New()
+	size, err := io.Copy(io.MultiWriter(f, sum), body)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fetch %s: %w", c, err)
+	}
 	if n, ok := ParseName(c.Name); ok {
-		sum := sha256.Sum256(data)
-		if got := hex.EncodeToString(sum[:])[:16]; got != n.Hash {
+		if got := hex.EncodeToString(sum.Sum(nil))[:16]; got != n.Hash {
+			f.Close()
 			return nil, fmt.Errorf("%w: %s has SHA-256 %s…, its name says %s…: it was damaged in storage or transfer",
 				ErrChecksum, c, got, n.Hash)
 		}
 	}
-	return data, nil
+	return &Fetched{io.NewSectionReader(f, 0, size), f}, nil
 }
 
 // Candidates are the backups a source names, newest first: a file, an
@@ -90,37 +122,62 @@ func Candidates(ctx context.Context, source string, opts S3Options) ([]Candidate
 		return nil, fmt.Errorf("backup source: %w", err)
 	}
 	if !fi.IsDir() {
-		return []Candidate{{Dir{Path: filepath.Dir(source)}, filepath.Base(source)}}, nil
+		// The operator named this file, through a link or not; a
+		// directory's own links are never followed (Dir.Get).
+		file, err := filepath.EvalSymlinks(source)
+		if err != nil {
+			return nil, fmt.Errorf("backup source: %w", err)
+		}
+		return []Candidate{{Dir{Path: filepath.Dir(file)}, filepath.Base(file)}}, nil
 	}
 	return newestIn(ctx, Dir{Path: source})
 }
 
+// newestIn are store's backups, newest first, but for those dated in the
+// future: a name's time is not authenticated (a backup's MAC covers its
+// bytes), so a genuine backup copied under a later name would be taken
+// for the newest forever.
 func newestIn(ctx context.Context, store Store) ([]Candidate, error) {
 	names, err := store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", store, err)
 	}
 	var out []Candidate
+	future := 0
+	latest := time.Now().Add(maxClockSkew)
 	for _, n := range newestFirst(names, "") {
+		if n.Time.After(latest) {
+			future++
+			continue
+		}
 		out = append(out, Candidate{store, n.String()})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no linkraft backup in %s (names linkraft-<cluster>-<time>-<index>-<hash>.lkrb)", store)
+		why := ""
+		if future > 0 {
+			why = fmt.Sprintf("; %d named as dated in the future passed over", future)
+		}
+		return nil, fmt.Errorf("no linkraft backup in %s (names linkraft-<cluster>-<time>-<index>-<hash>.lkrb)%s", store, why)
 	}
 	return out, nil
 }
 
-// RestoreNewest installs the newest good backup of cands with restore. A
-// backup that fails its checksum, or that restore refuses (refused: its
-// authentication, its snapshot's checksum or its records), is logged with
-// why and the next older one is tried; any other error (the node cannot
-// take a restore now) ends the attempt. It returns the backup installed.
-func RestoreNewest(ctx context.Context, cands []Candidate, restore func([]byte) error, refused func(error) bool, log *slog.Logger) (Candidate, error) {
+// RestoreFile installs the newest good backup of cands with restore. Each
+// is fetched into a file in dir (Fetch; the data dir on a node: it is
+// owner-only, as a backup must be) and handed to restore as a stream, so
+// memory stays bounded whatever an object's size. A backup that fails its
+// checksum, or that restore refuses (refused: its authentication, its
+// snapshot's checksum or its records), is logged with why and the next
+// older one is tried; any other error (the node cannot take a restore
+// now) ends the attempt. It returns the backup installed.
+func RestoreFile(ctx context.Context, cands []Candidate, dir string, restore func(*io.SectionReader) error,
+	refused func(error) bool, log *slog.Logger) (Candidate, error) {
 	var whys []error
 	for _, c := range cands {
-		data, err := c.Fetch(ctx)
+		fetched, err := c.Fetch(ctx, dir)
 		if err == nil {
-			err = restore(data)
+			err = restore(fetched.SectionReader)
+			fetched.Close()
 			if err == nil {
 				return c, nil
 			}
@@ -134,6 +191,21 @@ func RestoreNewest(ctx context.Context, cands []Candidate, restore func([]byte) 
 		whys = append(whys, fmt.Errorf("%s: %w", c, err))
 	}
 	return Candidate{}, fmt.Errorf("no good backup among %d: %w", len(cands), errors.Join(whys...))
+}
+
+// RestoreNewest is RestoreFile for a caller that must hand each backup on
+// whole (`linkraft restore --from` sends it in one request): a candidate
+// is read into memory only once its checksum passed, but then whole;
+// RestoreFile never holds one.
+func RestoreNewest(ctx context.Context, cands []Candidate, restore func([]byte) error, refused func(error) bool, log *slog.Logger) (Candidate, error) {
+	whole := func(r *io.SectionReader) error {
+		data := make([]byte, r.Size())
+		if _, err := io.ReadFull(r, data); err != nil {
+			return fmt.Errorf("read the fetched backup: %w", err)
+		}
+		return restore(data)
+	}
+	return RestoreFile(ctx, cands, "", whole, refused, log)
 }
 
 // PutBackup stores data, a compressed backup of cluster at index, as

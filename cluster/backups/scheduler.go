@@ -22,6 +22,10 @@ type Source interface {
 	// WriteBackup writes a compressed, authenticated backup of the whole
 	// state; equal states give equal bytes.
 	WriteBackup(w io.Writer) error
+	// CheckBackup reads a backup through once, holding little of it, and
+	// returns nil when this cluster made it (it authenticates under the
+	// cluster key), else why not.
+	CheckBackup(r io.Reader) error
 }
 
 // Config is what a Scheduler needs.
@@ -52,6 +56,23 @@ const (
 // whole interval.
 const retryAfter = time.Minute
 
+// maxClockSkew is how far in the future a backup's name may be dated and
+// still count: the clocks of successive leaders differ (by milliseconds
+// where NTP keeps them; a minute leaves room for one drifting before it is
+// corrected). A name's time is not authenticated (the MAC covers the
+// bytes), so a genuine backup copied under a later name counts as one of
+// then: the skew is how long that can put off the next backup, and so it
+// is at most a quarter of the interval. A backup of a leader whose clock
+// ran further ahead is passed over, and costs one backup more.
+const maxClockSkew = time.Minute
+
+// maxChecks bounds how many objects one due check reads to find the
+// newest good backup: each is read once (the outcome is kept), so junk
+// dated after the newest backup costs a read each, spread over checks,
+// never a check that does not end. When none passes within it, the backup
+// is taken as due.
+const maxChecks = 4
+
 // Scheduler writes the backups while this node leads (Run) and says how
 // the last ones went (Status, Overdue, the collectors).
 type Scheduler struct {
@@ -61,6 +82,14 @@ type Scheduler struct {
 
 	mu sync.Mutex
 	st Status
+
+	// checking serialises the due checks and guards checked.
+	checking sync.Mutex
+	// checked holds what this scheduler knows of this cluster's objects
+	// by name: true for a good backup (it wrote it, or it read it and
+	// both its checksum and its authentication held), false for one that
+	// is not. Only the names of the last listing are kept.
+	checked map[string]bool
 }
 
 // Status is what the scheduler knows of its backups.
@@ -89,7 +118,8 @@ func New(cfg Config) *Scheduler {
 		cfg.Now = time.Now
 	}
 	cfg.Retain = max(cfg.Retain, 1)
-	return &Scheduler{cfg: cfg, log: cfg.Logger.With("component", "backups", "to", cfg.Store.String()), m: newMetrics()}
+	return &Scheduler{cfg: cfg, log: cfg.Logger.With("component", "backups", "to", cfg.Store.String()), m: newMetrics(),
+		checked: map[string]bool{}}
 }
 
 // Interval is how often a backup is due.
@@ -137,7 +167,15 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // tick looks at the destination and writes the backup if it is due. It
 // returns when to look again.
+//
+// Only what it checked counts: this cluster's objects dated no later than
+// now (but for the clock skew), and of those only good backups (checked).
+// Anyone who may write to the destination can put objects there under any
+// name; none of them makes a backup seem due later, or the state seem
+// kept, or another backup deleted.
 func (s *Scheduler) tick(ctx context.Context) (next time.Time) {
+	s.checking.Lock()
+	defer s.checking.Unlock()
 	start := s.cfg.Now()
 	retry := start.Add(min(s.cfg.Interval, retryAfter))
 	cluster := s.cfg.Source.ClusterID()
@@ -149,17 +187,18 @@ func (s *Scheduler) tick(ctx context.Context) (next time.Time) {
 		s.failed(start, fmt.Errorf("list %s: %w", s.cfg.Store, err))
 		return retry
 	}
-	mine := newestFirst(names, cluster)
-	var newest Name
-	if len(mine) > 0 {
-		newest = mine[0]
+	mine := s.current(names, cluster, start)
+	newest, found := s.newestGood(ctx, mine)
+	if found {
 		if due := newest.Time.Add(s.cfg.Interval); start.Before(due) {
-			s.goodAt(newest.Time)
+			// A leader's clock ahead of this one's dates its backup
+			// later than now; the state was not kept in the future.
+			s.goodAt(earlier(newest.Time, start))
 			return due
 		}
 	}
 	index := s.cfg.Source.AppliedIndex()
-	if newest.Hash != "" && newest.Index == index {
+	if found && newest.Index == index {
 		s.skipped(start, newest)
 		return start.Add(s.cfg.Interval)
 	}
@@ -170,7 +209,7 @@ func (s *Scheduler) tick(ctx context.Context) (next time.Time) {
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	if hash == newest.Hash {
+	if found && hash == newest.Hash {
 		s.skipped(start, newest)
 		return start.Add(s.cfg.Interval)
 	}
@@ -179,9 +218,122 @@ func (s *Scheduler) tick(ctx context.Context) (next time.Time) {
 		s.failed(start, fmt.Errorf("store %s in %s: %w", name, s.cfg.Store, err))
 		return retry
 	}
+	s.checked[name.String()] = true
 	s.written(start, name, size)
-	s.prune(ctx, append([]Name{name}, mine...))
+	s.prune(ctx, s.current(append(names, name.String()), cluster, start))
 	return start.Add(s.cfg.Interval)
+}
+
+// current are cluster's objects among names dated no later than now (but
+// for the clock skew), newest first. What is known of names no longer
+// listed is forgotten, so that knowledge stays as large as one listing.
+func (s *Scheduler) current(names []string, cluster string, now time.Time) []Name {
+	listed := make(map[string]bool, len(names))
+	for _, n := range names {
+		listed[n] = true
+	}
+	for n := range s.checked {
+		if !listed[n] {
+			delete(s.checked, n)
+		}
+	}
+	latest := now.Add(min(maxClockSkew, s.cfg.Interval/4))
+	var out []Name
+	for _, n := range newestFirst(names, cluster) {
+		if !n.Time.After(latest) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// newestGood is the newest good backup of mine (newest first), reading
+// at most maxChecks objects not checked before. found is false when none
+// is known good: the backup is then due.
+func (s *Scheduler) newestGood(ctx context.Context, mine []Name) (newest Name, found bool) {
+	reads := 0
+	for _, n := range mine {
+		good, known := s.checked[n.String()]
+		if !known {
+			if reads == maxChecks {
+				s.log.Warn("objects named as backups of this cluster are still unchecked; backing up as if none were there",
+					"checked", maxChecks)
+				return Name{}, false
+			}
+			reads++
+			good, known = s.check(ctx, n)
+		}
+		if known && good {
+			return n, true
+		}
+	}
+	return Name{}, false
+}
+
+// check reads the object n once: its bytes against its name's hash, and
+// its authentication (the Source). known is false when it could not be
+// read (the destination failed, or it is gone): it is passed over now and
+// read again later. What is known is kept.
+func (s *Scheduler) check(ctx context.Context, n Name) (good, known bool) {
+	body, err := s.cfg.Store.Get(ctx, n.String())
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.log.Warn("a backup could not be read to check it; passed over for now", "name", n.String(), "err", err)
+		}
+		return false, false
+	}
+	defer body.Close()
+	read := &reader{r: body}
+	sum := sha256.New()
+	tee := io.TeeReader(read, sum)
+	why := s.cfg.Source.CheckBackup(tee)
+	if why == nil && read.err == nil {
+		_, _ = io.Copy(io.Discard, tee) // the rest, for the hash; a refused one need not be read on
+	}
+	if read.err != nil {
+		s.log.Warn("a backup could not be read to check it; passed over for now", "name", n.String(), "err", read.err)
+		return false, false
+	}
+	if got := hex.EncodeToString(sum.Sum(nil))[:16]; got != n.Hash {
+		why = fmt.Errorf("%w: its SHA-256 is %s…", ErrChecksum, got)
+	}
+	good = why == nil
+	if !good {
+		s.log.Warn("an object named as a backup of this cluster is not one: it counts for nothing", "name", n.String(), "why", why)
+	}
+	s.checked[n.String()] = good
+	return good, true
+}
+
+// prune deletes this cluster's objects older than its Retain newest good
+// backups (mine, newest first, holds them). Only good backups count, and
+// only those this scheduler knows good: it reads none for this, so an
+// object it has not checked is neither counted nor deleted while it is
+// among them (a new leader's predecessors' backups are deleted once it
+// has written Retain of its own). So no object put there by someone else
+// pushes a good backup out, and none newer than the newest good one is
+// ever deleted. Objects dated in the future are never listed in mine. A
+// failure is logged: the backup itself was written.
+func (s *Scheduler) prune(ctx context.Context, mine []Name) {
+	good, cut := 0, len(mine)
+	for i, n := range mine {
+		if s.checked[n.String()] {
+			good++
+		}
+		if good == s.cfg.Retain {
+			cut = i + 1
+			break
+		}
+	}
+	var errs []error
+	for _, old := range mine[cut:] {
+		if err := s.cfg.Store.Delete(ctx, old.String()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", old, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.log.Warn("old backups not deleted; they are deleted after the next backup", "err", err)
+	}
 }
 
 // spool writes a backup to a file (never held whole in memory) and hashes
@@ -204,18 +356,11 @@ func (s *Scheduler) spool() (f *os.File, size int64, hash string, err error) {
 	return f, counted.n, hex.EncodeToString(sum.Sum(nil))[:16], nil
 }
 
-// prune deletes this cluster's backups past the newest Retain (all given
-// newest first). A failure is logged: the backup itself was written.
-func (s *Scheduler) prune(ctx context.Context, mine []Name) {
-	var errs []error
-	for _, old := range mine[min(s.cfg.Retain, len(mine)):] {
-		if err := s.cfg.Store.Delete(ctx, old.String()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("delete %s: %w", old, err))
-		}
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
 	}
-	if err := errors.Join(errs...); err != nil {
-		s.log.Warn("old backups not deleted; they are deleted after the next backup", "err", err)
-	}
+	return b
 }
 
 func (s *Scheduler) goodAt(t time.Time) {
@@ -257,6 +402,21 @@ func (s *Scheduler) skipped(start time.Time, newest Name) {
 func (s *Scheduler) failed(start time.Time, err error) {
 	s.record(start, OutcomeFailed, 0, err)
 	s.log.Warn("backup failed; will retry", "err", err)
+}
+
+// reader keeps the first error of r that is not its end: a read that
+// failed is told from a backup refused.
+type reader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // counter counts what passes through to w.

@@ -2,6 +2,8 @@ package backups
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +21,8 @@ const (
 	clusterB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-// state is a Source whose backup is its content: equal content, equal
+// state is a Source whose backup is its content and a tag only it makes
+// (the node's is an HMAC under the cluster key): equal content, equal
 // bytes, as the node's.
 type state struct {
 	cluster string
@@ -34,8 +37,29 @@ func (s *state) WriteBackup(w io.Writer) error {
 	if s.fail != nil {
 		return s.fail
 	}
-	_, err := io.WriteString(w, "LKRB"+s.content)
+	_, err := io.WriteString(w, backupBytes(s.content))
 	return err
+}
+
+// CheckBackup accepts what WriteBackup wrote, of any content.
+func (s *state) CheckBackup(r io.Reader) error {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return err
+	}
+	content, tag, ok := strings.Cut(strings.TrimPrefix(string(data), "LKRB"), "~")
+	if !ok || !strings.HasPrefix(string(data), "LKRB") || tag != tagOf(content) {
+		return errors.New("not authenticated")
+	}
+	return nil
+}
+
+// backupBytes is what the state writes for content.
+func backupBytes(content string) string { return "LKRB" + content + "~" + tagOf(content) }
+
+func tagOf(content string) string {
+	sum := sha256.Sum256([]byte("the cluster key" + content))
+	return hex.EncodeToString(sum[:8])
 }
 
 // clock is a test's time, moved by hand.
@@ -149,8 +173,8 @@ func TestSchedulerSteps(t *testing.T) {
 				}
 			}
 			mine := backupsIn(t, dir, clusterA)
-			newest, err := dir.Get(context.Background(), mine[0].String())
-			if err != nil || string(newest) != "LKRB"+lastContent {
+			newest, err := readAll(dir, mine[0].String())
+			if err != nil || newest != backupBytes(lastContent) {
 				t.Fatalf("newest backup holds %q (%v), want the last state %q", newest, err, lastContent)
 			}
 			if got := backupsIn(t, dir, clusterB); len(got) != 1 {
@@ -184,42 +208,208 @@ func TestSchedulerLeaderChange(t *testing.T) {
 	}
 }
 
-// TestSchedulerOverdue: /health's backup_overdue: a destination that
-// cannot be reached makes the backup overdue after two intervals, a good
-// backup ends it, and a node that does not lead never says it.
-func TestSchedulerOverdue(t *testing.T) {
-	c := &clock{t0}
-	src := &state{cluster: clusterA, index: 1, content: "x"}
-	broken := brokenStore{Dir{Path: t.TempDir()}}
-	s := newTestScheduler(t, broken, src, c, 3)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	cancel()
-	go func() { s.Run(ctx); close(ran) }() // marks it active, then ends at once
-	<-ran
-	if s.Overdue() {
-		t.Fatal("overdue on a node that does not run the backups")
-	}
-	s.st.Active, s.st.LastGood = true, t0
+// fullStore is a destination that lists but takes no backup.
+type fullStore struct{ Dir }
 
-	for i, tc := range []struct {
-		after   time.Duration
-		overdue bool
-	}{{0, false}, {time.Hour, false}, {time.Hour, false}, {time.Minute, true}} {
-		c.t = c.t.Add(tc.after)
-		s.tick(context.Background())
-		if st := s.Status(); st.Outcome != OutcomeFailed || !strings.Contains(st.Err, "connection refused") {
-			t.Fatalf("check %d: %+v; want a failure that says why", i, st)
-		}
-		if s.Overdue() != tc.overdue {
-			t.Fatalf("check %d, %v after the start: overdue %v, want %v", i, c.t.Sub(t0), s.Overdue(), tc.overdue)
-		}
+func (fullStore) Put(context.Context, string, io.ReadSeeker, int64) error {
+	return errors.New("no space left on device")
+}
+
+// TestSchedulerOverdue: /health's backup_overdue: a destination that
+// cannot be reached, or takes no backup, makes the backup overdue after
+// two intervals, whatever names it holds; a good backup ends it, and a
+// node that does not lead never says it.
+func TestSchedulerOverdue(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) Store
+		says  string
+	}{
+		{"unreachable", func(t *testing.T) Store { return brokenStore{Dir{Path: t.TempDir()}} }, "connection refused"},
+		{"full, holding a backup's name dated in 2099", func(t *testing.T) Store {
+			d := Dir{Path: t.TempDir()}
+			plant(t, d, clusterA, t0.AddDate(73, 0, 0), "junk", false)
+			plant(t, d, clusterA, t0.AddDate(73, 0, 1), backupBytes("x"), false)
+			return fullStore{d}
+		}, "no space left on device"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t0}
+			src := &state{cluster: clusterA, index: 1, content: "x"}
+			s := newTestScheduler(t, tc.store(t), src, c, 3)
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			cancel()
+			go func() { s.Run(ctx); close(ran) }() // marks it active, then ends at once
+			<-ran
+			if s.Overdue() {
+				t.Fatal("overdue on a node that does not run the backups")
+			}
+			s.st.Active, s.st.LastGood = true, t0
+
+			for i, step := range []struct {
+				after   time.Duration
+				overdue bool
+			}{{0, false}, {time.Hour, false}, {time.Hour, false}, {time.Minute, true}} {
+				c.t = c.t.Add(step.after)
+				s.tick(context.Background())
+				if st := s.Status(); st.Outcome != OutcomeFailed || !strings.Contains(st.Err, tc.says) {
+					t.Fatalf("check %d: %+v; want a failure that says why", i, st)
+				}
+				if s.Overdue() != step.overdue {
+					t.Fatalf("check %d, %v after the start: overdue %v, want %v", i, c.t.Sub(t0), s.Overdue(), step.overdue)
+				}
+				if lg := s.Status().LastGood; !lg.Equal(t0) {
+					t.Fatalf("check %d: last good backup %v, want %v (when it began to lead)", i, lg, t0)
+				}
+			}
+			s.cfg.Store = Dir{Path: t.TempDir()}
+			s.tick(context.Background())
+			if s.Overdue() || s.Status().Outcome != OutcomeWritten {
+				t.Fatalf("after a good backup: overdue %v, %+v", s.Overdue(), s.Status())
+			}
+		})
 	}
-	s.cfg.Store = Dir{Path: t.TempDir()}
-	s.tick(context.Background())
-	if s.Overdue() || s.Status().Outcome != OutcomeWritten {
-		t.Fatalf("after a good backup: overdue %v, %+v", s.Overdue(), s.Status())
+}
+
+// plant stores data under a backup's name of cluster, as anyone who may
+// write to the destination can, without the cluster key: the name records
+// data's own hash, or another (damage) when badSum.
+func plant(t *testing.T, d Dir, cluster string, at time.Time, data string, badSum bool) Name {
+	t.Helper()
+	sum := sha256.Sum256([]byte(data))
+	n := Name{Cluster: cluster, Time: at, Index: 7, Hash: hex.EncodeToString(sum[:8])}
+	if badSum {
+		n.Hash = "0123456789abcdef"
 	}
+	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Path, n.String()), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSchedulerTrustsOnlyWhatItChecked: an old leader wrote a backup at
+// t0; then someone without the cluster key put objects named as backups
+// at the destination; a new leader checks when its clock says. Objects
+// dated in the future, damaged, not authenticated or of another cluster
+// never count: not for the due time, not for the last good backup, not for
+// retention; and only this cluster's are ever deleted.
+func TestSchedulerTrustsOnlyWhatItChecked(t *testing.T) {
+	type object struct {
+		cluster string
+		at      time.Duration // from t0
+		kind    string        // "junk" (checksum right, not authenticated), "damaged" (checksum wrong), "copy" (the genuine backup's bytes)
+	}
+	const year = 365 * 24 * time.Hour
+	for _, tc := range []struct {
+		name     string
+		oldAt    time.Duration // the old leader's clock when it wrote the genuine backup, from t0
+		retain   int
+		planted  []object
+		at       time.Duration // the new leader's check, from t0
+		written  bool          // it writes a backup at once
+		next     time.Duration // its next check, from its own
+		lastGood time.Duration // the last good backup it then reports, from t0
+		genuine  bool          // the old leader's backup is still there
+	}{
+		{"junk dated in 2099 stops no backup", 0, 3, []object{{clusterA, 73 * year, "junk"}},
+			time.Hour, true, time.Hour, time.Hour, true},
+		{"the genuine backup copied to a name in 2099 stops no backup", 0, 3, []object{{clusterA, 73 * year, "copy"}},
+			time.Hour, true, time.Hour, time.Hour, true},
+		{"junk named seconds ahead is not kept in place of the genuine backup", 0, 2,
+			[]object{{clusterA, time.Hour + 5*time.Second, "junk"}, {clusterA, time.Hour + 6*time.Second, "junk"},
+				{clusterA, time.Hour + 7*time.Second, "junk"}},
+			time.Hour, true, time.Hour, time.Hour, true},
+		{"junk named seconds after the genuine backup does not displace it in retention", 0, 2,
+			[]object{{clusterA, time.Second, "junk"}, {clusterA, 2 * time.Second, "junk"}, {clusterA, 3 * time.Second, "junk"}},
+			time.Hour + 3*time.Second, true, time.Hour, time.Hour + 3*time.Second, true},
+		{"junk dated since the newest backup neither delays the next nor displaces the genuine one", 0, 2,
+			[]object{{clusterA, 30 * time.Minute, "junk"}, {clusterA, 31 * time.Minute, "junk"}, {clusterA, 32 * time.Minute, "junk"}},
+			time.Hour, true, time.Hour, time.Hour, true},
+		{"damaged or forged backups of this cluster are not the last good one", 0, 3,
+			[]object{{clusterA, 30 * time.Minute, "damaged"}, {clusterA, 40 * time.Minute, "junk"}},
+			45 * time.Minute, false, 15 * time.Minute, 0, true},
+		{"another cluster's objects count for nothing and stay", 0, 1,
+			[]object{{clusterB, 30 * time.Minute, "copy"}, {clusterB, 73 * year, "junk"}, {clusterB, -48 * time.Hour, "junk"},
+				{clusterB, 59 * time.Minute, "damaged"}},
+			time.Hour, true, time.Hour, time.Hour, false},
+		{"a backup of a leader whose clock runs seconds ahead counts, but not as good in the future", 10 * time.Second, 3, nil,
+			5 * time.Second, false, time.Hour + 5*time.Second, 5 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := Dir{Path: filepath.Join(t.TempDir(), "backups")}
+			c := &clock{t0.Add(tc.oldAt)}
+			src := &state{cluster: clusterA, index: 10, content: "genuine"}
+			newTestScheduler(t, dir, src, c, tc.retain).tick(context.Background())
+			genuine := backupsIn(t, dir, clusterA)
+			if len(genuine) != 1 {
+				t.Fatalf("the old leader's backup: %v", genuine)
+			}
+			var others []Name
+			for i, o := range tc.planted {
+				data := fmt.Sprintf("not a backup %d", i)
+				if o.kind == "copy" {
+					data = backupBytes("genuine")
+				}
+				n := plant(t, dir, o.cluster, t0.Add(o.at), data, o.kind == "damaged")
+				if o.cluster != clusterA {
+					others = append(others, n)
+				}
+			}
+
+			c.t = t0.Add(tc.at)
+			src.index, src.content = 11, "changed"
+			leader := newTestScheduler(t, dir, src, c, tc.retain)
+			next := leader.tick(context.Background())
+			st := leader.Status()
+			if written := st.Outcome == OutcomeWritten; written != tc.written {
+				t.Fatalf("written %v, want %v (status %+v)", written, tc.written, st)
+			}
+			if got := next.Sub(c.t); got != tc.next {
+				t.Errorf("next check in %v, want %v", got, tc.next)
+			}
+			if want := t0.Add(tc.lastGood); !st.LastGood.Equal(want) {
+				t.Errorf("last good backup %v, want %v", st.LastGood, want)
+			}
+			names, err := dir.List(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := slices.Contains(names, genuine[0].String()); kept != tc.genuine {
+				t.Errorf("the genuine backup kept %v, want %v; the destination holds %v", kept, tc.genuine, names)
+			}
+			if tc.written {
+				written := Name{Cluster: clusterA, Time: c.t, Index: 11, Hash: hashOf(backupBytes("changed"))}
+				if !slices.Contains(names, written.String()) {
+					t.Errorf("the backup written is not kept; the destination holds %v", names)
+				}
+			}
+			for _, n := range others {
+				if !slices.Contains(names, n.String()) {
+					t.Errorf("another cluster's %s was deleted", n)
+				}
+			}
+		})
+	}
+}
+
+// readAll is an object's bytes.
+func readAll(store Store, name string) (string, error) {
+	body, err := store.Get(context.Background(), name)
+	if err != nil {
+		return "", err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	return string(data), err
+}
+
+func hashOf(data string) string {
+	sum := sha256.Sum256([]byte(data))
+	return hex.EncodeToString(sum[:8])
 }
 
 // TestSchedulerFailedBackupLeavesNothing: a backup that fails while it is

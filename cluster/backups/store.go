@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +18,10 @@ type Store interface {
 	Put(ctx context.Context, name string, r io.ReadSeeker, size int64) error
 	// List names every object directly under the prefix.
 	List(ctx context.Context) ([]string, error)
-	// Get reads one object whole. A missing object is ErrNotFound.
-	Get(ctx context.Context, name string) ([]byte, error)
+	// Get reads one object as a stream, never whole: a backup may be as
+	// large as the state, and one under a backup's name may be anything.
+	// The caller closes it. A missing object is ErrNotFound.
+	Get(ctx context.Context, name string) (io.ReadCloser, error)
 	Delete(ctx context.Context, name string) error
 	// String names the destination for logs and messages (no credentials).
 	String() string
@@ -34,25 +37,40 @@ const maxObjects = 100_000
 
 // Dir is a Store in a directory of this machine (or a mounted share). The
 // directory is made owner-only, as the data dir: a backup holds every
-// link and key.
+// link and key. Whoever else may write there (another account, a process
+// sharing the mount) must not make this process write or read through a
+// link of theirs, so files are opened without following one (noFollow).
 type Dir struct{ Path string }
 
-// Put writes name.tmp, syncs it and renames it into place, then syncs the
-// directory, so a crash leaves the old listing or the new object whole.
+// Put writes name.tmp, a file it creates (never one already there, nor
+// through a link), syncs it and links it to name only when no file has
+// that name, then syncs the directory: a crash leaves the old listing or
+// the new object whole, and no file is ever replaced. The directory is
+// made, or tightened, to its owner alone; one this process may not
+// change (a share's mount point owned by another) is left as it is: the
+// files in it are the owner's alone all the same.
 func (d Dir) Put(_ context.Context, name string, r io.ReadSeeker, _ int64) (err error) {
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
 		return fmt.Errorf("backup directory: %w", err)
 	}
+	if fi, err := os.Stat(d.Path); err != nil {
+		return fmt.Errorf("backup directory: %w", err)
+	} else if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		if err := os.Chmod(d.Path, mode&0o700); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("backup directory: %w", err)
+		}
+	}
 	final := filepath.Join(d.Path, name)
 	tmp := final + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", name, err)
 	}
+	// Only what this call created is removed; on success the name stays.
+	defer os.Remove(tmp)
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
 		}
 	}()
 	if _, err = io.Copy(f, r); err != nil {
@@ -62,14 +80,34 @@ func (d Dir) Put(_ context.Context, name string, r io.ReadSeeker, _ int64) (err 
 		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = os.Rename(tmp, final); err != nil {
-		return err
+	if err = placeNew(tmp, final); err != nil {
+		return fmt.Errorf("store %s: %w", name, err)
 	}
 	if dir, err := os.Open(d.Path); err == nil {
 		dir.Sync()
 		dir.Close()
+	}
+	return nil
+}
+
+// placeNew gives the file at tmp the name final when no file, link
+// included, has it. A hard link does that in one step; a filesystem
+// without hard links (some shares) gets a look and a rename, which an
+// object made between the two would lose to.
+func placeNew(tmp, final string) error {
+	err := os.Link(tmp, final)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if _, lerr := os.Lstat(final); lerr == nil {
+		return fmt.Errorf("%s: %w", final, fs.ErrExist)
+	} else if !errors.Is(lerr, fs.ErrNotExist) {
+		return lerr
+	}
+	if rerr := os.Rename(tmp, final); rerr != nil {
+		return fmt.Errorf("%w (and no hard link: %v)", rerr, err)
 	}
 	return nil
 }
@@ -96,13 +134,29 @@ func (d Dir) List(context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Get is Store's: the file's bytes, ErrNotFound when there is none.
-func (d Dir) Get(_ context.Context, name string) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(d.Path, name))
+// Get is Store's: the file as it is when opened (its size then), a
+// regular file reached through no link; ErrNotFound when there is none.
+func (d Dir) Get(_ context.Context, name string) (io.ReadCloser, error) {
+	path := filepath.Join(d.Path, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, filepath.Join(d.Path, name))
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, path)
 	}
-	return data, err
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, fi.Size()), f}, nil
 }
 
 // Delete is Store's.

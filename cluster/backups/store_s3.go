@@ -120,20 +120,38 @@ func (s *S3) List(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Get is Store's: the object's bytes.
-func (s *S3) Get(ctx context.Context, name string) ([]byte, error) {
+// Get is Store's: the object's body as it arrives. The request's time
+// limit runs until the caller closes it.
+func (s *S3) Get(ctx context.Context, name string) (io.ReadCloser, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + name)})
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("%s%s: %w", s, name, s3Error(err))
 	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read %s%s: %w", s, name, err)
+	return &s3Body{body: out.Body, cancel: cancel, what: s.String() + name}, nil
+}
+
+// s3Body is an object's body that says which object a failed read was of,
+// and ends its request when closed.
+type s3Body struct {
+	body   io.ReadCloser
+	cancel context.CancelFunc
+	what   string
+}
+
+func (b *s3Body) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("read %s: %w", b.what, err)
 	}
-	return data, nil
+	return n, err
+}
+
+func (b *s3Body) Close() error {
+	err := b.body.Close()
+	b.cancel()
+	return err
 }
 
 // Delete is Store's.
