@@ -193,21 +193,6 @@ func RestoreFile(ctx context.Context, cands []Candidate, dir string, restore fun
 	return Candidate{}, fmt.Errorf("no good backup among %d: %w", len(cands), errors.Join(whys...))
 }
 
-// RestoreNewest is RestoreFile for a caller that must hand each backup on
-// whole (`linkraft restore --from` sends it in one request): a candidate
-// is read into memory only once its checksum passed, but then whole;
-// RestoreFile never holds one.
-func RestoreNewest(ctx context.Context, cands []Candidate, restore func([]byte) error, refused func(error) bool, log *slog.Logger) (Candidate, error) {
-	whole := func(r *io.SectionReader) error {
-		data := make([]byte, r.Size())
-		if _, err := io.ReadFull(r, data); err != nil {
-			return fmt.Errorf("read the fetched backup: %w", err)
-		}
-		return restore(data)
-	}
-	return RestoreFile(ctx, cands, "", whole, refused, log)
-}
-
 // PutBackup stores data, a compressed backup of cluster at index, as
 // "linkraft backup --to" does: named as the scheduler names its own, so
 // that the scheduler and restores take it as one of theirs.

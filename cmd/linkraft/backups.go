@@ -88,8 +88,8 @@ func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path strin
 		return fail("restore", stderr, err)
 	}
 	var answer []byte
-	restore := func(data []byte) error {
-		body, err := c.do(http.MethodPost, path, "application/octet-stream", data)
+	restore := func(backup *io.SectionReader) error {
+		body, err := c.doReader(http.MethodPost, path, "application/octet-stream", backup)
 		answer = body
 		return err
 	}
@@ -98,7 +98,9 @@ func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path strin
 		return errors.As(err, &ae) && ae.status == http.StatusBadRequest
 	}
 	log, _ := newLogger("warn", "text", stderr)
-	cand, err := backups.RestoreNewest(ctx, cands, restore, refused, log)
+	// Each candidate is fetched into a file of the temporary directory and
+	// sent from there: memory stays bounded whatever its size.
+	cand, err := backups.RestoreFile(ctx, cands, "", restore, refused, log)
 	if err != nil {
 		return fail("restore", stderr, err)
 	}

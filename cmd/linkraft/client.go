@@ -186,7 +186,7 @@ type reply struct {
 // 308 from a plain http:// base to https on the same host once per
 // command (followRedirect has the rule). Any other 3xx, or a second one,
 // is an *adminError: a redirect is never a command's result.
-func (c *apiClient) exchange(method, path, contentType string, body []byte) (answer, error) {
+func (c *apiClient) exchange(method, path, contentType string, body *io.SectionReader) (answer, error) {
 	r, err := c.send(method, path, contentType, body)
 	if err != nil {
 		return answer{}, err
@@ -289,15 +289,20 @@ func sameHost(a, b string) bool {
 }
 
 // send makes one HTTP exchange with the current base and reads the whole
-// answer; a failure to get one is an *adminError that says why.
-func (c *apiClient) send(method, path, contentType string, body []byte) (reply, error) {
+// answer; a failure to get one is an *adminError that says why. The body
+// is read from its start on each send (a followed 308 sends it again),
+// and never held in memory here: a backup to restore may be large.
+func (c *apiClient) send(method, path, contentType string, body *io.SectionReader) (reply, error) {
 	var rd io.Reader
 	if body != nil {
-		rd = bytes.NewReader(body)
+		rd = io.NewSectionReader(body, 0, body.Size())
 	}
 	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
 		return reply{}, fmt.Errorf("build the request %s %s: %w", method, c.base+path, err)
+	}
+	if body != nil {
+		req.ContentLength = body.Size()
 	}
 	req.Header.Set("User-Agent", c.userAgent)
 	req.Header.Set("Accept", "application/json, application/problem+json, */*")
@@ -375,7 +380,16 @@ func hostnameHint(e x509.HostnameError) string {
 // do sends one request and returns the body of a 2xx answer; anything else
 // is an *adminError with the node's problem detail.
 func (c *apiClient) do(method, path, contentType string, body []byte) ([]byte, error) {
-	a, err := c.exchange(method, path, contentType, body)
+	var rd *io.SectionReader
+	if body != nil {
+		rd = io.NewSectionReader(bytes.NewReader(body), 0, int64(len(body)))
+	}
+	return c.doReader(method, path, contentType, rd)
+}
+
+// doReader is do with a body read from r.
+func (c *apiClient) doReader(method, path, contentType string, r *io.SectionReader) ([]byte, error) {
+	a, err := c.exchange(method, path, contentType, r)
 	if err != nil {
 		return nil, err
 	}
