@@ -55,3 +55,18 @@ func (n *Node) runCertificates(ctx context.Context) {
 	}
 	n.certs.Run(ctx)
 }
+
+// FollowCertificates has s follow this node's state machine until Close
+// begins (certs.Source.Follow): s keeps the certificates it serves for
+// the next start, stops serving those kept at the last one once the
+// state has caught up with them, and learns when it can serve every name.
+// Call it once, before Close.
+func (n *Node) FollowCertificates(s *certs.Source) {
+	n.spawn(func() { s.Follow(n.stopping, machineProgress{n.machine}) })
+}
+
+// machineProgress is the state machine as a certs.Source follows it.
+type machineProgress struct{ m *appliedFSM }
+
+func (p machineProgress) Changed() <-chan struct{} { return p.m.applied.wait() }
+func (p machineProgress) Applied() uint64          { return p.m.appliedIndex() }

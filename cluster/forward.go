@@ -27,11 +27,14 @@ type ForwardOptions struct {
 // delete, an admin call, a visit to a limited link) and fills resp with
 // the leader's answer, as Consul's ForwardRPC does: forwarded is false,
 // with no error, when this node leads and its caller serves the request
-// itself. It waits for a leader up to the write timeout, and for the
-// answer up to opts.Timeout. Its errors: ErrNoLeader when no leader could
-// be reached in time, ErrTimeout when the request got no answer (it may
-// have been applied, so it is sent again only when the connection was
-// never made), ErrUpgrading when a server cannot apply what it writes.
+// itself. It waits for a leader up to the write timeout, but not on a node
+// that has gone longer than an election takes without one
+// (withLeaderWhileElecting), and for the answer up to opts.Timeout. Its
+// errors: ErrNoLeader when no leader could be reached in time (or none is
+// known after an election's worth of time), ErrTimeout when the request
+// got no answer (it may have been applied, so it is sent again only when
+// the connection was never made), ErrUpgrading when a server cannot apply
+// what it writes.
 // Creates do not come here: they are relayed in batches (Create, relay.go).
 func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts ForwardOptions) (forwarded bool, err error) {
 	if opts.Timeout <= 0 {
@@ -47,12 +50,13 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	}
 	// Finding a leader takes at most the write timeout, however long the
 	// request may take once sent (a restore): without a leader the client
-	// gets its 503, or the local answer, in seconds.
+	// gets its 503, or the local answer, in seconds, or at once on a node
+	// that has been without one for longer than an election takes.
 	find, cancelFind := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancelFind()
 	deadline, _ := ctx.Deadline()
 	here := false
-	err = n.leadership.withLeader(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err = n.leadership.withLeaderWhileElecting(find, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if here = to.self; here {
 			return true, nil
 		}

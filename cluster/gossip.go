@@ -40,9 +40,13 @@ type memberMeta struct {
 	// NotifyLeave cannot tell a leave from a death (the state it passes is
 	// not updated), but it passes the node's last metadata.
 	Leaving bool `json:"leaving,omitempty"`
-	// Boot is random per process start: a server removed from the
-	// configuration while running is not added back until it restarts.
+	// Boot is random per process start: until the cluster keeps removals
+	// in its state, a server removed from the configuration while running
+	// is not added back until it restarts (markRemoved).
 	Boot string `json:"boot"`
+	// Inc is the incarnation of the member's data dir (removed.go); builds
+	// before removal records send none.
+	Inc string `json:"inc,omitempty"`
 }
 
 // gossip is this node's memberlist membership and what it has learnt.
@@ -59,7 +63,10 @@ type gossip struct {
 	mu      sync.Mutex
 	left    map[string]struct{} // ids of members that announced their leave
 	removed map[string]string   // id → boot of servers removed while running
-	meta    memberMeta          // what NodeMeta returns
+	// refused is, by id, the incarnation of a gossip member a removal
+	// record last kept out: logged once each.
+	refused map[string]string
+	meta    memberMeta // what NodeMeta returns
 	// live holds a copy of every live member by name, as the event
 	// delegate reports them: memberlist's Members returns pointers into its
 	// own state, which it rewrites under its lock when a member's metadata
@@ -103,12 +110,13 @@ func (n *Node) startGossip(hasState bool) error {
 		n:       n,
 		left:    map[string]struct{}{},
 		removed: map[string]string{},
+		refused: map[string]string{},
 		gone:    map[string]goneMember{},
 		live:    map[string]memberlist.Node{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
-			Replica: n.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel,
+			Replica: n.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel, Inc: n.incarnation,
 		},
 	}
 	mc := memberlist.DefaultLANConfig()
@@ -199,6 +207,9 @@ func (g *gossip) keepJoined() {
 	}()
 	wait := rejoinMin
 	for {
+		if g.n.Removed() {
+			return // it left gossip, for good (removed.go)
+		}
 		if missing := g.missing(ctx); len(missing) == 0 {
 			wait = rejoinMin
 		} else {
@@ -430,7 +441,7 @@ func (g *gossip) updateMeta(change func(*memberMeta)) {
 	change(&g.meta)
 	changed := before != g.meta
 	g.mu.Unlock()
-	if changed {
+	if changed && !g.n.Removed() { // a removed server's memberlist has stopped
 		if err := g.list.UpdateNode(time.Second); err != nil {
 			g.n.log.Warn("gossip metadata update", "err", err)
 		}
@@ -438,7 +449,10 @@ func (g *gossip) updateMeta(change func(*memberMeta)) {
 }
 
 // markRemoved remembers that the running process of id was removed, so
-// reconciliation does not add it back until it restarts.
+// reconciliation does not add it back until it restarts. Once the cluster
+// is raised to fsm.LevelRemovals an operator's removal is also in the
+// replicated state, which every leader reads (removed.go); this memory is
+// the removing leader's alone.
 func (g *gossip) markRemoved(id string) {
 	for _, m := range g.members() {
 		if m.ID == id {
@@ -459,6 +473,31 @@ func (g *gossip) wasRemoved(m memberMeta) bool {
 		return false
 	}
 	return ok
+}
+
+// firstRefusal reports whether the member id of incarnation inc is kept
+// out by a removal record for the first time (since the last other one).
+func (g *gossip) firstRefusal(id, inc string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if last, ok := g.refused[id]; ok && last == inc {
+		return false
+	}
+	g.refused[id] = inc
+	return true
+}
+
+// leaveRemoved leaves gossip for good: this server was removed, and the
+// others need not see it (keepJoined stops too). Its memberlist stops
+// with it, so that nothing it still sends contradicts a server of its id
+// that an operator starts on a new data dir.
+func (g *gossip) leaveRemoved(timeout time.Duration) {
+	if err := g.list.Leave(timeout); err != nil {
+		g.n.log.Warn("leaving gossip after the removal", "err", err)
+	}
+	if err := g.list.Shutdown(); err != nil {
+		g.n.log.Warn("stopping gossip after the removal", "err", err)
+	}
 }
 
 // takeLeft returns and forgets the ids of members that announced a leave.

@@ -13,8 +13,10 @@ import (
 )
 
 // Leaving is a server's own graceful exit (--leave-on-terminate): it
-// announces the leave and is removed from the configuration. Removing a
-// server (RemoveServer) is the leader's side of it, also open to operators.
+// announces the leave and is removed from the configuration, and rejoins
+// when it starts again. Removing a server is the leader's side of it
+// (removeServer); an operator's removal (RemoveServer) is for good
+// (removed.go).
 
 // handOffLeadership transfers leadership before a leader leaves, so the
 // cluster does not wait for an election.
@@ -30,9 +32,14 @@ func (n *Node) handOffLeadership() {
 }
 
 // leave announces the leave over gossip and has the leader remove this
-// node (directly when it still leads). It waits, bounded by the write
-// timeout, until the removal is visible here. The last voter stays.
+// node (directly when it still leads). The leader answers once the
+// removal is committed; when it did not answer, leave waits, bounded by
+// the write timeout, until the removal is visible here. The last voter
+// stays, and a server an operator removed has nothing to leave.
 func (n *Node) leave() {
+	if n.Removed() {
+		return
+	}
 	if n.otherVoters() == 0 {
 		n.log.Info("last voter: staying in the configuration")
 		return
@@ -42,20 +49,42 @@ func (n *Node) leave() {
 			n.log.Warn("leaving gossip", "err", err)
 		}
 	}
-	if err := n.askRemoval(); err != nil {
-		n.log.Warn("asking the leader to remove this node", "err", err)
+	err := n.askRemoval()
+	if err == nil {
+		n.log.Info("left the cluster")
+		return
 	}
-	// Raft reports no event for a configuration change on a follower; this
-	// runs once, at shutdown.
-	deadline := time.Now().Add(n.cfg.WriteTimeout)
-	for time.Now().Before(deadline) {
-		if servers, err := n.configuration(); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
-			n.log.Info("left the cluster")
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	n.log.Warn("asking the leader to remove this node", "err", err)
+	if n.awaitLeft(n.cfg.WriteTimeout) {
+		n.log.Info("left the cluster")
+		return
 	}
 	n.log.Warn("still in the Raft configuration after leaving; the leader will remove it when it sees the leave")
+}
+
+// awaitLeft waits until this node's configuration no longer lists it, or
+// timeout passes, and reports which. Raft has no event for a configuration
+// entry a follower appends (its observations of peers are the leader's),
+// but a leader stops sending to a server it removed: that server's
+// heartbeat times out and Raft reports it without a leader (a leader
+// observation, leaderWatch.changed); an entry it learns is committed is
+// announced by the applied broadcast. Each wakes a look.
+func (n *Node) awaitLeft(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		applied := n.machine.applied.wait()
+		leaders := n.leadership.changed.wait()
+		if servers, err := n.configuration(); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
+			return true
+		}
+		select {
+		case <-deadline.C:
+			return false
+		case <-applied:
+		case <-leaders:
+		}
+	}
 }
 
 // askRemoval has the leader remove this node, or removes it directly when
@@ -69,7 +98,7 @@ func (n *Node) askRemoval() error {
 	}
 	return n.leadership.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
-			err := n.RemoveServer(n.cfg.ID, "")
+			err := n.removeServer(n.cfg.ID, "", false)
 			return err == nil, err
 		}
 		var answer wire.Ack

@@ -28,7 +28,10 @@ const catchUpWait = 300 * time.Millisecond
 //
 // When no leader answers within the read timeout the local state's answer
 // is returned, with an error that does not wrap fsm.ErrNotFound: a node cut
-// off from the leader keeps serving what it has.
+// off from the leader keeps serving what it has. A node that has gone
+// longer than an election takes without a leader does not wait for one:
+// it answers so at once (withLeaderWhileElecting), a miss with an error
+// wrapping ErrNoLeader.
 //
 // A node that knows it is behind the leader (Behind) does not trust a local
 // hit either: the link may have been deleted. It asks the leader.
@@ -92,9 +95,9 @@ func (n *Node) confirmMiss(ctx context.Context, code string) (fsm.Link, error) {
 // has not seen), so reads ask the leader. Cheap enough for the redirect
 // path: two atomic loads.
 //
-// Reads wait for a leader as long as a write does (the write timeout), so
-// a miss during an election waits for the next leader instead of
-// answering 404 for a code that exists.
+// Reads wait for a leader as long as a write does (the write timeout, or
+// as long as an election takes), so a miss during an election waits for
+// the next leader instead of answering 404 for a code that exists.
 func (n *Node) Behind() bool { return n.machine.behind() }
 
 // ReadIndex returns an index that covers every write acknowledged before
@@ -124,12 +127,14 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 
 // fetchReadIndex gets a read index from the leader, this node included,
 // waiting through an election until the read timeout: a miss must wait for
-// the next leader rather than answer 404 for a code that exists.
+// the next leader rather than answer 404 for a code that exists. A node
+// that has gone longer than an election takes without a leader has no
+// next leader coming soon: it gives up at once.
 func (n *Node) fetchReadIndex() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 	defer cancel()
 	var index uint64
-	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.leadership.withLeaderWhileElecting(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
 		var err error
 		if to.self {
 			index, err = n.ReadIndex(ctx)
@@ -149,7 +154,7 @@ func (n *Node) fetchReadIndex() (uint64, error) {
 // answers in the legacy fields, which FSMLink reads too.
 func (n *Node) leaderLink(ctx context.Context, code string) (fsm.Link, error) {
 	var answer wire.LinkAnswer
-	err := n.leadership.withLeader(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
+	err := n.leadership.withLeaderWhileElecting(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
 			if _, err := n.ReadIndex(ctx); err != nil {
 				return false, err

@@ -85,7 +85,7 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string
 			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
 		}
 	}
-	if who, ok := identify(n.gossip, n.peers, raftAddr); ok {
+	if who, identified := n.identify(raftAddr); identified {
 		if who.ID != id {
 			return fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, who.ID, id)
 		}
@@ -95,6 +95,15 @@ func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string
 	}
 	if err := reachable(n.layer, raftAddr, 2*time.Second); err != nil {
 		return err
+	}
+	if removedInc, removed := n.fsm.Removed(id); removed {
+		joiner, err := n.joinerIncarnation(id, raftAddr)
+		if err != nil {
+			return err
+		}
+		if err := n.admitRemoved(id, removedInc, joiner); err != nil {
+			return err
+		}
 	}
 	if err := n.joinServer(id, raftAddr, nonVoter); err != nil {
 		return err
@@ -171,6 +180,11 @@ func (n *Node) Promote(id, by string) error {
 	case servers[i].Suffrage == raft.Voter:
 		return ErrAlreadyVoter
 	}
+	if _, removed := n.fsm.Removed(id); removed {
+		// An earlier leader recorded the removal and lost leadership
+		// before it changed the configuration; reconciliation finishes it.
+		return fmt.Errorf("%w: %s is being removed", ErrRemovedServer, id)
+	}
 	addr := string(servers[i].Address)
 	if err := reachable(n.layer, addr, 2*time.Second); err != nil {
 		return err
@@ -182,24 +196,63 @@ func (n *Node) Promote(id, by string) error {
 	return nil
 }
 
+// identifyWait bounds how long identify waits for the server itself to
+// answer: a dial that times out takes as long.
+const identifyWait = 2 * time.Second
+
 // identify asks gossip, then the server itself at its Raft address, who
 // the server at raftAddr is and which cluster it belongs to.
-func identify(g *gossip, peers *peerClient, raftAddr string) (wire.NodeInfo, bool) {
-	if g != nil {
-		for _, m := range g.members() {
+func (n *Node) identify(raftAddr string) (wire.NodeInfo, bool) {
+	if n.gossip != nil {
+		for _, m := range n.gossip.members() {
 			if m.RaftAddr == raftAddr {
-				return wire.NodeInfo{ID: m.ID, Cluster: m.Cluster}, true
+				return wire.NodeInfo{ID: m.ID, Cluster: m.Cluster, Incarnation: m.Inc}, true
 			}
 		}
 	}
-	info, err := peers.nodeInfo(raftAddr, 2*time.Second)
+	info, err := n.askNode(raftAddr, identifyWait)
 	return info, err == nil && info.ID != ""
 }
 
-// RemoveServer takes a server out of the configuration. The last voter
-// cannot be removed. by is the key that asked ("" when the cluster did:
-// a server leaving as it stops, gossip seeing it go).
-func (n *Node) RemoveServer(id, by string) error {
+// askNode asks the server at raftAddr who it is (GET node), again until
+// it answers or wait has passed. The first answer may fail at once
+// although the server runs: the connection the protocol's client reuses
+// can be one the process that ran there before has closed (a server
+// restarted at its address, on a new data dir after a removal), and the
+// client sends nothing twice on its own. The next ask dials afresh; later
+// ones wait for a server whose cluster port does not answer yet.
+func (n *Node) askNode(raftAddr string, wait time.Duration) (wire.NodeInfo, error) {
+	deadline := time.Now().Add(wait)
+	var pause time.Duration // none before the first ask again: see above
+	for {
+		info, err := n.peers.nodeInfo(raftAddr, max(time.Until(deadline), askNodeMin))
+		if err == nil || !time.Now().Add(pause).Before(deadline) {
+			return info, err
+		}
+		select {
+		case <-n.closing:
+			return info, fmt.Errorf("ask %s who it is: %w", raftAddr, ErrClosed)
+		case <-time.After(pause):
+		}
+		pause = min(max(2*pause, 50*time.Millisecond), time.Second)
+	}
+}
+
+// askNodeMin is the least time askNode gives one ask: the last one, as
+// the wait ends, still gets a server that answers in time.
+const askNodeMin = 200 * time.Millisecond
+
+// RemoveServer takes a server out of the configuration for an operator,
+// for good: the removal is recorded (removed.go), so no leader adds the
+// server back, and the server stops taking part once it learns of it. The
+// last voter cannot be removed. by is the key that asked.
+func (n *Node) RemoveServer(id, by string) error { return n.removeServer(id, by, true) }
+
+// removeServer takes a server out of the configuration; record keeps it
+// out (an operator's removal). A server leaving as it stops, or gossip
+// seeing it go, is not recorded (by is ""): it rejoins when it starts
+// again.
+func (n *Node) removeServer(id, by string, record bool) error {
 	if !n.IsLeader() {
 		return ErrNoLeader
 	}
@@ -230,8 +283,28 @@ func (n *Node) RemoveServer(id, by string) error {
 	if n.gossip != nil {
 		n.gossip.markRemoved(id)
 	}
+	// A server that answers is recorded first: a leader that loses
+	// leadership between the two entries leaves a record the next one
+	// finishes (reconcile.go), never a running removed server that no
+	// record keeps out. One that does not answer is recorded after: the
+	// record commits under the quorum of the configuration it is in, which
+	// the new configuration may have when the old one, counting the dead
+	// server, has not; and the reachability check keeps a dead server out
+	// meanwhile.
+	first := record && reachable(n.layer, string(n.addrs.resolve(found.ID, found.Address)), time.Second) == nil
+	if first {
+		if err := n.recordRemoval(id, found.Address); err != nil {
+			return fmt.Errorf("remove server %s: %w", id, err)
+		}
+	}
 	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, raftError(err))
+	}
+	if record && !first {
+		if err := n.recordRemoval(id, found.Address); err != nil {
+			return fmt.Errorf("server %s is out of the configuration, but its removal was not recorded "+
+				"(a leader may add it back should it start again on its data dir): %w", id, err)
+		}
 	}
 	if n.IsLeader() { // a leader that removed itself has stepped down
 		if err := n.recordHTTPAddr(id, ""); err != nil {

@@ -180,6 +180,10 @@ type Node struct {
 	// or an operator added it as one); otherwise a non-voter is a learner
 	// to be promoted (learners.go).
 	nonvoter atomic.Bool
+	// incarnation is the random id of the data dir, made with it;
+	// retirement is whether an operator removed this server (removed.go).
+	incarnation string
+	retirement  retirement
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -210,15 +214,23 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open node: %w", err)
 	}
+	incarnation, err := loadIncarnation(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("open node: %w", err)
+	}
 	n := newNode(cfg, f)
 	n.nonvoter.Store(nonvoter)
+	n.incarnation = incarnation
 	hasState, err := n.openRaft()
 	if err != nil {
 		return nil, err
 	}
 	// Gossip is in place before the cluster port serves and the
-	// background work starts: both read n.gossip without a lock.
-	if cfg.GossipAddr != "" {
+	// background work starts: both read n.gossip without a lock. A data
+	// dir removed from its cluster starts neither Raft's elections nor
+	// gossip (removed.go).
+	retired := n.retireIfMarked()
+	if cfg.GossipAddr != "" && !retired {
 		if err := n.startGossip(hasState); err != nil {
 			n.shutdownRaft()
 			return nil, err
@@ -229,6 +241,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
 		n.spawn(func() { n.runDiscovery(bootstrapping) })
 	}
+	n.spawn(n.watchRemoval)
 	return n, nil
 }
 

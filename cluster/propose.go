@@ -38,7 +38,9 @@ type Proposer interface {
 //   - the level: a command some server's build cannot apply is written as
 //     its downgrade when it has one, and refused (ErrUpgrading) otherwise;
 //   - readiness: it waits through an election, up to ctx and the write
-//     timeout, for this node to lead in an established term;
+//     timeout, for this node to lead in an established term, but not on a
+//     node that has gone longer than an election takes without a leader
+//     (ErrNoLeader at once);
 //   - visibility, with opts.Visible.
 //
 // The state machine's refusal (fsm.ErrNotFound, ...) is the returned
@@ -51,7 +53,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command, opts ProposeOptions
 	if err != nil {
 		return Proposed{}, err
 	}
-	if err := n.leadership.waitReady(ctx, false); err != nil {
+	if err := n.leadership.waitReadyWhileElecting(ctx); err != nil {
 		return Proposed{}, err
 	}
 	resp, index, err := n.apply(cmd)

@@ -17,6 +17,9 @@ import (
 // state or the cluster id, and on every restore (which may bring another
 // cluster's id). Membership itself is the leader's: see leaderLoop.
 func (n *Node) runDiscovery(bootstrapping bool) {
+	if n.gossip == nil {
+		return // a data dir removed from its cluster starts no gossip (removed.go)
+	}
 	var retry <-chan time.Time
 	for {
 		members := n.gossip.changed.wait()
@@ -103,7 +106,9 @@ func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
 
 // reconcile brings the Raft configuration in line with gossip: live members
 // are added, as learners (promoted to voters once caught up, learners.go)
-// or, for read replicas, as non-voters. Leader only.
+// or, for read replicas, as non-voters, except servers an operator removed
+// (removed.go), whose removal it finishes if an earlier leader recorded it
+// but did not change the configuration. Leader only.
 func (n *Node) reconcile() {
 	servers, err := n.configuration()
 	if err != nil {
@@ -118,7 +123,7 @@ func (n *Node) reconcile() {
 	alive := map[string]bool{}
 	for _, m := range n.gossip.members() {
 		alive[m.ID] = true
-		if m.Leaving || n.gossip.wasRemoved(m) {
+		if m.Leaving || n.gossip.wasRemoved(m) || n.keepsOut(m) {
 			continue
 		}
 		if m.Cluster != "" && cluster != "" && m.Cluster != cluster {
@@ -173,12 +178,67 @@ func (n *Node) reconcile() {
 			n.noteMembership(fsm.AuditMemberJoin, m.ID, "")
 		}
 	}
+	n.finishRemovals(servers)
 	for _, id := range n.gossip.takeLeft() {
 		if _, ok := byID[raft.ServerID(id)]; !ok || alive[id] || id == n.cfg.ID {
 			continue
 		}
-		if err := n.RemoveServer(id, ""); err != nil {
+		if err := n.removeServer(id, "", false); err != nil {
 			n.log.Warn("reconcile: remove server that left", "member", id, "err", err)
+		}
+	}
+}
+
+// keepsOut reports whether gossip member m is a server an operator
+// removed, which no leader adds back whatever data dir it runs on: only an
+// operator's join brings it back (AddServer). Such a member is told of its
+// removal when it runs on the data dir that was removed (it may have been
+// down, or cut off, as the entries that removed it went out); when the
+// leader that removed it could not learn its data dir, a member of that id
+// that has Raft state is the one removed, and the record is completed with
+// its incarnation first (through the log, so that only a current leader's
+// view decides).
+func (n *Node) keepsOut(m memberMeta) bool {
+	inc, removed := n.fsm.Removed(m.ID)
+	if !removed || m.ID == n.cfg.ID {
+		return false
+	}
+	if n.gossip.firstRefusal(m.ID, m.Inc) {
+		n.log.Info("reconcile: an operator removed this server; not adding it back (to bring it back, join it with an empty data dir)",
+			"member", m.ID, "incarnation", m.Inc)
+	}
+	switch {
+	case m.Inc == "":
+	case inc == "" && m.HasState:
+		if err := n.applyOwn(fsm.ServerRemovalCommand{ID: m.ID, Incarnation: m.Inc}, "removal record"); err != nil {
+			n.log.Warn("reconcile: completing a removal record", "member", m.ID, "err", err)
+		}
+	case inc == m.Inc:
+		if err := n.peers.tellRemoved(m.ID, m.Inc, m.RaftAddr); err != nil {
+			n.log.Debug("reconcile: telling a removed server", "member", m.ID, "err", err)
+		} else {
+			n.log.Info("reconcile: told a removed server that still runs that it was removed", "member", m.ID)
+		}
+	}
+	return true
+}
+
+// finishRemovals removes the servers of the configuration (servers, read
+// before the records) that a removal record names: a leader that recorded
+// a removal lost leadership before it changed the configuration.
+func (n *Node) finishRemovals(servers []raft.Server) {
+	for _, s := range servers {
+		id := string(s.ID)
+		if _, removed := n.fsm.Removed(id); !removed || id == n.cfg.ID {
+			continue
+		}
+		switch err := n.removeServer(id, "", false); {
+		case err == nil:
+			n.log.Info("reconcile: finished the removal of a server an earlier leader recorded", "id", id)
+		case errors.Is(err, ErrUnknownServer):
+			// The removal that wrote the record has finished meanwhile.
+		default:
+			n.log.Warn("reconcile: finishing a removal", "id", id, "err", err)
 		}
 	}
 }

@@ -155,13 +155,14 @@ func TestBootstrapExpectCountsOnlyVoters(t *testing.T) {
 // non-voter, asked at once (the leader's promotion duty and an operator's
 // leave), end with the server out of the configuration whichever comes
 // first: a promotion decided on the configuration before the removal
-// would add the removed server back, as a voter.
+// would add the removed server back, as a voter. A removed server stays
+// removed, so each try joins it anew on an empty data dir.
 func TestPromotionDoesNotUndoARemoval(t *testing.T) {
 	t.Parallel()
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, func() bool { return leader.NotReady() == "" })
-	replica := openReplica(t, leader)
 	for try := range 20 {
+		replica := openReplica(t, leader)
 		if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 			t.Fatalf("try %d: join: %v", try, err)
 		}

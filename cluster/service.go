@@ -53,6 +53,9 @@ type protocolNode struct {
 	removeServer func(id string) error
 	// remainNonvoter keeps this server a non-voter (POST non-voter).
 	remainNonvoter func(id string) error
+	// removed takes a leader's word that this server was removed (POST
+	// removed, removed.go).
+	removed func(notice wire.RemovedNotice) error
 	// appliedIndex, waitApplied and noteLeaderIndex are this node's
 	// applied index, a wait for it to reach an index, and the record of
 	// an index the leader has applied (see Behind).
@@ -68,7 +71,8 @@ func startPeerService(n *Node) *peerService {
 	// This node's answer to GET node: who it is, where its gossip is and
 	// which log entries it applies.
 	info := func() wire.NodeInfo {
-		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel, Wants: n.wants()}
+		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel, Wants: n.wants(),
+			Incarnation: n.incarnation}
 		if n.gossip != nil {
 			info.GossipAddr = n.gossip.advertised()
 		}
@@ -80,8 +84,9 @@ func startPeerService(n *Node) *peerService {
 		link:            n.fsm.Get,
 		isLeader:        n.IsLeader,
 		applyEntry:      n.applyEntry,
-		removeServer:    func(id string) error { return n.RemoveServer(id, "") },
+		removeServer:    func(id string) error { return n.removeServer(id, "", false) },
 		remainNonvoter:  n.remainNonvoter,
+		removed:         n.noticeRemoval,
 		appliedIndex:    n.machine.appliedIndex,
 		waitApplied:     n.machine.waitApplied,
 		noteLeaderIndex: n.machine.noteLeaderIndex,
@@ -234,6 +239,7 @@ func (s *peerService) routes() fasthttp.RequestHandler {
 	r.POST(wire.PathClicks, s.serveClicks)
 	r.POST(wire.PathLeave, s.serveLeave)
 	r.POST(wire.PathNonvoter, s.serveNonvoter)
+	r.POST(wire.PathRemoved, s.serveRemoved)
 	r.GET(wire.PathApplied, s.serveApplied)
 	r.POST(wire.PathCreates, s.node.creates)
 	return r.Handler
@@ -333,6 +339,24 @@ func (s *peerService) serveNonvoter(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	switch err := s.node.remainNonvoter(req.ID); {
+	case errors.Is(err, ErrInvalidServer):
+		wire.WriteProblem(ctx, fasthttp.StatusConflict, err.Error())
+	case err != nil:
+		writeUnavailable(ctx, err)
+	default:
+		wire.WriteMessage(ctx, wire.Ack{V: wire.Version})
+	}
+}
+
+// serveRemoved takes a leader's word that an operator removed this server
+// on this data dir; another server's or data dir's notice is refused.
+func (s *peerService) serveRemoved(ctx *fasthttp.RequestCtx) {
+	var notice wire.RemovedNotice
+	if err := wire.Decode(ctx.PostBody(), &notice); err != nil {
+		wire.WriteProblem(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	switch err := s.node.removed(notice); {
 	case errors.Is(err, ErrInvalidServer):
 		wire.WriteProblem(ctx, fasthttp.StatusConflict, err.Error())
 	case err != nil:

@@ -68,7 +68,9 @@ type createReply struct {
 // A create without one gets one before it is first relayed, so every
 // relayed create may be sent again. Each attempt decides once where the
 // leader is, and the relay sends it to that node. ctx and the write
-// timeout bound the whole.
+// timeout bound the whole; on a node that has gone longer than an election
+// takes without a leader it fails (ErrNoLeader) at once instead
+// (withLeaderWhileElecting).
 func (n *Node) Create(ctx context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	return n.creates.create(ctx, req)
 }
@@ -90,7 +92,7 @@ func (p *createPath) create(ctx context.Context, req fsm.CreateRequest) (fsm.Cre
 	}
 	var reply createReply
 	remote := false // the attempt that decided it was the leader's, elsewhere
-	err := p.leadership.withLeader(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
+	err := p.leadership.withLeaderWhileElecting(ctx, relayRetryBackoff, func(to leaderTarget) (bool, error) {
 		remote = !to.self
 		if to.self {
 			reply = p.here(ctx, req)

@@ -432,6 +432,13 @@ func (n *node) commandLine(opts nodeOptions) (args, env []string) {
 		"click-flush-interval": fastFlush.String(),
 		"admin-token":          e2eToken,
 	}
+	if n.bin == "" {
+		// No drain unless a test asks for one: a test that stops a node
+		// waits for its exit, and no load balancer here needs the time.
+		// (An older release, which TestRollingUpgrade starts, has no
+		// such flag.)
+		settings["shutdown-drain"] = "0"
+	}
 	if n.clusterKey != "" {
 		settings["cluster-key"] = n.clusterKey
 	}
@@ -501,9 +508,12 @@ func (n *node) launch() {
 	}()
 }
 
-// isLeader and leaderKnown are readiness conditions on a /health answer.
+// isLeader, leaderKnown and writable are readiness conditions on a /health
+// answer. /health is 200 on a node that serves redirects, with or without a
+// leader: a test that writes next waits for writable.
 func isLeader(h health) bool    { return h.Role == "leader" }
 func leaderKnown(h health) bool { return h.Leader != "" }
+func writable(h health) bool    { return h.Writes == "ok" }
 
 // waitLeader waits until the node reports itself as leader.
 func (n *node) waitLeader() error { return n.waitReady(isLeader) }
@@ -878,6 +888,8 @@ func checkProblemBody(t *testing.T, r response) problem {
 type health struct {
 	Status       string `json:"status"`
 	Reason       string `json:"reason"`
+	Writes       string `json:"writes"`
+	WritesReason string `json:"writes_reason"`
 	NodeID       string `json:"node_id"`
 	Role         string `json:"role"`
 	Leader       string `json:"leader"`

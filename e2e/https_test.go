@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -23,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -264,9 +266,16 @@ func TestHTTPSWithACME(t *testing.T) {
 	}
 
 	// Plain HTTP on node3 (--http-redirect): 308 to https, path and query
-	// kept; health and metrics stay.
-	if r := nodes[2].get(t, "/abc?x=1"); r.status != http.StatusPermanentRedirect || r.header.Get("Location") != "https://"+httpsAddr(2)+"/abc?x=1" {
-		t.Fatalf("plain HTTP with --http-redirect: %v; want 308 to https://%s/abc?x=1", r, httpsAddr(2))
+	// kept, to a name the node serves: the one asked for when it is one
+	// (an ACME name here), else the short URLs' (the first ACME name),
+	// never the node's address or whatever the Host header said; health
+	// and metrics stay.
+	want := "https://" + net.JoinHostPort(base, itoa(httpsPort)) + "/abc?x=1"
+	for _, host := range []string{"", base, "evil.example", strings.ToUpper(base) + ":80"} {
+		r := nodes[2].request(t, http.MethodGet, "/abc?x=1", http.Header{"Host": {host}}, nil)
+		if r.status != http.StatusPermanentRedirect || r.header.Get("Location") != want {
+			t.Fatalf("plain HTTP with --http-redirect, Host %q: %v Location %q; want 308 to %s", host, r, r.header.Get("Location"), want)
+		}
 	}
 	if r := nodes[2].get(t, "/metrics"); r.status != http.StatusOK || !strings.Contains(string(r.body), `linkraft_certificate_expiry_timestamp_seconds{name="`+base+`"}`) {
 		t.Fatalf("/metrics over plain HTTP: %v", r.status)
@@ -330,7 +339,7 @@ func TestHTTPSWithACME(t *testing.T) {
 	// leader, which orders, among them): no certificate, no order. The
 	// killed node comes back first: a domain is registered below, which
 	// waits for every server to be known to apply it.
-	leader.restartUntil(func(h health) bool { return h.Status == "healthy" })
+	leader.restartUntil(writable)
 	const unknown = "evil.linkraft.test"
 	probeUnknown := func() {
 		t.Helper()
@@ -509,4 +518,153 @@ func nodesOnAddresses(t *testing.T, ips []string, httpPort int) ([]*node, []stri
 		gossip = append(gossip, n.gossipAddr)
 	}
 	return nodes, gossip
+}
+
+// handshakeTally counts the outcomes of TLS handshakes against one
+// address: refused (nothing listens), completed (a certificate that
+// verifies for the name), alert (the server answered the handshake with
+// a TLS alert: what a browser does not retry elsewhere) and other
+// (reset, timeout, a certificate that does not verify), with the first
+// alert's and other's text.
+type handshakeTally struct {
+	refused, completed, alert, other int
+	firstAlert, firstOther           string
+	// sinceCompleted is when, from the tally's start, the first handshake
+	// completed; -1 when none did.
+	sinceCompleted time.Duration
+}
+
+func (h handshakeTally) String() string {
+	return fmt.Sprintf("refused %d, completed %d (first after %v), alert %d %q, other %d %q",
+		h.refused, h.completed, h.sinceCompleted.Round(time.Millisecond), h.alert, h.firstAlert, h.other, h.firstOther)
+}
+
+// tallyHandshakes handshakes with addr for name every 20 ms, each on a
+// new connection, until window has passed or, with untilCompleted, the
+// first handshake completes; at most window/20ms+1 handshakes.
+func tallyHandshakes(addr, name string, roots *x509.CertPool, window time.Duration, untilCompleted bool) handshakeTally {
+	const every = 20 * time.Millisecond
+	tally := handshakeTally{sinceCompleted: -1}
+	start := time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := 0; i <= int(window/every); i++ {
+		if i > 0 {
+			<-tick.C
+		}
+		if time.Since(start) > window {
+			break
+		}
+		_, err := servedCertificate(addr, name, roots)
+		var op *net.OpError
+		switch {
+		case err == nil:
+			if tally.completed == 0 {
+				tally.sinceCompleted = time.Since(start)
+			}
+			tally.completed++
+		case errors.Is(err, syscall.ECONNREFUSED):
+			tally.refused++
+		case errors.As(err, &op) && op.Op == "remote error":
+			if tally.alert == 0 {
+				tally.firstAlert = fmt.Sprintf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+			}
+			tally.alert++
+		default:
+			if tally.other == 0 {
+				tally.firstOther = fmt.Sprintf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+			}
+			tally.other++
+		}
+		if untilCompleted && tally.completed > 0 {
+			break
+		}
+	}
+	return tally
+}
+
+// TestHTTPSNeverHalfUp: a node's HTTPS port refuses connections (nothing
+// listens) until it can complete the handshake for its names, then
+// completes it; a client never gets a TLS alert from it. A brand-new
+// cluster keeps it closed until its first certificate is obtained; a
+// restarted node, killed or stopped, serves the certificate it held
+// before it caught up with the cluster — the certificate was stored
+// after the last snapshot (there is none), so its state has it only once
+// the leader tells it the log is committed.
+func TestHTTPSNeverHalfUp(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	httpPort, httpsPort := portOnAll(t, ips...), portOnAll(t, ips...)
+	ca := startACMECA(t, httpPort, freePort(t, false))
+	const name = "up.linkraft.test"
+	ca.resolve(t, name, ips...)
+	nodes, gossip := nodesOnAddresses(t, ips, httpPort)
+	for i, n := range nodes {
+		n.args, n.env = n.commandLine(nodeOptions{Settings: map[string]string{
+			"join": strings.Join(gossip, ","), "bootstrap-expect": "3",
+			"https-addr": net.JoinHostPort(ips[i], itoa(httpsPort)), "acme-domains": name, "acme-email": "ops@linkraft.test",
+			"acme-directory": ca.directory, "acme-ca-root": ca.caRoot, "http-redirect": "false"}})
+		n.launch()
+	}
+	httpsAddr := func(i int) string { return net.JoinHostPort(ips[i], itoa(httpsPort)) }
+
+	// A brand-new cluster: closed until the first order completes.
+	fresh := tallyHandshakes(httpsAddr(0), name, ca.roots, 90*time.Second, true)
+	t.Logf("%s, brand-new cluster, until the first certificate: %v", nodes[0].id, fresh)
+	if fresh.completed == 0 {
+		t.Fatalf("%s does not serve a certificate for %s within 90 s: %v\n%s", nodes[0].id, name, fresh, tail(nodes[0].out.String(), 3000))
+	}
+	if fresh.alert > 0 {
+		t.Errorf("%s answered handshakes with TLS alerts before its first certificate: %v", nodes[0].id, fresh)
+	}
+	for i, n := range nodes {
+		if !eventually(30*time.Second, func() bool { _, err := servedCertificate(httpsAddr(i), name, ca.roots); return err == nil }) {
+			t.Fatalf("%s does not serve %s", n.id, name)
+		}
+	}
+
+	restarts := []struct {
+		how  string
+		down func(*node)
+	}{
+		{"kill -9", (*node).kill9},
+		{"SIGTERM", func(n *node) { _ = n.stop() }},
+	}
+	for _, r := range restarts {
+		// The leader: its restart takes an election as well as a catch-up.
+		leader, _ := waitOneLeader(t, leaderWaitTimeout, nodes...)
+		i := slices.Index(nodes, leader)
+		// What it serves is kept in its data dir once its log says so.
+		if !eventually(30*time.Second, func() bool {
+			for _, line := range strings.Split(leader.out.String(), "\n") {
+				if strings.Contains(line, ` msg="kept the certificates served here for the next start" `) && slices.Contains(strings.Fields(line), "certificates=1") {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("%s did not keep the certificate it serves for its next start\n%s", leader.id, tail(leader.out.String(), 3000))
+		}
+		r.down(leader)
+		fmt.Fprintf(leader.out, "\n=== harness: restart ===\n")
+		leader.launch()
+		got := tallyHandshakes(httpsAddr(i), name, ca.roots, 15*time.Second, false)
+		t.Logf("%s, the leader, restarted after %s: %v", leader.id, r.how, got)
+		out := leader.out.String()
+		for _, line := range strings.Split(out[strings.LastIndex(out, "=== harness: restart ==="):], "\n") {
+			if strings.Contains(line, "HTTPS") || strings.Contains(line, "component=tls") {
+				t.Logf("%s: %s", leader.id, line)
+			}
+		}
+		if got.alert > 0 {
+			t.Errorf("%s, restarted after %s, answered handshakes with TLS alerts: %v", leader.id, r.how, got)
+		}
+		if err := leader.waitReady(leaderKnown); err != nil {
+			t.Fatalf("%s after restart: %v", leader.id, err)
+		}
+		if !eventually(30*time.Second, func() bool { _, err := servedCertificate(httpsAddr(i), name, ca.roots); return err == nil }) {
+			t.Fatalf("%s, restarted after %s, does not serve %s", leader.id, r.how, name)
+		}
+	}
 }

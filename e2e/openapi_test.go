@@ -250,6 +250,8 @@ func TestOpenAPIContract(t *testing.T) {
 	c.call(t, n1, http.MethodGet, "/", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/health", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/health/live", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/health/writes", nil, nil, http.StatusOK)
+	c.call(t, n1, http.MethodGet, "/health", noCredential(), nil, http.StatusOK) // a probe's: no cluster id
 	c.call(t, n1, http.MethodGet, "/metrics", nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/ui/", nil, nil, http.StatusOK)
 
@@ -560,6 +562,7 @@ func TestOpenAPIContract(t *testing.T) {
 	limited := map[string]string{"admin-token": token, "write-timeout": "1s", "create-rate": "1", "create-burst": "1"}
 	n2 := startWaitingNode(t, "node2", n1.clusterKey, limited)
 	c.call(t, n2, http.MethodGet, "/health", nil, nil, http.StatusServiceUnavailable) // not a member yet
+	c.call(t, n2, http.MethodGet, "/health/writes", nil, nil, http.StatusServiceUnavailable)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
 		[]byte(`{"id":"node2","raft_addr":"`+n2.raftAddr+`","http_addr":"`+n2.httpAddr+`"}`), http.StatusOK)
 	c.call(t, n1, http.MethodPost, "/admin/join", authJSON,
@@ -663,11 +666,12 @@ func TestOpenAPIContract(t *testing.T) {
 	// for a leader far longer, up to a minute for the stale cluster view.)
 	leader.kill9()
 	if !eventually(10*time.Second, func() bool {
-		h, err := survivor.tryLive() // /health is 503 without a leader
+		h, err := survivor.tryHealth() // still 200: it serves redirects
 		return err == nil && h.Leader == ""
 	}) {
 		t.Fatalf("node %s still names a leader 10 s after the leader was killed", survivor.id)
 	}
+	c.call(t, survivor, http.MethodGet, "/health/writes", nil, nil, http.StatusServiceUnavailable) // no_leader
 	create(survivor, "/api/v1/urls", map[string]any{"original_url": "https://example.com/openapi/no-leader"}, nil, http.StatusServiceUnavailable)
 	c.call(t, survivor, http.MethodDelete, "/api/v1/urls/"+a.ShortCode, nil, nil, http.StatusServiceUnavailable)
 	c.call(t, survivor, http.MethodPatch, "/api/v1/urls/"+a.ShortCode, jsonH, []byte(`{"title":"no leader"}`), http.StatusServiceUnavailable)

@@ -65,6 +65,9 @@ const (
 	cmdDomainExtended
 	// cmdOrphanVisitsDelete forgets every orphan visit (orphans.go).
 	cmdOrphanVisitsDelete
+	// LevelRemovals: cmdServerRemoval records a server an operator
+	// removed from the cluster, or forgets that record (removals.go).
+	cmdServerRemoval
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -239,6 +242,19 @@ type PurgeCommand struct {
 type ServerCommand struct {
 	ID       string
 	HTTPAddr string
+}
+
+// ServerRemovalCommand records that an operator removed server ID from the
+// cluster, with Incarnation, the random id of the data dir it ran on
+// (empty when the leader could not learn it), and forgets the server's HTTP
+// address: no leader adds the server back, and the server itself, seeing
+// the record, stops taking part (removals.go). With Forget it drops the
+// record instead: an operator joined a server of that id that runs on a
+// new data dir.
+type ServerRemovalCommand struct {
+	ID          string
+	Incarnation string
+	Forget      bool
 }
 
 // Encode is the init's log entry (Command): the key and the cluster's id.
@@ -439,6 +455,16 @@ func (c ServerCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
+// Encode is the removal record as a log entry (Command).
+func (c ServerRemovalCommand) Encode() []byte {
+	var e encoder
+	e.byte(byte(cmdServerRemoval))
+	e.string(c.ID)
+	e.string(c.Incarnation)
+	e.bool(c.Forget)
+	return seal(e.buf)
+}
+
 // Encode is the key's creation as a log entry (Command), with the key's
 // domains only when it is limited to some.
 func (c KeyCreateCommand) Encode() []byte {
@@ -572,6 +598,8 @@ func DecodeCommand(data []byte) (Command, error) {
 		cmd = PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
 	case cmdServer:
 		cmd = ServerCommand{ID: d.string(), HTTPAddr: d.string()}
+	case cmdServerRemoval:
+		cmd = ServerRemovalCommand{ID: d.string(), Incarnation: d.string(), Forget: d.bool()}
 	case cmdWebhookSet, cmdWebhookDelete, cmdWebhookAck:
 		cmd = decodeWebhookCommand(&d, typ)
 	case cmdRaise:

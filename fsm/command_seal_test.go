@@ -11,12 +11,13 @@ import (
 // another target, say); CRC-32C catches every single-bit change.
 func TestSealedCommandsRefuseAnyChangedBit(t *testing.T) {
 	entries := map[string][]byte{
-		"init":   InitCommand{Key: [32]byte{1, 2, 3}, ClusterID: [16]byte{4}}.Encode(),
-		"create": CreateBatch{Now: 1700000000000, Items: []CreateRequest{{URL: "https://example.com/a", Workspace: "default", CodeLength: 7, RequestID: "k1"}}}.Encode(),
-		"delete": DeleteCommand{Code: "abc1234", Now: 5}.Encode(),
-		"clicks": ClickBatch{Node: "n1", Seq: 9, Now: 7, Counts: []ClickCount{{Code: "abc1234", Count: 3}}}.Encode(),
-		"purge":  PurgeCommand{ExpiredBefore: 1, RequestsBefore: 2}.Encode(),
-		"server": ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode(),
+		"init":    InitCommand{Key: [32]byte{1, 2, 3}, ClusterID: [16]byte{4}}.Encode(),
+		"create":  CreateBatch{Now: 1700000000000, Items: []CreateRequest{{URL: "https://example.com/a", Workspace: "default", CodeLength: 7, RequestID: "k1"}}}.Encode(),
+		"delete":  DeleteCommand{Code: "abc1234", Now: 5}.Encode(),
+		"clicks":  ClickBatch{Node: "n1", Seq: 9, Now: 7, Counts: []ClickCount{{Code: "abc1234", Count: 3}}}.Encode(),
+		"purge":   PurgeCommand{ExpiredBefore: 1, RequestsBefore: 2}.Encode(),
+		"server":  ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode(),
+		"removal": ServerRemovalCommand{ID: "n4", Incarnation: "0123456789abcdef", Forget: true}.Encode(),
 	}
 	for name, entry := range entries {
 		t.Run(name, func(t *testing.T) {

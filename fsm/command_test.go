@@ -41,6 +41,7 @@ func everyCommand() map[string]Command {
 		"order":                CertCommand{Kind: SetOrder, Order: Order{Name: "s.example", URL: "https://ca.example/order/1", Started: 1}},
 		"visits delete":        VisitsDeleteCommand{Code: "abc", Now: 9, KeyID: key.ID},
 		"orphan visits delete": OrphanVisitsDeleteCommand{Now: 9, KeyID: key.ID},
+		"server removal":       ServerRemovalCommand{ID: "n4", Incarnation: "0123456789abcdef"},
 	}
 	maps.Copy(commands, visitRowsCommands())
 	return commands
@@ -74,7 +75,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdOrphanVisitsDelete; typ++ {
+	for typ := cmdInit; typ <= cmdServerRemoval; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

@@ -49,8 +49,13 @@ const (
 	// is raised to it, click batches that also keep joint visitor tallies
 	// per link and hour; snapshots of such a state are version 10.
 	LevelVisitRows = 9
+	// LevelRemovals: type 31, the record of a server an operator removed
+	// (its id and the incarnation of its data dir), which every leader
+	// reads before it adds a server (removals.go), applied once the
+	// cluster is raised to it; snapshots of such a state are version 11.
+	LevelRemovals = 10
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelVisitRows
+	EntryLevel = LevelRemovals
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -62,6 +67,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdServerRemoval:
+		return LevelRemovals
 	case typ >= cmdVisitsDelete:
 		return LevelVisitRows
 	case typ >= cmdCert:
@@ -93,6 +100,10 @@ func (PurgeCommand) Level() int { return LevelKeys }
 
 // Level is LevelKeys: every build applies members' addresses (Command).
 func (ServerCommand) Level() int { return LevelKeys }
+
+// Level is LevelRemovals, the level that brought removal records
+// (Command).
+func (ServerRemovalCommand) Level() int { return LevelRemovals }
 
 // Level is LevelKeys: revocations came with API keys (Command).
 func (KeyRevokeCommand) Level() int { return LevelKeys }

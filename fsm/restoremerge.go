@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -47,6 +48,9 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //   - the certificates and the ACME account are cur's: their keys are
 //     sealed with this cluster's key, and they are for the names this
 //     cluster serves now;
+//   - the removed servers are cur's, and next forgets their HTTP
+//     addresses: the membership is this cluster's, and a restore must not
+//     let a server it removed back in;
 //   - the registered domains are those of both, next's settings first, so
 //     a host the cluster serves does not fall back to the default domain;
 //   - a webhook both hold keeps cur's registration, outbox and numbering:
@@ -87,6 +91,10 @@ func keepHandedOut(next, cur *state) {
 	}
 	next.audit = cur.audit.clone()
 	next.certs = cur.certs.clone()
+	next.removed = maps.Clone(cur.removed)
+	for id := range next.removed {
+		delete(next.servers, id)
+	}
 	next.raised = max(next.raised, cur.raised)
 	if next.bounded() {
 		next.audit.keepApart()

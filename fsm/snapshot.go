@@ -36,7 +36,8 @@ const (
 	snapshotV7      = 7  // version 6 whose audit log may record restores
 	snapshotV8      = 8  // version 7 of a raised cluster: its level after the version, the security audit at the end
 	snapshotV9      = 9  // version 8, then the certificates (certs.go)
-	snapshotVersion = 10 // version 9 of a cluster raised to LevelVisitRows
+	snapshotV10     = 10 // version 9 of a cluster raised to LevelVisitRows
+	snapshotVersion = 11 // version 10 of a cluster raised to LevelRemovals: the removed servers after the servers
 )
 
 // Link flags in a version 2 snapshot.
@@ -73,6 +74,7 @@ type snapshot struct {
 	tombstones []string
 	clickSeqs  []clickSeqEntry
 	servers    []serverEntry
+	removed    []removedEntry
 	requests   []requestRecord
 	keys       []*APIKey
 	revoked    []string
@@ -120,6 +122,9 @@ func (s *state) snapshot() *snapshot {
 	for id, addr := range s.servers {
 		snap.servers = append(snap.servers, serverEntry{id, addr})
 	}
+	for id, incarnation := range s.removed {
+		snap.removed = append(snap.removed, removedEntry{id, incarnation})
+	}
 	// Keys never change once added, so the view may share them.
 	snap.keys = slices.Collect(maps.Values(s.keys))
 	snap.revoked = slices.Collect(maps.Keys(s.revoked))
@@ -141,6 +146,7 @@ func (snap *snapshot) sort() {
 	slices.Sort(snap.tombstones)
 	slices.SortFunc(snap.clickSeqs, func(a, b clickSeqEntry) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
+	sortRemovals(snap.removed)
 	slices.SortFunc(snap.keys, func(a, b *APIKey) int { return cmp.Compare(a.ID, b.ID) })
 	slices.Sort(snap.revoked)
 	slices.SortFunc(snap.domains, func(a, b Domain) int { return cmp.Compare(a.Name, b.Name) })
@@ -195,7 +201,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		if r := snap.records.at(p); r.live() {
 			snap.encodeLink(&e, r)
 			switch {
-			case version >= snapshotVersion:
+			case version >= snapshotV10:
 				encodeOptionsExtended(&e, snap.opts[p])
 			case version >= snapshotV5:
 				encodeOptions(&e, snap.opts[p])
@@ -218,6 +224,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		e.string(sv.id)
 		e.string(sv.httpAddr)
 	}
+	if version >= snapshotVersion {
+		snap.encodeRemovals(&e)
+	}
 	e.uvarint(uint64(len(snap.requests)))
 	for _, r := range snap.requests {
 		e.string(r.id)
@@ -236,11 +245,11 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 			e.string(d.Name)
 			e.string(d.RootRedirect)
 			e.string(d.NotFoundRedirect)
-			if version >= snapshotVersion {
+			if version >= snapshotV10 {
 				e.string(d.InvalidRedirect)
 			}
 		}
-		if version >= snapshotVersion {
+		if version >= snapshotV10 {
 			e.string(snap.defaultDomain.RootRedirect)
 			e.string(snap.defaultDomain.NotFoundRedirect)
 			e.string(snap.defaultDomain.InvalidRedirect)
@@ -257,7 +266,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	if version >= snapshotV9 {
 		snap.encodeCerts(&e)
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV10 {
 		snap.encodeTallies(&e, flush)
 		snap.encodeOrphans(&e, flush)
 	}
@@ -456,6 +465,11 @@ func decodeSections(d *decoder) (*state, error) {
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		st.servers[d.string()] = d.string()
 	}
+	if version >= snapshotVersion {
+		if err := st.decodeRemovals(d); err != nil {
+			return nil, err
+		}
+	}
 	for n := d.count(5); n > 0 && d.err == nil; n-- {
 		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
 		st.requests.add(r)
@@ -499,7 +513,7 @@ func decodeSections(d *decoder) (*state, error) {
 			return nil, err
 		}
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV10 {
 		if err := st.decodeTallies(d); err != nil {
 			return nil, err
 		}
@@ -571,7 +585,7 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
 		var opts *Options
 		switch {
-		case version >= snapshotVersion:
+		case version >= snapshotV10:
 			opts = decodeOptionsExtended(d)
 		case version >= snapshotV5:
 			opts = decodeOptions(d)
@@ -652,15 +666,17 @@ func (st *state) decodeDedupeV1(d *decoder) error {
 // while its level is LevelKeys (no options, domains or keys limited to
 // domains), 7 only while its audit log records a restore, 8 once the
 // cluster was raised to LevelBounds, 9 once raised to LevelCerts, 10 once
-// raised to LevelVisitRows. A cluster in the middle of an upgrade, whose
+// raised to LevelVisitRows, 11 once raised to LevelRemovals. A cluster in the middle of an upgrade, whose
 // new nodes hold only such state (nothing newer is written until every
 // node applies it, see EntryLevel), then sends its old nodes snapshots
 // they can read. The choice depends on the state alone, so equal states
 // still give equal bytes.
 func (snap *snapshot) version() byte {
 	switch {
-	case snap.level >= LevelVisitRows:
+	case snap.level >= LevelRemovals:
 		return snapshotVersion
+	case snap.level >= LevelVisitRows:
+		return snapshotV10
 	case snap.level >= LevelCerts:
 		return snapshotV9
 	case snap.level >= LevelBounds:
@@ -798,7 +814,7 @@ func (st *state) decodeAudit(d *decoder, version byte, security bool) error {
 func (st *state) decodeDomains(d *decoder, version byte) error {
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
-		if version >= snapshotVersion {
+		if version >= snapshotV10 {
 			dom.InvalidRedirect = d.string()
 		}
 		if d.err == nil && !validDomainName(dom.Name) {
@@ -806,7 +822,7 @@ func (st *state) decodeDomains(d *decoder, version byte) error {
 		}
 		st.domains[dom.Name] = dom
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV10 {
 		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
 	}
 	for name := range st.domainLinks {

@@ -18,7 +18,8 @@ func TestSnapshotVersionMatchesTheRaise(t *testing.T) {
 	}{
 		{LevelBounds, snapshotV8},
 		{LevelCerts, snapshotV9},
-		{LevelVisitRows, snapshotVersion},
+		{LevelVisitRows, snapshotV10},
+		{LevelRemovals, snapshotVersion},
 	} {
 		f := New()
 		applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: c.level}.Encode())
@@ -27,7 +28,7 @@ func TestSnapshotVersionMatchesTheRaise(t *testing.T) {
 			t.Fatalf("raised to %d: version %d, want %d", c.level, v, c.version)
 		}
 		// The raise follows the version byte; each level is one byte.
-		for _, other := range []byte{LevelBounds, LevelCerts, LevelVisitRows} {
+		for _, other := range []byte{LevelBounds, LevelCerts, LevelVisitRows, LevelRemovals} {
 			if int(other) == c.level {
 				continue
 			}

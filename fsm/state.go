@@ -79,6 +79,7 @@ type state struct {
 	tombstones map[string]struct{}
 	clickSeqs  map[string]uint64 // node → last applied click batch sequence
 	servers    map[string]string // server id → HTTP address
+	removed    map[string]string // server id → incarnation it was removed with (removals.go)
 	requests   requestWindow
 	keys       map[string]*APIKey  // key id → key; a key never changes once added
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
@@ -107,6 +108,7 @@ func newState() *state {
 		tombstones:  map[string]struct{}{},
 		clickSeqs:   map[string]uint64{},
 		servers:     map[string]string{},
+		removed:     map[string]string{},
 		requests:    newRequestWindow(seed),
 		keys:        map[string]*APIKey{},
 		revoked:     map[string]struct{}{},
@@ -230,6 +232,8 @@ func (s *state) apply(data []byte) any {
 			s.servers[c.ID] = c.HTTPAddr
 		}
 		return nil
+	case ServerRemovalCommand:
+		return s.applyRemoval(c)
 	case KeyCreateCommand:
 		return s.createKey(c)
 	case KeyRevokeCommand:

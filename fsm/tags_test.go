@@ -146,7 +146,7 @@ func TestSnapshotVersion10(t *testing.T) {
 		create(1, CreateRequest{URL: "https://example.com/", Workspace: "w", CustomCode: "x", Options: extendedOptions()},
 			CreateRequest{URL: "https://example.com/", Workspace: "w", CustomCode: "y", Domain: "a.example", Options: &Options{Crawlable: true}}))
 	data := snapshotBytes(t, f)
-	if v := data[len(snapshotMagic)]; v != snapshotVersion {
+	if v := data[len(snapshotMagic)]; v != snapshotV10 {
 		t.Fatalf("version %d", v)
 	}
 	g := roundTrip(t, f)

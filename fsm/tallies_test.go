@@ -205,7 +205,7 @@ func TestTalliesOnlyOnceRaised(t *testing.T) {
 func TestTalliesSnapshot(t *testing.T) {
 	f, code := tallied(t)
 	first := snapshotBytes(t, f)
-	if first[len(snapshotMagic)] != snapshotVersion {
+	if first[len(snapshotMagic)] != snapshotV10 {
 		t.Fatalf("version %d", first[len(snapshotMagic)])
 	}
 	restored := New()

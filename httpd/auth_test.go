@@ -144,6 +144,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/admin/leadership-transfer", "", true, with(403, 403, 403, 403)},
 		{"GET", "/admin/backup", "", false, with(403, 403, 403, 403, 200, 200)},
 		{"GET", "/health/live", "", false, all(200)},
+		{"GET", "/health/writes", "", false, all(200)},
 		{"GET", "/.well-known/acme-challenge/no-such-token", "", false, all(404)},
 		{"GET", "/health", "", false, all(200)},
 		{"GET", "/", "", false, all(200)},

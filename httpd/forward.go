@@ -73,8 +73,12 @@ func (m forwardMode) needs(level int) forwardMode {
 }
 
 // staleHeader marks an answer from a node that could reach no leader and
-// answered with its own view (forwardAdminRead).
-const staleHeader = "X-Linkraft-Stale"
+// answered with its own view (forwardAdminRead, a list, a redirect's
+// miss), staleOwnView its value.
+const (
+	staleHeader  = "X-Linkraft-Stale"
+	staleOwnView = "no leader reachable; this is the answering node's own view"
+)
 
 // forwarder serves a request here when this node leads, and otherwise
 // forwards it to the leader and relays the answer (toLeader). A request
@@ -92,7 +96,7 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			h(ctx)
 		case err == nil:
 		case mode.localFallback && errors.Is(err, cluster.ErrNoLeader):
-			ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
+			ctx.Response.Header.Set(staleHeader, staleOwnView)
 			h(ctx)
 		default:
 			s.writeError(ctx, err)

@@ -95,9 +95,12 @@ type Self interface {
 	// Local is the node's own view: role, leader, term and indexes.
 	Local() cluster.Local
 	Collectors() []prometheus.Collector
-	// NotReady is why the node cannot serve its cluster's links, "" when
-	// it can (readiness); Live is false once Raft has shut down (liveness).
+	// NotReady is why the node must get no traffic, "" when it serves
+	// redirects from its own state (readiness); WritesUnavailable is why a
+	// create through it would be refused now, "" when it would be
+	// accepted; Live is false once Raft has shut down (liveness).
 	NotReady() string
+	WritesUnavailable() string
 	Live() bool
 }
 

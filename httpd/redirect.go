@@ -61,13 +61,18 @@ func isCodeByte(c byte) bool {
 func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// The header's Host, not ctx.Host(): that one parses the whole URI.
 	t, ok := s.fsm.Resolve(ctx.Request.Header.Host(), code)
+	unconfirmed := false
 	// A default-domain link found for a registered domain's host: this
 	// node may not have applied that domain's own link of the code yet.
 	if !ok || t.Fallback || s.node.Reads.Behind() {
-		t, ok = s.confirm(t.Domain, code)
+		t, ok, unconfirmed = s.confirm(t.Domain, code)
 	}
 	if !ok {
 		s.notFound(ctx, t.Domain, code)
+		if unconfirmed {
+			// After notFound, which starts the answer afresh.
+			ctx.Response.Header.Set(staleHeader, staleOwnView)
+		}
 		return
 	}
 	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
@@ -247,24 +252,44 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // while this node knows it is behind the leader: a code created through any
 // node is never answered 404 here, and a deleted one never redirects, while
 // the leader is reachable. d is the registered domain the request's host
-// names (zero: none), as the local lookup found it. Kept out of redirect so
-// the hit path stays small.
-func (s *Server) confirm(d fsm.Domain, code []byte) (fsm.Target, bool) {
+// names (zero: none), as the local lookup found it. unconfirmed: the code
+// was not found, and no leader could say so (the miss is this node's own
+// view, which the answer says: staleHeader). Kept out of redirect so the
+// hit path stays small.
+func (s *Server) confirm(d fsm.Domain, code []byte) (t fsm.Target, found, unconfirmed bool) {
 	miss := fsm.Target{Domain: d}
 	if codes.IsReserved(string(code)) {
-		return miss, false // "/API", "/Admin": never a code
+		return miss, false, false // "/API", "/Admin": never a code
 	}
-	l, ok := fsm.Link{}, false
+	l, ok, stale := fsm.Link{}, false, false
 	if d.Name != "" {
-		l, ok = s.findLink(fsm.QualifiedCode(d.Name, string(code)))
+		l, ok, stale = s.lookupCode(fsm.QualifiedCode(d.Name, string(code)))
 	}
 	if !ok {
-		l, ok = s.findLink(string(code)) // every host serves the default domain's links
+		var staleDefault bool
+		l, ok, staleDefault = s.lookupCode(string(code)) // every host serves the default domain's links
+		stale = stale || staleDefault
 	}
 	if !ok {
-		return miss, false
+		return miss, false, stale
 	}
-	t := l.Target()
+	t = l.Target()
 	t.Domain = d
-	return t, true
+	return t, true, false
+}
+
+// lookupCode is findLink for the redirect, which also says whether a miss
+// went unconfirmed: no leader answered (a node without one for longer than
+// an election takes does not wait for one), so the miss is this node's own
+// view.
+func (s *Server) lookupCode(code string) (l fsm.Link, found, unconfirmed bool) {
+	l, err := s.node.Reads.Lookup(context.Background(), code)
+	switch {
+	case err == nil:
+		return l, true, false
+	case errors.Is(err, fsm.ErrNotFound):
+		return l, false, false
+	}
+	s.log.Debug("miss not confirmed by a leader", "code", code, "err", err)
+	return l, false, true
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -99,6 +100,10 @@ type Server struct {
 	log         *slog.Logger
 	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
 	rootTokenHash []byte
+	// baseHost is BaseURL's host, lower case, for the redirects to https.
+	baseHost string
+	// draining is set by Drain: the node is about to stop.
+	draining atomic.Bool
 }
 
 // New builds the server on node's parts (Of gives them from a
@@ -123,6 +128,7 @@ func New(cfg Config, node Node) *Server {
 		agents:    agent.NewCache(8192, classesOf),
 		referrers: newReferrerHosts(),
 		log:       cfg.Logger,
+		baseHost:  baseHost(cfg.BaseURL),
 	}
 	if cfg.AdminToken != "" {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
@@ -183,6 +189,7 @@ func (s *Server) routes() {
 	handle("GET", "/", "root", s.handleRoot)
 	handle("GET", "/health", "health", s.handleHealth)
 	handle("GET", "/health/live", "health", s.handleLive)
+	handle("GET", "/health/writes", "health", s.handleWritesHealth)
 	handle("GET", acmeChallengePrefix+"{token}", "acme_challenge", s.handleACMEChallenge)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
 	handle("GET", "/ui/", "ui", s.handleUI)
@@ -315,6 +322,12 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	} else {
 		s.router.Handler(ctx)
 	}
+	if s.draining.Load() {
+		// Clients that keep their connection would hold on to a node that
+		// is about to close it: each answer sends them to reconnect, to
+		// a node the load balancer still names.
+		ctx.SetConnectionClose()
+	}
 	// A redirect has no body to sniff: its hit path, the one that must
 	// stay cheap, skips the header.
 	if status := ctx.Response.StatusCode(); status < 300 || status > 399 {
@@ -423,6 +436,13 @@ func (s *Server) timeouts() connTimeouts {
 		write: orDefault(s.cfg.WriteTimeout, 30*time.Second),
 	}
 }
+
+// Drain takes the node out of traffic ahead of a stop: from now on
+// /health and /health/writes answer 503 shutting_down, so load balancers
+// and DNS checks stop sending clients here, while every request that still
+// arrives is served, closing its connection. Shutdown follows, once the
+// checks have noticed.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Shutdown stops accepting, waits for in-flight requests (bounded by ctx)
 // and closes idle connections.

@@ -36,12 +36,17 @@ func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
 }
 
 type healthJSON struct {
-	Status       string `json:"status"`
-	Reason       string `json:"reason,omitempty"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Writes says whether a create through this node would be accepted
+	// now ("ok" or "unavailable"); WritesReason says why not.
+	Writes       string `json:"writes"`
+	WritesReason string `json:"writes_reason,omitempty"`
 	NodeID       string `json:"node_id"`
 	Role         string `json:"role"`
 	Leader       string `json:"leader"`
-	ClusterID    string `json:"cluster_id"`
+	// ClusterID is shown to authenticated callers only.
+	ClusterID    string `json:"cluster_id,omitempty"`
 	Links        int    `json:"links"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Version      string `json:"version"`
@@ -49,9 +54,20 @@ type healthJSON struct {
 	// 200) but that an operator should look at.
 	Warnings []string `json:"warnings,omitempty"`
 	// CertificatesExpiring names the served certificates that end within
-	// 7 days (warningCertificateExpiring).
+	// 7 days (warningCertificateExpiring); authenticated callers only.
 	CertificatesExpiring []string `json:"certificates_expiring,omitempty"`
 }
+
+// What the health documents say: each path's own status, and whether
+// writes work.
+const (
+	statusHealthy     = "healthy"     // /health
+	statusWritable    = "writable"    // /health/writes
+	statusAlive       = "alive"       // /health/live
+	statusUnavailable = "unavailable" // any of them
+	writesOK          = "ok"
+	writesUnavailable = "unavailable"
+)
 
 // The warnings /health gives.
 const (
@@ -61,43 +77,97 @@ const (
 	warningCertificateExpiring = "certificate_expiring"
 )
 
-// handleHealth is readiness: 200 "healthy" only while this node can serve
-// its cluster's links (a member that knows a leader and has the state),
-// else 503 "unavailable" with the reason. A node that is up but not in a
-// cluster yet must not be sent traffic: it would answer 404 to every code.
+// handleHealth is readiness, "send me redirect traffic": 200 "healthy"
+// whenever this node serves redirects from its own state, with or without
+// a leader or a quorum, so losing the majority never takes a node out of
+// DNS or a load balancer (writes, which need a leader, say so in
+// "writes"). 503 "unavailable" with the reason only when the node must get
+// no traffic: starting, restoring, outside the cluster, a learner far
+// behind, or stopping (from the start of its drain on).
 func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
-	h := s.healthOf()
+	h := s.healthOf(ctx)
 	status := fasthttp.StatusOK
-	if h.Reason = s.node.Self.NotReady(); h.Reason != "" {
-		h.Status, status = "unavailable", fasthttp.StatusServiceUnavailable
+	if h.Reason = s.notReady(); h.Reason != "" {
+		h.Status, status = statusUnavailable, fasthttp.StatusServiceUnavailable
+	}
+	writeJSON(ctx, status, h)
+}
+
+// handleWritesHealth is 200 "writable" when a create through this node
+// would be accepted now, else 503 "unavailable" with the reason (every
+// reason of /health, or no_leader): for a check that picks where to send
+// writes, or an alert.
+func (s *Server) handleWritesHealth(ctx *fasthttp.RequestCtx) {
+	h := s.healthOf(ctx)
+	h.Status = statusWritable
+	status := fasthttp.StatusOK
+	if h.WritesReason != "" {
+		h.Status, h.Reason, status = statusUnavailable, h.WritesReason, fasthttp.StatusServiceUnavailable
 	}
 	writeJSON(ctx, status, h)
 }
 
 // handleLive is liveness: 200 "alive" while the process serves HTTP and
-// Raft runs, whether or not the node is in a cluster yet — restarting a
-// node that waits to be added, or that is cut off, would not help it.
+// Raft runs, whether or not the node is in a cluster yet, and while it
+// drains — restarting a node that waits to be added, that is cut off, or
+// that is about to stop would not help it.
 func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
-	h := s.healthOf()
-	h.Status = "alive"
+	h := s.healthOf(ctx)
+	h.Status = statusAlive
 	status := fasthttp.StatusOK
 	if !s.node.Self.Live() {
-		h.Status, h.Reason, status = "unavailable", cluster.NotReadyShuttingDown, fasthttp.StatusServiceUnavailable
+		h.Status, h.Reason, status = statusUnavailable, cluster.NotReadyShuttingDown, fasthttp.StatusServiceUnavailable
 	}
 	writeJSON(ctx, status, h)
 }
 
-func (s *Server) healthOf() healthJSON {
+// notReady is why this node must get no traffic: draining, or what the
+// node says.
+func (s *Server) notReady() string {
+	if s.draining.Load() {
+		return cluster.NotReadyShuttingDown
+	}
+	return s.node.Self.NotReady()
+}
+
+// writesUnavailable is why a create through this node would be refused
+// now: a draining node takes none, as it takes no other traffic.
+func (s *Server) writesUnavailable() string {
+	if s.draining.Load() {
+		return cluster.NotReadyShuttingDown
+	}
+	return s.node.Self.WritesUnavailable()
+}
+
+// healthOf is the health document every health path starts from. The
+// cluster's id and the certificates' names are for authenticated callers
+// (a valid API key of any scope, or the admin token): probes send no
+// credential, and the answer must not help anyone map a deployment. A
+// credential that does not check out is answered as none at all, never
+// with 401, so that a probe with a stale key still sees the node's state.
+// Only this node's state is asked: a probe must never wait on a leader.
+func (s *Server) healthOf(ctx *fasthttp.RequestCtx) healthJSON {
 	self := s.node.Self.Local()
 	h := healthJSON{
-		Status: "healthy", NodeID: self.ID, Role: self.Role, Leader: self.LeaderID, ClusterID: s.fsm.ClusterID(),
+		Status: statusHealthy, Writes: writesOK, NodeID: self.ID, Role: self.Role, Leader: self.LeaderID,
 		Links: s.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: s.cfg.Version,
+	}
+	if h.WritesReason = s.writesUnavailable(); h.WritesReason != "" {
+		h.Writes = writesUnavailable
+	}
+	_, auth := s.checkKey(&ctx.Request.Header, time.Now(), false)
+	authenticated := auth == authOK
+	if authenticated {
+		h.ClusterID = s.fsm.ClusterID()
 	}
 	if s.node.Backups != nil && s.node.Backups.Overdue() {
 		h.Warnings = append(h.Warnings, warningBackupOverdue)
 	}
-	if h.CertificatesExpiring = s.expiringCertificates(time.Now()); len(h.CertificatesExpiring) > 0 {
+	if expiring := s.expiringCertificates(time.Now()); len(expiring) > 0 {
 		h.Warnings = append(h.Warnings, warningCertificateExpiring)
+		if authenticated {
+			h.CertificatesExpiring = expiring
+		}
 	}
 	return h
 }

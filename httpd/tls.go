@@ -3,6 +3,8 @@ package httpd
 import (
 	"crypto/tls"
 	"net"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +22,12 @@ type TLS struct {
 	// ("443" leaves it out of the address).
 	Port string
 	// RedirectHTTP answers plain HTTP with a 308 to https, except ACME
-	// challenges, health and metrics (probes and scrapers).
+	// challenges, health and metrics (probes and scrapers). Only to a host
+	// the node serves (httpsHost).
 	RedirectHTTP bool
+	// Names are the host names the node holds certificates for besides
+	// the registered domains (--acme-domains), lower case.
+	Names []string
 	// HSTS adds Strict-Transport-Security to HTTPS answers.
 	HSTS bool
 	// Certificates lists the served certificates' names and ends, for
@@ -68,24 +74,62 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 // upgradeToHTTPS answers a plain HTTP request with a 308 to the same
 // path and query over HTTPS, and reports whether it did. ACME
 // challenges, health and metrics stay on plain HTTP: the CA validates
-// there, and probes and scrapers need no certificate.
+// there, and probes and scrapers need no certificate. The redirect names
+// a host the node serves (httpsHost), never whatever the Host header
+// said: a forged Host must not make the node send people elsewhere.
 func (s *Server) upgradeToHTTPS(ctx *fasthttp.RequestCtx) bool {
 	if ctx.IsTLS() || !s.cfg.TLS.RedirectHTTP {
 		return false
 	}
 	path := string(ctx.Path())
-	if strings.HasPrefix(path, acmeChallengePrefix) || path == "/health" || path == "/health/live" || path == "/metrics" {
+	if strings.HasPrefix(path, acmeChallengePrefix) || path == "/health" || path == "/health/live" || path == "/health/writes" || path == "/metrics" {
 		return false
 	}
-	host := string(ctx.Host())
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	host, ok := s.httpsHost(ctx.Host())
+	if !ok {
+		writeProblem(ctx, fasthttp.StatusMisdirectedRequest, "this node serves no such host over HTTPS")
+		return true
 	}
-	if s.cfg.TLS.Port != "" && s.cfg.TLS.Port != "443" {
+	switch {
+	case s.cfg.TLS.Port != "" && s.cfg.TLS.Port != "443":
 		host = net.JoinHostPort(host, s.cfg.TLS.Port)
+	case strings.Contains(host, ":"): // an IPv6 literal
+		host = "[" + host + "]"
 	}
 	ctx.Redirect("https://"+host+string(ctx.RequestURI()), fasthttp.StatusPermanentRedirect)
 	return true
+}
+
+// httpsHost is the host a plain HTTP request for requested is sent to over
+// HTTPS: requested itself (lower case, without its port) when the node
+// serves it — the base URL's host, an ACME name, a registered domain —
+// else the base URL's host, the name the operator gave for this service.
+// false: no base URL to fall back on; the request gets 421 Misdirected
+// Request.
+func (s *Server) httpsHost(requested []byte) (string, bool) {
+	host := strings.ToLower(string(requested))
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(host, ".")
+	base := s.baseHost
+	if host != "" && (host == base || slices.Contains(s.cfg.TLS.Names, host)) {
+		return host, true
+	}
+	if _, ok := s.fsm.DomainOfHost([]byte(host)); ok && host != "" {
+		return host, true
+	}
+	return base, base != ""
+}
+
+// baseHost is the host of a base URL (lower case, without its port), ""
+// when there is none.
+func baseHost(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // acmeChallengePrefix is where an ACME CA asks for HTTP-01 answers.

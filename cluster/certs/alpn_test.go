@@ -58,7 +58,7 @@ func TestSourceAnswersTLSALPN(t *testing.T) {
 	state := fakeState{certs: map[string]fsm.Certificate{"s.example": stored}, challenges: map[string]fsm.Challenge{
 		fsm.TLSALPNToken("s.example"): {Token: fsm.TLSALPNToken("s.example"), KeyAuth: hex.EncodeToString(digest[:])},
 	}}
-	src := NewSource(state, seal, "s.example")
+	src := NewSource(state, seal, SourceConfig{Names: []string{"s.example"}})
 
 	cs, err := handshake(t, src, "s.example", ACMETLSProto)
 	if err != nil {
@@ -103,7 +103,7 @@ func TestSourceKeepsTLSALPNCertificate(t *testing.T) {
 		fsm.TLSALPNToken("a.example"): challenge("a.example", "one.thumbprint"),
 		fsm.TLSALPNToken("b.example"): challenge("b.example", "one.thumbprint"),
 	}}
-	src := NewSource(state, newSealer(t), "a.example")
+	src := NewSource(state, newSealer(t), SourceConfig{Names: []string{"a.example"}})
 	leaf := func(name string) *x509.Certificate {
 		t.Helper()
 		cs, err := handshake(t, src, name, ACMETLSProto)

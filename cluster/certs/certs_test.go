@@ -90,9 +90,10 @@ func (f fakeState) Challenge(token string) (fsm.Challenge, bool) {
 	c, ok := f.challenges[token]
 	return c, ok
 }
-func (f fakeState) Orders() []fsm.Order         { return nil }
-func (f fakeState) Challenges() []fsm.Challenge { return nil }
-func (f fakeState) Raised() int                 { return f.raised }
+func (f fakeState) Certificates() []fsm.Certificate { return sortedCertificates(f.certs) }
+func (f fakeState) Orders() []fsm.Order             { return nil }
+func (f fakeState) Challenges() []fsm.Challenge     { return nil }
+func (f fakeState) Raised() int                     { return f.raised }
 
 // TestDue: a name is ordered when it has no certificate or a third of
 // its lifetime is left, and not while a backoff holds it back; the
@@ -141,7 +142,7 @@ func TestSourceServesTheStoredCertificate(t *testing.T) {
 	foreign := cert
 	foreign.Name = "foreign.example"
 	state := fakeState{certs: map[string]fsm.Certificate{"s.example": cert, "foreign.example": foreign}}
-	src := NewSource(state, seal, "s.example")
+	src := NewSource(state, seal, SourceConfig{Names: []string{"s.example"}})
 	for name, ok := range map[string]bool{"s.example": true, "S.Example.": true, "": true, "unknown.example": false, "foreign.example": false} {
 		got, err := src.GetCertificate(&tls.ClientHelloInfo{ServerName: name})
 		if (err == nil) != ok || ok && got.Leaf.DNSNames[0] != "s.example" {

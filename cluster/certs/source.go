@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -13,18 +15,38 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// Source gives TLS handshakes the certificate the replicated state holds
-// for the name asked (SNI). A name without one gets none: serving never
-// causes an order. Parsed certificates are kept until the state holds
-// another for their name.
+// Source gives TLS handshakes the certificate for the name asked (SNI):
+// the replicated state's, or the one this node kept at its last run
+// (held.go) where that is newer, which it is only until the state has
+// applied what the kept copy was taken from. A name without one gets
+// none: serving never causes an order. Parsed certificates are kept until
+// another chain is served for their name.
 type Source struct {
 	state Certificates
 	seal  Sealer
-	// fallback is the name served to a client that sends no SNI.
+	// names are the configured names, which Ready waits for; fallback, the
+	// first, is served to a client that sends no SNI.
+	names    []string
 	fallback string
+	heldFile string
+	log      *slog.Logger
+
+	// ready is closed, once, when a handshake for each of names can
+	// complete, or when the CA must reach this node's HTTPS port to
+	// validate one it cannot serve yet (TLS-ALPN-01).
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	mu     sync.Mutex
 	parsed map[string]parsedCert
+	// held is what this node kept at its last run, taken from its state at
+	// index heldAt; nil once the state has applied heldAt, from then on
+	// the state alone is served.
+	held   map[string]fsm.Certificate
+	heldAt uint64
+	// kept is what the held file holds now; Follow's alone once it runs.
+	kept []fsm.Certificate
+
 	// challenges keeps, by name, the TLS-ALPN-01 certificate made for the
 	// challenge in flight (challengeCertificate). Its own lock: making one
 	// takes a key, which ordinary handshakes must not wait for.
@@ -33,20 +55,44 @@ type Source struct {
 }
 
 type parsedCert struct {
-	chain string // the state's chain it was parsed from
+	chain string // the chain it was parsed from
 	cert  *tls.Certificate
 }
 
 // Certificates is what a Source reads of the replicated state.
 type Certificates interface {
 	Certificate(name string) (fsm.Certificate, bool)
+	Certificates() []fsm.Certificate
 	Challenge(token string) (fsm.Challenge, bool)
 }
 
-// NewSource serves the certificates of state; a handshake without a name
-// gets fallback's.
-func NewSource(state Certificates, seal Sealer, fallback string) *Source {
-	return &Source{state: state, seal: seal, fallback: fallback, parsed: map[string]parsedCert{}, challenges: map[string]challengeCert{}}
+// SourceConfig is what a Source serves besides the state's certificates.
+type SourceConfig struct {
+	// Names are the configured names (--acme-domains), lower case: Ready
+	// waits until each can be served. The first is served to a client that
+	// sends no SNI.
+	Names []string
+	// HeldFile, in the node's data dir, keeps the state's certificates for
+	// the next start (Follow writes it); "" keeps none.
+	HeldFile string
+	Logger   *slog.Logger
+}
+
+// NewSource serves the certificates of state, whose keys seal opens, and
+// those kept in cfg.HeldFile at the last run. An unreadable kept file is
+// logged and left: the state's certificates are served once it has them.
+func NewSource(state Certificates, seal Sealer, cfg SourceConfig) *Source {
+	s := &Source{state: state, seal: seal, names: cfg.Names, heldFile: cfg.HeldFile, log: cfg.Logger,
+		ready: make(chan struct{}), parsed: map[string]parsedCert{}, challenges: map[string]challengeCert{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if len(cfg.Names) > 0 {
+		s.fallback = cfg.Names[0]
+	}
+	s.loadHeld()
+	s.updateReady()
+	return s
 }
 
 // GetCertificate is tls.Config.GetCertificate. A CA's TLS-ALPN-01
@@ -59,26 +105,109 @@ func (s *Source) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 	if slices.Contains(hello.SupportedProtos, ACMETLSProto) {
 		return s.challengeCertificate(name)
 	}
+	return s.certificate(name)
+}
+
+// certificate is the certificate served for name: the state's, or the
+// held one while that ends later (the state has not applied its renewal
+// yet, or not even the first certificate).
+func (s *Source) certificate(name string) (*tls.Certificate, error) {
 	c, ok := s.state.Certificate(name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, held := s.held[name]; held && (!ok || h.NotAfter > c.NotAfter) {
+		c, ok = h, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("no certificate for %q", name)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.parsed[name]; ok && p.chain == c.Chain {
+	return s.parse(c)
+}
+
+// parse is c ready for a handshake, parsed once per chain. The caller
+// holds s.mu.
+func (s *Source) parse(c fsm.Certificate) (*tls.Certificate, error) {
+	if p, ok := s.parsed[c.Name]; ok && p.chain == c.Chain {
 		return p.cert, nil
 	}
-	der, err := s.seal.Open([]byte(c.Key), []byte("certificate "+name))
+	der, err := s.seal.Open([]byte(c.Key), []byte("certificate "+c.Name))
 	if err != nil {
-		return nil, fmt.Errorf("the key of the certificate for %q: %w", name, err)
+		return nil, fmt.Errorf("the key of the certificate for %q: %w", c.Name, err)
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 	cert, err := tls.X509KeyPair([]byte(c.Chain), keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("the certificate for %q: %w", name, err)
+		return nil, fmt.Errorf("the certificate for %q: %w", c.Name, err)
 	}
-	s.parsed[name] = parsedCert{chain: c.Chain, cert: &cert}
+	s.parsed[c.Name] = parsedCert{chain: c.Chain, cert: &cert}
 	return &cert, nil
+}
+
+// Ready is closed once a handshake for every configured name can
+// complete (at once without any), or once the CA must reach this node's
+// HTTPS port for one it cannot complete yet: a TLS-ALPN-01 challenge for
+// it is in flight. Until then the HTTPS port should not accept
+// connections: a handshake would end in a TLS alert, which browsers do
+// not retry on the next address, where a refused connection they do.
+// Follow notices the state's changes.
+func (s *Source) Ready() <-chan struct{} { return s.ready }
+
+// Missing names the configured names a handshake cannot complete for
+// now, in order.
+func (s *Source) Missing() []string {
+	var missing []string
+	for _, name := range s.names {
+		if _, err := s.certificate(name); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// updateReady closes Ready when it is due.
+func (s *Source) updateReady() {
+	select {
+	case <-s.ready:
+		return
+	default:
+	}
+	missing := s.Missing()
+	due := len(missing) == 0
+	for _, name := range missing {
+		if _, validating := s.state.Challenge(fsm.TLSALPNToken(name)); validating {
+			due = true
+		}
+	}
+	if due {
+		s.readyOnce.Do(func() { close(s.ready) })
+	}
+}
+
+// Served lists the certificate served for each name that has one, by
+// name, for health and metrics.
+func (s *Source) Served() []fsm.Certificate {
+	list := s.state.Certificates()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held) == 0 {
+		return list
+	}
+	byName := make(map[string]fsm.Certificate, len(list)+len(s.held))
+	for _, c := range list {
+		byName[c.Name] = c
+	}
+	for name, h := range s.held {
+		if c, ok := byName[name]; !ok || h.NotAfter > c.NotAfter {
+			byName[name] = h
+		}
+	}
+	return sortedCertificates(byName)
+}
+
+func sortedCertificates(byName map[string]fsm.Certificate) []fsm.Certificate {
+	list := slices.Collect(maps.Values(byName))
+	slices.SortFunc(list, func(a, b fsm.Certificate) int { return strings.Compare(a.Name, b.Name) })
+	return list
 }
 
 // FileSource serves a certificate and key from files an operator

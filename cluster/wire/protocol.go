@@ -24,7 +24,8 @@ import (
 // hands it a node's click batch to apply, PathLeave asks it to remove the
 // sending server, PathApplied asks any node how far it has applied the
 // log, and PathCreates relays a follower's prepared creates to the
-// leader, and PathNonvoter asks a server to remain a non-voter.
+// leader, PathNonvoter asks a server to remain a non-voter, and
+// PathRemoved tells a server that an operator removed it.
 // cluster/DESIGN.md gives each one's request and answer.
 const (
 	// Prefix is the root of every exchange.
@@ -42,6 +43,7 @@ const (
 	PathApplied   = Prefix + "applied" // ?index=N
 	PathCreates   = Prefix + "creates"
 	PathNonvoter  = Prefix + "non-voter"
+	PathRemoved   = Prefix + "removed"
 )
 
 // LinkBytesParam is the query parameter with which GET links/{code} asks
@@ -93,6 +95,10 @@ type NodeInfo struct {
 	// non-voter join, see NonvoterRequest). Builds before learners send
 	// none, and are never promoted on their own word.
 	Wants string `json:"wants,omitempty"`
+	// Incarnation is the random id of the data dir the server runs on,
+	// made with it: a removed server is kept out by its id and this
+	// (cluster/removed.go). Builds before removal records send none.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // The suffrages a server may ask for (NodeInfo.Wants).
@@ -284,6 +290,18 @@ type NonvoterRequest struct {
 	ID string `json:"id"`
 }
 
+// RemovedNotice is the body of POST removed: the leader tells the server
+// ID, running on the data dir of Incarnation, that an operator removed it
+// from the cluster, which may not reach it through the log (it was down,
+// or cut off, when it was removed). The receiver checks that both are its
+// own (409 otherwise) and stops taking part; the answer is an Ack. Builds
+// before removal records answer 404.
+type RemovedNotice struct {
+	V           int    `json:"v"`
+	ID          string `json:"id"`
+	Incarnation string `json:"incarnation"`
+}
+
 // Ack answers a request that has nothing else to say.
 type Ack struct {
 	V int `json:"v"`
@@ -299,6 +317,7 @@ func (m ClicksAnswer) version() int      { return m.V }
 func (m LeaveRequest) version() int      { return m.V }
 func (m Ack) version() int               { return m.V }
 func (m NonvoterRequest) version() int   { return m.V }
+func (m RemovedNotice) version() int     { return m.V }
 func (m AppliedAnswer) version() int     { return m.V }
 func (m CreateBatch) version() int       { return m.V }
 func (m CreateBatchAnswer) version() int { return m.V }

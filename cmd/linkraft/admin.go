@@ -381,17 +381,28 @@ func adminJoin(args []string, stdout, stderr io.Writer) int {
 
 // adminLeave is "linkraft leave".
 func adminLeave(args []string, stdout, stderr io.Writer) int {
-	return adminServerChange(args, stdout, stderr, "leave", "/admin/leave", "id of the server to remove", "removed")
+	return adminServerChange(args, stdout, stderr, "leave", "/admin/leave", "id of the server to remove", "removed", afterRemoval)
+}
+
+// afterRemoval tells the operator what follows a removal: the server
+// stops taking part on its own but still runs, and the cluster keeps it
+// out for good on the data dir it was removed with.
+func afterRemoval(id string) string {
+	return fmt.Sprintf("%[1]s takes no further part in the cluster: its /health answers 503 \"removed\". Stop it "+
+		"(under systemd: systemctl disable --now linkraft on its host).\n"+
+		"To bring %[1]s back: empty its data dir, start it again, then add it with\n"+
+		"  linkraft join --id %[1]s --raft-addr HOST:PORT --http-addr HOST:PORT\n", id)
 }
 
 // adminPromote is "linkraft promote": a non-voter (read replica) becomes
 // a voter.
 func adminPromote(args []string, stdout, stderr io.Writer) int {
-	return adminServerChange(args, stdout, stderr, "promote", "/admin/promote", "id of the non-voter to make a voter", "promoted")
+	return adminServerChange(args, stdout, stderr, "promote", "/admin/promote", "id of the non-voter to make a voter", "promoted", nil)
 }
 
-// adminServerChange posts {"id"} to path and prints the cluster after it.
-func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUsage, done string) int {
+// adminServerChange posts {"id"} to path and prints the cluster after it,
+// with next's advice (when given) between.
+func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUsage, done string, next func(id string) string) int {
 	var o adminOpts
 	fs := newFlagSet(name, name+" --id ID [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
@@ -413,7 +424,11 @@ func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUs
 		return code
 	}
 	if !*raw {
-		fmt.Fprintf(stdout, "%s %s\n\n", done, *id)
+		fmt.Fprintf(stdout, "%s %s\n", done, *id)
+		if next != nil {
+			fmt.Fprint(stdout, next(*id))
+		}
+		fmt.Fprintln(stdout)
 	}
 	return printClusterAnswer(name, stdout, stderr, body, *raw)
 }

@@ -251,6 +251,22 @@ func TestLeave(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "removed n3\n") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
+	// What the operator does next: n3 still runs, out of the cluster for
+	// good on its data dir.
+	next, _, _ := strings.Cut(strings.TrimPrefix(out, "removed n3\n"), "\n\n")
+	for _, want := range []string{
+		`n3 takes no further part in the cluster: its /health answers 503 "removed"`,
+		"Stop it",
+		"empty its data dir, start it again",
+		"linkraft join --id n3 --raft-addr HOST:PORT --http-addr HOST:PORT",
+	} {
+		if !strings.Contains(next, want) {
+			t.Errorf("after \"removed n3\", want %q; the advice is:\n%s", want, next)
+		}
+	}
+	if !strings.Contains(out, "n1") {
+		t.Errorf("the cluster's view after the removal is missing:\n%s", out)
+	}
 	req := n.only(t)
 	if req.method != "POST" || req.path != "/admin/leave" || string(req.body) != `{"id":"n3"}` {
 		t.Fatalf("request = %+v body %s", req, req.body)

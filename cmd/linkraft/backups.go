@@ -59,6 +59,12 @@ func backupTo(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, dest string, stderr i
 	if err := json.Unmarshal(health, &h); err != nil {
 		return fail("backup", stderr, fmt.Errorf("the node's /health: %w", err))
 	}
+	if h.ClusterID == "" {
+		// /health names the cluster only to a caller whose credential the
+		// node accepts; without the id the backup could not be named.
+		return fail("backup", stderr, errors.New("the node's /health did not name its cluster: "+
+			"it does so for a credential it accepts (is the key new to this node, or not given?)"))
+	}
 	data, err := c.do(http.MethodGet, "/admin/backup?compressed=true", "", nil)
 	if err != nil {
 		return fail("backup", stderr, err)

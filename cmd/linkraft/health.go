@@ -19,15 +19,18 @@ import (
 // flags and the environment and prints little. Readiness by default: a
 // container's health is what Compose's depends_on and most orchestrators
 // route by, and a node outside any cluster serves nothing useful; --live
-// asks /health/live instead, for a supervisor that only restarts.
+// asks /health/live instead, for a supervisor that only restarts, and
+// --writes asks /health/writes, for a check that a create would be
+// accepted now (a node without a leader serves redirects, not writes).
 func healthCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("health", "health [--addr URL] [--timeout D] [--live]", stderr)
+	fs := newFlagSet("health", "health [--addr URL] [--timeout D] [--live | --writes]", stderr)
 	var conn connFlags
 	conn.register(fs, defaultHealthAddr(), 5*time.Second)
 	fs.Lookup("addr").Usage = "address of the node: https://host:port, http://host:port, or host:port for http " +
 		"(env LINKRAFT_ADDR; unset: this machine's port of LINKRAFT_HTTP_ADDR, else " + defaultAdminAddr + ")"
 	fs.Lookup("timeout").Usage = "fail when the node has not answered within this time (env LINKRAFT_TIMEOUT)"
 	live := fs.Bool("live", false, "ask liveness (/health/live: the process and its Raft run) instead of readiness (/health)")
+	writes := fs.Bool("writes", false, "ask whether a create through the node would be accepted now (/health/writes) instead of readiness (/health)")
 	pos, code := parseArgs(fs, args, stderr, connEnv()...)
 	if code >= 0 {
 		return code
@@ -35,14 +38,20 @@ func healthCmd(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %v", pos)
 	}
+	if *live && *writes {
+		return usageError(fs, stderr, "--live and --writes ask different questions: give one")
+	}
 	c, err := conn.client("health", "", stderr)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
 	c.userAgent = "linkraft-health/" + version
 	path, want := "/health", "healthy"
-	if *live {
+	switch {
+	case *live:
 		path, want = "/health/live", "alive"
+	case *writes:
+		path, want = "/health/writes", "writable"
 	}
 	if err := checkHealth(c, path, want); err != nil {
 		// One line: it is what the container runtime's health log keeps.
@@ -85,9 +94,10 @@ func checkHealth(c *apiClient, path, want string) error {
 		return err
 	}
 	var h struct {
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-		Role   string `json:"role"`
+		Status       string `json:"status"`
+		Reason       string `json:"reason"`
+		Role         string `json:"role"`
+		WritesReason string `json:"writes_reason"`
 	}
 	decodeErr := json.Unmarshal(a.body, &h)
 	switch {
@@ -95,6 +105,8 @@ func checkHealth(c *apiClient, path, want string) error {
 		msg := fmt.Sprintf("%s answered %d: status %q, role %q", c.base, a.status, h.Status, h.Role)
 		if h.Reason != "" {
 			msg += fmt.Sprintf(", reason %q", h.Reason)
+		} else if h.WritesReason != "" {
+			msg += fmt.Sprintf(", writes %q", h.WritesReason)
 		}
 		return errors.New(msg)
 	case a.status != http.StatusOK:

@@ -43,6 +43,34 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// TestHealthWrites: --writes asks whether a create would be accepted now,
+// which a node without a leader, still healthy for redirects, says not.
+func TestHealthWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answer   cannedAnswer
+		code     int
+		inStderr string
+	}{
+		{"writable", jsonAnswer(`{"status":"writable","role":"leader","writes":"ok"}`), 0, ""},
+		{"no leader", cannedAnswer{503, "application/json", `{"status":"unavailable","role":"follower","writes":"unavailable","writes_reason":"no_leader"}`}, 1, `writes "no_leader"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startFakeNode(t, map[string]cannedAnswer{"GET /health/writes": tc.answer})
+			code, stdout, stderr := runCmd(t, "health", "--writes", "--addr", n.addr)
+			if code != tc.code || (code == 0) != (strings.TrimSpace(stdout) == "writable") || !strings.Contains(stderr, tc.inStderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, tc.inStderr)
+			}
+			if r := n.only(t); r.path != "/health/writes" {
+				t.Errorf("asked %s, want /health/writes", r.path)
+			}
+		})
+	}
+	if code, _, stderr := runCmd(t, "health", "--writes", "--live"); code != 2 || !strings.Contains(stderr, "give one") {
+		t.Errorf("--writes with --live: exit %d, %q; want a usage error", code, stderr)
+	}
+}
+
 func TestHealthNoAnswer(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -37,7 +37,7 @@ type serveConfig struct {
 	bootstrapExpect                                              int
 	baseURL                                                      string
 	codeLength, redirectStatus                                   int
-	writeTimeout, clickFlushInterval                             time.Duration
+	writeTimeout, clickFlushInterval, shutdownDrain              time.Duration
 	snapshotThreshold                                            uint64
 	allowPrivateTargets, publicCreate                            bool
 	adminToken, clusterKey, clusterKeyFile                       string
@@ -80,7 +80,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	fs.StringVar(&c.id, "id", host, "unique node id")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the Raft log, snapshots and state")
-	fs.StringVar(&c.httpAddr, "http-addr", ":8080", "HTTP listen address")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (loopback unless given: serving others takes an explicit address, such as :8080)")
 	fs.StringVar(&c.raftAddr, "raft-addr", "127.0.0.1:8081", "Raft listen address")
 	fs.StringVar(&c.gossipAddr, "gossip-addr", "127.0.0.1:8082", "gossip (memberlist) listen address")
 	fs.StringVar(&c.advertise, "advertise", "", "host other nodes reach this node at (default: the listen addresses)")
@@ -100,6 +100,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (made there if missing, on loopback only); "+
 		"neither set: <data-dir>/cluster.key, made at the first start, on loopback only")
 	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
+	fs.DurationVar(&c.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, answer /health 503 and keep serving this long, so load balancers and DNS checks "+
+		"stop sending clients here before the listeners close (0: close at once; a second signal ends the drain)")
 	fs.BoolVar(&c.readReplica, "read-replica", false, "join as a read replica: a Raft non-voter that serves reads and redirects, relays writes and never counts towards the quorum; never bootstraps a cluster")
 	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
 	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
@@ -156,6 +158,8 @@ func (c *serveConfig) validate() error {
 		return errors.New("--redirect-status must be 301, 302, 307 or 308")
 	case c.writeTimeout <= 0 || c.clickFlushInterval <= 0:
 		return errors.New("--write-timeout and --click-flush-interval must be positive")
+	case c.shutdownDrain < 0:
+		return errors.New("--shutdown-drain must be >= 0 (0: no drain)")
 	case c.snapshotThreshold < 16:
 		return errors.New("--snapshot-threshold must be at least 16")
 	case c.createRate < 0 || c.createBurst < 1:
@@ -219,8 +223,10 @@ func serve(args []string, stderr io.Writer) int {
 }
 
 // runNode starts the node and its HTTP server and runs until SIGINT or
-// SIGTERM. Shutdown order: stop accepting and finish in-flight requests,
-// then flush clicks and stop Raft (cluster.Node.Close).
+// SIGTERM. Shutdown order: drain (/health 503 while the node still serves,
+// for --shutdown-drain; a leader hands leadership over), then stop
+// accepting and finish in-flight requests, then flush clicks and stop Raft
+// (cluster.Node.Close).
 func runNode(cfg *serveConfig, log *slog.Logger) error {
 	trusted, err := httpd.ParseTrustedProxies(cfg.trustedProxy)
 	if err != nil {
@@ -289,15 +295,15 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 
 	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
 	var serverTLS *httpd.TLS
-	var httpsLn net.Listener
+	var https *httpsGate // nil without TLS
 	if cfg.tls.enabled() {
-		if serverTLS, err = cfg.tls.serverTLS(node.FSM(), key.key); err != nil {
+		if serverTLS, https, err = cfg.tls.serverTLS(node, key.key, cfg.dataDir, log); err != nil {
 			return err
 		}
-		if httpsLn, err = net.Listen("tcp", cfg.tls.httpsAddr); err != nil {
-			return fmt.Errorf("listen https: %w", err)
+		if err := https.listen(); err != nil {
+			return err
 		}
-		defer httpsLn.Close()
+		defer https.close()
 		if cfg.baseURL == "" {
 			baseURL, guessed, warn = cfg.tls.httpsBase(httpAdvertise), false, false
 		}
@@ -324,10 +330,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	if httpsLn != nil {
-		go func() { serveErr <- srv.ServeTLS(httpsLn) }()
-		log.Info("serving HTTPS", "https", httpsLn.Addr().String(), "redirect_http", cfg.tls.httpRedirect, "acme", cfg.tls.acme())
-	}
+	https.serve(srv.ServeTLS, serveErr, log) // once a handshake for every name can complete
 	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
 	stop := make(chan os.Signal, 1)
@@ -339,28 +342,62 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	notifyReady(log, ln.Addr().String(), cfg.raftAddr)
 	select {
 	case sig := <-stop:
-		log.Info("shutting down", "signal", sig.String())
+		log.Info("shutting down", "signal", sig.String(), "drain", cfg.shutdownDrain)
 		notifyStopping(log, "signal "+sig.String())
 	case err := <-serveErr:
 		return fmt.Errorf("http server: %w", err)
 	}
 	// A stop must not hang: what is acknowledged is on disk, so exiting
 	// now is no worse than a crash, which the cluster tolerates. The
-	// watchdog also covers closing the node (deferred above), and the
+	// watchdog covers the drain (a leadership transfer included), the
+	// HTTP server's stop and closing the node (deferred above); the
 	// process ends when runNode returns.
 	var phase atomic.Value
-	phase.Store("stopping the HTTP server")
-	budget := 2*cfg.writeTimeout + 5*time.Second
+	phase.Store("draining")
+	budget := cfg.shutdownDrain + 2*cfg.writeTimeout + 5*time.Second
 	time.AfterFunc(budget, func() {
 		log.Error("shutdown is taking too long; exiting", "after", budget, "still", phase.Load())
 		os.Exit(1)
 	})
+	if err := drain(srv, node, cfg.shutdownDrain, stop, serveErr, log); err != nil {
+		return err
+	}
+	phase.Store("stopping the HTTP server")
+	https.close() // an HTTPS port not open yet stays closed
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.writeTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
 	phase.Store("flushing clicks and stopping Raft")
+	return nil
+}
+
+// drain takes the node out of traffic before it stops: /health answers
+// 503 shutting_down at once, so load balancers and DNS checks stop
+// sending clients here, while the listeners stay open and every request
+// that still arrives is served, for d. A leader hands leadership over
+// meanwhile, so the cluster elects its next leader while this one still
+// answers. A second signal ends the drain early (an operator at a
+// terminal); a listener that fails ends it with that error. d == 0: no
+// drain at all, the listeners close at once.
+func drain(srv *httpd.Server, node *cluster.Node, d time.Duration, stop <-chan os.Signal, serveErr <-chan error, log *slog.Logger) error {
+	if d <= 0 {
+		return nil
+	}
+	began := time.Now()
+	srv.Drain()
+	node.Drain()
+	timer := time.NewTimer(max(d-time.Since(began), 0))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		log.Info("drained: closing the listeners", "after", time.Since(began).Round(time.Millisecond))
+	case sig := <-stop:
+		log.Info("drain cut short: closing the listeners", "signal", sig.String(), "after", time.Since(began).Round(time.Millisecond))
+	case err := <-serveErr:
+		return fmt.Errorf("http server: %w", err)
+	}
 	return nil
 }
 

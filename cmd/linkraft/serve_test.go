@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNewLoggerFormats(t *testing.T) {
@@ -74,6 +75,43 @@ func TestMaxConnsPerIPFlag(t *testing.T) {
 			}
 			if err != nil || cfg.maxConnsPerIP != tt.want {
 				t.Fatalf("max conns per IP = %v (err %v), want %d", cfg, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestShutdownDrainFlag: --shutdown-drain is how long a stopping node
+// keeps serving after /health turned 503: 5 s unless set, by flag or
+// LINKRAFT_SHUTDOWN_DRAIN; 0 stops at once.
+func TestShutdownDrainFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     string // LINKRAFT_SHUTDOWN_DRAIN, "" for unset
+		args    []string
+		want    time.Duration
+		wantErr string
+	}{
+		{name: "default", want: 5 * time.Second},
+		{name: "flag", args: []string{"--shutdown-drain", "12s"}, want: 12 * time.Second},
+		{name: "off", args: []string{"--shutdown-drain", "0"}, want: 0},
+		{name: "environment", env: "2s", want: 2 * time.Second},
+		{name: "flag wins over environment", env: "2s", args: []string{"--shutdown-drain", "1s"}, want: time.Second},
+		{name: "negative", args: []string{"--shutdown-drain", "-1s"}, wantErr: "--shutdown-drain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("LINKRAFT_SHUTDOWN_DRAIN", tt.env)
+			}
+			cfg, err := parseServeFlags(append([]string{"--id", "n1"}, tt.args...), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("want an error naming %s, got %v", tt.wantErr, err)
+				}
+				return
+			}
+			if err != nil || cfg.shutdownDrain != tt.want {
+				t.Fatalf("shutdown drain = %v (err %v), want %v", cfg.shutdownDrain, err, tt.want)
 			}
 		})
 	}

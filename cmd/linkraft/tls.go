@@ -6,16 +6,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/cluster/certs"
 	"github.com/linkraft/linkraft/cluster/secure"
-	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 	"github.com/linkraft/linkraft/httpd"
 )
@@ -32,7 +34,8 @@ type tlsFlags struct {
 }
 
 func (t *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.httpsAddr, "https-addr", ":443", "HTTPS listen address, once TLS is configured (--tls-cert and --tls-key, or ACME)")
+	fs.StringVar(&t.httpsAddr, "https-addr", ":443", "HTTPS listen address, once TLS is configured (--tls-cert and --tls-key, or ACME); "+
+		"with ACME it listens once a certificate for every --acme-domains name can be served (kept from the last run, or in the cluster's state)")
 	fs.StringVar(&t.certFile, "tls-cert", "", "PEM certificate chain to serve over HTTPS (read again when it changes)")
 	fs.StringVar(&t.keyFile, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&t.acmeEmail, "acme-email", "", "contact address of the cluster's ACME account")
@@ -90,38 +93,153 @@ func (t *tlsFlags) acmeConfig() (*cluster.ACMEConfig, error) {
 }
 
 // serverTLS is how httpd serves HTTPS: the certificates of the
-// replicated state (ACME) or of the files.
-func (t *tlsFlags) serverTLS(state *fsm.FSM, key *secure.Key) (*httpd.TLS, error) {
+// replicated state (ACME), which the node also keeps in its data dir to
+// serve at its next start before its state has them again, or of the
+// files; and the gate that opens the HTTPS port once they can be served.
+func (t *tlsFlags) serverTLS(node *cluster.Node, key *secure.Key, dataDir string, log *slog.Logger) (*httpd.TLS, *httpsGate, error) {
 	_, port, err := net.SplitHostPort(t.httpsAddr)
 	if err != nil {
-		return nil, fmt.Errorf("--https-addr: %w", err)
+		return nil, nil, fmt.Errorf("--https-addr: %w", err)
 	}
 	out := &httpd.TLS{Port: port, RedirectHTTP: t.httpRedirect, HSTS: t.hsts}
+	for _, name := range splitList(t.acmeDomains) {
+		out.Names = append(out.Names, strings.ToLower(name))
+	}
+	gate := &httpsGate{addr: t.httpsAddr, acme: t.acme(), redirect: t.httpRedirect, stop: make(chan struct{})}
 	if t.files() {
 		files, err := certs.NewFileSource(t.certFile, t.keyFile)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out.Config = httpd.NewTLSConfig(files.GetCertificate)
 		out.Certificates = func() []httpd.CertificateInfo {
 			name, end := files.Leaf()
 			return []httpd.CertificateInfo{{Name: name, NotAfter: end}}
 		}
-		return out, nil
+		// The files were read above: every handshake can complete now.
+		ready := make(chan struct{})
+		close(ready)
+		gate.ready, gate.missing = ready, func() []string { return nil }
+		return out, gate, nil
 	}
-	fallback := ""
-	if names := splitList(t.acmeDomains); len(names) > 0 {
-		fallback = strings.ToLower(names[0])
-	}
-	out.Config = httpd.NewTLSConfig(certs.NewSource(state, key, fallback).GetCertificate)
+	src := certs.NewSource(node.FSM(), key, certs.SourceConfig{Names: out.Names,
+		HeldFile: filepath.Join(dataDir, certs.HeldFileName), Logger: log.With("component", "tls")})
+	node.FollowCertificates(src)
+	out.Config = httpd.NewTLSConfig(src.GetCertificate)
 	out.Certificates = func() []httpd.CertificateInfo {
 		var list []httpd.CertificateInfo
-		for _, c := range state.Certificates() {
+		for _, c := range src.Served() {
 			list = append(list, httpd.CertificateInfo{Name: c.Name, NotAfter: time.UnixMilli(c.NotAfter)})
 		}
 		return list
 	}
-	return out, nil
+	gate.ready, gate.missing = src.Ready(), src.Missing
+	return out, gate, nil
+}
+
+// httpsGate opens the HTTPS port only once a handshake for every
+// configured name can complete (certs.Source.Ready): until then nothing
+// listens there and a client's connection is refused, which browsers
+// answer by trying the name's next address, where a TLS alert would end
+// the visit. A node that kept its certificates opens it at once; a
+// brand-new cluster once its first order completes.
+type httpsGate struct {
+	addr           string
+	acme, redirect bool // for the log
+	ready          <-chan struct{}
+	missing        func() []string
+
+	stop     chan struct{} // closed by close
+	mu       sync.Mutex
+	closed   bool
+	listener net.Listener
+}
+
+// listen listens on the HTTPS address at start. The listener is kept when
+// the certificates can be served already (listening, as the plain HTTP
+// port, before the node says it is ready), else let go at once: a taken
+// port or a missing privilege fails the start, not the moment the
+// certificates arrive.
+func (g *httpsGate) listen() error {
+	ln, err := net.Listen("tcp", g.addr)
+	if err != nil {
+		return fmt.Errorf("listen https: %w", err)
+	}
+	select {
+	case <-g.ready:
+		g.listener = ln // not shared yet
+		return nil
+	default:
+		return ln.Close()
+	}
+}
+
+// serve serves HTTPS with serveTLS (httpd.Server.ServeTLS) on the
+// listener listen kept, or on one opened once ready, until close; its
+// failure goes to errs. Not ready yet is said in the log once.
+func (g *httpsGate) serve(serveTLS func(net.Listener) error, errs chan<- error, log *slog.Logger) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	ln := g.listener
+	g.mu.Unlock()
+	if ln != nil {
+		g.serveOn(ln, serveTLS, errs, log)
+		return
+	}
+	log.Info("HTTPS stays closed (connections refused) until a certificate for every name can be served: "+
+		"those kept from the last run, else the cluster's state; a brand-new cluster's first order",
+		"https", g.addr, "waiting_for", g.missing())
+	go func() {
+		select {
+		case <-g.ready:
+		case <-g.stop:
+			return
+		}
+		g.mu.Lock()
+		if g.closed {
+			g.mu.Unlock()
+			return
+		}
+		ln, err := net.Listen("tcp", g.addr)
+		if err != nil {
+			g.mu.Unlock()
+			errs <- fmt.Errorf("listen https: %w", err)
+			return
+		}
+		g.listener = ln
+		g.mu.Unlock()
+		g.serveOn(ln, serveTLS, errs, log)
+	}()
+}
+
+func (g *httpsGate) serveOn(ln net.Listener, serveTLS func(net.Listener) error, errs chan<- error, log *slog.Logger) {
+	go func() { errs <- serveTLS(ln) }()
+	attrs := []any{"https", ln.Addr().String(), "redirect_http", g.redirect, "acme", g.acme}
+	if missing := g.missing(); len(missing) > 0 {
+		// Ready for a TLS-ALPN-01 validation, which comes through here.
+		attrs = append(attrs, "no_certificate_yet", missing)
+	}
+	log.Info("serving HTTPS", attrs...)
+}
+
+// close keeps the HTTPS port from opening from now on, and closes it if
+// open: before the server's Shutdown, so no listener opens after it.
+func (g *httpsGate) close() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	g.closed = true
+	close(g.stop)
+	if g.listener != nil {
+		g.listener.Close()
+	}
 }
 
 // httpsBase is the short URLs' prefix when TLS is on and --base-url is

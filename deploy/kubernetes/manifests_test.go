@@ -331,9 +331,10 @@ func TestStatefulSet(t *testing.T) {
 		}
 	}
 
-	// The node needs at most 2 x write timeout + 5 s (15 s by default) to stop.
-	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g <= 15 {
-		t.Errorf("terminationGracePeriodSeconds must exceed the node's 15 s stop")
+	// The node needs at most its drain + 2 x write timeout + 5 s (20 s by
+	// default) to stop.
+	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g <= 20 {
+		t.Errorf("terminationGracePeriodSeconds must exceed the node's 20 s stop")
 	}
 	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
 		t.Errorf("enableServiceLinks: want false (it adds LINKRAFT_* variables)")

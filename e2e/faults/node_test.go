@@ -94,6 +94,8 @@ func newFnode(dir string, env *netEnv, i int, addrs [3]string, cfg nodeConfig, e
 	args = append(args, "--create-rate=0",
 		"--cluster-key="+cfg.key, "--admin-token="+cfg.token,
 		"--write-timeout="+cfg.writeTimeout.String(), "--click-flush-interval=200ms",
+		// No load balancer takes the node out here: a stop waits for nothing.
+		"--shutdown-drain=0",
 	)
 	n.argv = env.command(i, cfg.bin, args...)
 	return n

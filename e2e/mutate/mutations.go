@@ -107,11 +107,19 @@ var mutations = []mutation{
 	},
 	{
 		name:      "removed-stays-removed",
-		guarantee: "a removed server stays out of the configuration",
+		guarantee: "a removed server stays out of the configuration, under every later leader",
 		file:      "cluster/reconcile.go",
-		from:      "if err := reachable(n.layer, m.RaftAddr, time.Second); err != nil {",
-		to:        "if err := reachable(n.layer, m.RaftAddr, time.Second); err != nil && false {",
-		pkg:       "./e2e/", run: "^TestRemovedServerStaysRemovedAcrossALeaderChange$",
+		from:      "if m.Leaving || n.gossip.wasRemoved(m) || n.keepsOut(m) {",
+		to:        "if m.Leaving || n.gossip.wasRemoved(m) {",
+		pkg:       "./cluster/", run: "^TestRemovedServerStaysOutUnderEveryLeader$",
+	},
+	{
+		name:      "removed-stays-removed-e2e",
+		guarantee: "a removed server stays out of the configuration, under every later leader",
+		file:      "cluster/reconcile.go",
+		from:      "if m.Leaving || n.gossip.wasRemoved(m) || n.keepsOut(m) {",
+		to:        "if m.Leaving || n.gossip.wasRemoved(m) {",
+		pkg:       "./e2e/", run: "^TestRemovedRunningServerStaysRemoved$",
 	},
 	{
 		// Two waits make a delete visible before its 204, each enough

@@ -70,6 +70,25 @@ function dl(box, rows) {
   return box;
 }
 
+/* Without a leader the cluster takes no writes, and says so with a 503
+   whose detail starts with "no leader available" (the cluster's error),
+   while every node goes on redirecting from its own copy of the links.
+   The page says what that means and what the operator can do: in the
+   message of every write that fails so, and above every view while
+   /health says the node has no leader. */
+const NO_LEADER = /no leader available/i;
+const NO_LEADER_MSG = "Writes are paused: there is no leader. The cluster has lost its majority of voters, or is electing a leader (about a second). " +
+  "Redirects keep working: every node serves them from its own copy of the links. " +
+  "Operators: check the other nodes (linkraft status on each) and bring a majority of the voters back up; see docs/DEPLOY.md, section 7 (a majority lost for good: linkraft recover).";
+function noLeaderNote() {
+  return [el("strong", null, "Writes are paused: this node knows no leader."),
+    el("p", null, "The cluster has lost its majority of voters (more than half are down, or cut off from this node), or it is electing a leader, which takes about a second. Creating, editing and deleting links fail until a leader is back."),
+    el("p", null, "Redirects keep working: every node serves them from its own copy of the links (a code this node does not hold yet answers 404 until a leader is back)."),
+    el("p", null, "Operators: check the other nodes (", el("code", null, "linkraft status"), " on each, and whether their processes run), and bring a majority of the voters back up: writes resume about a second later. See ",
+      el("code", null, "docs/DEPLOY.md"), ", section 7, Removing a node; if a majority is gone for good, the README's Lost quorum (", el("code", null, "linkraft recover"), ")."),
+  ];
+}
+
 /* The API key (or the node's admin token) lives in this tab's
    sessionStorage only and goes with every API call as a bearer token. */
 const KEY = "linkraft.apiKey";
@@ -94,6 +113,10 @@ async function call(path, opts = {}) {
     } else if (res.status === 429) {
       const ra = res.headers.get("Retry-After");
       msg += ra ? " Retry after " + ra + (/^\d+$/.test(ra) ? " s." : ".") : " Please retry later.";
+    } else if (res.status === 503 && NO_LEADER.test(msg)) {
+      const ra = res.headers.get("Retry-After");
+      msg = NO_LEADER_MSG + (/^\d+$/.test(ra || "") ? " Try again in " + ra + " s." : "");
+      health(); // the note above the views, at once rather than at the next poll
     }
     throw Object.assign(new Error(msg), {status: res.status});
   }
@@ -1014,8 +1037,17 @@ async function health() {
   try {
     const res = await fetch("/health", {headers: {Accept: "application/json"}, cache: "no-store"});
     const d = await res.json().catch(() => { throw new Error("HTTP " + res.status); });
-    h.replaceChildren(el("span", {class: res.ok ? "okc" : "err"}, "● " + (d.status || res.status)),
+    // A node without a leader still serves redirects (200), but takes no
+    // creates: say so next to the status, where a failed create sends one.
+    const writes = d.writes === "unavailable" ? el("span", {class: "err"}, " · writes unavailable (" + (d.writes_reason || "?") + ")") : "";
+    h.replaceChildren(el("span", {class: res.ok ? "okc" : "err"}, "● " + (d.status || res.status) + (d.reason ? " (" + d.reason + ")" : "")), writes,
       " · node " + d.node_id + " · role " + d.role + " · leader " + (d.leader || "none") + " · " + d.links + " links · applied " + d.applied_index + (d.version ? " · " + d.version : ""));
+    // A node says no_leader as its reason, or as why writes are refused
+    // (writes_reason) where /health stays 200 without a leader.
+    const paused = d.reason === "no_leader" || d.writes_reason === "no_leader";
+    $("paused").hidden = !paused;
+    if (paused) show($("paused"), ...noLeaderNote());
+    else show($("paused"));
   } catch (e) {
     h.replaceChildren(el("span", {class: "err"}, "● unreachable"), " · " + e.message + " · retrying");
   }
