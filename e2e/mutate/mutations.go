@@ -201,6 +201,46 @@ var mutations = []mutation{
 		to:        "if !ok || st.Uid == 0 || int(st.Uid) != -1 {",
 		pkg:       "./cluster/", run: "^TestDataDirOfAnotherUserIsRefused$",
 	},
+	{
+		name:      "health-without-quorum",
+		guarantee: "/health is 200 while the node serves redirects, with or without a leader: losing the quorum never takes a node out of DNS",
+		file:      "cluster/ready.go",
+		from:      "\t\treturn NotReadyCatchingUp\n\t}\n\treturn \"\"\n}",
+		to:        "\t\treturn NotReadyCatchingUp\n\tcase !r.leaderKnown:\n\t\treturn NotReadyNoLeader\n\t}\n\treturn \"\"\n}",
+		pkg:       "./cluster/", run: "^TestReadinessDecisions$",
+	},
+	{
+		name:      "no-leader-fast",
+		guarantee: "without a leader for longer than an election takes, a write answers 503 and a miss 404 at once",
+		file:      "cluster/leaderwatch.go",
+		from:      "\tcase left <= 0:\n\t\treturn nil, errLeaderless(patience - left)\n",
+		to:        "",
+		pkg:       "./cluster/", run: "^TestClientRequestsWithoutALeader$",
+	},
+	{
+		name:      "backup-future-name",
+		guarantee: "backups trust only what they checked: an object named in the future never counts",
+		file:      "cluster/backups/scheduler.go",
+		from:      "if !n.Time.After(latest) {",
+		to:        "if !n.Time.After(latest.AddDate(100, 0, 0)) {",
+		pkg:       "./cluster/backups/", run: "^TestSchedulerTrustsOnlyWhatItChecked$",
+	},
+	{
+		name:      "https-never-half-up",
+		guarantee: "a starting node's HTTPS port accepts connections only once it can complete the handshake for its names",
+		file:      "cmd/linkraft/tls.go",
+		from:      "\tselect {\n\tcase <-g.ready:\n\t\tg.listener = ln // not shared yet\n\t\treturn nil\n\tdefault:\n\t\treturn ln.Close()\n\t}\n",
+		to:        "\tg.listener = ln\n\treturn nil\n",
+		pkg:       "./cmd/linkraft/", run: "^TestHTTPSGateRefusesUntilReady$",
+	},
+	{
+		name:      "drain-health",
+		guarantee: "a stopping node answers /health 503 at once while it still serves (--shutdown-drain)",
+		file:      "httpd/service.go",
+		from:      "\tif s.draining.Load() {\n\t\treturn cluster.NotReadyShuttingDown\n\t}\n\treturn s.node.Self.NotReady()",
+		to:        "\treturn s.node.Self.NotReady()",
+		pkg:       "./httpd/", run: "^TestHealthDraining$",
+	},
 
 	// The HTTP API: who may do what.
 	{
