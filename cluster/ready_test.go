@@ -76,10 +76,16 @@ func TestNotReadyReasons(t *testing.T) {
 	if follower.FSM().ClusterID() != leader.FSM().ClusterID() {
 		t.Fatal("ready before it has the cluster's state")
 	}
-	// Promoted once caught up: a voter from then on.
+	// Promoted once caught up: a voter from then on, in its own
+	// configuration too (which decides whether it counts as a learner).
 	waitFor(t, func() bool {
-		servers, err := leader.configuration()
-		return err == nil && len(servers) == 2 && servers[1].Suffrage == raft.Voter
+		for _, n := range []*member{leader, follower} {
+			servers, err := n.configuration()
+			if err != nil || len(servers) != 2 || servers[1].Suffrage != raft.Voter {
+				return false
+			}
+		}
+		return true
 	})
 
 	// The leader said it applied entries this voter has not: its misses
