@@ -1015,16 +1015,7 @@ func (d *deployDoc) probeRedirects(t *testing.T) func() {
 // until it shows what the doc says) until it returns true or timeout
 // passes; it returns cond's last verdict.
 func rerunUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	return eventuallyEvery(timeout, 500*time.Millisecond, cond)
 }
 
 // --- HTTP, as the operator's curl would ---

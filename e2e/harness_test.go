@@ -968,6 +968,11 @@ func (n *node) requireRedirect(t *testing.T, code, target string) {
 // eventually polls cond every 50 ms until it returns true or timeout passes;
 // it returns cond's last verdict.
 func eventually(timeout time.Duration, cond func() bool) bool {
+	return eventuallyEvery(timeout, 50*time.Millisecond, cond)
+}
+
+// eventuallyEvery is eventually, asking every interval.
+func eventuallyEvery(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
@@ -976,7 +981,7 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

@@ -324,9 +324,25 @@ func printClusterAnswer(cmd string, stdout, stderr io.Writer, body []byte, raw b
 
 // adminStatus is "linkraft status".
 func adminStatus(args []string, stdout, stderr io.Writer) int {
+	return clusterCommand(args, stdout, stderr, clusterCall{
+		name: "status", usage: "status [--addr URL] [--key KEY] [--json]", timeout: 10 * time.Second,
+		method: http.MethodGet, path: "/admin/cluster",
+	})
+}
+
+// clusterCall is a command without arguments that makes one call whose
+// answer is the cluster's view, printed as status prints it.
+type clusterCall struct {
+	name, usage  string
+	timeout      time.Duration
+	method, path string
+	done         string // said before the view, unless --json
+}
+
+func clusterCommand(args []string, stdout, stderr io.Writer, c clusterCall) int {
 	var o adminOpts
-	fs := newFlagSet("status", "status [--addr URL] [--key KEY] [--json]", stderr)
-	o.register(fs, 10*time.Second)
+	fs := newFlagSet(c.name, c.usage, stderr)
+	o.register(fs, c.timeout)
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
 	pos, code := o.parse(fs, args, stderr)
 	if code >= 0 {
@@ -335,11 +351,14 @@ func adminStatus(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
 	}
-	body, code := o.call("status", fs, stderr, http.MethodGet, "/admin/cluster", "", nil)
+	body, code := o.call(c.name, fs, stderr, c.method, c.path, "", nil)
 	if code >= 0 {
 		return code
 	}
-	return printClusterAnswer("status", stdout, stderr, body, *raw)
+	if c.done != "" && !*raw {
+		fmt.Fprint(stdout, c.done+"\n\n")
+	}
+	return printClusterAnswer(c.name, stdout, stderr, body, *raw)
 }
 
 // adminJoin is "linkraft join".
@@ -436,27 +455,13 @@ func adminServerChange(args []string, stdout, stderr io.Writer, name, path, idUs
 // adminTransfer is "linkraft transfer": the leader hands leadership to
 // the most up-to-date other voter, before it is restarted or upgraded.
 func adminTransfer(args []string, stdout, stderr io.Writer) int {
-	var o adminOpts
-	fs := newFlagSet("transfer", "transfer [--addr URL] [--key KEY] [--json]\n\n"+
-		"The leader hands leadership to the most up-to-date other voter; any node passes the request on to the\n"+
-		"leader. It fails (409) when there is no other voter.", stderr)
-	o.register(fs, 30*time.Second)
-	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
-	pos, code := o.parse(fs, args, stderr)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) > 0 {
-		return usageError(fs, stderr, "unexpected arguments: %s", strings.Join(pos, " "))
-	}
-	body, code := o.call("transfer", fs, stderr, http.MethodPost, "/admin/leadership-transfer", "", nil)
-	if code >= 0 {
-		return code
-	}
-	if !*raw {
-		fmt.Fprint(stdout, "leadership transferred\n\n")
-	}
-	return printClusterAnswer("transfer", stdout, stderr, body, *raw)
+	return clusterCommand(args, stdout, stderr, clusterCall{
+		name: "transfer", timeout: 30 * time.Second, method: http.MethodPost, path: "/admin/leadership-transfer",
+		usage: "transfer [--addr URL] [--key KEY] [--json]\n\n" +
+			"The leader hands leadership to the most up-to-date other voter; any node passes the request on to the\n" +
+			"leader. It fails (409) when there is no other voter.",
+		done: "leadership transferred",
+	})
 }
 
 // adminBackup is "linkraft backup".
