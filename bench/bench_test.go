@@ -206,6 +206,24 @@ func TestSeedingRetries429(t *testing.T) {
 	}
 }
 
+// TestSeedingWithoutAKeySaysWhichFlag: a create refused for want of a
+// credential names the flag and the variable that give one, rather than
+// the node's raw answer.
+func TestSeedingWithoutAKeySaysWhichFlag(t *testing.T) {
+	srv := startServer(t, func(ctx *fasthttp.RequestCtx) {
+		ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+		ctx.SetBodyString(`{"title":"Unauthorized","status":401,"detail":"this call needs an API key"}`)
+	})
+	for _, key := range []string{"", "revoked"} {
+		cfg := testConfig(ScenarioRedirect)
+		cfg.Targets, cfg.SeedLinks, cfg.Duration, cfg.Warmup, cfg.Key = []string{srv}, 1, 200*time.Millisecond, 0, key
+		_, err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "--key") || !strings.Contains(err.Error(), "LINKRAFT_KEY") || strings.Contains(err.Error(), "this call needs") {
+			t.Errorf("key %q: %v; want the flag and the variable named, not the raw answer", key, err)
+		}
+	}
+}
+
 // fakeLinkraft answers creates, redirects and deletes from a map, as
 // linkraft would for a key that may write only in workspace allowed.
 type fakeLinkraft struct {

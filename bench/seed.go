@@ -95,6 +95,11 @@ func seedOne(ctx context.Context, c *conn, t *target, url string, sent *int64) (
 			return "", err
 		case opCreate.ok(status):
 			return shortCode(c.resp.Body())
+		case status == 401 && c.auth == "":
+			return "", errors.New("create answered 401: the bench gave no API key; give one with links:write on the workspace " +
+				"in --key or LINKRAFT_KEY (a new cluster writes an admin key to <data-dir>/admin.key)")
+		case status == 401:
+			return "", errors.New("create answered 401: the key in --key (or LINKRAFT_KEY) was refused: is it revoked, expired, or another cluster's?")
 		case status == 403:
 			return "", errWorkspaceDenied
 		case (status == 429 || status == 503) && attempt < maxSeedAttempts:
