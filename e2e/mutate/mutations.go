@@ -93,8 +93,8 @@ var mutations = []mutation{
 		name:      "backup-mac",
 		guarantee: "a restore takes only a backup the cluster key authenticates, or one checked record by record",
 		file:      "cluster/backup.go",
-		from:      "authentic := hmac.Equal(mac.Sum(nil), sum)",
-		to:        "authentic := hmac.Equal(mac.Sum(nil), sum) || len(sum) > 0",
+		from:      "return format, hmac.Equal(mac.Sum(nil), signed.tail), nil",
+		to:        "return format, hmac.Equal(mac.Sum(nil), signed.tail) || len(signed.tail) > 0, nil",
 		pkg:       "./cluster/", run: "^TestRestoreRefusesAnEditedBackup$",
 	},
 	{
