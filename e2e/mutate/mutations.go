@@ -114,14 +114,6 @@ var mutations = []mutation{
 		pkg:       "./cluster/", run: "^TestRemovedServerStaysOutUnderEveryLeader$",
 	},
 	{
-		name:      "removed-stays-removed-e2e",
-		guarantee: "a removed server stays out of the configuration, under every later leader",
-		file:      "cluster/reconcile.go",
-		from:      "if m.Leaving || n.gossip.wasRemoved(m) || n.keepsOut(m) {",
-		to:        "if m.Leaving || n.gossip.wasRemoved(m) {",
-		pkg:       "./e2e/", run: "^TestRemovedRunningServerStaysRemoved$",
-	},
-	{
 		// Two waits make a delete visible before its 204, each enough
 		// alone while the voters answer: the leader's for the voters, and
 		// the forwarding node's for the leader's index. Either alone is
