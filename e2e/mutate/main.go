@@ -271,7 +271,8 @@ func printTable(w io.Writer, ms []mutation, outcomes []outcome) {
 		if m.race {
 			race = "-race "
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | `go test %s-run '%s' %s` | %s |\n", m.name, m.guarantee, bug, race, m.run, m.pkg, result)
+		run := strings.ReplaceAll(m.run, "|", `\|`) // a table cell, even in code
+		fmt.Fprintf(w, "| %s | %s | %s | `go test %s-run '%s' %s` | %s |\n", m.name, m.guarantee, bug, race, run, m.pkg, result)
 	}
 }
 
