@@ -197,10 +197,10 @@ var (
 // else the first --- FAIL line, else the last line.
 func failureOf(out []byte) string {
 	if ms := testMessage.FindAll(out, -1); len(ms) > 0 {
-		// The e2e harness ends a failed test with each node's log: the
+		// The e2e harness ends a failed test with each process's output: the
 		// failure is the message before those.
 		for i := len(ms) - 1; i >= 0; i-- {
-			if !bytes.Contains(ms[i], []byte("output of node")) {
+			if !bytes.Contains(ms[i], []byte(": output of ")) {
 				return strings.TrimSpace(string(ms[i]))
 			}
 		}
