@@ -13,8 +13,13 @@
 #                          with "linkraft keys create --name backup --scopes admin"
 #   LINKRAFT_ADMIN_TOKEN   the nodes' --admin-token
 #   LINKRAFT_ADDR          node to ask, http(s)://host:port or host:port
-#                          (default: this machine, port of LINKRAFT_HTTP_ADDR).
+#                          (default: this machine, port of LINKRAFT_HTTP_ADDR,
+#                          or of LINKRAFT_HTTPS_ADDR when the node serves HTTPS:
+#                          LINKRAFT_ACME_DOMAINS or LINKRAFT_TLS_CERT set).
 #                          Any node will do: it relays to the leader.
+#   LINKRAFT_SERVER_NAME   the name the node's certificate holds (default: the
+#                          first of LINKRAFT_ACME_DOMAINS, else LINKRAFT_BASE_URL's)
+#   LINKRAFT_CA_FILE       a PEM bundle of CAs, for a certificate a private CA signed
 #   LINKRAFT_BACKUP_DIR    where backups go (default /var/lib/linkraft-backups)
 #   LINKRAFT_BACKUP_KEEP   how many backups to keep (default 14)
 #   LINKRAFT_BACKUP_TIMEOUT  seconds the whole download may take (default 900)
@@ -43,17 +48,39 @@ case $timeout in '' | *[!0-9]*) die "LINKRAFT_BACKUP_TIMEOUT=$timeout: want seco
 case $token in *'"'* | *'\'*) die "LINKRAFT_KEY / LINKRAFT_ADMIN_TOKEN must not contain a quote or a backslash" ;; esac
 command -v curl >/dev/null 2>&1 || die "curl is not installed"
 
-addr=${LINKRAFT_ADDR:-}
-if [ -z "$addr" ]; then
-	# The node on this machine: --http-addr ":8080" or "0.0.0.0:8080"
-	# listens on every address, loopback included.
-	listen=${LINKRAFT_HTTP_ADDR:-:8080}
-	host=${listen%:*}
+# local_addr is a listen address as this machine reaches it: ":8080" or
+# "0.0.0.0:8080" listens on every address, loopback included.
+local_addr() {
+	host=${1%:*}
 	case $host in '' | 0.0.0.0 | '[::]') host=127.0.0.1 ;; esac
-	addr=$host:${listen##*:}
+	echo "$host:${1##*:}"
+}
+
+addr=${LINKRAFT_ADDR:-}
+name=${LINKRAFT_SERVER_NAME:-}
+tls=
+if [ -z "$addr" ] && [ -n "${LINKRAFT_ACME_DOMAINS:-}${LINKRAFT_TLS_CERT:-}" ]; then
+	# The node on this machine serves HTTPS, and its plain HTTP answers
+	# with a redirect: ask its HTTPS port, checking the certificate for
+	# the name it serves (LINKRAFT_SERVER_NAME, else the first ACME name,
+	# else the base URL's host), as linkraft's own commands do.
+	[ -n "$name" ] || name=${LINKRAFT_ACME_DOMAINS%%,*}
+	if [ -z "$name" ]; then
+		name=${LINKRAFT_BASE_URL#*://}
+		name=${name%%/*}
+		name=${name%:*}
+	fi
+	[ -n "$name" ] || die "the node serves HTTPS: set LINKRAFT_SERVER_NAME to the name its certificate holds"
+	listen=$(local_addr "${LINKRAFT_HTTPS_ADDR:-:443}")
+	tls="--connect-to $name:${listen##*:}:$listen"
+	addr=https://$name:${listen##*:}
+elif [ -z "$addr" ]; then
+	addr=$(local_addr "${LINKRAFT_HTTP_ADDR:-:8080}")
 fi
 case $addr in *://*) ;; *) addr=http://$addr ;; esac
 url=${addr%/}/admin/backup
+# A private CA's certificate (LINKRAFT_CA_FILE, as for linkraft's commands).
+[ -z "${LINKRAFT_CA_FILE:-}" ] || tls="$tls --cacert $LINKRAFT_CA_FILE"
 
 umask 077
 mkdir -p "$dir"
@@ -68,11 +95,17 @@ curl_config() {
 	printf 'header = "Authorization: Bearer %s"\n' "$token"
 }
 
-status=$(curl_config | curl --silent --show-error --config - \
+# $tls is split on purpose: no flag, or flags and values without spaces.
+# shellcheck disable=SC2086
+status=$(curl_config | curl --silent --show-error --config - $tls \
 	--max-time "$timeout" --dump-header "$hdr" --output "$tmp" \
 	--write-out '%{http_code}' "$url") ||
 	die "GET $url failed (curl exit $?); is the node up? (systemctl status linkraft)"
 
+case $status in 3??)
+	# A redirect is never a backup: the node serves HTTPS elsewhere.
+	die "GET $url answered $status (to $(sed -n 's/^[Ll]ocation: *//p' "$hdr" | tr -d '\r')): the node serves HTTPS; set LINKRAFT_ADDR=https://... (and LINKRAFT_SERVER_NAME, LINKRAFT_CA_FILE as needed)" ;;
+esac
 if [ "$status" != 200 ]; then
 	# Errors are problem+json; their detail says what is wrong (401: the
 	# credential is unknown, revoked or expired; 403: an API key without the

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -261,4 +262,51 @@ func TestCLIOverHTTPS(t *testing.T) {
 			t.Errorf("status after the refused redirects: %v", r)
 		}
 	})
+}
+
+// TestBackupScriptOverHTTPS: the nightly backup script (deploy/
+// linkraft-backup.sh), run with the environment file of a node that serves
+// HTTPS, asks the node's HTTPS port under the name its certificate holds
+// and saves a backup; told to ask the plain HTTP port, which answers with
+// a redirect, it fails saying so instead of saving nothing silently.
+func TestBackupScriptOverHTTPS(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	const name = "linkraft.test"
+	certFile, keyFile, caFile := writeNamedCert(t, t.TempDir(), name)
+	httpsAddr := net.JoinHostPort("127.0.0.1", itoa(freePort(t, false)))
+	n := startNode(t, nodeOptions{Settings: map[string]string{"https-addr": httpsAddr, "tls-cert": certFile, "tls-key": keyFile}})
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "deploy", "linkraft-backup.sh")
+	dir := t.TempDir()
+	// What /etc/linkraft.env holds on such a node, and the CA's bundle.
+	env := []string{
+		"LINKRAFT_ADMIN_TOKEN=" + n.credential, "LINKRAFT_BACKUP_DIR=" + dir,
+		"LINKRAFT_HTTP_ADDR=" + n.httpAddr, "LINKRAFT_HTTPS_ADDR=" + httpsAddr,
+		"LINKRAFT_TLS_CERT=" + certFile, "LINKRAFT_TLS_KEY=" + keyFile,
+		"LINKRAFT_SERVER_NAME=" + name, "LINKRAFT_CA_FILE=" + caFile,
+	}
+	run := func(extra ...string) (string, error) {
+		cmd := exec.Command("sh", script)
+		cmd.Env = append(append(os.Environ(), env...), extra...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("the backup script over HTTPS: %v\n%s", err, out)
+	}
+	saved, err := filepath.Glob(filepath.Join(dir, "linkraft-*.backup"))
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("saved %v (%v), want one backup", saved, err)
+	}
+	if b, err := os.ReadFile(saved[0]); err != nil || !strings.HasPrefix(string(b), "LKRB") {
+		t.Fatalf("%s is not a linkraft backup (%v)", saved[0], err)
+	}
+	out, err := run("LINKRAFT_ADDR=http://" + n.httpAddr)
+	if err == nil || !strings.Contains(out, "answered 308") || !strings.Contains(out, "LINKRAFT_ADDR=https://") {
+		t.Fatalf("asked the plain HTTP port: %v\n%s\nwant a failure naming the redirect and what to set", err, out)
+	}
 }
