@@ -253,11 +253,11 @@ func (d *decompressed) Close() error {
 }
 
 // checksumMatches reads a snapshot through, a block at a time, and
-// reports whether its trailing CRC-32C matches the bytes before it, as
-// fsm.ChecksumMatches does of one in memory. A read error (a compressed
-// one's damage) is returned.
+// reports whether its trailing checksum (fsm.NewSnapshotChecksum) matches
+// the bytes before it. A read error (a compressed one's damage) is
+// returned.
 func checksumMatches(snapshot io.Reader) (bool, error) {
-	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	crc := fsm.NewSnapshotChecksum()
 	summed := newHoldBack(crc, crc32.Size)
 	if _, err := io.CopyBuffer(summed, struct{ io.Reader }{snapshot}, make([]byte, macBlock)); err != nil {
 		return false, err

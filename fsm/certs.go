@@ -128,10 +128,6 @@ func newCertState() certState {
 	return certState{certs: map[string]Certificate{}, challenges: map[string]Challenge{}, orders: map[string]Order{}}
 }
 
-func (c *certState) empty() bool {
-	return c.account == (ACMEAccount{}) && len(c.certs) == 0 && len(c.challenges) == 0 && len(c.orders) == 0
-}
-
 // Encode is the change's log entry (Command).
 func (c CertCommand) Encode() []byte {
 	var e encoder

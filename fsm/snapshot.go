@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"maps"
@@ -356,25 +357,12 @@ func ReadSnapshot(r io.Reader) (*Snapshot, error) {
 // authenticated.
 func HasSnapshotMagic(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) }
 
-// ChecksumMatches reports whether a snapshot's trailing CRC-32C matches
-// the bytes before it, decoding nothing. A restore asks it of a backup
-// whose authentication failed, to tell damage (the checksum fails too)
-// from a change made on purpose (whoever made it recomputed the
-// checksum). The sum is taken a block at a time: one call over a large
-// body would stop the process (cluster/DESIGN.md).
-func ChecksumMatches(snapshot []byte) bool {
-	if len(snapshot) < len(snapshotMagic)+5 {
-		return false
-	}
-	body, sum := snapshot[:len(snapshot)-4], snapshot[len(snapshot)-4:]
-	var crc uint32
-	for len(body) > 0 {
-		n := min(len(body), flushSize)
-		crc = crc32.Update(crc, crcTable, body[:n])
-		body = body[n:]
-	}
-	return crc == binary.BigEndian.Uint32(sum)
-}
+// NewSnapshotChecksum is the checksum a snapshot ends with, big-endian in
+// its last crc32.Size bytes, over every byte before them. A restore reads a
+// backup whose authentication failed through it, to tell damage (the
+// checksum fails too) from a change made on purpose (whoever made it
+// recomputed the checksum).
+func NewSnapshotChecksum() hash.Hash32 { return crc32.New(crcTable) }
 
 // Snapshot is a decoded, verified snapshot ready to become an FSM's state.
 type Snapshot struct{ s *state }

@@ -647,8 +647,3 @@ func (st *state) decodeWebhooks(d *decoder) error {
 	st.hooks.recompute()
 	return d.err
 }
-
-// errorString is an error that is a constant.
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
