@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -392,5 +393,32 @@ func TestClicksOfARemovedServerAreCountedOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, "clicks-pending")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("d left clicks in the data dir the operator empties to bring it back (%v)", err)
+	}
+}
+
+// TestRemovalNoticeIsCheckedWhereBelieved: a removal notice is believed
+// only when it names this server and the data dir it runs on; one for
+// another id, another data dir, or none is refused (409) and changes
+// nothing: the server keeps its Raft and stays in.
+func TestRemovalNoticeIsCheckedWhereBelieved(t *testing.T) {
+	t.Parallel()
+	asker := openNode(t, t.TempDir())
+	n := openNode(t, t.TempDir(), func(c *Config) { c.ID = "target" })
+	waitFor(t, n.leadership.ready)
+	for _, tc := range []struct{ name, id, incarnation string }{
+		{"another server", "someone-else", n.incarnation},
+		{"another data dir", "target", "0123456789abcdef"},
+		{"no data dir named", "target", ""},
+	} {
+		err := asker.peers.tellRemoved(tc.id, tc.incarnation, n.cfg.RaftAddr)
+		if err == nil || !strings.Contains(err.Error(), "409") {
+			t.Errorf("%s: %v, want a 409 refusal", tc.name, err)
+		}
+	}
+	if n.Removed() || !n.Live() || n.NotReady() != "" {
+		t.Fatalf("refused notices changed the server: removed %v, live %v, not ready %q", n.Removed(), n.Live(), n.NotReady())
+	}
+	if _, err := os.Stat(filepath.Join(n.cfg.DataDir, removedFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("refused notices marked the data dir: %v", err)
 	}
 }
