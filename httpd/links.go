@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -249,11 +248,8 @@ func createErrorDetails(req fsm.CreateRequest) []errorDetail {
 // confirm (no leader within the write timeout) is answered as a miss: a
 // node cut off from the leader serves what it has.
 func (s *Server) findLink(code string) (fsm.Link, bool) {
-	l, err := s.node.Reads.Lookup(context.Background(), code)
-	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
-		s.log.Debug("lookup not confirmed by a leader", "code", code, "err", err)
-	}
-	return l, err == nil
+	l, found, _ := s.lookupCode(code)
+	return l, found
 }
 
 // lookupLink finds the {code} of the route, answering 404/410 itself. A
