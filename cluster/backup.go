@@ -343,16 +343,8 @@ func (n *Node) Restore(backup []byte, opts RestoreOptions) error {
 // then its snapshot), never holding it whole: a file of the caller's own,
 // which must not change while it runs (backups.Fetched).
 func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error {
-	snapshot, vouched, err := openBackup(backup, n.cfg.Key, opts.Foreign)
+	snap, vouched, err := n.readBackup(backup, opts.Foreign)
 	if err != nil {
-		return err
-	}
-	snap, err := fsm.ReadSnapshot(snapshot)
-	snapshot.Close()
-	if err != nil {
-		return err
-	}
-	if err := snap.CheckRecords(restoreRules{allowPrivate: n.cfg.AllowPrivateTargets}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
@@ -360,22 +352,50 @@ func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error 
 	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := n.levels.require(ctx, max(fsm.LevelRestoreAudit, snap.Level())); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	keptKey, err := n.installMerged(snap, fsm.RestoreRecord{KeyID: opts.By, Backup: vouched})
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	n.log.Info("backup restored", "key_id", opts.By, "backup", vouched, "links", snap.Links())
-	if keptKey {
-		n.log.Warn("the backup revoked the key that restored it; the key was kept", "key_id", opts.By)
+	if err := n.install(ctx, snap, fsm.RestoreRecord{KeyID: opts.By, Backup: vouched}); err != nil {
+		return err
 	}
 	// The backup may come from another cluster and lack this leader's
 	// address; recording it also gives every FSM a known applied index
 	// again, which read-after-write waits on.
 	if _, _, err := n.apply(fsm.ServerCommand{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr}); err != nil {
 		return fmt.Errorf("restore: record leader address: %w", err)
+	}
+	return nil
+}
+
+// readBackup checks a backup whole before anything changes: its envelope,
+// its snapshot, and every record against a client's rules (Restore). It
+// returns the snapshot and what vouched for it.
+func (n *Node) readBackup(backup *io.SectionReader, foreign bool) (*fsm.Snapshot, string, error) {
+	snapshot, vouched, err := openBackup(backup, n.cfg.Key, foreign)
+	if err != nil {
+		return nil, "", err
+	}
+	snap, err := fsm.ReadSnapshot(snapshot)
+	snapshot.Close()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := snap.CheckRecords(restoreRules{allowPrivate: n.cfg.AllowPrivateTargets}); err != nil {
+		return nil, "", err
+	}
+	return snap, vouched, nil
+}
+
+// install has the cluster take snap, once every server's build reads it,
+// and records the restore as record says.
+func (n *Node) install(ctx context.Context, snap *fsm.Snapshot, record fsm.RestoreRecord) error {
+	if err := n.levels.require(ctx, max(fsm.LevelRestoreAudit, snap.Level())); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	keptKey, err := n.installMerged(snap, record)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	n.log.Info("backup restored", "key_id", record.KeyID, "backup", record.Backup, "links", snap.Links())
+	if keptKey {
+		n.log.Warn("the backup revoked the key that restored it; the key was kept", "key_id", record.KeyID)
 	}
 	return nil
 }

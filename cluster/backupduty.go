@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/fsm"
@@ -36,37 +38,53 @@ func (s backupSource) CheckBackup(r io.Reader) error {
 	return nil
 }
 
-// ErrRestoreSkipped is a --restore-from that does nothing: the node had
-// state, or it joins a cluster, which gives it the state.
-var ErrRestoreSkipped = errors.New("restore skipped")
+// errRestoreAtStart marks a failed restore at start, which establish
+// retries less often than its other steps.
+var errRestoreAtStart = errors.New("--restore-from")
 
-// RestoreAtStart installs the newest good backup of source into a new
-// cluster: the disaster recovery of a whole cluster, one command per node.
-// Only the node that bootstrapped a cluster alone at this start restores
-// (the others join it and receive the state as any new member does), so
-// exactly one restore happens whichever nodes were given the flag; a node
-// that had state, or waits to join, returns ErrRestoreSkipped saying why.
-// A backup that fails its checksum or authentication, or holds a record
-// no client could write, is passed over for the next older one. Each is
-// copied into the data dir and read from there as a stream, never held
-// whole (backups.RestoreFile).
-func (n *Node) RestoreAtStart(ctx context.Context, source string, opts backups.S3Options) (backups.Candidate, error) {
-	defer n.settleRestore() // the backups wait for this (Config.AwaitsRestore)
-	if !n.bootstrapped {
-		why := "this node had Raft state"
-		if !n.hadState {
-			why = "this node joins a cluster (--join or --bootstrap-expect > 1), which gives it the state; " +
-				"the node started alone (no --join, --bootstrap-expect 1) restores"
-		}
-		return backups.Candidate{}, fmt.Errorf("%w: %s", ErrRestoreSkipped, why)
-	}
-	cands, err := backups.Candidates(ctx, source, opts)
+// restoreAtStartTimeout bounds one try: fetching and installing a backup.
+const restoreAtStartTimeout = 30 * time.Minute
+
+// restoreAtStart is --restore-from, the disaster recovery of a whole
+// cluster in one setting that every node may carry: the leader of a
+// cluster that has no state yet (no code key: no entry but the
+// configuration and nothing written) installs the newest good backup of
+// the source before it establishes its term, so before any write. The
+// install is one Raft snapshot with the cluster's state in it, so the
+// cluster restores exactly once: a leader that dies before it commits
+// leaves no state, and the next leader with the setting tries again; once
+// it commits, the cluster has state and no leader restores. A backup that
+// fails its checksum or authentication, or holds a record no client could
+// write, is passed over for the next older one. Each is copied into the
+// data dir and read from there as a stream, never held whole
+// (backups.RestoreFile). The restored cluster takes a new cluster id, so
+// its backups are a new series and retention leaves the lost cluster's
+// alone.
+func (n *Node) restoreAtStart() error {
+	ctx, cancel := context.WithTimeout(n.stopping, restoreAtStartTimeout)
+	defer cancel()
+	cands, err := backups.Candidates(ctx, n.cfg.RestoreFrom, n.cfg.RestoreS3)
 	if err != nil {
-		return backups.Candidate{}, err
+		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.RestoreFrom, err)
 	}
-	restore := func(backup *io.SectionReader) error { return n.RestoreFrom(backup, RestoreOptions{By: fsm.RootKeyID}) }
+	var newID [16]byte
+	if _, err := rand.Read(newID[:]); err != nil {
+		return fmt.Errorf("%w: random cluster id: %w", errRestoreAtStart, err)
+	}
+	restore := func(backup *io.SectionReader) error {
+		snap, vouched, err := n.readBackup(backup, false)
+		if err != nil {
+			return err
+		}
+		return n.install(ctx, snap, fsm.RestoreRecord{KeyID: fsm.RootKeyID, Backup: vouched, NewClusterID: newID})
+	}
 	refused := func(err error) bool {
 		return errors.Is(err, ErrBackupUnauthenticated) || errors.Is(err, fsm.ErrCorruptSnapshot) || errors.Is(err, fsm.ErrRefusedRecord)
 	}
-	return backups.RestoreFile(ctx, cands, n.cfg.DataDir, restore, refused, n.log)
+	cand, err := backups.RestoreFile(ctx, cands, n.cfg.DataDir, restore, refused, n.log)
+	if err != nil {
+		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.RestoreFrom, err)
+	}
+	n.log.Info("restored the newest good backup", "backup", cand.String(), "links", n.fsm.Len(), "cluster_id", n.fsm.ClusterID())
+	return nil
 }

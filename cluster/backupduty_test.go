@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linkraft/linkraft/cluster/backups"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // backupsAt is the backups in dir that cond accepts.
@@ -33,54 +34,89 @@ func backupsAt(t *testing.T, dir string, cond func(backups.Name) bool) []backups
 	return out
 }
 
-// TestNoBackupBeforeTheRestoreAtStart: a node that starts a new cluster
-// to restore it from the backups (--restore-from) writes no backup of
-// the new, empty state before the restore: at the destination that
-// backup would be the newest good one, and the next disaster recovery
-// would restore it. Once restored, it backs up as any leader does.
-func TestNoBackupBeforeTheRestoreAtStart(t *testing.T) {
-	t.Parallel()
-	dest := t.TempDir()
-	const interval = 100 * time.Millisecond
-	backingUp := func(c *Config) { c.BackupStore, c.BackupInterval = backups.Dir{Path: dest}, interval }
-
-	// The backup of a cluster that is gone, as `linkraft backup --to` stores one.
+// lostClusterBackup stores at dest the backup of a cluster that is then
+// gone, as its leader's backups stored it, and returns a link it held and
+// its cluster id.
+func lostClusterBackup(t *testing.T, dest string, at time.Time) (fsm.Link, string) {
+	t.Helper()
 	lost := openNode(t, t.TempDir())
 	kept := createURL(t, lost, "https://example.com/kept")
 	var backup bytes.Buffer
 	if err := lost.BackupCompressed(&backup); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backups.PutBackup(context.Background(), backups.Dir{Path: dest}, lost.FSM().ClusterID(),
-		lost.machine.appliedIndex(), backup.Bytes(), time.Now()); err != nil {
+	id := lost.FSM().ClusterID()
+	if _, err := backups.PutBackup(context.Background(), backups.Dir{Path: dest}, id,
+		lost.machine.appliedIndex(), backup.Bytes(), at); err != nil {
 		t.Fatal(err)
 	}
 	if err := lost.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return kept, id
+}
 
-	fresh := openNode(t, t.TempDir(), backingUp, func(c *Config) { c.AwaitsRestore = true })
-	waitFor(t, func() bool { return fresh.IsLeader() && fresh.FSM().ClusterID() != "" })
-	empty := fresh.FSM().ClusterID()
+// TestRestoreAtStartComesBeforeEverything: a new cluster started to
+// restore the backups (--restore-from) takes no write, writes no backup
+// and is not ready while the source holds no good backup: its empty state,
+// backed up, would be the newest backup, and the next disaster recovery
+// would restore it. Once a backup is there, the leader restores it under
+// a new cluster id, backs up as any leader does, and retention leaves the
+// lost cluster's backup alone.
+func TestRestoreAtStartComesBeforeEverything(t *testing.T) {
+	t.Parallel()
+	dest, lostDir := t.TempDir(), t.TempDir()
+	const interval = 100 * time.Millisecond
+	fresh := openNode(t, t.TempDir(), func(c *Config) {
+		c.BackupStore, c.BackupInterval, c.BackupRetain = backups.Dir{Path: dest}, interval, 1
+		c.RestoreFrom = lostDir
+	})
+	waitFor(t, fresh.IsLeader)
 	// A leader's backup duty writes as soon as it runs: five intervals
 	// are plenty for a node that would.
 	time.Sleep(5 * interval)
-	if got := backupsAt(t, dest, func(n backups.Name) bool { return n.Cluster == empty }); len(got) > 0 {
-		t.Fatalf("the node backed up its empty state before the restore: %v", got)
+	if got := backupsAt(t, dest, func(backups.Name) bool { return true }); len(got) > 0 {
+		t.Fatalf("the node backed up before the restore: %v", got)
+	}
+	if got := fresh.NotReady(); got != NotReadyRestoring {
+		t.Fatalf("awaiting its restore: NotReady = %q, want %q", got, NotReadyRestoring)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := fresh.Propose(ctx, fsm.CreateBatch{Items: []fsm.CreateRequest{{URL: "https://example.com/early"}}}, ProposeOptions{}); err == nil {
+		t.Fatal("a create was accepted before the restore at start")
 	}
 
-	restoredAt := time.Now()
-	if _, err := fresh.RestoreAtStart(context.Background(), dest, backups.S3Options{}); err != nil {
-		t.Fatalf("restore at start: %v", err)
+	kept, lostID := lostClusterBackup(t, lostDir, time.Now())
+	// The lost cluster's backup also sits at the new cluster's destination,
+	// where retention must leave it.
+	lostName := backupsAt(t, lostDir, func(backups.Name) bool { return true })[0]
+	data, err := os.ReadFile(filepath.Join(lostDir, lostName.String()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := fresh.FSM().Get(kept.Code); !ok {
-		t.Fatalf("%s is not in the restored state", kept.Code)
+	if err := os.WriteFile(filepath.Join(dest, lostName.String()), data, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	// Then its backups run: one is looked at, and written or found there.
+	waitFor(t, func() bool { _, ok := fresh.FSM().Get(kept.Code); return ok })
+	if id := fresh.FSM().ClusterID(); id == lostID || id == "" {
+		t.Fatalf("restored cluster id %q; want a new one, not the lost cluster's %s", id, lostID)
+	}
+	if got := fresh.NotReady(); got != "" {
+		t.Fatalf("restored: NotReady = %q, want it serving", got)
+	}
+	restored := fresh.FSM().ClusterID()
 	waitFor(t, func() bool {
-		st := fresh.Backups().Status()
-		return st.Active && st.At.After(restoredAt) && st.Outcome != backups.OutcomeFailed
+		return len(backupsAt(t, dest, func(n backups.Name) bool { return n.Cluster == restored })) > 0
 	})
+	createURL(t, fresh, "https://example.com/after")
+	waitFor(t, func() bool {
+		return len(backupsAt(t, dest, func(n backups.Name) bool { return n.Cluster == restored && n.Index > 0 })) >= 1 &&
+			fresh.Backups().Status().Outcome == backups.OutcomeWritten
+	})
+	if _, err := os.Stat(filepath.Join(dest, lostName.String())); err != nil {
+		t.Fatalf("retention of the restored cluster touched the lost cluster's backup: %v", err)
+	}
 }
 
 // plantBackup stores data under a backup's name of cluster dated at, its
@@ -201,50 +237,34 @@ func writeLarge(t *testing.T, w io.Writer, format byte, size int) []byte {
 }
 
 // TestRestoreAtStartReadsAStream: a 64 MiB object named as the newest
-// backup, its checksum right, is passed over without being held: the
-// restore of the older good backup allocates a few MiB, not the object's
-// size.
+// backup, its checksum right, is passed over without being held: opening
+// a node that restores the older good backup allocates a few MiB, not the
+// object's size.
 func TestRestoreAtStartReadsAStream(t *testing.T) {
 	// Not parallel: it measures what the whole process allocates.
 	dest := t.TempDir()
-	lost := openNode(t, t.TempDir())
-	kept := createURL(t, lost, "https://example.com/kept")
-	var backup bytes.Buffer
-	if err := lost.BackupCompressed(&backup); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Now().Add(-time.Hour)
-	if _, err := backups.PutBackup(context.Background(), backups.Dir{Path: dest}, lost.FSM().ClusterID(),
-		lost.machine.appliedIndex(), backup.Bytes(), at); err != nil {
-		t.Fatal(err)
-	}
+	kept, lostID := lostClusterBackup(t, dest, at)
 	f, err := os.CreateTemp(dest, "large-*.tmp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := writeLarge(t, f, backupFormatCompressed, 64<<20)
 	f.Close()
-	large := backups.Name{Cluster: lost.FSM().ClusterID(), Time: at.Add(time.Minute), Index: 1 << 40, Hash: hex.EncodeToString(sum)[:16]}
+	large := backups.Name{Cluster: lostID, Time: at.Add(time.Minute), Index: 1 << 40, Hash: hex.EncodeToString(sum)[:16]}
 	if err := os.Rename(f.Name(), filepath.Join(dest, large.String())); err != nil {
 		t.Fatal(err)
 	}
 
-	fresh := openNode(t, t.TempDir(), func(c *Config) { c.AwaitsRestore = true })
-	waitFor(t, func() bool { return fresh.IsLeader() && fresh.FSM().ClusterID() != "" })
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	cand, err := fresh.RestoreAtStart(context.Background(), dest, backups.S3Options{})
+	fresh := openNode(t, t.TempDir(), func(c *Config) { c.RestoreFrom = dest })
+	waitFor(t, func() bool { _, ok := fresh.FSM().Get(kept.Code); return ok })
 	runtime.ReadMemStats(&after)
-	if err != nil || cand.Name == large.String() {
-		t.Fatalf("restore at start: %s, %v; want the older good backup", cand, err)
-	}
-	if _, ok := fresh.FSM().Get(kept.Code); !ok {
-		t.Fatalf("%s is not in the restored state", kept.Code)
-	}
 	alloc := after.TotalAlloc - before.TotalAlloc
-	t.Logf("the restore allocated %d KiB", alloc>>10)
-	if alloc > 8<<20 {
-		t.Fatalf("the restore allocated %d MiB past a 64 MiB object; want it read as a stream", alloc>>20)
+	t.Logf("opening the node and its restore allocated %d KiB", alloc>>10)
+	if alloc > 16<<20 {
+		t.Fatalf("opening the node and its restore allocated %d MiB past a 64 MiB object; want it read as a stream", alloc>>20)
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -22,8 +23,11 @@ const (
 	// requestWindow is how long a create's request ID is remembered, so a
 	// retry within it returns the first outcome instead of a second link.
 	requestWindow = 10 * time.Minute
-	// establishRetry is the wait between attempts to establish leadership.
-	establishRetry = 100 * time.Millisecond
+	// establishRetry is the wait between attempts to establish leadership;
+	// restoreAtStartRetry after a restore at start failed (no good backup
+	// at the source yet, or the source unreachable): each try lists it.
+	establishRetry      = 100 * time.Millisecond
+	restoreAtStartRetry = 5 * time.Second
 )
 
 // monitorLeadership starts the leader's duties when Raft reports that this
@@ -98,13 +102,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 		duties.Go(func() { n.runCertificates(leading) })
 	}
 	if n.backups != nil {
-		duties.Go(func() {
-			select {
-			case <-n.restoreSettled:
-				n.backups.Run(leading)
-			case <-leading.Done():
-			}
-		})
+		duties.Go(func() { n.backups.Run(leading) })
 	}
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
@@ -137,18 +135,24 @@ func (n *Node) establishLeadership(stop <-chan struct{}) bool {
 			return true
 		}
 		n.log.Warn("establishing leadership failed; will retry", "err", err)
+		wait := establishRetry
+		if errors.Is(err, errRestoreAtStart) {
+			wait = restoreAtStartRetry
+		}
 		select {
 		case <-stop:
 			return false
 		case <-n.closing:
 			return false
-		case <-time.After(establishRetry):
+		case <-time.After(wait):
 		}
 	}
 }
 
 // establish makes a new leader ready for writes and reads: one barrier, so
-// every entry earlier leaders committed is applied here; the code key and
+// every entry earlier leaders committed is applied here; with
+// --restore-from, the newest good backup installed into a cluster that
+// has no state yet (backupduty.go); the code key and
 // cluster id, once per cluster (after the barrier, so one applied under an
 // earlier leader is seen first; the FSM keeps only the first anyway); an
 // initial admin key while the cluster has none and this node has no
@@ -158,6 +162,11 @@ func (n *Node) establish() error {
 	term := n.raft.CurrentTerm()
 	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
 		return fmt.Errorf("barrier: %w", raftError(err))
+	}
+	if !n.fsm.Initialized() && n.cfg.RestoreFrom != "" {
+		if err := n.restoreAtStart(); err != nil {
+			return err
+		}
 	}
 	if !n.fsm.Initialized() {
 		init, err := newInitCommand()

@@ -84,10 +84,11 @@ type Config struct {
 	BackupStore    backups.Store
 	BackupInterval time.Duration
 	BackupRetain   int
-	// AwaitsRestore: the caller calls RestoreAtStart after Open
-	// (--restore-from), and no backup is written before it has: the new
-	// cluster's empty state would be the destination's newest backup.
-	AwaitsRestore bool
+	// RestoreFrom (--restore-from), with RestoreS3 for an s3:// source:
+	// the leader of a cluster that has no state yet installs the newest
+	// good backup of this source before it takes writes (backupduty.go).
+	RestoreFrom string
+	RestoreS3   backups.S3Options
 }
 
 func (c *Config) setDefaults() {
@@ -168,14 +169,6 @@ type Node struct {
 	// backups writes the backups while this node leads; nil without a
 	// BackupStore (backupduty.go).
 	backups *backups.Scheduler
-	// hadState and bootstrapped are what this start found: Raft state,
-	// or none and a cluster bootstrapped alone (RestoreAtStart).
-	hadState, bootstrapped bool
-	// restoreSettled is closed once no restore at start is awaited: at
-	// Open, or when RestoreAtStart returns (Config.AwaitsRestore). The
-	// backup duty waits for it.
-	restoreSettled chan struct{}
-	settleRestore  func()
 	// nonvoter: this server asks to remain a non-voter (--read-replica,
 	// or an operator added it as one); otherwise a non-voter is a learner
 	// to be promoted (learners.go).
@@ -256,11 +249,6 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
-	n.restoreSettled = make(chan struct{})
-	n.settleRestore = sync.OnceFunc(func() { close(n.restoreSettled) })
-	if !cfg.AwaitsRestore {
-		n.settleRestore()
-	}
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
 	n.certs = n.newCertManager(cfg.ACME)
 	if cfg.BackupStore != nil {
@@ -454,7 +442,9 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	n.hadState = hasState
+	if hasState && n.cfg.RestoreFrom != "" {
+		n.log.Info("--restore-from does nothing here: this node has Raft state", "source", n.cfg.RestoreFrom)
+	}
 	// A first start alone bootstraps a cluster of one; with peers to
 	// expect or seeds to join, it waits to be added instead.
 	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 && !n.cfg.ReadReplica {
@@ -465,7 +455,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 			return false, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped a single-voter cluster", "id", n.cfg.ID, "raft_addr", transport.LocalAddr())
-		hasState, n.bootstrapped = true, true
+		hasState = true
 	}
 	return hasState, nil
 }

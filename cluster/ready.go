@@ -10,7 +10,7 @@ import (
 // (/health/writes, which also gives every reason /health gives).
 const (
 	NotReadyShuttingDown = "shutting_down" // Close has begun or Raft has stopped (or the server drains, see httpd)
-	NotReadyRestoring    = "restoring"     // awaiting its restore at start (--restore-from): its state is not the cluster's yet
+	NotReadyRestoring    = "restoring"     // started with --restore-from and without the cluster's state: awaiting the restore at start
 	NotReadyRemoved      = "removed"       // an operator removed it from the cluster: it takes no further part (removed.go)
 	NotReadyNotMember    = "not_member"    // not in the Raft configuration: waiting to be added or to bootstrap
 	NotReadyStarting     = "starting"      // a member without the cluster's state yet: nothing to serve
@@ -91,11 +91,6 @@ func (n *Node) readiness() readiness {
 	removed := n.Removed()
 	r.removed = removed
 	r.closing = n.isClosing() || n.raft.State() == raft.Shutdown && !removed
-	select {
-	case <-n.restoreSettled:
-	default:
-		r.restoring = true
-	}
 	// An unreadable configuration (Raft shutting down) counts as not a
 	// member.
 	if servers, err := n.configuration(); err == nil && !removed {
@@ -107,6 +102,9 @@ func (n *Node) readiness() readiness {
 		}
 	}
 	r.hasState = n.fsm.ClusterID() != ""
+	// With --restore-from, a node without the cluster's state waits for
+	// the restore at start (or, joining a cluster that has state, for it).
+	r.restoring = n.cfg.RestoreFrom != "" && !r.hasState
 	// What the leader said it applied (a miss, a delete's visibility
 	// wait), or the commit index Raft heard of: whichever is further.
 	applied := n.machine.appliedIndex()

@@ -1,14 +1,10 @@
 package cluster
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // TestReadinessDecisions: what a node's situation makes /health and
@@ -115,22 +111,6 @@ func TestNotReadyReasons(t *testing.T) {
 	}
 }
 
-// TestNotReadyWhileAwaitingRestore: a node started to restore a backup
-// (--restore-from) bootstraps alone with an empty state; until the restore
-// is done it must get no traffic, or it would answer 404 for every code.
-func TestNotReadyWhileAwaitingRestore(t *testing.T) {
-	t.Parallel()
-	n := openRestoring(t)
-	waitFor(t, func() bool { return n.IsLeader() && n.FSM().ClusterID() != "" })
-	if got := n.NotReady(); got != NotReadyRestoring {
-		t.Fatalf("awaiting its restore: NotReady = %q, want %q", got, NotReadyRestoring)
-	}
-	n.settleRestore()
-	if got := n.NotReady(); got != "" {
-		t.Fatalf("restore settled: NotReady = %q, want it serving", got)
-	}
-}
-
 // TestDrainHandsOffLeadership: a leader about to stop hands leadership to
 // another voter while it still serves, so the cluster elects before it
 // goes rather than after; a follower, or a leader alone, has nothing to
@@ -151,21 +131,6 @@ func TestDrainHandsOffLeadership(t *testing.T) {
 	if got := leader.NotReady(); got != "" {
 		t.Fatalf("a drained node still serves until it closes: NotReady = %q", got)
 	}
-}
-
-// openRestoring opens a node that bootstraps alone and awaits a restore
-// at start (Config.AwaitsRestore), as linkraft serve --restore-from does.
-func openRestoring(t *testing.T) *Node {
-	t.Helper()
-	n, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), BootstrapExpect: 1, AwaitsRestore: true,
-		ClickFlushInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
-	}, fsm.New())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
 }
 
 // TestRemovedServerIsOutButAlive: an operator removes a running voter; it

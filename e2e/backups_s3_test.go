@@ -299,49 +299,42 @@ func named(n backups.Name, step int, data []byte) backups.Name {
 }
 
 // restoreCluster is docs/DEPLOY.md's disaster recovery on three new,
-// empty nodes: node1 with --restore-from and no --join bootstraps and
-// restores; node2 and node3 join it over gossip.
+// empty nodes: each started as the cluster's nodes always are
+// (--bootstrap-expect 3, --join of the others, the same cluster key) with
+// the same --restore-from. The cluster they form restores once (one node
+// logs it), and no node backs up before it.
 func restoreCluster(t *testing.T, key, source string, settings map[string]string, env []string) []*node {
 	t.Helper()
-	first := newNode(t, "node1")
-	first.clusterKey = key
-	all := map[string]string{"restore-from": source}
+	all := map[string]string{"restore-from": source, "cluster-key": key}
 	for k, v := range settings {
 		all[k] = v
 	}
-	first.args, first.env = first.commandLine(nodeOptions{Settings: all})
-	first.env = append(first.env, env...)
-	first.launch()
-	if err := first.waitLeader(); err != nil {
-		t.Fatalf("node1 with --restore-from: %v", err)
+	nodes := startClusterEnv(t, 3, all, env)
+	// The line is written before the leader serves writes, but reaches the
+	// test through a pipe: it may arrive after the node's first answer.
+	var restorer *node
+	if !eventually(10*time.Second, func() bool {
+		restorer = nil
+		for _, n := range nodes {
+			if strings.Contains(n.out.String(), "restored the newest good backup") {
+				restorer = n
+			}
+		}
+		return restorer != nil
+	}) {
+		t.Fatal("no node of the new cluster restored the backup")
 	}
-	// The line is written before the node serves, but reaches the test
-	// through a pipe: it may arrive after the node's first answer.
-	if !eventually(10*time.Second, func() bool { return strings.Contains(first.out.String(), "restored the newest good backup") }) {
-		t.Fatalf("node1 did not restore:\n%s", first.out.String())
+	restores := 0
+	for _, n := range nodes {
+		restores += strings.Count(n.out.String(), "backup restored")
+	}
+	if restores != 1 {
+		t.Fatalf("the new cluster restored %d times; want once", restores)
 	}
 	// Its new cluster's empty state, backed up, would be the newest backup.
-	out := first.out.String()
+	out := restorer.out.String()
 	if w := strings.Index(out, "backup written"); w >= 0 && w < strings.Index(out, "backup restored") {
-		t.Fatalf("node1 backed up its state before restoring:\n%s", out)
-	}
-	nodes := []*node{first}
-	for i := 2; i <= 3; i++ {
-		n := newNode(t, "node"+itoa(i))
-		n.clusterKey = key
-		joined := map[string]string{"join": first.gossipAddr, "restore-from": source}
-		for k, v := range settings {
-			joined[k] = v
-		}
-		n.args, n.env = n.commandLine(nodeOptions{Settings: joined})
-		n.env = append(n.env, env...)
-		n.launch()
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		if err := n.waitReady(leaderKnown); err != nil {
-			t.Fatalf("restored node %s: %v", n.id, err)
-		}
+		t.Fatalf("%s backed up its state before restoring:\n%s", restorer.id, out)
 	}
 	return nodes
 }

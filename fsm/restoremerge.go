@@ -36,8 +36,9 @@ func (f *FSM) KeepHandedOut(backup *Snapshot) {
 //     for becomes a tombstone in next, which covers custom, hash and
 //     imported codes and codes cur made under another key;
 //   - the last link id is the larger of the two, since ids only grow;
-//   - a backup of a cluster that never initialised its key takes cur's key
-//     and cluster id, so creates work at once after the restore;
+//   - a backup of a cluster that never initialised its key takes cur's key,
+//     so creates work at once after the restore (the cluster id is
+//     recordRestore's);
 //   - API keys are those of both, less every key either one revoked: a
 //     restore neither locks out a key made since the backup (the initial
 //     admin key of a node restored into, above all) nor brings back one
@@ -70,7 +71,7 @@ func keepHandedOut(next, cur *state) {
 	}
 	next.lastID = max(next.lastID, cur.lastID)
 	if !next.hasKey && cur.hasKey {
-		next.hasKey, next.key, next.clusterID = true, cur.key, cur.clusterID
+		next.hasKey, next.key = true, cur.key
 	}
 	for p := range cur.recs.n {
 		if r := cur.recs.at(p); r.live() {
@@ -122,6 +123,9 @@ type RestoreRecord struct {
 	// Backup says what vouched for the backup ("authenticated by the
 	// cluster key", "foreign"): the entry's subject.
 	Backup string
+	// NewClusterID is the identity of a cluster restored before it had
+	// one (a disaster recovery's new cluster), drawn by its leader.
+	NewClusterID [16]byte
 }
 
 // RecordRestore finishes the state a restore installs, after KeepHandedOut
@@ -134,8 +138,13 @@ func (f *FSM) RecordRestore(backup *Snapshot, r RestoreRecord) (keptKey bool) {
 }
 
 // recordRestore makes sure the credential performing a restore works after
-// it, and records the restore in next's audit log:
+// it, gives next the cluster's identity, and records the restore in next's
+// audit log:
 //
+//   - the cluster id is cur's: a cluster that restores a backup, its own or
+//     another's, stays the cluster it is (its nodes, its backups' series);
+//     a cluster restored before it had an id (a disaster recovery) takes
+//     r.NewClusterID, so it never passes for the cluster that was lost;
 //   - a key of cur's that performs the restore stays valid even when next
 //     revoked it (or holds another key under its id): a restore must never
 //     lock out whoever performs it, who could not restore again;
@@ -144,6 +153,10 @@ func (f *FSM) RecordRestore(backup *Snapshot, r RestoreRecord) (keptKey bool) {
 //
 // The operator's token is not in any state: nothing to keep.
 func recordRestore(next, cur *state, r RestoreRecord) (keptKey bool) {
+	next.clusterID = r.NewClusterID
+	if cur.hasKey {
+		next.clusterID = cur.clusterID
+	}
 	subject := r.Backup
 	if k, ok := cur.keys[r.KeyID]; ok {
 		_, revoked := next.revoked[r.KeyID]

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"testing"
@@ -17,6 +18,7 @@ func mergedBackup(t *testing.T, cur *FSM, backup []byte) []byte {
 		t.Fatalf("read backup: %v", err)
 	}
 	cur.KeepHandedOut(snap)
+	cur.RecordRestore(snap, RestoreRecord{KeyID: RootKeyID, At: 1, Backup: "test backup", NewClusterID: [16]byte{9}})
 	size, err := snap.WriteTo(discard{})
 	if err != nil {
 		t.Fatalf("size the merged snapshot: %v", err)
@@ -130,6 +132,45 @@ func TestRestoreOfUninitialisedBackup(t *testing.T) {
 	}
 }
 
+// TestRestoreKeepsTheClusterIdentity: a cluster that restores a backup,
+// its own or another cluster's, keeps its cluster id; a cluster restored
+// before it had one (a disaster recovery) takes the new id its leader drew,
+// never the lost cluster's. The code key is the backup's whenever it has
+// one, so codes continue where the backup left them.
+func TestRestoreKeepsTheClusterIdentity(t *testing.T) {
+	initialised := func(key byte, id byte) *FSM {
+		f := New()
+		applyAll(t, f, InitCommand{Key: [32]byte{key}, ClusterID: [16]byte{id}}.Encode())
+		return f
+	}
+	cases := []struct {
+		name         string
+		cur, backup  *FSM
+		wantID       [16]byte
+		wantKeyOfCur bool
+	}{
+		{"own backup", initialised(1, 1), initialised(1, 1), [16]byte{1}, false},
+		{"another cluster's backup", initialised(1, 1), initialised(2, 2), [16]byte{1}, false},
+		{"a backup taken before its init", initialised(1, 1), New(), [16]byte{1}, true},
+		{"a new cluster restoring at start", New(), initialised(2, 2), [16]byte{9}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := restored(t, mergedBackup(t, c.cur, snapshotBytes(t, c.backup)))
+			if got, want := f.ClusterID(), hex.EncodeToString(c.wantID[:]); got != want {
+				t.Errorf("cluster id %s after the restore, want %s", got, want)
+			}
+			wantKey := c.backup.s.key
+			if c.wantKeyOfCur {
+				wantKey = c.cur.s.key
+			}
+			if f.s.key != wantKey {
+				t.Errorf("code key %x after the restore, want %x", f.s.key[:2], wantKey[:2])
+			}
+		})
+	}
+}
+
 // TestRestoreKeepsKeysAndRevocations: a restore keeps the keys made since
 // the backup and never brings back a key revoked since; the audit log
 // stays the cluster's own.
@@ -153,7 +194,9 @@ func TestRestoreKeepsKeysAndRevocations(t *testing.T) {
 	if err, _ := f.Apply(&raft.Log{Index: 100, Type: raft.LogCommand, Data: KeyCreateCommand{Key: testAPIKey("oldkeyrevokd", ScopeAdmin, AllWorkspaces), By: RootKeyID}.Encode()}).(error); !errors.Is(err, ErrKeyExists) {
 		t.Fatalf("a revoked key id was created again: %v", err)
 	}
-	if got, want := f.Audit(AuditQuery{Limit: 10}), cur.Audit(AuditQuery{Limit: 10}); len(got) != len(want) || got[0] != want[0] {
-		t.Fatalf("audit after the restore: %+v, want the cluster's own %+v", got, want)
+	// The cluster's own entries, then the restore's.
+	got, want := f.Audit(AuditQuery{Limit: 10}), cur.Audit(AuditQuery{Limit: 10})
+	if len(got) != len(want)+1 || got[0].Action != AuditBackupRestore || got[1] != want[0] {
+		t.Fatalf("audit after the restore: %+v, want the cluster's own %+v and the restore", got, want)
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/cluster/backups"
 )
 
@@ -116,20 +114,3 @@ func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path strin
 	return 0
 }
 
-// restoreAtStart is --restore-from: before the node serves, the node that
-// started the cluster alone installs the newest good backup; any other
-// node says why it does nothing.
-func restoreAtStart(node *cluster.Node, cfg *serveConfig, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cand, err := node.RestoreAtStart(ctx, cfg.restoreFrom, cfg.backupS3.options(0))
-	switch {
-	case errors.Is(err, cluster.ErrRestoreSkipped):
-		log.Info("--restore-from does nothing here", "why", err)
-		return nil
-	case err != nil:
-		return fmt.Errorf("--restore-from %s: %w", cfg.restoreFrom, err)
-	}
-	log.Info("restored the newest good backup", "backup", cand.String(), "links", node.FSM().Len())
-	return nil
-}

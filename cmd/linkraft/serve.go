@@ -117,8 +117,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.DurationVar(&c.backupInterval, "backup-interval", time.Hour, "how often --backup-to receives a backup (skipped when nothing changed since the newest there)")
 	fs.IntVar(&c.backupRetain, "backup-retain", 24, "how many of this cluster's backups --backup-to keeps (others there are left alone)")
 	c.backupS3.register(fs)
-	fs.StringVar(&c.restoreFrom, "restore-from", "", "on a node with no state that starts a cluster alone (no --join, --bootstrap-expect 1): restore the newest good backup "+
-		"of a file, directory, or s3:// object or prefix before serving; nodes that join it receive the state; a node with state ignores it")
+	fs.StringVar(&c.restoreFrom, "restore-from", "", "disaster recovery: the new cluster these nodes form (give every node the same source and its usual flags) "+
+		"restores the newest good backup of a file, directory, or s3:// object or prefix once, before it takes writes, under a new cluster id; "+
+		"a cluster that has state ignores it")
 
 	if err := applyEnv(fs); err != nil {
 		return nil, err
@@ -277,7 +278,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
 		AllowPrivateTargets: cfg.allowPrivateTargets, ACME: acme,
 		BackupStore: backupStore, BackupInterval: cfg.backupInterval, BackupRetain: cfg.backupRetain,
-		AwaitsRestore: cfg.restoreFrom != "",
+		RestoreFrom: cfg.restoreFrom, RestoreS3: cfg.backupS3.options(0),
 	}, fsm.New())
 	if err != nil {
 		return err
@@ -287,11 +288,6 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 			log.Error("closing node", "err", err)
 		}
 	}()
-	if cfg.restoreFrom != "" {
-		if err := restoreAtStart(node, cfg, log); err != nil {
-			return err
-		}
-	}
 
 	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
 	var serverTLS *httpd.TLS
