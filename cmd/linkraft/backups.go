@@ -113,4 +113,3 @@ func restoreFrom(o *adminOpts, fs *flag.FlagSet, s3 *s3Flags, source, path strin
 	fmt.Fprintln(stdout)
 	return 0
 }
-
