@@ -51,7 +51,8 @@ $(WEED):
 
 # deps installs what the tests drive besides Go: Debian's chromium for the
 # browser test, podman and runc for the image test, pebble (Let's
-# Encrypt's ACME test CA, with its DNS server) for the HTTPS test, systemd's
+# Encrypt's ACME test CA, with its DNS server) for the HTTPS test, haproxy
+# for the deploy doc's HAProxy test (e2e/deploydoc_haproxy_test.go), systemd's
 # systemd-analyze for the unit files' hardening test and promtool for the
 # metrics test (as root, with apt-get), or says how to get them. promtool is
 # taken alone out of Debian's prometheus package: installing the package
@@ -69,6 +70,10 @@ deps:
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq --no-install-recommends pebble; \
 		else echo "the HTTPS test needs Debian's pebble (an ACME test CA): sudo apt-get install pebble"; exit 1; fi; }
+	@{ command -v haproxy >/dev/null || test -x /usr/sbin/haproxy; } || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; \
+		else echo "the deploy doc's HAProxy test needs Debian's haproxy: sudo apt-get install haproxy"; exit 1; fi; }
 	@command -v systemd-analyze >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd; \

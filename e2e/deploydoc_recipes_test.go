@@ -154,9 +154,15 @@ func workstationRules(root, ip string) []substRule {
 	}
 }
 
-// deployDocNet is the loopback block that stands for 192.0.2.0/24: no
-// other test uses it, so the nodes can listen on the doc's fixed ports.
-const deployDocNet = "127.0.87."
+// deployDocNets are the loopback blocks that stand for 192.0.2.0/24, one
+// a day: no other test uses them, so each day's nodes can listen on the
+// doc's fixed ports, whichever other day runs at the same time.
+var deployDocNets = map[string]string{
+	"TestDeployDoc":         "127.0.87.",
+	"TestDeployDocBucketS3": "127.0.88.",
+	"TestDeployDocHTTPS":    "127.0.89.",
+	"TestDeployDocHAProxy":  "127.0.90.",
+}
 
 // deployDocHost stands for the public name s.example.com.
 const deployDocHost = "s.deploydoc.test"

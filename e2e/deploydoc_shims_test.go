@@ -23,7 +23,10 @@ import (
 // deployDocServiceMark is the INVOCATION_ID the systemctl shim gives every
 // service it starts (systemd gives each service run one too). A run that
 // died without its cleanup (a -timeout panic) leaves nodes on the fixed
-// addresses; the next run finds them by this and ends them.
+// addresses; the next run finds them by this and ends them. The mark is
+// followed by the pid of the test process that started the service, so
+// that the nodes of a run still going (another day, in another go test)
+// are left alone.
 const deployDocServiceMark = "deploydoc-"
 
 // simHost is a simulated VM, or the operator's workstation.
@@ -72,7 +75,7 @@ func newMachine(t *testing.T, dir, shims, name, ip string, vm bool) *simHost {
 		"cd " + simQuote(m.home) + " || exit 1\n" +
 		"exec env -i PATH=" + simQuote(path) + " HOME=" + simQuote(m.home) + " USER=root LOGNAME=root SHELL=/bin/bash LANG=C.UTF-8" +
 		" LINKRAFT_ADDR=" + simQuote("http://"+ip+":8080") + " DEPLOYDOC_VM=" + simQuote(m.root) +
-		" DEPLOYDOC_SHIMS=" + simQuote(shims) + " bash \"$@\"\n"
+		" DEPLOYDOC_SHIMS=" + simQuote(shims) + " DEPLOYDOC_TEST=" + strconv.Itoa(os.Getpid()) + " bash \"$@\"\n"
 	writeSimFile(t, m.shell(), shell, 0o755)
 	if vm {
 		writeSimFile(t, filepath.Join(shims, "vms", ip), m.root+"\n", 0o644)
@@ -211,7 +214,9 @@ func procStat(pid int) (state string, pgid int, ok bool) {
 
 // endStaleServices ends the nodes an earlier run of this test left behind
 // (found by the INVOCATION_ID its systemctl shim gives them): they would
-// hold the fixed addresses this run needs.
+// hold the fixed addresses this run needs. Those of a test process that
+// still runs are its own: left alone, they fail this run's check of the
+// fixed addresses instead.
 func endStaleServices(t *testing.T) {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
@@ -221,8 +226,25 @@ func endStaleServices(t *testing.T) {
 			continue
 		}
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !bytes.Contains(env, []byte("\x00INVOCATION_ID="+deployDocServiceMark)) && !bytes.HasPrefix(env, []byte("INVOCATION_ID="+deployDocServiceMark)) {
+		if err != nil {
 			continue
+		}
+		var id string
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, []byte("INVOCATION_ID="+deployDocServiceMark)); ok {
+				id = string(v)
+			}
+		}
+		if id == "" {
+			continue
+		}
+		// TESTPID-SHELLPID; a mark without the test's pid is of an older run.
+		owner, _, withOwner := strings.Cut(id, "-")
+		if o, err := strconv.Atoi(owner); withOwner && err == nil && o > 1 && o != os.Getpid() {
+			if state, _, ok := procStat(o); ok && state != "Z" {
+				t.Logf("pid %d is a service of a deploy-doc run still going (test pid %d): left alone", pid, o)
+				continue
+			}
 		}
 		t.Logf("ending pid %d, a service an earlier run of this test left running", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -283,8 +305,10 @@ var deployDocShims = map[string]string{
 	// UMask, Type, KillSignal, TimeoutStopSec, drop-ins in UNIT.d/*.conf),
 	// with the VM's paths, so a unit that drifts from the binary or the
 	// doc fails the test. Not simulated: User= (everything runs as the
-	// caller), the sandbox, Restart=, timers (the test starts the service a
-	// timer would). A Type=notify unit counts as started once the node
+	// caller; but a node of an unprivileged User= without
+	// CAP_NET_BIND_SERVICE fails to bind a port below 1024, as it would),
+	// the rest of the sandbox, Restart=, timers (the test starts the
+	// service a timer would). A Type=notify unit counts as started once the node
 	// answers /health/live: this linkraft sends READY=1 when its HTTP
 	// listener answers.
 	"systemctl": `#!/bin/sh
@@ -371,7 +395,7 @@ run() {
 	envfile "$1"
 	cd "${wd:-$vm}"
 	umask "${um:-0022}"
-	exec ${detach:-} env -i PATH="$vm/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" INVOCATION_ID="` + deployDocServiceMark + `$$" \
+	exec ${detach:-} env -i PATH="$vm/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" INVOCATION_ID="` + deployDocServiceMark + `${DEPLOYDOC_TEST:-0}-$$" \
 		sh -c 'echo $$ >"$1"; while IFS= read -r kv; do export "$kv"; done <"$2"; shift 2; exec "$@"' \
 		sh "$state/$1.pid" "$state/$1.env" $cmd
 }
@@ -383,6 +407,29 @@ http_addr() {
 	h=${a%:*}
 	case $h in '' | 0.0.0.0 | '[::]') h=127.0.0.1 ;; esac
 	echo "$h:${a##*:}"
+}
+
+# lowports UNIT: a node run as an unprivileged User= binds a port below
+# 1024 only with CAP_NET_BIND_SERVICE both left in CapabilityBoundingSet=
+# and granted by AmbientCapabilities= (DEPLOY.md's drop-in). The shim runs
+# the node as the caller, so it fails the start here, as the node would.
+lowports() {
+	user=$(prop "$1" User)
+	case ${user:-root} in root | 0) return 0 ;; esac
+	for k in LINKRAFT_HTTP_ADDR LINKRAFT_HTTPS_ADDR; do
+		a=$(sed -n "s/^$k=//p" "$state/$1.env" | tail -n 1)
+		p=${a##*:}
+		case $p in '' | *[!0-9]*) continue ;; esac
+		[ "$p" -lt 1024 ] || continue
+		for c in CapabilityBoundingSet AmbientCapabilities; do
+			case " $(prop "$1" "$c") " in *' CAP_NET_BIND_SERVICE '*) continue ;; esac
+			journal "$1" "linkraft (test shim): listen tcp $a: bind: permission denied (User=$user, no CAP_NET_BIND_SERVICE in $c=)"
+			journal "$1" "$1: Main process exited, code=exited, status=1/FAILURE"
+			echo "Job for $1 failed because the control process exited with error code." >&2
+			echo "See \"systemctl status $1\" and \"journalctl -xeu $1\" for details." >&2
+			exit 1
+		done
+	done
 }
 
 start() {
@@ -413,6 +460,8 @@ start() {
 	if alive "$(pidof_unit "$u")"; then return 0; fi
 	rm -f "$state/$u.pid"
 	journal "$u" "Starting $(desc "$u")..."
+	envfile "$u"
+	lowports "$u"
 	# A session of its own, as a service has: what ends the caller's
 	# terminal or process group leaves the node alone.
 	(
