@@ -141,20 +141,47 @@ func serve(args []string, stderr io.Writer) int {
 // accepting and finish in-flight requests, then flush clicks and stop Raft
 // (cluster.Node.Close).
 func runNode(cfg *serveConfig, log *slog.Logger) error {
+	n, err := openNode(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer n.close(log)
+	s, err := buildServers(cfg, n, log)
+	if err != nil {
+		return err
+	}
+	defer s.https.close()
+	defer tuneGC()()
+	return serveUntilStopped(cfg, n, s, log)
+}
+
+// openedNode is an open cluster member and the HTTP listener it serves
+// on, which listens from before cluster.Open.
+type openedNode struct {
+	node       *cluster.Node
+	ln         net.Listener
+	key        *secure.Key
+	advertised string               // the HTTP address operators' views show for it (advertisedHTTP)
+	registry   *prometheus.Registry // Raft's metrics; httpd adds its own
+}
+
+// openNode finds the cluster key, listens on --http-addr and opens the
+// node: Raft, gossip, scheduled backups.
+func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 	key, err := resolveClusterKey(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key.log(log, cfg.keyOnCommandLine)
-	countries, err := geo.Load()
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
-		return fmt.Errorf("listen http: %w", err)
+		return nil, fmt.Errorf("listen http: %w", err)
 	}
-	defer ln.Close()
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
 
 	// Anything written through the standard library's logger (go-metrics
 	// reports its errors there) gets the same format as the rest.
@@ -162,20 +189,20 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	stdlog.SetOutput(cluster.NewHCLogger(log, "log", hclog.Trace).StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 	registry := prometheus.NewRegistry()
 	if err := raftMetrics(registry); err != nil {
-		return err
+		return nil, err
 	}
 
 	var backupStore backups.Store
 	if cfg.backupTo != "" {
 		if backupStore, err = backups.Open(context.Background(), cfg.backupTo, cfg.backupS3.options(0)); err != nil {
-			return fmt.Errorf("--backup-to: %w", err)
+			return nil, fmt.Errorf("--backup-to: %w", err)
 		}
 	}
 
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	acme, err := cfg.tls.acmeConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
@@ -189,27 +216,45 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		RestoreFrom: cfg.restoreFrom, RestoreS3: cfg.backupS3.options(0),
 	}, fsm.New())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err := node.Close(); err != nil {
-			log.Error("closing node", "err", err)
-		}
-	}()
+	return &openedNode{node: node, ln: ln, key: key.key, advertised: httpAdvertise, registry: registry}, nil
+}
 
-	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
+// close stops the node (flushing its clicks) and then its HTTP listener.
+func (n *openedNode) close(log *slog.Logger) {
+	if err := n.node.Close(); err != nil {
+		log.Error("closing node", "err", err)
+	}
+	n.ln.Close()
+}
+
+// nodeServers are the node's HTTP server and, with TLS on, the gate of
+// its HTTPS listener.
+type nodeServers struct {
+	http  *httpd.Server
+	https *httpsGate // nil without TLS
+}
+
+// buildServers builds the HTTP server of n and, with TLS on, listens on
+// --https-addr, so that a taken port fails the start.
+func buildServers(cfg *serveConfig, n *openedNode, log *slog.Logger) (*nodeServers, error) {
+	countries, err := geo.Load()
+	if err != nil {
+		return nil, err
+	}
+	baseURL, guessed, warn := shortURLBase(cfg.baseURL, n.ln.Addr(), n.advertised)
 	var serverTLS *httpd.TLS
-	var https *httpsGate // nil without TLS
+	var https *httpsGate
 	if cfg.tls.enabled() {
-		if serverTLS, https, err = cfg.tls.serverTLS(node, key.key, cfg.dataDir, log); err != nil {
-			return err
+		if serverTLS, https, err = cfg.tls.serverTLS(n.node, n.key, cfg.dataDir, log); err != nil {
+			return nil, err
 		}
 		if err := https.listen(); err != nil {
-			return err
+			return nil, err
 		}
-		defer https.close()
 		if cfg.baseURL == "" {
-			baseURL, guessed, warn = cfg.tls.httpsBase(httpAdvertise), false, false
+			baseURL, guessed, warn = cfg.tls.httpsBase(n.advertised), false, false
 		}
 	}
 	switch {
@@ -226,16 +271,20 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		AdminToken: cfg.adminToken, PublicCreate: cfg.publicCreate,
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: cfg.trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
-		AccessLog: cfg.accessLog, Registry: registry, Countries: countries, TLS: serverTLS,
+		AccessLog: cfg.accessLog, Registry: n.registry, Countries: countries, TLS: serverTLS,
 		CORSOrigins: splitList(cfg.corsOrigins),
-	}, httpd.Of(node))
+	}, httpd.Of(n.node))
+	return &nodeServers{http: srv, https: https}, nil
+}
 
-	defer tuneGC()()
-
+// serveUntilStopped serves on s until SIGINT or SIGTERM, or until a
+// listener fails, and then stops serving: drain, then the listeners close
+// and the requests in flight finish. Closing the node is left to runNode.
+func serveUntilStopped(cfg *serveConfig, n *openedNode, s *nodeServers, log *slog.Logger) error {
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
-	https.serve(srv.ServeTLS, serveErr, log) // once a handshake for every name can complete
-	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
+	go func() { serveErr <- s.http.Serve(n.ln) }()
+	s.https.serve(s.http.ServeTLS, serveErr, log) // once a handshake for every name can complete
+	log.Info("linkraft serving", "id", cfg.id, "http", n.ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -243,7 +292,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	// not have reached Accept yet: ln has listened since before
 	// cluster.Open and the kernel queues connections until Serve takes
 	// them, so a /health probe sent after READY=1 is answered, not refused.
-	notifyReady(log, ln.Addr().String(), cfg.raftAddr)
+	notifyReady(log, n.ln.Addr().String(), cfg.raftAddr)
 	select {
 	case sig := <-stop:
 		log.Info("shutting down", "signal", sig.String(), "drain", cfg.shutdownDrain)
@@ -254,7 +303,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	// A stop must not hang: what is acknowledged is on disk, so exiting
 	// now is no worse than a crash, which the cluster tolerates. The
 	// watchdog covers the drain (a leadership transfer included), the
-	// HTTP server's stop and closing the node (deferred above); the
+	// HTTP server's stop and closing the node (deferred in runNode); the
 	// process ends when runNode returns.
 	var phase atomic.Value
 	phase.Store("draining")
@@ -263,14 +312,14 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		log.Error("shutdown is taking too long; exiting", "after", budget, "still", phase.Load())
 		os.Exit(1)
 	})
-	if err := drain(srv, node, cfg.shutdownDrain, stop, serveErr, log); err != nil {
+	if err := drain(s.http, n.node, cfg.shutdownDrain, stop, serveErr, log); err != nil {
 		return err
 	}
 	phase.Store("stopping the HTTP server")
-	https.close() // an HTTPS port not open yet stays closed
+	s.https.close() // an HTTPS port not open yet stays closed
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.writeTimeout)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := s.http.Shutdown(ctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
 	phase.Store("flushing clicks and stopping Raft")
