@@ -17,21 +17,6 @@ import (
 // credentials come from the AWS environment or shared credentials file.
 type s3Flags struct{ endpoint, region string }
 
-// flagDefs are the S3 flags, of serve and of the backup commands.
-func (f *s3Flags) flagDefs() []flagDef {
-	return []flagDef{
-		{name: "backup-s3-endpoint", target: flagVar(&f.endpoint, ""),
-			usage: "URL of an S3-compatible server for s3:// destinations (path-style; default: AWS) (env LINKRAFT_BACKUP_S3_ENDPOINT)",
-			readme: "an S3-compatible server (path-style requests); credentials only from `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` " +
-				"or the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, `AWS_PROFILE`), never a flag. " +
-				"S3 is reached with aws-sdk-go-v2 rather than minio-go: it changes no pinned module and adds one publisher's only",
-			readmeDefault: "AWS"},
-		{name: "backup-s3-region", target: flagVar(&f.region, ""),
-			usage:     "region of s3:// destinations (default: AWS_REGION, else us-east-1) (env LINKRAFT_BACKUP_S3_REGION)",
-			sharesRow: true, readmeDefault: "`AWS_REGION`"},
-	}
-}
-
 func (f *s3Flags) options(timeout time.Duration) backups.S3Options {
 	return backups.S3Options{Endpoint: f.endpoint, Region: f.region, Timeout: timeout}
 }

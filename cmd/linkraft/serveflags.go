@@ -13,7 +13,8 @@ import (
 )
 
 // flagDefs is every flag of "linkraft serve", setting c, in the order of
-// README.md's Flags table. host is --id's default.
+// README.md's Flags table: this file declares them all, the TLS and S3
+// ones included. host is --id's default.
 func (c *serveConfig) flagDefs(host string) []flagDef {
 	return slices.Concat(c.nodeFlags(host), c.httpFlags(), c.backupFlags(), c.tls.flagDefs(), c.restoreAndCORSFlags())
 }
@@ -167,6 +168,58 @@ func (c *serveConfig) restoreAndCORSFlags() []flagDef {
 		{name: "cors-origins", target: flagVar(&c.corsOrigins, "*"),
 			usage:  "comma-separated origins browsers may call the Shlink and Kutt compatible APIs from (* for any, as Shlink)",
 			readme: "origins browsers may call the Shlink, Kutt and Bitly APIs from (docs/COMPATIBILITY.md)"},
+	}
+}
+
+// flagDefs are serve's HTTPS flags.
+func (t *tlsFlags) flagDefs() []flagDef {
+	return []flagDef{
+		{name: "https-addr", target: flagVar(&t.httpsAddr, ":443"),
+			usage: "HTTPS listen address, once TLS is configured (--tls-cert and --tls-key, or ACME); " +
+				"with ACME it listens once a certificate for every --acme-domains name can be served (kept from the last run, or in the cluster's state)",
+			readme: "HTTPS listen address, once TLS is configured. It opens only once the node can complete a handshake for every `--acme-domains` name " +
+				"(from the certificates its state or its data dir holds; a new cluster waits for its first order): " +
+				"until then connections are refused, never answered with a TLS alert"},
+		{name: "tls-cert", target: flagVar(&t.certFile, ""), usage: "PEM certificate chain to serve over HTTPS (read again when it changes)",
+			check:  t.checkSource,
+			readme: "PEM certificate chain and key to serve over HTTPS, read again when they change"},
+		{name: "tls-key", target: flagVar(&t.keyFile, ""), usage: "PEM private key of --tls-cert",
+			sharesRow: true}, // checked with --tls-cert
+		{name: "acme-domains", target: flagVar(&t.acmeDomains, ""),
+			usage: "comma-separated names to hold certificates for, ordered from the ACME CA once for the whole cluster " +
+				"(every domain registered with /admin/domains gets one too); setting it, or --acme-email, turns ACME on",
+			check: t.checkDomains,
+			readme: "names to hold certificates for, ordered once for the whole cluster by the leader from an ACME CA " +
+				"(every domain registered with `/admin/domains` gets one too); either turns ACME on"},
+		{name: "acme-email", target: flagVar(&t.acmeEmail, ""), usage: "contact address of the cluster's ACME account",
+			sharesRow: true},
+		{name: "acme-directory", target: flagVar(&t.acmeDirectory, letsEncrypt), usage: "ACME directory URL of the certificate authority",
+			check: func() error {
+				return failIf(t.acme() && !strings.HasPrefix(t.acmeDirectory, "https://"), "--acme-directory must be an https URL")
+			},
+			readme: "the CA's RFC 8555 directory; a PEM file of CA certificates to trust for it", readmeDefault: "Let's Encrypt"},
+		{name: "acme-ca-root", target: flagVar(&t.acmeCARoot, ""), usage: "PEM file of CA certificates to trust for the ACME directory (a private or test CA)",
+			sharesRow: true},
+		{name: "http-redirect", target: flagVar(&t.httpRedirect, true),
+			usage:  "with TLS on, answer plain HTTP with a 308 to https (but ACME challenges, health and metrics)",
+			readme: "with TLS on: plain HTTP answers 308 to https (but ACME challenges, health and metrics); add Strict-Transport-Security"},
+		{name: "hsts", target: flagVar(&t.hsts, false), usage: "add Strict-Transport-Security to HTTPS answers",
+			sharesRow: true, readmeDefault: "`false`"},
+	}
+}
+
+// flagDefs are the S3 flags, of serve and of the backup commands.
+func (f *s3Flags) flagDefs() []flagDef {
+	return []flagDef{
+		{name: "backup-s3-endpoint", target: flagVar(&f.endpoint, ""),
+			usage: "URL of an S3-compatible server for s3:// destinations (path-style; default: AWS) (env LINKRAFT_BACKUP_S3_ENDPOINT)",
+			readme: "an S3-compatible server (path-style requests); credentials only from `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` " +
+				"or the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, `AWS_PROFILE`), never a flag. " +
+				"S3 is reached with aws-sdk-go-v2 rather than minio-go: it changes no pinned module and adds one publisher's only",
+			readmeDefault: "AWS"},
+		{name: "backup-s3-region", target: flagVar(&f.region, ""),
+			usage:     "region of s3:// destinations (default: AWS_REGION, else us-east-1) (env LINKRAFT_BACKUP_S3_REGION)",
+			sharesRow: true, readmeDefault: "`AWS_REGION`"},
 	}
 }
 

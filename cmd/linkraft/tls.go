@@ -36,43 +36,6 @@ func (t *tlsFlags) acme() bool    { return t.acmeDomains != "" || t.acmeEmail !=
 func (t *tlsFlags) files() bool   { return t.certFile != "" || t.keyFile != "" }
 func (t *tlsFlags) enabled() bool { return t.acme() || t.files() }
 
-// flagDefs are serve's HTTPS flags.
-func (t *tlsFlags) flagDefs() []flagDef {
-	return []flagDef{
-		{name: "https-addr", target: flagVar(&t.httpsAddr, ":443"),
-			usage: "HTTPS listen address, once TLS is configured (--tls-cert and --tls-key, or ACME); " +
-				"with ACME it listens once a certificate for every --acme-domains name can be served (kept from the last run, or in the cluster's state)",
-			readme: "HTTPS listen address, once TLS is configured. It opens only once the node can complete a handshake for every `--acme-domains` name " +
-				"(from the certificates its state or its data dir holds; a new cluster waits for its first order): " +
-				"until then connections are refused, never answered with a TLS alert"},
-		{name: "tls-cert", target: flagVar(&t.certFile, ""), usage: "PEM certificate chain to serve over HTTPS (read again when it changes)",
-			check:  t.checkSource,
-			readme: "PEM certificate chain and key to serve over HTTPS, read again when they change"},
-		{name: "tls-key", target: flagVar(&t.keyFile, ""), usage: "PEM private key of --tls-cert",
-			sharesRow: true}, // checked with --tls-cert
-		{name: "acme-domains", target: flagVar(&t.acmeDomains, ""),
-			usage: "comma-separated names to hold certificates for, ordered from the ACME CA once for the whole cluster " +
-				"(every domain registered with /admin/domains gets one too); setting it, or --acme-email, turns ACME on",
-			check: t.checkDomains,
-			readme: "names to hold certificates for, ordered once for the whole cluster by the leader from an ACME CA " +
-				"(every domain registered with `/admin/domains` gets one too); either turns ACME on"},
-		{name: "acme-email", target: flagVar(&t.acmeEmail, ""), usage: "contact address of the cluster's ACME account",
-			sharesRow: true},
-		{name: "acme-directory", target: flagVar(&t.acmeDirectory, letsEncrypt), usage: "ACME directory URL of the certificate authority",
-			check: func() error {
-				return failIf(t.acme() && !strings.HasPrefix(t.acmeDirectory, "https://"), "--acme-directory must be an https URL")
-			},
-			readme: "the CA's RFC 8555 directory; a PEM file of CA certificates to trust for it", readmeDefault: "Let's Encrypt"},
-		{name: "acme-ca-root", target: flagVar(&t.acmeCARoot, ""), usage: "PEM file of CA certificates to trust for the ACME directory (a private or test CA)",
-			sharesRow: true},
-		{name: "http-redirect", target: flagVar(&t.httpRedirect, true),
-			usage:  "with TLS on, answer plain HTTP with a 308 to https (but ACME challenges, health and metrics)",
-			readme: "with TLS on: plain HTTP answers 308 to https (but ACME challenges, health and metrics); add Strict-Transport-Security"},
-		{name: "hsts", target: flagVar(&t.hsts, false), usage: "add Strict-Transport-Security to HTTPS answers",
-			sharesRow: true, readmeDefault: "`false`"},
-	}
-}
-
 // checkSource checks that certificates come from files or from ACME, and
 // from files only with both of them.
 func (t *tlsFlags) checkSource() error {
