@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -179,5 +180,43 @@ func TestLineDiff(t *testing.T) {
 	want := "- b\n+ x\n+ d\n"
 	if got != want {
 		t.Errorf("lineDiff = %q, want %q", got, want)
+	}
+}
+
+// TestServeFlagChecks: each check of serve's flag table refuses what it
+// should, with the message it has always given.
+func TestServeFlagChecks(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--id="}, "--id must not be empty"},
+		{[]string{"--code-length=3"}, "--code-length must be 4-10"},
+		{[]string{"--redirect-status=200"}, "--redirect-status must be 301, 302, 307 or 308"},
+		{[]string{"--click-flush-interval=0"}, "--write-timeout and --click-flush-interval must be positive"},
+		{[]string{"--shutdown-drain=-1s"}, "--shutdown-drain must be >= 0 (0: no drain)"},
+		{[]string{"--snapshot-threshold=15"}, "--snapshot-threshold must be at least 16"},
+		{[]string{"--create-burst=0"}, "--create-rate must be >= 0 and --create-burst >= 1"},
+		{[]string{"--max-conns-per-ip=-1"}, "--max-conns-per-ip must be >= 0 (0: no cap)"},
+		{[]string{"--base-url=ftp://s.example"}, "--base-url must start with http:// or https://"},
+		{[]string{"--cluster-key=short"}, "--cluster-key (32 bytes in base64, as `linkraft keygen` prints): "},
+		{[]string{"--bootstrap-expect=-1"}, "--bootstrap-expect must be >= 0"},
+		{[]string{"--trusted-proxy=not-an-address"}, "--trusted-proxy: "},
+		{[]string{"--backup-to=/backups", "--backup-retain=0"}, "--backup-interval must be at least 1s and --backup-retain at least 1"},
+		{[]string{"--tls-cert=c.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"--tls-cert=c.pem", "--tls-key=k.pem", "--acme-email=a@s.example"}, "--tls-cert/--tls-key and ACME (--acme-domains, --acme-email) exclude each other"},
+		{[]string{"--acme-domains=s.example", "--acme-directory=http://ca.example"}, "--acme-directory must be an https URL"},
+		{[]string{"--acme-domains=not a name"}, "--acme-domains: "},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := parseServeFlags(append([]string{"--id=n1"}, tt.args...), io.Discard)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error %v, want one starting %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := parseServeFlags([]string{"--id=n1", "--backup-retain=0"}, io.Discard); err != nil {
+		t.Errorf("--backup-retain without --backup-to: %v, want no error", err)
 	}
 }
