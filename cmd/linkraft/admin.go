@@ -48,7 +48,7 @@ func adminEnv(more ...string) []string {
 func applyEnvFor(fs *flag.FlagSet, names ...string) error {
 	var errs []error
 	for _, name := range names {
-		env := "LINKRAFT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		env := envName(name)
 		if v, ok := os.LookupEnv(env); ok {
 			if err := fs.Set(name, v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", env, err))
@@ -478,8 +478,9 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&out, "o", "", "write the backup to FILE (default: standard output)")
 	fs.StringVar(&out, "output", "", "same as -o")
 	fs.StringVar(&to, "to", "", "store the backup, compressed, in a directory or under s3://bucket/prefix")
-	s3.register(fs)
-	pos, code := parseArgs(fs, args, stderr, adminEnv(s3FlagNames...)...)
+	s3Defs := s3.flagDefs()
+	registerFlags(fs, s3Defs)
+	pos, code := parseArgs(fs, args, stderr, adminEnv(flagNames(s3Defs)...)...)
 	if code >= 0 {
 		return code
 	}
@@ -558,12 +559,13 @@ func adminRestore(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	var from string
 	var s3 s3Flags
 	fs.StringVar(&from, "from", "", "restore the newest good backup of a file, a directory, or an s3://bucket/object or s3://bucket/prefix/")
-	s3.register(fs)
+	s3Defs := s3.flagDefs()
+	registerFlags(fs, s3Defs)
 	foreign := fs.Bool("foreign", false, "restore a backup this cluster cannot authenticate: one made by another cluster (another "+
 		"--cluster-key), by a node without a cluster key, or by a build before backups were authenticated. Only for a backup "+
 		"whose source you trust: without the flag the cluster takes only its own backups, unchanged since they were made. "+
 		"Every record is checked either way, and the audit log records the restore")
-	pos, code := parseArgs(fs, args, stderr, adminEnv(s3FlagNames...)...)
+	pos, code := parseArgs(fs, args, stderr, adminEnv(flagNames(s3Defs)...)...)
 	if code >= 0 {
 		return code
 	}

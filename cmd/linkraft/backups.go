@@ -17,18 +17,9 @@ import (
 // credentials come from the AWS environment or shared credentials file.
 type s3Flags struct{ endpoint, region string }
 
-func (f *s3Flags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.endpoint, "backup-s3-endpoint", "", "URL of an S3-compatible server for s3:// destinations (path-style; default: AWS) (env LINKRAFT_BACKUP_S3_ENDPOINT)")
-	fs.StringVar(&f.region, "backup-s3-region", "", "region of s3:// destinations (default: AWS_REGION, else us-east-1) (env LINKRAFT_BACKUP_S3_REGION)")
-}
-
 func (f *s3Flags) options(timeout time.Duration) backups.S3Options {
 	return backups.S3Options{Endpoint: f.endpoint, Region: f.region, Timeout: timeout}
 }
-
-// s3FlagNames are the flags above, which read the environment as the
-// connection flags do.
-var s3FlagNames = []string{"backup-s3-endpoint", "backup-s3-region"}
 
 // backupTo is "linkraft backup --to DEST": the compressed backup, named as
 // scheduled backups are, stored in a directory or under an s3:// prefix.

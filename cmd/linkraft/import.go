@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,19 +63,31 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "read %d links from %s (%s)\n", len(links)+len(problems), name, *from)
 
 	if *dryRun {
-		fmt.Fprintf(stdout, "dry run, nothing sent:\n")
-		fmt.Fprintf(stdout, "  would create %d (a code the cluster already has is checked at import time: skipped if it holds the same URL, failed otherwise)\n", len(plan.Send))
-		fmt.Fprintf(stdout, "  would skip   %d (repeats of an earlier line)\n", len(plan.Skipped))
-		fmt.Fprintf(stdout, "  would refuse %d\n", len(refused))
-		printProblems(stdout, name, refused)
-		printKept(stdout, "would keep", plan.Kept())
-		printDropped(stdout, plan.Dropped)
-		if len(refused) > 0 {
-			return 1
-		}
-		return 0
+		return reportDryRun(stdout, name, plan, refused)
 	}
+	return sendImport(&o, fs, stdout, stderr, name, plan, refused)
+}
 
+// reportDryRun says what an import of plan would do; exit 1 when it would
+// refuse lines.
+func reportDryRun(stdout io.Writer, name string, plan *migrate.Plan, refused []migrate.Problem) int {
+	fmt.Fprintf(stdout, "dry run, nothing sent:\n")
+	fmt.Fprintf(stdout, "  would create %d (a code the cluster already has is checked at import time: skipped if it holds the same URL, failed otherwise)\n", len(plan.Send))
+	fmt.Fprintf(stdout, "  would skip   %d (repeats of an earlier line)\n", len(plan.Skipped))
+	fmt.Fprintf(stdout, "  would refuse %d\n", len(refused))
+	printProblems(stdout, name, refused)
+	printKept(stdout, "would keep", plan.Kept())
+	printDropped(stdout, plan.Dropped)
+	if len(refused) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// sendImport sends plan to POST /admin/import and reports what the
+// cluster made of it, with the lines refused before sending; exit 1 when
+// a line failed.
+func sendImport(o *adminOpts, fs *flag.FlagSet, stdout, stderr io.Writer, name string, plan *migrate.Plan, refused []migrate.Problem) int {
 	var report struct {
 		Created int `json:"created"`
 		Skipped int `json:"skipped"`

@@ -14,7 +14,7 @@ import (
 // keysCmd is "linkraft keys create|list|revoke": the /admin/keys API for
 // people in a terminal.
 func keysCmd(args []string, stdout, stderr io.Writer) int {
-	return dispatch("keys", keysUsage, map[string]subcommand{
+	return dispatch("linkraft keys", keysUsage, map[string]subcommand{
 		"create": keysCreate, "list": keysList, "revoke": keysRevoke,
 	}, args, stdout, stderr)
 }
@@ -22,9 +22,9 @@ func keysCmd(args []string, stdout, stderr io.Writer) int {
 // subcommand runs one command of a group such as "linkraft keys".
 type subcommand func(args []string, stdout, stderr io.Writer) int
 
-// dispatch runs the subcommand args[0] of group, printing usage for help,
-// and for no or an unknown subcommand (exit 2).
-func dispatch(group, usage string, commands map[string]subcommand, args []string, stdout, stderr io.Writer) int {
+// dispatch runs the subcommand args[0] of command ("linkraft keys"),
+// printing usage for help, and for no or an unknown subcommand (exit 2).
+func dispatch(command, usage string, commands map[string]subcommand, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -37,7 +37,7 @@ func dispatch(group, usage string, commands map[string]subcommand, args []string
 	if run, ok := commands[args[0]]; ok {
 		return run(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "linkraft %s: unknown command %q\n\n%s", group, args[0], usage)
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n%s", command, args[0], usage)
 	return 2
 }
 

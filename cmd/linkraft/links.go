@@ -18,7 +18,7 @@ import (
 // people in a terminal. It reuses the admin client (its flags, environment,
 // error reporting), but any key with the right links scope will do.
 func linksCmd(args []string, stdout, stderr io.Writer) int {
-	return dispatch("links", linksUsage, map[string]subcommand{
+	return dispatch("linkraft links", linksUsage, map[string]subcommand{
 		"create": linksCreate, "list": linksList, "get": linksGet, "edit": linksEdit,
 		"history": linksHistory, "delete": linksDelete,
 	}, args, stdout, stderr)
@@ -189,10 +189,7 @@ func linksList(args []string, stdout, stderr io.Writer) int {
 	case *limit < 1 || *limit > 1000:
 		return usageError(fs, stderr, "--limit must be 1-1000")
 	}
-	var links []json.RawMessage
-	var next *string
-	cursor := ""
-	for {
+	get := func(cursor string) ([]byte, int) {
 		q := url.Values{"limit": {strconv.Itoa(*limit)}}
 		if *workspace != "" {
 			q.Set("workspace", *workspace)
@@ -200,51 +197,78 @@ func linksList(args []string, stdout, stderr io.Writer) int {
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		answer, exit := linksCall(o, fs, stderr, "links:read", http.MethodGet, "/api/v1/urls?"+q.Encode(), nil)
+		return linksCall(o, fs, stderr, "links:read", http.MethodGet, "/api/v1/urls?"+q.Encode(), nil)
+	}
+	if *raw && !*all {
+		answer, exit := get("")
 		if exit >= 0 {
 			return exit
 		}
-		if *raw && !*all {
-			return writeRaw(stdout, answer)
-		}
-		var page listPage
-		if err := json.Unmarshal(answer, &page); err != nil {
-			return fail(fs.Name(), stderr, fmt.Errorf("the node's answer is not a list of links: %w", err))
-		}
-		links, next = append(links, page.Links...), page.NextCursor
-		if !*all || next == nil || *next == "" {
-			break
-		}
-		if *next == cursor {
-			return fail(fs.Name(), stderr, fmt.Errorf("the node sent cursor %s twice", cursor))
-		}
-		cursor = *next
+		return writeRaw(stdout, answer)
 	}
-	if *raw {
+	links, next, exit := listPages(fs.Name(), stderr, get, *all)
+	switch {
+	case exit >= 0:
+		return exit
+	case *raw:
 		// Every page in one document, shaped like a single last page.
-		if links == nil {
-			links = []json.RawMessage{}
-		}
-		doc, err := json.Marshal(listPage{Links: links})
+		doc, err := json.Marshal(listPage{Links: append([]json.RawMessage{}, links...)})
 		if err != nil {
 			return fail(fs.Name(), stderr, fmt.Errorf("encode the links: %w", err))
 		}
 		return writeRaw(stdout, doc)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if err := printLinks(stdout, links); err != nil {
+		return fail(fs.Name(), stderr, err)
+	}
+	if next != "" {
+		fmt.Fprintf(stderr, "more links: --all, or the API with cursor=%s\n", next)
+	}
+	return 0
+}
+
+// listPages gets the first page of links with get and, with all, every
+// page after it. It returns the links, the cursor of the page after them
+// ("" after the last) and -1, or the exit code after reporting the error.
+func listPages(command string, stderr io.Writer, get func(cursor string) ([]byte, int), all bool) ([]json.RawMessage, string, int) {
+	var links []json.RawMessage
+	cursor := ""
+	for {
+		answer, exit := get(cursor)
+		if exit >= 0 {
+			return nil, "", exit
+		}
+		var page listPage
+		if err := json.Unmarshal(answer, &page); err != nil {
+			return nil, "", fail(command, stderr, fmt.Errorf("the node's answer is not a list of links: %w", err))
+		}
+		links = append(links, page.Links...)
+		next := ""
+		if page.NextCursor != nil {
+			next = *page.NextCursor
+		}
+		switch {
+		case !all || next == "":
+			return links, next, -1
+		case next == cursor:
+			return nil, "", fail(command, stderr, fmt.Errorf("the node sent cursor %s twice", cursor))
+		}
+		cursor = next
+	}
+}
+
+// printLinks prints links as a table, one line each.
+func printLinks(w io.Writer, links []json.RawMessage) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CODE\tWORKSPACE\tCLICKS\tCREATED\tEXPIRES\tURL")
 	for _, r := range links {
 		var l link
 		if err := json.Unmarshal(r, &l); err != nil {
-			return fail(fs.Name(), stderr, fmt.Errorf("the node's answer holds something that is not a link: %w", err))
+			return fmt.Errorf("the node's answer holds something that is not a link: %w", err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.ShortCode, l.Workspace, l.ClickCount, l.CreatedAt, never(l.ExpiresAt), l.OriginalURL)
 	}
-	tw.Flush()
-	if next != nil && *next != "" {
-		fmt.Fprintf(stderr, "more links: --all, or the API with cursor=%s\n", *next)
-	}
-	return 0
+	return tw.Flush()
 }
 
 func never(s *string) string {

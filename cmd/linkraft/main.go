@@ -75,60 +75,48 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command args[0] and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+	return dispatch("linkraft", usage, map[string]subcommand{
+		"serve":     func(args []string, _, stderr io.Writer) int { return serve(args, stderr) },
+		"health":    healthCmd,
+		"status":    adminStatus,
+		"join":      adminJoin,
+		"leave":     adminLeave,
+		"promote":   adminPromote,
+		"transfer":  adminTransfer,
+		"backup":    adminBackup,
+		"restore":   func(args []string, stdout, stderr io.Writer) int { return adminRestore(args, os.Stdin, stdout, stderr) },
+		"keys":      keysCmd,
+		"links":     linksCmd,
+		"import":    importCmd,
+		"recover":   recoverCmd,
+		"bench":     benchCmd,
+		"version":   versionCmd,
+		"--version": versionCmd,
+		"-v":        versionCmd,
+		"keygen":    keygenCmd,
+	}, args, stdout, stderr)
+}
+
+// versionCmd is "linkraft version".
+func versionCmd(_ []string, stdout, _ io.Writer) int {
+	fmt.Fprintln(stdout, "linkraft", version)
+	return 0
+}
+
+// keygenCmd is "linkraft keygen": a new cluster key on stdout.
+func keygenCmd(args []string, stdout, stderr io.Writer) int {
+	// Arguments are a request for help or a mistake: either way no key,
+	// which would be one printed to the terminal for nothing.
+	if len(args) > 0 {
+		if a := args[0]; a == "-h" || a == "--help" || a == "-help" {
+			fmt.Fprint(stderr, keygenUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "linkraft keygen: unexpected arguments: %s\n%s", strings.Join(args, " "), keygenUsage)
 		return 2
 	}
-	switch args[0] {
-	case "serve":
-		return serve(args[1:], stderr)
-	case "health":
-		return healthCmd(args[1:], stdout, stderr)
-	case "status":
-		return adminStatus(args[1:], stdout, stderr)
-	case "join":
-		return adminJoin(args[1:], stdout, stderr)
-	case "leave":
-		return adminLeave(args[1:], stdout, stderr)
-	case "promote":
-		return adminPromote(args[1:], stdout, stderr)
-	case "transfer":
-		return adminTransfer(args[1:], stdout, stderr)
-	case "backup":
-		return adminBackup(args[1:], stdout, stderr)
-	case "restore":
-		return adminRestore(args[1:], os.Stdin, stdout, stderr)
-	case "keys":
-		return keysCmd(args[1:], stdout, stderr)
-	case "links":
-		return linksCmd(args[1:], stdout, stderr)
-	case "import":
-		return importCmd(args[1:], stdout, stderr)
-	case "recover":
-		return recoverCmd(args[1:], stdout, stderr)
-	case "bench":
-		return benchCmd(args[1:], stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "linkraft", version)
-		return 0
-	case "keygen":
-		// Arguments are a request for help or a mistake: either way no key,
-		// which would be one printed to the terminal for nothing.
-		if len(args) > 1 {
-			if a := args[1]; a == "-h" || a == "--help" || a == "-help" {
-				fmt.Fprint(stderr, keygenUsage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "linkraft keygen: unexpected arguments: %s\n%s", strings.Join(args[1:], " "), keygenUsage)
-			return 2
-		}
-		fmt.Fprintln(stdout, secure.GenerateKey())
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "linkraft: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	fmt.Fprintln(stdout, secure.GenerateKey())
+	return 0
 }

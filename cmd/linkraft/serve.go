@@ -9,6 +9,7 @@ import (
 	stdlog "log"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,12 +27,12 @@ import (
 	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
-	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd"
 	"github.com/linkraft/linkraft/httpd/geo"
 )
 
-// serveConfig is every flag of "linkraft serve".
+// serveConfig is every flag of "linkraft serve", as flagDefs declares
+// them, and what their checks parsed.
 type serveConfig struct {
 	id, dataDir, httpAddr, raftAddr, gossipAddr, advertise, join string
 	bootstrapExpect                                              int
@@ -55,8 +56,9 @@ type serveConfig struct {
 	backupS3                                                     s3Flags
 	corsOrigins                                                  string
 
-	key              *secure.Key // parsed --cluster-key
-	keyOnCommandLine bool        // --cluster-key was a flag, not LINKRAFT_CLUSTER_KEY
+	key              *secure.Key    // parsed --cluster-key
+	keyOnCommandLine bool           // --cluster-key was a flag, not LINKRAFT_CLUSTER_KEY
+	trusted          []netip.Prefix // parsed --trusted-proxy
 }
 
 const serveUsage = `Usage: linkraft serve [flags]
@@ -78,49 +80,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.id, "id", host, "unique node id")
-	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the Raft log, snapshots and state")
-	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (loopback unless given: serving others takes an explicit address, such as :8080)")
-	fs.StringVar(&c.raftAddr, "raft-addr", "127.0.0.1:8081", "Raft listen address")
-	fs.StringVar(&c.gossipAddr, "gossip-addr", "127.0.0.1:8082", "gossip (memberlist) listen address")
-	fs.StringVar(&c.advertise, "advertise", "", "host other nodes reach this node at (default: the listen addresses)")
-	fs.StringVar(&c.join, "join", "", "comma-separated gossip addresses (host:port) of nodes to join; a host name is resolved again at every join attempt and all its addresses are joined")
-	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster together")
-	fs.StringVar(&c.baseURL, "base-url", "", "prefix of short URLs (default: http://<request Host> on a loopback --http-addr, else http://<advertised HTTP address>)")
-	fs.IntVar(&c.codeLength, "code-length", 7, "length of generated codes (counter strategy), 4-10")
-	fs.IntVar(&c.redirectStatus, "redirect-status", 302, "redirect status: 301, 302, 307 or 308")
-	fs.DurationVar(&c.writeTimeout, "write-timeout", 5*time.Second, "how long a write waits for the leader before 503")
-	fs.DurationVar(&c.clickFlushInterval, "click-flush-interval", time.Second, "how often counted clicks are flushed through Raft")
-	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 8192, "log entries since the last snapshot that make the node take a new one")
-	fs.BoolVar(&c.allowPrivateTargets, "allow-private-targets", false, "allow links to loopback, private and other internal addresses")
-	fs.StringVar(&c.adminToken, "admin-token", "", "root credential: an admin key kept in the flags, the same on every node (unset: a new cluster writes an admin API key to <data-dir>/admin.key)")
-	fs.BoolVar(&c.publicCreate, "public-create", false, "let clients without a key create links, into workspace public only")
-	fs.StringVar(&c.clusterKey, "cluster-key", "", "base64 32-byte key authenticating and encrypting cluster traffic (linkraft keygen), the same on every node; "+
-		"prefer --cluster-key-file or LINKRAFT_CLUSTER_KEY: any local user can read a command line")
-	fs.StringVar(&c.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (made there if missing, on loopback only); "+
-		"neither set: <data-dir>/cluster.key, made at the first start, on loopback only")
-	fs.BoolVar(&c.leaveOnTerminate, "leave-on-terminate", false, "leave the cluster on SIGTERM")
-	fs.DurationVar(&c.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, answer /health 503 and keep serving this long, so load balancers and DNS checks "+
-		"stop sending clients here before the listeners close (0: close at once; a second signal ends the drain)")
-	fs.BoolVar(&c.readReplica, "read-replica", false, "join as a read replica: a Raft non-voter that serves reads and redirects, relays writes and never counts towards the quorum; never bootstraps a cluster")
-	fs.Float64Var(&c.createRate, "create-rate", 100, "creates per second per client IP, per /64 for IPv6 (0: no limit)")
-	fs.IntVar(&c.createBurst, "create-burst", 200, "burst of creates per client IP")
-	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", 1024, "connections one client (IPv4 address, IPv6 /64) may hold open at once (0: no cap)")
-	fs.StringVar(&c.trustedProxy, "trusted-proxy", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For is believed")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text or json (every line, Raft's and gossip's included)")
-	fs.StringVar(&c.corsOrigins, "cors-origins", "*", "comma-separated origins browsers may call the Shlink and Kutt compatible APIs from (* for any, as Shlink)")
-	fs.BoolVar(&c.accessLog, "access-log", false, "log one line per HTTP request (method, path, status, duration, remote address)")
-	c.tls.register(fs)
-	fs.StringVar(&c.backupTo, "backup-to", "", "while this node leads, write a compressed, authenticated backup every --backup-interval to a directory or s3://bucket/prefix "+
-		"(credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared credentials file); give every node the same")
-	fs.DurationVar(&c.backupInterval, "backup-interval", time.Hour, "how often --backup-to receives a backup (skipped when nothing changed since the newest there)")
-	fs.IntVar(&c.backupRetain, "backup-retain", 24, "how many of this cluster's backups --backup-to keeps (others there are left alone)")
-	c.backupS3.register(fs)
-	fs.StringVar(&c.restoreFrom, "restore-from", "", "disaster recovery: the new cluster these nodes form (give every node the same source and its usual flags) "+
-		"restores the newest good backup of a file, directory, or s3:// object or prefix once, before it takes writes, under a new cluster id; "+
-		"a cluster that has state ignores it")
-
+	defs := c.flagDefs(host)
+	registerFlags(fs, defs)
 	if err := applyEnv(fs); err != nil {
 		return nil, err
 	}
@@ -131,60 +92,11 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	fs.Visit(func(f *flag.Flag) { c.keyOnCommandLine = c.keyOnCommandLine || f.Name == "cluster-key" })
-	return c, c.validate()
-}
-
-// applyEnv sets each flag from LINKRAFT_<NAME> when that is set. Command-line
-// flags are parsed afterwards, so they win.
-func applyEnv(fs *flag.FlagSet) error {
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "LINKRAFT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
-}
-
-func (c *serveConfig) validate() error {
-	switch {
-	case c.id == "":
-		return errors.New("--id must not be empty")
-	case c.codeLength < 4 || c.codeLength > codes.MaxCounterLength:
-		return fmt.Errorf("--code-length must be 4-%d", codes.MaxCounterLength)
-	case c.redirectStatus != 301 && c.redirectStatus != 302 && c.redirectStatus != 307 && c.redirectStatus != 308:
-		return errors.New("--redirect-status must be 301, 302, 307 or 308")
-	case c.writeTimeout <= 0 || c.clickFlushInterval <= 0:
-		return errors.New("--write-timeout and --click-flush-interval must be positive")
-	case c.shutdownDrain < 0:
-		return errors.New("--shutdown-drain must be >= 0 (0: no drain)")
-	case c.snapshotThreshold < 16:
-		return errors.New("--snapshot-threshold must be at least 16")
-	case c.createRate < 0 || c.createBurst < 1:
-		return errors.New("--create-rate must be >= 0 and --create-burst >= 1")
-	case c.maxConnsPerIP < 0:
-		return errors.New("--max-conns-per-ip must be >= 0 (0: no cap)")
-	case c.baseURL != "" && !strings.HasPrefix(c.baseURL, "http://") && !strings.HasPrefix(c.baseURL, "https://"):
-		return errors.New("--base-url must start with http:// or https://")
-	}
-	if c.clusterKey != "" {
-		key, err := secure.ParseKey(c.clusterKey)
-		if err != nil {
-			return fmt.Errorf("--cluster-key (32 bytes in base64, as `linkraft keygen` prints): %w", err)
-		}
-		c.key = key
-	}
-	if c.bootstrapExpect < 0 {
-		return errors.New("--bootstrap-expect must be >= 0")
-	}
-	if c.backupTo != "" && (c.backupInterval < time.Second || c.backupRetain < 1) {
-		return errors.New("--backup-interval must be at least 1s and --backup-retain at least 1")
+	if err := checkFlags(defs); err != nil {
+		return nil, err
 	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
-	return c.tls.validate()
+	return c, nil
 }
 
 func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
@@ -229,24 +141,47 @@ func serve(args []string, stderr io.Writer) int {
 // accepting and finish in-flight requests, then flush clicks and stop Raft
 // (cluster.Node.Close).
 func runNode(cfg *serveConfig, log *slog.Logger) error {
-	trusted, err := httpd.ParseTrustedProxies(cfg.trustedProxy)
+	n, err := openNode(cfg, log)
 	if err != nil {
-		return fmt.Errorf("--trusted-proxy: %w", err)
+		return err
 	}
+	defer n.close(log)
+	s, err := buildServers(cfg, n, log)
+	if err != nil {
+		return err
+	}
+	defer s.https.close()
+	defer tuneGC()()
+	return serveUntilStopped(cfg, n, s, log)
+}
+
+// openedNode is an open cluster member and the HTTP listener it serves
+// on, which listens from before cluster.Open.
+type openedNode struct {
+	node       *cluster.Node
+	ln         net.Listener
+	key        *secure.Key
+	advertised string               // the HTTP address operators' views show for it (advertisedHTTP)
+	registry   *prometheus.Registry // Raft's metrics; httpd adds its own
+}
+
+// openNode finds the cluster key, listens on --http-addr and opens the
+// node: Raft, gossip, scheduled backups.
+func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 	key, err := resolveClusterKey(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key.log(log, cfg.keyOnCommandLine)
-	countries, err := geo.Load()
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
-		return fmt.Errorf("listen http: %w", err)
+		return nil, fmt.Errorf("listen http: %w", err)
 	}
-	defer ln.Close()
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
 
 	// Anything written through the standard library's logger (go-metrics
 	// reports its errors there) gets the same format as the rest.
@@ -254,20 +189,20 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	stdlog.SetOutput(cluster.NewHCLogger(log, "log", hclog.Trace).StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 	registry := prometheus.NewRegistry()
 	if err := raftMetrics(registry); err != nil {
-		return err
+		return nil, err
 	}
 
 	var backupStore backups.Store
 	if cfg.backupTo != "" {
 		if backupStore, err = backups.Open(context.Background(), cfg.backupTo, cfg.backupS3.options(0)); err != nil {
-			return fmt.Errorf("--backup-to: %w", err)
+			return nil, fmt.Errorf("--backup-to: %w", err)
 		}
 	}
 
 	httpAdvertise := advertisedHTTP(ln.Addr(), cfg.advertise, cfg.raftAddr)
 	acme, err := cfg.tls.acmeConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
@@ -281,27 +216,45 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		RestoreFrom: cfg.restoreFrom, RestoreS3: cfg.backupS3.options(0),
 	}, fsm.New())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err := node.Close(); err != nil {
-			log.Error("closing node", "err", err)
-		}
-	}()
+	return &openedNode{node: node, ln: ln, key: key.key, advertised: httpAdvertise, registry: registry}, nil
+}
 
-	baseURL, guessed, warn := shortURLBase(cfg.baseURL, ln.Addr(), httpAdvertise)
+// close stops the node (flushing its clicks) and then its HTTP listener.
+func (n *openedNode) close(log *slog.Logger) {
+	if err := n.node.Close(); err != nil {
+		log.Error("closing node", "err", err)
+	}
+	n.ln.Close()
+}
+
+// nodeServers are the node's HTTP server and, with TLS on, the gate of
+// its HTTPS listener.
+type nodeServers struct {
+	http  *httpd.Server
+	https *httpsGate // nil without TLS
+}
+
+// buildServers builds the HTTP server of n and, with TLS on, listens on
+// --https-addr, so that a taken port fails the start.
+func buildServers(cfg *serveConfig, n *openedNode, log *slog.Logger) (*nodeServers, error) {
+	countries, err := geo.Load()
+	if err != nil {
+		return nil, err
+	}
+	baseURL, guessed, warn := shortURLBase(cfg.baseURL, n.ln.Addr(), n.advertised)
 	var serverTLS *httpd.TLS
-	var https *httpsGate // nil without TLS
+	var https *httpsGate
 	if cfg.tls.enabled() {
-		if serverTLS, https, err = cfg.tls.serverTLS(node, key.key, cfg.dataDir, log); err != nil {
-			return err
+		if serverTLS, https, err = cfg.tls.serverTLS(n.node, n.key, cfg.dataDir, log); err != nil {
+			return nil, err
 		}
 		if err := https.listen(); err != nil {
-			return err
+			return nil, err
 		}
-		defer https.close()
 		if cfg.baseURL == "" {
-			baseURL, guessed, warn = cfg.tls.httpsBase(httpAdvertise), false, false
+			baseURL, guessed, warn = cfg.tls.httpsBase(n.advertised), false, false
 		}
 	}
 	switch {
@@ -316,18 +269,22 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		BaseURL: baseURL, RedirectStatus: cfg.redirectStatus,
 		CodeLength: cfg.codeLength, AllowPrivateTargets: cfg.allowPrivateTargets,
 		AdminToken: cfg.adminToken, PublicCreate: cfg.publicCreate,
-		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
+		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: cfg.trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
-		AccessLog: cfg.accessLog, Registry: registry, Countries: countries, TLS: serverTLS,
+		AccessLog: cfg.accessLog, Registry: n.registry, Countries: countries, TLS: serverTLS,
 		CORSOrigins: splitList(cfg.corsOrigins),
-	}, httpd.Of(node))
+	}, httpd.Of(n.node))
+	return &nodeServers{http: srv, https: https}, nil
+}
 
-	defer tuneGC()()
-
+// serveUntilStopped serves on s until SIGINT or SIGTERM, or until a
+// listener fails, and then stops serving: drain, then the listeners close
+// and the requests in flight finish. Closing the node is left to runNode.
+func serveUntilStopped(cfg *serveConfig, n *openedNode, s *nodeServers, log *slog.Logger) error {
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
-	https.serve(srv.ServeTLS, serveErr, log) // once a handshake for every name can complete
-	log.Info("linkraft serving", "id", cfg.id, "http", ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
+	go func() { serveErr <- s.http.Serve(n.ln) }()
+	s.https.serve(s.http.ServeTLS, serveErr, log) // once a handshake for every name can complete
+	log.Info("linkraft serving", "id", cfg.id, "http", n.ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -335,7 +292,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	// not have reached Accept yet: ln has listened since before
 	// cluster.Open and the kernel queues connections until Serve takes
 	// them, so a /health probe sent after READY=1 is answered, not refused.
-	notifyReady(log, ln.Addr().String(), cfg.raftAddr)
+	notifyReady(log, n.ln.Addr().String(), cfg.raftAddr)
 	select {
 	case sig := <-stop:
 		log.Info("shutting down", "signal", sig.String(), "drain", cfg.shutdownDrain)
@@ -346,7 +303,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	// A stop must not hang: what is acknowledged is on disk, so exiting
 	// now is no worse than a crash, which the cluster tolerates. The
 	// watchdog covers the drain (a leadership transfer included), the
-	// HTTP server's stop and closing the node (deferred above); the
+	// HTTP server's stop and closing the node (deferred in runNode); the
 	// process ends when runNode returns.
 	var phase atomic.Value
 	phase.Store("draining")
@@ -355,14 +312,14 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 		log.Error("shutdown is taking too long; exiting", "after", budget, "still", phase.Load())
 		os.Exit(1)
 	})
-	if err := drain(srv, node, cfg.shutdownDrain, stop, serveErr, log); err != nil {
+	if err := drain(s.http, n.node, cfg.shutdownDrain, stop, serveErr, log); err != nil {
 		return err
 	}
 	phase.Store("stopping the HTTP server")
-	https.close() // an HTTPS port not open yet stays closed
+	s.https.close() // an HTTPS port not open yet stays closed
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.writeTimeout)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := s.http.Shutdown(ctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
 	phase.Store("flushing clicks and stopping Raft")

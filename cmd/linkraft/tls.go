@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,33 +32,24 @@ type tlsFlags struct {
 	httpRedirect, hsts                                bool
 }
 
-func (t *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.httpsAddr, "https-addr", ":443", "HTTPS listen address, once TLS is configured (--tls-cert and --tls-key, or ACME); "+
-		"with ACME it listens once a certificate for every --acme-domains name can be served (kept from the last run, or in the cluster's state)")
-	fs.StringVar(&t.certFile, "tls-cert", "", "PEM certificate chain to serve over HTTPS (read again when it changes)")
-	fs.StringVar(&t.keyFile, "tls-key", "", "PEM private key of --tls-cert")
-	fs.StringVar(&t.acmeEmail, "acme-email", "", "contact address of the cluster's ACME account")
-	fs.StringVar(&t.acmeDirectory, "acme-directory", letsEncrypt, "ACME directory URL of the certificate authority")
-	fs.StringVar(&t.acmeCARoot, "acme-ca-root", "", "PEM file of CA certificates to trust for the ACME directory (a private or test CA)")
-	fs.StringVar(&t.acmeDomains, "acme-domains", "", "comma-separated names to hold certificates for, ordered from the ACME CA once for the whole cluster "+
-		"(every domain registered with /admin/domains gets one too); setting it, or --acme-email, turns ACME on")
-	fs.BoolVar(&t.httpRedirect, "http-redirect", true, "with TLS on, answer plain HTTP with a 308 to https (but ACME challenges, health and metrics)")
-	fs.BoolVar(&t.hsts, "hsts", false, "add Strict-Transport-Security to HTTPS answers")
-}
-
 func (t *tlsFlags) acme() bool    { return t.acmeDomains != "" || t.acmeEmail != "" }
 func (t *tlsFlags) files() bool   { return t.certFile != "" || t.keyFile != "" }
 func (t *tlsFlags) enabled() bool { return t.acme() || t.files() }
 
-func (t *tlsFlags) validate() error {
+// checkSource checks that certificates come from files or from ACME, and
+// from files only with both of them.
+func (t *tlsFlags) checkSource() error {
 	switch {
 	case t.files() && (t.certFile == "" || t.keyFile == ""):
 		return errors.New("--tls-cert and --tls-key go together")
 	case t.files() && t.acme():
 		return errors.New("--tls-cert/--tls-key and ACME (--acme-domains, --acme-email) exclude each other")
-	case t.acme() && !strings.HasPrefix(t.acmeDirectory, "https://"):
-		return errors.New("--acme-directory must be an https URL")
 	}
+	return nil
+}
+
+// checkDomains checks that every --acme-domains name is a domain name.
+func (t *tlsFlags) checkDomains() error {
 	for _, name := range splitList(t.acmeDomains) {
 		if _, err := input.Domain(name); err != nil {
 			return fmt.Errorf("--acme-domains: %w", err)
