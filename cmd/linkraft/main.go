@@ -18,7 +18,7 @@ var version = "dev"
 const usage = `linkraft: a URL shortener that is its own fault-tolerant database
 
 Usage:
-  linkraft serve [flags]   run a node (no flags: a single node on :8080, data in ./data)
+  linkraft serve [flags]   run a node (no flags: a single node on 127.0.0.1:8080, data in ./data)
   linkraft health [--addr URL]
                            exit 0 when the node answers /health healthy, else 1
                            (the container image's HEALTHCHECK)

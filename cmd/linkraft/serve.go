@@ -63,7 +63,8 @@ type serveConfig struct {
 
 const serveUsage = `Usage: linkraft serve [flags]
 
-Run a node. With no flags: a single node, HTTP on :8080, data in ./data,
+Run a node. With no flags: a single node, HTTP on 127.0.0.1:8080 (loopback
+only), data in ./data,
 its cluster key in ./data/cluster.key (made at its first start).
 Every flag can also be set as LINKRAFT_<NAME> (--http-addr is
 LINKRAFT_HTTP_ADDR); a flag on the command line wins over the environment.
