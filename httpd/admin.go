@@ -77,7 +77,7 @@ func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.Restore(body, cluster.RestoreOptions{Foreign: foreign, By: keyID(ctx)}); err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrCorruptSnapshot, "not a valid linkraft backup: " + err.Error()})
+		writeError(ctx, s.log, err, errorDetail{fsm.ErrCorruptSnapshot, "not a valid linkraft backup: " + err.Error()})
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": s.fsm.Len()})
@@ -103,7 +103,7 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	s.handleCluster(ctx)
@@ -117,7 +117,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.RemoveServer(req.ID, keyID(ctx)); err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	s.handleCluster(ctx)
@@ -132,7 +132,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := s.node.Admin.Promote(req.ID, keyID(ctx)); err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	s.handleCluster(ctx)
@@ -140,7 +140,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
 	if err := s.node.Admin.TransferLeadership(); err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	s.handleCluster(ctx)

@@ -61,7 +61,7 @@ func readBulkItems(ctx *fasthttp.RequestCtx) ([]json.RawMessage, bool) {
 // what it is sent again.
 func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.fromPeer(ctx) {
+		if fromPeer(ctx) {
 			next(ctx) // screened by the node that forwarded it
 			return
 		}
@@ -69,7 +69,7 @@ func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandle
 		if !ok {
 			return
 		}
-		admitted, wait := s.limiter.takeUpTo(s.clientIP(ctx), len(raws))
+		admitted, wait := s.limiter.takeUpTo(s.proxies.clientIP(ctx), len(raws))
 		if admitted == 0 {
 			writeCreatesLimited(ctx, wait)
 			return
@@ -219,7 +219,7 @@ func (s *Server) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *
 	if wanted == 0 {
 		return nil
 	}
-	granted, short := s.admitHashes(ctx, wanted)
+	granted, short := s.passwords.admit(ctx, wanted)
 	for i := range items {
 		it := &items[i]
 		switch {
@@ -230,7 +230,7 @@ func (s *Server) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *
 			continue
 		}
 		granted--
-		hash, err := s.hashes.hash(it.password)
+		hash, err := s.passwords.budget.hash(it.password)
 		if err != nil {
 			s.log.Error("hashing a link password failed", "err", err)
 			it.refusal = bulkResult{Status: fasthttp.StatusInternalServerError, Error: "hashing the password failed"}

@@ -68,7 +68,7 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 // the request as it is: the adapter reads its body next.
 func (n *nativeAPI) Authenticate(ctx *fasthttp.RequestCtx, create bool) compat.Answer {
 	ctx.Response.Reset()
-	if n.s.authenticate(ctx, create && n.s.cfg.PublicCreate) {
+	if n.s.auth.authenticate(ctx, create && n.s.cfg.PublicCreate) {
 		return compat.Answer{Status: fasthttp.StatusOK}
 	}
 	return takeAnswer(ctx)

@@ -89,7 +89,7 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 		writeProblem(ctx, fasthttp.StatusNotFound, "domain "+c.Domain.Name+" is not registered")
 		return
 	default:
-		s.writeError(ctx, err, errorDetail{fsm.ErrDomainInUse, "domain " + c.Domain.Name + " still has links: delete them first"})
+		writeError(ctx, s.log, err, errorDetail{fsm.ErrDomainInUse, "domain " + c.Domain.Name + " still has links: delete them first"})
 		return
 	}
 	markApplied(ctx, res.Index)
@@ -107,24 +107,4 @@ func (s *Server) handleListDomains(ctx *fasthttp.RequestCtx) {
 		out[i] = domainJSONOf(d)
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"domains": out, "default": domainJSONOf(s.fsm.DefaultDomain())})
-}
-
-// invalidLink answers a visit to a link of domain d (zero: the default
-// domain) that exists but cannot be visited now: expired, not yet valid
-// or out of visits. The domain's invalid-link redirect when it has one,
-// else status with detail; a 404 is answered as a code d does not have.
-func (s *Server) invalidLink(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte, status int, detail string) {
-	if d.Name == "" {
-		d = s.fsm.DefaultDomain()
-	}
-	if d.InvalidRedirect == "" && status == fasthttp.StatusNotFound {
-		s.notFound(ctx, d, code) // counts the orphan visit
-		return
-	}
-	s.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
-	if d.InvalidRedirect != "" {
-		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
-		return
-	}
-	writeBrowserError(ctx, status, detail)
 }

@@ -46,7 +46,7 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		writeBadRequest(ctx, err)
 		return
 	}
-	l, ok := s.findLink(code)
+	l, ok := s.lookup.findLink(code)
 	if !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
@@ -60,13 +60,13 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// Last, once nothing else can refuse the edit: it costs the most.
-	if password != "" && !s.hashPassword(ctx, password, &c.PasswordHash) {
+	if password != "" && !s.passwords.hash(ctx, password, &c.PasswordHash) {
 		return
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
 	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
+		writeError(ctx, s.log, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
 		return
 	}
 	markApplied(ctx, index)
@@ -129,7 +129,7 @@ func editRefusal(ctx *fasthttp.RequestCtx, c *fsm.EditCommand, l *fsm.Link) erro
 
 // handleHistory lists every target the link has had, oldest first.
 func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
-	l, ok := s.lookupLink(ctx, fsm.ScopeLinksRead)
+	l, ok := s.lookup.lookupLink(ctx, fsm.ScopeLinksRead)
 	if !ok {
 		return
 	}
@@ -153,7 +153,7 @@ func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
 // handleTags lists the tags of the links the key sees (or of one
 // workspace), each with how many links carry it and their clicks.
 func (s *Server) handleTags(ctx *fasthttp.RequestCtx) {
-	s.catchUpForList(ctx)
+	s.lookup.catchUpForList(ctx)
 	workspaces := visibleWorkspaces(ctx)
 	tags := s.fsm.Tags(workspaces, keyDomains(ctx))
 	type tagJSON struct {

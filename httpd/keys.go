@@ -131,7 +131,7 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	k.ID, k.Hash = id, hash
 	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
 	if _, err := s.node.Writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	k.CreatedBy = cmd.By
@@ -152,7 +152,7 @@ type ownKeyJSON struct {
 // secret. Any valid key may read itself, so that a client can tell what
 // it may do (the Bitly API's user and groups are read from it).
 func (s *Server) handleOwnKey(ctx *fasthttp.RequestCtx) {
-	if !s.authenticate(ctx, false) {
+	if !s.auth.authenticate(ctx, false) {
 		return
 	}
 	k := keyOf(ctx)
@@ -185,7 +185,7 @@ func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
 	case err == nil:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	default:
-		s.writeError(ctx, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
+		writeError(ctx, s.log, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
 	}
 }
 

@@ -83,8 +83,8 @@ func (s *Server) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSO
 // a peer were limited there. A bulk create counts its items (screenBulk).
 func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.fromPeer(ctx) {
-			if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
+		if !fromPeer(ctx) {
+			if wait, ok := s.limiter.allow(s.proxies.clientIP(ctx)); !ok {
 				writeCreatesLimited(ctx, wait)
 				return
 			}
@@ -111,7 +111,7 @@ func writeCreatesLimited(ctx *fasthttp.RequestCtx, wait int) {
 // (createRefusal).
 func (s *Server) authorizeCreate(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.authenticate(ctx, s.cfg.PublicCreate) {
+		if !s.auth.authenticate(ctx, s.cfg.PublicCreate) {
 			return
 		}
 		if k := keyOf(ctx); k != nil && !k.Has(fsm.ScopeLinksWrite) {
@@ -200,7 +200,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// Last, once nothing else can refuse the create: it costs the most.
-	if password != "" && !s.hashPassword(ctx, password, &req.Options.PasswordHash) {
+	if password != "" && !s.passwords.hash(ctx, password, &req.Options.PasswordHash) {
 		return
 	}
 	// The client's key, if any; Node.Create gives a create it relays
@@ -210,7 +210,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 
 	res, err := s.node.Writes.Create(context.Background(), req)
 	if err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	switch {
@@ -227,7 +227,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 			writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
 			return
 		}
-		s.writeError(ctx, res.Err, createErrorDetails(req)...)
+		writeError(ctx, s.log, res.Err, createErrorDetails(req)...)
 	}
 }
 
@@ -244,37 +244,8 @@ func createErrorDetails(req fsm.CreateRequest) []errorDetail {
 	}
 }
 
-// findLink is the cluster's read-after-write lookup. A miss it could not
-// confirm (no leader within the write timeout) is answered as a miss: a
-// node cut off from the leader serves what it has.
-func (s *Server) findLink(code string) (fsm.Link, bool) {
-	l, found, _ := s.lookupCode(code)
-	return l, found
-}
-
-// lookupLink finds the {code} of the route, answering 404/410 itself. A
-// link in a workspace the request's key may not use with scope is
-// answered exactly as one that does not exist; scope 0 is for public
-// routes.
-func (s *Server) lookupLink(ctx *fasthttp.RequestCtx, scope fsm.Scope) (fsm.Link, bool) {
-	code := routeCode(ctx)
-	l, ok := s.findLink(code)
-	if ok && scope != 0 && !seesLink(ctx, scope, &l) {
-		ok = false
-	}
-	if !ok {
-		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
-		return l, false
-	}
-	if l.Expired(time.Now().UnixMilli()) {
-		writeProblem(ctx, fasthttp.StatusGone, "short link "+code+" has expired")
-		return l, false
-	}
-	return l, true
-}
-
 func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
-	if l, ok := s.lookupLink(ctx, fsm.ScopeLinksRead); ok {
+	if l, ok := s.lookup.lookupLink(ctx, fsm.ScopeLinksRead); ok {
 		writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &l))
 	}
 }
@@ -285,14 +256,14 @@ func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
 	// but right after winning an election it may not have applied what
 	// earlier leaders committed (its barrier comes first), and a local miss
 	// there would answer 404 for a link that exists.
-	if l, ok := s.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
+	if l, ok := s.lookup.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
 	res, err := s.node.Writes.Propose(context.Background(),
 		fsm.DeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err,
+		writeError(ctx, s.log, err,
 			errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"},
 			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the delete was applied"})
 		return
@@ -307,7 +278,7 @@ const (
 )
 
 func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
-	s.catchUpForList(ctx)
+	s.lookup.catchUpForList(ctx)
 	args := ctx.QueryArgs()
 	// Without a workspace, every workspace the key sees; a workspace it
 	// may not see lists as an empty one.
@@ -383,7 +354,7 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 		}
 		size = n
 	}
-	l, ok := s.lookupLink(ctx, 0)
+	l, ok := s.lookup.lookupLink(ctx, 0)
 	if !ok {
 		return
 	}
@@ -410,16 +381,6 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 // key that may read l (links:read in its workspace and domain).
 func (s *Server) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
 	now := time.Now()
-	key, res := s.checkKey(&ctx.Request.Header, now, true)
+	key, res := s.auth.checkKey(&ctx.Request.Header, now, true)
 	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain)
-}
-
-// catchUpForList makes a list read-after-write, as a lookup is: the node
-// first applies every write acknowledged anywhere before the request (one
-// read-index round, shared with concurrent callers). Without a leader it
-// lists what it has after --write-timeout, and says so (staleHeader).
-func (s *Server) catchUpForList(ctx *fasthttp.RequestCtx) {
-	if err := s.node.Reads.CatchUp(context.Background()); err != nil {
-		ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
-	}
 }

@@ -19,24 +19,24 @@ import (
 
 // countOrphan counts a visit of kind to the domain named ("" for the
 // default domain and any host that is not a registered domain).
-func (s *Server) countOrphan(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) {
-	if !ctx.IsGet() || s.fsm.Raised() < fsm.LevelVisitRows {
+func (r *redirector) countOrphan(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) {
+	if !ctx.IsGet() || r.fsm.Raised() < fsm.LevelVisitRows {
 		return
 	}
-	s.node.Clicks.Record(s.orphanCodes.code(kind, domain), s.clickVisitor(ctx))
+	r.clicks.Record(r.orphanCodes.code(kind, domain), r.clickVisitor(ctx))
 }
 
 // countNotFound counts a page not found as a regular 404, unless an API
 // client asked for it.
-func (s *Server) countNotFound(ctx *fasthttp.RequestCtx) {
+func (r *redirector) countNotFound(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	for _, api := range []string{"/api/", "/rest/"} {
 		if strings.HasPrefix(string(path), api) {
 			return
 		}
 	}
-	d, _ := s.fsm.DomainOfHost(ctx.Request.Header.Host())
-	s.countOrphan(ctx, fsm.OrphanRegular404, d.Name)
+	d, _ := r.fsm.DomainOfHost(ctx.Request.Header.Host())
+	r.countOrphan(ctx, fsm.OrphanRegular404, d.Name)
 }
 
 // orphanCodes keeps the orphan visit codes of registered domains

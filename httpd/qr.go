@@ -61,7 +61,7 @@ func (s *Server) drawQR(ctx *fasthttp.RequestCtx, shortURL string, size int) ([]
 	if png, ok := s.qrCodes.cache.get(key); ok {
 		return png, true
 	}
-	if wait, ok := s.qrCodes.limiter.allowN(s.clientIP(ctx), qrCost(size)); !ok {
+	if wait, ok := s.qrCodes.limiter.allowN(s.proxies.clientIP(ctx), qrCost(size)); !ok {
 		writeProblem(ctx, fasthttp.StatusTooManyRequests,
 			"too many QR codes drawn for this address; retry after "+strconv.Itoa(wait)+" s (codes drawn before are not limited)")
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))

@@ -7,7 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster"
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // The web UI: a page, its script and its style, served as separate files
@@ -21,19 +20,6 @@ var (
 	//go:embed ui/app.css
 	uiStyle []byte
 )
-
-func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
-	d, ok := s.fsm.DomainOfHost(ctx.Host())
-	if !ok {
-		d = s.fsm.DefaultDomain()
-	}
-	s.countOrphan(ctx, fsm.OrphanBaseURL, d.Name)
-	if d.RootRedirect != "" {
-		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
-		return
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"service": "linkraft", "version": s.cfg.Version})
-}
 
 type healthJSON struct {
 	Status string `json:"status"`
@@ -155,7 +141,7 @@ func (s *Server) healthOf(ctx *fasthttp.RequestCtx) healthJSON {
 	if h.WritesReason = s.writesUnavailable(); h.WritesReason != "" {
 		h.Writes = writesUnavailable
 	}
-	_, auth := s.checkKey(&ctx.Request.Header, time.Now(), false)
+	_, auth := s.auth.checkKey(&ctx.Request.Header, time.Now(), false)
 	authenticated := auth == authOK
 	if authenticated {
 		h.ClusterID = s.fsm.ClusterID()

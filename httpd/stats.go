@@ -139,7 +139,7 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 		if public, _ := ctx.UserValue(publicStatsKey{}).(bool); public {
 			scope = 0
 		}
-		l, ok := s.lookupLink(ctx, scope)
+		l, ok := s.lookup.lookupLink(ctx, scope)
 		if !ok {
 			return
 		}
@@ -179,10 +179,10 @@ type publicStatsKey struct{}
 // no password (a protected link's stats stay private) and it is valid
 // already (before valid_since its code answers as missing).
 func (s *Server) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	guarded := s.require(fsm.ScopeStatsRead, h)
+	guarded := s.auth.require(fsm.ScopeStatsRead, h)
 	return func(ctx *fasthttp.RequestCtx) {
 		if key, _ := credential(&ctx.Request.Header); key == nil {
-			if l, ok := s.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" &&
+			if l, ok := s.lookup.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" &&
 				!embargoed(&l, time.Now()) {
 				ctx.SetUserValue(publicStatsKey{}, true)
 				h(ctx)

@@ -51,7 +51,7 @@ func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 	c := fsm.TagsCommand{Tag: tag, NewName: newName, Workspaces: visibleWorkspacesFor(ctx, fsm.ScopeLinksWrite),
 		KeyID: keyID(ctx), Now: time.Now().UnixMilli()}
 	refused := func(err error) {
-		s.writeError(ctx, err, errorDetail{fsm.ErrTagNotFound, "no link you may change carries tag " + tag},
+		writeError(ctx, s.log, err, errorDetail{fsm.ErrTagNotFound, "no link you may change carries tag " + tag},
 			errorDetail{fsm.ErrTagConflict, "links you may change already carry tag " + newName + ": rename it first, or delete one of the two"})
 	}
 	if err := s.tagsRefusal(ctx, c); err != nil {

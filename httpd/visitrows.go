@@ -128,7 +128,7 @@ func (s *Server) handleLinkVisitRows(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	l, ok := s.lookupLink(ctx, fsm.ScopeStatsRead)
+	l, ok := s.lookup.lookupLink(ctx, fsm.ScopeStatsRead)
 	if !ok {
 		return
 	}
@@ -157,7 +157,7 @@ func (s *Server) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
 // checks of a delete of the link, and answers how many it forgot.
 func (s *Server) handleDeleteVisits(ctx *fasthttp.RequestCtx) {
 	code := routeCode(ctx)
-	if l, ok := s.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
+	if l, ok := s.lookup.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
@@ -170,7 +170,7 @@ func (s *Server) handleDeleteVisits(ctx *fasthttp.RequestCtx) {
 func (s *Server) deleteVisits(ctx *fasthttp.RequestCtx, cmd fsm.Command, details ...errorDetail) {
 	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err, append(details,
+		writeError(ctx, s.log, err, append(details,
 			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the deletion was applied"})...)
 		return
 	}

@@ -116,7 +116,7 @@ func (s *Server) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
 	cmd := fsm.WebhookSetCommand{Webhook: w, By: keyID(ctx), Now: time.Now().UnixMilli()}
 	stored, index, err := cluster.ProposeFor[fsm.Webhook](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{})
 	if err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, s.log, err)
 		return
 	}
 	markApplied(ctx, index)
@@ -156,7 +156,7 @@ func (s *Server) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
 	res, err := s.node.Writes.Propose(context.Background(),
 		fsm.WebhookDeleteCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{})
 	if err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrWebhookNotFound, "no webhook " + id})
+		writeError(ctx, s.log, err, errorDetail{fsm.ErrWebhookNotFound, "no webhook " + id})
 		return
 	}
 	markApplied(ctx, res.Index)
