@@ -87,7 +87,7 @@ func forbidden(msg string) error {
 // parseCreate reads the body by its content type and validates every field
 // into a CreateRequest, and the password to hash for it (see
 // validateCreate). Nothing is stored unless this succeeds.
-func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
+func (li linkInput) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	var f createFields
 	mediaType, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
 	switch {
@@ -112,7 +112,7 @@ func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace 
 	if ws, ok := ctx.UserValue("workspace").(string); ok {
 		f.Workspace = &ws
 	}
-	return s.validateCreate(&f, now, workspace)
+	return li.validateCreate(&f, now, workspace)
 }
 
 func looksLikeJSON(body []byte) bool {
@@ -191,8 +191,8 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 // workspace goes to workspace. A password is returned to be hashed into
 // the request's Options once nothing can refuse it any more (edit says
 // why).
-func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
-	req := fsm.CreateRequest{Workspace: workspace, CodeLength: s.cfg.CodeLength}
+func (li linkInput) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
+	req := fsm.CreateRequest{Workspace: workspace, CodeLength: li.codeLength}
 	raw := f.OriginalURL
 	if raw == nil {
 		raw = f.URL
@@ -200,7 +200,7 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 	if raw == nil {
 		return req, "", invalid("original_url (or url) is required")
 	}
-	target, err := input.Target(*raw, s.cfg.AllowPrivateTargets)
+	target, err := input.Target(*raw, li.allowPrivateTargets)
 	if errors.Is(err, input.ErrURLTooLong) {
 		return req, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
 	}
@@ -251,7 +251,7 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 			return req, "", invalid("%s", err.Error())
 		}
 	}
-	opts, password, err := s.edit(&f.optionFields)
+	opts, password, err := li.edit(&f.optionFields)
 	if err != nil {
 		return req, "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -15,6 +16,24 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
+
+// keysAPI serves the API keys (/admin/keys, a key's own /api/v1/key) and
+// the audit log of what keys did.
+type keysAPI struct {
+	fsm    *fsm.FSM
+	writes Writes
+	// auth checks the credential of /api/v1/key, which any key may read.
+	auth *authority
+	log  *slog.Logger
+}
+
+func (api *keysAPI) register(rt routing) {
+	rt.handle("GET", "/api/v1/key", "key", api.handleOwnKey)
+	rt.admin("POST", "/admin/keys", "admin_keys", api.handleCreateKey)
+	rt.admin("GET", "/admin/keys", "admin_keys", api.handleListKeys)
+	rt.admin("DELETE", "/admin/keys/{id}", "admin_keys", api.handleRevokeKey)
+	rt.adminRead("GET", "/admin/audit", "admin_audit", api.handleAudit)
+}
 
 // keyJSON is an API key as the keys API shows it; Key, the secret, only in
 // the answer to its creation.
@@ -116,7 +135,7 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 	return k, nil
 }
 
-func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	k, err := parseKeyRequest(ctx.PostBody(), time.Now())
 	if err != nil {
 		writeBadRequest(ctx, err)
@@ -124,14 +143,14 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	}
 	id, secret, hash, err := fsm.MintKey(rand.Reader)
 	if err != nil {
-		s.log.Error("mint key failed", "err", err)
+		api.log.Error("mint key failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "could not create a key")
 		return
 	}
 	k.ID, k.Hash = id, hash
 	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
-	if _, err := s.node.Writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
-		writeError(ctx, s.log, err)
+	if _, err := api.writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
+		writeError(ctx, api.log, err)
 		return
 	}
 	k.CreatedBy = cmd.By
@@ -151,8 +170,8 @@ type ownKeyJSON struct {
 // handleOwnKey is GET /api/v1/key: the key the request carries, never its
 // secret. Any valid key may read itself, so that a client can tell what
 // it may do (the Bitly API's user and groups are read from it).
-func (s *Server) handleOwnKey(ctx *fasthttp.RequestCtx) {
-	if !s.auth.authenticate(ctx, false) {
+func (api *keysAPI) handleOwnKey(ctx *fasthttp.RequestCtx) {
+	if !api.auth.authenticate(ctx, false) {
 		return
 	}
 	k := keyOf(ctx)
@@ -162,10 +181,10 @@ func (s *Server) handleOwnKey(ctx *fasthttp.RequestCtx) {
 // handleListKeys lists the keys; ?created_by=ID only those a key made, so
 // that an operator who revokes a leaked admin key finds the keys it made,
 // which live on (a key's rights are its own, not its maker's).
-func (s *Server) handleListKeys(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleListKeys(ctx *fasthttp.RequestCtx) {
 	by := string(ctx.QueryArgs().Peek("created_by"))
 	views := []keyJSON{}
-	for _, k := range s.fsm.Keys() {
+	for _, k := range api.fsm.Keys() {
 		if by == "" || k.CreatedBy == by {
 			views = append(views, keyView(&k))
 		}
@@ -173,19 +192,19 @@ func (s *Server) handleListKeys(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"keys": views})
 }
 
-func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleRevokeKey(ctx *fasthttp.RequestCtx) {
 	id, _ := ctx.UserValue("id").(string)
 	if !fsm.ValidKeyID(id) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+strconv.Quote(id))
 		return
 	}
-	_, err := s.node.Writes.Propose(context.Background(),
+	_, err := api.writes.Propose(context.Background(),
 		fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	default:
-		writeError(ctx, s.log, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
 	}
 }
 
@@ -208,7 +227,7 @@ const (
 	maxAuditLimit     = 2 * fsm.AuditRetention // the link writes and the security actions
 )
 
-func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleAudit(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	limit := defaultAuditLimit
 	if args.Has("limit") {
@@ -224,7 +243,7 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "kind must be all, security or links")
 		return
 	}
-	entries := s.fsm.Audit(fsm.AuditQuery{KeyID: string(args.Peek("key_id")), Kind: kind, Limit: limit})
+	entries := api.fsm.Audit(fsm.AuditQuery{KeyID: string(args.Peek("key_id")), Kind: kind, Limit: limit})
 	views := make([]auditJSON, len(entries))
 	for i, e := range entries {
 		v := auditJSON{Time: timestamp(e.At), KeyID: e.KeyID, Action: e.Action.String(), Workspace: e.Workspace}

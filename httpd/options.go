@@ -55,7 +55,7 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 // it — the one the client reached for a create, the leader for an edit, a
 // bulk create or an import, which reach it over the cluster's mutual TLS
 // — stores and replicates only its hash.
-func (s *Server) edit(f *optionFields) (c fsm.EditCommand, password string, err error) {
+func (li linkInput) edit(f *optionFields) (c fsm.EditCommand, password string, err error) {
 	if f.Title != nil {
 		if err := input.Title(*f.Title); err != nil {
 			return c, "", invalid("%s", err.Error())
@@ -116,7 +116,7 @@ func (s *Server) edit(f *optionFields) (c fsm.EditCommand, password string, err 
 		if err := decodeStrict(f.Rules, &in); err != nil {
 			return c, "", invalid("rules: %s", err.Error())
 		}
-		rules, err := s.rules(in)
+		rules, err := li.rules(in)
 		if err != nil {
 			return c, "", err
 		}
@@ -166,13 +166,13 @@ func passwordOf(raw json.RawMessage) (string, error) {
 }
 
 // rules checks a link's rules and prepares them for the log.
-func (s *Server) rules(in []ruleJSON) ([]fsm.Rule, error) {
+func (li linkInput) rules(in []ruleJSON) ([]fsm.Rule, error) {
 	if len(in) > fsm.MaxRules {
 		return nil, invalid("rules: at most %d per link", fsm.MaxRules)
 	}
 	out := make([]fsm.Rule, 0, len(in))
 	for i, r := range in {
-		rule, err := s.rule(r)
+		rule, err := li.rule(r)
 		if err != nil {
 			return nil, invalid("rules[%d]: %s", i, err.Error())
 		}
@@ -181,9 +181,9 @@ func (s *Server) rules(in []ruleJSON) ([]fsm.Rule, error) {
 	return out, nil
 }
 
-func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
+func (li linkInput) rule(r ruleJSON) (fsm.Rule, error) {
 	var rule fsm.Rule
-	target, err := input.Target(r.URL, s.cfg.AllowPrivateTargets)
+	target, err := input.Target(r.URL, li.allowPrivateTargets)
 	if err != nil {
 		return rule, err
 	}

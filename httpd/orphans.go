@@ -88,7 +88,7 @@ type orphanRowJSON struct {
 // handleOrphanVisitRows answers GET /api/v1/visits/orphan: orphan visit
 // rows newest first, narrowed to a type and a domain ("" for the default
 // one), to an admin key: they are no workspace's.
-func (s *Server) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
+func (api *statsAPI) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
 	q, err := rowQuery(ctx.QueryArgs())
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -104,28 +104,28 @@ func (s *Server) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
 		}
 		filter.Kind = kind
 	}
-	v := s.fsm.OrphanVisitRows(filter, q)
+	v := api.fsm.OrphanVisitRows(filter, q)
 	rows := make([]orphanRowJSON, len(v.Rows))
 	for i := range v.Rows {
 		r := &v.Rows[i]
 		rows[i] = orphanRowJSON{At: timestamp(r.At), Type: r.Kind.String(), Domain: r.Domain,
-			URL: s.orphanURL(ctx, r.Kind, r.Domain), rowVisitorJSON: rowVisitorOf(r)}
+			URL: api.orphanURL(ctx, r.Kind, r.Domain), rowVisitorJSON: rowVisitorOf(r)}
 	}
 	writeRowPage(ctx, rows, v, q)
 }
 
 // orphanURL is the URL an orphan row shows: the domain's root for a
 // visit to it; "" for the others, whose paths linkraft does not keep.
-func (s *Server) orphanURL(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) string {
+func (api *statsAPI) orphanURL(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) string {
 	if kind != fsm.OrphanBaseURL {
 		return ""
 	}
 	l := fsm.Link{Domain: domain}
-	return s.shortURL(ctx, &l)
+	return api.views.shortURL(ctx, &l)
 }
 
 // handleDeleteOrphanVisits answers DELETE /api/v1/visits/orphan: it
 // forgets every orphan visit, to an admin key, and answers how many.
-func (s *Server) handleDeleteOrphanVisits(ctx *fasthttp.RequestCtx) {
-	s.deleteVisits(ctx, fsm.OrphanVisitsDeleteCommand{KeyID: keyID(ctx), Now: time.Now().UnixMilli()})
+func (api *statsAPI) handleDeleteOrphanVisits(ctx *fasthttp.RequestCtx) {
+	api.deleteVisits(ctx, fsm.OrphanVisitsDeleteCommand{KeyID: keyID(ctx), Now: time.Now().UnixMilli()})
 }

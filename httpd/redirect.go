@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"log/slog"
 	"time"
 	"unsafe"
 
@@ -70,7 +69,6 @@ type redirector struct {
 	lookup  linkLookup
 	fwd     *forwarding
 	proxies proxies
-	log     *slog.Logger
 	// status is the redirect's (--redirect-status); version is this
 	// build's, which a domain's root without a redirect shows.
 	status  int
@@ -90,7 +88,7 @@ type redirector struct {
 func newRedirector(cfg Config, node Node, fwd *forwarding, lookup linkLookup) *redirector {
 	return &redirector{
 		fsm: node.Reads.FSM(), reads: node.Reads, writes: node.Writes, clicks: node.Clicks,
-		lookup: lookup, fwd: fwd, proxies: fwd.proxies, log: cfg.Logger,
+		lookup: lookup, fwd: fwd, proxies: fwd.proxies,
 		status: cfg.RedirectStatus, version: cfg.Version, countries: cfg.Countries,
 		guesses: newDefaultGuessLimiter(),
 		// Browsers' User-Agents are few: thousands of slots hold a busy

@@ -86,16 +86,16 @@ type Server struct {
 	limiter *ipLimiter
 	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
 	qrCodes *qrCodes
-	// robots keeps each domain's robots.txt between writes (tags.go).
-	robots *robotsCache
 	// passwords bounds the CPU hashing new link passwords costs (hashing.go).
 	passwords *linkPasswords
 	proxies   proxies
 	fwd       *forwarding
 	auth      *authority
 	lookup    linkLookup
-	// redirects serves the visits (redirect.go).
+	// redirects serves the visits (redirect.go), api the rest of the
+	// API (apis.go).
 	redirects *redirector
+	api       apis
 	srv       *fasthttp.Server
 	log       *slog.Logger
 	// baseHost is BaseURL's host, lower case, for the redirects to https.
@@ -118,7 +118,6 @@ func New(cfg Config, node Node) *Server {
 		metrics:  newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry, cfg.Version),
 		limiter:  newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
 		qrCodes:  newQRCodes(),
-		robots:   newRobotsCache(),
 		log:      cfg.Logger,
 		baseHost: baseHost(cfg.BaseURL),
 	}
@@ -128,6 +127,7 @@ func New(cfg Config, node Node) *Server {
 	s.auth = newAuthority(node.Reads, cfg.AdminToken, s.log)
 	s.lookup = linkLookup{reads: node.Reads, log: s.log}
 	s.redirects = newRedirector(cfg, node, s.fwd, s.lookup)
+	s.api = newAPIs(s)
 	if cfg.TLS != nil && cfg.TLS.Certificates != nil {
 		s.metrics.registry.MustRegister(newCertificateCollector(cfg.TLS.Certificates))
 	}
@@ -181,101 +181,15 @@ func (s *Server) routes() {
 		native.routes.Handle(method, path, h)
 	})
 	s.redirects.register(handle)
-	handle("GET", "/health", "health", s.handleHealth)
-	handle("GET", "/health/live", "health", s.handleLive)
-	handle("GET", "/health/writes", "health", s.handleWritesHealth)
+	s.api.register(routing{handle: handle, auth: s.auth, fwd: s.fwd, limiter: s.limiter, proxies: s.proxies,
+		publicCreate: s.cfg.PublicCreate})
 	handle("GET", acmeChallengePrefix+"{token}", "acme_challenge", s.handleACMEChallenge)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
-	handle("GET", "/ui/", "ui", s.handleUI)
+	handle("GET", "/ui/", "ui", handleUI)
 	handle("GET", "/ui/app.js", "ui", uiAsset("text/javascript; charset=utf-8", uiScript))
 	handle("GET", "/ui/app.css", "ui", uiAsset("text/css; charset=utf-8", uiStyle))
-
-	// Creates are prepared on the node the client reached and handed to
-	// Node.Create, which relays them to the leader in batches.
-	create := s.authorizeCreate(s.limitCreates(s.handleCreate))
-	handle("POST", "/shorten", "create", create)
-	handle("POST", "/api/v1/urls", "create", create)
-	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
-	handle("GET", "/api/v1/urls", "list", s.auth.require(fsm.ScopeLinksRead, s.handleList))
-	handle("GET", "/api/v1/tags", "tags", s.auth.require(fsm.ScopeLinksRead, s.handleTags))
-	handle("GET", "/api/v1/key", "key", s.handleOwnKey)
-	// Renaming and deleting a tag change many links in one entry, which
-	// only the leader of a raised cluster applies (tags.go).
-	tagWrite := func(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-		return s.auth.require(fsm.ScopeLinksWrite, s.limitCreates(s.fwd.forwarder(h, forwardWrite.needs(fsm.LevelVisitRows))))
-	}
-	handle("PUT", "/api/v1/tags/{tag}", "tags", tagWrite(s.handleRenameTag))
-	handle("DELETE", "/api/v1/tags/{tag}", "tags", tagWrite(s.handleDeleteTag))
-	handle("GET", "/robots.txt", "robots", s.handleRobots)
-	// A bulk create is served by the leader, which packs it into a few
-	// log entries, once the node the client reached has screened its
-	// items (bulk.go).
-	handle("POST", bulkPath, "bulk", s.auth.require(fsm.ScopeLinksWrite, s.screenBulk(s.fwd.forwarder(s.handleBulk, forwardWrite.needs(fsm.LevelOptions)))))
-	handle("GET", "/api/v1/urls/{code}", "read", s.auth.require(fsm.ScopeLinksRead, s.handleRead))
-	// Edits spend the client's create budget where the client sent them.
-	handle("PATCH", "/api/v1/urls/{code}", "edit", s.auth.require(fsm.ScopeLinksWrite, s.limitCreates(s.fwd.forwarder(s.handleEdit, forwardWrite.needs(fsm.LevelOptions)))))
-	handle("GET", "/api/v1/urls/{code}/history", "history", s.auth.require(fsm.ScopeLinksRead, s.handleHistory))
-	// The leader checks the credential of a forwarded delete again: it
-	// travels with the request.
-	handle("DELETE", "/api/v1/urls/{code}", "delete", s.auth.require(fsm.ScopeLinksWrite, s.fwd.forwarder(s.handleDelete, forwardWrite)))
-	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsRoute(s.statsHandler("clicks")))
-	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
-	handle("GET", "/stats/{code}", "stats", s.statsRoute(s.statsHandler("click_count")))
-	handle("GET", "/api/v1/stats", "workspace_stats", s.auth.require(fsm.ScopeStatsRead, s.handleWorkspaceStats))
-	handle("GET", "/api/v1/urls/{code}/visits", "visit_rows", s.auth.require(fsm.ScopeStatsRead, s.handleLinkVisitRows))
-	handle("GET", "/api/v1/visits", "visit_rows", s.auth.require(fsm.ScopeStatsRead, s.handleWorkspaceVisitRows))
-	// Orphan visits are no workspace's: an admin's (orphans.go).
-	handle("GET", "/api/v1/visits/orphan", "orphan_visit_rows", s.auth.require(fsm.ScopeAdmin, s.handleOrphanVisitRows))
-	handle("DELETE", "/api/v1/visits/orphan", "delete_orphan_visits", s.auth.require(fsm.ScopeAdmin, s.fwd.forwarder(s.handleDeleteOrphanVisits, forwardWrite.needs(fsm.LevelVisitRows))))
-	// Forgetting visits is written with an entry older builds do not apply.
-	handle("DELETE", "/api/v1/urls/{code}/visits", "delete_visits", s.auth.require(fsm.ScopeLinksWrite, s.fwd.forwarder(s.handleDeleteVisits, forwardWrite.needs(fsm.LevelVisitRows))))
 	// The node-to-node protocol is served on the cluster's port only (see
 	// cluster/DESIGN.md): here /internal/v1/* is a path like any other, 404.
-
-	// Admin calls act on the leader's view: the leader alone knows which
-	// servers are reachable and holds the freshest state.
-	admin := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.auth.require(fsm.ScopeAdmin, s.fwd.forwarder(h, forwardAdmin)))
-	}
-	// Reads an operator needs most when there is no leader (cluster status,
-	// backup, export) fall back to this node's own state.
-	adminRead := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.auth.require(fsm.ScopeAdmin, s.fwd.forwarder(h, forwardAdminRead)))
-	}
-	adminRead("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
-	admin("POST", "/admin/join", "admin_join", s.handleJoin)
-	admin("POST", "/admin/leave", "admin_leave", s.handleLeave)
-	admin("POST", "/admin/promote", "admin_promote", s.handlePromote)
-	admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", s.handleLeadershipTransfer)
-	adminRead("GET", "/admin/backup", "admin_backup", s.handleBackup)
-	// A restore records itself in the audit log, which older builds do
-	// not read: an older leader, which would not authenticate the
-	// backup either, is never sent one.
-	handle("POST", "/admin/restore", "admin_restore", s.auth.require(fsm.ScopeAdmin, s.fwd.forwarder(s.handleRestore, forwardAdmin.needs(fsm.LevelRestoreAudit))))
-	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
-	// An import is read as it is imported, and forwarded only once read
-	// whole (importRoute), to a leader that knows every field it may carry.
-	handle("POST", "/admin/import", "admin_import", s.auth.require(fsm.ScopeAdmin, s.importRoute(s.fwd.forwarder(s.handleImport, forwardAdmin.needs(fsm.LevelImport)))))
-	admin("POST", "/admin/keys", "admin_keys", s.handleCreateKey)
-	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
-	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
-	adminRead("GET", "/admin/audit", "admin_audit", s.handleAudit)
-	// Domains are written with entries older builds do not apply.
-	domains := func(method, path string, h fasthttp.RequestHandler) {
-		handle(method, path, "admin_domains", s.auth.require(fsm.ScopeAdmin, s.fwd.forwarder(h, forwardAdmin.needs(fsm.LevelOptions))))
-	}
-	domains("POST", "/admin/domains", s.handleSetDomain)
-	adminRead("GET", "/admin/domains", "admin_domains", s.handleListDomains)
-	domains("DELETE", "/admin/domains/{domain}", s.handleRemoveDomain)
-	// Webhooks, like domains, are written with entries older builds do
-	// not apply; their list is the leader's, which alone delivers and so
-	// alone knows the attempts' outcomes.
-	hooks := func(method, path string, h fasthttp.RequestHandler, mode forwardMode) {
-		handle(method, path, "admin_webhooks", s.auth.require(fsm.ScopeAdmin, s.fwd.forwarder(h, mode.needs(fsm.LevelVisits))))
-	}
-	hooks("POST", "/admin/webhooks", s.handleCreateWebhook, forwardAdmin)
-	hooks("GET", "/admin/webhooks", s.handleListWebhooks, forwardAdminRead)
-	hooks("DELETE", "/admin/webhooks/{id}", s.handleDeleteWebhook, forwardAdmin)
 
 	// Runtime profiles of this node, guarded like the admin API.
 	pprof := s.auth.require(fsm.ScopeAdmin, pprofHandler())
