@@ -193,32 +193,12 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 // why).
 func (li linkInput) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	req := fsm.CreateRequest{Workspace: workspace, CodeLength: li.codeLength}
-	raw := f.OriginalURL
-	if raw == nil {
-		raw = f.URL
+	var err error
+	if req.URL, err = li.createTarget(f); err != nil {
+		return req, "", err
 	}
-	if raw == nil {
-		return req, "", invalid("original_url (or url) is required")
-	}
-	target, err := input.Target(*raw, li.allowPrivateTargets)
-	if errors.Is(err, input.ErrURLTooLong) {
-		return req, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
-	}
-	if err != nil {
-		return req, "", invalid("%s", err.Error())
-	}
-	req.URL = target
-
-	if f.CustomCode != nil && *f.CustomCode != "" {
-		// A reserved word is a conflict (409) even where it is not
-		// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
-		if codes.IsReserved(*f.CustomCode) {
-			return req, "", &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
-		}
-		if err := input.CustomCode(*f.CustomCode); err != nil {
-			return req, "", invalid("%s", err.Error())
-		}
-		req.CustomCode = *f.CustomCode
+	if req.CustomCode, err = customCode(f); err != nil {
+		return req, "", err
 	}
 	if f.Workspace != nil {
 		if err := input.Workspace(*f.Workspace); err != nil {
@@ -257,6 +237,41 @@ func (li linkInput) validateCreate(f *createFields, now time.Time, workspace str
 	}
 	req.Options = optionsOf(opts)
 	return req, password, nil
+}
+
+// createTarget is a create's target: original_url, or url.
+func (li linkInput) createTarget(f *createFields) (string, error) {
+	raw := f.OriginalURL
+	if raw == nil {
+		raw = f.URL
+	}
+	if raw == nil {
+		return "", invalid("original_url (or url) is required")
+	}
+	target, err := input.Target(*raw, li.allowPrivateTargets)
+	if errors.Is(err, input.ErrURLTooLong) {
+		return "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+	}
+	if err != nil {
+		return "", invalid("%s", err.Error())
+	}
+	return target, nil
+}
+
+// customCode is a create's custom_code, "" for none.
+func customCode(f *createFields) (string, error) {
+	if f.CustomCode == nil || *f.CustomCode == "" {
+		return "", nil
+	}
+	// A reserved word is a conflict (409) even where it is not
+	// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
+	if codes.IsReserved(*f.CustomCode) {
+		return "", &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
+	}
+	if err := input.CustomCode(*f.CustomCode); err != nil {
+		return "", invalid("%s", err.Error())
+	}
+	return *f.CustomCode, nil
 }
 
 // expiry turns the one optional expiry field into unix milliseconds.

@@ -76,52 +76,16 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 	if len(req.Name) > fsm.MaxKeyName {
 		return k, invalid("name is longer than %d bytes", fsm.MaxKeyName)
 	}
-	if len(req.Scopes) == 0 {
-		return k, invalid("scopes must list at least one of links:read, links:write, stats:read, admin")
+	var err error
+	if k.Scopes, err = keyScopes(req.Scopes); err != nil {
+		return k, err
 	}
-	for _, name := range req.Scopes {
-		scope, ok := fsm.ParseScope(name)
-		if !ok {
-			return k, invalid("unknown scope %q: use links:read, links:write, stats:read or admin", name)
-		}
-		k.Scopes |= scope
+	if k.Workspaces, err = keyWorkspaces(req.Workspaces, k.Scopes); err != nil {
+		return k, err
 	}
-	switch {
-	case len(req.Workspaces) == 0:
-		return k, invalid(`workspaces must list the workspaces the key may use, or ["*"] for all`)
-	case len(req.Workspaces) > fsm.MaxKeyWorkspaces:
-		return k, invalid("a key may name at most %d workspaces", fsm.MaxKeyWorkspaces)
-	case slices.Contains(req.Workspaces, fsm.AllWorkspaces) && len(req.Workspaces) > 1:
-		return k, invalid(`"*" already means every workspace: list it alone`)
+	if k.Domains, err = keyRequestDomains(req.Domains, k.Scopes); err != nil {
+		return k, err
 	}
-	for _, ws := range req.Workspaces {
-		if ws == fsm.AllWorkspaces {
-			continue
-		}
-		if err := input.Workspace(ws); err != nil {
-			return k, invalid("%s", err.Error())
-		}
-	}
-	k.Workspaces = slices.Compact(slices.Sorted(slices.Values(req.Workspaces)))
-	if k.Scopes&fsm.ScopeAdmin != 0 && !slices.Equal(k.Workspaces, []string{fsm.AllWorkspaces}) {
-		// admin reaches every workspace whatever the list says: refuse a
-		// list that would make the key look narrower than it is.
-		return k, invalid(`an admin key reaches every workspace: give workspaces ["*"]`)
-	}
-	if len(req.Domains) > 0 && k.Scopes&fsm.ScopeAdmin != 0 {
-		return k, invalid("an admin key reaches every domain: give it no domains")
-	}
-	if len(req.Domains) > fsm.MaxKeyDomains {
-		return k, invalid("a key may name at most %d domains", fsm.MaxKeyDomains)
-	}
-	for _, d := range req.Domains {
-		name, err := input.Domain(d)
-		if err != nil {
-			return k, invalid("%s", err.Error())
-		}
-		k.Domains = append(k.Domains, name)
-	}
-	k.Domains = slices.Compact(slices.Sorted(slices.Values(k.Domains)))
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {
@@ -133,6 +97,70 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 		k.ExpiresAt = t.UnixMilli()
 	}
 	return k, nil
+}
+
+// keyScopes reads a key request's scopes.
+func keyScopes(names []string) (fsm.Scope, error) {
+	if len(names) == 0 {
+		return 0, invalid("scopes must list at least one of links:read, links:write, stats:read, admin")
+	}
+	var scopes fsm.Scope
+	for _, name := range names {
+		scope, ok := fsm.ParseScope(name)
+		if !ok {
+			return 0, invalid("unknown scope %q: use links:read, links:write, stats:read or admin", name)
+		}
+		scopes |= scope
+	}
+	return scopes, nil
+}
+
+// keyWorkspaces reads a key request's workspaces, sorted, for a key with
+// scopes.
+func keyWorkspaces(list []string, scopes fsm.Scope) ([]string, error) {
+	switch {
+	case len(list) == 0:
+		return nil, invalid(`workspaces must list the workspaces the key may use, or ["*"] for all`)
+	case len(list) > fsm.MaxKeyWorkspaces:
+		return nil, invalid("a key may name at most %d workspaces", fsm.MaxKeyWorkspaces)
+	case slices.Contains(list, fsm.AllWorkspaces) && len(list) > 1:
+		return nil, invalid(`"*" already means every workspace: list it alone`)
+	}
+	for _, ws := range list {
+		if ws == fsm.AllWorkspaces {
+			continue
+		}
+		if err := input.Workspace(ws); err != nil {
+			return nil, invalid("%s", err.Error())
+		}
+	}
+	workspaces := slices.Compact(slices.Sorted(slices.Values(list)))
+	if scopes&fsm.ScopeAdmin != 0 && !slices.Equal(workspaces, []string{fsm.AllWorkspaces}) {
+		// admin reaches every workspace whatever the list says: refuse a
+		// list that would make the key look narrower than it is.
+		return nil, invalid(`an admin key reaches every workspace: give workspaces ["*"]`)
+	}
+	return workspaces, nil
+}
+
+// keyRequestDomains reads a key request's domains, sorted, for a key
+// with scopes.
+func keyRequestDomains(list []string, scopes fsm.Scope) ([]string, error) {
+	if len(list) > 0 && scopes&fsm.ScopeAdmin != 0 {
+		return nil, invalid("an admin key reaches every domain: give it no domains")
+	}
+	if len(list) > fsm.MaxKeyDomains {
+		return nil, invalid("a key may name at most %d domains", fsm.MaxKeyDomains)
+	}
+	var domains []string
+	for _, d := range list {
+		name, err := input.Domain(d)
+		if err != nil {
+			return nil, invalid("%s", err.Error())
+		}
+		domains = append(domains, name)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(domains))), nil
 }
 
 func (api *keysAPI) handleCreateKey(ctx *fasthttp.RequestCtx) {

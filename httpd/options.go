@@ -189,22 +189,43 @@ func (li linkInput) rule(r ruleJSON) (fsm.Rule, error) {
 	}
 	rule.URL = target
 	w := r.When
-	device, ok := fsm.ParseDevice(w.Device)
-	if !ok {
-		return rule, errors.New("device must be ios, android, mobile or desktop")
-	}
-	rule.Device = device
-	if w.Language != "" {
-		if rule.Language, err = input.Language(w.Language); err != nil {
+	for _, read := range []func(whenJSON, *fsm.Rule) error{ruleRequest, ruleTimes, ruleClient} {
+		if err := read(w, &rule); err != nil {
 			return rule, err
 		}
 	}
+	if !w.hasCondition() {
+		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
+	}
+	return rule, nil
+}
+
+// hasCondition reports whether w sets any condition.
+func (w whenJSON) hasCondition() bool {
+	return w.Device != "" || w.Language != "" || len(w.Query) > 0 || w.After != "" || w.Before != "" ||
+		w.Browser != "" || w.IP != nil || w.Country != ""
+}
+
+// ruleRequest reads a rule's conditions on what the request says (device,
+// language, query, country) into rule.
+func ruleRequest(w whenJSON, rule *fsm.Rule) error {
+	device, ok := fsm.ParseDevice(w.Device)
+	if !ok {
+		return errors.New("device must be ios, android, mobile or desktop")
+	}
+	rule.Device = device
+	if w.Language != "" {
+		var err error
+		if rule.Language, err = input.Language(w.Language); err != nil {
+			return err
+		}
+	}
 	if len(w.Query) > fsm.MaxRuleQuery {
-		return rule, errors.New("at most 8 query conditions per rule")
+		return errors.New("at most 8 query conditions per rule")
 	}
 	for name, value := range w.Query {
 		if err := input.RuleQuery(name, value); err != nil {
-			return rule, err
+			return err
 		}
 		rule.Query = append(rule.Query, fsm.QueryParam{Name: name, Value: value})
 	}
@@ -212,10 +233,15 @@ func (li linkInput) rule(r ruleJSON) (fsm.Rule, error) {
 	if w.Country != "" {
 		cc := strings.ToUpper(w.Country)
 		if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
-			return rule, errors.New("a country condition is an ISO 3166-1 alpha-2 code, such as DE")
+			return errors.New("a country condition is an ISO 3166-1 alpha-2 code, such as DE")
 		}
 		rule.Country = cc
 	}
+	return nil
+}
+
+// ruleTimes reads a rule's after and before into rule.
+func ruleTimes(w whenJSON, rule *fsm.Rule) error {
 	for _, t := range []struct {
 		field string
 		raw   string
@@ -224,20 +250,15 @@ func (li linkInput) rule(r ruleJSON) (fsm.Rule, error) {
 		if t.raw == "" {
 			continue
 		}
+		var err error
 		if *t.dst, err = parseTime(t.field, t.raw); err != nil {
-			return rule, err
+			return err
 		}
 	}
 	if rule.After != 0 && rule.Before != 0 && rule.Before <= rule.After {
-		return rule, errors.New("before must be later than after")
+		return errors.New("before must be later than after")
 	}
-	if err := ruleClient(w, &rule); err != nil {
-		return rule, err
-	}
-	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" && w.Browser == "" && w.IP == nil && w.Country == "" {
-		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
-	}
-	return rule, nil
+	return nil
 }
 
 // ruleClient reads a rule's conditions on the visitor's browser and
