@@ -51,7 +51,7 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 // edit turns the fields into the parts of an edit they set. A password is
 // checked against the rule and returned, not hashed: hashing costs tens
 // of milliseconds of CPU, so it waits until every check that could refuse
-// the request has passed (Server.hashPassword). The node that then hashes
+// the request has passed (linkPasswords.hash). The node that then hashes
 // it — the one the client reached for a create, the leader for an edit, a
 // bulk create or an import, which reach it over the cluster's mutual TLS
 // — stores and replicates only its hash.

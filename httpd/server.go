@@ -88,10 +88,11 @@ type Server struct {
 	qrCodes *qrCodes
 	// passwords bounds the CPU hashing new link passwords costs (hashing.go).
 	passwords *linkPasswords
-	proxies   proxies
-	fwd       *forwarding
-	auth      *authority
-	lookup    linkLookup
+	// The helpers the redirect path and the API share.
+	proxies proxies
+	fwd     *forwarding
+	auth    *authority
+	lookup  linkLookup
 	// redirects serves the visits (redirect.go), api the rest of the
 	// API (apis.go).
 	redirects *redirector
@@ -175,7 +176,8 @@ func (s *Server) routes() {
 	}
 
 	// The compatible APIs call the same handlers, uninstrumented (compat.go).
-	native := &nativeAPI{s: s, routes: router.New()}
+	native := &nativeAPI{routes: router.New(), auth: s.auth, publicCreate: s.cfg.PublicCreate,
+		version: s.cfg.Version, baseURL: s.cfg.BaseURL, log: s.log}
 	handle := handleFunc(func(method, path, route string, h fasthttp.RequestHandler) {
 		r.Handle(method, path, s.metrics.instrument(route, h))
 		native.routes.Handle(method, path, h)
