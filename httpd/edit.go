@@ -150,24 +150,6 @@ func (api *linksAPI) handleHistory(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"short_code": l.Code, "versions": versions})
 }
 
-// handleTags lists the tags of the links the key sees (or of one
-// workspace), each with how many links carry it and their clicks.
-func (api *tagsAPI) handleTags(ctx *fasthttp.RequestCtx) {
-	api.lookup.catchUpForList(ctx)
-	workspaces := visibleWorkspaces(ctx)
-	tags := api.fsm.Tags(workspaces, keyDomains(ctx))
-	type tagJSON struct {
-		Tag    string `json:"tag"`
-		Links  int    `json:"links"`
-		Clicks uint64 `json:"clicks"`
-	}
-	out := make([]tagJSON, len(tags))
-	for i, t := range tags {
-		out[i] = tagJSON{Tag: t.Tag, Links: t.Links, Clicks: t.Clicks}
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"tags": out})
-}
-
 // visibleWorkspaces is the workspaces a read lists: ?workspace= if the key
 // sees it (none if not), else every workspace the key sees (nil: all).
 func visibleWorkspaces(ctx *fasthttp.RequestCtx) []string {

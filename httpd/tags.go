@@ -254,3 +254,21 @@ func renderRobots(codes []string) []byte {
 	}
 	return append(b, "Disallow: /\n"...)
 }
+
+// handleTags lists the tags of the links the key sees (or of one
+// workspace), each with how many links carry it and their clicks.
+func (api *tagsAPI) handleTags(ctx *fasthttp.RequestCtx) {
+	api.lookup.catchUpForList(ctx)
+	workspaces := visibleWorkspaces(ctx)
+	tags := api.fsm.Tags(workspaces, keyDomains(ctx))
+	type tagJSON struct {
+		Tag    string `json:"tag"`
+		Links  int    `json:"links"`
+		Clicks uint64 `json:"clicks"`
+	}
+	out := make([]tagJSON, len(tags))
+	for i, t := range tags {
+		out[i] = tagJSON{Tag: t.Tag, Links: t.Links, Clicks: t.Clicks}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"tags": out})
+}
