@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -17,8 +18,30 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
-	st, err := s.node.Admin.Status()
+// adminAPI serves the cluster's administration: membership, leadership,
+// backup and restore.
+type adminAPI struct {
+	fsm   *fsm.FSM
+	admin Admin
+	log   *slog.Logger
+}
+
+func (api *adminAPI) register(rt routing) {
+	rt.adminRead("GET", "/admin/cluster", "admin_cluster", api.handleCluster)
+	rt.admin("POST", "/admin/join", "admin_join", api.handleJoin)
+	rt.admin("POST", "/admin/leave", "admin_leave", api.handleLeave)
+	rt.admin("POST", "/admin/promote", "admin_promote", api.handlePromote)
+	rt.admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", api.handleLeadershipTransfer)
+	rt.adminRead("GET", "/admin/backup", "admin_backup", api.handleBackup)
+	// A restore records itself in the audit log, which older builds do
+	// not read: an older leader, which would not authenticate the
+	// backup either, is never sent one.
+	restore := rt.forwarder(api.handleRestore, forwardAdmin.needs(fsm.LevelRestoreAudit))
+	rt.handle("POST", "/admin/restore", "admin_restore", rt.require(fsm.ScopeAdmin, restore))
+}
+
+func (api *adminAPI) handleCluster(ctx *fasthttp.RequestCtx) {
+	st, err := api.admin.Status()
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return
@@ -28,17 +51,17 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 
 // handleBackup answers a backup; ?compressed=true the compressed format
 // that scheduled backups use (linkraft backup --to writes it).
-func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {
-	write := s.node.Admin.Backup
+func (api *adminAPI) handleBackup(ctx *fasthttp.RequestCtx) {
+	write := api.admin.Backup
 	switch v := string(ctx.QueryArgs().Peek("compressed")); v {
 	case "", "false":
 	case "true":
-		write = s.node.Admin.BackupCompressed
+		write = api.admin.BackupCompressed
 	default:
 		writeProblem(ctx, fasthttp.StatusBadRequest, "compressed must be true or false, not "+strconv.Quote(v))
 		return
 	}
-	if s.answerSpooled(ctx, "backup", write) {
+	if answerSpooled(ctx, api.admin, api.log, "backup", write) {
 		ctx.SetContentType("application/octet-stream")
 		ctx.Response.Header.Set(fasthttp.HeaderContentDisposition, `attachment; filename="linkraft.backup"`)
 	}
@@ -47,10 +70,10 @@ func (s *Server) handleBackup(ctx *fasthttp.RequestCtx) {
 // answerSpooled answers with what write writes, spooled to a file first
 // (cluster's Spool says why) and sent from it with its length. false: the
 // answer is a 500, and what failed is logged.
-func (s *Server) answerSpooled(ctx *fasthttp.RequestCtx, what string, write func(io.Writer) error) bool {
-	f, size, err := s.node.Admin.Spool(write)
+func answerSpooled(ctx *fasthttp.RequestCtx, admin Admin, log *slog.Logger, what string, write func(io.Writer) error) bool {
+	f, size, err := admin.Spool(write)
 	if err != nil {
-		s.log.Error(what+" failed", "err", err)
+		log.Error(what+" failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, what+" failed")
 		return false
 	}
@@ -61,7 +84,7 @@ func (s *Server) answerSpooled(ctx *fasthttp.RequestCtx, what string, write func
 // handleRestore installs a backup. ?foreign=true restores one this
 // cluster cannot authenticate (cluster.RestoreOptions); the key performing
 // the restore stays valid and is recorded in the audit log.
-func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
+func (api *adminAPI) handleRestore(ctx *fasthttp.RequestCtx) {
 	var foreign bool
 	switch v := string(ctx.QueryArgs().Peek("foreign")); v {
 	case "", "false":
@@ -76,11 +99,11 @@ func (s *Server) handleRestore(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "send a backup (from GET /admin/backup) as the request body")
 		return
 	}
-	if err := s.node.Admin.Restore(body, cluster.RestoreOptions{Foreign: foreign, By: keyID(ctx)}); err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrCorruptSnapshot, "not a valid linkraft backup: " + err.Error()})
+	if err := api.admin.Restore(body, cluster.RestoreOptions{Foreign: foreign, By: keyID(ctx)}); err != nil {
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrCorruptSnapshot, "not a valid linkraft backup: " + err.Error()})
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": s.fsm.Len()})
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"restored": true, "links": api.fsm.Len()})
 }
 
 // decodeAdminBody reads a JSON admin request body into v.
@@ -92,7 +115,7 @@ func decodeAdminBody(ctx *fasthttp.RequestCtx, v any) bool {
 	return true
 }
 
-func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
+func (api *adminAPI) handleJoin(ctx *fasthttp.RequestCtx) {
 	var req struct {
 		ID       string `json:"id"`
 		RaftAddr string `json:"raft_addr"`
@@ -102,48 +125,48 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
-		s.writeError(ctx, err)
+	if err := api.admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
+		writeError(ctx, api.log, err)
 		return
 	}
-	s.handleCluster(ctx)
+	api.handleCluster(ctx)
 }
 
-func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
+func (api *adminAPI) handleLeave(ctx *fasthttp.RequestCtx) {
 	var req struct {
 		ID string `json:"id"`
 	}
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.RemoveServer(req.ID, keyID(ctx)); err != nil {
-		s.writeError(ctx, err)
+	if err := api.admin.RemoveServer(req.ID, keyID(ctx)); err != nil {
+		writeError(ctx, api.log, err)
 		return
 	}
-	s.handleCluster(ctx)
+	api.handleCluster(ctx)
 }
 
 // handlePromote makes a non-voter (a read replica) a voter.
-func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
+func (api *adminAPI) handlePromote(ctx *fasthttp.RequestCtx) {
 	var req struct {
 		ID string `json:"id"`
 	}
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.Promote(req.ID, keyID(ctx)); err != nil {
-		s.writeError(ctx, err)
+	if err := api.admin.Promote(req.ID, keyID(ctx)); err != nil {
+		writeError(ctx, api.log, err)
 		return
 	}
-	s.handleCluster(ctx)
+	api.handleCluster(ctx)
 }
 
-func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
-	if err := s.node.Admin.TransferLeadership(); err != nil {
-		s.writeError(ctx, err)
+func (api *adminAPI) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
+	if err := api.admin.TransferLeadership(); err != nil {
+		writeError(ctx, api.log, err)
 		return
 	}
-	s.handleCluster(ctx)
+	api.handleCluster(ctx)
 }
 
 // pprofPrefix is where the runtime profiles are served.

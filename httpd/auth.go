@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"log/slog"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -52,6 +53,28 @@ const (
 	authUnconfirmed
 )
 
+// authority decides who a request's credential is (the operator's
+// --admin-token or a replicated key) and what it may do: the credential
+// check of every route that is not public.
+type authority struct {
+	fsm   *fsm.FSM
+	reads Reads
+	log   *slog.Logger
+	// rootTokenHash is the SHA-256 of the admin token, nil without one.
+	rootTokenHash []byte
+}
+
+// newAuthority checks credentials against adminToken ("": none) and the
+// keys in reads' state.
+func newAuthority(reads Reads, adminToken string, log *slog.Logger) *authority {
+	a := &authority{fsm: reads.FSM(), reads: reads, log: log}
+	if adminToken != "" {
+		sum := sha256.Sum256([]byte(adminToken))
+		a.rootTokenHash = sum[:]
+	}
+	return a
+}
+
 // checkKey authenticates a request's credential against the admin token
 // and the replicated keys. With catchUp, a key this node would refuse (or
 // any key, while this node knows it is behind) is looked up again after
@@ -59,7 +82,7 @@ const (
 // key works on every node once its creation was acknowledged and on none
 // once its revocation was; without, only local state is asked (the header
 // callback, which must not wait).
-func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool) (fsm.APIKey, authResult) {
+func (a *authority) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool) (fsm.APIKey, authResult) {
 	cred, malformed := credential(h)
 	switch {
 	case malformed:
@@ -67,11 +90,11 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 	case len(cred) == 0:
 		return fsm.APIKey{}, authMissing
 	}
-	if s.rootTokenHash != nil {
+	if a.rootTokenHash != nil {
 		// Hashing both sides first makes the comparison independent of
 		// the token's length.
 		sum := sha256.Sum256(cred)
-		if subtle.ConstantTimeCompare(sum[:], s.rootTokenHash) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], a.rootTokenHash) == 1 {
 			return rootKey(), authOK
 		}
 	}
@@ -79,7 +102,7 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 	if !ok {
 		return fsm.APIKey{}, authInvalid
 	}
-	key, ok := s.storedKey(id, hash, now)
+	key, ok := a.storedKey(id, hash, now)
 	// A key created a moment ago may not be applied here yet, so a key
 	// this node would refuse is refused only after catching up. Every
 	// refusal catches up, not only an unknown id's: a known id with a
@@ -88,12 +111,12 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 	// behind the leader may not have applied a revocation the leader
 	// acknowledged (a voter excused from the wait): it catches up before
 	// it believes a key too.
-	if catchUp && (!ok || s.node.Reads.Behind()) {
-		err := s.node.Reads.CatchUp(context.Background())
+	if catchUp && (!ok || a.reads.Behind()) {
+		err := a.reads.CatchUp(context.Background())
 		if err != nil {
-			s.log.Debug("API key not confirmed by a leader", "key_id", id, "err", err)
+			a.log.Debug("API key not confirmed by a leader", "key_id", id, "err", err)
 		}
-		if key, ok = s.storedKey(id, hash, now); !ok && err != nil {
+		if key, ok = a.storedKey(id, hash, now); !ok && err != nil {
 			return fsm.APIKey{}, authUnconfirmed
 		}
 	}
@@ -106,8 +129,8 @@ func (s *Server) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp bool
 // storedKey is the key of id in this node's state when its secret hashes
 // to hash and it has not expired at now. The hashes are compared in
 // constant time.
-func (s *Server) storedKey(id string, hash [fsm.KeyHashSize]byte, now time.Time) (fsm.APIKey, bool) {
-	key, known := s.fsm.Key(id)
+func (a *authority) storedKey(id string, hash [fsm.KeyHashSize]byte, now time.Time) (fsm.APIKey, bool) {
+	key, known := a.fsm.Key(id)
 	if !known || subtle.ConstantTimeCompare(key.Hash[:], hash[:]) != 1 || key.Expired(now.UnixMilli()) {
 		return fsm.APIKey{}, false
 	}
@@ -117,8 +140,8 @@ func (s *Server) storedKey(id string, hash [fsm.KeyHashSize]byte, now time.Time)
 // authenticate checks the request's credential and keeps the key for the
 // handler. Without one it answers 401 itself, unless anonymous is allowed
 // (a public create), and reports whether the handler may go on.
-func (s *Server) authenticate(ctx *fasthttp.RequestCtx, anonymous bool) bool {
-	key, res := s.checkKey(&ctx.Request.Header, time.Now(), true)
+func (a *authority) authenticate(ctx *fasthttp.RequestCtx, anonymous bool) bool {
+	key, res := a.checkKey(&ctx.Request.Header, time.Now(), true)
 	switch {
 	case res == authOK:
 		ctx.SetUserValue(keyUserValue, &key)
@@ -160,9 +183,9 @@ func keyID(ctx *fasthttp.RequestCtx) string {
 // workspaces the key sees is the handler's to check, since a link in a
 // workspace the key may not see must be answered as one that does not
 // exist.
-func (s *Server) require(scope fsm.Scope, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (a *authority) require(scope fsm.Scope, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.authenticate(ctx, false) {
+		if !a.authenticate(ctx, false) {
 			return
 		}
 		if !keyOf(ctx).Has(scope) {
@@ -204,8 +227,8 @@ func keyDomains(ctx *fasthttp.RequestCtx) []string {
 // mayWriteLinks reports, from the headers alone, whether a request carries
 // a key this node knows with links:write: a bulk create's larger body is
 // read only then.
-func (s *Server) mayWriteLinks(h *fasthttp.RequestHeader) bool {
-	key, res := s.checkKey(h, time.Now(), false)
+func (a *authority) mayWriteLinks(h *fasthttp.RequestHeader) bool {
+	key, res := a.checkKey(h, time.Now(), false)
 	return res == authOK && key.Has(fsm.ScopeLinksWrite)
 }
 
@@ -213,7 +236,7 @@ func (s *Server) mayWriteLinks(h *fasthttp.RequestHeader) bool {
 // may send a restore's or an import's body: an admin key this node knows.
 // fasthttp calls it before reading the body, so an anonymous client never
 // makes the node buffer more than the small limit.
-func (s *Server) mayUploadLargeBody(h *fasthttp.RequestHeader) bool {
-	key, res := s.checkKey(h, time.Now(), false)
+func (a *authority) mayUploadLargeBody(h *fasthttp.RequestHeader) bool {
+	key, res := a.checkKey(h, time.Now(), false)
 	return res == authOK && key.Has(fsm.ScopeAdmin)
 }

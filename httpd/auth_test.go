@@ -388,7 +388,7 @@ func FuzzCredential(f *testing.F) {
 		f.Fatalf("create key: %v", res)
 	}
 	sum := sha256.Sum256([]byte(testToken))
-	s := &Server{fsm: state, rootTokenHash: sum[:]}
+	a := &authority{fsm: state, rootTokenHash: sum[:]}
 	for _, seed := range []string{"Bearer " + testToken, "bearer " + key, "Bearer " + key[:len(key)-1] + "A",
 		"Basic Zm9vOmJhcg==", "Bearer ", testToken} {
 		f.Add(seed)
@@ -403,7 +403,7 @@ func FuzzCredential(f *testing.F) {
 			cred := strings.TrimSpace(sent[len(scheme):])
 			valid = cred == testToken || cred == key
 		}
-		if _, res := s.checkKey(&h, time.Now(), false); (res == authOK) != valid {
+		if _, res := a.checkKey(&h, time.Now(), false); (res == authOK) != valid {
 			t.Fatalf("Authorization %q: accepted %v, want %v", sent, res == authOK, valid)
 		}
 	})

@@ -280,8 +280,8 @@ func TestEmbargoedLinkShowsNoTarget(t *testing.T) {
 
 // useHashLimits gives s a hashing budget of l instead of its CPUs'.
 func useHashLimits(s *Server, l hashLimits) {
-	s.hashes.stop()
-	s.hashes = newHashBudget(l)
+	s.passwords.budget.stop()
+	s.passwords.budget = newHashBudget(l)
 }
 
 // TestHashBudgetTakesFromEveryBucket: a request takes hashes from its

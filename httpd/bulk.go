@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -10,6 +11,27 @@ import (
 
 	"github.com/linkraft/linkraft/fsm"
 )
+
+// bulkAPI serves bulk creates: screened on the node the client reached,
+// then created by the leader in a few entries.
+type bulkAPI struct {
+	writes    Writes
+	views     linkViews
+	input     linkInput
+	passwords *linkPasswords
+	// limiter is the create rate limit, one create per item.
+	limiter *ipLimiter
+	proxies proxies
+	log     *slog.Logger
+}
+
+func (api *bulkAPI) register(rt routing) {
+	// A bulk create is served by the leader, which packs it into a few
+	// log entries, once the node the client reached has screened its
+	// items.
+	bulk := api.screenBulk(rt.forwarder(api.handleBulk, forwardWrite.needs(fsm.LevelOptions)))
+	rt.handle("POST", bulkPath, "bulk", rt.require(fsm.ScopeLinksWrite, bulk))
+}
 
 // maxBulkLinks is the most creates one bulk request may carry.
 const (
@@ -59,9 +81,9 @@ func readBulkItems(ctx *fasthttp.RequestCtx) ([]json.RawMessage, bool) {
 // the key may not use) are answered here. Only the others travel, so a
 // bulk that can create nothing costs the leader nothing; the leader checks
 // what it is sent again.
-func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (api *bulkAPI) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.fromPeer(ctx) {
+		if fromPeer(ctx) {
 			next(ctx) // screened by the node that forwarded it
 			return
 		}
@@ -69,7 +91,7 @@ func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandle
 		if !ok {
 			return
 		}
-		admitted, wait := s.limiter.takeUpTo(s.clientIP(ctx), len(raws))
+		admitted, wait := api.limiter.takeUpTo(api.proxies.clientIP(ctx), len(raws))
 		if admitted == 0 {
 			writeCreatesLimited(ctx, wait)
 			return
@@ -77,7 +99,7 @@ func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandle
 		results := make([]any, len(raws))
 		var passed []json.RawMessage
 		var at []int // the index in results of each of passed
-		for i, it := range s.prepareBulkItems(ctx, raws[:admitted]) {
+		for i, it := range api.prepareBulkItems(ctx, raws[:admitted]) {
 			if it.refused() {
 				results[i] = it.refusal
 				continue
@@ -88,7 +110,7 @@ func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandle
 			results[i] = bulkResult{Status: fasthttp.StatusTooManyRequests, Error: createsLimitedDetail(wait)}
 		}
 		if len(passed) > 0 {
-			created, ok := s.createPassed(ctx, next, passed)
+			created, ok := api.createPassed(ctx, next, passed)
 			if !ok {
 				return // the request was refused whole: that answer stands
 			}
@@ -107,7 +129,7 @@ func (s *Server) screenBulk(next fasthttp.RequestHandler) fasthttp.RequestHandle
 // createPassed hands the items that passed the screening to next (the
 // leader) as a bulk of their own, and returns its results for them; false
 // when next did not answer 200, whose answer then stands.
-func (s *Server) createPassed(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler, passed []json.RawMessage) ([]json.RawMessage, bool) {
+func (api *bulkAPI) createPassed(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler, passed []json.RawMessage) ([]json.RawMessage, bool) {
 	body, err := json.Marshal(map[string][]json.RawMessage{"links": passed})
 	if err != nil { // cannot happen: each item decoded as JSON
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "encoding the bulk failed")
@@ -122,7 +144,7 @@ func (s *Server) createPassed(ctx *fasthttp.RequestCtx, next fasthttp.RequestHan
 		Results []json.RawMessage `json:"results"`
 	}
 	if err := json.Unmarshal(ctx.Response.Body(), &answer); err != nil || len(answer.Results) != len(passed) {
-		s.log.Error("the leader's bulk answer does not match its request", "items", len(passed), "results", len(answer.Results), "err", err)
+		api.log.Error("the leader's bulk answer does not match its request", "items", len(passed), "results", len(answer.Results), "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "bulk create failed")
 		return nil, false
 	}
@@ -143,14 +165,14 @@ func writeBulkResults(ctx *fasthttp.RequestCtx, results any, retryAfter int) {
 // a few log entries; each item is answered as its own create would be.
 // Every item is checked before any password is hashed, and passwords are
 // hashed as far as the hashing budget allows.
-func (s *Server) handleBulk(ctx *fasthttp.RequestCtx) {
+func (api *bulkAPI) handleBulk(ctx *fasthttp.RequestCtx) {
 	raws, ok := readBulkItems(ctx)
 	if !ok {
 		return
 	}
-	items := s.prepareBulkItems(ctx, raws)
+	items := api.prepareBulkItems(ctx, raws)
 	var retryAfter int
-	if short := s.hashBulkPasswords(ctx, items); short != nil {
+	if short := api.hashBulkPasswords(ctx, items); short != nil {
 		retryAfter = short.retryAfter
 	}
 	results := make([]bulkResult, len(items))
@@ -165,10 +187,10 @@ func (s *Server) handleBulk(ctx *fasthttp.RequestCtx) {
 	}
 	var index uint64
 	if len(reqs) > 0 {
-		created, last, err := s.node.Writes.ProposeCreates(context.Background(), reqs).Wait()
+		created, last, err := api.writes.ProposeCreates(context.Background(), reqs).Wait()
 		index = last
 		for k, res := range created {
-			results[at[k]] = s.bulkOutcome(ctx, res, reqs[k], err)
+			results[at[k]] = api.bulkOutcome(ctx, res, reqs[k], err)
 		}
 	}
 	markApplied(ctx, index)
@@ -177,22 +199,22 @@ func (s *Server) handleBulk(ctx *fasthttp.RequestCtx) {
 
 // prepareBulkItems prepares each item as its own create would be: decoded,
 // checked and authorized. No password is hashed yet.
-func (s *Server) prepareBulkItems(ctx *fasthttp.RequestCtx, raws []json.RawMessage) []bulkItem {
+func (api *bulkAPI) prepareBulkItems(ctx *fasthttp.RequestCtx, raws []json.RawMessage) []bulkItem {
 	now, key := time.Now(), keyOf(ctx) // as a single create reads it
 	workspace := defaultWorkspaceOf(key)
 	items := make([]bulkItem, len(raws))
 	for i, raw := range raws {
-		items[i] = s.prepareBulkItem(raw, now, key, workspace)
+		items[i] = api.prepareBulkItem(raw, now, key, workspace)
 	}
 	return items
 }
 
-func (s *Server) prepareBulkItem(raw json.RawMessage, now time.Time, key *fsm.APIKey, workspace string) bulkItem {
+func (api *bulkAPI) prepareBulkItem(raw json.RawMessage, now time.Time, key *fsm.APIKey, workspace string) bulkItem {
 	var f createFields
 	err := decodeStrict(raw, &f)
 	var it bulkItem
 	if err == nil {
-		it.req, it.password, err = s.validateCreate(&f, now, workspace)
+		it.req, it.password, err = api.input.validateCreate(&f, now, workspace)
 	}
 	if err == nil {
 		err = createRefusal(key, &it.req, now)
@@ -209,7 +231,7 @@ func (s *Server) prepareBulkItem(raw json.RawMessage, now time.Time, key *fsm.AP
 // hashBulkPasswords hashes the passwords of the items not refused, in
 // order, as many as the request's hashing budget allows; the items past
 // it are refused 429. It returns the shortfall, nil when none was refused.
-func (s *Server) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *hashShortfall {
+func (api *bulkAPI) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *hashShortfall {
 	wanted := 0
 	for i := range items {
 		if !items[i].refused() && items[i].password != "" {
@@ -219,7 +241,7 @@ func (s *Server) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *
 	if wanted == 0 {
 		return nil
 	}
-	granted, short := s.admitHashes(ctx, wanted)
+	granted, short := api.passwords.admit(ctx, wanted)
 	for i := range items {
 		it := &items[i]
 		switch {
@@ -230,9 +252,9 @@ func (s *Server) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *
 			continue
 		}
 		granted--
-		hash, err := s.hashes.hash(it.password)
+		hash, err := api.passwords.budget.hash(it.password)
 		if err != nil {
-			s.log.Error("hashing a link password failed", "err", err)
+			api.log.Error("hashing a link password failed", "err", err)
 			it.refusal = bulkResult{Status: fasthttp.StatusInternalServerError, Error: "hashing the password failed"}
 			continue
 		}
@@ -243,14 +265,14 @@ func (s *Server) hashBulkPasswords(ctx *fasthttp.RequestCtx, items []bulkItem) *
 
 // bulkOutcome is what one proposed item ended in, with the status and
 // message its own create would have had.
-func (s *Server) bulkOutcome(ctx *fasthttp.RequestCtx, res fsm.CreateResult, req fsm.CreateRequest, writeErr error) bulkResult {
+func (api *bulkAPI) bulkOutcome(ctx *fasthttp.RequestCtx, res fsm.CreateResult, req fsm.CreateRequest, writeErr error) bulkResult {
 	switch {
 	case res.Err == nil && res.Existing:
-		v := s.linkView(ctx, &res.Link)
+		v := api.views.linkView(ctx, &res.Link)
 		v.Existing = true
 		return bulkResult{Status: fasthttp.StatusOK, Link: &v}
 	case res.Err == nil:
-		v := s.linkView(ctx, &res.Link)
+		v := api.views.linkView(ctx, &res.Link)
 		return bulkResult{Status: fasthttp.StatusCreated, Link: &v}
 	}
 	row, refused := errorStatusOf(res.Err)

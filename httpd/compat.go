@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -18,10 +19,14 @@ import (
 // to the leader, read-after-write), so no compatible API has a write path
 // of its own.
 type nativeAPI struct {
-	s *Server
 	// routes holds the same handlers as the server's router, without its
 	// metrics: the compatible route counts the request once.
 	routes *router.Router
+	auth   *authority
+	// publicCreate lets clients without a key create (--public-create).
+	publicCreate     bool
+	version, baseURL string
+	log              *slog.Logger
 }
 
 var _ compat.Native = (*nativeAPI)(nil)
@@ -57,7 +62,7 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 	h, _ := n.routes.Lookup(method, path, ctx)
 	if h == nil {
 		// Only a bug in an adapter names a route linkraft does not have.
-		n.s.log.Error("compatible API called a route that does not exist", "method", method, "path", path)
+		n.log.Error("compatible API called a route that does not exist", "method", method, "path", path)
 		return compat.Answer{Status: fasthttp.StatusInternalServerError, Body: problemJSON(fasthttp.StatusInternalServerError, "internal error")}
 	}
 	h(ctx)
@@ -68,7 +73,7 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 // the request as it is: the adapter reads its body next.
 func (n *nativeAPI) Authenticate(ctx *fasthttp.RequestCtx, create bool) compat.Answer {
 	ctx.Response.Reset()
-	if n.s.authenticate(ctx, create && n.s.cfg.PublicCreate) {
+	if n.auth.authenticate(ctx, create && n.publicCreate) {
 		return compat.Answer{Status: fasthttp.StatusOK}
 	}
 	return takeAnswer(ctx)
@@ -88,11 +93,11 @@ func takeAnswer(ctx *fasthttp.RequestCtx) compat.Answer {
 }
 
 // Version is this build's version.
-func (n *nativeAPI) Version() string { return n.s.cfg.Version }
+func (n *nativeAPI) Version() string { return n.version }
 
 // DefaultDomain is the host short URLs of the default domain have.
 func (n *nativeAPI) DefaultDomain(ctx *fasthttp.RequestCtx) string {
-	if u, err := url.Parse(n.s.cfg.BaseURL); err == nil && u.Host != "" {
+	if u, err := url.Parse(n.baseURL); err == nil && u.Host != "" {
 		return u.Host
 	}
 	return string(ctx.Host())

@@ -87,7 +87,7 @@ func forbidden(msg string) error {
 // parseCreate reads the body by its content type and validates every field
 // into a CreateRequest, and the password to hash for it (see
 // validateCreate). Nothing is stored unless this succeeds.
-func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
+func (li linkInput) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
 	var f createFields
 	mediaType, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
 	switch {
@@ -112,7 +112,7 @@ func (s *Server) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspace 
 	if ws, ok := ctx.UserValue("workspace").(string); ok {
 		f.Workspace = &ws
 	}
-	return s.validateCreate(&f, now, workspace)
+	return li.validateCreate(&f, now, workspace)
 }
 
 func looksLikeJSON(body []byte) bool {
@@ -191,34 +191,14 @@ func decodeFormBody(args *fasthttp.Args, f *createFields) error {
 // workspace goes to workspace. A password is returned to be hashed into
 // the request's Options once nothing can refuse it any more (edit says
 // why).
-func (s *Server) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
-	req := fsm.CreateRequest{Workspace: workspace, CodeLength: s.cfg.CodeLength}
-	raw := f.OriginalURL
-	if raw == nil {
-		raw = f.URL
+func (li linkInput) validateCreate(f *createFields, now time.Time, workspace string) (fsm.CreateRequest, string, error) {
+	req := fsm.CreateRequest{Workspace: workspace, CodeLength: li.codeLength}
+	var err error
+	if req.URL, err = li.createTarget(f); err != nil {
+		return req, "", err
 	}
-	if raw == nil {
-		return req, "", invalid("original_url (or url) is required")
-	}
-	target, err := input.Target(*raw, s.cfg.AllowPrivateTargets)
-	if errors.Is(err, input.ErrURLTooLong) {
-		return req, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
-	}
-	if err != nil {
-		return req, "", invalid("%s", err.Error())
-	}
-	req.URL = target
-
-	if f.CustomCode != nil && *f.CustomCode != "" {
-		// A reserved word is a conflict (409) even where it is not
-		// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
-		if codes.IsReserved(*f.CustomCode) {
-			return req, "", &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
-		}
-		if err := input.CustomCode(*f.CustomCode); err != nil {
-			return req, "", invalid("%s", err.Error())
-		}
-		req.CustomCode = *f.CustomCode
+	if req.CustomCode, err = customCode(f); err != nil {
+		return req, "", err
 	}
 	if f.Workspace != nil {
 		if err := input.Workspace(*f.Workspace); err != nil {
@@ -251,12 +231,47 @@ func (s *Server) validateCreate(f *createFields, now time.Time, workspace string
 			return req, "", invalid("%s", err.Error())
 		}
 	}
-	opts, password, err := s.edit(&f.optionFields)
+	opts, password, err := li.edit(&f.optionFields)
 	if err != nil {
 		return req, "", err
 	}
 	req.Options = optionsOf(opts)
 	return req, password, nil
+}
+
+// createTarget is a create's target: original_url, or url.
+func (li linkInput) createTarget(f *createFields) (string, error) {
+	raw := f.OriginalURL
+	if raw == nil {
+		raw = f.URL
+	}
+	if raw == nil {
+		return "", invalid("original_url (or url) is required")
+	}
+	target, err := input.Target(*raw, li.allowPrivateTargets)
+	if errors.Is(err, input.ErrURLTooLong) {
+		return "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
+	}
+	if err != nil {
+		return "", invalid("%s", err.Error())
+	}
+	return target, nil
+}
+
+// customCode is a create's custom_code, "" for none.
+func customCode(f *createFields) (string, error) {
+	if f.CustomCode == nil || *f.CustomCode == "" {
+		return "", nil
+	}
+	// A reserved word is a conflict (409) even where it is not
+	// code-shaped, like "ui" or "robots.txt"; the FSM refuses it too.
+	if codes.IsReserved(*f.CustomCode) {
+		return "", &badRequest{status: fasthttp.StatusConflict, msg: "custom_code " + *f.CustomCode + " is a reserved word"}
+	}
+	if err := input.CustomCode(*f.CustomCode); err != nil {
+		return "", invalid("%s", err.Error())
+	}
+	return *f.CustomCode, nil
 }
 
 // expiry turns the one optional expiry field into unix milliseconds.

@@ -193,7 +193,7 @@ type timedConn struct {
 	// here, not from the connection on every request (see connPeer).
 	peer netip.Addr
 	// The country of the last visit's client, countryOf (see
-	// Server.countryOf), when countryKnown.
+	// redirector.countryOf), when countryKnown.
 	countryKnown bool
 	countryOf    netip.Addr
 	country      [2]byte

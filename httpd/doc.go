@@ -5,7 +5,11 @@
 // itself: forwarding and read-after-write are cluster.Node's, which
 // httpd reaches through the small interfaces of node.go.
 //
-// The redirect path is the hot one and bypasses the router: a map lookup,
-// two header writes and a click increment, without allocating. DESIGN.md
-// lists the routes, the error mapping and the hot path.
+// Server wires the parts, routes, and keeps the middleware (credentials,
+// limits, forwarding). The redirect path is one type, redirector, and the
+// hot one: it bypasses the router, a map lookup, two header writes and a
+// click increment, without allocating. The rest of the API is handler
+// groups (apis.go), each holding only the parts of the node it calls.
+// DESIGN.md lists the layout, the routes, the error mapping and the hot
+// path.
 package httpd

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -11,6 +12,24 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
+
+// domainsAPI serves the registered domains (/admin/domains).
+type domainsAPI struct {
+	fsm                 *fsm.FSM
+	writes              Writes
+	allowPrivateTargets bool // for a domain's redirects
+	log                 *slog.Logger
+}
+
+func (api *domainsAPI) register(rt routing) {
+	// Domains are written with entries older builds do not apply.
+	write := func(method, path string, h fasthttp.RequestHandler) {
+		rt.handle(method, path, "admin_domains", rt.require(fsm.ScopeAdmin, rt.forwarder(h, forwardAdmin.needs(fsm.LevelOptions))))
+	}
+	write("POST", "/admin/domains", api.handleSetDomain)
+	rt.adminRead("GET", "/admin/domains", "admin_domains", api.handleListDomains)
+	write("DELETE", "/admin/domains/{domain}", api.handleRemoveDomain)
+}
 
 // domainJSON is a registered domain as /admin/domains takes and shows it.
 // With default true and no domain, it is the default domain's redirects,
@@ -30,7 +49,7 @@ func domainJSONOf(d fsm.Domain) domainJSON {
 
 // handleSetDomain registers a domain, or changes its redirects (all of
 // them: a redirect left out is removed).
-func (s *Server) handleSetDomain(ctx *fasthttp.RequestCtx) {
+func (api *domainsAPI) handleSetDomain(ctx *fasthttp.RequestCtx) {
 	var body domainJSON
 	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
 		writeBadRequest(ctx, err)
@@ -59,28 +78,28 @@ func (s *Server) handleSetDomain(ctx *fasthttp.RequestCtx) {
 		if r.in == "" {
 			continue
 		}
-		if *r.out, err = input.Target(r.in, s.cfg.AllowPrivateTargets); err != nil {
+		if *r.out, err = input.Target(r.in, api.allowPrivateTargets); err != nil {
 			writeProblem(ctx, fasthttp.StatusBadRequest, r.field+": "+err.Error())
 			return
 		}
 	}
-	s.proposeDomain(ctx, fsm.DomainCommand{Domain: d}, fasthttp.StatusOK)
+	api.proposeDomain(ctx, fsm.DomainCommand{Domain: d}, fasthttp.StatusOK)
 }
 
 // handleRemoveDomain forgets a domain that has no links left.
-func (s *Server) handleRemoveDomain(ctx *fasthttp.RequestCtx) {
+func (api *domainsAPI) handleRemoveDomain(ctx *fasthttp.RequestCtx) {
 	raw, _ := ctx.UserValue("domain").(string)
 	name, err := input.Domain(raw)
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	s.proposeDomain(ctx, fsm.DomainCommand{Domain: fsm.Domain{Name: name}, Remove: true}, fasthttp.StatusNoContent)
+	api.proposeDomain(ctx, fsm.DomainCommand{Domain: fsm.Domain{Name: name}, Remove: true}, fasthttp.StatusNoContent)
 }
 
-func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, status int) {
+func (api *domainsAPI) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, status int) {
 	c.By, c.Now = keyID(ctx), time.Now().UnixMilli()
-	res, err := s.node.Writes.Propose(context.Background(), c, cluster.ProposeOptions{Visible: true})
+	res, err := api.writes.Propose(context.Background(), c, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
 	case errors.Is(err, fsm.ErrUnknownDomain):
@@ -89,7 +108,7 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 		writeProblem(ctx, fasthttp.StatusNotFound, "domain "+c.Domain.Name+" is not registered")
 		return
 	default:
-		s.writeError(ctx, err, errorDetail{fsm.ErrDomainInUse, "domain " + c.Domain.Name + " still has links: delete them first"})
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrDomainInUse, "domain " + c.Domain.Name + " still has links: delete them first"})
 		return
 	}
 	markApplied(ctx, res.Index)
@@ -100,31 +119,11 @@ func (s *Server) proposeDomain(ctx *fasthttp.RequestCtx, c fsm.DomainCommand, st
 	writeJSON(ctx, status, domainJSONOf(c.Domain))
 }
 
-func (s *Server) handleListDomains(ctx *fasthttp.RequestCtx) {
-	domains := s.fsm.Domains()
+func (api *domainsAPI) handleListDomains(ctx *fasthttp.RequestCtx) {
+	domains := api.fsm.Domains()
 	out := make([]domainJSON, len(domains))
 	for i, d := range domains {
 		out[i] = domainJSONOf(d)
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"domains": out, "default": domainJSONOf(s.fsm.DefaultDomain())})
-}
-
-// invalidLink answers a visit to a link of domain d (zero: the default
-// domain) that exists but cannot be visited now: expired, not yet valid
-// or out of visits. The domain's invalid-link redirect when it has one,
-// else status with detail; a 404 is answered as a code d does not have.
-func (s *Server) invalidLink(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte, status int, detail string) {
-	if d.Name == "" {
-		d = s.fsm.DefaultDomain()
-	}
-	if d.InvalidRedirect == "" && status == fasthttp.StatusNotFound {
-		s.notFound(ctx, d, code) // counts the orphan visit
-		return
-	}
-	s.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
-	if d.InvalidRedirect != "" {
-		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
-		return
-	}
-	writeBrowserError(ctx, status, detail)
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"domains": out, "default": domainJSONOf(api.fsm.DefaultDomain())})
 }

@@ -39,19 +39,19 @@ type editFields struct {
 // it), which proposes the edit and waits for every server as a delete
 // does, so after the 200 no node that reaches the leader serves the old
 // target.
-func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
+func (api *linksAPI) handleEdit(ctx *fasthttp.RequestCtx) {
 	code := routeCode(ctx)
 	var f editFields
 	if err := decodeStrict(ctx.PostBody(), &f); err != nil {
 		writeBadRequest(ctx, err)
 		return
 	}
-	l, ok := s.findLink(code)
+	l, ok := api.lookup.findLink(code)
 	if !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	c, password, err := s.editOf(&f, l, time.Now())
+	c, password, err := api.input.editOf(&f, l, time.Now())
 	if err == nil {
 		err = editRefusal(ctx, &c, &l)
 	}
@@ -60,30 +60,30 @@ func (s *Server) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// Last, once nothing else can refuse the edit: it costs the most.
-	if password != "" && !s.hashPassword(ctx, password, &c.PasswordHash) {
+	if password != "" && !api.passwords.hash(ctx, password, &c.PasswordHash) {
 		return
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
-	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
+	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), api.writes, c, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
 		return
 	}
 	markApplied(ctx, index)
 	// The link as this edit left it: a concurrent edit applied since must
 	// not answer for this one.
-	writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &edited))
+	writeJSON(ctx, fasthttp.StatusOK, api.views.linkReadView(ctx, &edited))
 }
 
 // editOf checks an edit's fields and prepares them for the log, all but
 // the password, which it returns to be hashed (edit says why).
-func (s *Server) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, string, error) {
-	c, password, err := s.edit(&f.optionFields)
+func (li linkInput) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCommand, string, error) {
+	c, password, err := li.edit(&f.optionFields)
 	if err != nil {
 		return c, "", err
 	}
 	if f.OriginalURL != nil {
-		target, err := input.Target(*f.OriginalURL, s.cfg.AllowPrivateTargets)
+		target, err := input.Target(*f.OriginalURL, li.allowPrivateTargets)
 		if errors.Is(err, input.ErrURLTooLong) {
 			return c, "", &badRequest{status: fasthttp.StatusRequestEntityTooLarge, msg: err.Error()}
 		}
@@ -128,8 +128,8 @@ func editRefusal(ctx *fasthttp.RequestCtx, c *fsm.EditCommand, l *fsm.Link) erro
 }
 
 // handleHistory lists every target the link has had, oldest first.
-func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
-	l, ok := s.lookupLink(ctx, fsm.ScopeLinksRead)
+func (api *linksAPI) handleHistory(ctx *fasthttp.RequestCtx) {
+	l, ok := api.lookup.lookupLink(ctx, fsm.ScopeLinksRead)
 	if !ok {
 		return
 	}
@@ -148,24 +148,6 @@ func (s *Server) handleHistory(ctx *fasthttp.RequestCtx) {
 		versions = []versionJSON{{OriginalURL: l.URL, ChangedAt: timestamp(l.CreatedAt)}}
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"short_code": l.Code, "versions": versions})
-}
-
-// handleTags lists the tags of the links the key sees (or of one
-// workspace), each with how many links carry it and their clicks.
-func (s *Server) handleTags(ctx *fasthttp.RequestCtx) {
-	s.catchUpForList(ctx)
-	workspaces := visibleWorkspaces(ctx)
-	tags := s.fsm.Tags(workspaces, keyDomains(ctx))
-	type tagJSON struct {
-		Tag    string `json:"tag"`
-		Links  int    `json:"links"`
-		Clicks uint64 `json:"clicks"`
-	}
-	out := make([]tagJSON, len(tags))
-	for i, t := range tags {
-		out[i] = tagJSON{Tag: t.Tag, Links: t.Links, Clicks: t.Clicks}
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"tags": out})
 }
 
 // visibleWorkspaces is the workspaces a read lists: ?workspace= if the key

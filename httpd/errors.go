@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/valyala/fasthttp"
 
@@ -111,10 +112,10 @@ func detailOf(err error, details []errorDetail) (string, bool) {
 // details that err matches, else the row's. An error no row holds is
 // logged and answered 500 without its text, which would tell the client
 // only about this node's internals.
-func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error, details ...errorDetail) {
+func writeError(ctx *fasthttp.RequestCtx, log *slog.Logger, err error, details ...errorDetail) {
 	r, ok := errorStatusOf(err)
 	if !ok {
-		s.log.Error("write failed", "err", err)
+		log.Error("write failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "write failed")
 		return
 	}

@@ -211,9 +211,8 @@ func wantStatusOf(t *testing.T, err error) int {
 // detail and the response's headers.
 func answerOf(t *testing.T, err error, details ...errorDetail) (int, string, *fasthttp.ResponseHeader) {
 	t.Helper()
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var ctx fasthttp.RequestCtx
-	s.writeError(&ctx, err, details...)
+	writeError(&ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), err, details...)
 	if ct := string(ctx.Response.Header.ContentType()); ct != "application/problem+json" {
 		t.Errorf("%v: Content-Type %q, want application/problem+json", err, ct)
 	}

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"errors"
+	"log/slog"
 	"net/netip"
 	"strconv"
 	"time"
@@ -23,15 +24,15 @@ const maxIdempotencyKeyBytes = 128
 // fromPeer reports whether another node of this cluster sent the request:
 // it arrived on the cluster's port (cluster.FromPeer), never on the public
 // one, whatever its headers say.
-func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool { return cluster.FromPeer(ctx) }
+func fromPeer(ctx *fasthttp.RequestCtx) bool { return cluster.FromPeer(ctx) }
 
 // requestClient is the client a request is attributed to for budgets:
 // clientIP for a client's own request, and for one a peer forwarded, the
 // address the peer named in wire.ClientHeader; none (the zero Addr) when it
 // named none, as a peer of an older build does.
-func (s *Server) requestClient(ctx *fasthttp.RequestCtx) netip.Addr {
-	if !s.fromPeer(ctx) {
-		return s.clientIP(ctx)
+func (p proxies) requestClient(ctx *fasthttp.RequestCtx) netip.Addr {
+	if !fromPeer(ctx) {
+		return p.clientIP(ctx)
 	}
 	addr, err := netip.ParseAddr(string(ctx.Request.Header.Peek(wire.ClientHeader)))
 	if err != nil {
@@ -80,17 +81,25 @@ const (
 	staleOwnView = "no leader reachable; this is the answering node's own view"
 )
 
+// forwarding relays requests to the leader: the routes it serves, and the
+// redirect's visits that only it may count or check.
+type forwarding struct {
+	leader  Leader
+	proxies proxies
+	log     *slog.Logger
+}
+
 // forwarder serves a request here when this node leads, and otherwise
 // forwards it to the leader and relays the answer (toLeader). A request
 // that was forwarded once is always served where it lands, so requests
 // never loop.
-func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
+func (f *forwarding) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.fromPeer(ctx) {
+		if fromPeer(ctx) {
 			h(ctx)
 			return
 		}
-		forwarded, err := s.toLeader(ctx, mode, nil)
+		forwarded, err := f.toLeader(ctx, mode, nil)
 		switch {
 		case err == nil && !forwarded:
 			h(ctx)
@@ -99,7 +108,7 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 			ctx.Response.Header.Set(staleHeader, staleOwnView)
 			h(ctx)
 		default:
-			s.writeError(ctx, err)
+			writeError(ctx, f.log, err)
 		}
 	}
 }
@@ -108,16 +117,16 @@ func (s *Server) forwarder(h fasthttp.RequestHandler, mode forwardMode) fasthttp
 // it is not nil) and answers ctx with the leader's answer. forwarded is
 // false, with no error, when this node leads: the caller serves the
 // request. Node.Forward decides once where the leader is.
-func (s *Server) toLeader(ctx *fasthttp.RequestCtx, mode forwardMode, prepare func(*fasthttp.Request)) (forwarded bool, err error) {
+func (f *forwarding) toLeader(ctx *fasthttp.RequestCtx, mode forwardMode, prepare func(*fasthttp.Request)) (forwarded bool, err error) {
 	var req fasthttp.Request
 	var resp fasthttp.Response
 	forwardedCopy(ctx, &req)
 	// Set, not added: whatever the client sent under the name is replaced.
-	req.Header.Set(wire.ClientHeader, s.clientIP(ctx).String())
+	req.Header.Set(wire.ClientHeader, f.proxies.clientIP(ctx).String())
 	if prepare != nil {
 		prepare(&req)
 	}
-	forwarded, err = s.node.Leader.Forward(&req, &resp, mode.opts)
+	forwarded, err = f.leader.Forward(&req, &resp, mode.opts)
 	if forwarded && err == nil {
 		relayedCopy(&resp, &ctx.Response)
 	}

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"log/slog"
 	"net/netip"
 	"runtime"
 	"strconv"
@@ -174,22 +175,30 @@ func (h *hashBudget) sweep() {
 
 func (h *hashBudget) stop() { h.once.Do(func() { close(h.done) }) }
 
-// admitHashes takes up to n hashes for the request's client and key.
-func (s *Server) admitHashes(ctx *fasthttp.RequestCtx, n int) (int, *hashShortfall) {
-	return s.hashes.admit(s.requestClient(ctx), keyID(ctx), n)
+// linkPasswords hashes the passwords of new links within the node's
+// hashing budget, charged to the request's client and key.
+type linkPasswords struct {
+	budget  *hashBudget
+	proxies proxies
+	log     *slog.Logger
 }
 
-// hashPassword hashes pw into dst within the request's budget. When the
+// admit takes up to n hashes for the request's client and key.
+func (p *linkPasswords) admit(ctx *fasthttp.RequestCtx, n int) (int, *hashShortfall) {
+	return p.budget.admit(p.proxies.requestClient(ctx), keyID(ctx), n)
+}
+
+// hash hashes pw into dst within the request's budget. When the
 // budget is spent, or hashing fails, it answers the request itself and
 // returns false.
-func (s *Server) hashPassword(ctx *fasthttp.RequestCtx, pw string, dst *string) bool {
-	if granted, short := s.admitHashes(ctx, 1); granted == 0 {
+func (p *linkPasswords) hash(ctx *fasthttp.RequestCtx, pw string, dst *string) bool {
+	if granted, short := p.admit(ctx, 1); granted == 0 {
 		writeHashingLimited(ctx, short)
 		return false
 	}
-	hash, err := s.hashes.hash(pw)
+	hash, err := p.budget.hash(pw)
 	if err != nil {
-		s.log.Error("hashing a link password failed", "err", err)
+		p.log.Error("hashing a link password failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "hashing the password failed")
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -15,6 +16,24 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
+
+// keysAPI serves the API keys (/admin/keys, a key's own /api/v1/key) and
+// the audit log of what keys did.
+type keysAPI struct {
+	fsm    *fsm.FSM
+	writes Writes
+	// auth checks the credential of /api/v1/key, which any key may read.
+	auth *authority
+	log  *slog.Logger
+}
+
+func (api *keysAPI) register(rt routing) {
+	rt.handle("GET", "/api/v1/key", "key", api.handleOwnKey)
+	rt.admin("POST", "/admin/keys", "admin_keys", api.handleCreateKey)
+	rt.admin("GET", "/admin/keys", "admin_keys", api.handleListKeys)
+	rt.admin("DELETE", "/admin/keys/{id}", "admin_keys", api.handleRevokeKey)
+	rt.adminRead("GET", "/admin/audit", "admin_audit", api.handleAudit)
+}
 
 // keyJSON is an API key as the keys API shows it; Key, the secret, only in
 // the answer to its creation.
@@ -57,52 +76,16 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 	if len(req.Name) > fsm.MaxKeyName {
 		return k, invalid("name is longer than %d bytes", fsm.MaxKeyName)
 	}
-	if len(req.Scopes) == 0 {
-		return k, invalid("scopes must list at least one of links:read, links:write, stats:read, admin")
+	var err error
+	if k.Scopes, err = keyScopes(req.Scopes); err != nil {
+		return k, err
 	}
-	for _, name := range req.Scopes {
-		scope, ok := fsm.ParseScope(name)
-		if !ok {
-			return k, invalid("unknown scope %q: use links:read, links:write, stats:read or admin", name)
-		}
-		k.Scopes |= scope
+	if k.Workspaces, err = keyWorkspaces(req.Workspaces, k.Scopes); err != nil {
+		return k, err
 	}
-	switch {
-	case len(req.Workspaces) == 0:
-		return k, invalid(`workspaces must list the workspaces the key may use, or ["*"] for all`)
-	case len(req.Workspaces) > fsm.MaxKeyWorkspaces:
-		return k, invalid("a key may name at most %d workspaces", fsm.MaxKeyWorkspaces)
-	case slices.Contains(req.Workspaces, fsm.AllWorkspaces) && len(req.Workspaces) > 1:
-		return k, invalid(`"*" already means every workspace: list it alone`)
+	if k.Domains, err = keyRequestDomains(req.Domains, k.Scopes); err != nil {
+		return k, err
 	}
-	for _, ws := range req.Workspaces {
-		if ws == fsm.AllWorkspaces {
-			continue
-		}
-		if err := input.Workspace(ws); err != nil {
-			return k, invalid("%s", err.Error())
-		}
-	}
-	k.Workspaces = slices.Compact(slices.Sorted(slices.Values(req.Workspaces)))
-	if k.Scopes&fsm.ScopeAdmin != 0 && !slices.Equal(k.Workspaces, []string{fsm.AllWorkspaces}) {
-		// admin reaches every workspace whatever the list says: refuse a
-		// list that would make the key look narrower than it is.
-		return k, invalid(`an admin key reaches every workspace: give workspaces ["*"]`)
-	}
-	if len(req.Domains) > 0 && k.Scopes&fsm.ScopeAdmin != 0 {
-		return k, invalid("an admin key reaches every domain: give it no domains")
-	}
-	if len(req.Domains) > fsm.MaxKeyDomains {
-		return k, invalid("a key may name at most %d domains", fsm.MaxKeyDomains)
-	}
-	for _, d := range req.Domains {
-		name, err := input.Domain(d)
-		if err != nil {
-			return k, invalid("%s", err.Error())
-		}
-		k.Domains = append(k.Domains, name)
-	}
-	k.Domains = slices.Compact(slices.Sorted(slices.Values(k.Domains)))
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {
@@ -116,7 +99,71 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 	return k, nil
 }
 
-func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
+// keyScopes reads a key request's scopes.
+func keyScopes(names []string) (fsm.Scope, error) {
+	if len(names) == 0 {
+		return 0, invalid("scopes must list at least one of links:read, links:write, stats:read, admin")
+	}
+	var scopes fsm.Scope
+	for _, name := range names {
+		scope, ok := fsm.ParseScope(name)
+		if !ok {
+			return 0, invalid("unknown scope %q: use links:read, links:write, stats:read or admin", name)
+		}
+		scopes |= scope
+	}
+	return scopes, nil
+}
+
+// keyWorkspaces reads a key request's workspaces, sorted, for a key with
+// scopes.
+func keyWorkspaces(list []string, scopes fsm.Scope) ([]string, error) {
+	switch {
+	case len(list) == 0:
+		return nil, invalid(`workspaces must list the workspaces the key may use, or ["*"] for all`)
+	case len(list) > fsm.MaxKeyWorkspaces:
+		return nil, invalid("a key may name at most %d workspaces", fsm.MaxKeyWorkspaces)
+	case slices.Contains(list, fsm.AllWorkspaces) && len(list) > 1:
+		return nil, invalid(`"*" already means every workspace: list it alone`)
+	}
+	for _, ws := range list {
+		if ws == fsm.AllWorkspaces {
+			continue
+		}
+		if err := input.Workspace(ws); err != nil {
+			return nil, invalid("%s", err.Error())
+		}
+	}
+	workspaces := slices.Compact(slices.Sorted(slices.Values(list)))
+	if scopes&fsm.ScopeAdmin != 0 && !slices.Equal(workspaces, []string{fsm.AllWorkspaces}) {
+		// admin reaches every workspace whatever the list says: refuse a
+		// list that would make the key look narrower than it is.
+		return nil, invalid(`an admin key reaches every workspace: give workspaces ["*"]`)
+	}
+	return workspaces, nil
+}
+
+// keyRequestDomains reads a key request's domains, sorted, for a key
+// with scopes.
+func keyRequestDomains(list []string, scopes fsm.Scope) ([]string, error) {
+	if len(list) > 0 && scopes&fsm.ScopeAdmin != 0 {
+		return nil, invalid("an admin key reaches every domain: give it no domains")
+	}
+	if len(list) > fsm.MaxKeyDomains {
+		return nil, invalid("a key may name at most %d domains", fsm.MaxKeyDomains)
+	}
+	var domains []string
+	for _, d := range list {
+		name, err := input.Domain(d)
+		if err != nil {
+			return nil, invalid("%s", err.Error())
+		}
+		domains = append(domains, name)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(domains))), nil
+}
+
+func (api *keysAPI) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	k, err := parseKeyRequest(ctx.PostBody(), time.Now())
 	if err != nil {
 		writeBadRequest(ctx, err)
@@ -124,14 +171,14 @@ func (s *Server) handleCreateKey(ctx *fasthttp.RequestCtx) {
 	}
 	id, secret, hash, err := fsm.MintKey(rand.Reader)
 	if err != nil {
-		s.log.Error("mint key failed", "err", err)
+		api.log.Error("mint key failed", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "could not create a key")
 		return
 	}
 	k.ID, k.Hash = id, hash
 	cmd := fsm.KeyCreateCommand{Key: k, By: keyID(ctx), Now: time.Now().UnixMilli()}
-	if _, err := s.node.Writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
-		s.writeError(ctx, err)
+	if _, err := api.writes.Propose(context.Background(), cmd, cluster.ProposeOptions{}); err != nil {
+		writeError(ctx, api.log, err)
 		return
 	}
 	k.CreatedBy = cmd.By
@@ -151,8 +198,8 @@ type ownKeyJSON struct {
 // handleOwnKey is GET /api/v1/key: the key the request carries, never its
 // secret. Any valid key may read itself, so that a client can tell what
 // it may do (the Bitly API's user and groups are read from it).
-func (s *Server) handleOwnKey(ctx *fasthttp.RequestCtx) {
-	if !s.authenticate(ctx, false) {
+func (api *keysAPI) handleOwnKey(ctx *fasthttp.RequestCtx) {
+	if !api.auth.authenticate(ctx, false) {
 		return
 	}
 	k := keyOf(ctx)
@@ -162,10 +209,10 @@ func (s *Server) handleOwnKey(ctx *fasthttp.RequestCtx) {
 // handleListKeys lists the keys; ?created_by=ID only those a key made, so
 // that an operator who revokes a leaked admin key finds the keys it made,
 // which live on (a key's rights are its own, not its maker's).
-func (s *Server) handleListKeys(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleListKeys(ctx *fasthttp.RequestCtx) {
 	by := string(ctx.QueryArgs().Peek("created_by"))
 	views := []keyJSON{}
-	for _, k := range s.fsm.Keys() {
+	for _, k := range api.fsm.Keys() {
 		if by == "" || k.CreatedBy == by {
 			views = append(views, keyView(&k))
 		}
@@ -173,19 +220,19 @@ func (s *Server) handleListKeys(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"keys": views})
 }
 
-func (s *Server) handleRevokeKey(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleRevokeKey(ctx *fasthttp.RequestCtx) {
 	id, _ := ctx.UserValue("id").(string)
 	if !fsm.ValidKeyID(id) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no key with id "+strconv.Quote(id))
 		return
 	}
-	_, err := s.node.Writes.Propose(context.Background(),
+	_, err := api.writes.Propose(context.Background(),
 		fsm.KeyRevokeCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
 	switch {
 	case err == nil:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	default:
-		s.writeError(ctx, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrKeyNotFound, "no key with id " + id})
 	}
 }
 
@@ -208,7 +255,7 @@ const (
 	maxAuditLimit     = 2 * fsm.AuditRetention // the link writes and the security actions
 )
 
-func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
+func (api *keysAPI) handleAudit(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	limit := defaultAuditLimit
 	if args.Has("limit") {
@@ -224,7 +271,7 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "kind must be all, security or links")
 		return
 	}
-	entries := s.fsm.Audit(fsm.AuditQuery{KeyID: string(args.Peek("key_id")), Kind: kind, Limit: limit})
+	entries := api.fsm.Audit(fsm.AuditQuery{KeyID: string(args.Peek("key_id")), Kind: kind, Limit: limit})
 	views := make([]auditJSON, len(entries))
 	for i, e := range entries {
 		v := auditJSON{Time: timestamp(e.At), KeyID: e.KeyID, Action: e.Action.String(), Workspace: e.Workspace}

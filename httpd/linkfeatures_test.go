@@ -259,14 +259,14 @@ func TestPickTargetClientRulesAllocateNothing(t *testing.T) {
 	req.Request.Header.Set("X-Forwarded-For", "8.8.8.8") // through a trusted proxy: a US visitor
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&req.Request, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
-	if v := s.ruleVisit(&ctx, time.Now()); v.holdsClient(&fsm.Rule{Country: "US"}) != true {
+	if v := s.redirects.ruleVisit(&ctx, time.Now()); v.holdsClient(&fsm.Rule{Country: "US"}) != true {
 		t.Fatalf("the visit's country is %q, want US", v.country)
 	}
 	now := time.Now()
-	if got := pickTarget("https://example.com/", opts, s.ruleVisit(&ctx, now)); got != "https://example.com/any" {
+	if got := pickTarget("https://example.com/", opts, s.redirects.ruleVisit(&ctx, now)); got != "https://example.com/any" {
 		t.Fatalf("picked %s", got)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = pickTarget("https://example.com/", opts, s.ruleVisit(&ctx, now)) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _ = pickTarget("https://example.com/", opts, s.redirects.ruleVisit(&ctx, now)) }); n != 0 {
 		t.Errorf("%v allocations per pick", n)
 	}
 }

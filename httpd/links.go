@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,58 @@ import (
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
+
+// linksAPI serves the links one at a time: create, read, list, edit,
+// delete, history and QR code.
+type linksAPI struct {
+	fsm       *fsm.FSM
+	writes    Writes
+	lookup    linkLookup
+	views     linkViews
+	input     linkInput
+	passwords *linkPasswords
+	// auth is asked whether a public route's request may see a link
+	// before its valid_since (mayReadLink).
+	auth *authority
+	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
+	qrCodes *qrCodes
+	proxies proxies
+	log     *slog.Logger
+}
+
+func (api *linksAPI) register(rt routing) {
+	// Creates are prepared on the node the client reached and handed to
+	// Node.Create, which relays them to the leader in batches.
+	create := rt.authorizeCreate(rt.limitCreates(api.handleCreate))
+	rt.handle("POST", "/shorten", "create", create)
+	rt.handle("POST", "/api/v1/urls", "create", create)
+	rt.handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
+	rt.handle("GET", "/api/v1/urls", "list", rt.require(fsm.ScopeLinksRead, api.handleList))
+	rt.handle("GET", "/api/v1/urls/{code}", "read", rt.require(fsm.ScopeLinksRead, api.handleRead))
+	// Edits spend the client's create budget where the client sent them.
+	edit := rt.limitCreates(rt.forwarder(api.handleEdit, forwardWrite.needs(fsm.LevelOptions)))
+	rt.handle("PATCH", "/api/v1/urls/{code}", "edit", rt.require(fsm.ScopeLinksWrite, edit))
+	rt.handle("GET", "/api/v1/urls/{code}/history", "history", rt.require(fsm.ScopeLinksRead, api.handleHistory))
+	// The leader checks the credential of a forwarded delete again: it
+	// travels with the request.
+	del := rt.forwarder(api.handleDelete, forwardWrite)
+	rt.handle("DELETE", "/api/v1/urls/{code}", "delete", rt.require(fsm.ScopeLinksWrite, del))
+	rt.handle("GET", "/api/v1/urls/{code}/qr", "qr", api.handleQR)
+}
+
+// linkViews shows links as the API does: their short URLs are under
+// --base-url, or the request's host without one.
+type linkViews struct {
+	baseURL string
+	https   bool // the node serves HTTPS: short URLs under the host are https
+}
+
+// linkInput reads what a client sends about a link (a create, an edit, an
+// import line) into what the state machine takes.
+type linkInput struct {
+	allowPrivateTargets bool
+	codeLength          int
+}
 
 // linkJSON is a link as the API shows it after a create.
 type linkJSON struct {
@@ -49,42 +102,42 @@ func optionalTimestamp(ms int64) *string {
 // shortURL is the link's address: on its own domain when it has one (with
 // the scheme of --base-url, https when that is unset), else under the
 // base URL.
-func (s *Server) shortURL(ctx *fasthttp.RequestCtx, l *fsm.Link) string {
+func (lv linkViews) shortURL(ctx *fasthttp.RequestCtx, l *fsm.Link) string {
 	if l.Domain != "" {
 		scheme := "https://"
-		if strings.HasPrefix(s.cfg.BaseURL, "http://") {
+		if strings.HasPrefix(lv.baseURL, "http://") {
 			scheme = "http://"
 		}
 		return scheme + l.Domain + "/" + l.Code
 	}
-	if s.cfg.BaseURL != "" {
-		return s.cfg.BaseURL + "/" + l.Code
+	if lv.baseURL != "" {
+		return lv.baseURL + "/" + l.Code
 	}
-	if s.cfg.TLS != nil {
+	if lv.https {
 		return "https://" + string(ctx.Host()) + "/" + l.Code
 	}
 	return "http://" + string(ctx.Host()) + "/" + l.Code
 }
 
-func (s *Server) linkView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkJSON {
+func (lv linkViews) linkView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkJSON {
 	return linkJSON{
-		ID: l.ID, ShortCode: l.Code, ShortURL: s.shortURL(ctx, l), OriginalURL: l.URL,
+		ID: l.ID, ShortCode: l.Code, ShortURL: lv.shortURL(ctx, l), OriginalURL: l.URL,
 		Workspace: l.Workspace, CreatedAt: timestamp(l.CreatedAt), ExpiresAt: optionalTimestamp(l.ExpiresAt),
 		optionsView: viewOptions(l),
 	}
 }
 
-func (s *Server) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSON {
-	return linkReadJSON{linkJSON: s.linkView(ctx, l), ClickCount: l.Clicks, LastAccessedAt: optionalTimestamp(l.LastAccess)}
+func (lv linkViews) linkReadView(ctx *fasthttp.RequestCtx, l *fsm.Link) linkReadJSON {
+	return linkReadJSON{linkJSON: lv.linkView(ctx, l), ClickCount: l.Clicks, LastAccessedAt: optionalTimestamp(l.LastAccess)}
 }
 
 // limitCreates applies the per-client create rate limit, which creates
 // and edits share, on the node the client talks to; requests forwarded by
 // a peer were limited there. A bulk create counts its items (screenBulk).
-func (s *Server) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (rt routing) limitCreates(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.fromPeer(ctx) {
-			if wait, ok := s.limiter.allow(s.clientIP(ctx)); !ok {
+		if !fromPeer(ctx) {
+			if wait, ok := rt.limiter.allow(rt.proxies.clientIP(ctx)); !ok {
 				writeCreatesLimited(ctx, wait)
 				return
 			}
@@ -109,9 +162,9 @@ func writeCreatesLimited(ctx *fasthttp.RequestCtx, wait int) {
 // key at all when public creates are allowed. The workspace, domain and
 // options, which are in the body, are checked once it is parsed
 // (createRefusal).
-func (s *Server) authorizeCreate(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (rt routing) authorizeCreate(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.authenticate(ctx, s.cfg.PublicCreate) {
+		if !rt.auth.authenticate(ctx, rt.publicCreate) {
 			return
 		}
 		if k := keyOf(ctx); k != nil && !k.Has(fsm.ScopeLinksWrite) {
@@ -180,7 +233,7 @@ func domainName(domain string) string {
 	return "domain " + domain
 }
 
-func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
+func (api *linksAPI) handleCreate(ctx *fasthttp.RequestCtx) {
 	if n := len(ctx.Request.Header.Peek(idempotencyHeader)); n > maxIdempotencyKeyBytes {
 		writeProblem(ctx, fasthttp.StatusBadRequest,
 			fmt.Sprintf("Idempotency-Key is %d bytes long; at most %d bytes are allowed", n, maxIdempotencyKeyBytes))
@@ -191,7 +244,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	// Not ctx.Time(): what goes into the state comes from the clock, and
 	// a handler that no fasthttp server drives has no request time.
 	now := time.Now()
-	req, password, err := s.parseCreate(ctx, now, defaultWorkspaceOf(keyOf(ctx)))
+	req, password, err := api.input.parseCreate(ctx, now, defaultWorkspaceOf(keyOf(ctx)))
 	if err == nil {
 		err = createRefusal(keyOf(ctx), &req, now)
 	}
@@ -200,7 +253,7 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// Last, once nothing else can refuse the create: it costs the most.
-	if password != "" && !s.hashPassword(ctx, password, &req.Options.PasswordHash) {
+	if password != "" && !api.passwords.hash(ctx, password, &req.Options.PasswordHash) {
 		return
 	}
 	// The client's key, if any; Node.Create gives a create it relays
@@ -208,26 +261,26 @@ func (s *Server) handleCreate(ctx *fasthttp.RequestCtx) {
 	req.RequestID = string(ctx.Request.Header.Peek(idempotencyHeader))
 	req.KeyID = keyID(ctx)
 
-	res, err := s.node.Writes.Create(context.Background(), req)
+	res, err := api.writes.Create(context.Background(), req)
 	if err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, api.log, err)
 		return
 	}
 	switch {
 	case res.Err == nil && res.Existing:
-		view := s.linkView(ctx, &res.Link)
+		view := api.views.linkView(ctx, &res.Link)
 		view.Existing = true
 		writeJSON(ctx, fasthttp.StatusOK, view)
 	case res.Err == nil:
-		writeJSON(ctx, fasthttp.StatusCreated, s.linkView(ctx, &res.Link))
+		writeJSON(ctx, fasthttp.StatusCreated, api.views.linkView(ctx, &res.Link))
 	default:
 		if _, refused := errorStatusOf(res.Err); !refused {
 			// The state machine failed rather than refused.
-			s.log.Error("create failed", "err", res.Err)
+			api.log.Error("create failed", "err", res.Err)
 			writeProblem(ctx, fasthttp.StatusInternalServerError, "create failed")
 			return
 		}
-		s.writeError(ctx, res.Err, createErrorDetails(req)...)
+		writeError(ctx, api.log, res.Err, createErrorDetails(req)...)
 	}
 }
 
@@ -244,55 +297,26 @@ func createErrorDetails(req fsm.CreateRequest) []errorDetail {
 	}
 }
 
-// findLink is the cluster's read-after-write lookup. A miss it could not
-// confirm (no leader within the write timeout) is answered as a miss: a
-// node cut off from the leader serves what it has.
-func (s *Server) findLink(code string) (fsm.Link, bool) {
-	l, found, _ := s.lookupCode(code)
-	return l, found
-}
-
-// lookupLink finds the {code} of the route, answering 404/410 itself. A
-// link in a workspace the request's key may not use with scope is
-// answered exactly as one that does not exist; scope 0 is for public
-// routes.
-func (s *Server) lookupLink(ctx *fasthttp.RequestCtx, scope fsm.Scope) (fsm.Link, bool) {
-	code := routeCode(ctx)
-	l, ok := s.findLink(code)
-	if ok && scope != 0 && !seesLink(ctx, scope, &l) {
-		ok = false
-	}
-	if !ok {
-		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
-		return l, false
-	}
-	if l.Expired(time.Now().UnixMilli()) {
-		writeProblem(ctx, fasthttp.StatusGone, "short link "+code+" has expired")
-		return l, false
-	}
-	return l, true
-}
-
-func (s *Server) handleRead(ctx *fasthttp.RequestCtx) {
-	if l, ok := s.lookupLink(ctx, fsm.ScopeLinksRead); ok {
-		writeJSON(ctx, fasthttp.StatusOK, s.linkReadView(ctx, &l))
+func (api *linksAPI) handleRead(ctx *fasthttp.RequestCtx) {
+	if l, ok := api.lookup.lookupLink(ctx, fsm.ScopeLinksRead); ok {
+		writeJSON(ctx, fasthttp.StatusOK, api.views.linkReadView(ctx, &l))
 	}
 }
 
-func (s *Server) handleDelete(ctx *fasthttp.RequestCtx) {
+func (api *linksAPI) handleDelete(ctx *fasthttp.RequestCtx) {
 	code := routeCode(ctx)
 	// The read-after-write lookup, not the local state: this node leads,
 	// but right after winning an election it may not have applied what
 	// earlier leaders committed (its barrier comes first), and a local miss
 	// there would answer 404 for a link that exists.
-	if l, ok := s.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
+	if l, ok := api.lookup.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	res, err := s.node.Writes.Propose(context.Background(),
+	res, err := api.writes.Propose(context.Background(),
 		fsm.DeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err,
+		writeError(ctx, api.log, err,
 			errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"},
 			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the delete was applied"})
 		return
@@ -306,8 +330,8 @@ const (
 	maxListLimit     = 1000
 )
 
-func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
-	s.catchUpForList(ctx)
+func (api *linksAPI) handleList(ctx *fasthttp.RequestCtx) {
+	api.lookup.catchUpForList(ctx)
 	args := ctx.QueryArgs()
 	// Without a workspace, every workspace the key sees; a workspace it
 	// may not see lists as an empty one.
@@ -338,7 +362,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 	)
 	switch sort := string(args.Peek("sort")); sort {
 	case "", "created":
-		links, next = s.fsm.Search(workspaces, filter, cursor, limit)
+		links, next = api.fsm.Search(workspaces, filter, cursor, limit)
 	case "clicks":
 		// The cursor of a list by clicks is an offset (plus one, so that
 		// the first page's is never 0): clicks change between pages.
@@ -347,7 +371,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 			offset = int(min(cursor-1, 1<<31))
 		}
 		var n int
-		links, n = s.fsm.MostClicked(workspaces, filter, offset, limit)
+		links, n = api.fsm.MostClicked(workspaces, filter, offset, limit)
 		if n > 0 {
 			next = uint64(n) + 1
 		}
@@ -357,7 +381,7 @@ func (s *Server) handleList(ctx *fasthttp.RequestCtx) {
 	}
 	views := make([]linkReadJSON, len(links))
 	for i := range links {
-		views[i] = s.linkReadView(ctx, &links[i])
+		views[i] = api.views.linkReadView(ctx, &links[i])
 	}
 	var nextCursor *string
 	if next != 0 {
@@ -373,7 +397,7 @@ const (
 	maxQRSize     = 2048
 )
 
-func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
+func (api *linksAPI) handleQR(ctx *fasthttp.RequestCtx) {
 	size := defaultQRSize
 	if v := ctx.QueryArgs().Peek("size"); len(v) > 0 {
 		n, err := strconv.Atoi(string(v))
@@ -383,7 +407,7 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 		}
 		size = n
 	}
-	l, ok := s.lookupLink(ctx, 0)
+	l, ok := api.lookup.lookupLink(ctx, 0)
 	if !ok {
 		return
 	}
@@ -391,13 +415,13 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 	if embargoed(&l, time.Now()) {
 		// Its code answers as missing until valid_since, and so does its
 		// QR code, but to a key that may read the link.
-		if !s.mayReadLink(ctx, &l) {
+		if !api.mayReadLink(ctx, &l) {
 			writeProblem(ctx, fasthttp.StatusNotFound, "short link "+routeCode(ctx)+" does not exist")
 			return
 		}
 		cacheControl = cacheControlNoStore
 	}
-	png, ok := s.drawQR(ctx, s.shortURL(ctx, &l), size)
+	png, ok := api.drawQR(ctx, api.views.shortURL(ctx, &l), size)
 	if !ok {
 		return
 	}
@@ -408,18 +432,8 @@ func (s *Server) handleQR(ctx *fasthttp.RequestCtx) {
 
 // mayReadLink reports whether the request, on a public route, carries a
 // key that may read l (links:read in its workspace and domain).
-func (s *Server) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
+func (api *linksAPI) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
 	now := time.Now()
-	key, res := s.checkKey(&ctx.Request.Header, now, true)
+	key, res := api.auth.checkKey(&ctx.Request.Header, now, true)
 	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain)
-}
-
-// catchUpForList makes a list read-after-write, as a lookup is: the node
-// first applies every write acknowledged anywhere before the request (one
-// read-index round, shared with concurrent callers). Without a leader it
-// lists what it has after --write-timeout, and says so (staleHeader).
-func (s *Server) catchUpForList(ctx *fasthttp.RequestCtx) {
-	if err := s.node.Reads.CatchUp(context.Background()); err != nil {
-		ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
-	}
 }

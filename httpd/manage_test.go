@@ -382,13 +382,13 @@ func FuzzLinkBody(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	s := &Server{}
+	var in linkInput
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fields editFields
 		if decodeStrict(data, &fields) != nil {
 			return
 		}
-		c, _, err := s.editOf(&fields, fsm.Link{}, time.Unix(1_800_000_000, 0))
+		c, _, err := in.editOf(&fields, fsm.Link{}, time.Unix(1_800_000_000, 0))
 		if err != nil {
 			return
 		}

@@ -51,11 +51,11 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 // edit turns the fields into the parts of an edit they set. A password is
 // checked against the rule and returned, not hashed: hashing costs tens
 // of milliseconds of CPU, so it waits until every check that could refuse
-// the request has passed (Server.hashPassword). The node that then hashes
+// the request has passed (linkPasswords.hash). The node that then hashes
 // it — the one the client reached for a create, the leader for an edit, a
 // bulk create or an import, which reach it over the cluster's mutual TLS
 // — stores and replicates only its hash.
-func (s *Server) edit(f *optionFields) (c fsm.EditCommand, password string, err error) {
+func (li linkInput) edit(f *optionFields) (c fsm.EditCommand, password string, err error) {
 	if f.Title != nil {
 		if err := input.Title(*f.Title); err != nil {
 			return c, "", invalid("%s", err.Error())
@@ -116,7 +116,7 @@ func (s *Server) edit(f *optionFields) (c fsm.EditCommand, password string, err 
 		if err := decodeStrict(f.Rules, &in); err != nil {
 			return c, "", invalid("rules: %s", err.Error())
 		}
-		rules, err := s.rules(in)
+		rules, err := li.rules(in)
 		if err != nil {
 			return c, "", err
 		}
@@ -166,13 +166,13 @@ func passwordOf(raw json.RawMessage) (string, error) {
 }
 
 // rules checks a link's rules and prepares them for the log.
-func (s *Server) rules(in []ruleJSON) ([]fsm.Rule, error) {
+func (li linkInput) rules(in []ruleJSON) ([]fsm.Rule, error) {
 	if len(in) > fsm.MaxRules {
 		return nil, invalid("rules: at most %d per link", fsm.MaxRules)
 	}
 	out := make([]fsm.Rule, 0, len(in))
 	for i, r := range in {
-		rule, err := s.rule(r)
+		rule, err := li.rule(r)
 		if err != nil {
 			return nil, invalid("rules[%d]: %s", i, err.Error())
 		}
@@ -181,30 +181,51 @@ func (s *Server) rules(in []ruleJSON) ([]fsm.Rule, error) {
 	return out, nil
 }
 
-func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
+func (li linkInput) rule(r ruleJSON) (fsm.Rule, error) {
 	var rule fsm.Rule
-	target, err := input.Target(r.URL, s.cfg.AllowPrivateTargets)
+	target, err := input.Target(r.URL, li.allowPrivateTargets)
 	if err != nil {
 		return rule, err
 	}
 	rule.URL = target
 	w := r.When
-	device, ok := fsm.ParseDevice(w.Device)
-	if !ok {
-		return rule, errors.New("device must be ios, android, mobile or desktop")
-	}
-	rule.Device = device
-	if w.Language != "" {
-		if rule.Language, err = input.Language(w.Language); err != nil {
+	for _, read := range []func(whenJSON, *fsm.Rule) error{ruleRequest, ruleTimes, ruleClient} {
+		if err := read(w, &rule); err != nil {
 			return rule, err
 		}
 	}
+	if !w.hasCondition() {
+		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
+	}
+	return rule, nil
+}
+
+// hasCondition reports whether w sets any condition.
+func (w whenJSON) hasCondition() bool {
+	return w.Device != "" || w.Language != "" || len(w.Query) > 0 || w.After != "" || w.Before != "" ||
+		w.Browser != "" || w.IP != nil || w.Country != ""
+}
+
+// ruleRequest reads a rule's conditions on what the request says (device,
+// language, query, country) into rule.
+func ruleRequest(w whenJSON, rule *fsm.Rule) error {
+	device, ok := fsm.ParseDevice(w.Device)
+	if !ok {
+		return errors.New("device must be ios, android, mobile or desktop")
+	}
+	rule.Device = device
+	if w.Language != "" {
+		var err error
+		if rule.Language, err = input.Language(w.Language); err != nil {
+			return err
+		}
+	}
 	if len(w.Query) > fsm.MaxRuleQuery {
-		return rule, errors.New("at most 8 query conditions per rule")
+		return errors.New("at most 8 query conditions per rule")
 	}
 	for name, value := range w.Query {
 		if err := input.RuleQuery(name, value); err != nil {
-			return rule, err
+			return err
 		}
 		rule.Query = append(rule.Query, fsm.QueryParam{Name: name, Value: value})
 	}
@@ -212,10 +233,15 @@ func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
 	if w.Country != "" {
 		cc := strings.ToUpper(w.Country)
 		if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
-			return rule, errors.New("a country condition is an ISO 3166-1 alpha-2 code, such as DE")
+			return errors.New("a country condition is an ISO 3166-1 alpha-2 code, such as DE")
 		}
 		rule.Country = cc
 	}
+	return nil
+}
+
+// ruleTimes reads a rule's after and before into rule.
+func ruleTimes(w whenJSON, rule *fsm.Rule) error {
 	for _, t := range []struct {
 		field string
 		raw   string
@@ -224,20 +250,15 @@ func (s *Server) rule(r ruleJSON) (fsm.Rule, error) {
 		if t.raw == "" {
 			continue
 		}
+		var err error
 		if *t.dst, err = parseTime(t.field, t.raw); err != nil {
-			return rule, err
+			return err
 		}
 	}
 	if rule.After != 0 && rule.Before != 0 && rule.Before <= rule.After {
-		return rule, errors.New("before must be later than after")
+		return errors.New("before must be later than after")
 	}
-	if err := ruleClient(w, &rule); err != nil {
-		return rule, err
-	}
-	if w.Device == "" && w.Language == "" && len(w.Query) == 0 && w.After == "" && w.Before == "" && w.Browser == "" && w.IP == nil && w.Country == "" {
-		return rule, errors.New("when sets no condition: a rule without one would always hold; make its url the link's target instead")
-	}
-	return rule, nil
+	return nil
 }
 
 // ruleClient reads a rule's conditions on the visitor's browser and

@@ -19,24 +19,24 @@ import (
 
 // countOrphan counts a visit of kind to the domain named ("" for the
 // default domain and any host that is not a registered domain).
-func (s *Server) countOrphan(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) {
-	if !ctx.IsGet() || s.fsm.Raised() < fsm.LevelVisitRows {
+func (r *redirector) countOrphan(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) {
+	if !ctx.IsGet() || r.fsm.Raised() < fsm.LevelVisitRows {
 		return
 	}
-	s.node.Clicks.Record(s.orphanCodes.code(kind, domain), s.clickVisitor(ctx))
+	r.clicks.Record(r.orphanCodes.code(kind, domain), r.clickVisitor(ctx))
 }
 
 // countNotFound counts a page not found as a regular 404, unless an API
 // client asked for it.
-func (s *Server) countNotFound(ctx *fasthttp.RequestCtx) {
+func (r *redirector) countNotFound(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	for _, api := range []string{"/api/", "/rest/"} {
 		if strings.HasPrefix(string(path), api) {
 			return
 		}
 	}
-	d, _ := s.fsm.DomainOfHost(ctx.Request.Header.Host())
-	s.countOrphan(ctx, fsm.OrphanRegular404, d.Name)
+	d, _ := r.fsm.DomainOfHost(ctx.Request.Header.Host())
+	r.countOrphan(ctx, fsm.OrphanRegular404, d.Name)
 }
 
 // orphanCodes keeps the orphan visit codes of registered domains
@@ -88,7 +88,7 @@ type orphanRowJSON struct {
 // handleOrphanVisitRows answers GET /api/v1/visits/orphan: orphan visit
 // rows newest first, narrowed to a type and a domain ("" for the default
 // one), to an admin key: they are no workspace's.
-func (s *Server) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
+func (api *statsAPI) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
 	q, err := rowQuery(ctx.QueryArgs())
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -104,28 +104,28 @@ func (s *Server) handleOrphanVisitRows(ctx *fasthttp.RequestCtx) {
 		}
 		filter.Kind = kind
 	}
-	v := s.fsm.OrphanVisitRows(filter, q)
+	v := api.fsm.OrphanVisitRows(filter, q)
 	rows := make([]orphanRowJSON, len(v.Rows))
 	for i := range v.Rows {
 		r := &v.Rows[i]
 		rows[i] = orphanRowJSON{At: timestamp(r.At), Type: r.Kind.String(), Domain: r.Domain,
-			URL: s.orphanURL(ctx, r.Kind, r.Domain), rowVisitorJSON: rowVisitorOf(r)}
+			URL: api.orphanURL(ctx, r.Kind, r.Domain), rowVisitorJSON: rowVisitorOf(r)}
 	}
 	writeRowPage(ctx, rows, v, q)
 }
 
 // orphanURL is the URL an orphan row shows: the domain's root for a
 // visit to it; "" for the others, whose paths linkraft does not keep.
-func (s *Server) orphanURL(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) string {
+func (api *statsAPI) orphanURL(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) string {
 	if kind != fsm.OrphanBaseURL {
 		return ""
 	}
 	l := fsm.Link{Domain: domain}
-	return s.shortURL(ctx, &l)
+	return api.views.shortURL(ctx, &l)
 }
 
 // handleDeleteOrphanVisits answers DELETE /api/v1/visits/orphan: it
 // forgets every orphan visit, to an admin key, and answers how many.
-func (s *Server) handleDeleteOrphanVisits(ctx *fasthttp.RequestCtx) {
-	s.deleteVisits(ctx, fsm.OrphanVisitsDeleteCommand{KeyID: keyID(ctx), Now: time.Now().UnixMilli()})
+func (api *statsAPI) handleDeleteOrphanVisits(ctx *fasthttp.RequestCtx) {
+	api.deleteVisits(ctx, fsm.OrphanVisitsDeleteCommand{KeyID: keyID(ctx), Now: time.Now().UnixMilli()})
 }

@@ -56,12 +56,12 @@ func (q *qrCodes) stop() { q.limiter.stop() }
 // drawQR returns the PNG of a size×size QR code of shortURL: the cached one,
 // or a new drawing charged to the client's budget. When it cannot (429 over
 // the budget, 500) it has answered the request itself.
-func (s *Server) drawQR(ctx *fasthttp.RequestCtx, shortURL string, size int) ([]byte, bool) {
+func (api *linksAPI) drawQR(ctx *fasthttp.RequestCtx, shortURL string, size int) ([]byte, bool) {
 	key := qrKey{url: shortURL, size: size}
-	if png, ok := s.qrCodes.cache.get(key); ok {
+	if png, ok := api.qrCodes.cache.get(key); ok {
 		return png, true
 	}
-	if wait, ok := s.qrCodes.limiter.allowN(s.clientIP(ctx), qrCost(size)); !ok {
+	if wait, ok := api.qrCodes.limiter.allowN(api.proxies.clientIP(ctx), qrCost(size)); !ok {
 		writeProblem(ctx, fasthttp.StatusTooManyRequests,
 			"too many QR codes drawn for this address; retry after "+strconv.Itoa(wait)+" s (codes drawn before are not limited)")
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(wait))
@@ -69,11 +69,11 @@ func (s *Server) drawQR(ctx *fasthttp.RequestCtx, shortURL string, size int) ([]
 	}
 	png, err := renderQR(shortURL, size)
 	if err != nil {
-		s.log.Error("QR encoding failed", "url", shortURL, "size", size, "err", err)
+		api.log.Error("QR encoding failed", "url", shortURL, "size", size, "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "QR encoding failed")
 		return nil, false
 	}
-	s.qrCodes.cache.add(key, png)
+	api.qrCodes.cache.add(key, png)
 	return png, true
 }
 

@@ -222,11 +222,15 @@ func (g *buckets[K]) sweep(now time.Time) {
 	}
 }
 
+// proxies are the trusted reverse proxies (--trusted-proxies): the
+// addresses whose X-Forwarded-For names the client.
+type proxies []netip.Prefix
+
 // clientIP is the address a create is attributed to: the peer, or, when the
 // peer is a trusted proxy, the nearest untrusted address in X-Forwarded-For.
-func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
+func (p proxies) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 	peer := connPeer(ctx)
-	if !s.trusted(peer) {
+	if !p.trusted(peer) {
 		return peer
 	}
 	// The server normalises header names as it parses them, so the
@@ -243,7 +247,7 @@ func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 			return peer // malformed: do not trust anything further left
 		}
 		addr = addr.Unmap()
-		if !s.trusted(addr) {
+		if !p.trusted(addr) {
 			return addr
 		}
 		peer = addr
@@ -254,9 +258,9 @@ func (s *Server) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 	return peer
 }
 
-func (s *Server) trusted(ip netip.Addr) bool {
-	for _, p := range s.cfg.TrustedProxies {
-		if p.Contains(ip) {
+func (p proxies) trusted(ip netip.Addr) bool {
+	for _, prefix := range p {
+		if prefix.Contains(ip) {
 			return true
 		}
 	}

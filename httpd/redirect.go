@@ -13,6 +13,8 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
+	"github.com/linkraft/linkraft/httpd/agent"
+	"github.com/linkraft/linkraft/httpd/geo"
 )
 
 const cacheControlNoStore = "private, no-cache, no-store, must-revalidate"
@@ -54,21 +56,72 @@ func isCodeByte(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-'
 }
 
+// redirector serves the visits: a short link's redirect, its password
+// form, the rules that pick its target, the visitor counted with the click,
+// and the visits that find no link (orphans.go). It owns what serving
+// them keeps between requests: the password guess limits, the caches of
+// visitor classes and the orphan visit codes.
+type redirector struct {
+	fsm     *fsm.FSM
+	reads   Reads
+	writes  Writes
+	clicks  Clicks
+	lookup  linkLookup
+	fwd     *forwarding
+	proxies proxies
+	// status is the redirect's (--redirect-status); version is this
+	// build's, which a domain's root without a redirect shows.
+	status  int
+	version string
+	// countries maps a visitor's address to its country; nil: unknown.
+	countries *geo.Table
+	// guesses bounds password guesses on protected links (password.go).
+	guesses *guessLimiter
+	// agents and referrers remember the classes of recent User-Agents and
+	// recent referrer hosts for the visit statistics (visitors.go).
+	agents    *agent.Cache[fsm.Visitor]
+	referrers *referrerHosts
+	// orphanCodes keeps the codes orphan visits are counted by (orphans.go).
+	orphanCodes orphanCodes
+}
+
+func newRedirector(cfg Config, node Node, fwd *forwarding, lookup linkLookup) *redirector {
+	return &redirector{
+		fsm: node.Reads.FSM(), reads: node.Reads, writes: node.Writes, clicks: node.Clicks,
+		lookup: lookup, fwd: fwd, proxies: fwd.proxies,
+		status: cfg.RedirectStatus, version: cfg.Version, countries: cfg.Countries,
+		guesses: newDefaultGuessLimiter(),
+		// Browsers' User-Agents are few: thousands of slots hold a busy
+		// node's (about 4 MB at most, see agent.MaxCacheSize).
+		agents:    agent.NewCache(8192, classesOf),
+		referrers: newReferrerHosts(),
+	}
+}
+
+// register adds the routes of the visits the router serves: a domain's
+// root. Short codes bypass the router (Server.Handler).
+func (r *redirector) register(handle handleFunc) {
+	handle("GET", "/", "root", r.handleRoot)
+}
+
+// stop ends the guess limiter's sweeping.
+func (r *redirector) stop() { r.guesses.stop() }
+
 // redirect answers GET/HEAD /{code} from local state, in the domain the
 // Host names. A GET that redirects counts a click; HEAD does not. A link
 // without options (no limits, password or rules) takes only the first
 // branch: that is the path that must stay cheap.
-func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
+func (r *redirector) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	// The header's Host, not ctx.Host(): that one parses the whole URI.
-	t, ok := s.fsm.Resolve(ctx.Request.Header.Host(), code)
+	t, ok := r.fsm.Resolve(ctx.Request.Header.Host(), code)
 	unconfirmed := false
 	// A default-domain link found for a registered domain's host: this
 	// node may not have applied that domain's own link of the code yet.
-	if !ok || t.Fallback || s.node.Reads.Behind() {
-		t, ok, unconfirmed = s.confirm(t.Domain, code)
+	if !ok || t.Fallback || r.reads.Behind() {
+		t, ok, unconfirmed = r.confirm(t.Domain, code)
 	}
 	if !ok {
-		s.notFound(ctx, t.Domain, code)
+		r.notFound(ctx, t.Domain, code)
 		if unconfirmed {
 			// After notFound, which starts the answer afresh.
 			ctx.Response.Header.Set(staleHeader, staleOwnView)
@@ -76,19 +129,19 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 		return
 	}
 	if t.ExpiresAt != 0 && time.Now().UnixMilli() >= t.ExpiresAt {
-		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has expired")
+		r.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has expired")
 		return
 	}
 	target := t.URL
 	if t.Options != nil {
-		if target, ok = s.guardedTarget(ctx, &t, code, time.Now()); !ok {
+		if target, ok = r.guardedTarget(ctx, &t, code, time.Now()); !ok {
 			return
 		}
 	} else if ctx.IsPost() {
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
 		return
 	}
-	ctx.SetStatusCode(s.cfg.RedirectStatus)
+	ctx.SetStatusCode(r.status)
 	// SetCanonical skips key normalisation and a second copy of the value;
 	// stored URLs never contain CR or LF (input.Target refuses them).
 	h := &ctx.Response.Header
@@ -103,23 +156,23 @@ func (s *Server) redirect(ctx *fasthttp.RequestCtx, code []byte) {
 	}
 	switch {
 	case t.Options == nil:
-		s.node.Clicks.Record(t.Code, s.visitorOf(ctx))
+		r.clicks.Record(t.Code, r.visitorOf(ctx))
 	case t.Options.MaxVisits == 0:
 		// On the leader, a visit to a protected link may be a follower's,
 		// forwarded with its password: the visitor is the one that node
 		// saw.
-		s.node.Clicks.Record(t.Code, s.clickVisitor(ctx))
+		r.clicks.Record(t.Code, r.clickVisitor(ctx))
 	}
 }
 
 // guardedTarget applies a link's options to a visit: not before
 // valid_since, not past max_visits, only with the password; then the rules
 // pick the target. ok false: the answer is written.
-func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte, now time.Time) (target string, ok bool) {
+func (r *redirector) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte, now time.Time) (target string, ok bool) {
 	o := t.Options
 	switch {
 	case o.ValidSince != 0 && now.UnixMilli() < o.ValidSince:
-		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusNotFound, "")
+		r.invalidLink(ctx, t.Domain, code, fasthttp.StatusNotFound, "")
 		return "", false
 	case o.PasswordHash == "" && ctx.IsPost():
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method POST is not allowed here: the link has no password")
@@ -129,15 +182,15 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 	// a visitor learns nothing, not even that its visits are used up. It
 	// is checked wherever the request lands, a peer's forwarded one
 	// included: a follower hands its visitors' passwords to the leader.
-	if o.PasswordHash != "" && !s.passwordAccepted(ctx, t, code) {
+	if o.PasswordHash != "" && !r.passwordAccepted(ctx, t, code) {
 		return "", false
 	}
-	if o.MaxVisits > 0 && s.fsm.VisitsUsed(t.Code) >= o.MaxVisits {
-		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
+	if o.MaxVisits > 0 && r.fsm.VisitsUsed(t.Code) >= o.MaxVisits {
+		r.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 		return "", false
 	}
-	target = pickTarget(t.URL, o, s.ruleVisit(ctx, now))
-	if o.MaxVisits > 0 && !ctx.IsHead() && !s.countVisit(ctx, t, code) {
+	target = pickTarget(t.URL, o, r.ruleVisit(ctx, now))
+	if o.MaxVisits > 0 && !ctx.IsHead() && !r.countVisit(ctx, t, code) {
 		return "", false
 	}
 	return target, true
@@ -149,14 +202,14 @@ func (s *Server) guardedTarget(ctx *fasthttp.RequestCtx, t *fsm.Target, code []b
 // which alone keeps the guess budgets (and hashes), and relays its answer
 // (ok false, the answer written). A guess spread over every node thus
 // spends one budget, the client's as its node names it (requestClient).
-func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
+func (r *redirector) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
 	pw, sent := submittedPassword(ctx)
 	if !sent {
 		writePasswordForm(ctx, string(code), fasthttp.StatusUnauthorized, "")
 		return false
 	}
-	if !s.fromPeer(ctx) {
-		forwarded, err := s.toLeader(ctx, forwardUnlock, s.withVisitor(s.visitorOf(ctx)))
+	if !fromPeer(ctx) {
+		forwarded, err := r.fwd.toLeader(ctx, forwardUnlock, r.withVisitor(r.visitorOf(ctx)))
 		switch {
 		case err == nil && forwarded:
 			return false
@@ -170,7 +223,7 @@ func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code 
 			return false
 		}
 	}
-	if wait, ok := s.guesses.allow(s.requestClient(ctx), t.Code); !ok {
+	if wait, ok := r.guesses.allow(r.proxies.requestClient(ctx), t.Code); !ok {
 		writePasswordLimited(ctx, string(code), wait)
 		return false
 	}
@@ -185,10 +238,10 @@ func (s *Server) passwordAccepted(ctx *fasthttp.RequestCtx, t *fsm.Target, code 
 // leader's log, which alone decides which visit is the last one allowed:
 // a follower forwards the request and relays the leader's answer. ok
 // false: the answer is written (the relayed one, or a refusal).
-func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
-	visitor := s.clickVisitor(ctx)
-	if !s.fromPeer(ctx) {
-		forwarded, err := s.toLeader(ctx, forwardWrite.needs(fsm.LevelOptions), s.withVisitor(visitor))
+func (r *redirector) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte) bool {
+	visitor := r.clickVisitor(ctx)
+	if !fromPeer(ctx) {
+		forwarded, err := r.fwd.toLeader(ctx, forwardWrite.needs(fsm.LevelOptions), r.withVisitor(visitor))
 		if err != nil {
 			writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and no leader is reachable to count this one: try again")
 			return false
@@ -197,15 +250,15 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 			return false
 		}
 	}
-	_, err := s.node.Writes.Propose(context.Background(),
+	_, err := r.writes.Propose(context.Background(),
 		fsm.VisitCommand{Code: t.Code, Now: time.Now().UnixMilli(), Visitor: visitor, HasVisitor: true}, cluster.ProposeOptions{})
 	switch {
 	case err == nil:
 		return true
 	case errors.Is(err, fsm.ErrVisitLimit):
-		s.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
+		r.invalidLink(ctx, t.Domain, code, fasthttp.StatusGone, "short link "+string(code)+" has had all its visits")
 	case errors.Is(err, fsm.ErrNotFound):
-		s.notFound(ctx, t.Domain, code)
+		r.notFound(ctx, t.Domain, code)
 	default:
 		writeBrowserError(ctx, fasthttp.StatusServiceUnavailable, "short link "+string(code)+" counts its visits, and this one could not be counted: try again")
 	}
@@ -214,17 +267,17 @@ func (s *Server) countVisit(ctx *fasthttp.RequestCtx, t *fsm.Target, code []byte
 
 // clickVisitor is the visitor a visit counts: the one the forwarding node
 // sent along with a peer's request, else this request's own.
-func (s *Server) clickVisitor(ctx *fasthttp.RequestCtx) fsm.Visitor {
+func (r *redirector) clickVisitor(ctx *fasthttp.RequestCtx) fsm.Visitor {
 	if v, forwarded := forwardedVisitor(ctx); forwarded {
 		return v
 	}
-	return s.visitorOf(ctx)
+	return r.visitorOf(ctx)
 }
 
 // withVisitor adds visitor to a visit forwarded to the leader, which sees
 // this node's address, not the visitor's: the visitor goes along as this
 // node saw it.
-func (s *Server) withVisitor(visitor fsm.Visitor) func(*fasthttp.Request) {
+func (r *redirector) withVisitor(visitor fsm.Visitor) func(*fasthttp.Request) {
 	return func(req *fasthttp.Request) {
 		req.Header.Set(wire.VisitorHeader, base64.RawURLEncoding.EncodeToString(fsm.EncodeVisitor(visitor)))
 	}
@@ -232,11 +285,11 @@ func (s *Server) withVisitor(visitor fsm.Visitor) func(*fasthttp.Request) {
 
 // notFound answers a code the Host's domain d (zero: none) does not
 // have: its not-found redirect when it has one, else 404.
-func (s *Server) notFound(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte) {
+func (r *redirector) notFound(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte) {
 	if d.Name == "" {
-		d = s.fsm.DefaultDomain()
+		d = r.fsm.DefaultDomain()
 	}
-	s.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
+	r.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
 	if d.NotFoundRedirect != "" {
 		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
 		return
@@ -256,18 +309,18 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // was not found, and no leader could say so (the miss is this node's own
 // view, which the answer says: staleHeader). Kept out of redirect so the
 // hit path stays small.
-func (s *Server) confirm(d fsm.Domain, code []byte) (t fsm.Target, found, unconfirmed bool) {
+func (r *redirector) confirm(d fsm.Domain, code []byte) (t fsm.Target, found, unconfirmed bool) {
 	miss := fsm.Target{Domain: d}
 	if codes.IsReserved(string(code)) {
 		return miss, false, false // "/API", "/Admin": never a code
 	}
 	l, ok, stale := fsm.Link{}, false, false
 	if d.Name != "" {
-		l, ok, stale = s.lookupCode(fsm.QualifiedCode(d.Name, string(code)))
+		l, ok, stale = r.lookup.lookupCode(fsm.QualifiedCode(d.Name, string(code)))
 	}
 	if !ok {
 		var staleDefault bool
-		l, ok, staleDefault = s.lookupCode(string(code)) // every host serves the default domain's links
+		l, ok, staleDefault = r.lookup.lookupCode(string(code)) // every host serves the default domain's links
 		stale = stale || staleDefault
 	}
 	if !ok {
@@ -278,18 +331,38 @@ func (s *Server) confirm(d fsm.Domain, code []byte) (t fsm.Target, found, unconf
 	return t, true, false
 }
 
-// lookupCode is findLink for the redirect, which also says whether a miss
-// went unconfirmed: no leader answered (a node without one for longer than
-// an election takes does not wait for one), so the miss is this node's own
-// view.
-func (s *Server) lookupCode(code string) (l fsm.Link, found, unconfirmed bool) {
-	l, err := s.node.Reads.Lookup(context.Background(), code)
-	switch {
-	case err == nil:
-		return l, true, false
-	case errors.Is(err, fsm.ErrNotFound):
-		return l, false, false
+// invalidLink answers a visit to a link of domain d (zero: the default
+// domain) that exists but cannot be visited now: expired, not yet valid
+// or out of visits. The domain's invalid-link redirect when it has one,
+// else status with detail; a 404 is answered as a code d does not have.
+func (r *redirector) invalidLink(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byte, status int, detail string) {
+	if d.Name == "" {
+		d = r.fsm.DefaultDomain()
 	}
-	s.log.Debug("miss not confirmed by a leader", "code", code, "err", err)
-	return l, false, true
+	if d.InvalidRedirect == "" && status == fasthttp.StatusNotFound {
+		r.notFound(ctx, d, code) // counts the orphan visit
+		return
+	}
+	r.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
+	if d.InvalidRedirect != "" {
+		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
+		return
+	}
+	writeBrowserError(ctx, status, detail)
+}
+
+// handleRoot answers a visit to a domain's root: its root redirect when
+// it has one, else the service's name and version. It counts as an
+// orphan visit.
+func (r *redirector) handleRoot(ctx *fasthttp.RequestCtx) {
+	d, ok := r.fsm.DomainOfHost(ctx.Host())
+	if !ok {
+		d = r.fsm.DefaultDomain()
+	}
+	r.countOrphan(ctx, fsm.OrphanBaseURL, d.Name)
+	if d.RootRedirect != "" {
+		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"service": "linkraft", "version": r.version})
 }

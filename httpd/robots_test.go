@@ -34,12 +34,12 @@ func TestRobotsTxtKeptBetweenWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scans := s.robots.scans.Load()
+	scans := s.api.tags.robots.scans.Load()
 	first := robotsTxt(t, s, "sho.rt")
 	if again := robotsTxt(t, s, "sho.rt"); again != first || !strings.Contains(first, "Allow: /kept-a\n") {
 		t.Fatalf("robots.txt changed without a write, or lacks kept-a:\n%s\nthen\n%s", first, again)
 	}
-	if n := s.robots.scans.Load() - scans; n != 1 {
+	if n := s.api.tags.robots.scans.Load() - scans; n != 1 {
 		t.Fatalf("two robots.txt without a write in between scanned the links %d times, want once", n)
 	}
 

@@ -3,7 +3,6 @@ package httpd
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
-	"github.com/linkraft/linkraft/httpd/agent"
 	"github.com/linkraft/linkraft/httpd/compat"
 	"github.com/linkraft/linkraft/httpd/geo"
 )
@@ -74,6 +72,10 @@ type Config struct {
 	CORSOrigins []string
 }
 
+// handleFunc registers a route: h serves method on path, its requests
+// counted under route in the metrics.
+type handleFunc func(method, path, route string, h fasthttp.RequestHandler)
+
 // Server serves the public API of one node.
 type Server struct {
 	cfg     Config
@@ -84,22 +86,19 @@ type Server struct {
 	limiter *ipLimiter
 	// qrCodes bounds the CPU drawing QR codes costs (see qr.go).
 	qrCodes *qrCodes
-	// robots keeps each domain's robots.txt between writes (tags.go).
-	robots *robotsCache
-	// guesses bounds password guesses on protected links (password.go).
-	guesses *guessLimiter
-	// hashes bounds the CPU hashing new link passwords costs (hashing.go).
-	hashes *hashBudget
-	// agents and referrers remember the classes of recent User-Agents and
-	// recent referrer hosts for the visit statistics (visitors.go).
-	agents    *agent.Cache[fsm.Visitor]
-	referrers *referrerHosts
-	// orphanCodes keeps the codes orphan visits are counted by (orphans.go).
-	orphanCodes orphanCodes
-	srv         *fasthttp.Server
-	log         *slog.Logger
-	// rootTokenHash is the SHA-256 of AdminToken, nil without one.
-	rootTokenHash []byte
+	// passwords bounds the CPU hashing new link passwords costs (hashing.go).
+	passwords *linkPasswords
+	// The helpers the redirect path and the API share.
+	proxies proxies
+	fwd     *forwarding
+	auth    *authority
+	lookup  linkLookup
+	// redirects serves the visits (redirect.go), api the rest of the
+	// API (apis.go).
+	redirects *redirector
+	api       apis
+	srv       *fasthttp.Server
+	log       *slog.Logger
 	// baseHost is BaseURL's host, lower case, for the redirects to https.
 	baseHost string
 	// draining is set by Drain: the node is about to stop.
@@ -113,27 +112,23 @@ func New(cfg Config, node Node) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:     cfg,
-		node:    node,
-		fsm:     node.Reads.FSM(),
-		router:  router.New(),
-		metrics: newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry, cfg.Version),
-		limiter: newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
-		qrCodes: newQRCodes(),
-		robots:  newRobotsCache(),
-		guesses: newDefaultGuessLimiter(),
-		hashes:  newDefaultHashBudget(),
-		// Browsers' User-Agents are few: thousands of slots hold a busy
-		// node's (about 4 MB at most, see agent.MaxCacheSize).
-		agents:    agent.NewCache(8192, classesOf),
-		referrers: newReferrerHosts(),
-		log:       cfg.Logger,
-		baseHost:  baseHost(cfg.BaseURL),
+		cfg:      cfg,
+		node:     node,
+		fsm:      node.Reads.FSM(),
+		router:   router.New(),
+		metrics:  newMetrics(node.Self, node.Clicks, node.Reads.FSM(), cfg.Registry, cfg.Version),
+		limiter:  newIPLimiter(cfg.CreateRate, cfg.CreateBurst),
+		qrCodes:  newQRCodes(),
+		log:      cfg.Logger,
+		baseHost: baseHost(cfg.BaseURL),
 	}
-	if cfg.AdminToken != "" {
-		sum := sha256.Sum256([]byte(cfg.AdminToken))
-		s.rootTokenHash = sum[:]
-	}
+	s.proxies = proxies(cfg.TrustedProxies)
+	s.passwords = &linkPasswords{budget: newDefaultHashBudget(), proxies: s.proxies, log: s.log}
+	s.fwd = &forwarding{leader: node.Leader, proxies: s.proxies, log: s.log}
+	s.auth = newAuthority(node.Reads, cfg.AdminToken, s.log)
+	s.lookup = linkLookup{reads: node.Reads, log: s.log}
+	s.redirects = newRedirector(cfg, node, s.fwd, s.lookup)
+	s.api = newAPIs(s)
 	if cfg.TLS != nil && cfg.TLS.Certificates != nil {
 		s.metrics.registry.MustRegister(newCertificateCollector(cfg.TLS.Certificates))
 	}
@@ -173,7 +168,7 @@ func (s *Server) routes() {
 	r.RedirectTrailingSlash = true // "/ui" → "/ui/"
 	r.HandleMethodNotAllowed = true
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		s.countNotFound(ctx)
+		s.redirects.countNotFound(ctx)
 		writeBrowserError(ctx, fasthttp.StatusNotFound, "nothing at "+string(ctx.Path())+": no such page or short link")
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
@@ -181,110 +176,25 @@ func (s *Server) routes() {
 	}
 
 	// The compatible APIs call the same handlers, uninstrumented (compat.go).
-	native := &nativeAPI{s: s, routes: router.New()}
-	handle := func(method, path, route string, h fasthttp.RequestHandler) {
+	native := &nativeAPI{routes: router.New(), auth: s.auth, publicCreate: s.cfg.PublicCreate,
+		version: s.cfg.Version, baseURL: s.cfg.BaseURL, log: s.log}
+	handle := handleFunc(func(method, path, route string, h fasthttp.RequestHandler) {
 		r.Handle(method, path, s.metrics.instrument(route, h))
 		native.routes.Handle(method, path, h)
-	}
-	handle("GET", "/", "root", s.handleRoot)
-	handle("GET", "/health", "health", s.handleHealth)
-	handle("GET", "/health/live", "health", s.handleLive)
-	handle("GET", "/health/writes", "health", s.handleWritesHealth)
+	})
+	s.redirects.register(handle)
+	s.api.register(routing{handle: handle, auth: s.auth, fwd: s.fwd, limiter: s.limiter, proxies: s.proxies,
+		publicCreate: s.cfg.PublicCreate})
 	handle("GET", acmeChallengePrefix+"{token}", "acme_challenge", s.handleACMEChallenge)
 	handle("GET", "/metrics", "metrics", s.metrics.handler())
-	handle("GET", "/ui/", "ui", s.handleUI)
+	handle("GET", "/ui/", "ui", handleUI)
 	handle("GET", "/ui/app.js", "ui", uiAsset("text/javascript; charset=utf-8", uiScript))
 	handle("GET", "/ui/app.css", "ui", uiAsset("text/css; charset=utf-8", uiStyle))
-
-	// Creates are prepared on the node the client reached and handed to
-	// Node.Create, which relays them to the leader in batches.
-	create := s.authorizeCreate(s.limitCreates(s.handleCreate))
-	handle("POST", "/shorten", "create", create)
-	handle("POST", "/api/v1/urls", "create", create)
-	handle("POST", "/api/v1/workspaces/{workspace}/links", "create", create)
-	handle("GET", "/api/v1/urls", "list", s.require(fsm.ScopeLinksRead, s.handleList))
-	handle("GET", "/api/v1/tags", "tags", s.require(fsm.ScopeLinksRead, s.handleTags))
-	handle("GET", "/api/v1/key", "key", s.handleOwnKey)
-	// Renaming and deleting a tag change many links in one entry, which
-	// only the leader of a raised cluster applies (tags.go).
-	tagWrite := func(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-		return s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(h, forwardWrite.needs(fsm.LevelVisitRows))))
-	}
-	handle("PUT", "/api/v1/tags/{tag}", "tags", tagWrite(s.handleRenameTag))
-	handle("DELETE", "/api/v1/tags/{tag}", "tags", tagWrite(s.handleDeleteTag))
-	handle("GET", "/robots.txt", "robots", s.handleRobots)
-	// A bulk create is served by the leader, which packs it into a few
-	// log entries, once the node the client reached has screened its
-	// items (bulk.go).
-	handle("POST", bulkPath, "bulk", s.require(fsm.ScopeLinksWrite, s.screenBulk(s.forwarder(s.handleBulk, forwardWrite.needs(fsm.LevelOptions)))))
-	handle("GET", "/api/v1/urls/{code}", "read", s.require(fsm.ScopeLinksRead, s.handleRead))
-	// Edits spend the client's create budget where the client sent them.
-	handle("PATCH", "/api/v1/urls/{code}", "edit", s.require(fsm.ScopeLinksWrite, s.limitCreates(s.forwarder(s.handleEdit, forwardWrite.needs(fsm.LevelOptions)))))
-	handle("GET", "/api/v1/urls/{code}/history", "history", s.require(fsm.ScopeLinksRead, s.handleHistory))
-	// The leader checks the credential of a forwarded delete again: it
-	// travels with the request.
-	handle("DELETE", "/api/v1/urls/{code}", "delete", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleDelete, forwardWrite)))
-	handle("GET", "/api/v1/urls/{code}/stats", "stats", s.statsRoute(s.statsHandler("clicks")))
-	handle("GET", "/api/v1/urls/{code}/qr", "qr", s.handleQR)
-	handle("GET", "/stats/{code}", "stats", s.statsRoute(s.statsHandler("click_count")))
-	handle("GET", "/api/v1/stats", "workspace_stats", s.require(fsm.ScopeStatsRead, s.handleWorkspaceStats))
-	handle("GET", "/api/v1/urls/{code}/visits", "visit_rows", s.require(fsm.ScopeStatsRead, s.handleLinkVisitRows))
-	handle("GET", "/api/v1/visits", "visit_rows", s.require(fsm.ScopeStatsRead, s.handleWorkspaceVisitRows))
-	// Orphan visits are no workspace's: an admin's (orphans.go).
-	handle("GET", "/api/v1/visits/orphan", "orphan_visit_rows", s.require(fsm.ScopeAdmin, s.handleOrphanVisitRows))
-	handle("DELETE", "/api/v1/visits/orphan", "delete_orphan_visits", s.require(fsm.ScopeAdmin, s.forwarder(s.handleDeleteOrphanVisits, forwardWrite.needs(fsm.LevelVisitRows))))
-	// Forgetting visits is written with an entry older builds do not apply.
-	handle("DELETE", "/api/v1/urls/{code}/visits", "delete_visits", s.require(fsm.ScopeLinksWrite, s.forwarder(s.handleDeleteVisits, forwardWrite.needs(fsm.LevelVisitRows))))
 	// The node-to-node protocol is served on the cluster's port only (see
 	// cluster/DESIGN.md): here /internal/v1/* is a path like any other, 404.
 
-	// Admin calls act on the leader's view: the leader alone knows which
-	// servers are reachable and holds the freshest state.
-	admin := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.require(fsm.ScopeAdmin, s.forwarder(h, forwardAdmin)))
-	}
-	// Reads an operator needs most when there is no leader (cluster status,
-	// backup, export) fall back to this node's own state.
-	adminRead := func(method, path, route string, h fasthttp.RequestHandler) {
-		handle(method, path, route, s.require(fsm.ScopeAdmin, s.forwarder(h, forwardAdminRead)))
-	}
-	adminRead("GET", "/admin/cluster", "admin_cluster", s.handleCluster)
-	admin("POST", "/admin/join", "admin_join", s.handleJoin)
-	admin("POST", "/admin/leave", "admin_leave", s.handleLeave)
-	admin("POST", "/admin/promote", "admin_promote", s.handlePromote)
-	admin("POST", "/admin/leadership-transfer", "admin_leadership_transfer", s.handleLeadershipTransfer)
-	adminRead("GET", "/admin/backup", "admin_backup", s.handleBackup)
-	// A restore records itself in the audit log, which older builds do
-	// not read: an older leader, which would not authenticate the
-	// backup either, is never sent one.
-	handle("POST", "/admin/restore", "admin_restore", s.require(fsm.ScopeAdmin, s.forwarder(s.handleRestore, forwardAdmin.needs(fsm.LevelRestoreAudit))))
-	adminRead("GET", "/admin/export", "admin_export", s.handleExport)
-	// An import is read as it is imported, and forwarded only once read
-	// whole (importRoute), to a leader that knows every field it may carry.
-	handle("POST", "/admin/import", "admin_import", s.require(fsm.ScopeAdmin, s.importRoute(s.forwarder(s.handleImport, forwardAdmin.needs(fsm.LevelImport)))))
-	admin("POST", "/admin/keys", "admin_keys", s.handleCreateKey)
-	admin("GET", "/admin/keys", "admin_keys", s.handleListKeys)
-	admin("DELETE", "/admin/keys/{id}", "admin_keys", s.handleRevokeKey)
-	adminRead("GET", "/admin/audit", "admin_audit", s.handleAudit)
-	// Domains are written with entries older builds do not apply.
-	domains := func(method, path string, h fasthttp.RequestHandler) {
-		handle(method, path, "admin_domains", s.require(fsm.ScopeAdmin, s.forwarder(h, forwardAdmin.needs(fsm.LevelOptions))))
-	}
-	domains("POST", "/admin/domains", s.handleSetDomain)
-	adminRead("GET", "/admin/domains", "admin_domains", s.handleListDomains)
-	domains("DELETE", "/admin/domains/{domain}", s.handleRemoveDomain)
-	// Webhooks, like domains, are written with entries older builds do
-	// not apply; their list is the leader's, which alone delivers and so
-	// alone knows the attempts' outcomes.
-	hooks := func(method, path string, h fasthttp.RequestHandler, mode forwardMode) {
-		handle(method, path, "admin_webhooks", s.require(fsm.ScopeAdmin, s.forwarder(h, mode.needs(fsm.LevelVisits))))
-	}
-	hooks("POST", "/admin/webhooks", s.handleCreateWebhook, forwardAdmin)
-	hooks("GET", "/admin/webhooks", s.handleListWebhooks, forwardAdminRead)
-	hooks("DELETE", "/admin/webhooks/{id}", s.handleDeleteWebhook, forwardAdmin)
-
 	// Runtime profiles of this node, guarded like the admin API.
-	pprof := s.require(fsm.ScopeAdmin, pprofHandler())
+	pprof := s.auth.require(fsm.ScopeAdmin, pprofHandler())
 	handle("GET", pprofPrefix+"{profile:*}", "pprof", pprof)
 	handle("POST", pprofPrefix+"symbol", "pprof", pprof) // pprof looks symbols up by POST
 
@@ -318,7 +228,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if code, ok := redirectCode(ctx); ok {
-		s.metrics.instrumentRedirect(ctx, code, s.redirect)
+		s.metrics.instrumentRedirect(ctx, code, s.redirects.redirect)
 	} else {
 		s.router.Handler(ctx)
 	}
@@ -369,9 +279,9 @@ func (s *Server) requestLimits(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 	uri := h.RequestURI()
 	path, _, _ := bytes.Cut(uri, []byte("?")) // a restore may say ?foreign=true
 	switch {
-	case (string(path) == "/admin/restore" || string(uri) == "/admin/import") && s.mayUploadLargeBody(h):
+	case (string(path) == "/admin/restore" || string(uri) == "/admin/import") && s.auth.mayUploadLargeBody(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxRestoreBytes, ReadTimeout: 5 * time.Minute}
-	case string(uri) == bulkPath && s.mayWriteLinks(h):
+	case string(uri) == bulkPath && s.auth.mayWriteLinks(h):
 		return fasthttp.RequestConfig{MaxRequestBodySize: maxBulkBytes}
 	}
 	return fasthttp.RequestConfig{}
@@ -448,8 +358,8 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // and closes idle connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.limiter.stop()
-	s.guesses.stop()
-	s.hashes.stop()
+	s.redirects.stop()
+	s.passwords.budget.stop()
 	s.qrCodes.stop()
 	return s.srv.ShutdownWithContext(ctx)
 }

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	_ "embed"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -9,6 +10,25 @@ import (
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/fsm"
 )
+
+// healthAPI answers the health checks (/health, /health/live,
+// /health/writes) from the node's readiness and the server's draining.
+type healthAPI struct {
+	fsm     *fsm.FSM
+	self    Self
+	backups Backups // nil without scheduled backups
+	auth    *authority
+	// draining is the server's: set, the node is about to stop.
+	draining *atomic.Bool
+	version  string
+	tls      *TLS // nil: no HTTPS, no certificates to watch
+}
+
+func (api *healthAPI) register(rt routing) {
+	rt.handle("GET", "/health", "health", api.handleHealth)
+	rt.handle("GET", "/health/live", "health", api.handleLive)
+	rt.handle("GET", "/health/writes", "health", api.handleWritesHealth)
+}
 
 // The web UI: a page, its script and its style, served as separate files
 // so the page's Content-Security-Policy can refuse every inline script and
@@ -21,19 +41,6 @@ var (
 	//go:embed ui/app.css
 	uiStyle []byte
 )
-
-func (s *Server) handleRoot(ctx *fasthttp.RequestCtx) {
-	d, ok := s.fsm.DomainOfHost(ctx.Host())
-	if !ok {
-		d = s.fsm.DefaultDomain()
-	}
-	s.countOrphan(ctx, fsm.OrphanBaseURL, d.Name)
-	if d.RootRedirect != "" {
-		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
-		return
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"service": "linkraft", "version": s.cfg.Version})
-}
 
 type healthJSON struct {
 	Status string `json:"status"`
@@ -84,10 +91,10 @@ const (
 // "writes"). 503 "unavailable" with the reason only when the node must get
 // no traffic: starting, restoring, outside the cluster, a learner far
 // behind, or stopping (from the start of its drain on).
-func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
-	h := s.healthOf(ctx)
+func (api *healthAPI) handleHealth(ctx *fasthttp.RequestCtx) {
+	h := api.healthOf(ctx)
 	status := fasthttp.StatusOK
-	if h.Reason = s.notReady(); h.Reason != "" {
+	if h.Reason = api.notReady(); h.Reason != "" {
 		h.Status, status = statusUnavailable, fasthttp.StatusServiceUnavailable
 	}
 	writeJSON(ctx, status, h)
@@ -97,8 +104,8 @@ func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
 // would be accepted now, else 503 "unavailable" with the reason (every
 // reason of /health, or no_leader): for a check that picks where to send
 // writes, or an alert.
-func (s *Server) handleWritesHealth(ctx *fasthttp.RequestCtx) {
-	h := s.healthOf(ctx)
+func (api *healthAPI) handleWritesHealth(ctx *fasthttp.RequestCtx) {
+	h := api.healthOf(ctx)
 	h.Status = statusWritable
 	status := fasthttp.StatusOK
 	if h.WritesReason != "" {
@@ -111,11 +118,11 @@ func (s *Server) handleWritesHealth(ctx *fasthttp.RequestCtx) {
 // Raft runs, whether or not the node is in a cluster yet, and while it
 // drains — restarting a node that waits to be added, that is cut off, or
 // that is about to stop would not help it.
-func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
-	h := s.healthOf(ctx)
+func (api *healthAPI) handleLive(ctx *fasthttp.RequestCtx) {
+	h := api.healthOf(ctx)
 	h.Status = statusAlive
 	status := fasthttp.StatusOK
-	if !s.node.Self.Live() {
+	if !api.self.Live() {
 		h.Status, h.Reason, status = statusUnavailable, cluster.NotReadyShuttingDown, fasthttp.StatusServiceUnavailable
 	}
 	writeJSON(ctx, status, h)
@@ -123,20 +130,20 @@ func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
 
 // notReady is why this node must get no traffic: draining, or what the
 // node says.
-func (s *Server) notReady() string {
-	if s.draining.Load() {
+func (api *healthAPI) notReady() string {
+	if api.draining.Load() {
 		return cluster.NotReadyShuttingDown
 	}
-	return s.node.Self.NotReady()
+	return api.self.NotReady()
 }
 
 // writesUnavailable is why a create through this node would be refused
 // now: a draining node takes none, as it takes no other traffic.
-func (s *Server) writesUnavailable() string {
-	if s.draining.Load() {
+func (api *healthAPI) writesUnavailable() string {
+	if api.draining.Load() {
 		return cluster.NotReadyShuttingDown
 	}
-	return s.node.Self.WritesUnavailable()
+	return api.self.WritesUnavailable()
 }
 
 // healthOf is the health document every health path starts from. The
@@ -146,24 +153,24 @@ func (s *Server) writesUnavailable() string {
 // credential that does not check out is answered as none at all, never
 // with 401, so that a probe with a stale key still sees the node's state.
 // Only this node's state is asked: a probe must never wait on a leader.
-func (s *Server) healthOf(ctx *fasthttp.RequestCtx) healthJSON {
-	self := s.node.Self.Local()
+func (api *healthAPI) healthOf(ctx *fasthttp.RequestCtx) healthJSON {
+	self := api.self.Local()
 	h := healthJSON{
 		Status: statusHealthy, Writes: writesOK, NodeID: self.ID, Role: self.Role, Leader: self.LeaderID,
-		Links: s.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: s.cfg.Version,
+		Links: api.fsm.Len(), AppliedIndex: self.AppliedIndex, Version: api.version,
 	}
-	if h.WritesReason = s.writesUnavailable(); h.WritesReason != "" {
+	if h.WritesReason = api.writesUnavailable(); h.WritesReason != "" {
 		h.Writes = writesUnavailable
 	}
-	_, auth := s.checkKey(&ctx.Request.Header, time.Now(), false)
+	_, auth := api.auth.checkKey(&ctx.Request.Header, time.Now(), false)
 	authenticated := auth == authOK
 	if authenticated {
-		h.ClusterID = s.fsm.ClusterID()
+		h.ClusterID = api.fsm.ClusterID()
 	}
-	if s.node.Backups != nil && s.node.Backups.Overdue() {
+	if api.backups != nil && api.backups.Overdue() {
 		h.Warnings = append(h.Warnings, warningBackupOverdue)
 	}
-	if expiring := s.expiringCertificates(time.Now()); len(expiring) > 0 {
+	if expiring := expiringCertificates(api.tls, time.Now()); len(expiring) > 0 {
 		h.Warnings = append(h.Warnings, warningCertificateExpiring)
 		if authenticated {
 			h.CertificatesExpiring = expiring
@@ -178,7 +185,7 @@ func (s *Server) healthOf(ctx *fasthttp.RequestCtx) healthJSON {
 const uiCSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-func (s *Server) handleUI(ctx *fasthttp.RequestCtx) {
+func handleUI(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.Response.Header.Set("Content-Security-Policy", uiCSP)
 	ctx.SetBody(uiPage)

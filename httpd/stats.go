@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -9,6 +10,36 @@ import (
 
 	"github.com/linkraft/linkraft/fsm"
 )
+
+// statsAPI serves the visits: a link's and a workspace's statistics, the
+// visit rows, and the orphan visits (orphans.go), and forgets them.
+type statsAPI struct {
+	fsm    *fsm.FSM
+	writes Writes
+	lookup linkLookup
+	views  linkViews
+	// auth guards a link's stats unless they are public (statsRoute).
+	auth *authority
+	log  *slog.Logger
+}
+
+func (api *statsAPI) register(rt routing) {
+	rt.handle("GET", "/api/v1/urls/{code}/stats", "stats", api.statsRoute(api.statsHandler("clicks")))
+	rt.handle("GET", "/stats/{code}", "stats", api.statsRoute(api.statsHandler("click_count")))
+	rt.handle("GET", "/api/v1/stats", "workspace_stats", rt.require(fsm.ScopeStatsRead, api.handleWorkspaceStats))
+	rt.handle("GET", "/api/v1/urls/{code}/visits", "visit_rows", rt.require(fsm.ScopeStatsRead, api.handleLinkVisitRows))
+	rt.handle("GET", "/api/v1/visits", "visit_rows", rt.require(fsm.ScopeStatsRead, api.handleWorkspaceVisitRows))
+	// Forgetting visits is written with an entry older builds do not apply.
+	forget := func(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+		return rt.forwarder(h, forwardWrite.needs(fsm.LevelVisitRows))
+	}
+	// Orphan visits are no workspace's: an admin's (orphans.go).
+	rt.handle("GET", "/api/v1/visits/orphan", "orphan_visit_rows", rt.require(fsm.ScopeAdmin, api.handleOrphanVisitRows))
+	rt.handle("DELETE", "/api/v1/visits/orphan", "delete_orphan_visits",
+		rt.require(fsm.ScopeAdmin, forget(api.handleDeleteOrphanVisits)))
+	rt.handle("DELETE", "/api/v1/urls/{code}/visits", "delete_visits",
+		rt.require(fsm.ScopeLinksWrite, forget(api.handleDeleteVisits)))
+}
 
 // seriesRange is the part of a link's click history a stats request asks
 // for: [from, to) in steps of one interval, all in Unix milliseconds, UTC.
@@ -121,7 +152,7 @@ func clickSeries(r seriesRange, hours []fsm.HourClicks) []seriesPoint {
 // stats routes differ only in the name of the count field: "clicks" under
 // /api/v1/urls/{code}/stats, "click_count" under /stats/{code}
 // (docs/API.md).
-func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
+func (api *statsAPI) statsHandler(countField string) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		req, ok := readStatsRequest(ctx, false)
 		if !ok {
@@ -139,17 +170,17 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 		if public, _ := ctx.UserValue(publicStatsKey{}).(bool); public {
 			scope = 0
 		}
-		l, ok := s.lookupLink(ctx, scope)
+		l, ok := api.lookup.lookupLink(ctx, scope)
 		if !ok {
 			return
 		}
 		if req.by != fsm.ByNothing {
-			s.linkVisits(ctx, &l, countField, req)
+			api.linkVisits(ctx, &l, countField, req)
 			return
 		}
 		// A link this node has not applied yet (just created elsewhere) has
 		// no clicks here either: its series is all zeros.
-		hours, _ := s.fsm.ClickHours(l.Qualified(), r.from, r.to)
+		hours, _ := api.fsm.ClickHours(l.Qualified(), r.from, r.to)
 		series := clickSeries(r, hours)
 		if req.csv {
 			rows := [][]string{{"start", "clicks"}}
@@ -159,7 +190,7 @@ func (s *Server) statsHandler(countField string) fasthttp.RequestHandler {
 			writeCSV(ctx, l.Code+"-"+r.interval, rows)
 			return
 		}
-		crawlers, previews := s.fsm.BotsInAll(l.Qualified())
+		crawlers, previews := api.fsm.BotsInAll(l.Qualified())
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{
 			"short_code": l.Code, "original_url": statsTarget(ctx, &l), countField: l.Clicks,
 			"bots":       map[string]uint64{"crawlers": crawlers, "previews": previews},
@@ -178,11 +209,11 @@ type publicStatsKey struct{}
 // request without any credential when the link's stats are public, it has
 // no password (a protected link's stats stay private) and it is valid
 // already (before valid_since its code answers as missing).
-func (s *Server) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	guarded := s.require(fsm.ScopeStatsRead, h)
+func (api *statsAPI) statsRoute(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	guarded := api.auth.require(fsm.ScopeStatsRead, h)
 	return func(ctx *fasthttp.RequestCtx) {
 		if key, _ := credential(&ctx.Request.Header); key == nil {
-			if l, ok := s.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" &&
+			if l, ok := api.lookup.findLink(routeCode(ctx)); ok && l.Options != nil && l.Options.PublicStats && l.Options.PasswordHash == "" &&
 				!embargoed(&l, time.Now()) {
 				ctx.SetUserValue(publicStatsKey{}, true)
 				h(ctx)

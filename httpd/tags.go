@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,30 @@ import (
 	"github.com/linkraft/linkraft/fsm/input"
 )
 
+// tagsAPI serves the tags (list, rename, delete) and each domain's
+// robots.txt, which lists its links' codes by tag.
+type tagsAPI struct {
+	fsm    *fsm.FSM
+	reads  Reads
+	writes Writes
+	lookup linkLookup
+	// robots keeps each domain's robots.txt between writes.
+	robots *robotsCache
+	log    *slog.Logger
+}
+
+func (api *tagsAPI) register(rt routing) {
+	rt.handle("GET", "/api/v1/tags", "tags", rt.require(fsm.ScopeLinksRead, api.handleTags))
+	// Renaming and deleting a tag change many links in one entry, which
+	// only the leader of a raised cluster applies.
+	write := func(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+		return rt.require(fsm.ScopeLinksWrite, rt.limitCreates(rt.forwarder(h, forwardWrite.needs(fsm.LevelVisitRows))))
+	}
+	rt.handle("PUT", "/api/v1/tags/{tag}", "tags", write(api.handleRenameTag))
+	rt.handle("DELETE", "/api/v1/tags/{tag}", "tags", write(api.handleDeleteTag))
+	rt.handle("GET", "/robots.txt", "robots", api.handleRobots)
+}
+
 // tagsResultJSON is what a rename or deletion of a tag answers.
 type tagsResultJSON struct {
 	Tag   string `json:"tag"`            // the tag's name after the change
@@ -23,7 +48,7 @@ type tagsResultJSON struct {
 
 // handleRenameTag renames a tag on every link the key may write (within
 // ?workspace= when given): PUT /api/v1/tags/{tag} {"name": new}.
-func (s *Server) handleRenameTag(ctx *fasthttp.RequestCtx) {
+func (api *tagsAPI) handleRenameTag(ctx *fasthttp.RequestCtx) {
 	var body struct {
 		Name string `json:"name"`
 	}
@@ -35,14 +60,14 @@ func (s *Server) handleRenameTag(ctx *fasthttp.RequestCtx) {
 		writeBadRequest(ctx, invalid("name: %s", strings.TrimPrefix(err.Error(), "tags: ")))
 		return
 	}
-	s.proposeTags(ctx, body.Name)
+	api.proposeTags(ctx, body.Name)
 }
 
 // handleDeleteTag removes a tag from every link the key may write (within
 // ?workspace= when given): DELETE /api/v1/tags/{tag}.
-func (s *Server) handleDeleteTag(ctx *fasthttp.RequestCtx) { s.proposeTags(ctx, "") }
+func (api *tagsAPI) handleDeleteTag(ctx *fasthttp.RequestCtx) { api.proposeTags(ctx, "") }
 
-func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
+func (api *tagsAPI) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 	tag, _ := ctx.UserValue("tag").(string)
 	if err := input.Tag(tag); err != nil {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no link carries tag "+tag)
@@ -51,14 +76,14 @@ func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 	c := fsm.TagsCommand{Tag: tag, NewName: newName, Workspaces: visibleWorkspacesFor(ctx, fsm.ScopeLinksWrite),
 		KeyID: keyID(ctx), Now: time.Now().UnixMilli()}
 	refused := func(err error) {
-		s.writeError(ctx, err, errorDetail{fsm.ErrTagNotFound, "no link you may change carries tag " + tag},
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrTagNotFound, "no link you may change carries tag " + tag},
 			errorDetail{fsm.ErrTagConflict, "links you may change already carry tag " + newName + ": rename it first, or delete one of the two"})
 	}
-	if err := s.tagsRefusal(ctx, c); err != nil {
+	if err := api.tagsRefusal(ctx, c); err != nil {
 		refused(err)
 		return
 	}
-	res, index, err := cluster.ProposeFor[fsm.TagsResult](context.Background(), s.node.Writes, c, cluster.ProposeOptions{Visible: true})
+	res, index, err := cluster.ProposeFor[fsm.TagsResult](context.Background(), api.writes, c, cluster.ProposeOptions{Visible: true})
 	if err != nil {
 		refused(err)
 		return
@@ -82,10 +107,10 @@ func (s *Server) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
 // instead. The state's check stays the authority: this one is never
 // stricter (it lists the tags of every link the key may write, in any
 // letter case), so what it lets through the entry decides.
-func (s *Server) tagsRefusal(ctx *fasthttp.RequestCtx, c fsm.TagsCommand) error {
+func (api *tagsAPI) tagsRefusal(ctx *fasthttp.RequestCtx, c fsm.TagsCommand) error {
 	// Read-after-write, as a list: a tag just added anywhere is seen.
 	// Without a leader the proposal fails anyway; it says so, not this.
-	if err := s.node.Reads.CatchUp(context.Background()); err != nil {
+	if err := api.reads.CatchUp(context.Background()); err != nil {
 		return nil
 	}
 	domains := keyDomains(ctx)
@@ -94,7 +119,7 @@ func (s *Server) tagsRefusal(ctx *fasthttp.RequestCtx, c fsm.TagsCommand) error 
 	}
 	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
 	var found, taken bool
-	for _, t := range s.fsm.Tags(c.Workspaces, domains) {
+	for _, t := range api.fsm.Tags(c.Workspaces, domains) {
 		found = found || listedAs(t.Tag, c.Tag)
 		taken = taken || rename && listedAs(t.Tag, c.NewName)
 	}
@@ -124,13 +149,13 @@ const maxRobotsAllowed = 5000
 
 // handleRobots answers robots.txt as Shlink does: every path disallowed
 // but the crawlable links of the domain the Host names.
-func (s *Server) handleRobots(ctx *fasthttp.RequestCtx) {
+func (api *tagsAPI) handleRobots(ctx *fasthttp.RequestCtx) {
 	var domain string
-	if d, ok := s.fsm.DomainOfHost(ctx.Request.Header.Host()); ok {
+	if d, ok := api.fsm.DomainOfHost(ctx.Request.Header.Host()); ok {
 		domain = d.Name
 	}
 	ctx.SetContentType("text/plain; charset=utf-8")
-	ctx.Response.SetBodyRaw(s.robots.body(s.fsm, domain, time.Now().UnixMilli()))
+	ctx.Response.SetBodyRaw(api.robots.body(api.fsm, domain, time.Now().UnixMilli()))
 }
 
 // robotsCache keeps each domain's robots.txt with the state version and
@@ -228,4 +253,22 @@ func renderRobots(codes []string) []byte {
 		b = append(b, '\n')
 	}
 	return append(b, "Disallow: /\n"...)
+}
+
+// handleTags lists the tags of the links the key sees (or of one
+// workspace), each with how many links carry it and their clicks.
+func (api *tagsAPI) handleTags(ctx *fasthttp.RequestCtx) {
+	api.lookup.catchUpForList(ctx)
+	workspaces := visibleWorkspaces(ctx)
+	tags := api.fsm.Tags(workspaces, keyDomains(ctx))
+	type tagJSON struct {
+		Tag    string `json:"tag"`
+		Links  int    `json:"links"`
+		Clicks uint64 `json:"clicks"`
+	}
+	out := make([]tagJSON, len(tags))
+	for i, t := range tags {
+		out[i] = tagJSON{Tag: t.Tag, Links: t.Links, Clicks: t.Clicks}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"tags": out})
 }

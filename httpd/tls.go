@@ -150,12 +150,12 @@ func (s *Server) handleACMEChallenge(ctx *fasthttp.RequestCtx) {
 
 // expiringCertificates names the served certificates within
 // certificateExpiring of their end.
-func (s *Server) expiringCertificates(now time.Time) []string {
-	if s.cfg.TLS == nil || s.cfg.TLS.Certificates == nil {
+func expiringCertificates(t *TLS, now time.Time) []string {
+	if t == nil || t.Certificates == nil {
 		return nil
 	}
 	var names []string
-	for _, c := range s.cfg.TLS.Certificates() {
+	for _, c := range t.Certificates() {
 		if c.NotAfter.Sub(now) < certificateExpiring {
 			names = append(names, c.Name)
 		}

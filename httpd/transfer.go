@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -25,14 +26,35 @@ import (
 	"github.com/linkraft/linkraft/fsm/input"
 )
 
+// transferAPI serves the export and the import of links as JSON Lines.
+type transferAPI struct {
+	fsm    *fsm.FSM
+	writes Writes
+	// self says whether this node leads, which an import is read on
+	// (importRoute); admin spools an export.
+	self  Self
+	admin Admin
+	views linkViews
+	input linkInput
+	log   *slog.Logger
+}
+
+func (api *transferAPI) register(rt routing) {
+	rt.adminRead("GET", "/admin/export", "admin_export", api.handleExport)
+	// An import is read as it is imported, and forwarded only once read
+	// whole (importRoute), to a leader that knows every field it may carry.
+	imp := api.importRoute(rt.forwarder(api.handleImport, forwardAdmin.needs(fsm.LevelImport)))
+	rt.handle("POST", "/admin/import", "admin_import", rt.require(fsm.ScopeAdmin, imp))
+}
+
 // handleExport writes every link as JSON Lines, oldest first, in the shape
 // of the single read.
-func (s *Server) handleExport(ctx *fasthttp.RequestCtx) {
-	ok := s.answerSpooled(ctx, "export", func(w io.Writer) error {
+func (api *transferAPI) handleExport(ctx *fasthttp.RequestCtx) {
+	ok := answerSpooled(ctx, api.admin, api.log, "export", func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		for _, l := range s.fsm.Links() {
-			if err := enc.Encode(s.linkReadView(ctx, &l)); err != nil {
+		for _, l := range api.fsm.Links() {
+			if err := enc.Encode(api.views.linkReadView(ctx, &l)); err != nil {
 				return err
 			}
 		}
@@ -141,10 +163,10 @@ type proposedChunk struct {
 // cannot store yet fails alone); the forwarder asks for the newest level
 // an import can need, since a leader of an older build would drop what it
 // does not know, such as creation times and clicks, without saying so.
-func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (api *transferAPI) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.node.Self.IsLeader() {
-			s.handleImport(ctx)
+		if api.self.IsLeader() {
+			api.handleImport(ctx)
 			return
 		}
 		next(ctx)
@@ -160,7 +182,7 @@ func (s *Server) importRoute(next fasthttp.RequestHandler) fasthttp.RequestHandl
 // line whose code already points to the same URL is skipped; every other
 // refusal is reported with its line number and changes nothing. Once the
 // cluster cannot take writes, the remaining lines are not attempted.
-func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
+func (api *transferAPI) handleImport(ctx *fasthttp.RequestCtx) {
 	var body io.Reader
 	streamed := streamedBodyOf(ctx)
 	if streamed != nil {
@@ -168,12 +190,12 @@ func (s *Server) handleImport(ctx *fasthttp.RequestCtx) {
 	} else {
 		body = bytes.NewReader(ctx.PostBody())
 	}
-	report, index, read := s.importBody(body, keyID(ctx))
+	report, index, read := api.importBody(body, keyID(ctx))
 	// The import's chunks, parsed lines and results are garbage now, and
 	// its log entries and the pages of raft.db they touched are kept for
 	// nothing: the node puts them away and hands the memory back to the
 	// operating system (as after a restore) while the answer goes out.
-	go s.node.Writes.ImportDone()
+	go api.writes.ImportDone()
 	if read.err != nil {
 		status := fasthttp.StatusBadRequest
 		var timeout interface{ Timeout() bool }
@@ -201,7 +223,7 @@ type importRead struct {
 // importBody imports the lines of body as key keyID and returns the
 // report, the highest log index its entries were applied at (0: none
 // was), and how far body was read.
-func (s *Server) importBody(body io.Reader, keyID string) (importReport, uint64, importRead) {
+func (api *transferAPI) importBody(body io.Reader, keyID string) (importReport, uint64, importRead) {
 	order := make(chan *importChunk, importReadAhead())
 	work := make(chan *importChunk, importReadAhead())
 	var read importRead // written by cutImport before it closes order
@@ -216,7 +238,7 @@ func (s *Server) importBody(body io.Reader, keyID string) (importReport, uint64,
 		go func() {
 			defer parsers.Done()
 			for c := range work {
-				c.parsed <- s.parseChunk(c)
+				c.parsed <- api.parseChunk(c)
 			}
 		}()
 	}
@@ -230,7 +252,7 @@ func (s *Server) importBody(body io.Reader, keyID string) (importReport, uint64,
 	go func() {
 		defer close(done)
 		for p := range proposed {
-			if i := s.tally(&report, p, &stopped); i > index {
+			if i := api.tally(&report, p, &stopped); i > index {
 				index = i
 			}
 		}
@@ -243,7 +265,7 @@ func (s *Server) importBody(body io.Reader, keyID string) (importReport, uint64,
 			for i := range p.reqs {
 				p.reqs[i].KeyID = keyID
 			}
-			p.bulk = s.node.Writes.ProposeCreates(context.Background(), p.reqs)
+			p.bulk = api.writes.ProposeCreates(context.Background(), p.reqs)
 		}
 		proposed <- p
 	}
@@ -302,7 +324,7 @@ func cutImport(body io.Reader, order, work chan<- *importChunk) importRead {
 
 // parseChunk parses and validates a chunk's lines. Blank lines are no
 // links and are not reported.
-func (s *Server) parseChunk(c *importChunk) parsedChunk {
+func (api *transferAPI) parseChunk(c *importChunk) parsedChunk {
 	p := parsedChunk{
 		reqs:  make([]fsm.CreateRequest, 0, importChunkLines),
 		lines: make([]int, 0, importChunkLines),
@@ -316,7 +338,7 @@ func (s *Server) parseChunk(c *importChunk) parsedChunk {
 			data = nil
 		}
 		if len(bytes.TrimSpace(raw)) > 0 {
-			if req, err := s.parseImportLineSafe(raw); err != nil {
+			if req, err := api.parseImportLineSafe(raw); err != nil {
 				p.failed = append(p.failed, importFailure{Line: line, Error: err.Error()})
 			} else {
 				p.reqs = append(p.reqs, req)
@@ -331,7 +353,7 @@ func (s *Server) parseChunk(c *importChunk) parsedChunk {
 // tally adds a proposed chunk's outcome to the report, once Raft decided
 // it, and returns the log index that decided it. A write error is stored in
 // stopped: chunks proposed after it are not attempted.
-func (s *Server) tally(r *importReport, p proposedChunk, stopped *atomic.Pointer[error]) uint64 {
+func (api *transferAPI) tally(r *importReport, p proposedChunk, stopped *atomic.Pointer[error]) uint64 {
 	if p.bulk == nil && p.stop == nil { // every line was refused before proposing
 		r.Failed = append(r.Failed, p.failed...)
 		return 0
@@ -356,7 +378,7 @@ func (s *Server) tally(r *importReport, p proposedChunk, stopped *atomic.Pointer
 		case res.Err == nil:
 			r.Created++
 		case errors.Is(res.Err, fsm.ErrCodeTaken):
-			if l, ok := s.fsm.Get(req.CustomCode); ok && l.URL == req.URL && l.Workspace == req.Workspace {
+			if l, ok := api.fsm.Get(req.CustomCode); ok && l.URL == req.URL && l.Workspace == req.Workspace {
 				r.Skipped++
 			} else {
 				r.Failed = append(r.Failed, importFailure{Line: p.lines[k], Error: "code " + req.CustomCode + " is taken by another link or was deleted"})
@@ -371,14 +393,14 @@ func (s *Server) tally(r *importReport, p proposedChunk, stopped *atomic.Pointer
 // parseImportLineSafe is parseImportLine on a parser goroutine, which the
 // handler's panic recovery does not cover: a line that panics fails alone
 // instead of taking the node down.
-func (s *Server) parseImportLineSafe(raw []byte) (req fsm.CreateRequest, err error) {
+func (api *transferAPI) parseImportLineSafe(raw []byte) (req fsm.CreateRequest, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("import line panic", "panic", v)
+			api.log.Error("import line panic", "panic", v)
 			req, err = fsm.CreateRequest{}, errors.New("internal error")
 		}
 	}()
-	return s.parseImportLine(raw)
+	return api.parseImportLine(raw)
 }
 
 // decodeImportLine decodes one line, refusing a field an import does not
@@ -403,19 +425,19 @@ func decodeImportLine(raw []byte) (importLine, error) {
 
 // parseImportLine reads and validates one line. The error is the line's
 // entry in the report.
-func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
+func (api *transferAPI) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
 	l, err := decodeImportLine(raw)
 	if err != nil {
 		return fsm.CreateRequest{}, err
 	}
-	target, err := input.Target(l.OriginalURL, s.cfg.AllowPrivateTargets)
+	target, err := input.Target(l.OriginalURL, api.input.allowPrivateTargets)
 	if err != nil {
 		return fsm.CreateRequest{}, err
 	}
 	if err := input.CustomCode(l.ShortCode); err != nil {
 		return fsm.CreateRequest{}, err
 	}
-	req := fsm.CreateRequest{URL: target, CustomCode: l.ShortCode, Workspace: defaultWorkspace, CodeLength: s.cfg.CodeLength}
+	req := fsm.CreateRequest{URL: target, CustomCode: l.ShortCode, Workspace: defaultWorkspace, CodeLength: api.input.codeLength}
 	if l.Workspace != "" {
 		if err := input.Workspace(l.Workspace); err != nil {
 			return req, err
@@ -443,7 +465,7 @@ func (s *Server) parseImportLine(raw []byte) (fsm.CreateRequest, error) {
 	if l.PasswordProtected && (l.Password == nil || isNull(l.Password)) {
 		return req, errors.New("the link is password-protected and exports never carry the password: add \"password\" to the line, or set it after the import")
 	}
-	opts, password, err := s.edit(&l.optionFields)
+	opts, password, err := api.input.edit(&l.optionFields)
 	if err != nil {
 		return req, err
 	}

@@ -159,7 +159,7 @@ func TestImportStopsWhenWritesFail(t *testing.T) {
 	}
 	body.WriteString("{not json")
 
-	report, index, read := s.importBody(strings.NewReader(body.String()), fsm.RootKeyID)
+	report, index, read := s.api.transfer.importBody(strings.NewReader(body.String()), fsm.RootKeyID)
 	if read.err != nil || read.lines != lines {
 		t.Fatalf("read %d lines, error %v; want %d, none", read.lines, read.err, lines)
 	}
@@ -203,10 +203,10 @@ var benchImportLine = []byte(`{"short_code":"GUmccMLC","original_url":"https://r
 // BenchmarkParseImportLine is one line's whole preparation: decoding and
 // the target, code and workspace rules.
 func BenchmarkParseImportLine(b *testing.B) {
-	s := &Server{cfg: Config{CodeLength: 7}}
+	api := &transferAPI{input: linkInput{codeLength: 7}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.parseImportLine(benchImportLine); err != nil {
+		if _, err := api.parseImportLine(benchImportLine); err != nil {
 			b.Fatal(err)
 		}
 	}

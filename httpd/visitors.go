@@ -19,19 +19,19 @@ import (
 // its address. A bot keeps only that it is one. On a browser's repeated
 // visit this allocates nothing: the User-Agent's classes and the
 // referrer's host come from caches.
-func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) (v fsm.Visitor) {
+func (r *redirector) visitorOf(ctx *fasthttp.RequestCtx) (v fsm.Visitor) {
 	if ua := ctx.UserAgent(); len(ua) > 0 {
-		if v = s.agents.Classify(ua); v.Bot != fsm.NotBot {
+		if v = r.agents.Classify(ua); v.Bot != fsm.NotBot {
 			return v
 		}
 	}
 	if referer := ctx.Referer(); len(referer) > 0 {
-		v.Referrer = s.referrers.host(referer)
+		v.Referrer = r.referrers.host(referer)
 	}
 	// The connection's address, or through a trusted proxy the one
 	// X-Forwarded-For names.
-	if s.cfg.Countries != nil {
-		v.Country = s.countryOf(ctx, s.clientIP(ctx))
+	if r.countries != nil {
+		v.Country = r.countryOf(ctx, r.proxies.clientIP(ctx))
 	}
 	return v
 }
@@ -39,12 +39,12 @@ func (s *Server) visitorOf(ctx *fasthttp.RequestCtx) (v fsm.Visitor) {
 // countryOf is the country of client, ctx's client, from the table. A
 // connection's requests nearly always come from one client: the last
 // answer is kept on the connection, and asked again only for another.
-func (s *Server) countryOf(ctx *fasthttp.RequestCtx, client netip.Addr) (country [2]byte) {
+func (r *redirector) countryOf(ctx *fasthttp.RequestCtx, client netip.Addr) (country [2]byte) {
 	c := timedConnOf(ctx)
 	if c != nil && c.countryKnown && c.countryOf == client {
 		return c.country
 	}
-	if cc := s.cfg.Countries.Country(client); len(cc) == 2 {
+	if cc := r.countries.Country(client); len(cc) == 2 {
 		country = [2]byte{cc[0], cc[1]}
 	}
 	if c != nil {

@@ -109,38 +109,38 @@ func writeRowPage(ctx *fasthttp.RequestCtx, rows any, v fsm.VisitRows, q fsm.Row
 
 // writeRows answers a page of rows: the rows, and the counts of every row
 // in range.
-func (s *Server) writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
+func (api *statsAPI) writeRows(ctx *fasthttp.RequestCtx, v fsm.VisitRows, q fsm.RowQuery) {
 	rows := make([]rowJSON, len(v.Rows))
 	for i := range v.Rows {
 		r := &v.Rows[i]
 		l := fsm.Link{}
 		l.Domain, l.Code = fsm.SplitCode(r.Code)
-		rows[i] = rowJSON{At: timestamp(r.At), Code: l.Code, Domain: l.Domain, ShortURL: s.shortURL(ctx, &l), rowVisitorJSON: rowVisitorOf(r)}
+		rows[i] = rowJSON{At: timestamp(r.At), Code: l.Code, Domain: l.Domain, ShortURL: api.views.shortURL(ctx, &l), rowVisitorJSON: rowVisitorOf(r)}
 	}
 	writeRowPage(ctx, rows, v, q)
 }
 
 // handleLinkVisitRows answers GET /api/v1/urls/{code}/visits: the link's
 // rows, to a key that may read its stats.
-func (s *Server) handleLinkVisitRows(ctx *fasthttp.RequestCtx) {
+func (api *statsAPI) handleLinkVisitRows(ctx *fasthttp.RequestCtx) {
 	q, err := rowQuery(ctx.QueryArgs())
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	l, ok := s.lookupLink(ctx, fsm.ScopeStatsRead)
+	l, ok := api.lookup.lookupLink(ctx, fsm.ScopeStatsRead)
 	if !ok {
 		return
 	}
 	// A link this node has not applied yet has no rows here either.
-	v, _ := s.fsm.LinkVisitRows(l.Qualified(), q)
-	s.writeRows(ctx, v, q)
+	v, _ := api.fsm.LinkVisitRows(l.Qualified(), q)
+	api.writeRows(ctx, v, q)
 }
 
 // handleWorkspaceVisitRows answers GET /api/v1/visits: the rows of every
 // link the key may read stats of, narrowed as GET /api/v1/stats narrows
 // (workspace, tag, domain).
-func (s *Server) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
+func (api *statsAPI) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
 	q, err := rowQuery(ctx.QueryArgs())
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -149,28 +149,28 @@ func (s *Server) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = domainParam(ctx)
-	s.writeRows(ctx, s.fsm.WorkspaceVisitRows(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, q), q)
+	api.writeRows(ctx, api.fsm.WorkspaceVisitRows(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, q), q)
 }
 
 // handleDeleteVisits answers DELETE /api/v1/urls/{code}/visits: it
 // forgets the link's visits (clicks, hours, visitors, bots), with the
 // checks of a delete of the link, and answers how many it forgot.
-func (s *Server) handleDeleteVisits(ctx *fasthttp.RequestCtx) {
+func (api *statsAPI) handleDeleteVisits(ctx *fasthttp.RequestCtx) {
 	code := routeCode(ctx)
-	if l, ok := s.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
+	if l, ok := api.lookup.findLink(code); !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
 		return
 	}
-	s.deleteVisits(ctx, fsm.VisitsDeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()},
+	api.deleteVisits(ctx, fsm.VisitsDeleteCommand{Code: code, KeyID: keyID(ctx), Now: time.Now().UnixMilli()},
 		errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
 }
 
 // deleteVisits proposes a deletion of visits and answers how many it
 // forgot, visible on this node when it answers.
-func (s *Server) deleteVisits(ctx *fasthttp.RequestCtx, cmd fsm.Command, details ...errorDetail) {
-	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{Visible: true})
+func (api *statsAPI) deleteVisits(ctx *fasthttp.RequestCtx, cmd fsm.Command, details ...errorDetail) {
+	forgot, index, err := cluster.ProposeFor[uint64](context.Background(), api.writes, cmd, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		s.writeError(ctx, err, append(details,
+		writeError(ctx, api.log, err, append(details,
 			errorDetail{fsm.ErrUnauthorized, "the API key was revoked or expired before the deletion was applied"})...)
 		return
 	}

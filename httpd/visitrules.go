@@ -29,7 +29,7 @@ type visit struct {
 	country  string
 	resolved bool
 	ctx      *fasthttp.RequestCtx
-	srv      *Server // nil: the address is the connection's
+	redir    *redirector // nil: the address is the connection's
 }
 
 // visitOf reads what rules look at from ctx. now is passed in so that a
@@ -49,9 +49,9 @@ func visitOf(ctx *fasthttp.RequestCtx, now time.Time) visit {
 // trusts it: through a trusted proxy the one X-Forwarded-For names, on a
 // visit a peer forwarded the one the peer named, never a header an
 // untrusted client sent.
-func (s *Server) ruleVisit(ctx *fasthttp.RequestCtx, now time.Time) visit {
+func (r *redirector) ruleVisit(ctx *fasthttp.RequestCtx, now time.Time) visit {
 	v := visitOf(ctx, now)
-	v.srv = s
+	v.redir = r
 	return v
 }
 
@@ -62,14 +62,14 @@ func (v *visit) resolve() {
 	}
 	v.resolved = true
 	v.browser = browserOf(agent.Classify(v.ctx.UserAgent()).Browser) // a bot's is BrowserOther
-	if v.srv != nil {
-		v.client = v.srv.requestClient(v.ctx)
+	if v.redir != nil {
+		v.client = v.redir.proxies.requestClient(v.ctx)
 	} else {
 		v.client, _ = netip.AddrFromSlice(v.ctx.RemoteIP())
 	}
 	v.client = v.client.Unmap()
-	if v.srv != nil && v.srv.cfg.Countries != nil && v.client.IsValid() {
-		v.country = v.srv.cfg.Countries.Country(v.client)
+	if v.redir != nil && v.redir.countries != nil && v.client.IsValid() {
+		v.country = v.redir.countries.Country(v.client)
 	}
 }
 

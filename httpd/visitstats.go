@@ -157,14 +157,14 @@ func csvSafe(cell string) string {
 
 // linkVisits answers a link's breakdown: the link's totals, and its
 // visits over [from, to) grouped by the dimension asked for.
-func (s *Server) linkVisits(ctx *fasthttp.RequestCtx, l *fsm.Link, countField string, r statsRequest) {
-	v, _ := s.fsm.LinkVisits(l.Qualified(), r.from, r.to, r.by)
+func (api *statsAPI) linkVisits(ctx *fasthttp.RequestCtx, l *fsm.Link, countField string, r statsRequest) {
+	v, _ := api.fsm.LinkVisits(l.Qualified(), r.from, r.to, r.by)
 	view := visitsView(v, r)
 	if r.csv {
 		writeVisitsCSV(ctx, l.Code+"-"+r.by.String(), r.by, view)
 		return
 	}
-	crawlers, previews := s.fsm.BotsInAll(l.Qualified())
+	crawlers, previews := api.fsm.BotsInAll(l.Qualified())
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
 		"short_code": l.Code, "original_url": statsTarget(ctx, l), countField: l.Clicks,
 		"bots":       map[string]uint64{"crawlers": crawlers, "previews": previews},
@@ -176,7 +176,7 @@ func (s *Server) linkVisits(ctx *fasthttp.RequestCtx, l *fsm.Link, countField st
 // handleWorkspaceStats answers GET /api/v1/stats: the visits of every link
 // the key may read stats of in a workspace (all of them without
 // ?workspace=), narrowed by tag and domain, over whole days.
-func (s *Server) handleWorkspaceStats(ctx *fasthttp.RequestCtx) {
+func (api *statsAPI) handleWorkspaceStats(ctx *fasthttp.RequestCtx) {
 	r, ok := readStatsRequest(ctx, true)
 	if !ok {
 		return
@@ -184,7 +184,7 @@ func (s *Server) handleWorkspaceStats(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = domainParam(ctx)
-	v := s.fsm.WorkspaceVisits(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, r.from, r.to, r.by)
+	v := api.fsm.WorkspaceVisits(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, r.from, r.to, r.by)
 	view := visitsView(v, r)
 	if r.csv {
 		name := "stats"

@@ -194,7 +194,7 @@ func TestVisitorWithoutHeaders(t *testing.T) {
 	}
 	s := newTestServer(t, nil)
 	var ctx fasthttp.RequestCtx
-	if got := s.visitorOf(&ctx); got != (fsm.Visitor{}) {
+	if got := s.redirects.visitorOf(&ctx); got != (fsm.Visitor{}) {
 		t.Fatalf("a request without headers: %+v", got)
 	}
 }

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"crypto/rand"
+	"log/slog"
 	"time"
 	"unicode/utf8"
 
@@ -13,6 +14,27 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/input"
 )
+
+// webhooksAPI serves the webhook registrations (/admin/webhooks).
+type webhooksAPI struct {
+	writes Writes
+	// hooks is the delivery state, which the list shows.
+	hooks               Hooks
+	allowPrivateTargets bool // for a webhook's URL
+	log                 *slog.Logger
+}
+
+func (api *webhooksAPI) register(rt routing) {
+	// Webhooks, like domains, are written with entries older builds do
+	// not apply; their list is the leader's, which alone delivers and so
+	// alone knows the attempts' outcomes.
+	hooks := func(method, path string, h fasthttp.RequestHandler, mode forwardMode) {
+		rt.handle(method, path, "admin_webhooks", rt.require(fsm.ScopeAdmin, rt.forwarder(h, mode.needs(fsm.LevelVisits))))
+	}
+	hooks("POST", "/admin/webhooks", api.handleCreateWebhook, forwardAdmin)
+	hooks("GET", "/admin/webhooks", api.handleListWebhooks, forwardAdminRead)
+	hooks("DELETE", "/admin/webhooks/{id}", api.handleDeleteWebhook, forwardAdmin)
+}
 
 // webhookRequest is the body of POST /admin/webhooks.
 type webhookRequest struct {
@@ -48,7 +70,7 @@ func webhookView(w *fsm.Webhook) webhookJSON {
 
 // parseWebhookRequest validates a webhook registration into the webhook
 // to store, without its id.
-func (s *Server) parseWebhookRequest(body []byte) (fsm.Webhook, error) {
+func (api *webhooksAPI) parseWebhookRequest(body []byte) (fsm.Webhook, error) {
 	if !utf8.Valid(body) {
 		return fsm.Webhook{}, invalid("body is not valid UTF-8")
 	}
@@ -60,7 +82,7 @@ func (s *Server) parseWebhookRequest(body []byte) (fsm.Webhook, error) {
 	if req.URL == nil {
 		return w, invalid("url is required: the absolute http or https URL events are POSTed to")
 	}
-	target, err := input.Target(*req.URL, s.cfg.AllowPrivateTargets)
+	target, err := input.Target(*req.URL, api.allowPrivateTargets)
 	if err != nil {
 		return w, invalid("url: %v", err)
 	}
@@ -102,29 +124,29 @@ func newWebhookID() (string, error) {
 	return string(raw[:]), nil
 }
 
-func (s *Server) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
-	w, err := s.parseWebhookRequest(ctx.PostBody())
+func (api *webhooksAPI) handleCreateWebhook(ctx *fasthttp.RequestCtx) {
+	w, err := api.parseWebhookRequest(ctx.PostBody())
 	if err != nil {
 		writeBadRequest(ctx, err)
 		return
 	}
 	if w.ID, err = newWebhookID(); err != nil {
-		s.log.Error("webhook id", "err", err)
+		api.log.Error("webhook id", "err", err)
 		writeProblem(ctx, fasthttp.StatusInternalServerError, "could not draw a webhook id")
 		return
 	}
 	cmd := fsm.WebhookSetCommand{Webhook: w, By: keyID(ctx), Now: time.Now().UnixMilli()}
-	stored, index, err := cluster.ProposeFor[fsm.Webhook](context.Background(), s.node.Writes, cmd, cluster.ProposeOptions{})
+	stored, index, err := cluster.ProposeFor[fsm.Webhook](context.Background(), api.writes, cmd, cluster.ProposeOptions{})
 	if err != nil {
-		s.writeError(ctx, err)
+		writeError(ctx, api.log, err)
 		return
 	}
 	markApplied(ctx, index)
 	writeJSON(ctx, fasthttp.StatusCreated, webhookView(&stored))
 }
 
-func (s *Server) handleListWebhooks(ctx *fasthttp.RequestCtx) {
-	list := s.node.Hooks.Statuses()
+func (api *webhooksAPI) handleListWebhooks(ctx *fasthttp.RequestCtx) {
+	list := api.hooks.Statuses()
 	out := make([]webhookStatusJSON, len(list))
 	for i := range list {
 		out[i] = webhookStatusView(&list[i])
@@ -147,16 +169,16 @@ func webhookStatusView(st *webhooks.Status) webhookStatusJSON {
 	return v
 }
 
-func (s *Server) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
+func (api *webhooksAPI) handleDeleteWebhook(ctx *fasthttp.RequestCtx) {
 	id, _ := ctx.UserValue("id").(string)
 	if !fsm.ValidWebhookID(id) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no webhook "+id)
 		return
 	}
-	res, err := s.node.Writes.Propose(context.Background(),
+	res, err := api.writes.Propose(context.Background(),
 		fsm.WebhookDeleteCommand{ID: id, By: keyID(ctx), Now: time.Now().UnixMilli()}, cluster.ProposeOptions{})
 	if err != nil {
-		s.writeError(ctx, err, errorDetail{fsm.ErrWebhookNotFound, "no webhook " + id})
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrWebhookNotFound, "no webhook " + id})
 		return
 	}
 	markApplied(ctx, res.Index)

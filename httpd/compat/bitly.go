@@ -466,49 +466,66 @@ func bitlyEdit(raw []byte) (map[string]any, *bitlyFieldError) {
 		return nil, &bitlyFieldError{"body", "the body is not a JSON object: " + err.Error(), "invalid"}
 	}
 	out := map[string]any{}
-	null := func(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 	for k, v := range in {
-		switch {
-		case k == "title":
-			var s string
-			if !null(v) && json.Unmarshal(v, &s) != nil {
-				return nil, &bitlyFieldError{k, "title must be a string", "invalid"}
-			}
-			out["title"] = s
-		case k == "tags":
-			var tags []string
-			if !null(v) && json.Unmarshal(v, &tags) != nil {
-				return nil, &bitlyFieldError{k, "tags must be a list of strings", "invalid"}
-			}
-			if tags == nil {
-				tags = []string{}
-			}
-			out["tags"] = tags
-		case k == "long_url":
-			var s string
-			if json.Unmarshal(v, &s) != nil || s == "" {
-				return nil, &bitlyFieldError{k, "long_url must be a URL", "invalid"}
-			}
-			out["original_url"] = s
-		case k == "archived":
-			var archived bool
-			if !null(v) && json.Unmarshal(v, &archived) != nil {
-				return nil, &bitlyFieldError{k, "archived must be true or false", "invalid"}
-			}
-			if archived {
-				return nil, &bitlyFieldError{k, "linkraft does not archive links (delete one with linkraft's API)", "not_supported"}
-			}
-		case k == "deeplinks":
-			var d []json.RawMessage
-			if !null(v) && json.Unmarshal(v, &d) != nil || len(d) > 0 {
-				return nil, &bitlyFieldError{k, "linkraft has no deep links (send a device rule with linkraft's own API)", "not_supported"}
-			}
-		case readOnly(k):
-		default:
-			return nil, &bitlyFieldError{k, "linkraft does not take " + k + " in an update", "invalid"}
+		if err := bitlyEditField(out, k, v); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// bitlyEditField adds the update's field k, valued v, to linkraft's edit.
+func bitlyEditField(out map[string]any, k string, v json.RawMessage) *bitlyFieldError {
+	null := string(bytes.TrimSpace(v)) == "null"
+	switch {
+	case k == "title":
+		var s string
+		if !null && json.Unmarshal(v, &s) != nil {
+			return &bitlyFieldError{k, "title must be a string", "invalid"}
+		}
+		out["title"] = s
+	case k == "tags":
+		var tags []string
+		if !null && json.Unmarshal(v, &tags) != nil {
+			return &bitlyFieldError{k, "tags must be a list of strings", "invalid"}
+		}
+		if tags == nil {
+			tags = []string{}
+		}
+		out["tags"] = tags
+	case k == "long_url":
+		var s string
+		if json.Unmarshal(v, &s) != nil || s == "" {
+			return &bitlyFieldError{k, "long_url must be a URL", "invalid"}
+		}
+		out["original_url"] = s
+	case k == "archived" || k == "deeplinks":
+		return bitlyUnsupportedField(k, v, null)
+	case readOnly(k):
+	default:
+		return &bitlyFieldError{k, "linkraft does not take " + k + " in an update", "invalid"}
+	}
+	return nil
+}
+
+// bitlyUnsupportedField refuses an update's archived or deeplinks, unless
+// it asks for what linkraft does anyway: not archived, no deep links.
+func bitlyUnsupportedField(k string, v json.RawMessage, null bool) *bitlyFieldError {
+	if k == "archived" {
+		var archived bool
+		if !null && json.Unmarshal(v, &archived) != nil {
+			return &bitlyFieldError{k, "archived must be true or false", "invalid"}
+		}
+		if archived {
+			return &bitlyFieldError{k, "linkraft does not archive links (delete one with linkraft's API)", "not_supported"}
+		}
+		return nil
+	}
+	var d []json.RawMessage
+	if !null && json.Unmarshal(v, &d) != nil || len(d) > 0 {
+		return &bitlyFieldError{k, "linkraft has no deep links (send a device rule with linkraft's own API)", "not_supported"}
+	}
+	return nil
 }
 
 // update is PATCH /v4/bitlinks/{bitlink}.

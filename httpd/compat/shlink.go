@@ -466,6 +466,33 @@ type shlinkListQuery struct {
 // (the client's spelling), tags=a also works.
 func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery, error) {
 	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10}
+	if s := args.Peek("searchTerm"); len(s) > 0 {
+		q.native.Set("q", string(s))
+	}
+	if err := q.readTags(args); err != nil {
+		return q, err
+	}
+	if args.Has("domain") {
+		d := string(args.Peek("domain"))
+		if strings.EqualFold(d, defaultDomain) {
+			d = ""
+		}
+		q.native.Set("domain", d)
+	}
+	if err := q.readDates(args); err != nil {
+		return q, err
+	}
+	q.excludeMax = string(args.Peek("excludeMaxVisitsReached")) == "true"
+	q.excludePast = string(args.Peek("excludePastValidUntil")) == "true"
+	if err := q.readOrder(string(args.Peek("orderBy"))); err != nil {
+		return q, err
+	}
+	return q, q.readPage(args)
+}
+
+// readTags reads the tags a list keeps and leaves out, and whether a link
+// needs all of them or any.
+func (q *shlinkListQuery) readTags(args *fasthttp.Args) error {
 	multi := func(name string) []string {
 		var out []string
 		for _, k := range []string{name + "[]", name} {
@@ -474,9 +501,6 @@ func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery
 			}
 		}
 		return out
-	}
-	if s := args.Peek("searchTerm"); len(s) > 0 {
-		q.native.Set("q", string(s))
 	}
 	q.tags, q.notTags = multi("tags"), multi("excludeTags")
 	for _, m := range []struct {
@@ -488,19 +512,17 @@ func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery
 		case "all":
 			*m.all = true
 		default:
-			return q, fmt.Errorf("%s must be any or all, not %q", m.name, v)
+			return fmt.Errorf("%s must be any or all, not %q", m.name, v)
 		}
 	}
 	if len(q.tags) == 1 { // linkraft's list filters one tag itself
 		q.native.Set("tag", q.tags[0])
 	}
-	if args.Has("domain") {
-		d := string(args.Peek("domain"))
-		if strings.EqualFold(d, defaultDomain) {
-			d = ""
-		}
-		q.native.Set("domain", d)
-	}
+	return nil
+}
+
+// readDates reads the span a list's links were created in.
+func (q *shlinkListQuery) readDates(args *fasthttp.Args) error {
 	for _, t := range []struct {
 		name string
 		at   *time.Time
@@ -508,29 +530,38 @@ func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery
 		if v := args.Peek(t.name); len(v) > 0 {
 			at, err := time.Parse(time.RFC3339, string(v))
 			if err != nil {
-				return q, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
+				return fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
 			}
 			*t.at = at
 		}
 	}
-	q.excludeMax = string(args.Peek("excludeMaxVisitsReached")) == "true"
-	q.excludePast = string(args.Peek("excludePastValidUntil")) == "true"
-	if o := string(args.Peek("orderBy")); o != "" {
-		field, dir, _ := strings.Cut(o, "-")
-		switch field {
-		case "longUrl", "shortCode", "dateCreated", "title", "visits", "nonBotVisits":
-		default:
-			return q, fmt.Errorf("orderBy %q: use longUrl, shortCode, dateCreated, title, visits or nonBotVisits with -ASC or -DESC", o)
-		}
-		switch strings.ToUpper(dir) {
-		case "", "ASC":
-		case "DESC":
-			q.desc = true
-		default:
-			return q, fmt.Errorf("orderBy %q: the direction is ASC or DESC", o)
-		}
-		q.orderBy = field
+	return nil
+}
+
+// readOrder reads orderBy: a field, then -ASC or -DESC.
+func (q *shlinkListQuery) readOrder(o string) error {
+	if o == "" {
+		return nil
 	}
+	field, dir, _ := strings.Cut(o, "-")
+	switch field {
+	case "longUrl", "shortCode", "dateCreated", "title", "visits", "nonBotVisits":
+	default:
+		return fmt.Errorf("orderBy %q: use longUrl, shortCode, dateCreated, title, visits or nonBotVisits with -ASC or -DESC", o)
+	}
+	switch strings.ToUpper(dir) {
+	case "", "ASC":
+	case "DESC":
+		q.desc = true
+	default:
+		return fmt.Errorf("orderBy %q: the direction is ASC or DESC", o)
+	}
+	q.orderBy = field
+	return nil
+}
+
+// readPage reads the page asked for and its size (-1: every link).
+func (q *shlinkListQuery) readPage(args *fasthttp.Args) error {
 	for _, p := range []struct {
 		name string
 		to   *int
@@ -539,12 +570,12 @@ func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery
 		if v := args.Peek(p.name); len(v) > 0 {
 			n, err := strconv.Atoi(string(v))
 			if err != nil || n < p.min || n == 0 {
-				return q, fmt.Errorf("%s must be a whole number of at least 1", p.name)
+				return fmt.Errorf("%s must be a whole number of at least 1", p.name)
 			}
 			*p.to = n
 		}
 	}
-	return q, nil
+	return nil
 }
 
 // keeps is what linkraft's list cannot filter itself.

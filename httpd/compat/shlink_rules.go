@@ -93,74 +93,89 @@ func shlinkRulesOf(rules []Rule) []shlinkRule {
 // linkraft can honour, and an error naming the first it cannot.
 func nativeRule(r shlinkRule) (Rule, error) {
 	out := Rule{URL: r.LongURL}
-	w := &out.When
 	for _, c := range r.Conditions {
-		value := ""
-		if c.MatchValue != nil {
-			value = *c.MatchValue
-		}
-		once := func(field *string) error {
-			if *field != "" {
-				return fmt.Errorf("a rule holds at most one %s condition here", c.Type)
-			}
-			*field = value
-			return nil
-		}
-		var err error
-		switch c.Type {
-		case "device":
-			if !slices.Contains(shlinkDevices, value) {
-				return out, fmt.Errorf("device condition %q: linkraft's rules know the devices %s", value, strings.Join(shlinkDevices, ", "))
-			}
-			err = once(&w.Device)
-		case "browser":
-			if !slices.Contains(shlinkBrowsers, value) {
-				return out, fmt.Errorf("browser condition %q: linkraft's rules know the browsers %s", value, strings.Join(shlinkBrowsers, ", "))
-			}
-			err = once(&w.Browser)
-		case "language":
-			err = once(&w.Language)
-		case "geolocation-country-code":
-			err = once(&w.Country)
-		case "ip-address":
-			// Shlink's conditions must all hold; linkraft's addresses
-			// are alternatives: one address is the same in both.
-			if len(w.IP) > 0 {
-				return out, fmt.Errorf("a rule holds at most one ip-address condition here")
-			}
-			w.IP = []string{value}
-		case "query-param":
-			if c.MatchKey == nil || *c.MatchKey == "" {
-				return out, fmt.Errorf("a query-param condition needs its matchKey")
-			}
-			if _, dup := w.Query[*c.MatchKey]; dup {
-				return out, fmt.Errorf("two query-param conditions on %q", *c.MatchKey)
-			}
-			if w.Query == nil {
-				w.Query = map[string]string{}
-			}
-			w.Query[*c.MatchKey] = value
-		case "before-date", "after-date":
-			at, perr := time.Parse(time.RFC3339, value)
-			if perr != nil {
-				return out, fmt.Errorf("%s condition must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", c.Type)
-			}
-			field := &w.Before
-			if c.Type == "after-date" {
-				field = &w.After
-			}
-			value = nativeTime(at)
-			err = once(field)
-		case "any-value-query-param", "valueless-query-param", "geolocation-city-name":
-			return out, fmt.Errorf("linkraft's rules have no %s condition", c.Type)
-		default:
-			return out, fmt.Errorf("unknown condition type %q", c.Type)
-		}
-		if err != nil {
+		if err := addNativeCondition(&out.When, c); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// addNativeCondition adds Shlink's condition c to w, or says why
+// linkraft's rules cannot hold it.
+func addNativeCondition(w *RuleWhen, c shlinkCondition) error {
+	value := ""
+	if c.MatchValue != nil {
+		value = *c.MatchValue
+	}
+	switch c.Type {
+	case "device":
+		if !slices.Contains(shlinkDevices, value) {
+			return fmt.Errorf("device condition %q: linkraft's rules know the devices %s", value, strings.Join(shlinkDevices, ", "))
+		}
+		return setOnce(&w.Device, value, c.Type)
+	case "browser":
+		if !slices.Contains(shlinkBrowsers, value) {
+			return fmt.Errorf("browser condition %q: linkraft's rules know the browsers %s", value, strings.Join(shlinkBrowsers, ", "))
+		}
+		return setOnce(&w.Browser, value, c.Type)
+	case "language":
+		return setOnce(&w.Language, value, c.Type)
+	case "geolocation-country-code":
+		return setOnce(&w.Country, value, c.Type)
+	case "ip-address":
+		// Shlink's conditions must all hold; linkraft's addresses
+		// are alternatives: one address is the same in both.
+		if len(w.IP) > 0 {
+			return fmt.Errorf("a rule holds at most one ip-address condition here")
+		}
+		w.IP = []string{value}
+		return nil
+	case "query-param":
+		return addQueryCondition(w, c.MatchKey, value)
+	case "before-date", "after-date":
+		return addDateCondition(w, c.Type, value)
+	case "any-value-query-param", "valueless-query-param", "geolocation-city-name":
+		return fmt.Errorf("linkraft's rules have no %s condition", c.Type)
+	}
+	return fmt.Errorf("unknown condition type %q", c.Type)
+}
+
+// setOnce sets a condition linkraft's rules hold one of.
+func setOnce(field *string, value, conditionType string) error {
+	if *field != "" {
+		return fmt.Errorf("a rule holds at most one %s condition here", conditionType)
+	}
+	*field = value
+	return nil
+}
+
+// addQueryCondition adds a query-param condition: key must be value.
+func addQueryCondition(w *RuleWhen, key *string, value string) error {
+	if key == nil || *key == "" {
+		return fmt.Errorf("a query-param condition needs its matchKey")
+	}
+	if _, dup := w.Query[*key]; dup {
+		return fmt.Errorf("two query-param conditions on %q", *key)
+	}
+	if w.Query == nil {
+		w.Query = map[string]string{}
+	}
+	w.Query[*key] = value
+	return nil
+}
+
+// addDateCondition adds a before-date or after-date condition.
+func addDateCondition(w *RuleWhen, conditionType, value string) error {
+	at, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return fmt.Errorf("%s condition must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", conditionType)
+	}
+	field := &w.Before
+	if conditionType == "after-date" {
+		field = &w.After
+	}
+	return setOnce(field, nativeTime(at), conditionType)
 }
 
 // redirectRules answers a link's rules as Shlink's redirect rules.

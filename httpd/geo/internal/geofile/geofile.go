@@ -193,6 +193,16 @@ func Parse(file []byte) (*File, error) {
 // start is the family's first address), starts strictly increase, and every
 // index names a code.
 func (f *File) check() error {
+	for _, check := range []func() error{f.checkCodes, f.checkV4, f.checkV6, f.checkIndexes} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCodes checks the header's strings and the country codes.
+func (f *File) checkCodes() error {
 	if len(f.Version) > 255 || len(f.Date) > 255 {
 		return errors.New("version or date longer than 255 bytes")
 	}
@@ -204,6 +214,11 @@ func (f *File) check() error {
 			return fmt.Errorf("country code %q is not two capital letters", c)
 		}
 	}
+	return nil
+}
+
+// checkV4 checks that the IPv4 ranges cover every address in order.
+func (f *File) checkV4() error {
 	if len(f.V4Start) == 0 || f.V4Start[0] != 0 || len(f.V4Index) != len(f.V4Start) {
 		return errors.New("IPv4 ranges do not start at 0.0.0.0 or lack indexes")
 	}
@@ -212,6 +227,11 @@ func (f *File) check() error {
 			return fmt.Errorf("IPv4 range %d does not start after range %d", i, i-1)
 		}
 	}
+	return nil
+}
+
+// checkV6 checks that the IPv6 ranges cover every address in order.
+func (f *File) checkV6() error {
 	n := len(f.V6High)
 	if n == 0 || f.V6High[0] != 0 || f.V6Low[0] != 0 || len(f.V6Low) != n || len(f.V6Index) != n {
 		return errors.New("IPv6 ranges do not start at :: or lack halves or indexes")
@@ -221,6 +241,11 @@ func (f *File) check() error {
 			return fmt.Errorf("IPv6 range %d does not start after range %d", i, i-1)
 		}
 	}
+	return nil
+}
+
+// checkIndexes checks that every range's index names a country code.
+func (f *File) checkIndexes() error {
 	for _, idx := range [][]byte{f.V4Index, f.V6Index} {
 		for _, x := range idx {
 			if int(x) > len(f.Codes) {
