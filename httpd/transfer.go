@@ -378,7 +378,7 @@ func (api *transferAPI) tally(r *importReport, p proposedChunk, stopped *atomic.
 		case res.Err == nil:
 			r.Created++
 		case errors.Is(res.Err, fsm.ErrCodeTaken):
-			if l, ok := api.fsm.Get(req.CustomCode); ok && l.URL == req.URL && l.Workspace == req.Workspace {
+			if l, ok := api.fsm.Get(fsm.QualifiedCode(req.Domain, req.CustomCode)); ok && l.URL == req.URL && l.Workspace == req.Workspace {
 				r.Skipped++
 			} else {
 				r.Failed = append(r.Failed, importFailure{Line: p.lines[k], Error: "code " + req.CustomCode + " is taken by another link or was deleted"})
