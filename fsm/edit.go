@@ -298,6 +298,17 @@ func decodeEditExtension(d *decoder, c *EditCommand) {
 	}
 }
 
+// decodeEditEntry reads an edit: cmdEditExtended's with the fields of
+// LevelVisitRows.
+func decodeEditEntry(d *decoder, typ commandType) EditCommand {
+	if typ != cmdEditExtended {
+		return decodeEdit(d, editKnown)
+	}
+	c := decodeEdit(d, editKnownExtended)
+	decodeEditExtension(d, &c)
+	return c
+}
+
 // decodeEdit reads what encodeEdit wrote, refusing fields outside known.
 func decodeEdit(d *decoder, known EditField) EditCommand {
 	c := EditCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}

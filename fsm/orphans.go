@@ -209,6 +209,10 @@ func (c OrphanVisitsDeleteCommand) Encode() []byte {
 // Level is LevelVisitRows (Command).
 func (OrphanVisitsDeleteCommand) Level() int { return LevelVisitRows }
 
+func decodeOrphanVisitsDelete(d *decoder) OrphanVisitsDeleteCommand {
+	return OrphanVisitsDeleteCommand{Now: d.varint(), KeyID: d.string()}
+}
+
 // deleteOrphanVisits applies an OrphanVisitsDeleteCommand: the number of
 // visits it forgot (those within retention, bots included), or an error.
 func (s *state) deleteOrphanVisits(c OrphanVisitsDeleteCommand) any {

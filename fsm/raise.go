@@ -38,6 +38,10 @@ func (c RaiseCommand) Encode() []byte {
 // the entry (Command).
 func (c RaiseCommand) Level() int { return max(c.To, LevelBounds) }
 
+func decodeRaise(d *decoder) RaiseCommand {
+	return RaiseCommand{To: int(min(d.uvarint(), 1<<16))}
+}
+
 func (s *state) raise(c RaiseCommand) error {
 	if c.To < LevelBounds || c.To > EntryLevel {
 		return fmt.Errorf("%w: raise to level %d: this build raises to %d to %d", ErrInvalidRequest, c.To, LevelBounds, EntryLevel)

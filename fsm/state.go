@@ -200,75 +200,13 @@ func (s *state) dedupeLookup(workspace uint32, domain, canonical string) (uint32
 	})
 }
 
-// apply decodes and applies one log entry and returns its result.
-func (s *state) apply(data []byte) any {
-	cmd, err := DecodeCommand(data)
-	if err != nil {
-		return err
+// createBatch applies a batch's creates in order, one result each.
+func (s *state) createBatch(c CreateBatch) []CreateResult {
+	results := make([]CreateResult, len(c.Items))
+	for i, it := range c.Items {
+		results[i] = s.create(c.Now, it)
 	}
-	switch c := cmd.(type) {
-	case InitCommand:
-		if !s.hasKey {
-			s.hasKey, s.key, s.clusterID = true, c.Key, c.ClusterID
-		}
-		return nil
-	case CreateBatch:
-		results := make([]CreateResult, len(c.Items))
-		for i, it := range c.Items {
-			results[i] = s.create(c.Now, it)
-		}
-		return results
-	case DeleteCommand:
-		return s.delete(c)
-	case ClickBatch:
-		return s.addClicks(c)
-	case PurgeCommand:
-		s.purge(c)
-		return nil
-	case ServerCommand:
-		if c.HTTPAddr == "" {
-			delete(s.servers, c.ID)
-		} else {
-			s.servers[c.ID] = c.HTTPAddr
-		}
-		return nil
-	case ServerRemovalCommand:
-		return s.applyRemoval(c)
-	case KeyCreateCommand:
-		return s.createKey(c)
-	case KeyRevokeCommand:
-		return s.revokeKey(c)
-	case EditCommand:
-		l, err := s.edit(c)
-		if err != nil {
-			return err
-		}
-		return l
-	case DomainCommand:
-		return s.setDomain(c)
-	case VisitCommand:
-		return s.visit(c)
-	case RaiseCommand:
-		return s.raise(c)
-	case AuditNoteCommand:
-		return s.note(c)
-	case CertCommand:
-		return s.applyCert(c)
-	case TagsCommand:
-		res, err := s.applyTags(c)
-		if err != nil {
-			return err
-		}
-		return res
-	case VisitsDeleteCommand:
-		return s.deleteVisits(c)
-	case OrphanVisitsDeleteCommand:
-		return s.deleteOrphanVisits(c)
-	}
-	if result, ok := s.applyWebhook(cmd); ok {
-		return result
-	}
-	return fmt.Errorf("apply: unhandled command %T", cmd)
+	return results
 }
 
 func (s *state) create(now int64, r CreateRequest) CreateResult {
@@ -586,9 +524,10 @@ func (s *state) expiredBefore(t int64) []uint32 {
 	return expired
 }
 
-func (s *state) purge(c PurgeCommand) {
+func (s *state) purge(c PurgeCommand) error {
 	for _, p := range s.expiredBefore(c.ExpiredBefore) {
 		s.remove(p)
 	}
 	s.requests.dropBefore(c.RequestsBefore)
+	return nil
 }

@@ -205,6 +205,10 @@ func (c VisitsDeleteCommand) Encode() []byte {
 // Level is LevelVisitRows (Command).
 func (VisitsDeleteCommand) Level() int { return LevelVisitRows }
 
+func decodeVisitsDelete(d *decoder) VisitsDeleteCommand {
+	return VisitsDeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
+}
+
 // deleteVisits applies a VisitsDeleteCommand: the number of visits it
 // forgot (clicks and bots), or an error.
 func (s *state) deleteVisits(c VisitsDeleteCommand) any {

@@ -246,19 +246,6 @@ func (w *webhooks) recompute() {
 	}
 }
 
-// applyWebhook applies a webhook command; false when cmd is not one.
-func (s *state) applyWebhook(cmd any) (any, bool) {
-	switch c := cmd.(type) {
-	case WebhookSetCommand:
-		return s.setWebhook(c), true
-	case WebhookDeleteCommand:
-		return s.deleteWebhook(c), true
-	case WebhookAckCommand:
-		return s.ackWebhook(c), true
-	}
-	return nil, false
-}
-
 // setWebhook answers the stored Webhook, or an error.
 func (s *state) setWebhook(c WebhookSetCommand) any {
 	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
@@ -495,19 +482,18 @@ func (c WebhookAckCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
-func decodeWebhookCommand(d *decoder, typ commandType) Command {
-	switch typ {
-	case cmdWebhookSet:
-		c := WebhookSetCommand{Webhook: Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string()}}
-		c.By, c.Now = d.string(), d.varint()
-		return c
-	case cmdWebhookDelete:
-		return WebhookDeleteCommand{ID: d.string(), By: d.string(), Now: d.varint()}
-	case cmdWebhookAck:
-		return WebhookAckCommand{ID: d.string(), Seq: d.uvarint()}
-	}
-	d.fail(fmt.Errorf("not a webhook command: type %d", typ))
-	return nil
+func decodeWebhookSet(d *decoder) WebhookSetCommand {
+	c := WebhookSetCommand{Webhook: Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string()}}
+	c.By, c.Now = d.string(), d.varint()
+	return c
+}
+
+func decodeWebhookDelete(d *decoder) WebhookDeleteCommand {
+	return WebhookDeleteCommand{ID: d.string(), By: d.string(), Now: d.varint()}
+}
+
+func decodeWebhookAck(d *decoder) WebhookAckCommand {
+	return WebhookAckCommand{ID: d.string(), Seq: d.uvarint()}
 }
 
 // snapshotHooks is the snapshot's copy of the webhooks: each hookState by
