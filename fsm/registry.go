@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // A feature is one part of the state as the log and the snapshot carry
@@ -10,8 +12,9 @@ import (
 // the sections it keeps in a snapshot. Adding a replicated write or a
 // piece of state is a row in features, not a case in a switch elsewhere.
 type feature struct {
-	name    string
-	entries []entry
+	name     string
+	entries  []entry
+	sections []section
 }
 
 // entry is one or more entry types that decode to the same command type
@@ -21,6 +24,47 @@ type entry struct {
 	types  []commandType
 	decode func(d *decoder, typ commandType) Command
 	apply  func(s *state, c Command) any
+}
+
+// section is one part of the snapshot stream (DESIGN.md, Snapshots). at
+// orders the sections of every feature in the stream: it is fixed by the
+// format, never by where a feature sits in the table.
+type section struct {
+	name  string
+	at    int
+	since byte // the first snapshot version that holds the section
+	until byte // the last one; 0: every version from since on
+	write writeFunc
+	read  readFunc
+}
+
+// writeFunc encodes a section of a snapshot in the given version; flush
+// hands what is encoded to the writer once enough is buffered. Nil for a
+// section that only older versions hold, which are read but never
+// written.
+type writeFunc func(snap *snapshot, e *encoder, version byte, flush func(bool))
+
+// readFunc decodes a section into a state being rebuilt, checking what it
+// reads; the sections before it are already in the state.
+type readFunc func(st *state, d *decoder, version byte) error
+
+// holds reports whether a snapshot of the given version has the section.
+func (sec *section) holds(version byte) bool {
+	return version >= sec.since && (sec.until == 0 || version <= sec.until)
+}
+
+// encodes and flushed adapt a section's encoder that needs no version;
+// decodes a decoder that needs none.
+func encodes(f func(*snapshot, *encoder)) writeFunc {
+	return func(snap *snapshot, e *encoder, _ byte, _ func(bool)) { f(snap, e) }
+}
+
+func flushed(f func(*snapshot, *encoder, func(bool))) writeFunc {
+	return func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { f(snap, e, flush) }
+}
+
+func decodes(f func(*state, *decoder) error) readFunc {
+	return func(st *state, d *decoder, _ byte) error { return f(st, d) }
 }
 
 // handles makes an entry of a command type C: decode returns a C for each
@@ -57,8 +101,14 @@ func orError[C, R any](apply func(*state, C) (R, error)) func(*state, C) any {
 var features = []feature{
 	{name: "code key", entries: []entry{
 		handles(anyType(decodeInit), (*state).init, cmdInit),
+	}, sections: []section{
+		{name: "key", at: 20, since: snapshotV1, write: writeKey, read: readKey},
+		{name: "counters", at: 30, since: snapshotV1, write: writeCounters, read: readCounters},
 	}},
-	{name: "links", entries: []entry{
+	{name: "links", sections: []section{
+		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: (*state).decodeLinks},
+		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1, read: decodes((*state).decodeDedupeV1)},
+	}, entries: []entry{
 		handles(decodeCreate, (*state).createBatch,
 			cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported, cmdCreateExtended),
 		handles(decodeDelete, (*state).delete, cmdDelete, cmdDeleteKeyed),
@@ -66,49 +116,94 @@ var features = []feature{
 		handles(anyType(decodePurge), (*state).purge, cmdPurge),
 		handles(anyType(decodeTagsCommand), orError((*state).applyTags), cmdTags),
 	}},
+	{name: "tombstones", sections: []section{
+		{name: "tombstones", at: 50, since: snapshotV1, write: writeTombstones, read: readTombstones},
+	}},
+	{name: "idempotency records", sections: []section{
+		{name: "requests", at: 80, since: snapshotV1, write: writeRequests, read: readRequests},
+	}},
 	{name: "clicks and visits", entries: []entry{
 		handles(decodeClicks, (*state).addClicks, cmdClicks, cmdClicksVisitors),
 		handles(decodeVisit, (*state).visit, cmdVisit, cmdVisitVisitor),
 		handles(anyType(decodeVisitsDelete), (*state).deleteVisits, cmdVisitsDelete),
 		handles(anyType(decodeOrphanVisitsDelete), (*state).deleteOrphanVisits, cmdOrphanVisitsDelete),
+	}, sections: []section{
+		{name: "click sequences", at: 60, since: snapshotV1, write: writeClickSeqs, read: readClickSeqs},
+		{name: "clicks per hour", at: 90, since: snapshotV3,
+			write: flushed((*snapshot).encodeClickHours), read: decodes((*state).decodeClickHours)},
+		{name: "visitors", at: 130, since: snapshotV6,
+			write: flushed((*snapshot).encodeVisits), read: decodes((*state).decodeVisits)},
+		{name: "tallies", at: 170, since: snapshotV10,
+			write: flushed((*snapshot).encodeTallies), read: decodes((*state).decodeTallies)},
+		{name: "orphan visits", at: 175, since: snapshotV10,
+			write: flushed((*snapshot).encodeOrphans), read: decodes((*state).decodeOrphans)},
 	}},
 	{name: "servers", entries: []entry{
 		handles(anyType(decodeServer), (*state).setServer, cmdServer),
 		handles(anyType(decodeServerRemoval), (*state).applyRemoval, cmdServerRemoval),
+	}, sections: []section{
+		{name: "servers", at: 70, since: snapshotV1, write: writeServers, read: readServers},
+		{name: "removed servers", at: 75, since: snapshotVersion,
+			write: encodes((*snapshot).encodeRemovals), read: decodes((*state).decodeRemovals)},
 	}},
 	{name: "API keys", entries: []entry{
 		handles(decodeKeyCreate, (*state).createKey, cmdKeyCreate, cmdKeyCreateDomains),
 		handles(anyType(decodeKeyRevoke), (*state).revokeKey, cmdKeyRevoke),
+	}, sections: []section{
+		{name: "keys", at: 100, since: snapshotV4,
+			write: encodes((*snapshot).encodeKeys), read: decodes((*state).decodeKeys)},
+		{name: "key domains", at: 125, since: snapshotV5,
+			write: encodes((*snapshot).encodeKeyDomains), read: decodes((*state).decodeKeyDomains)},
 	}},
 	{name: "audit log", entries: []entry{
 		handles(anyType(decodeAuditNote), (*state).note, cmdAuditNote),
+	}, sections: []section{
+		{name: "audit", at: 110, since: snapshotV4,
+			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.audit, flush) },
+			read:  func(st *state, d *decoder, version byte) error { return st.decodeAudit(d, version, false) }},
+		{name: "security audit", at: 150, since: snapshotV8,
+			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.security, flush) },
+			read:  func(st *state, d *decoder, version byte) error { return st.decodeAudit(d, version, true) }},
 	}},
 	{name: "domains", entries: []entry{
 		handles(decodeDomain, (*state).setDomain, cmdDomain, cmdDomainExtended),
+	}, sections: []section{
+		{name: "domains", at: 120, since: snapshotV5, write: writeDomains, read: (*state).decodeDomains},
 	}},
 	{name: "webhooks", entries: []entry{
 		handles(anyType(decodeWebhookSet), (*state).setWebhook, cmdWebhookSet),
 		handles(anyType(decodeWebhookDelete), (*state).deleteWebhook, cmdWebhookDelete),
 		handles(anyType(decodeWebhookAck), (*state).ackWebhook, cmdWebhookAck),
+	}, sections: []section{
+		{name: "webhooks", at: 140, since: snapshotV6,
+			write: flushed((*snapshot).encodeWebhooks), read: decodes((*state).decodeWebhooks)},
 	}},
 	{name: "raised level", entries: []entry{
 		handles(anyType(decodeRaise), (*state).raise, cmdRaise),
+	}, sections: []section{
+		{name: "raised level", at: 10, since: snapshotV8, write: writeRaised, read: readRaised},
 	}},
 	{name: "certificates", entries: []entry{
 		handles(anyType(decodeCertCommand), (*state).applyCert, cmdCert),
+	}, sections: []section{
+		{name: "certificates", at: 160, since: snapshotV9,
+			write: encodes((*snapshot).encodeCerts), read: decodes((*state).decodeCerts)},
 	}},
 }
 
-// registry is features indexed for use. Built once at init from the
+// registry is features indexed for use: entry types by type byte, sections
+// in stream order. Built once at init from the
 // literal and never changed after, so it is shared state in name only.
 var registry = newRegistry(features)
 
 type registryIndex struct {
-	entries map[commandType]*entry
+	entries  map[commandType]*entry
+	sections []*section
 }
 
 // newRegistry indexes the features. Two features claiming one entry type
-// are a programming error, found when the package loads.
+// or one place in the stream are a programming error, found when the
+// package loads.
 func newRegistry(fs []feature) registryIndex {
 	r := registryIndex{entries: map[commandType]*entry{}}
 	for _, f := range fs {
@@ -120,6 +215,15 @@ func newRegistry(fs []feature) registryIndex {
 				}
 				r.entries[typ] = e
 			}
+		}
+		for i := range f.sections {
+			r.sections = append(r.sections, &f.sections[i])
+		}
+	}
+	slices.SortFunc(r.sections, func(a, b *section) int { return cmp.Compare(a.at, b.at) })
+	for i := 1; i < len(r.sections); i++ {
+		if r.sections[i].at == r.sections[i-1].at {
+			panic(fmt.Sprintf("fsm: sections %s and %s share place %d", r.sections[i-1].name, r.sections[i].name, r.sections[i].at))
 		}
 	}
 	return r

@@ -185,91 +185,10 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	version := snap.version()
 	e.fixed(snapshotMagic)
 	e.byte(version)
-	if version >= snapshotV8 {
-		e.uvarint(uint64(snap.raised))
-	}
-	e.bool(snap.hasKey)
-	e.fixed(snap.key[:])
-	e.fixed(snap.clusterID[:])
-	e.uvarint(snap.lastID)
-	e.uvarint(uint64(len(snap.counters)))
-	for _, c := range snap.counters {
-		e.uvarint(uint64(c.length))
-		e.uvarint(c.next)
-	}
-	e.uvarint(uint64(snap.live))
-	for p := range snap.records.n {
-		if r := snap.records.at(p); r.live() {
-			snap.encodeLink(&e, r)
-			switch {
-			case version >= snapshotV10:
-				encodeOptionsExtended(&e, snap.opts[p])
-			case version >= snapshotV5:
-				encodeOptions(&e, snap.opts[p])
-			}
-			flush(false)
+	for _, sec := range registry.sections {
+		if sec.write != nil && sec.holds(version) {
+			sec.write(snap, &e, version, flush)
 		}
-	}
-	e.uvarint(uint64(len(snap.tombstones)))
-	for _, t := range snap.tombstones {
-		e.string(t)
-		flush(false)
-	}
-	e.uvarint(uint64(len(snap.clickSeqs)))
-	for _, c := range snap.clickSeqs {
-		e.string(c.node)
-		e.uvarint(c.seq)
-	}
-	e.uvarint(uint64(len(snap.servers)))
-	for _, sv := range snap.servers {
-		e.string(sv.id)
-		e.string(sv.httpAddr)
-	}
-	if version >= snapshotVersion {
-		snap.encodeRemovals(&e)
-	}
-	e.uvarint(uint64(len(snap.requests)))
-	for _, r := range snap.requests {
-		e.string(r.id)
-		e.string(r.code)
-		e.bool(r.existing)
-		e.varint(r.at)
-		e.uvarint(r.fingerprint)
-		flush(false)
-	}
-	snap.encodeClickHours(&e, flush)
-	snap.encodeKeys(&e)
-	encodeAudit(&e, snap.audit, flush)
-	if version >= snapshotV5 {
-		e.uvarint(uint64(len(snap.domains)))
-		for _, d := range snap.domains {
-			e.string(d.Name)
-			e.string(d.RootRedirect)
-			e.string(d.NotFoundRedirect)
-			if version >= snapshotV10 {
-				e.string(d.InvalidRedirect)
-			}
-		}
-		if version >= snapshotV10 {
-			e.string(snap.defaultDomain.RootRedirect)
-			e.string(snap.defaultDomain.NotFoundRedirect)
-			e.string(snap.defaultDomain.InvalidRedirect)
-		}
-		snap.encodeKeyDomains(&e)
-	}
-	if version >= snapshotV6 {
-		snap.encodeVisits(&e, flush)
-		snap.encodeWebhooks(&e, flush)
-	}
-	if version >= snapshotV8 {
-		encodeAudit(&e, snap.security, flush)
-	}
-	if version >= snapshotV9 {
-		snap.encodeCerts(&e)
-	}
-	if version >= snapshotV10 {
-		snap.encodeTallies(&e, flush)
-		snap.encodeOrphans(&e, flush)
 	}
 	flush(true)
 	if werr != nil {
@@ -405,107 +324,22 @@ func decodeSnapshot(d *decoder) (*state, error) {
 	return st, nil
 }
 
+// decodeSections reads the version and every section it holds, in order,
+// into a new state.
 func decodeSections(d *decoder) (*state, error) {
 	version := d.byte()
-	if d.err == nil && (version < snapshotV1 || version > snapshotVersion) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	if version < snapshotV1 || version > snapshotVersion {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
 	st := newState()
-	if version >= snapshotV8 {
-		st.raised = int(d.uvarint())
-		if d.err == nil && (st.raised < LevelBounds || st.raised > EntryLevel) {
-			return nil, fmt.Errorf("raised to level %d", st.raised)
+	for _, sec := range registry.sections {
+		if !sec.holds(version) {
+			continue
 		}
-		// A raised state is written in the one version its level picks:
-		// any other pairing would be written back in another version,
-		// leaving out (or adding) sections, and equal states would no
-		// longer give equal bytes.
-		if want := (&snapshot{level: st.raised}).version(); d.err == nil && want != version {
-			return nil, fmt.Errorf("a state raised to level %d in a version %d snapshot (it is written in version %d)", st.raised, version, want)
-		}
-		st.audit.apart = true
-	}
-	st.hasKey = d.bool()
-	d.fixed(st.key[:])
-	d.fixed(st.clusterID[:])
-	st.lastID = d.uvarint()
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		length, next := int(d.uvarint()), d.uvarint()
-		if d.err == nil && (length < codes.MinCounterLength || length > codes.MaxCounterLength) {
-			return nil, fmt.Errorf("counter for code length %d", length)
-		}
-		st.counters[length] = next
-	}
-	if err := st.decodeLinks(d, version); err != nil {
-		return nil, err
-	}
-	if version == snapshotV1 {
-		if err := st.decodeDedupeV1(d); err != nil {
-			return nil, err
-		}
-	}
-	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		st.tombstones[d.string()] = struct{}{}
-	}
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		st.clickSeqs[d.string()] = d.uvarint()
-	}
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		st.servers[d.string()] = d.string()
-	}
-	if version >= snapshotVersion {
-		if err := st.decodeRemovals(d); err != nil {
-			return nil, err
-		}
-	}
-	for n := d.count(5); n > 0 && d.err == nil; n-- {
-		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
-		st.requests.add(r)
-	}
-	if version >= snapshotV3 {
-		if err := st.decodeClickHours(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV4 {
-		if err := st.decodeKeys(d); err != nil {
-			return nil, err
-		}
-		if err := st.decodeAudit(d, version, false); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV5 {
-		if err := st.decodeDomains(d, version); err != nil {
-			return nil, err
-		}
-		if err := st.decodeKeyDomains(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV6 {
-		if err := st.decodeVisits(d); err != nil {
-			return nil, err
-		}
-		if err := st.decodeWebhooks(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV8 {
-		if err := st.decodeAudit(d, version, true); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV9 {
-		if err := st.decodeCerts(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV10 {
-		if err := st.decodeTallies(d); err != nil {
-			return nil, err
-		}
-		if err := st.decodeOrphans(d); err != nil {
+		if err := sec.read(st, d, version); err != nil {
 			return nil, err
 		}
 	}
