@@ -164,12 +164,12 @@ type HourClicks struct {
 func (f *FSM) ClickHours(code string, from, to int64) ([]HourClicks, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	p, ok := f.s.lookup(code)
+	p, ok := f.s.links.lookup(code)
 	if !ok {
 		return nil, false
 	}
 	var out []HourClicks
-	for _, h := range f.s.recs.hours.kept(p) {
+	for _, h := range f.s.links.recs.hours.kept(p) {
 		start := int64(h.hour) * hourMillis
 		if start >= from && start < to {
 			out = append(out, HourClicks{Start: start, Clicks: uint64(h.count)})

@@ -65,14 +65,14 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	if err != nil {
 		return Link{}, err
 	}
-	r := s.recs.at(p)
+	r := s.links.recs.at(p)
 	if c.Fields&^editKnownExtended != 0 {
 		return Link{}, fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnownExtended)
 	}
 	if c.Level() >= LevelVisitRows && s.raised < LevelVisitRows {
 		return Link{}, ErrNotRaised
 	}
-	changeURL := c.Fields&EditURL != 0 && c.URL != s.recs.text.url(r)
+	changeURL := c.Fields&EditURL != 0 && c.URL != s.links.recs.text.url(r)
 	if changeURL {
 		if err := checkTarget(c.URL); err != nil {
 			return Link{}, err
@@ -89,7 +89,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 		s.retarget(p, c.URL, c.Canonical, c.Now)
 	}
 	if c.Fields&EditExpiresAt != 0 {
-		s.recs.mutable(p).expiresAt = c.ExpiresAt
+		s.links.recs.mutable(p).expiresAt = c.ExpiresAt
 	}
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
@@ -134,10 +134,10 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 		o.Crawlable = c.Crawlable
 	}
 	if changeURL {
-		r := s.recs.at(p)
+		r := s.links.recs.at(p)
 		history := slices.Clip(o.History) // appending must not write into the old value's array
 		if len(history) == 0 {
-			history = append(history, Version{URL: s.recs.text.url(r), ChangedAt: r.createdAt})
+			history = append(history, Version{URL: s.links.recs.text.url(r), ChangedAt: r.createdAt})
 		}
 		history = append(history, Version{URL: c.URL, ChangedAt: c.Now, KeyID: c.KeyID})
 		if s.bounded() && len(history) > MaxHistory {
@@ -157,24 +157,24 @@ const MaxHistory = 50
 // retarget points the link at p to url. A dedupe link moves in the dedupe
 // index to its new canonical URL.
 func (s *state) retarget(p uint32, url, canonical string, now int64) {
-	r := s.recs.mutable(p)
-	code := s.recs.text.code(r)
+	r := s.links.recs.mutable(p)
+	code := s.links.recs.text.code(r)
 	if r.flags&flagIndexed != 0 {
-		s.dedupe.remove(s.dedupeHash(r.workspace, s.domainIndex(code), s.recs.text.canonical(r)), p)
+		s.links.dedupe.remove(s.links.dedupeHash(r.workspace, s.links.domainIndex(code), s.links.recs.text.canonical(r)), p)
 		r.flags &^= flagIndexed
 	}
 	stored := ""
 	if r.dedupe() && canonical != url {
 		stored = canonical
 	}
-	r.text = s.recs.text.add(code, url, stored)
+	r.text = s.links.recs.text.add(code, url, stored)
 	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
-	s.index(p, now)
+	s.links.index(p, now)
 }
 
 // setOptions stores o as the link's Options, or none when o holds nothing.
 func (s *state) setOptions(p uint32, o *Options) {
-	r := s.recs.mutable(p)
+	r := s.links.recs.mutable(p)
 	if o.empty() {
 		delete(s.opts, p)
 		r.flags &^= flagOptions
@@ -201,7 +201,7 @@ type VisitCommand struct {
 }
 
 func (s *state) visit(c VisitCommand) error {
-	p, ok := s.lookup(c.Code)
+	p, ok := s.links.lookup(c.Code)
 	if !ok {
 		return ErrNotFound
 	}
@@ -210,9 +210,9 @@ func (s *state) visit(c VisitCommand) error {
 	}
 	hour, timed := hourOf(c.Now)
 	if timed {
-		s.recs.hours.newest = max(s.recs.hours.newest, hour)
+		s.links.recs.hours.newest = max(s.links.recs.hours.newest, hour)
 	}
-	sharing := s.recs.sharing.Load() > 0
+	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
 		s.countClicks(p, 1, c.Now, hour, timed, sharing)
 	}
@@ -225,13 +225,13 @@ func (s *state) visit(c VisitCommand) error {
 
 // countClicks adds n clicks at time now to the link at p.
 func (s *state) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
-	r := s.recs.mutable(p)
+	r := s.links.recs.mutable(p)
 	r.clicks += n
 	if now > r.lastAccess {
 		r.lastAccess = now
 	}
 	if timed && n > 0 {
-		s.recs.hours.add(p, hour, n, s.recs.gen, sharing)
+		s.links.recs.hours.add(p, hour, n, s.links.recs.gen, sharing)
 	}
 }
 

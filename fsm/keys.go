@@ -234,12 +234,12 @@ func (s *state) mayAdminister(by string, now int64) bool {
 // code that keyID may write at now: ErrNotFound without one,
 // ErrUnauthorized when the key may not (mayWrite).
 func (s *state) writableLink(code, keyID string, now int64) (uint32, string, error) {
-	p, ok := s.lookup(code)
+	p, ok := s.links.lookup(code)
 	if !ok {
 		return 0, "", ErrNotFound
 	}
-	ws := s.workspaces.names[s.recs.at(p).workspace]
-	if !s.mayWrite(keyID, ws, s.domainIndex(code), now) {
+	ws := s.links.workspaces.names[s.links.recs.at(p).workspace]
+	if !s.mayWrite(keyID, ws, s.links.domainIndex(code), now) {
 		return 0, "", ErrUnauthorized
 	}
 	return p, ws, nil

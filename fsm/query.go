@@ -105,13 +105,13 @@ func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (lin
 func (s *state) positionsNewestFirst(workspaces []string) []uint32 {
 	var out []uint32
 	if workspaces == nil {
-		for _, list := range s.workspaces.links {
+		for _, list := range s.links.workspaces.links {
 			out = append(out, list...)
 		}
 	}
 	for _, name := range workspaces {
-		if ws, ok := s.workspaces.ids[name]; ok {
-			out = append(out, s.workspaces.links[ws]...)
+		if ws, ok := s.links.workspaces.ids[name]; ok {
+			out = append(out, s.links.workspaces.links[ws]...)
 		}
 	}
 	slices.Sort(out) // positions are in id order
@@ -134,7 +134,7 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	counts := map[string]*TagCount{}
 	for _, p := range f.s.positionsNewestFirst(workspaces) {
 		o := f.s.opts[p]
-		if o == nil || domains != nil && !slices.Contains(domains, f.s.domainIndex(f.s.recs.text.code(f.s.recs.at(p)))) {
+		if o == nil || domains != nil && !slices.Contains(domains, f.s.links.domainIndex(f.s.links.recs.text.code(f.s.links.recs.at(p)))) {
 			continue
 		}
 		for _, t := range o.Tags {
@@ -145,7 +145,7 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 				counts[t] = c
 			}
 			c.Links++
-			c.Clicks += f.s.recs.at(p).clicks
+			c.Clicks += f.s.links.recs.at(p).clicks
 		}
 	}
 	out := make([]TagCount, 0, len(counts))
@@ -200,11 +200,11 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	defer f.mu.RUnlock()
 	out := Crawlable{Version: f.version()}
 	for p, o := range f.s.opts {
-		r := f.s.recs.at(p)
+		r := f.s.links.recs.at(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue
 		}
-		d, code := SplitCode(f.s.recs.text.code(r))
+		d, code := SplitCode(f.s.links.recs.text.code(r))
 		if d != domain {
 			continue
 		}

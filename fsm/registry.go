@@ -107,7 +107,7 @@ var features = []feature{
 	}},
 	{name: "links", sections: []section{
 		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: (*state).decodeLinks},
-		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1, read: decodes((*state).decodeDedupeV1)},
+		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1, read: func(st *state, d *decoder, _ byte) error { return st.links.decodeDedupeV1(d) }},
 	}, entries: []entry{
 		handles(decodeCreate, (*state).createBatch,
 			cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported, cmdCreateExtended),

@@ -73,9 +73,9 @@ func keepHandedOut(next, cur *state) {
 	if !next.hasKey && cur.hasKey {
 		next.hasKey, next.key = true, cur.key
 	}
-	for p := range cur.recs.n {
-		if r := cur.recs.at(p); r.live() {
-			next.retire(cur.recs.text.code(r))
+	for p := range cur.links.recs.n {
+		if r := cur.links.recs.at(p); r.live() {
+			next.retire(cur.links.recs.text.code(r))
 		}
 	}
 	for code := range cur.tombstones {
@@ -173,7 +173,7 @@ func recordRestore(next, cur *state, r RestoreRecord) (keptKey bool) {
 
 // retire makes code a tombstone unless a live link holds it.
 func (s *state) retire(code string) {
-	if _, live := s.lookup(code); live {
+	if _, live := s.links.lookup(code); live {
 		return
 	}
 	// code may point into the other state's text arena, which must not

@@ -11,8 +11,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/hashicorp/raft"
 
@@ -99,7 +97,7 @@ var _ raft.FSMSnapshot = (*snapshot)(nil)
 // snapshot takes a view of the state; sorting is left to writeTo so the
 // FSM lock is held only for the copies. The caller holds the write lock.
 func (s *state) snapshot() *snapshot {
-	records, release := s.recs.share()
+	records, release := s.links.recs.share()
 	snap := &snapshot{
 		hasKey:    s.hasKey,
 		key:       s.key,
@@ -108,9 +106,9 @@ func (s *state) snapshot() *snapshot {
 		records:   records,
 		// Both only ever grow by append (a purge replaces the request
 		// log), so capping the slices keeps later appends out of the view.
-		workspaces: slices.Clip(s.workspaces.names),
+		workspaces: slices.Clip(s.links.workspaces.names),
 		requests:   slices.Clip(s.requests.log),
-		live:       s.byCode.len(),
+		live:       s.links.byCode.len(),
 		tombstones: slices.Collect(maps.Keys(s.tombstones)),
 		release:    release,
 	}
@@ -287,7 +285,7 @@ func NewSnapshotChecksum() hash.Hash32 { return crc32.New(crcTable) }
 type Snapshot struct{ s *state }
 
 // Links is the number of links in the snapshot.
-func (s *Snapshot) Links() int { return s.s.byCode.len() }
+func (s *Snapshot) Links() int { return s.s.links.byCode.len() }
 
 // Level is the entry level a node must apply to hold the snapshot's
 // state (FSM.Level).
@@ -357,12 +355,12 @@ func (st *state) decodeClickHours(d *decoder) error {
 	if d.err == nil && newest > uint64(^uint32(0)) {
 		return fmt.Errorf("newest click hour %d", newest)
 	}
-	hours := &st.recs.hours
+	hours := &st.links.recs.hours
 	hours.newest = uint32(newest)
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.positionOf(id)
+		p, ok := st.links.positionOf(id)
 		if d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("click hours for link %d: no such link, or out of order", id)
 		}
@@ -377,18 +375,10 @@ func (st *state) decodeClickHours(d *decoder) error {
 			case step == 0 && len(hours.at(p)) > 0, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
 				return fmt.Errorf("link %d: click hour %d with %d clicks", id, hour, count)
 			}
-			hours.add(p, uint32(hour), count, st.recs.gen, false)
+			hours.add(p, uint32(hour), count, st.links.recs.gen, false)
 		}
 	}
 	return nil
-}
-
-// positionOf finds a live link by id. Only for a state rebuilt from a
-// snapshot, where every record is live and positions are in id order.
-func (st *state) positionOf(id uint64) (uint32, bool) {
-	n := int(st.recs.n)
-	i := sort.Search(n, func(i int) bool { return st.recs.at(uint32(i)).id >= id })
-	return uint32(i), i < n && st.recs.at(uint32(i)).id == id
 }
 
 // decodeLinks inserts the links section, checking each link as it goes.
@@ -428,7 +418,7 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 		case flags&^(snapDedupe|snapIndexed) != 0 || flags == snapIndexed || (canonical != "" && flags&snapDedupe == 0):
 			return fmt.Errorf("link %q has flags %#x", code, flags)
 		}
-		if _, dup := st.lookup(code); dup {
+		if _, dup := st.links.lookup(code); dup {
 			return fmt.Errorf("code %q appears twice", code)
 		}
 		prevID = r.id
@@ -436,49 +426,12 @@ func (st *state) decodeLinks(d *decoder, version byte) error {
 		if dedupe && canonical == "" {
 			canonical = url
 		}
-		p := st.insert(r, code, url, ws, canonical, dedupe)
+		p := st.links.insert(r, code, url, ws, canonical, dedupe)
 		st.setOptions(p, opts)
 		if flags&snapIndexed != 0 {
-			if err := st.restoreIndexed(p); err != nil {
+			if err := st.links.restoreIndexed(p); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// restoreIndexed makes the link at p the one dedupe returns for its URL.
-func (st *state) restoreIndexed(p uint32) error {
-	r := st.recs.mutable(p)
-	canonical, domain := st.recs.text.canonical(r), st.domainIndex(st.recs.text.code(r))
-	if _, dup := st.dedupeLookup(r.workspace, domain, canonical); dup {
-		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
-	}
-	st.dedupe.insert(st.dedupeHash(r.workspace, domain, canonical), p)
-	r.flags |= flagIndexed
-	return nil
-}
-
-// decodeDedupeV1 reads version 1's dedupe section: workspace, NUL and
-// canonical URL → code. Each entry must name a link with that workspace
-// and canonical URL.
-func (st *state) decodeDedupeV1(d *decoder) error {
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		key, code := d.stringView(), d.stringView()
-		if d.err != nil {
-			return d.err
-		}
-		ws, canonical, _ := strings.Cut(key, "\x00")
-		p, ok := st.lookup(code)
-		if !ok {
-			return fmt.Errorf("dedupe entry for missing code %q", code)
-		}
-		r := st.recs.at(p)
-		if st.workspaces.names[r.workspace] != ws || st.recs.text.canonical(r) != canonical {
-			return fmt.Errorf("dedupe entry %q does not match link %q", key, code)
-		}
-		if err := st.restoreIndexed(p); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -647,7 +600,7 @@ func (st *state) decodeDomains(d *decoder, version byte) error {
 	if version >= snapshotV10 {
 		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
 	}
-	for name := range st.domainLinks {
+	for name := range st.links.domainLinks {
 		if _, ok := st.domains[name]; !ok && d.err == nil {
 			return fmt.Errorf("links in domain %q, which is not registered", name)
 		}

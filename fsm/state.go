@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"strings"
 
 	"github.com/linkraft/linkraft/fsm/codes"
@@ -71,11 +70,7 @@ type state struct {
 	clusterID  [16]byte
 	lastID     uint64
 	counters   map[int]uint64 // next counter value per code length
-	recs       recordTable
-	byCode     hashIndex // live code → record position
-	workspaces workspaceTable
-	dedupe     hashIndex // workspace and canonical URL → the link dedupe returns
-	seed       maphash.Seed
+	links      linkTable      // links.go
 	tombstones map[string]struct{}
 	clickSeqs  map[string]uint64 // node → last applied click batch sequence
 	servers    map[string]string // server id → HTTP address
@@ -88,116 +83,40 @@ type state struct {
 	domains    map[string]Domain
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
-	// domainLinks counts each registered domain's live links, so a domain
-	// is removed only once it has none.
-	domainLinks map[string]int
-	visits      visitTable  // per link and day: who clicked (visitors.go)
-	orphans     orphanTable // visits that found no link (orphans.go)
-	hooks       webhooks    // webhooks.go
-	raised      int         // the level the cluster was raised to (raise.go)
-	certs       certState   // certs.go
+	visits        visitTable  // per link and day: who clicked (visitors.go)
+	orphans       orphanTable // visits that found no link (orphans.go)
+	hooks         webhooks    // webhooks.go
+	raised        int         // the level the cluster was raised to (raise.go)
+	certs         certState   // certs.go
 }
 
 func newState() *state {
 	seed := maphash.MakeSeed()
 	return &state{
-		counters:    map[int]uint64{},
-		recs:        newRecordTable(),
-		workspaces:  newWorkspaceTable(),
-		seed:        seed,
-		tombstones:  map[string]struct{}{},
-		clickSeqs:   map[string]uint64{},
-		servers:     map[string]string{},
-		removed:     map[string]string{},
-		requests:    newRequestWindow(seed),
-		keys:        map[string]*APIKey{},
-		revoked:     map[string]struct{}{},
-		opts:        map[uint32]*Options{},
-		domains:     map[string]Domain{},
-		domainLinks: map[string]int{},
-		hooks:       newWebhooks(),
-		certs:       newCertState(),
+		counters:   map[int]uint64{},
+		links:      newLinkTable(seed),
+		tombstones: map[string]struct{}{},
+		clickSeqs:  map[string]uint64{},
+		servers:    map[string]string{},
+		removed:    map[string]string{},
+		requests:   newRequestWindow(seed),
+		keys:       map[string]*APIKey{},
+		revoked:    map[string]struct{}{},
+		opts:       map[uint32]*Options{},
+		domains:    map[string]Domain{},
+		hooks:      newWebhooks(),
+		certs:      newCertState(),
 	}
-}
-
-// workspaceTable interns workspace names and lists each one's live links.
-type workspaceTable struct {
-	names []string
-	ids   map[string]uint32
-	links [][]uint32 // per workspace: positions of its live links, ascending (= id order)
-}
-
-func newWorkspaceTable() workspaceTable { return workspaceTable{ids: map[string]uint32{}} }
-
-// intern returns the workspace's index, adding it if new. name may be a
-// view of a buffer: a new name is copied.
-func (w *workspaceTable) intern(name string) uint32 {
-	if id, ok := w.ids[name]; ok {
-		return id
-	}
-	name = strings.Clone(name)
-	id := uint32(len(w.names))
-	w.names = append(w.names, name)
-	w.ids[name] = id
-	w.links = append(w.links, nil)
-	return id
 }
 
 // link returns the record at position p as a Link.
 func (s *state) link(p uint32) Link {
-	r := s.recs.at(p)
-	l := s.linkOf(r, &s.recs.text)
+	r := s.links.recs.at(p)
+	l := s.links.linkOf(r, &s.links.recs.text)
 	if r.flags&flagOptions != 0 {
 		l.Options = s.opts[p]
 	}
 	return l
-}
-
-// linkOf is the record as a Link, without its Options (which only the
-// state, not a snapshot's view, can look up).
-func (s *state) linkOf(r *record, text *textArena) Link {
-	domain, code := SplitCode(text.code(r))
-	return Link{
-		ID: r.id, Code: code, Domain: domain, URL: text.url(r), Workspace: s.workspaces.names[r.workspace],
-		Canonical: text.canonical(r), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
-		Clicks: r.clicks, LastAccess: r.lastAccess,
-	}
-}
-
-// The indexes hash with a seed of their own, so no one can choose codes
-// or URLs that collide. They are local to this node: nothing replicated or
-// written to a snapshot depends on the seed.
-func (s *state) codeHash(code string) uint32 { return uint32(maphash.String(s.seed, code)) }
-
-func (s *state) dedupeHash(workspace uint32, domain, canonical string) uint32 {
-	h := uint32(maphash.String(s.seed, canonical)) ^ workspace*0x9e3779b1
-	if domain != "" {
-		h ^= uint32(maphash.String(s.seed, domain))
-	}
-	return h
-}
-
-// domainIndex is the domain part of a qualified code, as dedupeHash takes it.
-func (s *state) domainIndex(qualified string) string {
-	domain, _ := SplitCode(qualified)
-	return domain
-}
-
-// lookup returns the position of the live link with this code.
-func (s *state) lookup(code string) (uint32, bool) {
-	return s.byCode.lookup(s.codeHash(code), func(p uint32) bool {
-		return s.recs.text.code(s.recs.at(p)) == code
-	})
-}
-
-// dedupeLookup returns the position of the link dedupe returns for a
-// canonical URL in a workspace and domain.
-func (s *state) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
-	return s.dedupe.lookup(s.dedupeHash(workspace, domain, canonical), func(p uint32) bool {
-		r := s.recs.at(p)
-		return r.workspace == workspace && s.recs.text.canonical(r) == canonical &&
-			s.domainIndex(s.recs.text.code(r)) == domain
-	})
 }
 
 // createBatch applies a batch's creates in order, one result each.
@@ -226,7 +145,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 			if rec.fingerprint != asked {
 				return CreateResult{Err: ErrRequestIDReused}
 			}
-			if p, ok := s.lookup(rec.code); ok {
+			if p, ok := s.links.lookup(rec.code); ok {
 				return CreateResult{Link: s.link(p), Existing: rec.existing}
 			}
 		}
@@ -253,15 +172,15 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if !dedupe {
 		canonical = ""
 	}
-	ws, known := s.workspaces.ids[r.Workspace]
+	ws, known := s.links.workspaces.ids[r.Workspace]
 	// existing returns the live, unexpired link at p when dedupe may
 	// return it instead of creating one.
 	existing := func(p uint32, ok bool) (CreateResult, bool) {
 		if !ok || !dedupe || !known {
 			return CreateResult{}, false
 		}
-		rec := s.recs.at(p)
-		if rec.workspace != ws || s.recs.text.canonical(rec) != canonical || rec.expired(now) {
+		rec := s.links.recs.at(p)
+		if rec.workspace != ws || s.links.recs.text.canonical(rec) != canonical || rec.expired(now) {
 			return CreateResult{}, false
 		}
 		return CreateResult{Link: s.link(p), Existing: true}, true
@@ -271,7 +190,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	switch {
 	case r.CustomCode != "":
 		q := QualifiedCode(r.Domain, r.CustomCode)
-		if res, ok := existing(s.lookup(q)); ok {
+		if res, ok := existing(s.links.lookup(q)); ok {
 			return res
 		}
 		if _, ok := s.tombstones[q]; ok {
@@ -284,7 +203,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	case r.Strategy == StrategyHash:
 		for salt := 0; salt <= codes.MaxHashSalt && code == ""; salt++ {
 			q := QualifiedCode(r.Domain, codes.HashCode(canonical, r.Workspace, salt))
-			if res, ok := existing(s.lookup(q)); ok {
+			if res, ok := existing(s.links.lookup(q)); ok {
 				return res
 			}
 			if !s.taken(q) {
@@ -296,7 +215,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		}
 	default:
 		if dedupe && known {
-			if res, ok := existing(s.dedupeLookup(ws, r.Domain, canonical)); ok {
+			if res, ok := existing(s.links.dedupeLookup(ws, r.Domain, canonical)); ok {
 				return res
 			}
 		}
@@ -315,9 +234,9 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		created = r.CreatedAt
 	}
 	s.lastID++
-	p := s.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
+	p := s.links.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
 		code, r.URL, r.Workspace, canonical, dedupe)
-	s.index(p, now)
+	s.links.index(p, now)
 	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
 }
@@ -360,7 +279,7 @@ func (s *state) checkCreate(now int64, r CreateRequest) error {
 // taken reports whether code can never be handed out: in use, deleted
 // before, or a reserved word.
 func (s *state) taken(code string) bool {
-	if _, ok := s.lookup(code); ok {
+	if _, ok := s.links.lookup(code); ok {
 		return true
 	}
 	if _, ok := s.tombstones[code]; ok {
@@ -393,50 +312,6 @@ func (s *state) nextCounterCode(length int, domain string) (string, error) {
 	return "", ErrCodeSpaceExhausted
 }
 
-// insert stores a new live link: r with its texts. The canonical URL is
-// stored only when it differs from the URL. It returns the position.
-// Callers keep ids increasing, so positions are in id order.
-func (s *state) insert(r record, code, url, workspace, canonical string, dedupe bool) uint32 {
-	r.flags = flagLive
-	stored := ""
-	if dedupe {
-		r.flags |= flagDedupe
-		if canonical != url {
-			stored = canonical
-		}
-	}
-	r.codeLen, r.urlLen, r.canonLen = uint8(len(code)), uint32(len(url)), uint32(len(stored))
-	r.workspace = s.workspaces.intern(workspace)
-	r.text = s.recs.text.add(code, url, stored)
-	p := s.recs.append(r)
-	s.byCode.insert(s.codeHash(code), p)
-	s.workspaces.links[r.workspace] = append(s.workspaces.links[r.workspace], p)
-	if domain := s.domainIndex(code); domain != "" {
-		s.domainLinks[domain]++
-	}
-	return p
-}
-
-// index makes a new dedupe link the one dedupe returns, unless a live,
-// unexpired link already is.
-func (s *state) index(p uint32, now int64) {
-	r := s.recs.at(p)
-	if !r.dedupe() {
-		return
-	}
-	canonical, domain := s.recs.text.canonical(r), s.domainIndex(s.recs.text.code(r))
-	h := s.dedupeHash(r.workspace, domain, canonical)
-	if cur, ok := s.dedupeLookup(r.workspace, domain, canonical); ok {
-		if !s.recs.at(cur).expired(now) {
-			return
-		}
-		s.recs.mutable(cur).flags &^= flagIndexed
-		s.dedupe.remove(h, cur)
-	}
-	s.dedupe.insert(h, p)
-	s.recs.mutable(p).flags |= flagIndexed
-}
-
 func (s *state) delete(c DeleteCommand) error {
 	p, ws, err := s.writableLink(c.Code, c.KeyID, c.Now)
 	if err != nil {
@@ -455,27 +330,13 @@ func (s *state) delete(c DeleteCommand) error {
 // remove deletes a link and tombstones its code so it is never reused.
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
-	r := s.recs.mutable(p)
-	indexed := r.flags&flagIndexed != 0
-	r.flags &^= flagLive | flagIndexed
-	code := s.recs.text.code(r)
-	s.byCode.remove(s.codeHash(code), p)
+	code := s.links.remove(p)
 	s.tombstones[code] = struct{}{}
-	list := s.workspaces.links[r.workspace]
-	if i, ok := slices.BinarySearch(list, p); ok {
-		s.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
-	}
-	if indexed {
-		s.dedupe.remove(s.dedupeHash(r.workspace, s.domainIndex(code), s.recs.text.canonical(r)), p)
-	}
-	if domain := s.domainIndex(code); domain != "" {
-		s.domainLinks[domain]--
-	}
-	if r.flags&flagOptions != 0 {
+	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
 		delete(s.opts, p)
 		r.flags &^= flagOptions
 	}
-	s.visits.forget(p, s.recs.gen, s.recs.sharing.Load() > 0)
+	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
 }
 
 // addClicks applies a click batch once; it reports whether it was applied.
@@ -485,17 +346,17 @@ func (s *state) addClicks(c ClickBatch) bool {
 	}
 	s.clickSeqs[c.Node] = c.Seq
 	hour, timed := hourOf(c.Now)
-	hours := &s.recs.hours
+	hours := &s.links.recs.hours
 	if timed {
 		hours.newest = max(hours.newest, hour)
 	}
 	// Only a snapshot taken under the lock Apply holds starts sharing, so
 	// this can only fall during the batch (a snapshot released): a copy
 	// then made is needless, never wrong.
-	sharing := s.recs.sharing.Load() > 0
+	sharing := s.links.recs.sharing.Load() > 0
 	for i := range c.Counts {
 		cc := &c.Counts[i]
-		p, ok := s.lookup(cc.Code)
+		p, ok := s.links.lookup(cc.Code)
 		if !ok {
 			if c.Visitors {
 				s.addOrphans(cc, c.Now, sharing)
@@ -513,19 +374,8 @@ func (s *state) addClicks(c ClickBatch) bool {
 	return true
 }
 
-// expiredBefore lists the live links that expired before t.
-func (s *state) expiredBefore(t int64) []uint32 {
-	var expired []uint32
-	for p := range s.recs.n {
-		if r := s.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t {
-			expired = append(expired, p)
-		}
-	}
-	return expired
-}
-
 func (s *state) purge(c PurgeCommand) error {
-	for _, p := range s.expiredBefore(c.ExpiredBefore) {
+	for _, p := range s.links.expiredBefore(c.ExpiredBefore) {
 		s.remove(p)
 	}
 	s.requests.dropBefore(c.RequestsBefore)

@@ -137,10 +137,10 @@ func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 		if !has && !hasNew {
 			continue
 		}
-		r := s.recs.at(p)
-		ws := s.workspaces.names[r.workspace]
+		r := s.links.recs.at(p)
+		ws := s.links.workspaces.names[r.workspace]
 		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
-			!s.mayWrite(c.KeyID, ws, s.domainIndex(s.recs.text.code(r)), c.Now) {
+			!s.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) {
 			continue
 		}
 		conflict = conflict || hasNew

@@ -220,11 +220,11 @@ func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 		return err
 	}
 	forgot := s.visitsUsed(p)
-	r := s.recs.mutable(p)
+	r := s.links.recs.mutable(p)
 	r.clicks, r.lastAccess = 0, 0
-	sharing := s.recs.sharing.Load() > 0
-	s.recs.hours.forget(p, s.recs.gen, sharing)
-	s.visits.forget(p, s.recs.gen, sharing)
+	sharing := s.links.recs.sharing.Load() > 0
+	s.links.recs.hours.forget(p, s.links.recs.gen, sharing)
+	s.visits.forget(p, s.links.recs.gen, sharing)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
 	return forgot
 }
@@ -301,7 +301,7 @@ func (st *state) decodeTallies(d *decoder) error {
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.positionOf(id)
+		p, ok := st.links.positionOf(id)
 		lv := st.visits.at(p)
 		if d.err == nil && (!ok || id <= prevID || lv == nil) {
 			return fmt.Errorf("tallies of link %d: no such link with visitors, or out of order", id)

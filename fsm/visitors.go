@@ -412,11 +412,11 @@ func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing b
 	if !timed || n == 0 {
 		return
 	}
-	lv := s.visits.mutable(p, s.recs.gen, sharing)
+	lv := s.visits.mutable(p, s.links.recs.gen, sharing)
 	if v.Bot != NotBot {
 		lv.bots[v.Bot] += n
 	}
-	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
+	if d := lv.mutableDay(hour/24, s.oldestDay(), s.links.recs.gen, sharing); d != nil {
 		slot, inserted := d.add(v, n)
 		if s.raised >= LevelVisitRows {
 			d.tally(uint8(hour%24), v, n, slot, inserted, sharing)
@@ -425,11 +425,11 @@ func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing b
 }
 
 // oldestDay is the first day any of whose hours is within retention.
-func (s *state) oldestDay() uint32 { return s.recs.hours.oldestKept() / 24 }
+func (s *state) oldestDay() uint32 { return s.links.recs.hours.oldestKept() / 24 }
 
 // visitsUsed is what a link's visit limit counts: its clicks and its bots.
 func (s *state) visitsUsed(p uint32) uint64 {
-	used := s.recs.at(p).clicks
+	used := s.links.recs.at(p).clicks
 	if lv := s.visits.at(p); lv != nil {
 		used += lv.bots[Crawler] + lv.bots[Preview]
 	}
@@ -493,16 +493,16 @@ func encodeDay(e *encoder, d *dayVisits) {
 // could not have made: unknown links, days out of order or out of
 // retention, keys out of order or not what a visitor can carry.
 func (st *state) decodeVisits(d *decoder) error {
-	newest, oldest := st.recs.hours.newest/24, st.oldestDay()
+	newest, oldest := st.links.recs.hours.newest/24, st.oldestDay()
 	var prevID uint64
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.positionOf(id)
+		p, ok := st.links.positionOf(id)
 		if d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("visitors of link %d: no such link, or out of order", id)
 		}
 		prevID = id
-		lv := st.visits.mutable(p, st.recs.gen, false)
+		lv := st.visits.mutable(p, st.links.recs.gen, false)
 		lv.bots[Crawler], lv.bots[Preview] = d.uvarint(), d.uvarint()
 		day := uint64(0)
 		for k := d.count(20); k > 0 && d.err == nil; k-- {
@@ -510,7 +510,7 @@ func (st *state) decodeVisits(d *decoder) error {
 			if day, ok = stepDay(day, d.uvarint(), len(lv.days) == 0, oldest, newest); d.err == nil && !ok {
 				return fmt.Errorf("visitors of link %d: day %d", id, day)
 			}
-			dv := &dayVisits{day: uint32(day), gen: st.recs.gen}
+			dv := &dayVisits{day: uint32(day), gen: st.links.recs.gen}
 			if err := decodeDay(d, dv); err != nil {
 				return fmt.Errorf("visitors of link %d, day %d: %w", id, day, err)
 			}

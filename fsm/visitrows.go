@@ -70,7 +70,7 @@ func (v *VisitRows) Matched(excludeBots bool) uint64 {
 func (f *FSM) LinkVisitRows(code string, q RowQuery) (VisitRows, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	p, ok := f.s.lookup(code)
+	p, ok := f.s.links.lookup(code)
 	if !ok {
 		return VisitRows{}, false
 	}
@@ -191,7 +191,7 @@ func (s *state) planOf(ld *linkDay) []segment {
 	if ld.orphan != nil {
 		return dayPlan(nil, ld.d)
 	}
-	return dayPlan(s.recs.hours.at(ld.p), ld.d)
+	return dayPlan(s.links.recs.hours.at(ld.p), ld.d)
 }
 
 // counts is the day's rows: from its own counts when whole, else from
@@ -269,7 +269,7 @@ func (s *state) rowOf(ld linkDay, t tuple) VisitRow {
 	if ld.orphan != nil {
 		row.Kind, row.Domain = ld.orphan.kind, ld.orphan.domain
 	} else {
-		row.Code = s.recs.text.code(s.recs.at(ld.p))
+		row.Code = s.links.recs.text.code(s.links.recs.at(ld.p))
 	}
 	if row.Bot != NotBot {
 		return row

@@ -386,11 +386,11 @@ func (s *state) webhookClicks(c ClickBatch) {
 		if cc.Count == 0 || cc.Visitor.Bot != NotBot {
 			continue
 		}
-		p, ok := s.lookup(cc.Code)
+		p, ok := s.links.lookup(cc.Code)
 		if !ok {
 			continue
 		}
-		domain, code := SplitCode(s.recs.text.code(s.recs.at(p)))
+		domain, code := SplitCode(s.links.recs.text.code(s.links.recs.at(p)))
 		if n := len(hits); n > 0 && hits[n-1].Code == code && hits[n-1].Domain == domain {
 			hits[n-1].Clicks += cc.Count
 			continue
