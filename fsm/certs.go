@@ -372,10 +372,9 @@ func (snap *snapshot) encodeCerts(e *encoder) {
 	}
 }
 
-// decodeCerts reads what encodeCerts wrote, each value one Apply would
+// decode reads what encodeCerts wrote, each value one Apply would
 // accept, keys in increasing order.
-func (st *state) decodeCerts(d *decoder) error {
-	cs := &st.certs
+func (cs *certState) decode(d *decoder) error {
 	if a := decodeAccount(d); a != (ACMEAccount{}) {
 		if err := a.check(); d.err == nil && err != nil {
 			return err
@@ -413,6 +412,6 @@ func (st *state) decodeCerts(d *decoder) error {
 }
 
 // clone copies the maps; the values are never changed in place.
-func (c *certState) clone() certState {
-	return certState{account: c.account, certs: maps.Clone(c.certs), challenges: maps.Clone(c.challenges), orders: maps.Clone(c.orders)}
+func (cs *certState) clone() certState {
+	return certState{account: cs.account, certs: maps.Clone(cs.certs), challenges: maps.Clone(cs.challenges), orders: maps.Clone(cs.orders)}
 }

@@ -264,11 +264,11 @@ func (snap *snapshot) encodeOrphans(e *encoder, flush func(bool)) {
 	}
 }
 
-// decodeOrphans reads what encodeOrphans wrote, refusing what the state
+// readOrphans reads what encodeOrphans wrote, refusing what the state
 // could not have made: domains not registered, unknown kinds, keys or
 // days out of order, days out of retention, counts as the visitors
 // section refuses them and tallies as the tallies section does.
-func (st *state) decodeOrphans(d *decoder) error {
+func readOrphans(st *state, d *decoder) error {
 	newest, oldest := st.links.recs.hours.newest/24, st.oldestDay()
 	var prev *orphanKey
 	for n := d.count(4); n > 0 && d.err == nil; n-- {

@@ -106,7 +106,7 @@ var features = []feature{
 		{name: "counters", at: 30, since: snapshotV1, write: writeCounters, read: readCounters},
 	}},
 	{name: "links", sections: []section{
-		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: (*state).decodeLinks},
+		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: readLinks},
 		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1, read: func(st *state, d *decoder, _ byte) error { return st.links.decodeDedupeV1(d) }},
 	}, entries: []entry{
 		handles(decodeCreate, (*state).createBatch,
@@ -130,13 +130,13 @@ var features = []feature{
 	}, sections: []section{
 		{name: "click sequences", at: 60, since: snapshotV1, write: writeClickSeqs, read: readClickSeqs},
 		{name: "clicks per hour", at: 90, since: snapshotV3,
-			write: flushed((*snapshot).encodeClickHours), read: decodes((*state).decodeClickHours)},
+			write: flushed((*snapshot).encodeClickHours), read: func(st *state, d *decoder, _ byte) error { return st.links.decodeClickHours(d) }},
 		{name: "visitors", at: 130, since: snapshotV6,
-			write: flushed((*snapshot).encodeVisits), read: decodes((*state).decodeVisits)},
+			write: flushed((*snapshot).encodeVisits), read: decodes(readVisits)},
 		{name: "tallies", at: 170, since: snapshotV10,
-			write: flushed((*snapshot).encodeTallies), read: decodes((*state).decodeTallies)},
+			write: flushed((*snapshot).encodeTallies), read: decodes(readTallies)},
 		{name: "orphan visits", at: 175, since: snapshotV10,
-			write: flushed((*snapshot).encodeOrphans), read: decodes((*state).decodeOrphans)},
+			write: flushed((*snapshot).encodeOrphans), read: decodes(readOrphans)},
 	}},
 	{name: "servers", entries: []entry{
 		handles(anyType(decodeServer), (*state).setServer, cmdServer),
@@ -144,31 +144,31 @@ var features = []feature{
 	}, sections: []section{
 		{name: "servers", at: 70, since: snapshotV1, write: writeServers, read: readServers},
 		{name: "removed servers", at: 75, since: snapshotVersion,
-			write: encodes((*snapshot).encodeRemovals), read: decodes((*state).decodeRemovals)},
+			write: encodes((*snapshot).encodeRemovals), read: decodes(readRemovals)},
 	}},
 	{name: "API keys", entries: []entry{
 		handles(decodeKeyCreate, (*state).createKey, cmdKeyCreate, cmdKeyCreateDomains),
 		handles(anyType(decodeKeyRevoke), (*state).revokeKey, cmdKeyRevoke),
 	}, sections: []section{
 		{name: "keys", at: 100, since: snapshotV4,
-			write: encodes((*snapshot).encodeKeys), read: decodes((*state).decodeKeys)},
+			write: encodes((*snapshot).encodeKeys), read: decodes(readKeys)},
 		{name: "key domains", at: 125, since: snapshotV5,
-			write: encodes((*snapshot).encodeKeyDomains), read: decodes((*state).decodeKeyDomains)},
+			write: encodes((*snapshot).encodeKeyDomains), read: decodes(readKeyDomains)},
 	}},
 	{name: "audit log", entries: []entry{
 		handles(anyType(decodeAuditNote), (*state).note, cmdAuditNote),
 	}, sections: []section{
 		{name: "audit", at: 110, since: snapshotV4,
 			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.audit, flush) },
-			read:  func(st *state, d *decoder, version byte) error { return st.decodeAudit(d, version, false) }},
+			read:  func(st *state, d *decoder, version byte) error { return st.audit.decode(d, version, false) }},
 		{name: "security audit", at: 150, since: snapshotV8,
 			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.security, flush) },
-			read:  func(st *state, d *decoder, version byte) error { return st.decodeAudit(d, version, true) }},
+			read:  func(st *state, d *decoder, version byte) error { return st.audit.decode(d, version, true) }},
 	}},
 	{name: "domains", entries: []entry{
 		handles(decodeDomain, (*state).setDomain, cmdDomain, cmdDomainExtended),
 	}, sections: []section{
-		{name: "domains", at: 120, since: snapshotV5, write: writeDomains, read: (*state).decodeDomains},
+		{name: "domains", at: 120, since: snapshotV5, write: writeDomains, read: readDomains},
 	}},
 	{name: "webhooks", entries: []entry{
 		handles(anyType(decodeWebhookSet), (*state).setWebhook, cmdWebhookSet),
@@ -176,7 +176,7 @@ var features = []feature{
 		handles(anyType(decodeWebhookAck), (*state).ackWebhook, cmdWebhookAck),
 	}, sections: []section{
 		{name: "webhooks", at: 140, since: snapshotV6,
-			write: flushed((*snapshot).encodeWebhooks), read: decodes((*state).decodeWebhooks)},
+			write: flushed((*snapshot).encodeWebhooks), read: decodes(readWebhooks)},
 	}},
 	{name: "raised level", entries: []entry{
 		handles(anyType(decodeRaise), (*state).raise, cmdRaise),
@@ -187,7 +187,7 @@ var features = []feature{
 		handles(anyType(decodeCertCommand), (*state).applyCert, cmdCert),
 	}, sections: []section{
 		{name: "certificates", at: 160, since: snapshotV9,
-			write: encodes((*snapshot).encodeCerts), read: decodes((*state).decodeCerts)},
+			write: encodes((*snapshot).encodeCerts), read: func(st *state, d *decoder, _ byte) error { return st.certs.decode(d) }},
 	}},
 }
 

@@ -63,9 +63,9 @@ func sortRemovals(rs []removedEntry) {
 	slices.SortFunc(rs, func(a, b removedEntry) int { return cmp.Compare(a.id, b.id) })
 }
 
-// decodeRemovals reads what encodeRemovals wrote: ids unique and in
+// readRemovals reads what encodeRemovals wrote: ids unique and in
 // order, both fields as Apply bounds them.
-func (st *state) decodeRemovals(d *decoder) error {
+func readRemovals(st *state, d *decoder) error {
 	prev := ""
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		id, incarnation := d.string(), d.string()

@@ -350,17 +350,17 @@ func decodeSections(d *decoder) (*state, error) {
 // decodeClickHours reads the clicks per hour. Every entry must name a link,
 // in id order, with hours strictly increasing, within retention and not
 // after the newest hour, and counts above zero.
-func (st *state) decodeClickHours(d *decoder) error {
+func (lt *linkTable) decodeClickHours(d *decoder) error {
 	newest := d.uvarint()
 	if d.err == nil && newest > uint64(^uint32(0)) {
 		return fmt.Errorf("newest click hour %d", newest)
 	}
-	hours := &st.links.recs.hours
+	hours := &lt.recs.hours
 	hours.newest = uint32(newest)
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.links.positionOf(id)
+		p, ok := lt.positionOf(id)
 		if d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("click hours for link %d: no such link, or out of order", id)
 		}
@@ -375,14 +375,14 @@ func (st *state) decodeClickHours(d *decoder) error {
 			case step == 0 && len(hours.at(p)) > 0, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
 				return fmt.Errorf("link %d: click hour %d with %d clicks", id, hour, count)
 			}
-			hours.add(p, uint32(hour), count, st.links.recs.gen, false)
+			hours.add(p, uint32(hour), count, lt.recs.gen, false)
 		}
 	}
 	return nil
 }
 
-// decodeLinks inserts the links section, checking each link as it goes.
-func (st *state) decodeLinks(d *decoder, version byte) error {
+// readLinks inserts the links section, checking each link as it goes.
+func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
 	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
 		r := record{id: d.uvarint()}
@@ -484,9 +484,9 @@ func (snap *snapshot) encodeKeyDomains(e *encoder) {
 	}
 }
 
-// decodeKeyDomains reads what encodeKeyDomains wrote; each entry must name
+// readKeyDomains reads what encodeKeyDomains wrote; each entry must name
 // a key, and the key's domains must pass validKey.
-func (st *state) decodeKeyDomains(d *decoder) error {
+func readKeyDomains(st *state, d *decoder) error {
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		id, domains := d.string(), decodeStrings(d)
 		k, ok := st.keys[id]
@@ -519,9 +519,9 @@ func (snap *snapshot) encodeKeys(e *encoder) {
 	}
 }
 
-// decodeKeys reads the API keys, each one Apply would accept, in strictly
+// readKeys reads the API keys, each one Apply would accept, in strictly
 // increasing id order, then the ids of revoked keys.
-func (st *state) decodeKeys(d *decoder) error {
+func readKeys(st *state, d *decoder) error {
 	prev := ""
 	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
 		k := decodeKey(d)
@@ -545,48 +545,9 @@ func (st *state) decodeKeys(d *decoder) error {
 	return d.err
 }
 
-// encodeAudit writes one ring of the audit log, oldest first.
-func encodeAudit(e *encoder, entries []AuditEntry, flush func(bool)) {
-	e.uvarint(uint64(len(entries)))
-	for _, a := range entries {
-		e.varint(a.At)
-		e.string(a.KeyID)
-		e.byte(byte(a.Action))
-		e.string(a.Workspace)
-		e.string(a.Subject)
-		flush(false)
-	}
-}
-
-// decodeAudit reads one ring of the audit log, oldest first, at most
-// AuditRetention entries of actions the version knows: restores from
-// version 7 on, the others of LevelBounds in version 8. Once security
-// actions are kept apart (version 8), each ring holds only its own.
-func (st *state) decodeAudit(d *decoder, version byte, security bool) error {
-	n := d.count(5)
-	if n > AuditRetention {
-		return fmt.Errorf("%d audit entries, more than the %d kept", n, AuditRetention)
-	}
-	last := AuditDomainRemove
-	switch {
-	case version >= snapshotV8:
-		last = lastAuditAction
-	case version >= snapshotV7:
-		last = AuditBackupRestore
-	}
-	for ; n > 0 && d.err == nil; n-- {
-		a := AuditEntry{At: d.varint(), KeyID: d.string(), Action: AuditAction(d.byte()), Workspace: d.string(), Subject: d.string()}
-		if d.err == nil && (a.Action == 0 || a.Action > last || st.audit.apart && a.Action.Security() != security) {
-			return fmt.Errorf("audit action %d in the wrong place", a.Action)
-		}
-		st.audit.add(a)
-	}
-	return d.err
-}
-
-// decodeDomains reads the registered domains, and checks that every link
+// readDomains reads the registered domains, and checks that every link
 // outside the default domain lives in one of them.
-func (st *state) decodeDomains(d *decoder, version byte) error {
+func readDomains(st *state, d *decoder, version byte) error {
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
 		if version >= snapshotV10 {

@@ -293,11 +293,11 @@ func encodeDayTallies(e *encoder, d *dayVisits, sorted []tupleCount) []tupleCoun
 	return sorted
 }
 
-// decodeTallies reads what encodeTallies wrote into the days the visitors
+// readTallies reads what encodeTallies wrote into the days the visitors
 // section made, refusing what the state could not have made: unknown
 // links or days, hours or tuples out of order, tuples past the bound or
 // not a visitor's, and tallies that count more than their day.
-func (st *state) decodeTallies(d *decoder) error {
+func readTallies(st *state, d *decoder) error {
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()

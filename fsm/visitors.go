@@ -489,10 +489,10 @@ func encodeDay(e *encoder, d *dayVisits) {
 	e.uvarint(uint64(d.others))
 }
 
-// decodeVisits reads what encodeVisits wrote, refusing anything the state
+// readVisits reads what encodeVisits wrote, refusing anything the state
 // could not have made: unknown links, days out of order or out of
 // retention, keys out of order or not what a visitor can carry.
-func (st *state) decodeVisits(d *decoder) error {
+func readVisits(st *state, d *decoder) error {
 	newest, oldest := st.links.recs.hours.newest/24, st.oldestDay()
 	var prevID uint64
 	for n := d.count(4); n > 0 && d.err == nil; n-- {

@@ -588,10 +588,10 @@ func decodeEvent(d *decoder) (WebhookEvent, error) {
 	return ev, d.err
 }
 
-// decodeWebhooks reads what encodeWebhooks wrote: webhooks Apply would
+// readWebhooks reads what encodeWebhooks wrote: webhooks Apply would
 // accept, by increasing id, each outbox within its bound and consistent
 // with the counters.
-func (st *state) decodeWebhooks(d *decoder) error {
+func readWebhooks(st *state, d *decoder) error {
 	prev := ""
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
 		w := Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string(),
