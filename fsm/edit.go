@@ -102,7 +102,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 // as a new value.
 func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options {
 	var o Options
-	if cur := s.opts[p]; cur != nil {
+	if cur := s.opts.get(p); cur != nil {
 		o = *cur
 	}
 	set := func(f EditField) bool { return c.Fields&f != 0 }
@@ -176,11 +176,11 @@ func (s *state) retarget(p uint32, url, canonical string, now int64) {
 func (s *state) setOptions(p uint32, o *Options) {
 	r := s.links.recs.mutable(p)
 	if o.empty() {
-		delete(s.opts, p)
+		s.opts.drop(p)
 		r.flags &^= flagOptions
 		return
 	}
-	s.opts[p] = o
+	s.opts.set(p, o)
 	r.flags |= flagOptions
 }
 
@@ -205,7 +205,7 @@ func (s *state) visit(c VisitCommand) error {
 	if !ok {
 		return ErrNotFound
 	}
-	if o := s.opts[p]; o != nil && o.MaxVisits > 0 && s.visitsUsed(p) >= o.MaxVisits {
+	if o := s.opts.get(p); o != nil && o.MaxVisits > 0 && s.visitsUsed(p) >= o.MaxVisits {
 		return ErrVisitLimit
 	}
 	hour, timed := hourOf(c.Now)

@@ -104,7 +104,7 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	r := f.s.links.recs.at(p)
 	t := Target{Code: f.s.links.recs.text.code(r), URL: f.s.links.recs.text.url(r), ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
-		t.Options = f.s.opts[p]
+		t.Options = f.s.opts.get(p)
 	}
 	t.Fallback, t.Domain = fallback, d
 	return t, true
@@ -253,7 +253,7 @@ func (f *FSM) ServerHTTP(id string) (string, bool) {
 func (f *FSM) ClickSeq(node string) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.clickSeqs[node]
+	return f.s.clickSeqs.of(node)
 }
 
 // Snapshot takes a view of the state that Persist encodes while Apply goes

@@ -133,7 +133,7 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
 	for _, p := range f.s.positionsNewestFirst(workspaces) {
-		o := f.s.opts[p]
+		o := f.s.opts.get(p)
 		if o == nil || domains != nil && !slices.Contains(domains, f.s.links.domainIndex(f.s.links.recs.text.code(f.s.links.recs.at(p)))) {
 			continue
 		}
@@ -199,7 +199,7 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := Crawlable{Version: f.version()}
-	for p, o := range f.s.opts {
+	for p, o := range f.s.opts.all() {
 		r := f.s.links.recs.at(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue

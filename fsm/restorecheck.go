@@ -92,7 +92,7 @@ func (st *state) checkLink(p uint32, rules InputRules) error {
 	if err := rules.Target(st.links.recs.text.url(st.links.recs.at(p))); err != nil {
 		return err
 	}
-	o := st.opts[p]
+	o := st.opts.get(p)
 	if o == nil {
 		return nil
 	}

@@ -78,7 +78,7 @@ func keepHandedOut(next, cur *state) {
 			next.retire(cur.links.recs.text.code(r))
 		}
 	}
-	for code := range cur.tombstones {
+	for code := range cur.tombstones.all() {
 		next.retire(code)
 	}
 	for id := range cur.revoked {
@@ -178,7 +178,7 @@ func (s *state) retire(code string) {
 	}
 	// code may point into the other state's text arena, which must not
 	// stay reachable from this one.
-	s.tombstones[strings.Clone(code)] = struct{}{}
+	s.tombstones.add(strings.Clone(code))
 }
 
 // WriteTo encodes the snapshot in the snapshot format and returns the bytes

@@ -77,9 +77,9 @@ func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
 			snap.encodeLink(e, r)
 			switch {
 			case version >= snapshotV10:
-				encodeOptionsExtended(e, snap.opts[p])
+				encodeOptionsExtended(e, snap.opts.get(p))
 			case version >= snapshotV5:
-				encodeOptions(e, snap.opts[p])
+				encodeOptions(e, snap.opts.get(p))
 			}
 			flush(false)
 		}
@@ -97,7 +97,7 @@ func writeTombstones(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 
 func readTombstones(st *state, d *decoder, _ byte) error {
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		st.tombstones[d.string()] = struct{}{}
+		st.tombstones.add(d.string())
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func writeClickSeqs(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
 
 func readClickSeqs(st *state, d *decoder, _ byte) error {
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		st.clickSeqs[d.string()] = d.uvarint()
+		st.clickSeqs.set(d.string(), d.uvarint())
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ type snapshot struct {
 	security   []AuditEntry // security actions kept apart
 	raised     int
 	certs      certState
-	opts       map[uint32]*Options // Options never change once stored: shared
+	opts       optionTable // Options never change once stored: shared
 	domains    []Domain
 	visits     visitTable  // shares pages, links and days: see visitTable
 	orphans    orphanTable // shares days as visits does
@@ -109,14 +109,11 @@ func (s *state) snapshot() *snapshot {
 		workspaces: slices.Clip(s.links.workspaces.names),
 		requests:   slices.Clip(s.requests.log),
 		live:       s.links.byCode.len(),
-		tombstones: slices.Collect(maps.Keys(s.tombstones)),
+		tombstones: slices.Collect(s.tombstones.all()),
 		release:    release,
 	}
 	for length, next := range s.counters {
 		snap.counters = append(snap.counters, counterEntry{length, next})
-	}
-	for n, seq := range s.clickSeqs {
-		snap.clickSeqs = append(snap.clickSeqs, clickSeqEntry{n, seq})
 	}
 	for id, addr := range s.servers {
 		snap.servers = append(snap.servers, serverEntry{id, addr})
@@ -130,7 +127,8 @@ func (s *state) snapshot() *snapshot {
 	snap.audit, snap.security = s.audit.writes.oldestFirst(), s.audit.security.oldestFirst()
 	snap.raised = s.raised
 	snap.certs = s.certs.clone()
-	snap.opts = maps.Clone(s.opts)
+	snap.opts = s.opts.clone()
+	snap.clickSeqs = s.clickSeqs.entries()
 	snap.visits = s.visits.share()
 	snap.orphans = s.orphans.share()
 	snap.level = s.level()

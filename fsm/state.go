@@ -69,17 +69,17 @@ type state struct {
 	key        codes.Key
 	clusterID  [16]byte
 	lastID     uint64
-	counters   map[int]uint64 // next counter value per code length
-	links      linkTable      // links.go
-	tombstones map[string]struct{}
-	clickSeqs  map[string]uint64 // node → last applied click batch sequence
+	counters   map[int]uint64    // next counter value per code length
+	links      linkTable         // links.go
+	tombstones tombstoneSet      // pieces.go
+	clickSeqs  clickSeqTable     // pieces.go
 	servers    map[string]string // server id → HTTP address
 	removed    map[string]string // server id → incarnation it was removed with (removals.go)
 	requests   requestWindow
 	keys       map[string]*APIKey  // key id → key; a key never changes once added
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog
-	opts       map[uint32]*Options // record position → options, for links flagged flagOptions
+	opts       optionTable // options of links flagged flagOptions (pieces.go)
 	domains    map[string]Domain
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
@@ -95,14 +95,14 @@ func newState() *state {
 	return &state{
 		counters:   map[int]uint64{},
 		links:      newLinkTable(seed),
-		tombstones: map[string]struct{}{},
-		clickSeqs:  map[string]uint64{},
+		tombstones: newTombstoneSet(),
+		clickSeqs:  newClickSeqTable(),
 		servers:    map[string]string{},
 		removed:    map[string]string{},
 		requests:   newRequestWindow(seed),
 		keys:       map[string]*APIKey{},
 		revoked:    map[string]struct{}{},
-		opts:       map[uint32]*Options{},
+		opts:       newOptionTable(),
 		domains:    map[string]Domain{},
 		hooks:      newWebhooks(),
 		certs:      newCertState(),
@@ -114,7 +114,7 @@ func (s *state) link(p uint32) Link {
 	r := s.links.recs.at(p)
 	l := s.links.linkOf(r, &s.links.recs.text)
 	if r.flags&flagOptions != 0 {
-		l.Options = s.opts[p]
+		l.Options = s.opts.get(p)
 	}
 	return l
 }
@@ -193,7 +193,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		if res, ok := existing(s.links.lookup(q)); ok {
 			return res
 		}
-		if _, ok := s.tombstones[q]; ok {
+		if s.tombstones.has(q) {
 			return CreateResult{Err: ErrCodeDeleted}
 		}
 		if s.taken(q) {
@@ -282,7 +282,7 @@ func (s *state) taken(code string) bool {
 	if _, ok := s.links.lookup(code); ok {
 		return true
 	}
-	if _, ok := s.tombstones[code]; ok {
+	if s.tombstones.has(code) {
 		return true
 	}
 	return codes.IsReserved(code)
@@ -331,9 +331,9 @@ func (s *state) delete(c DeleteCommand) error {
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
 	code := s.links.remove(p)
-	s.tombstones[code] = struct{}{}
+	s.tombstones.add(code)
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
-		delete(s.opts, p)
+		s.opts.drop(p)
 		r.flags &^= flagOptions
 	}
 	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
@@ -341,10 +341,9 @@ func (s *state) remove(p uint32) {
 
 // addClicks applies a click batch once; it reports whether it was applied.
 func (s *state) addClicks(c ClickBatch) bool {
-	if c.Seq <= s.clickSeqs[c.Node] {
+	if !s.clickSeqs.advance(c.Node, c.Seq) {
 		return false
 	}
-	s.clickSeqs[c.Node] = c.Seq
 	hour, timed := hourOf(c.Now)
 	hours := &s.links.recs.hours
 	if timed {

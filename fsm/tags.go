@@ -108,7 +108,7 @@ func (s *state) applyTags(c TagsCommand) (TagsResult, error) {
 		return TagsResult{}, ErrTagTooWide
 	}
 	for _, p := range matched {
-		o := *s.opts[p] // a new value: readers may hold the old one
+		o := *s.opts.get(p) // a new value: readers may hold the old one
 		o.Tags = retag(o.Tags, c.Tag, c.NewName)
 		s.setOptions(p, &o)
 	}
@@ -132,7 +132,7 @@ func checkTagName(t string) error {
 // and whether one it may change carries c.NewName as another tag.
 func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
-	for p, o := range s.opts {
+	for p, o := range s.opts.all() {
 		has, hasNew := o.HasTag(c.Tag), rename && o.HasTag(c.NewName)
 		if !has && !hasNew {
 			continue
