@@ -91,7 +91,7 @@ func validDomainName(name string) bool {
 }
 
 func (s *state) setDomain(c DomainCommand) error {
-	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+	if !s.keys.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
 	d := c.Domain

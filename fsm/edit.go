@@ -94,7 +94,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
 	l := s.link(p)
-	s.webhookLink(EventLinkUpdated, c.Now, l)
+	s.hooks.link(EventLinkUpdated, c.Now, s.bounded(), l)
 	return l, nil
 }
 
@@ -214,24 +214,24 @@ func (s *state) visit(c VisitCommand) error {
 	}
 	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
-		s.countClicks(p, 1, c.Now, hour, timed, sharing)
+		s.links.countClicks(p, 1, c.Now, hour, timed, sharing)
 	}
 	if c.HasVisitor {
 		s.addVisitors(p, &c.Visitor, 1, c.Now, sharing)
 	}
-	s.webhookClicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}})
+	s.hooks.clicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}}, &s.links, s.bounded())
 	return nil
 }
 
 // countClicks adds n clicks at time now to the link at p.
-func (s *state) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
-	r := s.links.recs.mutable(p)
+func (lt *linkTable) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
+	r := lt.recs.mutable(p)
 	r.clicks += n
 	if now > r.lastAccess {
 		r.lastAccess = now
 	}
 	if timed && n > 0 {
-		s.links.recs.hours.add(p, hour, n, s.links.recs.gen, sharing)
+		lt.recs.hours.add(p, hour, n, lt.recs.gen, sharing)
 	}
 }
 

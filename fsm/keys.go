@@ -177,7 +177,7 @@ type KeyRevokeCommand struct {
 
 // createKey applies a KeyCreateCommand.
 func (s *state) createKey(c KeyCreateCommand) error {
-	if !s.mayAdminister(c.By, c.Now) {
+	if !s.keys.mayAdminister(c.By, c.Now) {
 		return ErrUnauthorized
 	}
 	k := c.Key
@@ -202,7 +202,7 @@ func (s *state) createKey(c KeyCreateCommand) error {
 
 // revokeKey applies a KeyRevokeCommand.
 func (s *state) revokeKey(c KeyRevokeCommand) error {
-	if !s.mayAdminister(c.By, c.Now) {
+	if !s.keys.mayAdminister(c.By, c.Now) {
 		return ErrUnauthorized
 	}
 	if _, ok := s.keys[c.ID]; !ok {
@@ -214,19 +214,23 @@ func (s *state) revokeKey(c KeyRevokeCommand) error {
 	return nil
 }
 
+// keyTable is the API keys by id. A key never changes once added: a
+// snapshot or a restored state may share it.
+type keyTable map[string]*APIKey
+
 // mayAdminister is the state's own check of who makes or revokes a key,
 // as mayWrite is for links: the operator's token, an admin key that is
 // still valid at the command's time, or no one at all only for the
 // initial key of a cluster that has none. A key revoked or expired while
 // its request was on the way to the log can do nothing more.
-func (s *state) mayAdminister(by string, now int64) bool {
+func (keys keyTable) mayAdminister(by string, now int64) bool {
 	switch by {
 	case RootKeyID:
 		return true
 	case "":
-		return len(s.keys) == 0
+		return len(keys) == 0
 	}
-	k, ok := s.keys[by]
+	k, ok := keys[by]
 	return ok && !k.Expired(now) && k.Scopes&ScopeAdmin != 0
 }
 
@@ -239,7 +243,7 @@ func (s *state) writableLink(code, keyID string, now int64) (uint32, string, err
 		return 0, "", ErrNotFound
 	}
 	ws := s.links.workspaces.names[s.links.recs.at(p).workspace]
-	if !s.mayWrite(keyID, ws, s.links.domainIndex(code), now) {
+	if !s.keys.mayWrite(keyID, ws, s.links.domainIndex(code), now) {
 		return 0, "", ErrUnauthorized
 	}
 	return p, ws, nil
@@ -251,11 +255,11 @@ func (s *state) writableLink(code, keyID string, now int64) (uint32, string, err
 // before keys existed); RootKeyID is the operator's token, which only the
 // nodes know. A revoked key therefore cannot write through any node, even
 // one that has not learnt of the revocation yet.
-func (s *state) mayWrite(keyID, workspace, domain string, now int64) bool {
+func (keys keyTable) mayWrite(keyID, workspace, domain string, now int64) bool {
 	if keyID == "" || keyID == RootKeyID {
 		return true
 	}
-	k, ok := s.keys[keyID]
+	k, ok := keys[keyID]
 	return ok && k.Allows(ScopeLinksWrite, workspace, now) && k.SeesDomain(domain)
 }
 

@@ -155,7 +155,7 @@ func (s *state) addOrphans(cc *ClickCount, now int64, sharing bool) {
 		return // removed since the visit
 	}
 	lv := s.orphans.mutable(orphanKey{domain, kind}, s.links.recs.gen, sharing)
-	if d := lv.mutableDay(hour/24, s.oldestDay(), s.links.recs.gen, sharing); d != nil {
+	if d := lv.mutableDay(hour/24, s.links.oldestDay(), s.links.recs.gen, sharing); d != nil {
 		slot, inserted := d.add(&cc.Visitor, cc.Count)
 		d.tally(uint8(hour%24), &cc.Visitor, cc.Count, slot, inserted, sharing)
 	}
@@ -181,7 +181,7 @@ func (f *FSM) OrphanVisitRows(filter OrphanFilter, q RowQuery) VisitRows {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.s
-	return s.pageRows(q, func(add func(*linkVisits, linkDay)) {
+	return s.links.pageRows(q, func(add func(*linkVisits, linkDay)) {
 		for _, k := range s.orphans.sortedKeys() {
 			if filter.keeps(k) {
 				add(s.orphans.byKey[k], linkDay{orphan: &k})
@@ -219,11 +219,11 @@ func (s *state) deleteOrphanVisits(c OrphanVisitsDeleteCommand) any {
 	if s.raised < LevelVisitRows {
 		return ErrNotRaised
 	}
-	if !s.mayAdminister(c.KeyID, c.Now) {
+	if !s.keys.mayAdminister(c.KeyID, c.Now) {
 		return ErrUnauthorized
 	}
 	var forgot uint64
-	oldest := s.oldestDay()
+	oldest := s.links.oldestDay()
 	for _, lv := range s.orphans.byKey {
 		for _, d := range lv.days[firstDayAtOrAfter(lv.days, oldest):] {
 			n, b := (&linkDay{d: d}).counts(true)
@@ -269,7 +269,7 @@ func (snap *snapshot) encodeOrphans(e *encoder, flush func(bool)) {
 // days out of order, days out of retention, counts as the visitors
 // section refuses them and tallies as the tallies section does.
 func readOrphans(st *state, d *decoder) error {
-	newest, oldest := st.links.recs.hours.newest/24, st.oldestDay()
+	newest, oldest := st.links.recs.hours.newest/24, st.links.oldestDay()
 	var prev *orphanKey
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		k := orphanKey{domain: d.string(), kind: OrphanKind(d.byte())}

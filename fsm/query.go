@@ -64,7 +64,7 @@ func (f *FSM) Search(workspaces []string, q Filter, before uint64, limit int) (l
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		l := f.s.link(p)
 		if before != 0 && l.ID >= before || !q.keeps(&l) {
 			continue
@@ -84,7 +84,7 @@ func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (lin
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var all []Link
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		if l := f.s.link(p); q.keeps(&l) {
 			all = append(all, l)
 		}
@@ -102,16 +102,16 @@ func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (lin
 
 // positionsNewestFirst lists the live links of the workspaces (nil: all),
 // newest first.
-func (s *state) positionsNewestFirst(workspaces []string) []uint32 {
+func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
 	var out []uint32
 	if workspaces == nil {
-		for _, list := range s.links.workspaces.links {
+		for _, list := range lt.workspaces.links {
 			out = append(out, list...)
 		}
 	}
 	for _, name := range workspaces {
-		if ws, ok := s.links.workspaces.ids[name]; ok {
-			out = append(out, s.links.workspaces.links[ws]...)
+		if ws, ok := lt.workspaces.ids[name]; ok {
+			out = append(out, lt.workspaces.links[ws]...)
 		}
 	}
 	slices.Sort(out) // positions are in id order
@@ -132,7 +132,7 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		o := f.s.opts.get(p)
 		if o == nil || domains != nil && !slices.Contains(domains, f.s.links.domainIndex(f.s.links.recs.text.code(f.s.links.recs.at(p)))) {
 			continue

@@ -76,7 +76,7 @@ type state struct {
 	servers    map[string]string // server id → HTTP address
 	removed    map[string]string // server id → incarnation it was removed with (removals.go)
 	requests   requestWindow
-	keys       map[string]*APIKey  // key id → key; a key never changes once added
+	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog
 	opts       optionTable // options of links flagged flagOptions (pieces.go)
@@ -129,13 +129,13 @@ func (s *state) createBatch(c CreateBatch) []CreateResult {
 }
 
 func (s *state) create(now int64, r CreateRequest) CreateResult {
-	if !s.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
+	if !s.keys.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
 	// A creation time or clicks come only with an import, which takes an
 	// administrator: a writer of links may not backdate a link or give it
 	// clicks it never had.
-	if (r.CreatedAt != 0 || r.Clicks != 0) && !s.mayAdminister(r.KeyID, now) {
+	if (r.CreatedAt != 0 || r.Clicks != 0) && !s.keys.mayAdminister(r.KeyID, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
 	var asked uint64
@@ -158,7 +158,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 		if r.KeyID != "" || !s.bounded() {
 			s.audit.add(AuditEntry{At: now, KeyID: r.KeyID, Action: AuditLinkCreate, Workspace: res.Link.Workspace, Subject: res.Link.Code})
 		}
-		s.webhookLink(EventLinkCreated, now, res.Link)
+		s.hooks.link(EventLinkCreated, now, s.bounded(), res.Link)
 	}
 	return res
 }
@@ -323,7 +323,7 @@ func (s *state) delete(c DeleteCommand) error {
 	}
 	s.remove(p)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkDelete, Workspace: ws, Subject: c.Code})
-	s.webhookLink(EventLinkDeleted, c.Now, gone)
+	s.hooks.link(EventLinkDeleted, c.Now, s.bounded(), gone)
 	return nil
 }
 
@@ -363,13 +363,13 @@ func (s *state) addClicks(c ClickBatch) bool {
 			continue // an orphan visit, or deleted since the click: nothing to count
 		}
 		if cc.Visitor.Bot == NotBot {
-			s.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
+			s.links.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
 		}
 		if c.Visitors {
 			s.addVisitors(p, &cc.Visitor, cc.Count, c.Now, sharing)
 		}
 	}
-	s.webhookClicks(c)
+	s.hooks.clicks(c, &s.links, s.bounded())
 	return true
 }
 

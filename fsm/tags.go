@@ -140,7 +140,7 @@ func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 		r := s.links.recs.at(p)
 		ws := s.links.workspaces.names[r.workspace]
 		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
-			!s.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) {
+			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) {
 			continue
 		}
 		conflict = conflict || hasNew

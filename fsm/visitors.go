@@ -416,7 +416,7 @@ func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing b
 	if v.Bot != NotBot {
 		lv.bots[v.Bot] += n
 	}
-	if d := lv.mutableDay(hour/24, s.oldestDay(), s.links.recs.gen, sharing); d != nil {
+	if d := lv.mutableDay(hour/24, s.links.oldestDay(), s.links.recs.gen, sharing); d != nil {
 		slot, inserted := d.add(v, n)
 		if s.raised >= LevelVisitRows {
 			d.tally(uint8(hour%24), v, n, slot, inserted, sharing)
@@ -425,7 +425,7 @@ func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing b
 }
 
 // oldestDay is the first day any of whose hours is within retention.
-func (s *state) oldestDay() uint32 { return s.links.recs.hours.oldestKept() / 24 }
+func (lt *linkTable) oldestDay() uint32 { return lt.recs.hours.oldestKept() / 24 }
 
 // visitsUsed is what a link's visit limit counts: its clicks and its bots.
 func (s *state) visitsUsed(p uint32) uint64 {
@@ -493,7 +493,7 @@ func encodeDay(e *encoder, d *dayVisits) {
 // could not have made: unknown links, days out of order or out of
 // retention, keys out of order or not what a visitor can carry.
 func readVisits(st *state, d *decoder) error {
-	newest, oldest := st.links.recs.hours.newest/24, st.oldestDay()
+	newest, oldest := st.links.recs.hours.newest/24, st.links.oldestDay()
 	var prevID uint64
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()

@@ -88,7 +88,7 @@ func (q *visitQuery) add(s *state, p uint32) {
 	if lv == nil {
 		return
 	}
-	oldest := max(q.from, s.oldestDay())
+	oldest := max(q.from, s.links.oldestDay())
 	for _, d := range lv.days[firstDayAtOrAfter(lv.days, oldest):] {
 		if d.day >= q.to {
 			break
@@ -194,7 +194,7 @@ func (f *FSM) WorkspaceVisits(workspaces []string, filter Filter, from, to int64
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	q := newVisitQuery(from, to, by)
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		if l := f.s.link(p); filter.keeps(&l) {
 			q.add(f.s, p)
 		}

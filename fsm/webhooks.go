@@ -248,7 +248,7 @@ func (w *webhooks) recompute() {
 
 // setWebhook answers the stored Webhook, or an error.
 func (s *state) setWebhook(c WebhookSetCommand) any {
-	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+	if !s.keys.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
 	w := c.Webhook
@@ -271,7 +271,7 @@ func (s *state) setWebhook(c WebhookSetCommand) any {
 }
 
 func (s *state) deleteWebhook(c WebhookDeleteCommand) error {
-	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+	if !s.keys.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
 	if _, ok := s.hooks.byID[c.ID]; !ok {
@@ -316,19 +316,20 @@ func (s *state) ackWebhook(c WebhookAckCommand) error {
 }
 
 // emit appends an event of type t at time at to every subscribed
-// outbox; build makes its payload, only when someone wants it.
-func (s *state) emit(t EventType, at int64, build func(*WebhookEvent)) {
-	if !s.hooks.wanted.Has(t) {
+// outbox; build makes its payload, only when someone wants it. A bounded
+// state (raise.go) also holds each outbox to MaxWebhookOutboxBytes.
+func (w *webhooks) emit(t EventType, at int64, bounded bool, build func(*WebhookEvent)) {
+	if !w.wanted.Has(t) {
 		return
 	}
 	ev := WebhookEvent{Type: t, At: at}
 	build(&ev)
 	size := ev.size()
-	for _, h := range s.hooks.byID {
+	for _, h := range w.byID {
 		if !h.hook.Events.Has(t) {
 			continue
 		}
-		for len(h.events) > 0 && (len(h.events) >= MaxWebhookOutbox || s.bounded() && h.bytes+size > MaxWebhookOutboxBytes) {
+		for len(h.events) > 0 && (len(h.events) >= MaxWebhookOutbox || bounded && h.bytes+size > MaxWebhookOutboxBytes) {
 			h.bytes -= h.events[0].size()
 			h.events = h.events[1:]
 			h.dropped++
@@ -357,13 +358,13 @@ func (ev *WebhookEvent) size() int {
 	return n
 }
 
-// webhookLink records a link event: l is the link as the write left it
+// link records a link event: l is the link as the write left it
 // (as it was, for a delete).
-func (s *state) webhookLink(t EventType, at int64, l Link) {
-	if !s.hooks.wanted.Has(t) { // the usual case: checked before building anything
+func (w *webhooks) link(t EventType, at int64, bounded bool, l Link) {
+	if !w.wanted.Has(t) { // the usual case: checked before building anything
 		return
 	}
-	s.emit(t, at, func(ev *WebhookEvent) {
+	w.emit(t, at, bounded, func(ev *WebhookEvent) {
 		ev.Link = EventLink{Code: l.Code, Domain: l.Domain, URL: l.URL, Workspace: l.Workspace, ExpiresAt: l.ExpiresAt}
 		if l.Options != nil { // never changed once stored: shared
 			ev.Link.Title, ev.Link.Tags = l.Options.Title, l.Options.Tags
@@ -371,11 +372,11 @@ func (s *state) webhookLink(t EventType, at int64, l Link) {
 	})
 }
 
-// webhookClicks records an applied click batch as one link.clicked event:
+// clicks records an applied click batch as one link.clicked event:
 // the clicks of each code that still names a link (the others counted
 // nothing). Called once the batch is counted.
-func (s *state) webhookClicks(c ClickBatch) {
-	if !s.hooks.wanted.Has(EventLinkClicked) {
+func (w *webhooks) clicks(c ClickBatch, links *linkTable, bounded bool) {
+	if !w.wanted.Has(EventLinkClicked) {
 		return
 	}
 	var hits []EventHit
@@ -386,11 +387,11 @@ func (s *state) webhookClicks(c ClickBatch) {
 		if cc.Count == 0 || cc.Visitor.Bot != NotBot {
 			continue
 		}
-		p, ok := s.links.lookup(cc.Code)
+		p, ok := links.lookup(cc.Code)
 		if !ok {
 			continue
 		}
-		domain, code := SplitCode(s.links.recs.text.code(s.links.recs.at(p)))
+		domain, code := SplitCode(links.recs.text.code(links.recs.at(p)))
 		if n := len(hits); n > 0 && hits[n-1].Code == code && hits[n-1].Domain == domain {
 			hits[n-1].Clicks += cc.Count
 			continue
@@ -400,7 +401,7 @@ func (s *state) webhookClicks(c ClickBatch) {
 	if len(hits) == 0 {
 		return
 	}
-	s.emit(EventLinkClicked, c.Now, func(ev *WebhookEvent) { ev.Hits = hits })
+	w.emit(EventLinkClicked, c.Now, bounded, func(ev *WebhookEvent) { ev.Hits = hits })
 }
 
 // WebhookInfo is a webhook with its replicated delivery position.
