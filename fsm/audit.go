@@ -238,9 +238,9 @@ func decodeAuditNote(d *decoder) AuditNoteCommand {
 // maxAuditSubject bounds a note's subject: a server id.
 const maxAuditSubject = 255
 
-func (s *state) note(c AuditNoteCommand) error {
+func (a *auditLog) note(c AuditNoteCommand, bounded bool) error {
 	e := c.Entry
-	if !s.bounded() {
+	if !bounded {
 		// Only a raised state holds these actions: older builds read
 		// none of them (state.level).
 		return fmt.Errorf("%w: audit notes need the cluster raised to level %d", ErrInvalidRequest, LevelBounds)
@@ -248,7 +248,7 @@ func (s *state) note(c AuditNoteCommand) error {
 	if !e.Action.membership() || e.Workspace != "" || e.Subject == "" || len(e.Subject) > maxAuditSubject || len(e.KeyID) > maxAuditSubject {
 		return fmt.Errorf("%w: an audit note records a membership change of a named server", ErrInvalidRequest)
 	}
-	s.audit.add(e)
+	a.add(e)
 	return nil
 }
 

@@ -247,12 +247,12 @@ func (o Order) check() error {
 	return nil
 }
 
-// applyCert applies a CertCommand.
-func (s *state) applyCert(c CertCommand) error {
-	if s.raised < LevelCerts {
+// apply applies a CertCommand, only once the cluster is raised to
+// LevelCerts.
+func (cs *certState) apply(c CertCommand, raised int) error {
+	if raised < LevelCerts {
 		return fmt.Errorf("%w: certificates need the cluster raised to level %d", ErrInvalidRequest, LevelCerts)
 	}
-	cs := &s.certs
 	switch c.Kind {
 	case SetACMEAccount:
 		if err := c.Account.check(); err != nil {
@@ -271,16 +271,7 @@ func (s *state) applyCert(c CertCommand) error {
 	case RemoveCertificate:
 		delete(cs.certs, c.Certificate.Name)
 	case SetChallenge:
-		if err := c.Challenge.check(); err != nil {
-			return err
-		}
-		if _, alpn := c.Challenge.TLSALPNName(); alpn && s.raised < LevelVisitRows {
-			return fmt.Errorf("%w: TLS-ALPN-01 challenges need the cluster raised to level %d", ErrInvalidRequest, LevelVisitRows)
-		}
-		if _, known := cs.challenges[c.Challenge.Token]; !known && len(cs.challenges) >= MaxChallenges {
-			return fmt.Errorf("%w: at most %d challenges in flight", ErrInvalidRequest, MaxChallenges)
-		}
-		cs.challenges[c.Challenge.Token] = c.Challenge
+		return cs.setChallenge(c.Challenge, raised)
 	case RemoveChallenge:
 		delete(cs.challenges, c.Challenge.Token)
 	case SetOrder:
@@ -296,6 +287,22 @@ func (s *state) applyCert(c CertCommand) error {
 	default:
 		return fmt.Errorf("%w: certificate change %d", ErrInvalidRequest, c.Kind)
 	}
+	return nil
+}
+
+// setChallenge adds or replaces a challenge in flight: TLS-ALPN-01 ones
+// only once raised to LevelVisitRows, at most MaxChallenges.
+func (cs *certState) setChallenge(ch Challenge, raised int) error {
+	if err := ch.check(); err != nil {
+		return err
+	}
+	if _, alpn := ch.TLSALPNName(); alpn && raised < LevelVisitRows {
+		return fmt.Errorf("%w: TLS-ALPN-01 challenges need the cluster raised to level %d", ErrInvalidRequest, LevelVisitRows)
+	}
+	if _, known := cs.challenges[ch.Token]; !known && len(cs.challenges) >= MaxChallenges {
+		return fmt.Errorf("%w: at most %d challenges in flight", ErrInvalidRequest, MaxChallenges)
+	}
+	cs.challenges[ch.Token] = ch
 	return nil
 }
 

@@ -600,13 +600,24 @@ func (s *state) init(c InitCommand) error {
 	return nil
 }
 
-// setServer records or, with an empty address, forgets a server's HTTP
-// address.
-func (s *state) setServer(c ServerCommand) error {
+// serverTable is what the state knows of the cluster's servers: their
+// HTTP addresses, for operators' views, and the servers an operator
+// removed (removals.go).
+type serverTable struct {
+	addrs   map[string]string // server id → HTTP address
+	removed map[string]string // server id → incarnation it was removed with
+}
+
+func newServerTable() serverTable {
+	return serverTable{addrs: map[string]string{}, removed: map[string]string{}}
+}
+
+// set records or, with an empty address, forgets a server's HTTP address.
+func (t *serverTable) set(c ServerCommand) error {
 	if c.HTTPAddr == "" {
-		delete(s.servers, c.ID)
+		delete(t.addrs, c.ID)
 	} else {
-		s.servers[c.ID] = c.HTTPAddr
+		t.addrs[c.ID] = c.HTTPAddr
 	}
 	return nil
 }

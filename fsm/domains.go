@@ -186,11 +186,16 @@ func (f *FSM) Domains() []Domain {
 func (f *FSM) DomainOfHost(host []byte) (Domain, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.domainOfHost(host)
+	return f.s.domains.ofHost(host)
 }
 
-func (s *state) domainOfHost(host []byte) (Domain, bool) {
-	if len(s.domains) == 0 {
+// domainTable is the registered domains by name.
+type domainTable map[string]Domain
+
+// ofHost is the registered domain a request's Host header names, its
+// port and letter case aside, without allocating.
+func (t domainTable) ofHost(host []byte) (Domain, bool) {
+	if len(t) == 0 {
 		return Domain{}, false
 	}
 	if i := strings.LastIndexByte(string(host), ':'); i >= 0 && !strings.Contains(string(host[i:]), "]") {
@@ -206,6 +211,6 @@ func (s *state) domainOfHost(host []byte) (Domain, bool) {
 		}
 		lower[i] = c
 	}
-	d, ok := s.domains[string(lower[:len(host)])]
+	d, ok := t[string(lower[:len(host)])]
 	return d, ok
 }

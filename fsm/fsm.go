@@ -113,7 +113,7 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 // lookupOnHost finds code in the registered domain d that host names;
 // onHost reports whether host names one at all.
 func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, found bool) {
-	d, ok := s.domainOfHost(host)
+	d, ok := s.domains.ofHost(host)
 	if !ok {
 		return 0, Domain{}, false, false
 	}
@@ -245,7 +245,7 @@ func (f *FSM) NeedsPurge(c PurgeCommand) bool {
 func (f *FSM) ServerHTTP(id string) (string, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	addr, ok := f.s.servers[id]
+	addr, ok := f.s.servers.addrs[id]
 	return addr, ok
 }
 

@@ -139,8 +139,10 @@ var features = []feature{
 			write: flushed((*snapshot).encodeOrphans), read: decodes(readOrphans)},
 	}},
 	{name: "servers", entries: []entry{
-		handles(anyType(decodeServer), (*state).setServer, cmdServer),
-		handles(anyType(decodeServerRemoval), (*state).applyRemoval, cmdServerRemoval),
+		handles(anyType(decodeServer), func(s *state, c ServerCommand) error { return s.servers.set(c) }, cmdServer),
+		handles(anyType(decodeServerRemoval), func(s *state, c ServerRemovalCommand) error {
+			return s.servers.applyRemoval(c, s.raised)
+		}, cmdServerRemoval),
 	}, sections: []section{
 		{name: "servers", at: 70, since: snapshotV1, write: writeServers, read: readServers},
 		{name: "removed servers", at: 75, since: snapshotVersion,
@@ -156,7 +158,9 @@ var features = []feature{
 			write: encodes((*snapshot).encodeKeyDomains), read: decodes(readKeyDomains)},
 	}},
 	{name: "audit log", entries: []entry{
-		handles(anyType(decodeAuditNote), (*state).note, cmdAuditNote),
+		handles(anyType(decodeAuditNote), func(s *state, c AuditNoteCommand) error {
+			return s.audit.note(c, s.bounded())
+		}, cmdAuditNote),
 	}, sections: []section{
 		{name: "audit", at: 110, since: snapshotV4,
 			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.audit, flush) },
@@ -184,7 +188,9 @@ var features = []feature{
 		{name: "raised level", at: 10, since: snapshotV8, write: writeRaised, read: readRaised},
 	}},
 	{name: "certificates", entries: []entry{
-		handles(anyType(decodeCertCommand), (*state).applyCert, cmdCert),
+		handles(anyType(decodeCertCommand), func(s *state, c CertCommand) error {
+			return s.certs.apply(c, s.raised)
+		}, cmdCert),
 	}, sections: []section{
 		{name: "certificates", at: 160, since: snapshotV9,
 			write: encodes((*snapshot).encodeCerts), read: func(st *state, d *decoder, _ byte) error { return st.certs.decode(d) }},

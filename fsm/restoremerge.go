@@ -92,9 +92,9 @@ func keepHandedOut(next, cur *state) {
 	}
 	next.audit = cur.audit.clone()
 	next.certs = cur.certs.clone()
-	next.removed = maps.Clone(cur.removed)
-	for id := range next.removed {
-		delete(next.servers, id)
+	next.servers.removed = maps.Clone(cur.servers.removed)
+	for id := range next.servers.removed {
+		delete(next.servers.addrs, id)
 	}
 	next.raised = max(next.raised, cur.raised)
 	if next.bounded() {

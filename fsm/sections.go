@@ -130,7 +130,7 @@ func writeServers(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
 
 func readServers(st *state, d *decoder, _ byte) error {
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		st.servers[d.string()] = d.string()
+		st.servers.addrs[d.string()] = d.string()
 	}
 	return nil
 }

@@ -115,10 +115,10 @@ func (s *state) snapshot() *snapshot {
 	for length, next := range s.counters {
 		snap.counters = append(snap.counters, counterEntry{length, next})
 	}
-	for id, addr := range s.servers {
+	for id, addr := range s.servers.addrs {
 		snap.servers = append(snap.servers, serverEntry{id, addr})
 	}
-	for id, incarnation := range s.removed {
+	for id, incarnation := range s.servers.removed {
 		snap.removed = append(snap.removed, removedEntry{id, incarnation})
 	}
 	// Keys never change once added, so the view may share them.

@@ -69,18 +69,17 @@ type state struct {
 	key        codes.Key
 	clusterID  [16]byte
 	lastID     uint64
-	counters   map[int]uint64    // next counter value per code length
-	links      linkTable         // links.go
-	tombstones tombstoneSet      // pieces.go
-	clickSeqs  clickSeqTable     // pieces.go
-	servers    map[string]string // server id → HTTP address
-	removed    map[string]string // server id → incarnation it was removed with (removals.go)
+	counters   map[int]uint64 // next counter value per code length
+	links      linkTable      // links.go
+	tombstones tombstoneSet   // pieces.go
+	clickSeqs  clickSeqTable  // pieces.go
+	servers    serverTable    // addresses and removal records (command.go, removals.go)
 	requests   requestWindow
 	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog
 	opts       optionTable // options of links flagged flagOptions (pieces.go)
-	domains    map[string]Domain
+	domains    domainTable // domains.go
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
 	visits        visitTable  // per link and day: who clicked (visitors.go)
@@ -97,13 +96,12 @@ func newState() *state {
 		links:      newLinkTable(seed),
 		tombstones: newTombstoneSet(),
 		clickSeqs:  newClickSeqTable(),
-		servers:    map[string]string{},
-		removed:    map[string]string{},
+		servers:    newServerTable(),
 		requests:   newRequestWindow(seed),
 		keys:       map[string]*APIKey{},
 		revoked:    map[string]struct{}{},
 		opts:       newOptionTable(),
-		domains:    map[string]Domain{},
+		domains:    domainTable{},
 		hooks:      newWebhooks(),
 		certs:      newCertState(),
 	}
