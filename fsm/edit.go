@@ -217,7 +217,7 @@ func (s *state) visit(c VisitCommand) error {
 		s.links.countClicks(p, 1, c.Now, hour, timed, sharing)
 	}
 	if c.HasVisitor {
-		s.addVisitors(p, &c.Visitor, 1, c.Now, sharing)
+		s.visits.add(&s.links, p, &c.Visitor, 1, c.Now, s.raised >= LevelVisitRows, sharing)
 	}
 	s.hooks.clicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}}, &s.links, s.bounded())
 	return nil

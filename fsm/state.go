@@ -69,11 +69,11 @@ type state struct {
 	key        codes.Key
 	clusterID  [16]byte
 	lastID     uint64
-	counters   map[int]uint64 // next counter value per code length
-	links      linkTable      // links.go
-	tombstones tombstoneSet   // pieces.go
-	clickSeqs  clickSeqTable  // pieces.go
-	servers    serverTable    // addresses and removal records (command.go, removals.go)
+	counters   counterTable  // next counter value per code length
+	links      linkTable     // links.go
+	tombstones tombstoneSet  // pieces.go
+	clickSeqs  clickSeqTable // pieces.go
+	servers    serverTable   // addresses and removal records (command.go, removals.go)
 	requests   requestWindow
 	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
@@ -92,7 +92,7 @@ type state struct {
 func newState() *state {
 	seed := maphash.MakeSeed()
 	return &state{
-		counters:   map[int]uint64{},
+		counters:   counterTable{},
 		links:      newLinkTable(seed),
 		tombstones: newTombstoneSet(),
 		clickSeqs:  newClickSeqTable(),
@@ -217,7 +217,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 				return res
 			}
 		}
-		c, err := s.nextCounterCode(r.CodeLength, r.Domain)
+		c, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
 		if err != nil {
 			return CreateResult{Err: err}
 		}
@@ -286,27 +286,31 @@ func (s *state) taken(code string) bool {
 	return codes.IsReserved(code)
 }
 
-// nextCounterCode walks the permutation from the length's counter, skipping
+// counterTable is the next counter value per code length.
+type counterTable map[int]uint64
+
+// next walks the permutation of key from the length's counter, skipping
 // codes already taken by custom or hash codes.
-func (s *state) nextCounterCode(length int, domain string) (string, error) {
-	if !s.hasKey {
+func (c counterTable) next(hasKey bool, key codes.Key, length int, domain string,
+	taken func(string) bool) (string, error) {
+	if !hasKey {
 		return "", ErrNotInitialized
 	}
 	if length < codes.MinCounterLength || length > codes.MaxCounterLength {
 		return "", fmt.Errorf("%w: code length %d", ErrInvalidRequest, length)
 	}
 	space := codes.CounterSpace(length)
-	for n := s.counters[length]; n < space; n++ {
-		code, err := codes.CounterCode(s.key, n, length)
+	for n := c[length]; n < space; n++ {
+		code, err := codes.CounterCode(key, n, length)
 		if err != nil {
 			return "", fmt.Errorf("counter code: %w", err)
 		}
-		if q := QualifiedCode(domain, code); !s.taken(q) {
-			s.counters[length] = n + 1
+		if q := QualifiedCode(domain, code); !taken(q) {
+			c[length] = n + 1
 			return q, nil
 		}
 	}
-	s.counters[length] = space
+	c[length] = space
 	return "", ErrCodeSpaceExhausted
 }
 
@@ -364,7 +368,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 			s.links.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
 		}
 		if c.Visitors {
-			s.addVisitors(p, &cc.Visitor, cc.Count, c.Now, sharing)
+			s.visits.add(&s.links, p, &cc.Visitor, cc.Count, c.Now, s.raised >= LevelVisitRows, sharing)
 		}
 	}
 	s.hooks.clicks(c, &s.links, s.bounded())

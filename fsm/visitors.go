@@ -405,21 +405,22 @@ func addKey(list []keyCount, key string, n uint64) []keyCount {
 
 func compareKey(k keyCount, key string) int { return strings.Compare(k.key, key) }
 
-// addVisitors counts n clicks of visitor v to the link at p on the day of
-// now. The caller has already moved the newest hour.
-func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing bool) {
+// add counts n clicks of visitor who to the link at p on the day of now
+// and, with tally (a state raised to LevelVisitRows), in its hour's
+// tallies. The caller has already moved the newest hour.
+func (v *visitTable) add(links *linkTable, p uint32, who *Visitor, n uint64, now int64, tally, sharing bool) {
 	hour, timed := hourOf(now)
 	if !timed || n == 0 {
 		return
 	}
-	lv := s.visits.mutable(p, s.links.recs.gen, sharing)
-	if v.Bot != NotBot {
-		lv.bots[v.Bot] += n
+	lv := v.mutable(p, links.recs.gen, sharing)
+	if who.Bot != NotBot {
+		lv.bots[who.Bot] += n
 	}
-	if d := lv.mutableDay(hour/24, s.links.oldestDay(), s.links.recs.gen, sharing); d != nil {
-		slot, inserted := d.add(v, n)
-		if s.raised >= LevelVisitRows {
-			d.tally(uint8(hour%24), v, n, slot, inserted, sharing)
+	if d := lv.mutableDay(hour/24, links.oldestDay(), links.recs.gen, sharing); d != nil {
+		slot, inserted := d.add(who, n)
+		if tally {
+			d.tally(uint8(hour%24), who, n, slot, inserted, sharing)
 		}
 	}
 }
