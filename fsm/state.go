@@ -170,58 +170,10 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if !dedupe {
 		canonical = ""
 	}
-	ws, known := s.links.workspaces.ids[r.Workspace]
-	// existing returns the live, unexpired link at p when dedupe may
-	// return it instead of creating one.
-	existing := func(p uint32, ok bool) (CreateResult, bool) {
-		if !ok || !dedupe || !known {
-			return CreateResult{}, false
-		}
-		rec := s.links.recs.at(p)
-		if rec.workspace != ws || s.links.recs.text.canonical(rec) != canonical || rec.expired(now) {
-			return CreateResult{}, false
-		}
-		return CreateResult{Link: s.link(p), Existing: true}, true
-	}
-
-	var code string
-	switch {
-	case r.CustomCode != "":
-		q := QualifiedCode(r.Domain, r.CustomCode)
-		if res, ok := existing(s.links.lookup(q)); ok {
-			return res
-		}
-		if s.tombstones.has(q) {
-			return CreateResult{Err: ErrCodeDeleted}
-		}
-		if s.taken(q) {
-			return CreateResult{Err: ErrCodeTaken}
-		}
-		code = q
-	case r.Strategy == StrategyHash:
-		for salt := 0; salt <= codes.MaxHashSalt && code == ""; salt++ {
-			q := QualifiedCode(r.Domain, codes.HashCode(canonical, r.Workspace, salt))
-			if res, ok := existing(s.links.lookup(q)); ok {
-				return res
-			}
-			if !s.taken(q) {
-				code = q
-			}
-		}
-		if code == "" {
-			return CreateResult{Err: ErrHashCollision}
-		}
-	default:
-		if dedupe && known {
-			if res, ok := existing(s.links.dedupeLookup(ws, r.Domain, canonical)); ok {
-				return res
-			}
-		}
-		c, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
-		if err != nil {
-			return CreateResult{Err: err}
-		}
-		code = c
+	choice := newCodeChoice(s, now, r, dedupe, canonical)
+	code, res, done := choice.choose()
+	if done {
+		return res
 	}
 
 	// An imported link keeps its creation time and starts at the clicks it
@@ -237,6 +189,89 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	s.links.index(p, now)
 	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
+}
+
+// codeChoice is how a create gets its code: its custom code, a hash code
+// or the next counter code. Each way ends, instead, in a result when
+// dedupe finds the link or no code can be had (done).
+type codeChoice struct {
+	s         *state
+	now       int64
+	r         CreateRequest
+	dedupe    bool
+	canonical string // the request's when dedupe, else ""
+	ws        uint32
+	known     bool // the workspace exists: dedupe may find a link in it
+}
+
+func newCodeChoice(s *state, now int64, r CreateRequest, dedupe bool, canonical string) codeChoice {
+	ws, known := s.links.workspaces.ids[r.Workspace]
+	return codeChoice{s: s, now: now, r: r, dedupe: dedupe, canonical: canonical, ws: ws, known: known}
+}
+
+func (c *codeChoice) choose() (code string, res CreateResult, done bool) {
+	switch {
+	case c.r.CustomCode != "":
+		return c.custom()
+	case c.r.Strategy == StrategyHash:
+		return c.hash()
+	}
+	return c.counter()
+}
+
+// existing returns the live, unexpired link at p when dedupe may return
+// it instead of creating one.
+func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
+	if !ok || !c.dedupe || !c.known {
+		return CreateResult{}, false
+	}
+	s := c.s
+	rec := s.links.recs.at(p)
+	if rec.workspace != c.ws || s.links.recs.text.canonical(rec) != c.canonical || rec.expired(c.now) {
+		return CreateResult{}, false
+	}
+	return CreateResult{Link: s.link(p), Existing: true}, true
+}
+
+func (c *codeChoice) custom() (string, CreateResult, bool) {
+	q := QualifiedCode(c.r.Domain, c.r.CustomCode)
+	if res, ok := c.existing(c.s.links.lookup(q)); ok {
+		return "", res, true
+	}
+	if c.s.tombstones.has(q) {
+		return "", CreateResult{Err: ErrCodeDeleted}, true
+	}
+	if c.s.taken(q) {
+		return "", CreateResult{Err: ErrCodeTaken}, true
+	}
+	return q, CreateResult{}, false
+}
+
+func (c *codeChoice) hash() (string, CreateResult, bool) {
+	for salt := 0; salt <= codes.MaxHashSalt; salt++ {
+		q := QualifiedCode(c.r.Domain, codes.HashCode(c.canonical, c.r.Workspace, salt))
+		if res, ok := c.existing(c.s.links.lookup(q)); ok {
+			return "", res, true
+		}
+		if !c.s.taken(q) {
+			return q, CreateResult{}, false
+		}
+	}
+	return "", CreateResult{Err: ErrHashCollision}, true
+}
+
+func (c *codeChoice) counter() (string, CreateResult, bool) {
+	s, r := c.s, c.r
+	if c.dedupe && c.known {
+		if res, ok := c.existing(s.links.dedupeLookup(c.ws, r.Domain, c.canonical)); ok {
+			return "", res, true
+		}
+	}
+	code, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
+	if err != nil {
+		return "", CreateResult{Err: err}, true
+	}
+	return code, CreateResult{}, false
 }
 
 // checkCreate is Apply's floor for a create (see DESIGN.md): it reads only

@@ -326,6 +326,20 @@ func readTallies(st *state, d *decoder) error {
 	return d.err
 }
 
+// decodeTuples reads an hour's n tuples, in increasing order, each valid
+// for a day of that many referrers and counting 1 to 2³²-1 clicks.
+func decodeTuples(d *decoder, h *hourTally, n, referrers int) error {
+	for i := 0; i < n && d.err == nil; i++ {
+		t, c := d.uvarint(), d.uvarint()
+		if d.err == nil && (t > uint64(^tuple(0)) || !tuple(t).valid(referrers) || c == 0 || c > uint64(^uint32(0)) ||
+			i > 0 && tuple(t) <= h.tuples[i-1].t) {
+			return fmt.Errorf("hour %d: tuple %#x with %d clicks", h.hour, t, c)
+		}
+		h.tuples = append(h.tuples, tupleCount{tuple(t), uint32(c)})
+	}
+	return nil
+}
+
 func decodeDayTallies(d *decoder, dv *dayVisits) error {
 	hours := d.count(3)
 	if d.err == nil && (hours == 0 || hours > 24) {
@@ -339,13 +353,8 @@ func decodeDayTallies(d *decoder, dv *dayVisits) error {
 			return fmt.Errorf("hour %d with %d tuples and %d past the bound", h.hour, n, over)
 		}
 		h.overflow = uint32(over)
-		for i := 0; i < n && d.err == nil; i++ {
-			t, c := d.uvarint(), d.uvarint()
-			if d.err == nil && (t > uint64(^tuple(0)) || !tuple(t).valid(len(dv.referrers)) || c == 0 || c > uint64(^uint32(0)) ||
-				i > 0 && tuple(t) <= h.tuples[i-1].t) {
-				return fmt.Errorf("hour %d: tuple %#x with %d clicks", h.hour, t, c)
-			}
-			h.tuples = append(h.tuples, tupleCount{tuple(t), uint32(c)})
+		if err := decodeTuples(d, &h, n, len(dv.referrers)); err != nil {
+			return err
 		}
 		if d.err == nil && (h.people() > MaxTuplesPerHour || len(h.tuples) == 0 && h.overflow == 0) {
 			return fmt.Errorf("hour %d: %d tuples", h.hour, h.people())
