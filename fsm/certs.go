@@ -397,7 +397,15 @@ func (cs *certState) decode(d *decoder) error {
 		prev = c.Name
 		cs.certs[c.Name] = c
 	}
-	prev = ""
+	if err := cs.decodeChallenges(d); err != nil {
+		return err
+	}
+	return cs.decodeOrders(d)
+}
+
+// decodeChallenges reads the challenges in flight, by token.
+func (cs *certState) decodeChallenges(d *decoder) error {
+	prev := ""
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		c := decodeChallenge(d)
 		if err := c.check(); d.err == nil && (err != nil || c.Token <= prev || len(cs.challenges) >= MaxChallenges) {
@@ -406,7 +414,12 @@ func (cs *certState) decode(d *decoder) error {
 		prev = c.Token
 		cs.challenges[c.Token] = c
 	}
-	prev = ""
+	return nil
+}
+
+// decodeOrders reads the orders in flight, by name.
+func (cs *certState) decodeOrders(d *decoder) error {
+	prev := ""
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		o := decodeOrder(d)
 		if err := o.check(); d.err == nil && (err != nil || o.Name <= prev || len(cs.orders) >= MaxCertificates) {

@@ -383,54 +383,76 @@ func (lt *linkTable) decodeClickHours(d *decoder) error {
 func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
 	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
-		r := record{id: d.uvarint()}
-		code, url, ws, canonical := d.stringView(), d.stringView(), d.stringView(), d.stringView()
-		var flags byte
-		switch {
-		case version >= snapshotV2:
-			flags = d.byte()
-		case canonical != "":
-			flags = snapDedupe
-		}
-		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
-		var opts *Options
-		switch {
-		case version >= snapshotV10:
-			opts = decodeOptionsExtended(d)
-		case version >= snapshotV5:
-			opts = decodeOptions(d)
-		}
+		l := decodeSnapLink(d, version)
 		if d.err != nil {
 			return d.err
 		}
-		if err := opts.check(); err != nil {
-			return fmt.Errorf("link %q: %w", code, err)
+		if err := l.check(prevID, st.lastID); err != nil {
+			return err
 		}
-		switch {
-		case code == "" || url == "" || ws == "":
-			return fmt.Errorf("link %d has an empty field", r.id)
-		case len(code) > maxCodeLen:
-			return fmt.Errorf("link %d has a code of %d bytes", r.id, len(code))
-		case r.id <= prevID || r.id > st.lastID:
-			return fmt.Errorf("link %q has out-of-order id %d", code, r.id)
-		case flags&^(snapDedupe|snapIndexed) != 0 || flags == snapIndexed || (canonical != "" && flags&snapDedupe == 0):
-			return fmt.Errorf("link %q has flags %#x", code, flags)
+		if _, dup := st.links.lookup(l.code); dup {
+			return fmt.Errorf("code %q appears twice", l.code)
 		}
-		if _, dup := st.links.lookup(code); dup {
-			return fmt.Errorf("code %q appears twice", code)
+		prevID = l.r.id
+		dedupe := l.flags&snapDedupe != 0
+		if dedupe && l.canonical == "" {
+			l.canonical = l.url
 		}
-		prevID = r.id
-		dedupe := flags&snapDedupe != 0
-		if dedupe && canonical == "" {
-			canonical = url
-		}
-		p := st.links.insert(r, code, url, ws, canonical, dedupe)
-		st.setOptions(p, opts)
-		if flags&snapIndexed != 0 {
+		p := st.links.insert(l.r, l.code, l.url, l.ws, l.canonical, dedupe)
+		st.setOptions(p, l.opts)
+		if l.flags&snapIndexed != 0 {
 			if err := st.links.restoreIndexed(p); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// snapLink is a link as the links section holds it. Its strings are views
+// of the decoder's buffer until insert copies them.
+type snapLink struct {
+	r                        record
+	code, url, ws, canonical string
+	flags                    byte
+	opts                     *Options
+}
+
+// decodeSnapLink reads one link of a snapshot of the given version.
+func decodeSnapLink(d *decoder, version byte) snapLink {
+	l := snapLink{r: record{id: d.uvarint()}}
+	l.code, l.url, l.ws, l.canonical = d.stringView(), d.stringView(), d.stringView(), d.stringView()
+	switch {
+	case version >= snapshotV2:
+		l.flags = d.byte()
+	case l.canonical != "":
+		l.flags = snapDedupe
+	}
+	l.r.createdAt, l.r.expiresAt, l.r.clicks, l.r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
+	switch {
+	case version >= snapshotV10:
+		l.opts = decodeOptionsExtended(d)
+	case version >= snapshotV5:
+		l.opts = decodeOptions(d)
+	}
+	return l
+}
+
+// check refuses a link that Apply could not have made, or that comes out
+// of id order: ids above prevID and at most lastID.
+func (l *snapLink) check(prevID, lastID uint64) error {
+	if err := l.opts.check(); err != nil {
+		return fmt.Errorf("link %q: %w", l.code, err)
+	}
+	switch {
+	case l.code == "" || l.url == "" || l.ws == "":
+		return fmt.Errorf("link %d has an empty field", l.r.id)
+	case len(l.code) > maxCodeLen:
+		return fmt.Errorf("link %d has a code of %d bytes", l.r.id, len(l.code))
+	case l.r.id <= prevID || l.r.id > lastID:
+		return fmt.Errorf("link %q has out-of-order id %d", l.code, l.r.id)
+	case l.flags&^(snapDedupe|snapIndexed) != 0 || l.flags == snapIndexed || (l.canonical != "" && l.flags&snapDedupe == 0):
+		return fmt.Errorf("link %q has flags %#x", l.code, l.flags)
 	}
 	return nil
 }
