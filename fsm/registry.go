@@ -96,31 +96,35 @@ func orError[C, R any](apply func(*state, C) (R, error)) func(*state, C) any {
 	}
 }
 
-// features is every part of the replicated state. It is a literal, read
-// only by newRegistry at init and never changed.
+// features is every part of the replicated state, roughly in the order of
+// its snapshot sections. It is a literal that newRegistry reads once, at
+// init, and nothing changes after.
 var features = []feature{
+	{name: "raised level", entries: []entry{
+		handles(anyType(decodeRaise), (*state).raise, cmdRaise),
+	}, sections: []section{
+		{name: "raised level", at: 10, since: snapshotV8, write: writeRaised, read: readRaised},
+	}},
 	{name: "code key", entries: []entry{
 		handles(anyType(decodeInit), (*state).init, cmdInit),
 	}, sections: []section{
 		{name: "key", at: 20, since: snapshotV1, write: writeKey, read: readKey},
 		{name: "counters", at: 30, since: snapshotV1, write: writeCounters, read: readCounters},
 	}},
-	{name: "links", sections: []section{
-		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: readLinks},
-		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1, read: func(st *state, d *decoder, _ byte) error { return st.links.decodeDedupeV1(d) }},
-	}, entries: []entry{
+	{name: "links", entries: []entry{
 		handles(decodeCreate, (*state).createBatch,
 			cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported, cmdCreateExtended),
 		handles(decodeDelete, (*state).delete, cmdDelete, cmdDeleteKeyed),
 		handles(decodeEditEntry, orError((*state).edit), cmdEdit, cmdEditExtended),
 		handles(anyType(decodePurge), (*state).purge, cmdPurge),
 		handles(anyType(decodeTagsCommand), orError((*state).applyTags), cmdTags),
+	}, sections: []section{
+		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: readLinks},
+		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1,
+			read: func(st *state, d *decoder, _ byte) error { return st.links.decodeDedupeV1(d) }},
 	}},
 	{name: "tombstones", sections: []section{
 		{name: "tombstones", at: 50, since: snapshotV1, write: writeTombstones, read: readTombstones},
-	}},
-	{name: "idempotency records", sections: []section{
-		{name: "requests", at: 80, since: snapshotV1, write: writeRequests, read: readRequests},
 	}},
 	{name: "clicks and visits", entries: []entry{
 		handles(decodeClicks, (*state).addClicks, cmdClicks, cmdClicksVisitors),
@@ -130,7 +134,8 @@ var features = []feature{
 	}, sections: []section{
 		{name: "click sequences", at: 60, since: snapshotV1, write: writeClickSeqs, read: readClickSeqs},
 		{name: "clicks per hour", at: 90, since: snapshotV3,
-			write: flushed((*snapshot).encodeClickHours), read: func(st *state, d *decoder, _ byte) error { return st.links.decodeClickHours(d) }},
+			write: flushed((*snapshot).encodeClickHours),
+			read:  func(st *state, d *decoder, _ byte) error { return st.links.decodeClickHours(d) }},
 		{name: "visitors", at: 130, since: snapshotV6,
 			write: flushed((*snapshot).encodeVisits), read: decodes(readVisits)},
 		{name: "tallies", at: 170, since: snapshotV10,
@@ -139,7 +144,9 @@ var features = []feature{
 			write: flushed((*snapshot).encodeOrphans), read: decodes(readOrphans)},
 	}},
 	{name: "servers", entries: []entry{
-		handles(anyType(decodeServer), func(s *state, c ServerCommand) error { return s.servers.set(c) }, cmdServer),
+		handles(anyType(decodeServer), func(s *state, c ServerCommand) error {
+			return s.servers.set(c)
+		}, cmdServer),
 		handles(anyType(decodeServerRemoval), func(s *state, c ServerRemovalCommand) error {
 			return s.servers.applyRemoval(c, s.raised)
 		}, cmdServerRemoval),
@@ -147,6 +154,9 @@ var features = []feature{
 		{name: "servers", at: 70, since: snapshotV1, write: writeServers, read: readServers},
 		{name: "removed servers", at: 75, since: snapshotVersion,
 			write: encodes((*snapshot).encodeRemovals), read: decodes(readRemovals)},
+	}},
+	{name: "idempotency records", sections: []section{
+		{name: "requests", at: 80, since: snapshotV1, write: writeRequests, read: readRequests},
 	}},
 	{name: "API keys", entries: []entry{
 		handles(decodeKeyCreate, (*state).createKey, cmdKeyCreate, cmdKeyCreateDomains),
@@ -182,24 +192,20 @@ var features = []feature{
 		{name: "webhooks", at: 140, since: snapshotV6,
 			write: flushed((*snapshot).encodeWebhooks), read: decodes(readWebhooks)},
 	}},
-	{name: "raised level", entries: []entry{
-		handles(anyType(decodeRaise), (*state).raise, cmdRaise),
-	}, sections: []section{
-		{name: "raised level", at: 10, since: snapshotV8, write: writeRaised, read: readRaised},
-	}},
 	{name: "certificates", entries: []entry{
 		handles(anyType(decodeCertCommand), func(s *state, c CertCommand) error {
 			return s.certs.apply(c, s.raised)
 		}, cmdCert),
 	}, sections: []section{
 		{name: "certificates", at: 160, since: snapshotV9,
-			write: encodes((*snapshot).encodeCerts), read: func(st *state, d *decoder, _ byte) error { return st.certs.decode(d) }},
+			write: encodes((*snapshot).encodeCerts),
+			read:  func(st *state, d *decoder, _ byte) error { return st.certs.decode(d) }},
 	}},
 }
 
-// registry is features indexed for use: entry types by type byte, sections
-// in stream order. Built once at init from the
-// literal and never changed after, so it is shared state in name only.
+// registry is features indexed for use: entry types by type byte,
+// sections in stream order. It is built once, at init, from the literal
+// and never changed after, so it is package state in name only.
 var registry = newRegistry(features)
 
 type registryIndex struct {
@@ -229,13 +235,15 @@ func newRegistry(fs []feature) registryIndex {
 	slices.SortFunc(r.sections, func(a, b *section) int { return cmp.Compare(a.at, b.at) })
 	for i := 1; i < len(r.sections); i++ {
 		if r.sections[i].at == r.sections[i-1].at {
-			panic(fmt.Sprintf("fsm: sections %s and %s share place %d", r.sections[i-1].name, r.sections[i].name, r.sections[i].at))
+			panic(fmt.Sprintf("fsm: sections %s and %s share place %d",
+				r.sections[i-1].name, r.sections[i].name, r.sections[i].at))
 		}
 	}
 	return r
 }
 
-// DecodeCommand parses a log entry into the command that encoded it.
+// DecodeCommand parses a log entry into the command that encoded it, as
+// the entry's row in features decodes it.
 func DecodeCommand(data []byte) (Command, error) {
 	_, cmd, err := decodeEntry(data)
 	return cmd, err
