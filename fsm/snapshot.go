@@ -17,8 +17,9 @@ import (
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
-// Snapshot format: the magic "LKRS", a version byte, then the sections in
-// order (see DESIGN.md), each element encoded by encoder; finally a CRC-32C
+// Snapshot format: the magic "LKRS", a version byte, then the sections the
+// version holds, in the order features registers them (registry.go, and
+// DESIGN.md), each element encoded by encoder; finally a CRC-32C
 // of everything before it, big-endian. Collections are sorted so that equal
 // states give byte-identical snapshots. The oldest version that holds the
 // state is written (snapshot.version), so that older builds read it; every
