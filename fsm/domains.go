@@ -108,7 +108,7 @@ func (s *state) setDomain(c DomainCommand) error {
 		if _, ok := s.domains[d.Name]; !ok {
 			return ErrUnknownDomain
 		}
-		if s.links.domainLinks[d.Name] > 0 {
+		if s.links.linksIn(d.Name) > 0 {
 			return ErrDomainInUse
 		}
 		delete(s.domains, d.Name)

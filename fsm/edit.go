@@ -86,7 +86,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 		return Link{}, err
 	}
 	if changeURL {
-		s.retarget(p, c.URL, c.Canonical, c.Now)
+		s.links.retarget(p, c.URL, c.Canonical, c.Now)
 	}
 	if c.Fields&EditExpiresAt != 0 {
 		s.links.recs.mutable(p).expiresAt = c.ExpiresAt
@@ -153,24 +153,6 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 // cluster is raised to LevelBounds: the newest. With targets of at most
 // 2048 bytes, a history holds at most about 100 KiB.
 const MaxHistory = 50
-
-// retarget points the link at p to url. A dedupe link moves in the dedupe
-// index to its new canonical URL.
-func (s *state) retarget(p uint32, url, canonical string, now int64) {
-	r := s.links.recs.mutable(p)
-	code := s.links.recs.text.code(r)
-	if r.flags&flagIndexed != 0 {
-		s.links.dedupe.remove(s.links.dedupeHash(r.workspace, s.links.domainIndex(code), s.links.recs.text.canonical(r)), p)
-		r.flags &^= flagIndexed
-	}
-	stored := ""
-	if r.dedupe() && canonical != url {
-		stored = canonical
-	}
-	r.text = s.links.recs.text.add(code, url, stored)
-	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
-	s.links.index(p, now)
-}
 
 // setOptions stores o as the link's Options, or none when o holds nothing.
 func (s *state) setOptions(p uint32, o *Options) {

@@ -156,15 +156,7 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 	defer f.mu.RUnlock()
 	// Each workspace's list is in id order: merge their tails, newest
 	// first, one link at a time (heads[i] is the next candidate of lists[i]).
-	var lists [][]uint32
-	if workspaces == nil {
-		lists = f.s.links.workspaces.links
-	}
-	for _, name := range workspaces {
-		if ws, ok := f.s.links.workspaces.ids[name]; ok {
-			lists = append(lists, f.s.links.workspaces.links[ws])
-		}
-	}
+	lists := f.s.links.workspaceLists(workspaces)
 	heads := make([]int, len(lists))
 	for i, list := range lists {
 		heads[i] = len(list) - 1
@@ -196,7 +188,7 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 func (f *FSM) Links() []Link {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	links := make([]Link, 0, f.s.links.byCode.len())
+	links := make([]Link, 0, f.s.links.live())
 	for p := range f.s.links.recs.n {
 		if f.s.links.recs.at(p).live() {
 			links = append(links, f.s.link(p))
@@ -209,7 +201,7 @@ func (f *FSM) Links() []Link {
 func (f *FSM) Len() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.links.byCode.len()
+	return f.s.links.live()
 }
 
 // Initialized reports whether the code key has been applied.

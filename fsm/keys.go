@@ -242,7 +242,7 @@ func (s *state) writableLink(code, keyID string, now int64) (uint32, string, err
 	if !ok {
 		return 0, "", ErrNotFound
 	}
-	ws := s.links.workspaces.names[s.links.recs.at(p).workspace]
+	ws := s.links.workspaceOf(p)
 	if !s.keys.mayWrite(keyID, ws, s.links.domainIndex(code), now) {
 		return 0, "", ErrUnauthorized
 	}

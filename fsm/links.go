@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"hash/maphash"
+	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -216,4 +218,75 @@ func (lt *linkTable) remove(p uint32) string {
 		lt.domainLinks[domain]--
 	}
 	return code
+}
+
+// live is the number of live links.
+func (lt *linkTable) live() int { return lt.byCode.len() }
+
+// linksIn is the number of live links in a registered domain.
+func (lt *linkTable) linksIn(domain string) int { return lt.domainLinks[domain] }
+
+// domainsUsed is every domain that held a link since the table was built,
+// in no order.
+func (lt *linkTable) domainsUsed() iter.Seq[string] { return maps.Keys(lt.domainLinks) }
+
+// workspaceID is the interned number of a workspace that has or had links.
+func (lt *linkTable) workspaceID(name string) (uint32, bool) {
+	id, ok := lt.workspaces.ids[name]
+	return id, ok
+}
+
+// workspaceOf is the workspace of the link at p.
+func (lt *linkTable) workspaceOf(p uint32) string {
+	return lt.workspaces.names[lt.recs.at(p).workspace]
+}
+
+// workspaceNames is every interned workspace, by number. The list only
+// grows by append, so capping it keeps later names out of a snapshot's view.
+func (lt *linkTable) workspaceNames() []string { return slices.Clip(lt.workspaces.names) }
+
+// workspaceLists is the live links of the named workspaces (nil: every
+// workspace), one list each in id order, unknown names left out. The lists
+// are the table's own: callers only read them.
+func (lt *linkTable) workspaceLists(names []string) [][]uint32 {
+	if names == nil {
+		return lt.workspaces.links
+	}
+	var lists [][]uint32
+	for _, name := range names {
+		if ws, ok := lt.workspaces.ids[name]; ok {
+			lists = append(lists, lt.workspaces.links[ws])
+		}
+	}
+	return lists
+}
+
+// retarget points the link at p to url. A dedupe link moves in the dedupe
+// index to its new canonical URL.
+func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
+	r := lt.recs.mutable(p)
+	code := lt.recs.text.code(r)
+	if r.flags&flagIndexed != 0 {
+		lt.dedupe.remove(lt.dedupeHash(r.workspace, lt.domainIndex(code), lt.recs.text.canonical(r)), p)
+		r.flags &^= flagIndexed
+	}
+	stored := ""
+	if r.dedupe() && canonical != url {
+		stored = canonical
+	}
+	r.text = lt.recs.text.add(code, url, stored)
+	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
+	lt.index(p, now)
+}
+
+// positionsNewestFirst lists the live links of the workspaces (nil: all),
+// newest first.
+func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
+	var out []uint32
+	for _, list := range lt.workspaceLists(workspaces) {
+		out = append(out, list...)
+	}
+	slices.Sort(out) // positions are in id order
+	slices.Reverse(out)
+	return out
 }

@@ -100,25 +100,6 @@ func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (lin
 	return all[offset:end], next
 }
 
-// positionsNewestFirst lists the live links of the workspaces (nil: all),
-// newest first.
-func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
-	var out []uint32
-	if workspaces == nil {
-		for _, list := range lt.workspaces.links {
-			out = append(out, list...)
-		}
-	}
-	for _, name := range workspaces {
-		if ws, ok := lt.workspaces.ids[name]; ok {
-			out = append(out, lt.workspaces.links[ws]...)
-		}
-	}
-	slices.Sort(out) // positions are in id order
-	slices.Reverse(out)
-	return out
-}
-
 // TagCount is one tag with how many links carry it and their clicks.
 type TagCount struct {
 	Tag    string // lower case: tags are compared without case

@@ -105,11 +105,12 @@ func (s *state) snapshot() *snapshot {
 		clusterID: s.clusterID,
 		lastID:    s.lastID,
 		records:   records,
-		// Both only ever grow by append (a purge replaces the request
-		// log), so capping the slices keeps later appends out of the view.
-		workspaces: slices.Clip(s.links.workspaces.names),
+		// The request log only grows by append (a purge replaces it), so
+		// capping it keeps later appends out of the view, as
+		// workspaceNames does for the workspaces.
+		workspaces: s.links.workspaceNames(),
 		requests:   slices.Clip(s.requests.log),
-		live:       s.links.byCode.len(),
+		live:       s.links.live(),
 		tombstones: slices.Collect(s.tombstones.all()),
 		release:    release,
 	}
@@ -284,7 +285,7 @@ func NewSnapshotChecksum() hash.Hash32 { return crc32.New(crcTable) }
 type Snapshot struct{ s *state }
 
 // Links is the number of links in the snapshot.
-func (s *Snapshot) Links() int { return s.s.links.byCode.len() }
+func (s *Snapshot) Links() int { return s.s.links.live() }
 
 // Level is the entry level a node must apply to hold the snapshot's
 // state (FSM.Level).
@@ -582,7 +583,7 @@ func readDomains(st *state, d *decoder, version byte) error {
 	if version >= snapshotV10 {
 		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
 	}
-	for name := range st.links.domainLinks {
+	for name := range st.links.domainsUsed() {
 		if _, ok := st.domains[name]; !ok && d.err == nil {
 			return fmt.Errorf("links in domain %q, which is not registered", name)
 		}

@@ -205,7 +205,7 @@ type codeChoice struct {
 }
 
 func newCodeChoice(s *state, now int64, r CreateRequest, dedupe bool, canonical string) codeChoice {
-	ws, known := s.links.workspaces.ids[r.Workspace]
+	ws, known := s.links.workspaceID(r.Workspace)
 	return codeChoice{s: s, now: now, r: r, dedupe: dedupe, canonical: canonical, ws: ws, known: known}
 }
 

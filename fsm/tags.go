@@ -138,7 +138,7 @@ func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 			continue
 		}
 		r := s.links.recs.at(p)
-		ws := s.links.workspaces.names[r.workspace]
+		ws := s.links.workspaceOf(p)
 		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
 			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) {
 			continue
