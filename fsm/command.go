@@ -694,3 +694,21 @@ func decodeKeyCreate(d *decoder, typ commandType) KeyCreateCommand {
 	}
 	return c
 }
+
+// writeServers and readServers are the servers' HTTP addresses, by id.
+func writeServers(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.servers)))
+	for _, sv := range snap.servers {
+		e.string(sv.id)
+		e.string(sv.httpAddr)
+	}
+}
+
+func readServers(st *state, d *decoder, _ byte) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		st.servers.addrs[d.string()] = d.string()
+	}
+	return nil
+}
+
+type serverEntry struct{ id, httpAddr string }

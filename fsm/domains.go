@@ -214,3 +214,46 @@ func (t domainTable) ofHost(host []byte) (Domain, bool) {
 	d, ok := t[string(lower[:len(host)])]
 	return d, ok
 }
+
+// writeDomains writes the registered domains by name and, from version
+// 10, the default domain's redirects.
+func writeDomains(snap *snapshot, e *encoder, version byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.domains)))
+	for _, d := range snap.domains {
+		e.string(d.Name)
+		e.string(d.RootRedirect)
+		e.string(d.NotFoundRedirect)
+		if version >= snapshotV10 {
+			e.string(d.InvalidRedirect)
+		}
+	}
+	if version >= snapshotV10 {
+		e.string(snap.defaultDomain.RootRedirect)
+		e.string(snap.defaultDomain.NotFoundRedirect)
+		e.string(snap.defaultDomain.InvalidRedirect)
+	}
+}
+
+// readDomains reads the registered domains, and checks that every link
+// outside the default domain lives in one of them.
+func readDomains(st *state, d *decoder, version byte) error {
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
+		if version >= snapshotV10 {
+			dom.InvalidRedirect = d.string()
+		}
+		if d.err == nil && !validDomainName(dom.Name) {
+			return fmt.Errorf("domain name %q", dom.Name)
+		}
+		st.domains[dom.Name] = dom
+	}
+	if version >= snapshotV10 {
+		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
+	}
+	for name := range st.links.domainsUsed() {
+		if _, ok := st.domains[name]; !ok && d.err == nil {
+			return fmt.Errorf("links in domain %q, which is not registered", name)
+		}
+	}
+	return nil
+}

@@ -292,3 +292,82 @@ func (f *FSM) HasKeys() bool {
 	defer f.mu.RUnlock()
 	return len(f.s.keys) > 0
 }
+
+// encodeKeyDomains writes, for the keys limited to domains, their id and
+// domains, by id (keys are sorted).
+func (snap *snapshot) encodeKeyDomains(e *encoder) {
+	n := 0
+	for _, k := range snap.keys {
+		if len(k.Domains) > 0 {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for _, k := range snap.keys {
+		if len(k.Domains) > 0 {
+			e.string(k.ID)
+			encodeStrings(e, k.Domains)
+		}
+	}
+}
+
+// readKeyDomains reads what encodeKeyDomains wrote; each entry must name
+// a key, and the key's domains must pass validKey.
+func readKeyDomains(st *state, d *decoder) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		id, domains := d.string(), decodeStrings(d)
+		k, ok := st.keys[id]
+		if d.err != nil {
+			return d.err
+		}
+		if !ok {
+			return fmt.Errorf("domains of key %q, which does not exist", id)
+		}
+		limited := *k
+		limited.Domains = domains
+		if !validKey(&limited) {
+			return fmt.Errorf("key %q: invalid domains", id)
+		}
+		st.keys[id] = &limited
+	}
+	return nil
+}
+
+// encodeKeys writes the API keys section, by id.
+func (snap *snapshot) encodeKeys(e *encoder) {
+	e.uvarint(uint64(len(snap.keys)))
+	for _, k := range snap.keys {
+		encodeKey(e, k)
+		e.string(k.CreatedBy)
+	}
+	e.uvarint(uint64(len(snap.revoked)))
+	for _, id := range snap.revoked {
+		e.string(id)
+	}
+}
+
+// readKeys reads the API keys, each one Apply would accept, in strictly
+// increasing id order, then the ids of revoked keys.
+func readKeys(st *state, d *decoder) error {
+	prev := ""
+	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
+		k := decodeKey(d)
+		k.CreatedBy = d.string()
+		if d.err != nil {
+			break
+		}
+		if !validKey(k) || k.ID <= prev {
+			return fmt.Errorf("key %q invalid or out of order", k.ID)
+		}
+		prev = k.ID
+		st.keys[k.ID] = k
+	}
+	for n := d.count(1); n > 0 && d.err == nil; n-- {
+		id := d.string()
+		if _, live := st.keys[id]; d.err == nil && (!ValidKeyID(id) || live) {
+			return fmt.Errorf("revoked key %q invalid or still live", id)
+		}
+		st.revoked[id] = struct{}{}
+	}
+	return d.err
+}

@@ -290,3 +290,122 @@ func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
 	slices.Reverse(out)
 	return out
 }
+
+// writeLinks writes the live links by id, each with its options from
+// version 5 on.
+func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
+	e.uvarint(uint64(snap.live))
+	for p := range snap.records.n {
+		if r := snap.records.at(p); r.live() {
+			snap.encodeLink(e, r)
+			switch {
+			case version >= snapshotV10:
+				encodeOptionsExtended(e, snap.opts.get(p))
+			case version >= snapshotV5:
+				encodeOptions(e, snap.opts.get(p))
+			}
+			flush(false)
+		}
+	}
+}
+
+// encodeLink writes a link as version 2 has it: the canonical URL only
+// when it differs from the URL.
+func (snap *snapshot) encodeLink(e *encoder, r *record) {
+	text := &snap.records.text
+	var flags byte
+	if r.dedupe() {
+		flags |= snapDedupe
+	}
+	if r.flags&flagIndexed != 0 {
+		flags |= snapIndexed
+	}
+	e.uvarint(r.id)
+	e.string(text.code(r))
+	e.string(text.url(r))
+	e.string(snap.workspaces[r.workspace])
+	e.string(text.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen)))
+	e.byte(flags)
+	e.varint(r.createdAt)
+	e.varint(r.expiresAt)
+	e.uvarint(r.clicks)
+	e.varint(r.lastAccess)
+}
+
+// readLinks inserts the links section, checking each link as it goes.
+func readLinks(st *state, d *decoder, version byte) error {
+	var prevID uint64
+	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
+		l := decodeSnapLink(d, version)
+		if d.err != nil {
+			return d.err
+		}
+		if err := l.check(prevID, st.lastID); err != nil {
+			return err
+		}
+		if _, dup := st.links.lookup(l.code); dup {
+			return fmt.Errorf("code %q appears twice", l.code)
+		}
+		prevID = l.r.id
+		dedupe := l.flags&snapDedupe != 0
+		if dedupe && l.canonical == "" {
+			l.canonical = l.url
+		}
+		p := st.links.insert(l.r, l.code, l.url, l.ws, l.canonical, dedupe)
+		st.setOptions(p, l.opts)
+		if l.flags&snapIndexed != 0 {
+			if err := st.links.restoreIndexed(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// snapLink is a link as the links section holds it. Its strings are views
+// of the decoder's buffer until insert copies them.
+type snapLink struct {
+	r                        record
+	code, url, ws, canonical string
+	flags                    byte
+	opts                     *Options
+}
+
+// decodeSnapLink reads one link of a snapshot of the given version.
+func decodeSnapLink(d *decoder, version byte) snapLink {
+	l := snapLink{r: record{id: d.uvarint()}}
+	l.code, l.url, l.ws, l.canonical = d.stringView(), d.stringView(), d.stringView(), d.stringView()
+	switch {
+	case version >= snapshotV2:
+		l.flags = d.byte()
+	case l.canonical != "":
+		l.flags = snapDedupe
+	}
+	l.r.createdAt, l.r.expiresAt, l.r.clicks, l.r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
+	switch {
+	case version >= snapshotV10:
+		l.opts = decodeOptionsExtended(d)
+	case version >= snapshotV5:
+		l.opts = decodeOptions(d)
+	}
+	return l
+}
+
+// check refuses a link that Apply could not have made, or that comes out
+// of id order: ids above prevID and at most lastID.
+func (l *snapLink) check(prevID, lastID uint64) error {
+	if err := l.opts.check(); err != nil {
+		return fmt.Errorf("link %q: %w", l.code, err)
+	}
+	switch {
+	case l.code == "" || l.url == "" || l.ws == "":
+		return fmt.Errorf("link %d has an empty field", l.r.id)
+	case len(l.code) > maxCodeLen:
+		return fmt.Errorf("link %d has a code of %d bytes", l.r.id, len(l.code))
+	case l.r.id <= prevID || l.r.id > lastID:
+		return fmt.Errorf("link %q has out-of-order id %d", l.code, l.r.id)
+	case l.flags&^(snapDedupe|snapIndexed) != 0 || l.flags == snapIndexed || (l.canonical != "" && l.flags&snapDedupe == 0):
+		return fmt.Errorf("link %q has flags %#x", l.code, l.flags)
+	}
+	return nil
+}

@@ -80,3 +80,41 @@ func (c *clickSeqTable) entries() []clickSeqEntry {
 	}
 	return out
 }
+
+// writeTombstones and readTombstones are the deleted codes, sorted.
+func writeTombstones(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
+	e.uvarint(uint64(len(snap.tombstones)))
+	for _, t := range snap.tombstones {
+		e.string(t)
+		flush(false)
+	}
+}
+
+func readTombstones(st *state, d *decoder, _ byte) error {
+	for n := d.count(1); n > 0 && d.err == nil; n-- {
+		st.tombstones.add(d.string())
+	}
+	return nil
+}
+
+// writeClickSeqs and readClickSeqs are each node's last applied click
+// batch, by node.
+func writeClickSeqs(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.clickSeqs)))
+	for _, c := range snap.clickSeqs {
+		e.string(c.node)
+		e.uvarint(c.seq)
+	}
+}
+
+func readClickSeqs(st *state, d *decoder, _ byte) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		st.clickSeqs.set(d.string(), d.uvarint())
+	}
+	return nil
+}
+
+type clickSeqEntry struct {
+	node string
+	seq  uint64
+}

@@ -417,3 +417,46 @@ func (s *state) purge(c PurgeCommand) error {
 	s.requests.dropBefore(c.RequestsBefore)
 	return nil
 }
+
+// writeKey and readKey are the code key, the cluster's id and the last
+// link id.
+func writeKey(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.bool(snap.hasKey)
+	e.fixed(snap.key[:])
+	e.fixed(snap.clusterID[:])
+	e.uvarint(snap.lastID)
+}
+
+func readKey(st *state, d *decoder, _ byte) error {
+	st.hasKey = d.bool()
+	d.fixed(st.key[:])
+	d.fixed(st.clusterID[:])
+	st.lastID = d.uvarint()
+	return nil
+}
+
+// writeCounters and readCounters are the next counter value per code
+// length, by length.
+func writeCounters(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.counters)))
+	for _, c := range snap.counters {
+		e.uvarint(uint64(c.length))
+		e.uvarint(c.next)
+	}
+}
+
+func readCounters(st *state, d *decoder, _ byte) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		length, next := int(d.uvarint()), d.uvarint()
+		if d.err == nil && (length < codes.MinCounterLength || length > codes.MaxCounterLength) {
+			return fmt.Errorf("counter for code length %d", length)
+		}
+		st.counters[length] = next
+	}
+	return nil
+}
+
+type counterEntry struct {
+	length int
+	next   uint64
+}
