@@ -63,23 +63,25 @@ type CreateResult struct {
 const maxCodeLen = 255
 
 // state is the replicated data. Only Apply and Restore change it, and only
-// from the Raft FSM goroutine while holding FSM.mu for writing.
+// from the Raft FSM goroutine while holding FSM.mu for writing. Each large
+// piece sits behind a type of its own (DESIGN.md, "Features and pieces"),
+// so that one can move to disk without the others knowing.
 type state struct {
 	hasKey     bool
 	key        codes.Key
 	clusterID  [16]byte
 	lastID     uint64
-	counters   counterTable  // next counter value per code length
-	links      linkTable     // links.go
-	tombstones tombstoneSet  // pieces.go
-	clickSeqs  clickSeqTable // pieces.go
-	servers    serverTable   // addresses and removal records (command.go, removals.go)
-	requests   requestWindow
+	counters   counterTable        // next counter value per code length
+	links      linkTable           // links.go
+	tombstones tombstoneSet        // pieces.go
+	clickSeqs  clickSeqTable       // pieces.go
+	servers    serverTable         // addresses and removal records (command.go, removals.go)
+	requests   requestWindow       // requests.go
 	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
-	audit      auditLog
-	opts       optionTable // options of links flagged flagOptions (pieces.go)
-	domains    domainTable // domains.go
+	audit      auditLog            // audit.go
+	opts       optionTable         // options of links flagged flagOptions (pieces.go)
+	domains    domainTable         // domains.go
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
 	visits        visitTable  // per link and day: who clicked (visitors.go)
@@ -98,7 +100,7 @@ func newState() *state {
 		clickSeqs:  newClickSeqTable(),
 		servers:    newServerTable(),
 		requests:   newRequestWindow(seed),
-		keys:       map[string]*APIKey{},
+		keys:       keyTable{},
 		revoked:    map[string]struct{}{},
 		opts:       newOptionTable(),
 		domains:    domainTable{},
