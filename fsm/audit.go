@@ -238,9 +238,9 @@ func decodeAuditNote(d *decoder) AuditNoteCommand {
 // maxAuditSubject bounds a note's subject: a server id.
 const maxAuditSubject = 255
 
-func (s *state) note(c AuditNoteCommand) error {
+func (a *auditLog) note(c AuditNoteCommand, bounded bool) error {
 	e := c.Entry
-	if !s.bounded() {
+	if !bounded {
 		// Only a raised state holds these actions: older builds read
 		// none of them (state.level).
 		return fmt.Errorf("%w: audit notes need the cluster raised to level %d", ErrInvalidRequest, LevelBounds)
@@ -248,6 +248,45 @@ func (s *state) note(c AuditNoteCommand) error {
 	if !e.Action.membership() || e.Workspace != "" || e.Subject == "" || len(e.Subject) > maxAuditSubject || len(e.KeyID) > maxAuditSubject {
 		return fmt.Errorf("%w: an audit note records a membership change of a named server", ErrInvalidRequest)
 	}
-	s.audit.add(e)
+	a.add(e)
 	return nil
+}
+
+// encodeAudit writes one ring of the audit log, oldest first.
+func encodeAudit(e *encoder, entries []AuditEntry, flush func(bool)) {
+	e.uvarint(uint64(len(entries)))
+	for _, a := range entries {
+		e.varint(a.At)
+		e.string(a.KeyID)
+		e.byte(byte(a.Action))
+		e.string(a.Workspace)
+		e.string(a.Subject)
+		flush(false)
+	}
+}
+
+// decode reads one ring of the audit log, oldest first, at most
+// AuditRetention entries of actions the version knows: restores from
+// version 7 on, the others of LevelBounds in version 8. Once security
+// actions are kept apart (version 8), each ring holds only its own.
+func (a *auditLog) decode(d *decoder, version byte, security bool) error {
+	n := d.count(5)
+	if n > AuditRetention {
+		return fmt.Errorf("%d audit entries, more than the %d kept", n, AuditRetention)
+	}
+	last := AuditDomainRemove
+	switch {
+	case version >= snapshotV8:
+		last = lastAuditAction
+	case version >= snapshotV7:
+		last = AuditBackupRestore
+	}
+	for ; n > 0 && d.err == nil; n-- {
+		e := AuditEntry{At: d.varint(), KeyID: d.string(), Action: AuditAction(d.byte()), Workspace: d.string(), Subject: d.string()}
+		if d.err == nil && (e.Action == 0 || e.Action > last || a.apart && e.Action.Security() != security) {
+			return fmt.Errorf("audit action %d in the wrong place", e.Action)
+		}
+		a.add(e)
+	}
+	return d.err
 }

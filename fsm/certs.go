@@ -247,12 +247,12 @@ func (o Order) check() error {
 	return nil
 }
 
-// applyCert applies a CertCommand.
-func (s *state) applyCert(c CertCommand) error {
-	if s.raised < LevelCerts {
+// apply applies a CertCommand, only once the cluster is raised to
+// LevelCerts.
+func (cs *certState) apply(c CertCommand, raised int) error {
+	if raised < LevelCerts {
 		return fmt.Errorf("%w: certificates need the cluster raised to level %d", ErrInvalidRequest, LevelCerts)
 	}
-	cs := &s.certs
 	switch c.Kind {
 	case SetACMEAccount:
 		if err := c.Account.check(); err != nil {
@@ -271,16 +271,7 @@ func (s *state) applyCert(c CertCommand) error {
 	case RemoveCertificate:
 		delete(cs.certs, c.Certificate.Name)
 	case SetChallenge:
-		if err := c.Challenge.check(); err != nil {
-			return err
-		}
-		if _, alpn := c.Challenge.TLSALPNName(); alpn && s.raised < LevelVisitRows {
-			return fmt.Errorf("%w: TLS-ALPN-01 challenges need the cluster raised to level %d", ErrInvalidRequest, LevelVisitRows)
-		}
-		if _, known := cs.challenges[c.Challenge.Token]; !known && len(cs.challenges) >= MaxChallenges {
-			return fmt.Errorf("%w: at most %d challenges in flight", ErrInvalidRequest, MaxChallenges)
-		}
-		cs.challenges[c.Challenge.Token] = c.Challenge
+		return cs.setChallenge(c.Challenge, raised)
 	case RemoveChallenge:
 		delete(cs.challenges, c.Challenge.Token)
 	case SetOrder:
@@ -296,6 +287,22 @@ func (s *state) applyCert(c CertCommand) error {
 	default:
 		return fmt.Errorf("%w: certificate change %d", ErrInvalidRequest, c.Kind)
 	}
+	return nil
+}
+
+// setChallenge adds or replaces a challenge in flight: TLS-ALPN-01 ones
+// only once raised to LevelVisitRows, at most MaxChallenges.
+func (cs *certState) setChallenge(ch Challenge, raised int) error {
+	if err := ch.check(); err != nil {
+		return err
+	}
+	if _, alpn := ch.TLSALPNName(); alpn && raised < LevelVisitRows {
+		return fmt.Errorf("%w: TLS-ALPN-01 challenges need the cluster raised to level %d", ErrInvalidRequest, LevelVisitRows)
+	}
+	if _, known := cs.challenges[ch.Token]; !known && len(cs.challenges) >= MaxChallenges {
+		return fmt.Errorf("%w: at most %d challenges in flight", ErrInvalidRequest, MaxChallenges)
+	}
+	cs.challenges[ch.Token] = ch
 	return nil
 }
 
@@ -372,10 +379,9 @@ func (snap *snapshot) encodeCerts(e *encoder) {
 	}
 }
 
-// decodeCerts reads what encodeCerts wrote, each value one Apply would
+// decode reads what encodeCerts wrote, each value one Apply would
 // accept, keys in increasing order.
-func (st *state) decodeCerts(d *decoder) error {
-	cs := &st.certs
+func (cs *certState) decode(d *decoder) error {
 	if a := decodeAccount(d); a != (ACMEAccount{}) {
 		if err := a.check(); d.err == nil && err != nil {
 			return err
@@ -391,7 +397,15 @@ func (st *state) decodeCerts(d *decoder) error {
 		prev = c.Name
 		cs.certs[c.Name] = c
 	}
-	prev = ""
+	if err := cs.decodeChallenges(d); err != nil {
+		return err
+	}
+	return cs.decodeOrders(d)
+}
+
+// decodeChallenges reads the challenges in flight, by token.
+func (cs *certState) decodeChallenges(d *decoder) error {
+	prev := ""
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		c := decodeChallenge(d)
 		if err := c.check(); d.err == nil && (err != nil || c.Token <= prev || len(cs.challenges) >= MaxChallenges) {
@@ -400,7 +414,12 @@ func (st *state) decodeCerts(d *decoder) error {
 		prev = c.Token
 		cs.challenges[c.Token] = c
 	}
-	prev = ""
+	return nil
+}
+
+// decodeOrders reads the orders in flight, by name.
+func (cs *certState) decodeOrders(d *decoder) error {
+	prev := ""
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		o := decodeOrder(d)
 		if err := o.check(); d.err == nil && (err != nil || o.Name <= prev || len(cs.orders) >= MaxCertificates) {
@@ -413,6 +432,6 @@ func (st *state) decodeCerts(d *decoder) error {
 }
 
 // clone copies the maps; the values are never changed in place.
-func (c *certState) clone() certState {
-	return certState{account: c.account, certs: maps.Clone(c.certs), challenges: maps.Clone(c.challenges), orders: maps.Clone(c.orders)}
+func (cs *certState) clone() certState {
+	return certState{account: cs.account, certs: maps.Clone(cs.certs), challenges: maps.Clone(cs.challenges), orders: maps.Clone(cs.orders)}
 }

@@ -1,6 +1,9 @@
 package fsm
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Clicks over time are kept per link as counts per hour. A click batch
 // carries the flushing node's clock, and its clicks count in the hour of
@@ -164,16 +167,80 @@ type HourClicks struct {
 func (f *FSM) ClickHours(code string, from, to int64) ([]HourClicks, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	p, ok := f.s.lookup(code)
+	p, ok := f.s.links.lookup(code)
 	if !ok {
 		return nil, false
 	}
 	var out []HourClicks
-	for _, h := range f.s.recs.hours.kept(p) {
+	for _, h := range f.s.links.recs.hours.kept(p) {
 		start := int64(h.hour) * hourMillis
 		if start >= from && start < to {
 			out = append(out, HourClicks{Start: start, Clicks: uint64(h.count)})
 		}
 	}
 	return out, true
+}
+
+// encodeClickHours writes the newest hour, then for each live link with
+// clicks within retention: its id, the number of hours, and per hour the
+// distance from the previous one (from 0 for the first) and the count.
+func (snap *snapshot) encodeClickHours(e *encoder, flush func(bool)) {
+	recs, hours := &snap.records, &snap.records.hours
+	e.uvarint(uint64(hours.newest))
+	n := 0
+	for p := range recs.n {
+		if recs.at(p).live() && len(hours.kept(p)) > 0 {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for p := range recs.n {
+		kept := hours.kept(p)
+		if !recs.at(p).live() || len(kept) == 0 {
+			continue
+		}
+		e.uvarint(recs.at(p).id)
+		e.uvarint(uint64(len(kept)))
+		prev := uint32(0)
+		for _, h := range kept {
+			e.uvarint(uint64(h.hour - prev))
+			e.uvarint(uint64(h.count))
+			prev = h.hour
+		}
+		flush(false)
+	}
+}
+
+// decodeClickHours reads the clicks per hour. Every entry must name a link,
+// in id order, with hours strictly increasing, within retention and not
+// after the newest hour, and counts above zero.
+func (lt *linkTable) decodeClickHours(d *decoder) error {
+	newest := d.uvarint()
+	if d.err == nil && newest > uint64(^uint32(0)) {
+		return fmt.Errorf("newest click hour %d", newest)
+	}
+	hours := &lt.recs.hours
+	hours.newest = uint32(newest)
+	var prevID uint64
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		id := d.uvarint()
+		p, ok := lt.positionOf(id)
+		if d.err == nil && (!ok || id <= prevID) {
+			return fmt.Errorf("click hours for link %d: no such link, or out of order", id)
+		}
+		prevID = id
+		hour := uint64(0)
+		for k := d.count(2); k > 0 && d.err == nil; k-- {
+			step, count := d.uvarint(), d.uvarint()
+			hour += step
+			switch {
+			case d.err != nil:
+				return d.err
+			case step == 0 && len(hours.at(p)) > 0, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
+				return fmt.Errorf("link %d: click hour %d with %d clicks", id, hour, count)
+			}
+			hours.add(p, uint32(hour), count, lt.recs.gen, false)
+		}
+	}
+	return nil
 }

@@ -85,8 +85,8 @@ var ErrCorruptCommand = errors.New("log entry does not match its checksum")
 
 // Command is one change to the state as the log carries it. Every
 // command type of this package implements it, and DecodeCommand returns
-// one: a new replicated write is a new Command type, its case in
-// DecodeCommand and its case in the apply loop.
+// one: a new replicated write is a new Command type and its row in
+// features (registry.go), which decodes and applies it.
 type Command interface {
 	// Encode is the command's log entry: its type byte, its fields and
 	// the checksum that seals them. It picks the oldest entry type that
@@ -541,87 +541,85 @@ func (c KeyRevokeCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
-// DecodeCommand parses a log entry into the command that encoded it.
-func DecodeCommand(data []byte) (Command, error) {
-	if len(data) == 0 {
-		return nil, errors.New("decode command: empty entry")
+func decodeInit(d *decoder) InitCommand {
+	var c InitCommand
+	d.fixed(c.Key[:])
+	d.fixed(c.ClusterID[:])
+	return c
+}
+
+// decodeDelete reads a delete: cmdDeleteKeyed's with the key that asked.
+func decodeDelete(d *decoder, typ commandType) DeleteCommand {
+	c := DeleteCommand{Code: d.string(), Now: d.varint()}
+	if typ == cmdDeleteKeyed {
+		c.KeyID = d.string()
 	}
-	typ, fields, err := unseal(data)
-	if err != nil {
-		return nil, err
+	return c
+}
+
+func decodePurge(d *decoder) PurgeCommand {
+	return PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
+}
+
+func decodeServer(d *decoder) ServerCommand {
+	return ServerCommand{ID: d.string(), HTTPAddr: d.string()}
+}
+
+func decodeServerRemoval(d *decoder) ServerRemovalCommand {
+	return ServerRemovalCommand{ID: d.string(), Incarnation: d.string(), Forget: d.bool()}
+}
+
+func decodeKeyRevoke(d *decoder) KeyRevokeCommand {
+	return KeyRevokeCommand{ID: d.string(), By: d.string(), Now: d.varint()}
+}
+
+// decodeDomain reads a domain's setting: cmdDomainExtended's with the
+// invalid-link redirect.
+func decodeDomain(d *decoder, typ commandType) DomainCommand {
+	dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
+	if typ == cmdDomainExtended {
+		dom.InvalidRedirect = d.string()
 	}
-	d := decoder{buf: fields}
-	var cmd Command
-	switch typ {
-	case cmdInit:
-		var c InitCommand
-		d.fixed(c.Key[:])
-		d.fixed(c.ClusterID[:])
-		cmd = c
-	case cmdCreate, cmdCreateKeyed, cmdCreateOptions, cmdCreateImported, cmdCreateExtended:
-		cmd = decodeCreate(&d, typ)
-	case cmdEdit:
-		cmd = decodeEdit(&d, editKnown)
-	case cmdEditExtended:
-		c := decodeEdit(&d, editKnownExtended)
-		decodeEditExtension(&d, &c)
-		cmd = c
-	case cmdDomain:
-		cmd = DomainCommand{Domain: Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()},
-			Remove: d.bool(), By: d.string(), Now: d.varint()}
-	case cmdDomainExtended:
-		cmd = DomainCommand{Domain: Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string(),
-			InvalidRedirect: d.string()}, Remove: d.bool(), By: d.string(), Now: d.varint()}
-	case cmdTags:
-		cmd = decodeTagsCommand(&d)
-	case cmdVisit:
-		cmd = VisitCommand{Code: d.string(), Now: d.varint()}
-	case cmdVisitVisitor:
-		c := VisitCommand{Code: d.string(), Now: d.varint(), HasVisitor: true}
-		c.Visitor = decodeVisitor(&d)
-		cmd = c
-	case cmdDelete:
-		cmd = DeleteCommand{Code: d.string(), Now: d.varint()}
-	case cmdDeleteKeyed:
-		cmd = DeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
-	case cmdKeyCreate:
-		cmd = decodeKeyCreate(&d)
-	case cmdKeyCreateDomains:
-		c := decodeKeyCreate(&d)
-		c.Key.Domains = decodeStrings(&d)
-		cmd = c
-	case cmdKeyRevoke:
-		cmd = KeyRevokeCommand{ID: d.string(), By: d.string(), Now: d.varint()}
-	case cmdClicks, cmdClicksVisitors:
-		cmd = decodeClicks(&d, typ)
-	case cmdPurge:
-		cmd = PurgeCommand{ExpiredBefore: d.varint(), RequestsBefore: d.varint()}
-	case cmdServer:
-		cmd = ServerCommand{ID: d.string(), HTTPAddr: d.string()}
-	case cmdServerRemoval:
-		cmd = ServerRemovalCommand{ID: d.string(), Incarnation: d.string(), Forget: d.bool()}
-	case cmdWebhookSet, cmdWebhookDelete, cmdWebhookAck:
-		cmd = decodeWebhookCommand(&d, typ)
-	case cmdRaise:
-		cmd = RaiseCommand{To: int(min(d.uvarint(), 1<<16))}
-	case cmdAuditNote:
-		cmd = decodeAuditNote(&d)
-	case cmdCert:
-		cmd = decodeCertCommand(&d)
-	case cmdVisitsDelete:
-		cmd = VisitsDeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
-	case cmdOrphanVisitsDelete:
-		cmd = OrphanVisitsDeleteCommand{Now: d.varint(), KeyID: d.string()}
-	default:
-		return nil, fmt.Errorf("decode command: unknown type %d", typ)
+	return DomainCommand{Domain: dom, Remove: d.bool(), By: d.string(), Now: d.varint()}
+}
+
+// decodeVisit reads a visit: cmdVisitVisitor's with its visitor.
+func decodeVisit(d *decoder, typ commandType) VisitCommand {
+	c := VisitCommand{Code: d.string(), Now: d.varint(), HasVisitor: typ == cmdVisitVisitor}
+	if c.HasVisitor {
+		c.Visitor = decodeVisitor(d)
 	}
-	if d.err == nil && len(d.buf) != 0 {
-		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
+	return c
+}
+
+// init sets the key and the cluster's id unless an earlier init did.
+func (s *state) init(c InitCommand) error {
+	if !s.hasKey {
+		s.hasKey, s.key, s.clusterID = true, c.Key, c.ClusterID
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("decode command type %d: %w", typ, d.err)
+	return nil
+}
+
+// serverTable is what the state knows of the cluster's servers: their
+// HTTP addresses, for operators' views, and the servers an operator
+// removed (removals.go).
+type serverTable struct {
+	addrs   map[string]string // server id → HTTP address
+	removed map[string]string // server id → incarnation it was removed with
+}
+
+func newServerTable() serverTable {
+	return serverTable{addrs: map[string]string{}, removed: map[string]string{}}
+}
+
+// set records or, with an empty address, forgets a server's HTTP address.
+func (t *serverTable) set(c ServerCommand) error {
+	if c.HTTPAddr == "" {
+		delete(t.addrs, c.ID)
+	} else {
+		t.addrs[c.ID] = c.HTTPAddr
 	}
-	return cmd, nil
+	return nil
 }
 
 // minCreateItemSize is the smallest encoding of one CreateRequest: five empty
@@ -686,8 +684,31 @@ func decodeClicks(d *decoder, typ commandType) ClickBatch {
 	return c
 }
 
-func decodeKeyCreate(d *decoder) KeyCreateCommand {
+// decodeKeyCreate reads a key's creation: cmdKeyCreateDomains's with the
+// key's domains.
+func decodeKeyCreate(d *decoder, typ commandType) KeyCreateCommand {
 	c := KeyCreateCommand{Key: *decodeKey(d)}
 	c.By, c.Now = d.string(), d.varint()
+	if typ == cmdKeyCreateDomains {
+		c.Key.Domains = decodeStrings(d)
+	}
 	return c
 }
+
+// writeServers and readServers are the servers' HTTP addresses, by id.
+func writeServers(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.servers)))
+	for _, sv := range snap.servers {
+		e.string(sv.id)
+		e.string(sv.httpAddr)
+	}
+}
+
+func readServers(st *state, d *decoder, _ byte) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		st.servers.addrs[d.string()] = d.string()
+	}
+	return nil
+}
+
+type serverEntry struct{ id, httpAddr string }

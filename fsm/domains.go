@@ -91,7 +91,7 @@ func validDomainName(name string) bool {
 }
 
 func (s *state) setDomain(c DomainCommand) error {
-	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+	if !s.keys.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
 	d := c.Domain
@@ -108,7 +108,7 @@ func (s *state) setDomain(c DomainCommand) error {
 		if _, ok := s.domains[d.Name]; !ok {
 			return ErrUnknownDomain
 		}
-		if s.domainLinks[d.Name] > 0 {
+		if s.links.linksIn(d.Name) > 0 {
 			return ErrDomainInUse
 		}
 		delete(s.domains, d.Name)
@@ -186,11 +186,16 @@ func (f *FSM) Domains() []Domain {
 func (f *FSM) DomainOfHost(host []byte) (Domain, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.domainOfHost(host)
+	return f.s.domains.ofHost(host)
 }
 
-func (s *state) domainOfHost(host []byte) (Domain, bool) {
-	if len(s.domains) == 0 {
+// domainTable is the registered domains by name.
+type domainTable map[string]Domain
+
+// ofHost is the registered domain a request's Host header names, its
+// port and letter case aside, without allocating.
+func (t domainTable) ofHost(host []byte) (Domain, bool) {
+	if len(t) == 0 {
 		return Domain{}, false
 	}
 	if i := strings.LastIndexByte(string(host), ':'); i >= 0 && !strings.Contains(string(host[i:]), "]") {
@@ -206,6 +211,49 @@ func (s *state) domainOfHost(host []byte) (Domain, bool) {
 		}
 		lower[i] = c
 	}
-	d, ok := s.domains[string(lower[:len(host)])]
+	d, ok := t[string(lower[:len(host)])]
 	return d, ok
+}
+
+// writeDomains writes the registered domains by name and, from version
+// 10, the default domain's redirects.
+func writeDomains(snap *snapshot, e *encoder, version byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.domains)))
+	for _, d := range snap.domains {
+		e.string(d.Name)
+		e.string(d.RootRedirect)
+		e.string(d.NotFoundRedirect)
+		if version >= snapshotV10 {
+			e.string(d.InvalidRedirect)
+		}
+	}
+	if version >= snapshotV10 {
+		e.string(snap.defaultDomain.RootRedirect)
+		e.string(snap.defaultDomain.NotFoundRedirect)
+		e.string(snap.defaultDomain.InvalidRedirect)
+	}
+}
+
+// readDomains reads the registered domains, and checks that every link
+// outside the default domain lives in one of them.
+func readDomains(st *state, d *decoder, version byte) error {
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
+		if version >= snapshotV10 {
+			dom.InvalidRedirect = d.string()
+		}
+		if d.err == nil && !validDomainName(dom.Name) {
+			return fmt.Errorf("domain name %q", dom.Name)
+		}
+		st.domains[dom.Name] = dom
+	}
+	if version >= snapshotV10 {
+		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
+	}
+	for name := range st.links.domainsUsed() {
+		if _, ok := st.domains[name]; !ok && d.err == nil {
+			return fmt.Errorf("links in domain %q, which is not registered", name)
+		}
+	}
+	return nil
 }

@@ -65,14 +65,14 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	if err != nil {
 		return Link{}, err
 	}
-	r := s.recs.at(p)
+	r := s.links.recs.at(p)
 	if c.Fields&^editKnownExtended != 0 {
 		return Link{}, fmt.Errorf("%w: unknown edit fields %#x", ErrInvalidRequest, c.Fields&^editKnownExtended)
 	}
 	if c.Level() >= LevelVisitRows && s.raised < LevelVisitRows {
 		return Link{}, ErrNotRaised
 	}
-	changeURL := c.Fields&EditURL != 0 && c.URL != s.recs.text.url(r)
+	changeURL := c.Fields&EditURL != 0 && c.URL != s.links.recs.text.url(r)
 	if changeURL {
 		if err := checkTarget(c.URL); err != nil {
 			return Link{}, err
@@ -86,15 +86,15 @@ func (s *state) edit(c EditCommand) (Link, error) {
 		return Link{}, err
 	}
 	if changeURL {
-		s.retarget(p, c.URL, c.Canonical, c.Now)
+		s.links.retarget(p, c.URL, c.Canonical, c.Now)
 	}
 	if c.Fields&EditExpiresAt != 0 {
-		s.recs.mutable(p).expiresAt = c.ExpiresAt
+		s.links.recs.mutable(p).expiresAt = c.ExpiresAt
 	}
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
 	l := s.link(p)
-	s.webhookLink(EventLinkUpdated, c.Now, l)
+	s.hooks.link(EventLinkUpdated, c.Now, s.bounded(), l)
 	return l, nil
 }
 
@@ -102,7 +102,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 // as a new value.
 func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options {
 	var o Options
-	if cur := s.opts[p]; cur != nil {
+	if cur := s.opts.get(p); cur != nil {
 		o = *cur
 	}
 	set := func(f EditField) bool { return c.Fields&f != 0 }
@@ -134,10 +134,10 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 		o.Crawlable = c.Crawlable
 	}
 	if changeURL {
-		r := s.recs.at(p)
+		r := s.links.recs.at(p)
 		history := slices.Clip(o.History) // appending must not write into the old value's array
 		if len(history) == 0 {
-			history = append(history, Version{URL: s.recs.text.url(r), ChangedAt: r.createdAt})
+			history = append(history, Version{URL: s.links.recs.text.url(r), ChangedAt: r.createdAt})
 		}
 		history = append(history, Version{URL: c.URL, ChangedAt: c.Now, KeyID: c.KeyID})
 		if s.bounded() && len(history) > MaxHistory {
@@ -154,33 +154,15 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 // 2048 bytes, a history holds at most about 100 KiB.
 const MaxHistory = 50
 
-// retarget points the link at p to url. A dedupe link moves in the dedupe
-// index to its new canonical URL.
-func (s *state) retarget(p uint32, url, canonical string, now int64) {
-	r := s.recs.mutable(p)
-	code := s.recs.text.code(r)
-	if r.flags&flagIndexed != 0 {
-		s.dedupe.remove(s.dedupeHash(r.workspace, s.domainIndex(code), s.recs.text.canonical(r)), p)
-		r.flags &^= flagIndexed
-	}
-	stored := ""
-	if r.dedupe() && canonical != url {
-		stored = canonical
-	}
-	r.text = s.recs.text.add(code, url, stored)
-	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
-	s.index(p, now)
-}
-
 // setOptions stores o as the link's Options, or none when o holds nothing.
 func (s *state) setOptions(p uint32, o *Options) {
-	r := s.recs.mutable(p)
+	r := s.links.recs.mutable(p)
 	if o.empty() {
-		delete(s.opts, p)
+		s.opts.drop(p)
 		r.flags &^= flagOptions
 		return
 	}
-	s.opts[p] = o
+	s.opts.set(p, o)
 	r.flags |= flagOptions
 }
 
@@ -201,37 +183,37 @@ type VisitCommand struct {
 }
 
 func (s *state) visit(c VisitCommand) error {
-	p, ok := s.lookup(c.Code)
+	p, ok := s.links.lookup(c.Code)
 	if !ok {
 		return ErrNotFound
 	}
-	if o := s.opts[p]; o != nil && o.MaxVisits > 0 && s.visitsUsed(p) >= o.MaxVisits {
+	if o := s.opts.get(p); o != nil && o.MaxVisits > 0 && s.visitsUsed(p) >= o.MaxVisits {
 		return ErrVisitLimit
 	}
 	hour, timed := hourOf(c.Now)
 	if timed {
-		s.recs.hours.newest = max(s.recs.hours.newest, hour)
+		s.links.recs.hours.newest = max(s.links.recs.hours.newest, hour)
 	}
-	sharing := s.recs.sharing.Load() > 0
+	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
-		s.countClicks(p, 1, c.Now, hour, timed, sharing)
+		s.links.countClicks(p, 1, c.Now, hour, timed, sharing)
 	}
 	if c.HasVisitor {
-		s.addVisitors(p, &c.Visitor, 1, c.Now, sharing)
+		s.visits.add(&s.links, p, &c.Visitor, 1, c.Now, s.raised >= LevelVisitRows, sharing)
 	}
-	s.webhookClicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}})
+	s.hooks.clicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}}, &s.links, s.bounded())
 	return nil
 }
 
 // countClicks adds n clicks at time now to the link at p.
-func (s *state) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
-	r := s.recs.mutable(p)
+func (lt *linkTable) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
+	r := lt.recs.mutable(p)
 	r.clicks += n
 	if now > r.lastAccess {
 		r.lastAccess = now
 	}
 	if timed && n > 0 {
-		s.recs.hours.add(p, hour, n, s.recs.gen, sharing)
+		lt.recs.hours.add(p, hour, n, lt.recs.gen, sharing)
 	}
 }
 
@@ -296,6 +278,17 @@ func decodeEditExtension(d *decoder, c *EditCommand) {
 	if c.Fields&EditRules != 0 {
 		decodeRulesExtension(d, c.Rules)
 	}
+}
+
+// decodeEditEntry reads an edit: cmdEditExtended's with the fields of
+// LevelVisitRows.
+func decodeEditEntry(d *decoder, typ commandType) EditCommand {
+	if typ != cmdEditExtended {
+		return decodeEdit(d, editKnown)
+	}
+	c := decodeEdit(d, editKnownExtended)
+	decodeEditExtension(d, &c)
+	return c
 }
 
 // decodeEdit reads what encodeEdit wrote, refusing fields outside known.

@@ -96,15 +96,15 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	}
 	fallback := false
 	if !found {
-		if p, found = f.s.lookup(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
+		if p, found = f.s.links.lookup(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
 			return Target{Domain: d}, false
 		}
 		fallback = onHost
 	}
-	r := f.s.recs.at(p)
-	t := Target{Code: f.s.recs.text.code(r), URL: f.s.recs.text.url(r), ExpiresAt: r.expiresAt}
+	r := f.s.links.recs.at(p)
+	t := Target{Code: f.s.links.recs.text.code(r), URL: f.s.links.recs.text.url(r), ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
-		t.Options = f.s.opts[p]
+		t.Options = f.s.opts.get(p)
 	}
 	t.Fallback, t.Domain = fallback, d
 	return t, true
@@ -113,7 +113,7 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 // lookupOnHost finds code in the registered domain d that host names;
 // onHost reports whether host names one at all.
 func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, found bool) {
-	d, ok := s.domainOfHost(host)
+	d, ok := s.domains.ofHost(host)
 	if !ok {
 		return 0, Domain{}, false, false
 	}
@@ -121,7 +121,7 @@ func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, fou
 	n := copy(qualified[:], d.Name)
 	qualified[n] = '/'
 	if m := copy(qualified[n+1:], code); m == len(code) {
-		p, found = s.lookup(unsafe.String(&qualified[0], n+1+m))
+		p, found = s.links.lookup(unsafe.String(&qualified[0], n+1+m))
 	}
 	return p, d, true, found
 }
@@ -132,7 +132,7 @@ func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, fou
 func (f *FSM) VisitsUsed(code string) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if p, ok := f.s.lookup(code); ok {
+	if p, ok := f.s.links.lookup(code); ok {
 		return f.s.visitsUsed(p)
 	}
 	return 0
@@ -142,7 +142,7 @@ func (f *FSM) VisitsUsed(code string) uint64 {
 func (f *FSM) Get(code string) (Link, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if p, ok := f.s.lookup(code); ok {
+	if p, ok := f.s.links.lookup(code); ok {
 		return f.s.link(p), true
 	}
 	return Link{}, false
@@ -156,20 +156,12 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 	defer f.mu.RUnlock()
 	// Each workspace's list is in id order: merge their tails, newest
 	// first, one link at a time (heads[i] is the next candidate of lists[i]).
-	var lists [][]uint32
-	if workspaces == nil {
-		lists = f.s.workspaces.links
-	}
-	for _, name := range workspaces {
-		if ws, ok := f.s.workspaces.ids[name]; ok {
-			lists = append(lists, f.s.workspaces.links[ws])
-		}
-	}
+	lists := f.s.links.workspaceLists(workspaces)
 	heads := make([]int, len(lists))
 	for i, list := range lists {
 		heads[i] = len(list) - 1
 		if before != 0 {
-			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.recs.at(list[j]).id >= before }) - 1
+			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.at(list[j]).id >= before }) - 1
 		}
 	}
 	for len(links) <= limit {
@@ -196,9 +188,9 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 func (f *FSM) Links() []Link {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	links := make([]Link, 0, f.s.byCode.len())
-	for p := range f.s.recs.n {
-		if f.s.recs.at(p).live() {
+	links := make([]Link, 0, f.s.links.live())
+	for p := range f.s.links.recs.n {
+		if f.s.links.recs.at(p).live() {
 			links = append(links, f.s.link(p))
 		}
 	}
@@ -209,7 +201,7 @@ func (f *FSM) Links() []Link {
 func (f *FSM) Len() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.byCode.len()
+	return f.s.links.live()
 }
 
 // Initialized reports whether the code key has been applied.
@@ -238,14 +230,14 @@ func (f *FSM) NeedsPurge(c PurgeCommand) bool {
 	if at, ok := f.s.requests.oldest(); ok && at < c.RequestsBefore {
 		return true
 	}
-	return len(f.s.expiredBefore(c.ExpiredBefore)) > 0
+	return len(f.s.links.expiredBefore(c.ExpiredBefore)) > 0
 }
 
 // ServerHTTP is the HTTP address recorded for a cluster member.
 func (f *FSM) ServerHTTP(id string) (string, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	addr, ok := f.s.servers[id]
+	addr, ok := f.s.servers.addrs[id]
 	return addr, ok
 }
 
@@ -253,7 +245,7 @@ func (f *FSM) ServerHTTP(id string) (string, bool) {
 func (f *FSM) ClickSeq(node string) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.clickSeqs[node]
+	return f.s.clickSeqs.of(node)
 }
 
 // Snapshot takes a view of the state that Persist encodes while Apply goes

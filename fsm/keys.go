@@ -177,7 +177,7 @@ type KeyRevokeCommand struct {
 
 // createKey applies a KeyCreateCommand.
 func (s *state) createKey(c KeyCreateCommand) error {
-	if !s.mayAdminister(c.By, c.Now) {
+	if !s.keys.mayAdminister(c.By, c.Now) {
 		return ErrUnauthorized
 	}
 	k := c.Key
@@ -202,7 +202,7 @@ func (s *state) createKey(c KeyCreateCommand) error {
 
 // revokeKey applies a KeyRevokeCommand.
 func (s *state) revokeKey(c KeyRevokeCommand) error {
-	if !s.mayAdminister(c.By, c.Now) {
+	if !s.keys.mayAdminister(c.By, c.Now) {
 		return ErrUnauthorized
 	}
 	if _, ok := s.keys[c.ID]; !ok {
@@ -214,19 +214,23 @@ func (s *state) revokeKey(c KeyRevokeCommand) error {
 	return nil
 }
 
+// keyTable is the API keys by id. A key never changes once added: a
+// snapshot or a restored state may share it.
+type keyTable map[string]*APIKey
+
 // mayAdminister is the state's own check of who makes or revokes a key,
 // as mayWrite is for links: the operator's token, an admin key that is
 // still valid at the command's time, or no one at all only for the
 // initial key of a cluster that has none. A key revoked or expired while
 // its request was on the way to the log can do nothing more.
-func (s *state) mayAdminister(by string, now int64) bool {
+func (keys keyTable) mayAdminister(by string, now int64) bool {
 	switch by {
 	case RootKeyID:
 		return true
 	case "":
-		return len(s.keys) == 0
+		return len(keys) == 0
 	}
-	k, ok := s.keys[by]
+	k, ok := keys[by]
 	return ok && !k.Expired(now) && k.Scopes&ScopeAdmin != 0
 }
 
@@ -234,12 +238,12 @@ func (s *state) mayAdminister(by string, now int64) bool {
 // code that keyID may write at now: ErrNotFound without one,
 // ErrUnauthorized when the key may not (mayWrite).
 func (s *state) writableLink(code, keyID string, now int64) (uint32, string, error) {
-	p, ok := s.lookup(code)
+	p, ok := s.links.lookup(code)
 	if !ok {
 		return 0, "", ErrNotFound
 	}
-	ws := s.workspaces.names[s.recs.at(p).workspace]
-	if !s.mayWrite(keyID, ws, s.domainIndex(code), now) {
+	ws := s.links.workspaceOf(p)
+	if !s.keys.mayWrite(keyID, ws, s.links.domainIndex(code), now) {
 		return 0, "", ErrUnauthorized
 	}
 	return p, ws, nil
@@ -251,11 +255,11 @@ func (s *state) writableLink(code, keyID string, now int64) (uint32, string, err
 // before keys existed); RootKeyID is the operator's token, which only the
 // nodes know. A revoked key therefore cannot write through any node, even
 // one that has not learnt of the revocation yet.
-func (s *state) mayWrite(keyID, workspace, domain string, now int64) bool {
+func (keys keyTable) mayWrite(keyID, workspace, domain string, now int64) bool {
 	if keyID == "" || keyID == RootKeyID {
 		return true
 	}
-	k, ok := s.keys[keyID]
+	k, ok := keys[keyID]
 	return ok && k.Allows(ScopeLinksWrite, workspace, now) && k.SeesDomain(domain)
 }
 
@@ -287,4 +291,83 @@ func (f *FSM) HasKeys() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return len(f.s.keys) > 0
+}
+
+// encodeKeyDomains writes, for the keys limited to domains, their id and
+// domains, by id (keys are sorted).
+func (snap *snapshot) encodeKeyDomains(e *encoder) {
+	n := 0
+	for _, k := range snap.keys {
+		if len(k.Domains) > 0 {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for _, k := range snap.keys {
+		if len(k.Domains) > 0 {
+			e.string(k.ID)
+			encodeStrings(e, k.Domains)
+		}
+	}
+}
+
+// readKeyDomains reads what encodeKeyDomains wrote; each entry must name
+// a key, and the key's domains must pass validKey.
+func readKeyDomains(st *state, d *decoder) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		id, domains := d.string(), decodeStrings(d)
+		k, ok := st.keys[id]
+		if d.err != nil {
+			return d.err
+		}
+		if !ok {
+			return fmt.Errorf("domains of key %q, which does not exist", id)
+		}
+		limited := *k
+		limited.Domains = domains
+		if !validKey(&limited) {
+			return fmt.Errorf("key %q: invalid domains", id)
+		}
+		st.keys[id] = &limited
+	}
+	return nil
+}
+
+// encodeKeys writes the API keys section, by id.
+func (snap *snapshot) encodeKeys(e *encoder) {
+	e.uvarint(uint64(len(snap.keys)))
+	for _, k := range snap.keys {
+		encodeKey(e, k)
+		e.string(k.CreatedBy)
+	}
+	e.uvarint(uint64(len(snap.revoked)))
+	for _, id := range snap.revoked {
+		e.string(id)
+	}
+}
+
+// readKeys reads the API keys, each one Apply would accept, in strictly
+// increasing id order, then the ids of revoked keys.
+func readKeys(st *state, d *decoder) error {
+	prev := ""
+	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
+		k := decodeKey(d)
+		k.CreatedBy = d.string()
+		if d.err != nil {
+			break
+		}
+		if !validKey(k) || k.ID <= prev {
+			return fmt.Errorf("key %q invalid or out of order", k.ID)
+		}
+		prev = k.ID
+		st.keys[k.ID] = k
+	}
+	for n := d.count(1); n > 0 && d.err == nil; n-- {
+		id := d.string()
+		if _, live := st.keys[id]; d.err == nil && (!ValidKeyID(id) || live) {
+			return fmt.Errorf("revoked key %q invalid or still live", id)
+		}
+		st.revoked[id] = struct{}{}
+	}
+	return d.err
 }

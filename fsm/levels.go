@@ -209,7 +209,7 @@ func (s *state) level() int {
 	if s.hooks.active() || s.visits.active() {
 		return LevelVisits
 	}
-	if len(s.opts) > 0 || len(s.domains) > 0 {
+	if s.opts.len() > 0 || len(s.domains) > 0 {
 		return LevelOptions
 	}
 	for _, k := range s.keys {

@@ -154,8 +154,8 @@ func (s *state) addOrphans(cc *ClickCount, now int64, sharing bool) {
 	if _, known := s.domains[domain]; domain != "" && !known {
 		return // removed since the visit
 	}
-	lv := s.orphans.mutable(orphanKey{domain, kind}, s.recs.gen, sharing)
-	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
+	lv := s.orphans.mutable(orphanKey{domain, kind}, s.links.recs.gen, sharing)
+	if d := lv.mutableDay(hour/24, s.links.oldestDay(), s.links.recs.gen, sharing); d != nil {
 		slot, inserted := d.add(&cc.Visitor, cc.Count)
 		d.tally(uint8(hour%24), &cc.Visitor, cc.Count, slot, inserted, sharing)
 	}
@@ -181,7 +181,7 @@ func (f *FSM) OrphanVisitRows(filter OrphanFilter, q RowQuery) VisitRows {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.s
-	return s.pageRows(q, func(add func(*linkVisits, linkDay)) {
+	return s.links.pageRows(q, func(add func(*linkVisits, linkDay)) {
 		for _, k := range s.orphans.sortedKeys() {
 			if filter.keeps(k) {
 				add(s.orphans.byKey[k], linkDay{orphan: &k})
@@ -209,17 +209,21 @@ func (c OrphanVisitsDeleteCommand) Encode() []byte {
 // Level is LevelVisitRows (Command).
 func (OrphanVisitsDeleteCommand) Level() int { return LevelVisitRows }
 
+func decodeOrphanVisitsDelete(d *decoder) OrphanVisitsDeleteCommand {
+	return OrphanVisitsDeleteCommand{Now: d.varint(), KeyID: d.string()}
+}
+
 // deleteOrphanVisits applies an OrphanVisitsDeleteCommand: the number of
 // visits it forgot (those within retention, bots included), or an error.
 func (s *state) deleteOrphanVisits(c OrphanVisitsDeleteCommand) any {
 	if s.raised < LevelVisitRows {
 		return ErrNotRaised
 	}
-	if !s.mayAdminister(c.KeyID, c.Now) {
+	if !s.keys.mayAdminister(c.KeyID, c.Now) {
 		return ErrUnauthorized
 	}
 	var forgot uint64
-	oldest := s.oldestDay()
+	oldest := s.links.oldestDay()
 	for _, lv := range s.orphans.byKey {
 		for _, d := range lv.days[firstDayAtOrAfter(lv.days, oldest):] {
 			n, b := (&linkDay{d: d}).counts(true)
@@ -260,12 +264,12 @@ func (snap *snapshot) encodeOrphans(e *encoder, flush func(bool)) {
 	}
 }
 
-// decodeOrphans reads what encodeOrphans wrote, refusing what the state
+// readOrphans reads what encodeOrphans wrote, refusing what the state
 // could not have made: domains not registered, unknown kinds, keys or
 // days out of order, days out of retention, counts as the visitors
 // section refuses them and tallies as the tallies section does.
-func (st *state) decodeOrphans(d *decoder) error {
-	newest, oldest := st.recs.hours.newest/24, st.oldestDay()
+func readOrphans(st *state, d *decoder) error {
+	newest, oldest := st.links.recs.hours.newest/24, st.links.oldestDay()
 	var prev *orphanKey
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		k := orphanKey{domain: d.string(), kind: OrphanKind(d.byte())}
@@ -277,14 +281,14 @@ func (st *state) decodeOrphans(d *decoder) error {
 			return fmt.Errorf("orphan visits of kind %d on domain %q: no such domain or kind, or out of order", k.kind, k.domain)
 		}
 		prev = &k
-		lv := st.orphans.mutable(k, st.recs.gen, false)
+		lv := st.orphans.mutable(k, st.links.recs.gen, false)
 		day := uint64(0)
 		for days := d.count(21); days > 0 && d.err == nil; days-- {
 			var ok bool
 			if day, ok = stepDay(day, d.uvarint(), len(lv.days) == 0, oldest, newest); d.err == nil && !ok {
 				return fmt.Errorf("orphan visits of %s on %q: day %d", k.kind, k.domain, day)
 			}
-			dv := &dayVisits{day: uint32(day), gen: st.recs.gen}
+			dv := &dayVisits{day: uint32(day), gen: st.links.recs.gen}
 			if err := decodeDay(d, dv); err != nil {
 				return fmt.Errorf("orphan visits of %s on %q, day %d: %w", k.kind, k.domain, day, err)
 			}

@@ -64,7 +64,7 @@ func (f *FSM) Search(workspaces []string, q Filter, before uint64, limit int) (l
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		l := f.s.link(p)
 		if before != 0 && l.ID >= before || !q.keeps(&l) {
 			continue
@@ -84,7 +84,7 @@ func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (lin
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var all []Link
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		if l := f.s.link(p); q.keeps(&l) {
 			all = append(all, l)
 		}
@@ -100,25 +100,6 @@ func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (lin
 	return all[offset:end], next
 }
 
-// positionsNewestFirst lists the live links of the workspaces (nil: all),
-// newest first.
-func (s *state) positionsNewestFirst(workspaces []string) []uint32 {
-	var out []uint32
-	if workspaces == nil {
-		for _, list := range s.workspaces.links {
-			out = append(out, list...)
-		}
-	}
-	for _, name := range workspaces {
-		if ws, ok := s.workspaces.ids[name]; ok {
-			out = append(out, s.workspaces.links[ws]...)
-		}
-	}
-	slices.Sort(out) // positions are in id order
-	slices.Reverse(out)
-	return out
-}
-
 // TagCount is one tag with how many links carry it and their clicks.
 type TagCount struct {
 	Tag    string // lower case: tags are compared without case
@@ -132,9 +113,9 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
-		o := f.s.opts[p]
-		if o == nil || domains != nil && !slices.Contains(domains, f.s.domainIndex(f.s.recs.text.code(f.s.recs.at(p)))) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
+		o := f.s.opts.get(p)
+		if o == nil || domains != nil && !slices.Contains(domains, f.s.links.domainIndex(f.s.links.recs.text.code(f.s.links.recs.at(p)))) {
 			continue
 		}
 		for _, t := range o.Tags {
@@ -145,7 +126,7 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 				counts[t] = c
 			}
 			c.Links++
-			c.Clicks += f.s.recs.at(p).clicks
+			c.Clicks += f.s.links.recs.at(p).clicks
 		}
 	}
 	out := make([]TagCount, 0, len(counts))
@@ -199,12 +180,12 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := Crawlable{Version: f.version()}
-	for p, o := range f.s.opts {
-		r := f.s.recs.at(p)
+	for p, o := range f.s.opts.all() {
+		r := f.s.links.recs.at(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue
 		}
-		d, code := SplitCode(f.s.recs.text.code(r))
+		d, code := SplitCode(f.s.links.recs.text.code(r))
 		if d != domain {
 			continue
 		}

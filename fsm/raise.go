@@ -38,6 +38,10 @@ func (c RaiseCommand) Encode() []byte {
 // the entry (Command).
 func (c RaiseCommand) Level() int { return max(c.To, LevelBounds) }
 
+func decodeRaise(d *decoder) RaiseCommand {
+	return RaiseCommand{To: int(min(d.uvarint(), 1<<16))}
+}
+
 func (s *state) raise(c RaiseCommand) error {
 	if c.To < LevelBounds || c.To > EntryLevel {
 		return fmt.Errorf("%w: raise to level %d: this build raises to %d to %d", ErrInvalidRequest, c.To, LevelBounds, EntryLevel)
@@ -58,4 +62,25 @@ func (f *FSM) Raised() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.s.raised
+}
+
+// writeRaised and readRaised are the level the cluster was raised to,
+// right after the version (version 8 on).
+func writeRaised(snap *snapshot, e *encoder, _ byte, _ func(bool)) { e.uvarint(uint64(snap.raised)) }
+
+func readRaised(st *state, d *decoder, version byte) error {
+	st.raised = int(d.uvarint())
+	if d.err == nil && (st.raised < LevelBounds || st.raised > EntryLevel) {
+		return fmt.Errorf("raised to level %d", st.raised)
+	}
+	// A raised state is written in the one version its level picks:
+	// any other pairing would be written back in another version,
+	// leaving out (or adding) sections, and equal states would no
+	// longer give equal bytes.
+	if want := (&snapshot{level: st.raised}).version(); d.err == nil && want != version {
+		return fmt.Errorf("a state raised to level %d in a version %d snapshot (it is written in version %d)",
+			st.raised, version, want)
+	}
+	st.audit.apart = true
+	return nil
 }

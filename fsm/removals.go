@@ -23,19 +23,19 @@ const maxServerField = 255
 // removedEntry is one removal record in a snapshot.
 type removedEntry struct{ id, incarnation string }
 
-func (s *state) applyRemoval(c ServerRemovalCommand) error {
-	if s.raised < LevelRemovals {
+func (t *serverTable) applyRemoval(c ServerRemovalCommand, raised int) error {
+	if raised < LevelRemovals {
 		return fmt.Errorf("%w: removal records need the cluster raised to level %d", ErrInvalidRequest, LevelRemovals)
 	}
 	if c.ID == "" || len(c.ID) > maxServerField || len(c.Incarnation) > maxServerField {
 		return fmt.Errorf("%w: a removal record names a server id of 1 to %d bytes and an incarnation of at most %d", ErrInvalidRequest, maxServerField, maxServerField)
 	}
 	if c.Forget {
-		delete(s.removed, c.ID)
+		delete(t.removed, c.ID)
 		return nil
 	}
-	s.removed[c.ID] = c.Incarnation
-	delete(s.servers, c.ID) // no view lists a removed server's HTTP address
+	t.removed[c.ID] = c.Incarnation
+	delete(t.addrs, c.ID) // no view lists a removed server's HTTP address
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *state) applyRemoval(c ServerRemovalCommand) error {
 func (f *FSM) Removed(id string) (incarnation string, ok bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	incarnation, ok = f.s.removed[id]
+	incarnation, ok = f.s.servers.removed[id]
 	return incarnation, ok
 }
 
@@ -63,9 +63,9 @@ func sortRemovals(rs []removedEntry) {
 	slices.SortFunc(rs, func(a, b removedEntry) int { return cmp.Compare(a.id, b.id) })
 }
 
-// decodeRemovals reads what encodeRemovals wrote: ids unique and in
+// readRemovals reads what encodeRemovals wrote: ids unique and in
 // order, both fields as Apply bounds them.
-func (st *state) decodeRemovals(d *decoder) error {
+func readRemovals(st *state, d *decoder) error {
 	prev := ""
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		id, incarnation := d.string(), d.string()
@@ -75,7 +75,7 @@ func (st *state) decodeRemovals(d *decoder) error {
 		if id == "" || id <= prev || len(id) > maxServerField || len(incarnation) > maxServerField {
 			return fmt.Errorf("removal record %.64q: empty, too long or out of order", id)
 		}
-		st.removed[id], prev = incarnation, id
+		st.servers.removed[id], prev = incarnation, id
 	}
 	return nil
 }

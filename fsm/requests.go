@@ -91,3 +91,25 @@ func (w *requestWindow) oldest() (int64, bool) {
 	}
 	return w.log[0].at, true
 }
+
+// writeRequests and readRequests are the idempotency records, in apply
+// order.
+func writeRequests(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
+	e.uvarint(uint64(len(snap.requests)))
+	for _, r := range snap.requests {
+		e.string(r.id)
+		e.string(r.code)
+		e.bool(r.existing)
+		e.varint(r.at)
+		e.uvarint(r.fingerprint)
+		flush(false)
+	}
+}
+
+func readRequests(st *state, d *decoder, _ byte) error {
+	for n := d.count(5); n > 0 && d.err == nil; n-- {
+		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
+		st.requests.add(r)
+	}
+	return nil
+}

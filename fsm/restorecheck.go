@@ -50,13 +50,13 @@ type InputRules interface {
 // It changes nothing, and reads only the snapshot.
 func (s *Snapshot) CheckRecords(rules InputRules) error {
 	st := s.s
-	for p := range st.recs.n {
-		r := st.recs.at(p)
+	for p := range st.links.recs.n {
+		r := st.links.recs.at(p)
 		if !r.live() {
 			continue
 		}
 		if err := st.checkLink(p, rules); err != nil {
-			return fmt.Errorf("%w: link %q: %v", ErrRefusedRecord, st.recs.text.code(r), err)
+			return fmt.Errorf("%w: link %q: %v", ErrRefusedRecord, st.links.recs.text.code(r), err)
 		}
 	}
 	domains := []Domain{st.defaultDomain}
@@ -89,10 +89,10 @@ func (s *Snapshot) CheckRecords(rules InputRules) error {
 
 // checkLink checks the targets of the link at position p.
 func (st *state) checkLink(p uint32, rules InputRules) error {
-	if err := rules.Target(st.recs.text.url(st.recs.at(p))); err != nil {
+	if err := rules.Target(st.links.recs.text.url(st.links.recs.at(p))); err != nil {
 		return err
 	}
-	o := st.opts[p]
+	o := st.opts.get(p)
 	if o == nil {
 		return nil
 	}

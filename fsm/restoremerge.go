@@ -73,12 +73,12 @@ func keepHandedOut(next, cur *state) {
 	if !next.hasKey && cur.hasKey {
 		next.hasKey, next.key = true, cur.key
 	}
-	for p := range cur.recs.n {
-		if r := cur.recs.at(p); r.live() {
-			next.retire(cur.recs.text.code(r))
+	for p := range cur.links.recs.n {
+		if r := cur.links.recs.at(p); r.live() {
+			next.retire(cur.links.recs.text.code(r))
 		}
 	}
-	for code := range cur.tombstones {
+	for code := range cur.tombstones.all() {
 		next.retire(code)
 	}
 	for id := range cur.revoked {
@@ -92,9 +92,9 @@ func keepHandedOut(next, cur *state) {
 	}
 	next.audit = cur.audit.clone()
 	next.certs = cur.certs.clone()
-	next.removed = maps.Clone(cur.removed)
-	for id := range next.removed {
-		delete(next.servers, id)
+	next.servers.removed = maps.Clone(cur.servers.removed)
+	for id := range next.servers.removed {
+		delete(next.servers.addrs, id)
 	}
 	next.raised = max(next.raised, cur.raised)
 	if next.bounded() {
@@ -173,12 +173,12 @@ func recordRestore(next, cur *state, r RestoreRecord) (keptKey bool) {
 
 // retire makes code a tombstone unless a live link holds it.
 func (s *state) retire(code string) {
-	if _, live := s.lookup(code); live {
+	if _, live := s.links.lookup(code); live {
 		return
 	}
 	// code may point into the other state's text arena, which must not
 	// stay reachable from this one.
-	s.tombstones[strings.Clone(code)] = struct{}{}
+	s.tombstones.add(strings.Clone(code))
 }
 
 // WriteTo encodes the snapshot in the snapshot format and returns the bytes

@@ -11,16 +11,15 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
-// Snapshot format: the magic "LKRS", a version byte, then the sections in
-// order (see DESIGN.md), each element encoded by encoder; finally a CRC-32C
+// Snapshot format: the magic "LKRS", a version byte, then the sections the
+// version holds, in the order features registers them (registry.go, and
+// DESIGN.md), each element encoded by encoder; finally a CRC-32C
 // of everything before it, big-endian. Collections are sorted so that equal
 // states give byte-identical snapshots. The oldest version that holds the
 // state is written (snapshot.version), so that older builds read it; every
@@ -49,18 +48,6 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-type counterEntry struct {
-	length int
-	next   uint64
-}
-
-type clickSeqEntry struct {
-	node string
-	seq  uint64
-}
-
-type serverEntry struct{ id, httpAddr string }
-
 // snapshot is a point-in-time view of state that Apply does not change:
 // small collections are copied, link records are shared (recordTable).
 type snapshot struct {
@@ -83,7 +70,7 @@ type snapshot struct {
 	security   []AuditEntry // security actions kept apart
 	raised     int
 	certs      certState
-	opts       map[uint32]*Options // Options never change once stored: shared
+	opts       optionTable // Options never change once stored: shared
 	domains    []Domain
 	visits     visitTable  // shares pages, links and days: see visitTable
 	orphans    orphanTable // shares days as visits does
@@ -99,31 +86,29 @@ var _ raft.FSMSnapshot = (*snapshot)(nil)
 // snapshot takes a view of the state; sorting is left to writeTo so the
 // FSM lock is held only for the copies. The caller holds the write lock.
 func (s *state) snapshot() *snapshot {
-	records, release := s.recs.share()
+	records, release := s.links.recs.share()
 	snap := &snapshot{
 		hasKey:    s.hasKey,
 		key:       s.key,
 		clusterID: s.clusterID,
 		lastID:    s.lastID,
 		records:   records,
-		// Both only ever grow by append (a purge replaces the request
-		// log), so capping the slices keeps later appends out of the view.
-		workspaces: slices.Clip(s.workspaces.names),
+		// The request log only grows by append (a purge replaces it), so
+		// capping it keeps later appends out of the view, as
+		// workspaceNames does for the workspaces.
+		workspaces: s.links.workspaceNames(),
 		requests:   slices.Clip(s.requests.log),
-		live:       s.byCode.len(),
-		tombstones: slices.Collect(maps.Keys(s.tombstones)),
+		live:       s.links.live(),
+		tombstones: slices.Collect(s.tombstones.all()),
 		release:    release,
 	}
 	for length, next := range s.counters {
 		snap.counters = append(snap.counters, counterEntry{length, next})
 	}
-	for n, seq := range s.clickSeqs {
-		snap.clickSeqs = append(snap.clickSeqs, clickSeqEntry{n, seq})
-	}
-	for id, addr := range s.servers {
+	for id, addr := range s.servers.addrs {
 		snap.servers = append(snap.servers, serverEntry{id, addr})
 	}
-	for id, incarnation := range s.removed {
+	for id, incarnation := range s.servers.removed {
 		snap.removed = append(snap.removed, removedEntry{id, incarnation})
 	}
 	// Keys never change once added, so the view may share them.
@@ -132,7 +117,8 @@ func (s *state) snapshot() *snapshot {
 	snap.audit, snap.security = s.audit.writes.oldestFirst(), s.audit.security.oldestFirst()
 	snap.raised = s.raised
 	snap.certs = s.certs.clone()
-	snap.opts = maps.Clone(s.opts)
+	snap.opts = s.opts.clone()
+	snap.clickSeqs = s.clickSeqs.entries()
 	snap.visits = s.visits.share()
 	snap.orphans = s.orphans.share()
 	snap.level = s.level()
@@ -185,91 +171,10 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 	version := snap.version()
 	e.fixed(snapshotMagic)
 	e.byte(version)
-	if version >= snapshotV8 {
-		e.uvarint(uint64(snap.raised))
-	}
-	e.bool(snap.hasKey)
-	e.fixed(snap.key[:])
-	e.fixed(snap.clusterID[:])
-	e.uvarint(snap.lastID)
-	e.uvarint(uint64(len(snap.counters)))
-	for _, c := range snap.counters {
-		e.uvarint(uint64(c.length))
-		e.uvarint(c.next)
-	}
-	e.uvarint(uint64(snap.live))
-	for p := range snap.records.n {
-		if r := snap.records.at(p); r.live() {
-			snap.encodeLink(&e, r)
-			switch {
-			case version >= snapshotV10:
-				encodeOptionsExtended(&e, snap.opts[p])
-			case version >= snapshotV5:
-				encodeOptions(&e, snap.opts[p])
-			}
-			flush(false)
+	for _, sec := range registry.sections {
+		if sec.write != nil && sec.holds(version) {
+			sec.write(snap, &e, version, flush)
 		}
-	}
-	e.uvarint(uint64(len(snap.tombstones)))
-	for _, t := range snap.tombstones {
-		e.string(t)
-		flush(false)
-	}
-	e.uvarint(uint64(len(snap.clickSeqs)))
-	for _, c := range snap.clickSeqs {
-		e.string(c.node)
-		e.uvarint(c.seq)
-	}
-	e.uvarint(uint64(len(snap.servers)))
-	for _, sv := range snap.servers {
-		e.string(sv.id)
-		e.string(sv.httpAddr)
-	}
-	if version >= snapshotVersion {
-		snap.encodeRemovals(&e)
-	}
-	e.uvarint(uint64(len(snap.requests)))
-	for _, r := range snap.requests {
-		e.string(r.id)
-		e.string(r.code)
-		e.bool(r.existing)
-		e.varint(r.at)
-		e.uvarint(r.fingerprint)
-		flush(false)
-	}
-	snap.encodeClickHours(&e, flush)
-	snap.encodeKeys(&e)
-	encodeAudit(&e, snap.audit, flush)
-	if version >= snapshotV5 {
-		e.uvarint(uint64(len(snap.domains)))
-		for _, d := range snap.domains {
-			e.string(d.Name)
-			e.string(d.RootRedirect)
-			e.string(d.NotFoundRedirect)
-			if version >= snapshotV10 {
-				e.string(d.InvalidRedirect)
-			}
-		}
-		if version >= snapshotV10 {
-			e.string(snap.defaultDomain.RootRedirect)
-			e.string(snap.defaultDomain.NotFoundRedirect)
-			e.string(snap.defaultDomain.InvalidRedirect)
-		}
-		snap.encodeKeyDomains(&e)
-	}
-	if version >= snapshotV6 {
-		snap.encodeVisits(&e, flush)
-		snap.encodeWebhooks(&e, flush)
-	}
-	if version >= snapshotV8 {
-		encodeAudit(&e, snap.security, flush)
-	}
-	if version >= snapshotV9 {
-		snap.encodeCerts(&e)
-	}
-	if version >= snapshotV10 {
-		snap.encodeTallies(&e, flush)
-		snap.encodeOrphans(&e, flush)
 	}
 	flush(true)
 	if werr != nil {
@@ -279,59 +184,6 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		return fmt.Errorf("write snapshot checksum: %w", err)
 	}
 	return nil
-}
-
-// encodeLink writes a link as version 2 has it: the canonical URL only
-// when it differs from the URL.
-func (snap *snapshot) encodeLink(e *encoder, r *record) {
-	text := &snap.records.text
-	var flags byte
-	if r.dedupe() {
-		flags |= snapDedupe
-	}
-	if r.flags&flagIndexed != 0 {
-		flags |= snapIndexed
-	}
-	e.uvarint(r.id)
-	e.string(text.code(r))
-	e.string(text.url(r))
-	e.string(snap.workspaces[r.workspace])
-	e.string(text.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen)))
-	e.byte(flags)
-	e.varint(r.createdAt)
-	e.varint(r.expiresAt)
-	e.uvarint(r.clicks)
-	e.varint(r.lastAccess)
-}
-
-// encodeClickHours writes the newest hour, then for each live link with
-// clicks within retention: its id, the number of hours, and per hour the
-// distance from the previous one (from 0 for the first) and the count.
-func (snap *snapshot) encodeClickHours(e *encoder, flush func(bool)) {
-	recs, hours := &snap.records, &snap.records.hours
-	e.uvarint(uint64(hours.newest))
-	n := 0
-	for p := range recs.n {
-		if recs.at(p).live() && len(hours.kept(p)) > 0 {
-			n++
-		}
-	}
-	e.uvarint(uint64(n))
-	for p := range recs.n {
-		kept := hours.kept(p)
-		if !recs.at(p).live() || len(kept) == 0 {
-			continue
-		}
-		e.uvarint(recs.at(p).id)
-		e.uvarint(uint64(len(kept)))
-		prev := uint32(0)
-		for _, h := range kept {
-			e.uvarint(uint64(h.hour - prev))
-			e.uvarint(uint64(h.count))
-			prev = h.hour
-		}
-		flush(false)
-	}
 }
 
 // minLinkSize is the smallest encoding of a link: nine one-byte fields.
@@ -368,7 +220,7 @@ func NewSnapshotChecksum() hash.Hash32 { return crc32.New(crcTable) }
 type Snapshot struct{ s *state }
 
 // Links is the number of links in the snapshot.
-func (s *Snapshot) Links() int { return s.s.byCode.len() }
+func (s *Snapshot) Links() int { return s.s.links.live() }
 
 // Level is the entry level a node must apply to hold the snapshot's
 // state (FSM.Level).
@@ -405,107 +257,22 @@ func decodeSnapshot(d *decoder) (*state, error) {
 	return st, nil
 }
 
+// decodeSections reads the version and every section it holds, in order,
+// into a new state.
 func decodeSections(d *decoder) (*state, error) {
 	version := d.byte()
-	if d.err == nil && (version < snapshotV1 || version > snapshotVersion) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	if version < snapshotV1 || version > snapshotVersion {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
 	st := newState()
-	if version >= snapshotV8 {
-		st.raised = int(d.uvarint())
-		if d.err == nil && (st.raised < LevelBounds || st.raised > EntryLevel) {
-			return nil, fmt.Errorf("raised to level %d", st.raised)
+	for _, sec := range registry.sections {
+		if !sec.holds(version) {
+			continue
 		}
-		// A raised state is written in the one version its level picks:
-		// any other pairing would be written back in another version,
-		// leaving out (or adding) sections, and equal states would no
-		// longer give equal bytes.
-		if want := (&snapshot{level: st.raised}).version(); d.err == nil && want != version {
-			return nil, fmt.Errorf("a state raised to level %d in a version %d snapshot (it is written in version %d)", st.raised, version, want)
-		}
-		st.audit.apart = true
-	}
-	st.hasKey = d.bool()
-	d.fixed(st.key[:])
-	d.fixed(st.clusterID[:])
-	st.lastID = d.uvarint()
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		length, next := int(d.uvarint()), d.uvarint()
-		if d.err == nil && (length < codes.MinCounterLength || length > codes.MaxCounterLength) {
-			return nil, fmt.Errorf("counter for code length %d", length)
-		}
-		st.counters[length] = next
-	}
-	if err := st.decodeLinks(d, version); err != nil {
-		return nil, err
-	}
-	if version == snapshotV1 {
-		if err := st.decodeDedupeV1(d); err != nil {
-			return nil, err
-		}
-	}
-	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		st.tombstones[d.string()] = struct{}{}
-	}
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		st.clickSeqs[d.string()] = d.uvarint()
-	}
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		st.servers[d.string()] = d.string()
-	}
-	if version >= snapshotVersion {
-		if err := st.decodeRemovals(d); err != nil {
-			return nil, err
-		}
-	}
-	for n := d.count(5); n > 0 && d.err == nil; n-- {
-		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
-		st.requests.add(r)
-	}
-	if version >= snapshotV3 {
-		if err := st.decodeClickHours(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV4 {
-		if err := st.decodeKeys(d); err != nil {
-			return nil, err
-		}
-		if err := st.decodeAudit(d, version, false); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV5 {
-		if err := st.decodeDomains(d, version); err != nil {
-			return nil, err
-		}
-		if err := st.decodeKeyDomains(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV6 {
-		if err := st.decodeVisits(d); err != nil {
-			return nil, err
-		}
-		if err := st.decodeWebhooks(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV8 {
-		if err := st.decodeAudit(d, version, true); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV9 {
-		if err := st.decodeCerts(d); err != nil {
-			return nil, err
-		}
-	}
-	if version >= snapshotV10 {
-		if err := st.decodeTallies(d); err != nil {
-			return nil, err
-		}
-		if err := st.decodeOrphans(d); err != nil {
+		if err := sec.read(st, d, version); err != nil {
 			return nil, err
 		}
 	}
@@ -513,141 +280,6 @@ func decodeSections(d *decoder) (*state, error) {
 		return nil, d.err
 	}
 	return st, nil
-}
-
-// decodeClickHours reads the clicks per hour. Every entry must name a link,
-// in id order, with hours strictly increasing, within retention and not
-// after the newest hour, and counts above zero.
-func (st *state) decodeClickHours(d *decoder) error {
-	newest := d.uvarint()
-	if d.err == nil && newest > uint64(^uint32(0)) {
-		return fmt.Errorf("newest click hour %d", newest)
-	}
-	hours := &st.recs.hours
-	hours.newest = uint32(newest)
-	var prevID uint64
-	for n := d.count(3); n > 0 && d.err == nil; n-- {
-		id := d.uvarint()
-		p, ok := st.positionOf(id)
-		if d.err == nil && (!ok || id <= prevID) {
-			return fmt.Errorf("click hours for link %d: no such link, or out of order", id)
-		}
-		prevID = id
-		hour := uint64(0)
-		for k := d.count(2); k > 0 && d.err == nil; k-- {
-			step, count := d.uvarint(), d.uvarint()
-			hour += step
-			switch {
-			case d.err != nil:
-				return d.err
-			case step == 0 && len(hours.at(p)) > 0, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
-				return fmt.Errorf("link %d: click hour %d with %d clicks", id, hour, count)
-			}
-			hours.add(p, uint32(hour), count, st.recs.gen, false)
-		}
-	}
-	return nil
-}
-
-// positionOf finds a live link by id. Only for a state rebuilt from a
-// snapshot, where every record is live and positions are in id order.
-func (st *state) positionOf(id uint64) (uint32, bool) {
-	n := int(st.recs.n)
-	i := sort.Search(n, func(i int) bool { return st.recs.at(uint32(i)).id >= id })
-	return uint32(i), i < n && st.recs.at(uint32(i)).id == id
-}
-
-// decodeLinks inserts the links section, checking each link as it goes.
-func (st *state) decodeLinks(d *decoder, version byte) error {
-	var prevID uint64
-	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
-		r := record{id: d.uvarint()}
-		code, url, ws, canonical := d.stringView(), d.stringView(), d.stringView(), d.stringView()
-		var flags byte
-		switch {
-		case version >= snapshotV2:
-			flags = d.byte()
-		case canonical != "":
-			flags = snapDedupe
-		}
-		r.createdAt, r.expiresAt, r.clicks, r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
-		var opts *Options
-		switch {
-		case version >= snapshotV10:
-			opts = decodeOptionsExtended(d)
-		case version >= snapshotV5:
-			opts = decodeOptions(d)
-		}
-		if d.err != nil {
-			return d.err
-		}
-		if err := opts.check(); err != nil {
-			return fmt.Errorf("link %q: %w", code, err)
-		}
-		switch {
-		case code == "" || url == "" || ws == "":
-			return fmt.Errorf("link %d has an empty field", r.id)
-		case len(code) > maxCodeLen:
-			return fmt.Errorf("link %d has a code of %d bytes", r.id, len(code))
-		case r.id <= prevID || r.id > st.lastID:
-			return fmt.Errorf("link %q has out-of-order id %d", code, r.id)
-		case flags&^(snapDedupe|snapIndexed) != 0 || flags == snapIndexed || (canonical != "" && flags&snapDedupe == 0):
-			return fmt.Errorf("link %q has flags %#x", code, flags)
-		}
-		if _, dup := st.lookup(code); dup {
-			return fmt.Errorf("code %q appears twice", code)
-		}
-		prevID = r.id
-		dedupe := flags&snapDedupe != 0
-		if dedupe && canonical == "" {
-			canonical = url
-		}
-		p := st.insert(r, code, url, ws, canonical, dedupe)
-		st.setOptions(p, opts)
-		if flags&snapIndexed != 0 {
-			if err := st.restoreIndexed(p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// restoreIndexed makes the link at p the one dedupe returns for its URL.
-func (st *state) restoreIndexed(p uint32) error {
-	r := st.recs.mutable(p)
-	canonical, domain := st.recs.text.canonical(r), st.domainIndex(st.recs.text.code(r))
-	if _, dup := st.dedupeLookup(r.workspace, domain, canonical); dup {
-		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
-	}
-	st.dedupe.insert(st.dedupeHash(r.workspace, domain, canonical), p)
-	r.flags |= flagIndexed
-	return nil
-}
-
-// decodeDedupeV1 reads version 1's dedupe section: workspace, NUL and
-// canonical URL → code. Each entry must name a link with that workspace
-// and canonical URL.
-func (st *state) decodeDedupeV1(d *decoder) error {
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		key, code := d.stringView(), d.stringView()
-		if d.err != nil {
-			return d.err
-		}
-		ws, canonical, _ := strings.Cut(key, "\x00")
-		p, ok := st.lookup(code)
-		if !ok {
-			return fmt.Errorf("dedupe entry for missing code %q", code)
-		}
-		r := st.recs.at(p)
-		if st.workspaces.names[r.workspace] != ws || st.recs.text.canonical(r) != canonical {
-			return fmt.Errorf("dedupe entry %q does not match link %q", key, code)
-		}
-		if err := st.restoreIndexed(p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // version is the oldest snapshot version that holds this state: version 4
@@ -677,146 +309,4 @@ func (snap *snapshot) version() byte {
 		return snapshotV5
 	}
 	return snapshotV4
-}
-
-// encodeKeyDomains writes, for the keys limited to domains, their id and
-// domains, by id (keys are sorted).
-func (snap *snapshot) encodeKeyDomains(e *encoder) {
-	n := 0
-	for _, k := range snap.keys {
-		if len(k.Domains) > 0 {
-			n++
-		}
-	}
-	e.uvarint(uint64(n))
-	for _, k := range snap.keys {
-		if len(k.Domains) > 0 {
-			e.string(k.ID)
-			encodeStrings(e, k.Domains)
-		}
-	}
-}
-
-// decodeKeyDomains reads what encodeKeyDomains wrote; each entry must name
-// a key, and the key's domains must pass validKey.
-func (st *state) decodeKeyDomains(d *decoder) error {
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		id, domains := d.string(), decodeStrings(d)
-		k, ok := st.keys[id]
-		if d.err != nil {
-			return d.err
-		}
-		if !ok {
-			return fmt.Errorf("domains of key %q, which does not exist", id)
-		}
-		limited := *k
-		limited.Domains = domains
-		if !validKey(&limited) {
-			return fmt.Errorf("key %q: invalid domains", id)
-		}
-		st.keys[id] = &limited
-	}
-	return nil
-}
-
-// encodeKeys writes the API keys section, by id.
-func (snap *snapshot) encodeKeys(e *encoder) {
-	e.uvarint(uint64(len(snap.keys)))
-	for _, k := range snap.keys {
-		encodeKey(e, k)
-		e.string(k.CreatedBy)
-	}
-	e.uvarint(uint64(len(snap.revoked)))
-	for _, id := range snap.revoked {
-		e.string(id)
-	}
-}
-
-// decodeKeys reads the API keys, each one Apply would accept, in strictly
-// increasing id order, then the ids of revoked keys.
-func (st *state) decodeKeys(d *decoder) error {
-	prev := ""
-	for n := d.count(1 + 1 + KeyHashSize + 1 + 1 + 2 + 1); n > 0 && d.err == nil; n-- {
-		k := decodeKey(d)
-		k.CreatedBy = d.string()
-		if d.err != nil {
-			break
-		}
-		if !validKey(k) || k.ID <= prev {
-			return fmt.Errorf("key %q invalid or out of order", k.ID)
-		}
-		prev = k.ID
-		st.keys[k.ID] = k
-	}
-	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		id := d.string()
-		if _, live := st.keys[id]; d.err == nil && (!ValidKeyID(id) || live) {
-			return fmt.Errorf("revoked key %q invalid or still live", id)
-		}
-		st.revoked[id] = struct{}{}
-	}
-	return d.err
-}
-
-// encodeAudit writes one ring of the audit log, oldest first.
-func encodeAudit(e *encoder, entries []AuditEntry, flush func(bool)) {
-	e.uvarint(uint64(len(entries)))
-	for _, a := range entries {
-		e.varint(a.At)
-		e.string(a.KeyID)
-		e.byte(byte(a.Action))
-		e.string(a.Workspace)
-		e.string(a.Subject)
-		flush(false)
-	}
-}
-
-// decodeAudit reads one ring of the audit log, oldest first, at most
-// AuditRetention entries of actions the version knows: restores from
-// version 7 on, the others of LevelBounds in version 8. Once security
-// actions are kept apart (version 8), each ring holds only its own.
-func (st *state) decodeAudit(d *decoder, version byte, security bool) error {
-	n := d.count(5)
-	if n > AuditRetention {
-		return fmt.Errorf("%d audit entries, more than the %d kept", n, AuditRetention)
-	}
-	last := AuditDomainRemove
-	switch {
-	case version >= snapshotV8:
-		last = lastAuditAction
-	case version >= snapshotV7:
-		last = AuditBackupRestore
-	}
-	for ; n > 0 && d.err == nil; n-- {
-		a := AuditEntry{At: d.varint(), KeyID: d.string(), Action: AuditAction(d.byte()), Workspace: d.string(), Subject: d.string()}
-		if d.err == nil && (a.Action == 0 || a.Action > last || st.audit.apart && a.Action.Security() != security) {
-			return fmt.Errorf("audit action %d in the wrong place", a.Action)
-		}
-		st.audit.add(a)
-	}
-	return d.err
-}
-
-// decodeDomains reads the registered domains, and checks that every link
-// outside the default domain lives in one of them.
-func (st *state) decodeDomains(d *decoder, version byte) error {
-	for n := d.count(3); n > 0 && d.err == nil; n-- {
-		dom := Domain{Name: d.string(), RootRedirect: d.string(), NotFoundRedirect: d.string()}
-		if version >= snapshotV10 {
-			dom.InvalidRedirect = d.string()
-		}
-		if d.err == nil && !validDomainName(dom.Name) {
-			return fmt.Errorf("domain name %q", dom.Name)
-		}
-		st.domains[dom.Name] = dom
-	}
-	if version >= snapshotV10 {
-		st.defaultDomain = Domain{RootRedirect: d.string(), NotFoundRedirect: d.string(), InvalidRedirect: d.string()}
-	}
-	for name := range st.domainLinks {
-		if _, ok := st.domains[name]; !ok && d.err == nil {
-			return fmt.Errorf("links in domain %q, which is not registered", name)
-		}
-	}
-	return nil
 }

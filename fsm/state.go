@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"strings"
 
 	"github.com/linkraft/linkraft/fsm/codes"
@@ -64,221 +63,79 @@ type CreateResult struct {
 const maxCodeLen = 255
 
 // state is the replicated data. Only Apply and Restore change it, and only
-// from the Raft FSM goroutine while holding FSM.mu for writing.
+// from the Raft FSM goroutine while holding FSM.mu for writing. Each large
+// piece sits behind a type of its own (DESIGN.md, "Features and pieces"),
+// so that one can move to disk without the others knowing.
 type state struct {
 	hasKey     bool
 	key        codes.Key
 	clusterID  [16]byte
 	lastID     uint64
-	counters   map[int]uint64 // next counter value per code length
-	recs       recordTable
-	byCode     hashIndex // live code → record position
-	workspaces workspaceTable
-	dedupe     hashIndex // workspace and canonical URL → the link dedupe returns
-	seed       maphash.Seed
-	tombstones map[string]struct{}
-	clickSeqs  map[string]uint64 // node → last applied click batch sequence
-	servers    map[string]string // server id → HTTP address
-	removed    map[string]string // server id → incarnation it was removed with (removals.go)
-	requests   requestWindow
-	keys       map[string]*APIKey  // key id → key; a key never changes once added
+	counters   counterTable        // next counter value per code length
+	links      linkTable           // links.go
+	tombstones tombstoneSet        // pieces.go
+	clickSeqs  clickSeqTable       // pieces.go
+	servers    serverTable         // addresses and removal records (command.go, removals.go)
+	requests   requestWindow       // requests.go
+	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
-	audit      auditLog
-	opts       map[uint32]*Options // record position → options, for links flagged flagOptions
-	domains    map[string]Domain
+	audit      auditLog            // audit.go
+	opts       optionTable         // options of links flagged flagOptions (pieces.go)
+	domains    domainTable         // domains.go
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
-	// domainLinks counts each registered domain's live links, so a domain
-	// is removed only once it has none.
-	domainLinks map[string]int
-	visits      visitTable  // per link and day: who clicked (visitors.go)
-	orphans     orphanTable // visits that found no link (orphans.go)
-	hooks       webhooks    // webhooks.go
-	raised      int         // the level the cluster was raised to (raise.go)
-	certs       certState   // certs.go
+	visits        visitTable  // per link and day: who clicked (visitors.go)
+	orphans       orphanTable // visits that found no link (orphans.go)
+	hooks         webhooks    // webhooks.go
+	raised        int         // the level the cluster was raised to (raise.go)
+	certs         certState   // certs.go
 }
 
 func newState() *state {
 	seed := maphash.MakeSeed()
 	return &state{
-		counters:    map[int]uint64{},
-		recs:        newRecordTable(),
-		workspaces:  newWorkspaceTable(),
-		seed:        seed,
-		tombstones:  map[string]struct{}{},
-		clickSeqs:   map[string]uint64{},
-		servers:     map[string]string{},
-		removed:     map[string]string{},
-		requests:    newRequestWindow(seed),
-		keys:        map[string]*APIKey{},
-		revoked:     map[string]struct{}{},
-		opts:        map[uint32]*Options{},
-		domains:     map[string]Domain{},
-		domainLinks: map[string]int{},
-		hooks:       newWebhooks(),
-		certs:       newCertState(),
+		counters:   counterTable{},
+		links:      newLinkTable(seed),
+		tombstones: newTombstoneSet(),
+		clickSeqs:  newClickSeqTable(),
+		servers:    newServerTable(),
+		requests:   newRequestWindow(seed),
+		keys:       keyTable{},
+		revoked:    map[string]struct{}{},
+		opts:       newOptionTable(),
+		domains:    domainTable{},
+		hooks:      newWebhooks(),
+		certs:      newCertState(),
 	}
-}
-
-// workspaceTable interns workspace names and lists each one's live links.
-type workspaceTable struct {
-	names []string
-	ids   map[string]uint32
-	links [][]uint32 // per workspace: positions of its live links, ascending (= id order)
-}
-
-func newWorkspaceTable() workspaceTable { return workspaceTable{ids: map[string]uint32{}} }
-
-// intern returns the workspace's index, adding it if new. name may be a
-// view of a buffer: a new name is copied.
-func (w *workspaceTable) intern(name string) uint32 {
-	if id, ok := w.ids[name]; ok {
-		return id
-	}
-	name = strings.Clone(name)
-	id := uint32(len(w.names))
-	w.names = append(w.names, name)
-	w.ids[name] = id
-	w.links = append(w.links, nil)
-	return id
 }
 
 // link returns the record at position p as a Link.
 func (s *state) link(p uint32) Link {
-	r := s.recs.at(p)
-	l := s.linkOf(r, &s.recs.text)
+	r := s.links.recs.at(p)
+	l := s.links.linkOf(r, &s.links.recs.text)
 	if r.flags&flagOptions != 0 {
-		l.Options = s.opts[p]
+		l.Options = s.opts.get(p)
 	}
 	return l
 }
 
-// linkOf is the record as a Link, without its Options (which only the
-// state, not a snapshot's view, can look up).
-func (s *state) linkOf(r *record, text *textArena) Link {
-	domain, code := SplitCode(text.code(r))
-	return Link{
-		ID: r.id, Code: code, Domain: domain, URL: text.url(r), Workspace: s.workspaces.names[r.workspace],
-		Canonical: text.canonical(r), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
-		Clicks: r.clicks, LastAccess: r.lastAccess,
+// createBatch applies a batch's creates in order, one result each.
+func (s *state) createBatch(c CreateBatch) []CreateResult {
+	results := make([]CreateResult, len(c.Items))
+	for i, it := range c.Items {
+		results[i] = s.create(c.Now, it)
 	}
-}
-
-// The indexes hash with a seed of their own, so no one can choose codes
-// or URLs that collide. They are local to this node: nothing replicated or
-// written to a snapshot depends on the seed.
-func (s *state) codeHash(code string) uint32 { return uint32(maphash.String(s.seed, code)) }
-
-func (s *state) dedupeHash(workspace uint32, domain, canonical string) uint32 {
-	h := uint32(maphash.String(s.seed, canonical)) ^ workspace*0x9e3779b1
-	if domain != "" {
-		h ^= uint32(maphash.String(s.seed, domain))
-	}
-	return h
-}
-
-// domainIndex is the domain part of a qualified code, as dedupeHash takes it.
-func (s *state) domainIndex(qualified string) string {
-	domain, _ := SplitCode(qualified)
-	return domain
-}
-
-// lookup returns the position of the live link with this code.
-func (s *state) lookup(code string) (uint32, bool) {
-	return s.byCode.lookup(s.codeHash(code), func(p uint32) bool {
-		return s.recs.text.code(s.recs.at(p)) == code
-	})
-}
-
-// dedupeLookup returns the position of the link dedupe returns for a
-// canonical URL in a workspace and domain.
-func (s *state) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
-	return s.dedupe.lookup(s.dedupeHash(workspace, domain, canonical), func(p uint32) bool {
-		r := s.recs.at(p)
-		return r.workspace == workspace && s.recs.text.canonical(r) == canonical &&
-			s.domainIndex(s.recs.text.code(r)) == domain
-	})
-}
-
-// apply decodes and applies one log entry and returns its result.
-func (s *state) apply(data []byte) any {
-	cmd, err := DecodeCommand(data)
-	if err != nil {
-		return err
-	}
-	switch c := cmd.(type) {
-	case InitCommand:
-		if !s.hasKey {
-			s.hasKey, s.key, s.clusterID = true, c.Key, c.ClusterID
-		}
-		return nil
-	case CreateBatch:
-		results := make([]CreateResult, len(c.Items))
-		for i, it := range c.Items {
-			results[i] = s.create(c.Now, it)
-		}
-		return results
-	case DeleteCommand:
-		return s.delete(c)
-	case ClickBatch:
-		return s.addClicks(c)
-	case PurgeCommand:
-		s.purge(c)
-		return nil
-	case ServerCommand:
-		if c.HTTPAddr == "" {
-			delete(s.servers, c.ID)
-		} else {
-			s.servers[c.ID] = c.HTTPAddr
-		}
-		return nil
-	case ServerRemovalCommand:
-		return s.applyRemoval(c)
-	case KeyCreateCommand:
-		return s.createKey(c)
-	case KeyRevokeCommand:
-		return s.revokeKey(c)
-	case EditCommand:
-		l, err := s.edit(c)
-		if err != nil {
-			return err
-		}
-		return l
-	case DomainCommand:
-		return s.setDomain(c)
-	case VisitCommand:
-		return s.visit(c)
-	case RaiseCommand:
-		return s.raise(c)
-	case AuditNoteCommand:
-		return s.note(c)
-	case CertCommand:
-		return s.applyCert(c)
-	case TagsCommand:
-		res, err := s.applyTags(c)
-		if err != nil {
-			return err
-		}
-		return res
-	case VisitsDeleteCommand:
-		return s.deleteVisits(c)
-	case OrphanVisitsDeleteCommand:
-		return s.deleteOrphanVisits(c)
-	}
-	if result, ok := s.applyWebhook(cmd); ok {
-		return result
-	}
-	return fmt.Errorf("apply: unhandled command %T", cmd)
+	return results
 }
 
 func (s *state) create(now int64, r CreateRequest) CreateResult {
-	if !s.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
+	if !s.keys.mayWrite(r.KeyID, r.Workspace, r.Domain, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
 	// A creation time or clicks come only with an import, which takes an
 	// administrator: a writer of links may not backdate a link or give it
 	// clicks it never had.
-	if (r.CreatedAt != 0 || r.Clicks != 0) && !s.mayAdminister(r.KeyID, now) {
+	if (r.CreatedAt != 0 || r.Clicks != 0) && !s.keys.mayAdminister(r.KeyID, now) {
 		return CreateResult{Err: ErrUnauthorized}
 	}
 	var asked uint64
@@ -288,7 +145,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 			if rec.fingerprint != asked {
 				return CreateResult{Err: ErrRequestIDReused}
 			}
-			if p, ok := s.lookup(rec.code); ok {
+			if p, ok := s.links.lookup(rec.code); ok {
 				return CreateResult{Link: s.link(p), Existing: rec.existing}
 			}
 		}
@@ -301,7 +158,7 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 		if r.KeyID != "" || !s.bounded() {
 			s.audit.add(AuditEntry{At: now, KeyID: r.KeyID, Action: AuditLinkCreate, Workspace: res.Link.Workspace, Subject: res.Link.Code})
 		}
-		s.webhookLink(EventLinkCreated, now, res.Link)
+		s.hooks.link(EventLinkCreated, now, s.bounded(), res.Link)
 	}
 	return res
 }
@@ -315,58 +172,10 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if !dedupe {
 		canonical = ""
 	}
-	ws, known := s.workspaces.ids[r.Workspace]
-	// existing returns the live, unexpired link at p when dedupe may
-	// return it instead of creating one.
-	existing := func(p uint32, ok bool) (CreateResult, bool) {
-		if !ok || !dedupe || !known {
-			return CreateResult{}, false
-		}
-		rec := s.recs.at(p)
-		if rec.workspace != ws || s.recs.text.canonical(rec) != canonical || rec.expired(now) {
-			return CreateResult{}, false
-		}
-		return CreateResult{Link: s.link(p), Existing: true}, true
-	}
-
-	var code string
-	switch {
-	case r.CustomCode != "":
-		q := QualifiedCode(r.Domain, r.CustomCode)
-		if res, ok := existing(s.lookup(q)); ok {
-			return res
-		}
-		if _, ok := s.tombstones[q]; ok {
-			return CreateResult{Err: ErrCodeDeleted}
-		}
-		if s.taken(q) {
-			return CreateResult{Err: ErrCodeTaken}
-		}
-		code = q
-	case r.Strategy == StrategyHash:
-		for salt := 0; salt <= codes.MaxHashSalt && code == ""; salt++ {
-			q := QualifiedCode(r.Domain, codes.HashCode(canonical, r.Workspace, salt))
-			if res, ok := existing(s.lookup(q)); ok {
-				return res
-			}
-			if !s.taken(q) {
-				code = q
-			}
-		}
-		if code == "" {
-			return CreateResult{Err: ErrHashCollision}
-		}
-	default:
-		if dedupe && known {
-			if res, ok := existing(s.dedupeLookup(ws, r.Domain, canonical)); ok {
-				return res
-			}
-		}
-		c, err := s.nextCounterCode(r.CodeLength, r.Domain)
-		if err != nil {
-			return CreateResult{Err: err}
-		}
-		code = c
+	choice := newCodeChoice(s, now, r, dedupe, canonical)
+	code, res, done := choice.choose()
+	if done {
+		return res
 	}
 
 	// An imported link keeps its creation time and starts at the clicks it
@@ -377,11 +186,94 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 		created = r.CreatedAt
 	}
 	s.lastID++
-	p := s.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
+	p := s.links.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
 		code, r.URL, r.Workspace, canonical, dedupe)
-	s.index(p, now)
+	s.links.index(p, now)
 	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
+}
+
+// codeChoice is how a create gets its code: its custom code, a hash code
+// or the next counter code. Each way ends, instead, in a result when
+// dedupe finds the link or no code can be had (done).
+type codeChoice struct {
+	s         *state
+	now       int64
+	r         CreateRequest
+	dedupe    bool
+	canonical string // the request's when dedupe, else ""
+	ws        uint32
+	known     bool // the workspace exists: dedupe may find a link in it
+}
+
+func newCodeChoice(s *state, now int64, r CreateRequest, dedupe bool, canonical string) codeChoice {
+	ws, known := s.links.workspaceID(r.Workspace)
+	return codeChoice{s: s, now: now, r: r, dedupe: dedupe, canonical: canonical, ws: ws, known: known}
+}
+
+func (c *codeChoice) choose() (code string, res CreateResult, done bool) {
+	switch {
+	case c.r.CustomCode != "":
+		return c.custom()
+	case c.r.Strategy == StrategyHash:
+		return c.hash()
+	}
+	return c.counter()
+}
+
+// existing returns the live, unexpired link at p when dedupe may return
+// it instead of creating one.
+func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
+	if !ok || !c.dedupe || !c.known {
+		return CreateResult{}, false
+	}
+	s := c.s
+	rec := s.links.recs.at(p)
+	if rec.workspace != c.ws || s.links.recs.text.canonical(rec) != c.canonical || rec.expired(c.now) {
+		return CreateResult{}, false
+	}
+	return CreateResult{Link: s.link(p), Existing: true}, true
+}
+
+func (c *codeChoice) custom() (string, CreateResult, bool) {
+	q := QualifiedCode(c.r.Domain, c.r.CustomCode)
+	if res, ok := c.existing(c.s.links.lookup(q)); ok {
+		return "", res, true
+	}
+	if c.s.tombstones.has(q) {
+		return "", CreateResult{Err: ErrCodeDeleted}, true
+	}
+	if c.s.taken(q) {
+		return "", CreateResult{Err: ErrCodeTaken}, true
+	}
+	return q, CreateResult{}, false
+}
+
+func (c *codeChoice) hash() (string, CreateResult, bool) {
+	for salt := 0; salt <= codes.MaxHashSalt; salt++ {
+		q := QualifiedCode(c.r.Domain, codes.HashCode(c.canonical, c.r.Workspace, salt))
+		if res, ok := c.existing(c.s.links.lookup(q)); ok {
+			return "", res, true
+		}
+		if !c.s.taken(q) {
+			return q, CreateResult{}, false
+		}
+	}
+	return "", CreateResult{Err: ErrHashCollision}, true
+}
+
+func (c *codeChoice) counter() (string, CreateResult, bool) {
+	s, r := c.s, c.r
+	if c.dedupe && c.known {
+		if res, ok := c.existing(s.links.dedupeLookup(c.ws, r.Domain, c.canonical)); ok {
+			return "", res, true
+		}
+	}
+	code, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
+	if err != nil {
+		return "", CreateResult{Err: err}, true
+	}
+	return code, CreateResult{}, false
 }
 
 // checkCreate is Apply's floor for a create (see DESIGN.md): it reads only
@@ -422,81 +314,41 @@ func (s *state) checkCreate(now int64, r CreateRequest) error {
 // taken reports whether code can never be handed out: in use, deleted
 // before, or a reserved word.
 func (s *state) taken(code string) bool {
-	if _, ok := s.lookup(code); ok {
+	if _, ok := s.links.lookup(code); ok {
 		return true
 	}
-	if _, ok := s.tombstones[code]; ok {
+	if s.tombstones.has(code) {
 		return true
 	}
 	return codes.IsReserved(code)
 }
 
-// nextCounterCode walks the permutation from the length's counter, skipping
+// counterTable is the next counter value per code length.
+type counterTable map[int]uint64
+
+// next walks the permutation of key from the length's counter, skipping
 // codes already taken by custom or hash codes.
-func (s *state) nextCounterCode(length int, domain string) (string, error) {
-	if !s.hasKey {
+func (c counterTable) next(hasKey bool, key codes.Key, length int, domain string,
+	taken func(string) bool) (string, error) {
+	if !hasKey {
 		return "", ErrNotInitialized
 	}
 	if length < codes.MinCounterLength || length > codes.MaxCounterLength {
 		return "", fmt.Errorf("%w: code length %d", ErrInvalidRequest, length)
 	}
 	space := codes.CounterSpace(length)
-	for n := s.counters[length]; n < space; n++ {
-		code, err := codes.CounterCode(s.key, n, length)
+	for n := c[length]; n < space; n++ {
+		code, err := codes.CounterCode(key, n, length)
 		if err != nil {
 			return "", fmt.Errorf("counter code: %w", err)
 		}
-		if q := QualifiedCode(domain, code); !s.taken(q) {
-			s.counters[length] = n + 1
+		if q := QualifiedCode(domain, code); !taken(q) {
+			c[length] = n + 1
 			return q, nil
 		}
 	}
-	s.counters[length] = space
+	c[length] = space
 	return "", ErrCodeSpaceExhausted
-}
-
-// insert stores a new live link: r with its texts. The canonical URL is
-// stored only when it differs from the URL. It returns the position.
-// Callers keep ids increasing, so positions are in id order.
-func (s *state) insert(r record, code, url, workspace, canonical string, dedupe bool) uint32 {
-	r.flags = flagLive
-	stored := ""
-	if dedupe {
-		r.flags |= flagDedupe
-		if canonical != url {
-			stored = canonical
-		}
-	}
-	r.codeLen, r.urlLen, r.canonLen = uint8(len(code)), uint32(len(url)), uint32(len(stored))
-	r.workspace = s.workspaces.intern(workspace)
-	r.text = s.recs.text.add(code, url, stored)
-	p := s.recs.append(r)
-	s.byCode.insert(s.codeHash(code), p)
-	s.workspaces.links[r.workspace] = append(s.workspaces.links[r.workspace], p)
-	if domain := s.domainIndex(code); domain != "" {
-		s.domainLinks[domain]++
-	}
-	return p
-}
-
-// index makes a new dedupe link the one dedupe returns, unless a live,
-// unexpired link already is.
-func (s *state) index(p uint32, now int64) {
-	r := s.recs.at(p)
-	if !r.dedupe() {
-		return
-	}
-	canonical, domain := s.recs.text.canonical(r), s.domainIndex(s.recs.text.code(r))
-	h := s.dedupeHash(r.workspace, domain, canonical)
-	if cur, ok := s.dedupeLookup(r.workspace, domain, canonical); ok {
-		if !s.recs.at(cur).expired(now) {
-			return
-		}
-		s.recs.mutable(cur).flags &^= flagIndexed
-		s.dedupe.remove(h, cur)
-	}
-	s.dedupe.insert(h, p)
-	s.recs.mutable(p).flags |= flagIndexed
 }
 
 func (s *state) delete(c DeleteCommand) error {
@@ -510,54 +362,39 @@ func (s *state) delete(c DeleteCommand) error {
 	}
 	s.remove(p)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkDelete, Workspace: ws, Subject: c.Code})
-	s.webhookLink(EventLinkDeleted, c.Now, gone)
+	s.hooks.link(EventLinkDeleted, c.Now, s.bounded(), gone)
 	return nil
 }
 
 // remove deletes a link and tombstones its code so it is never reused.
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
-	r := s.recs.mutable(p)
-	indexed := r.flags&flagIndexed != 0
-	r.flags &^= flagLive | flagIndexed
-	code := s.recs.text.code(r)
-	s.byCode.remove(s.codeHash(code), p)
-	s.tombstones[code] = struct{}{}
-	list := s.workspaces.links[r.workspace]
-	if i, ok := slices.BinarySearch(list, p); ok {
-		s.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
-	}
-	if indexed {
-		s.dedupe.remove(s.dedupeHash(r.workspace, s.domainIndex(code), s.recs.text.canonical(r)), p)
-	}
-	if domain := s.domainIndex(code); domain != "" {
-		s.domainLinks[domain]--
-	}
-	if r.flags&flagOptions != 0 {
-		delete(s.opts, p)
+	code := s.links.remove(p)
+	s.tombstones.add(code)
+	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
+		s.opts.drop(p)
 		r.flags &^= flagOptions
 	}
-	s.visits.forget(p, s.recs.gen, s.recs.sharing.Load() > 0)
+	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
 }
 
 // addClicks applies a click batch once; it reports whether it was applied.
 func (s *state) addClicks(c ClickBatch) bool {
-	if c.Seq <= s.clickSeqs[c.Node] {
+	if !s.clickSeqs.advance(c.Node, c.Seq) {
 		return false
 	}
-	s.clickSeqs[c.Node] = c.Seq
 	hour, timed := hourOf(c.Now)
-	hours := &s.recs.hours
+	hours := &s.links.recs.hours
 	if timed {
 		hours.newest = max(hours.newest, hour)
 	}
 	// Only a snapshot taken under the lock Apply holds starts sharing, so
 	// this can only fall during the batch (a snapshot released): a copy
 	// then made is needless, never wrong.
-	sharing := s.recs.sharing.Load() > 0
+	sharing := s.links.recs.sharing.Load() > 0
 	for i := range c.Counts {
 		cc := &c.Counts[i]
-		p, ok := s.lookup(cc.Code)
+		p, ok := s.links.lookup(cc.Code)
 		if !ok {
 			if c.Visitors {
 				s.addOrphans(cc, c.Now, sharing)
@@ -565,30 +402,63 @@ func (s *state) addClicks(c ClickBatch) bool {
 			continue // an orphan visit, or deleted since the click: nothing to count
 		}
 		if cc.Visitor.Bot == NotBot {
-			s.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
+			s.links.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
 		}
 		if c.Visitors {
-			s.addVisitors(p, &cc.Visitor, cc.Count, c.Now, sharing)
+			s.visits.add(&s.links, p, &cc.Visitor, cc.Count, c.Now, s.raised >= LevelVisitRows, sharing)
 		}
 	}
-	s.webhookClicks(c)
+	s.hooks.clicks(c, &s.links, s.bounded())
 	return true
 }
 
-// expiredBefore lists the live links that expired before t.
-func (s *state) expiredBefore(t int64) []uint32 {
-	var expired []uint32
-	for p := range s.recs.n {
-		if r := s.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t {
-			expired = append(expired, p)
-		}
-	}
-	return expired
-}
-
-func (s *state) purge(c PurgeCommand) {
-	for _, p := range s.expiredBefore(c.ExpiredBefore) {
+func (s *state) purge(c PurgeCommand) error {
+	for _, p := range s.links.expiredBefore(c.ExpiredBefore) {
 		s.remove(p)
 	}
 	s.requests.dropBefore(c.RequestsBefore)
+	return nil
+}
+
+// writeKey and readKey are the code key, the cluster's id and the last
+// link id.
+func writeKey(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.bool(snap.hasKey)
+	e.fixed(snap.key[:])
+	e.fixed(snap.clusterID[:])
+	e.uvarint(snap.lastID)
+}
+
+func readKey(st *state, d *decoder, _ byte) error {
+	st.hasKey = d.bool()
+	d.fixed(st.key[:])
+	d.fixed(st.clusterID[:])
+	st.lastID = d.uvarint()
+	return nil
+}
+
+// writeCounters and readCounters are the next counter value per code
+// length, by length.
+func writeCounters(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.counters)))
+	for _, c := range snap.counters {
+		e.uvarint(uint64(c.length))
+		e.uvarint(c.next)
+	}
+}
+
+func readCounters(st *state, d *decoder, _ byte) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		length, next := int(d.uvarint()), d.uvarint()
+		if d.err == nil && (length < codes.MinCounterLength || length > codes.MaxCounterLength) {
+			return fmt.Errorf("counter for code length %d", length)
+		}
+		st.counters[length] = next
+	}
+	return nil
+}
+
+type counterEntry struct {
+	length int
+	next   uint64
 }

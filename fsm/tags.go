@@ -108,7 +108,7 @@ func (s *state) applyTags(c TagsCommand) (TagsResult, error) {
 		return TagsResult{}, ErrTagTooWide
 	}
 	for _, p := range matched {
-		o := *s.opts[p] // a new value: readers may hold the old one
+		o := *s.opts.get(p) // a new value: readers may hold the old one
 		o.Tags = retag(o.Tags, c.Tag, c.NewName)
 		s.setOptions(p, &o)
 	}
@@ -132,15 +132,15 @@ func checkTagName(t string) error {
 // and whether one it may change carries c.NewName as another tag.
 func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
-	for p, o := range s.opts {
+	for p, o := range s.opts.all() {
 		has, hasNew := o.HasTag(c.Tag), rename && o.HasTag(c.NewName)
 		if !has && !hasNew {
 			continue
 		}
-		r := s.recs.at(p)
-		ws := s.workspaces.names[r.workspace]
+		r := s.links.recs.at(p)
+		ws := s.links.workspaceOf(p)
 		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
-			!s.mayWrite(c.KeyID, ws, s.domainIndex(s.recs.text.code(r)), c.Now) {
+			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) {
 			continue
 		}
 		conflict = conflict || hasNew

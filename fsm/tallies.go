@@ -205,6 +205,10 @@ func (c VisitsDeleteCommand) Encode() []byte {
 // Level is LevelVisitRows (Command).
 func (VisitsDeleteCommand) Level() int { return LevelVisitRows }
 
+func decodeVisitsDelete(d *decoder) VisitsDeleteCommand {
+	return VisitsDeleteCommand{Code: d.string(), Now: d.varint(), KeyID: d.string()}
+}
+
 // deleteVisits applies a VisitsDeleteCommand: the number of visits it
 // forgot (clicks and bots), or an error.
 func (s *state) deleteVisits(c VisitsDeleteCommand) any {
@@ -216,11 +220,11 @@ func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 		return err
 	}
 	forgot := s.visitsUsed(p)
-	r := s.recs.mutable(p)
+	r := s.links.recs.mutable(p)
 	r.clicks, r.lastAccess = 0, 0
-	sharing := s.recs.sharing.Load() > 0
-	s.recs.hours.forget(p, s.recs.gen, sharing)
-	s.visits.forget(p, s.recs.gen, sharing)
+	sharing := s.links.recs.sharing.Load() > 0
+	s.links.recs.hours.forget(p, s.links.recs.gen, sharing)
+	s.visits.forget(p, s.links.recs.gen, sharing)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
 	return forgot
 }
@@ -289,15 +293,15 @@ func encodeDayTallies(e *encoder, d *dayVisits, sorted []tupleCount) []tupleCoun
 	return sorted
 }
 
-// decodeTallies reads what encodeTallies wrote into the days the visitors
+// readTallies reads what encodeTallies wrote into the days the visitors
 // section made, refusing what the state could not have made: unknown
 // links or days, hours or tuples out of order, tuples past the bound or
 // not a visitor's, and tallies that count more than their day.
-func (st *state) decodeTallies(d *decoder) error {
+func readTallies(st *state, d *decoder) error {
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.positionOf(id)
+		p, ok := st.links.positionOf(id)
 		lv := st.visits.at(p)
 		if d.err == nil && (!ok || id <= prevID || lv == nil) {
 			return fmt.Errorf("tallies of link %d: no such link with visitors, or out of order", id)
@@ -322,6 +326,20 @@ func (st *state) decodeTallies(d *decoder) error {
 	return d.err
 }
 
+// decodeTuples reads an hour's n tuples, in increasing order, each valid
+// for a day of that many referrers and counting 1 to 2³²-1 clicks.
+func decodeTuples(d *decoder, h *hourTally, n, referrers int) error {
+	for i := 0; i < n && d.err == nil; i++ {
+		t, c := d.uvarint(), d.uvarint()
+		if d.err == nil && (t > uint64(^tuple(0)) || !tuple(t).valid(referrers) || c == 0 || c > uint64(^uint32(0)) ||
+			i > 0 && tuple(t) <= h.tuples[i-1].t) {
+			return fmt.Errorf("hour %d: tuple %#x with %d clicks", h.hour, t, c)
+		}
+		h.tuples = append(h.tuples, tupleCount{tuple(t), uint32(c)})
+	}
+	return nil
+}
+
 func decodeDayTallies(d *decoder, dv *dayVisits) error {
 	hours := d.count(3)
 	if d.err == nil && (hours == 0 || hours > 24) {
@@ -335,13 +353,8 @@ func decodeDayTallies(d *decoder, dv *dayVisits) error {
 			return fmt.Errorf("hour %d with %d tuples and %d past the bound", h.hour, n, over)
 		}
 		h.overflow = uint32(over)
-		for i := 0; i < n && d.err == nil; i++ {
-			t, c := d.uvarint(), d.uvarint()
-			if d.err == nil && (t > uint64(^tuple(0)) || !tuple(t).valid(len(dv.referrers)) || c == 0 || c > uint64(^uint32(0)) ||
-				i > 0 && tuple(t) <= h.tuples[i-1].t) {
-				return fmt.Errorf("hour %d: tuple %#x with %d clicks", h.hour, t, c)
-			}
-			h.tuples = append(h.tuples, tupleCount{tuple(t), uint32(c)})
+		if err := decodeTuples(d, &h, n, len(dv.referrers)); err != nil {
+			return err
 		}
 		if d.err == nil && (h.people() > MaxTuplesPerHour || len(h.tuples) == 0 && h.overflow == 0) {
 			return fmt.Errorf("hour %d: %d tuples", h.hour, h.people())

@@ -184,7 +184,7 @@ func TestRowsOfAnHourRange(t *testing.T) {
 
 func TestTalliesOnlyOnceRaised(t *testing.T) {
 	f, _ := tallied(t)
-	p, _ := f.s.lookup("t")
+	p, _ := f.s.links.lookup("t")
 	days := f.s.visits.at(p).days
 	tallies := func(d *dayVisits) map[uint8]int {
 		out := map[uint8]int{}
@@ -296,7 +296,7 @@ func TestSnapshotRefusesBadTallies(t *testing.T) {
 	for name, corrupt := range tests {
 		t.Run(name, func(t *testing.T) {
 			f, _ := tallied(t)
-			p, _ := f.s.lookup("t")
+			p, _ := f.s.links.lookup("t")
 			corrupt(f.s.visits.at(p).days[1])
 			_, err := ReadSnapshot(bytes.NewReader(snapshotBytes(t, f)))
 			if !errors.Is(err, ErrCorruptSnapshot) {

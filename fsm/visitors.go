@@ -405,31 +405,32 @@ func addKey(list []keyCount, key string, n uint64) []keyCount {
 
 func compareKey(k keyCount, key string) int { return strings.Compare(k.key, key) }
 
-// addVisitors counts n clicks of visitor v to the link at p on the day of
-// now. The caller has already moved the newest hour.
-func (s *state) addVisitors(p uint32, v *Visitor, n uint64, now int64, sharing bool) {
+// add counts n clicks of visitor who to the link at p on the day of now
+// and, with tally (a state raised to LevelVisitRows), in its hour's
+// tallies. The caller has already moved the newest hour.
+func (v *visitTable) add(links *linkTable, p uint32, who *Visitor, n uint64, now int64, tally, sharing bool) {
 	hour, timed := hourOf(now)
 	if !timed || n == 0 {
 		return
 	}
-	lv := s.visits.mutable(p, s.recs.gen, sharing)
-	if v.Bot != NotBot {
-		lv.bots[v.Bot] += n
+	lv := v.mutable(p, links.recs.gen, sharing)
+	if who.Bot != NotBot {
+		lv.bots[who.Bot] += n
 	}
-	if d := lv.mutableDay(hour/24, s.oldestDay(), s.recs.gen, sharing); d != nil {
-		slot, inserted := d.add(v, n)
-		if s.raised >= LevelVisitRows {
-			d.tally(uint8(hour%24), v, n, slot, inserted, sharing)
+	if d := lv.mutableDay(hour/24, links.oldestDay(), links.recs.gen, sharing); d != nil {
+		slot, inserted := d.add(who, n)
+		if tally {
+			d.tally(uint8(hour%24), who, n, slot, inserted, sharing)
 		}
 	}
 }
 
 // oldestDay is the first day any of whose hours is within retention.
-func (s *state) oldestDay() uint32 { return s.recs.hours.oldestKept() / 24 }
+func (lt *linkTable) oldestDay() uint32 { return lt.recs.hours.oldestKept() / 24 }
 
 // visitsUsed is what a link's visit limit counts: its clicks and its bots.
 func (s *state) visitsUsed(p uint32) uint64 {
-	used := s.recs.at(p).clicks
+	used := s.links.recs.at(p).clicks
 	if lv := s.visits.at(p); lv != nil {
 		used += lv.bots[Crawler] + lv.bots[Preview]
 	}
@@ -489,20 +490,20 @@ func encodeDay(e *encoder, d *dayVisits) {
 	e.uvarint(uint64(d.others))
 }
 
-// decodeVisits reads what encodeVisits wrote, refusing anything the state
+// readVisits reads what encodeVisits wrote, refusing anything the state
 // could not have made: unknown links, days out of order or out of
 // retention, keys out of order or not what a visitor can carry.
-func (st *state) decodeVisits(d *decoder) error {
-	newest, oldest := st.recs.hours.newest/24, st.oldestDay()
+func readVisits(st *state, d *decoder) error {
+	newest, oldest := st.links.recs.hours.newest/24, st.links.oldestDay()
 	var prevID uint64
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.positionOf(id)
+		p, ok := st.links.positionOf(id)
 		if d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("visitors of link %d: no such link, or out of order", id)
 		}
 		prevID = id
-		lv := st.visits.mutable(p, st.recs.gen, false)
+		lv := st.visits.mutable(p, st.links.recs.gen, false)
 		lv.bots[Crawler], lv.bots[Preview] = d.uvarint(), d.uvarint()
 		day := uint64(0)
 		for k := d.count(20); k > 0 && d.err == nil; k-- {
@@ -510,7 +511,7 @@ func (st *state) decodeVisits(d *decoder) error {
 			if day, ok = stepDay(day, d.uvarint(), len(lv.days) == 0, oldest, newest); d.err == nil && !ok {
 				return fmt.Errorf("visitors of link %d: day %d", id, day)
 			}
-			dv := &dayVisits{day: uint32(day), gen: st.recs.gen}
+			dv := &dayVisits{day: uint32(day), gen: st.links.recs.gen}
 			if err := decodeDay(d, dv); err != nil {
 				return fmt.Errorf("visitors of link %d, day %d: %w", id, day, err)
 			}

@@ -70,7 +70,7 @@ func (v *VisitRows) Matched(excludeBots bool) uint64 {
 func (f *FSM) LinkVisitRows(code string, q RowQuery) (VisitRows, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	p, ok := f.s.lookup(code)
+	p, ok := f.s.links.lookup(code)
 	if !ok {
 		return VisitRows{}, false
 	}
@@ -84,7 +84,7 @@ func (f *FSM) WorkspaceVisitRows(workspaces []string, filter Filter, q RowQuery)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var ps []uint32
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		if l := f.s.link(p); filter.keeps(&l) {
 			ps = append(ps, p)
 		}
@@ -121,7 +121,7 @@ func hoursOf(from, to int64) (uint32, uint32) {
 // from the newest, expanding only the days that hold a listed row or that
 // the range cuts.
 func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
-	return s.pageRows(q, func(add func(*linkVisits, linkDay)) {
+	return s.links.pageRows(q, func(add func(*linkVisits, linkDay)) {
 		for _, p := range ps {
 			add(s.visits.at(p), linkDay{p: p})
 		}
@@ -130,13 +130,13 @@ func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
 
 // pageRows lists the rows of the days each calls add with, in the order
 // given within a day.
-func (s *state) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) VisitRows {
+func (lt *linkTable) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) VisitRows {
 	var out VisitRows
 	hFrom, hTo := hoursOf(q.From, q.To)
 	if hFrom >= hTo {
 		return out
 	}
-	dFrom, dTo := max(hFrom/24, s.oldestDay()), uint32((uint64(hTo)+23)/24)
+	dFrom, dTo := max(hFrom/24, lt.oldestDay()), uint32((uint64(hTo)+23)/24)
 	byDay := map[uint32][]linkDay{}
 	each(func(lv *linkVisits, ld linkDay) {
 		if lv == nil {
@@ -157,7 +157,7 @@ func (s *state) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) 
 		whole := uint64(day)*24 >= uint64(hFrom) && uint64(day)*24+24 <= uint64(hTo)
 		if !whole {
 			for i := range lds {
-				lds[i].plan = hoursIn(s.planOf(&lds[i]), day, hFrom, hTo)
+				lds[i].plan = hoursIn(lt.planOf(&lds[i]), day, hFrom, hTo)
 			}
 		}
 		var nonBots, bots uint64
@@ -176,10 +176,10 @@ func (s *state) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) 
 		}
 		if whole {
 			for i := range lds {
-				lds[i].plan = s.planOf(&lds[i])
+				lds[i].plan = lt.planOf(&lds[i])
 			}
 		}
-		s.listDay(&out, day, lds, offset, q)
+		lt.listDay(&out, day, lds, offset, q)
 		offset = 0
 	}
 	return out
@@ -187,11 +187,11 @@ func (s *state) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) 
 
 // planOf is a day's plan (dayPlan): a link's with its hourly series, an
 // orphan day's without (every orphan visit is tallied, so there is none).
-func (s *state) planOf(ld *linkDay) []segment {
+func (lt *linkTable) planOf(ld *linkDay) []segment {
 	if ld.orphan != nil {
 		return dayPlan(nil, ld.d)
 	}
-	return dayPlan(s.recs.hours.at(ld.p), ld.d)
+	return dayPlan(lt.recs.hours.at(ld.p), ld.d)
 }
 
 // counts is the day's rows: from its own counts when whole, else from
@@ -223,7 +223,7 @@ func hoursIn(plan []segment, day, hFrom, hTo uint32) []segment {
 
 // listDay appends the day's rows past offset to out, up to the limit:
 // hour by hour from the newest, each hour's rows spread over it.
-func (s *state) listDay(out *VisitRows, day uint32, lds []linkDay, offset uint64, q RowQuery) {
+func (lt *linkTable) listDay(out *VisitRows, day uint32, lds []linkDay, offset uint64, q RowQuery) {
 	var segs []segment
 	var owner []int
 	for h := 23; h >= 0; h-- {
@@ -249,7 +249,7 @@ func (s *state) listDay(out *VisitRows, day uint32, lds []linkDay, offset uint64
 				pos += sg.count
 				continue
 			}
-			row := s.rowOf(lds[owner[k]], sg.t)
+			row := lt.rowOf(lds[owner[k]], sg.t)
 			for i := offset; i < sg.count; i++ {
 				if uint64(len(out.Rows)) >= q.Limit {
 					return
@@ -264,12 +264,12 @@ func (s *state) listDay(out *VisitRows, day uint32, lds []linkDay, offset uint64
 }
 
 // rowOf is a row of tuple t in the link's day.
-func (s *state) rowOf(ld linkDay, t tuple) VisitRow {
+func (lt *linkTable) rowOf(ld linkDay, t tuple) VisitRow {
 	row := VisitRow{Bot: t.bot()}
 	if ld.orphan != nil {
 		row.Kind, row.Domain = ld.orphan.kind, ld.orphan.domain
 	} else {
-		row.Code = s.recs.text.code(s.recs.at(ld.p))
+		row.Code = lt.recs.text.code(lt.recs.at(ld.p))
 	}
 	if row.Bot != NotBot {
 		return row

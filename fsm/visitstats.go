@@ -83,12 +83,12 @@ func newVisitQuery(from, to int64, by Dimension) *visitQuery {
 // add sums the visitors of the link at p into q.
 func (q *visitQuery) add(s *state, p uint32) {
 	q.out.Links++
-	q.out.LinkTotal += s.recs.at(p).clicks
+	q.out.LinkTotal += s.links.recs.at(p).clicks
 	lv := s.visits.at(p)
 	if lv == nil {
 		return
 	}
-	oldest := max(q.from, s.oldestDay())
+	oldest := max(q.from, s.links.oldestDay())
 	for _, d := range lv.days[firstDayAtOrAfter(lv.days, oldest):] {
 		if d.day >= q.to {
 			break
@@ -166,7 +166,7 @@ func (q *visitQuery) result() Visits {
 func (f *FSM) LinkVisits(code string, from, to int64, by Dimension) (Visits, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	p, ok := f.s.lookup(code)
+	p, ok := f.s.links.lookup(code)
 	if !ok {
 		return Visits{}, false
 	}
@@ -180,7 +180,7 @@ func (f *FSM) LinkVisits(code string, from, to int64, by Dimension) (Visits, boo
 func (f *FSM) BotsInAll(code string) (crawlers, previews uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if p, ok := f.s.lookup(code); ok {
+	if p, ok := f.s.links.lookup(code); ok {
 		if lv := f.s.visits.at(p); lv != nil {
 			return lv.bots[Crawler], lv.bots[Preview]
 		}
@@ -194,7 +194,7 @@ func (f *FSM) WorkspaceVisits(workspaces []string, filter Filter, from, to int64
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	q := newVisitQuery(from, to, by)
-	for _, p := range f.s.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
 		if l := f.s.link(p); filter.keeps(&l) {
 			q.add(f.s, p)
 		}

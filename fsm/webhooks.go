@@ -246,22 +246,9 @@ func (w *webhooks) recompute() {
 	}
 }
 
-// applyWebhook applies a webhook command; false when cmd is not one.
-func (s *state) applyWebhook(cmd any) (any, bool) {
-	switch c := cmd.(type) {
-	case WebhookSetCommand:
-		return s.setWebhook(c), true
-	case WebhookDeleteCommand:
-		return s.deleteWebhook(c), true
-	case WebhookAckCommand:
-		return s.ackWebhook(c), true
-	}
-	return nil, false
-}
-
 // setWebhook answers the stored Webhook, or an error.
 func (s *state) setWebhook(c WebhookSetCommand) any {
-	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+	if !s.keys.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
 	w := c.Webhook
@@ -284,7 +271,7 @@ func (s *state) setWebhook(c WebhookSetCommand) any {
 }
 
 func (s *state) deleteWebhook(c WebhookDeleteCommand) error {
-	if !s.mayAdminister(c.By, c.Now) || c.By == "" {
+	if !s.keys.mayAdminister(c.By, c.Now) || c.By == "" {
 		return ErrUnauthorized
 	}
 	if _, ok := s.hooks.byID[c.ID]; !ok {
@@ -329,19 +316,20 @@ func (s *state) ackWebhook(c WebhookAckCommand) error {
 }
 
 // emit appends an event of type t at time at to every subscribed
-// outbox; build makes its payload, only when someone wants it.
-func (s *state) emit(t EventType, at int64, build func(*WebhookEvent)) {
-	if !s.hooks.wanted.Has(t) {
+// outbox; build makes its payload, only when someone wants it. A bounded
+// state (raise.go) also holds each outbox to MaxWebhookOutboxBytes.
+func (w *webhooks) emit(t EventType, at int64, bounded bool, build func(*WebhookEvent)) {
+	if !w.wanted.Has(t) {
 		return
 	}
 	ev := WebhookEvent{Type: t, At: at}
 	build(&ev)
 	size := ev.size()
-	for _, h := range s.hooks.byID {
+	for _, h := range w.byID {
 		if !h.hook.Events.Has(t) {
 			continue
 		}
-		for len(h.events) > 0 && (len(h.events) >= MaxWebhookOutbox || s.bounded() && h.bytes+size > MaxWebhookOutboxBytes) {
+		for len(h.events) > 0 && (len(h.events) >= MaxWebhookOutbox || bounded && h.bytes+size > MaxWebhookOutboxBytes) {
 			h.bytes -= h.events[0].size()
 			h.events = h.events[1:]
 			h.dropped++
@@ -370,13 +358,13 @@ func (ev *WebhookEvent) size() int {
 	return n
 }
 
-// webhookLink records a link event: l is the link as the write left it
+// link records a link event: l is the link as the write left it
 // (as it was, for a delete).
-func (s *state) webhookLink(t EventType, at int64, l Link) {
-	if !s.hooks.wanted.Has(t) { // the usual case: checked before building anything
+func (w *webhooks) link(t EventType, at int64, bounded bool, l Link) {
+	if !w.wanted.Has(t) { // the usual case: checked before building anything
 		return
 	}
-	s.emit(t, at, func(ev *WebhookEvent) {
+	w.emit(t, at, bounded, func(ev *WebhookEvent) {
 		ev.Link = EventLink{Code: l.Code, Domain: l.Domain, URL: l.URL, Workspace: l.Workspace, ExpiresAt: l.ExpiresAt}
 		if l.Options != nil { // never changed once stored: shared
 			ev.Link.Title, ev.Link.Tags = l.Options.Title, l.Options.Tags
@@ -384,11 +372,11 @@ func (s *state) webhookLink(t EventType, at int64, l Link) {
 	})
 }
 
-// webhookClicks records an applied click batch as one link.clicked event:
+// clicks records an applied click batch as one link.clicked event:
 // the clicks of each code that still names a link (the others counted
 // nothing). Called once the batch is counted.
-func (s *state) webhookClicks(c ClickBatch) {
-	if !s.hooks.wanted.Has(EventLinkClicked) {
+func (w *webhooks) clicks(c ClickBatch, links *linkTable, bounded bool) {
+	if !w.wanted.Has(EventLinkClicked) {
 		return
 	}
 	var hits []EventHit
@@ -399,11 +387,11 @@ func (s *state) webhookClicks(c ClickBatch) {
 		if cc.Count == 0 || cc.Visitor.Bot != NotBot {
 			continue
 		}
-		p, ok := s.lookup(cc.Code)
+		p, ok := links.lookup(cc.Code)
 		if !ok {
 			continue
 		}
-		domain, code := SplitCode(s.recs.text.code(s.recs.at(p)))
+		domain, code := SplitCode(links.recs.text.code(links.recs.at(p)))
 		if n := len(hits); n > 0 && hits[n-1].Code == code && hits[n-1].Domain == domain {
 			hits[n-1].Clicks += cc.Count
 			continue
@@ -413,7 +401,7 @@ func (s *state) webhookClicks(c ClickBatch) {
 	if len(hits) == 0 {
 		return
 	}
-	s.emit(EventLinkClicked, c.Now, func(ev *WebhookEvent) { ev.Hits = hits })
+	w.emit(EventLinkClicked, c.Now, bounded, func(ev *WebhookEvent) { ev.Hits = hits })
 }
 
 // WebhookInfo is a webhook with its replicated delivery position.
@@ -495,19 +483,18 @@ func (c WebhookAckCommand) Encode() []byte {
 	return seal(e.buf)
 }
 
-func decodeWebhookCommand(d *decoder, typ commandType) Command {
-	switch typ {
-	case cmdWebhookSet:
-		c := WebhookSetCommand{Webhook: Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string()}}
-		c.By, c.Now = d.string(), d.varint()
-		return c
-	case cmdWebhookDelete:
-		return WebhookDeleteCommand{ID: d.string(), By: d.string(), Now: d.varint()}
-	case cmdWebhookAck:
-		return WebhookAckCommand{ID: d.string(), Seq: d.uvarint()}
-	}
-	d.fail(fmt.Errorf("not a webhook command: type %d", typ))
-	return nil
+func decodeWebhookSet(d *decoder) WebhookSetCommand {
+	c := WebhookSetCommand{Webhook: Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string()}}
+	c.By, c.Now = d.string(), d.varint()
+	return c
+}
+
+func decodeWebhookDelete(d *decoder) WebhookDeleteCommand {
+	return WebhookDeleteCommand{ID: d.string(), By: d.string(), Now: d.varint()}
+}
+
+func decodeWebhookAck(d *decoder) WebhookAckCommand {
+	return WebhookAckCommand{ID: d.string(), Seq: d.uvarint()}
 }
 
 // snapshotHooks is the snapshot's copy of the webhooks: each hookState by
@@ -602,10 +589,10 @@ func decodeEvent(d *decoder) (WebhookEvent, error) {
 	return ev, d.err
 }
 
-// decodeWebhooks reads what encodeWebhooks wrote: webhooks Apply would
+// readWebhooks reads what encodeWebhooks wrote: webhooks Apply would
 // accept, by increasing id, each outbox within its bound and consistent
 // with the counters.
-func (st *state) decodeWebhooks(d *decoder) error {
+func readWebhooks(st *state, d *decoder) error {
 	prev := ""
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
 		w := Webhook{ID: d.string(), URL: d.string(), Events: EventTypes(d.byte()), Secret: d.string(),

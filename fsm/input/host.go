@@ -27,25 +27,10 @@ func foldHost(h string) (string, error) {
 	b.Grow(len(h))
 	for _, r := range h {
 		orig := r
-		switch {
-		case r == '\u3002' || r == '\uff0e' || r == '\uff61':
-			// Ideographic, fullwidth and halfwidth full stops are label
-			// separators to IDNA.
-			r = '.'
-		case '\uff01' <= r && r <= '\uff5e':
-			// Fullwidth forms of the printable ASCII characters.
-			r -= 0xfee0
-		case r >= utf8.RuneSelf && unicode.ToLower(r) < utf8.RuneSelf:
-			// The Kelvin sign K lower-cases to an ASCII k, and similar.
-			r = unicode.ToLower(r)
-		}
+		r = idnaFold(r)
 		if r < utf8.RuneSelf {
-			c := byte(r)
-			switch {
-			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.':
-			case 'A' <= c && c <= 'Z':
-				c += 'a' - 'A'
-			default:
+			c, ok := hostByte(byte(r))
+			if !ok {
 				// Covers '%', which net/url leaves after decoding "%25":
 				// browsers refuse it in a host, and so do we.
 				return "", fmt.Errorf("url: host contains %q, which is not allowed in a host name", orig)
@@ -53,19 +38,58 @@ func foldHost(h string) (string, error) {
 			b.WriteByte(c)
 			continue
 		}
-		if rewrittenByIDNA(r) {
-			return "", fmt.Errorf("url: host contains %q (U+%04X), which browsers rewrite to something else; write the host name in its plain form", r, r)
-		}
-		// Letters, combining marks and decimal digits are what real
-		// internationalised names are made of. Punctuation, symbols,
-		// invisible format characters and unassigned code points are not,
-		// and several of them are mapped to ASCII or deleted by IDNA.
-		if !unicode.IsLetter(r) && !unicode.IsMark(r) && !unicode.Is(unicode.Nd, r) {
-			return "", fmt.Errorf("url: host contains %q (U+%04X), which is not allowed in a host name", r, r)
+		if err := checkHostRune(r); err != nil {
+			return "", err
 		}
 		b.WriteRune(r)
 	}
 	return b.String(), nil
+}
+
+// idnaFold folds the Unicode spellings of ASCII that IDNA maps to ASCII,
+// and that browsers therefore visit as ASCII.
+func idnaFold(r rune) rune {
+	switch {
+	case r == '\u3002' || r == '\uff0e' || r == '\uff61':
+		// Ideographic, fullwidth and halfwidth full stops are label
+		// separators to IDNA.
+		return '.'
+	case '\uff01' <= r && r <= '\uff5e':
+		// Fullwidth forms of the printable ASCII characters.
+		return r - 0xfee0
+	case r >= utf8.RuneSelf && unicode.ToLower(r) < utf8.RuneSelf:
+		// The Kelvin sign K lower-cases to an ASCII k, and similar.
+		return unicode.ToLower(r)
+	}
+	return r
+}
+
+// hostByte is an ASCII character of a host name lower-cased, and whether
+// a host name may hold it.
+func hostByte(c byte) (byte, bool) {
+	switch {
+	case 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.':
+		return c, true
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A', true
+	}
+	return 0, false
+}
+
+// checkHostRune refuses a non-ASCII character of a host name that IDNA
+// would rewrite, or that real internationalised names are not made of.
+func checkHostRune(r rune) error {
+	if rewrittenByIDNA(r) {
+		return fmt.Errorf("url: host contains %q (U+%04X), which browsers rewrite to something else; write the host name in its plain form", r, r)
+	}
+	// Letters, combining marks and decimal digits are what real
+	// internationalised names are made of. Punctuation, symbols,
+	// invisible format characters and unassigned code points are not,
+	// and several of them are mapped to ASCII or deleted by IDNA.
+	if !unicode.IsLetter(r) && !unicode.IsMark(r) && !unicode.Is(unicode.Nd, r) {
+		return fmt.Errorf("url: host contains %q (U+%04X), which is not allowed in a host name", r, r)
+	}
+	return nil
 }
 
 // idnaRewritten lists letters, digits and marks that IDNA maps to ASCII or

@@ -31,36 +31,8 @@ func Target(raw string, allowPrivate bool) (string, error) {
 		return "", err
 	}
 
-	// The scheme and authority are split by hand before net/url sees them:
-	// net/url is more lenient than browsers in places (it accepts "http:x"
-	// as opaque, and an authority ends at different characters), and the
-	// rules below must judge the same host a browser would visit.
-	scheme, rest, ok := splitScheme(s)
-	if !ok {
-		return "", errors.New("url: must be an absolute URL starting with http:// or https://")
-	}
-	if !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
-		return "", errors.New("url: scheme must be http or https")
-	}
-	// Browsers read "http:host", "http:/host" and "http:\\host" as
-	// "http://host"; refusing them keeps the stored form unambiguous.
-	if !strings.HasPrefix(rest, "//") {
-		return "", errors.New("url: must start with http:// or https:// followed by a host")
-	}
-	authority := rest[2:]
-	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
-		authority = authority[:i]
-	}
-	if authority == "" {
-		return "", errors.New("url: a host is required")
-	}
-	if strings.Contains(authority, "@") {
-		return "", errors.New("url: embedded credentials (user@host) are not allowed; they are a common phishing trick to disguise the real host")
-	}
-	// A browser ends the authority at a backslash too, so "http://a\@b"
-	// would be judged as host b here but visited as host a.
-	if strings.Contains(authority, `\`) {
-		return "", errors.New(`url: a backslash is not allowed in the host part`)
+	if err := checkAuthority(s); err != nil {
+		return "", err
 	}
 
 	u, err := url.Parse(s)
@@ -84,6 +56,43 @@ func Target(raw string, allowPrivate bool) (string, error) {
 		return "", err
 	}
 	return s, nil
+}
+
+// checkAuthority checks a URL's scheme and authority as a browser would
+// split them.
+func checkAuthority(s string) error {
+	// The scheme and authority are split by hand before net/url sees them:
+	// net/url is more lenient than browsers in places (it accepts "http:x"
+	// as opaque, and an authority ends at different characters), and the
+	// rules below must judge the same host a browser would visit.
+	scheme, rest, ok := splitScheme(s)
+	if !ok {
+		return errors.New("url: must be an absolute URL starting with http:// or https://")
+	}
+	if !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+		return errors.New("url: scheme must be http or https")
+	}
+	// Browsers read "http:host", "http:/host" and "http:\\host" as
+	// "http://host"; refusing them keeps the stored form unambiguous.
+	if !strings.HasPrefix(rest, "//") {
+		return errors.New("url: must start with http:// or https:// followed by a host")
+	}
+	authority := rest[2:]
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	if authority == "" {
+		return errors.New("url: a host is required")
+	}
+	if strings.Contains(authority, "@") {
+		return errors.New("url: embedded credentials (user@host) are not allowed; they are a common phishing trick to disguise the real host")
+	}
+	// A browser ends the authority at a backslash too, so "http://a\@b"
+	// would be judged as host b here but visited as host a.
+	if strings.Contains(authority, `\`) {
+		return errors.New(`url: a backslash is not allowed in the host part`)
+	}
+	return nil
 }
 
 // checkCharacters refuses what a browser would silently strip or encode

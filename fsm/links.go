@@ -1,0 +1,411 @@
+package fsm
+
+import (
+	"fmt"
+	"hash/maphash"
+	"iter"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// linkTable is the links and their indexes: the records and texts, the
+// code and dedupe indexes, the workspaces and each domain's count of live
+// links. It knows nothing of options, tombstones, clicks or visitors: the
+// state keeps those beside it, by record position.
+type linkTable struct {
+	recs       recordTable
+	byCode     hashIndex // live code → record position
+	workspaces workspaceTable
+	dedupe     hashIndex // workspace and canonical URL → the link dedupe returns
+	seed       maphash.Seed
+	// domainLinks counts each registered domain's live links, so a domain
+	// is removed only once it has none.
+	domainLinks map[string]int
+}
+
+func newLinkTable(seed maphash.Seed) linkTable {
+	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), seed: seed, domainLinks: map[string]int{}}
+}
+
+// workspaceTable interns workspace names and lists each one's live links.
+type workspaceTable struct {
+	names []string
+	ids   map[string]uint32
+	links [][]uint32 // per workspace: positions of its live links, ascending (= id order)
+}
+
+func newWorkspaceTable() workspaceTable { return workspaceTable{ids: map[string]uint32{}} }
+
+// intern returns the workspace's index, adding it if new. name may be a
+// view of a buffer: a new name is copied.
+func (w *workspaceTable) intern(name string) uint32 {
+	if id, ok := w.ids[name]; ok {
+		return id
+	}
+	name = strings.Clone(name)
+	id := uint32(len(w.names))
+	w.names = append(w.names, name)
+	w.ids[name] = id
+	w.links = append(w.links, nil)
+	return id
+}
+
+// linkOf is the record as a Link, without its Options (which only the
+// state, not a snapshot's view, can look up).
+func (lt *linkTable) linkOf(r *record, text *textArena) Link {
+	domain, code := SplitCode(text.code(r))
+	return Link{
+		ID: r.id, Code: code, Domain: domain, URL: text.url(r), Workspace: lt.workspaces.names[r.workspace],
+		Canonical: text.canonical(r), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
+		Clicks: r.clicks, LastAccess: r.lastAccess,
+	}
+}
+
+// The indexes hash with a seed of their own, so no one can choose codes
+// or URLs that collide. They are local to this node: nothing replicated or
+// written to a snapshot depends on the seed.
+func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
+
+func (lt *linkTable) dedupeHash(workspace uint32, domain, canonical string) uint32 {
+	h := uint32(maphash.String(lt.seed, canonical)) ^ workspace*0x9e3779b1
+	if domain != "" {
+		h ^= uint32(maphash.String(lt.seed, domain))
+	}
+	return h
+}
+
+// domainIndex is the domain part of a qualified code, as dedupeHash takes it.
+func (lt *linkTable) domainIndex(qualified string) string {
+	domain, _ := SplitCode(qualified)
+	return domain
+}
+
+// lookup returns the position of the live link with this code.
+func (lt *linkTable) lookup(code string) (uint32, bool) {
+	return lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
+		return lt.recs.text.code(lt.recs.at(p)) == code
+	})
+}
+
+// dedupeLookup returns the position of the link dedupe returns for a
+// canonical URL in a workspace and domain.
+func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
+	return lt.dedupe.lookup(lt.dedupeHash(workspace, domain, canonical), func(p uint32) bool {
+		r := lt.recs.at(p)
+		return r.workspace == workspace && lt.recs.text.canonical(r) == canonical &&
+			lt.domainIndex(lt.recs.text.code(r)) == domain
+	})
+}
+
+// insert stores a new live link: r with its texts. The canonical URL is
+// stored only when it differs from the URL. It returns the position.
+// Callers keep ids increasing, so positions are in id order.
+func (lt *linkTable) insert(r record, code, url, workspace, canonical string, dedupe bool) uint32 {
+	r.flags = flagLive
+	stored := ""
+	if dedupe {
+		r.flags |= flagDedupe
+		if canonical != url {
+			stored = canonical
+		}
+	}
+	r.codeLen, r.urlLen, r.canonLen = uint8(len(code)), uint32(len(url)), uint32(len(stored))
+	r.workspace = lt.workspaces.intern(workspace)
+	r.text = lt.recs.text.add(code, url, stored)
+	p := lt.recs.append(r)
+	lt.byCode.insert(lt.codeHash(code), p)
+	lt.workspaces.links[r.workspace] = append(lt.workspaces.links[r.workspace], p)
+	if domain := lt.domainIndex(code); domain != "" {
+		lt.domainLinks[domain]++
+	}
+	return p
+}
+
+// index makes a new dedupe link the one dedupe returns, unless a live,
+// unexpired link already is.
+func (lt *linkTable) index(p uint32, now int64) {
+	r := lt.recs.at(p)
+	if !r.dedupe() {
+		return
+	}
+	canonical, domain := lt.recs.text.canonical(r), lt.domainIndex(lt.recs.text.code(r))
+	h := lt.dedupeHash(r.workspace, domain, canonical)
+	if cur, ok := lt.dedupeLookup(r.workspace, domain, canonical); ok {
+		if !lt.recs.at(cur).expired(now) {
+			return
+		}
+		lt.recs.mutable(cur).flags &^= flagIndexed
+		lt.dedupe.remove(h, cur)
+	}
+	lt.dedupe.insert(h, p)
+	lt.recs.mutable(p).flags |= flagIndexed
+}
+
+// expiredBefore lists the live links that expired before lt.
+func (lt *linkTable) expiredBefore(t int64) []uint32 {
+	var expired []uint32
+	for p := range lt.recs.n {
+		if r := lt.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t {
+			expired = append(expired, p)
+		}
+	}
+	return expired
+}
+
+// positionOf finds a live link by id. Only for a state rebuilt from a
+// snapshot, where every record is live and positions are in id order.
+func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
+	n := int(lt.recs.n)
+	i := sort.Search(n, func(i int) bool { return lt.recs.at(uint32(i)).id >= id })
+	return uint32(i), i < n && lt.recs.at(uint32(i)).id == id
+}
+
+// restoreIndexed makes the link at p the one dedupe returns for its URL.
+func (lt *linkTable) restoreIndexed(p uint32) error {
+	r := lt.recs.mutable(p)
+	canonical, domain := lt.recs.text.canonical(r), lt.domainIndex(lt.recs.text.code(r))
+	if _, dup := lt.dedupeLookup(r.workspace, domain, canonical); dup {
+		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
+	}
+	lt.dedupe.insert(lt.dedupeHash(r.workspace, domain, canonical), p)
+	r.flags |= flagIndexed
+	return nil
+}
+
+// decodeDedupeV1 reads version 1's dedupe section: workspace, NUL and
+// canonical URL → code. Each entry must name a link with that workspace
+// and canonical URL.
+func (lt *linkTable) decodeDedupeV1(d *decoder) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		key, code := d.stringView(), d.stringView()
+		if d.err != nil {
+			return d.err
+		}
+		ws, canonical, _ := strings.Cut(key, "\x00")
+		p, ok := lt.lookup(code)
+		if !ok {
+			return fmt.Errorf("dedupe entry for missing code %q", code)
+		}
+		r := lt.recs.at(p)
+		if lt.workspaces.names[r.workspace] != ws || lt.recs.text.canonical(r) != canonical {
+			return fmt.Errorf("dedupe entry %q does not match link %q", key, code)
+		}
+		if err := lt.restoreIndexed(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove takes the live link at p out of the indexes and its workspace's
+// list and returns its code. Its record and texts stay, marked dead.
+func (lt *linkTable) remove(p uint32) string {
+	r := lt.recs.mutable(p)
+	indexed := r.flags&flagIndexed != 0
+	r.flags &^= flagLive | flagIndexed
+	code := lt.recs.text.code(r)
+	lt.byCode.remove(lt.codeHash(code), p)
+	list := lt.workspaces.links[r.workspace]
+	if i, ok := slices.BinarySearch(list, p); ok {
+		lt.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
+	}
+	if indexed {
+		lt.dedupe.remove(lt.dedupeHash(r.workspace, lt.domainIndex(code), lt.recs.text.canonical(r)), p)
+	}
+	if domain := lt.domainIndex(code); domain != "" {
+		lt.domainLinks[domain]--
+	}
+	return code
+}
+
+// live is the number of live links.
+func (lt *linkTable) live() int { return lt.byCode.len() }
+
+// linksIn is the number of live links in a registered domain.
+func (lt *linkTable) linksIn(domain string) int { return lt.domainLinks[domain] }
+
+// domainsUsed is every domain that held a link since the table was built,
+// in no order.
+func (lt *linkTable) domainsUsed() iter.Seq[string] { return maps.Keys(lt.domainLinks) }
+
+// workspaceID is the interned number of a workspace that has or had links.
+func (lt *linkTable) workspaceID(name string) (uint32, bool) {
+	id, ok := lt.workspaces.ids[name]
+	return id, ok
+}
+
+// workspaceOf is the workspace of the link at p.
+func (lt *linkTable) workspaceOf(p uint32) string {
+	return lt.workspaces.names[lt.recs.at(p).workspace]
+}
+
+// workspaceNames is every interned workspace, by number. The list only
+// grows by append, so capping it keeps later names out of a snapshot's view.
+func (lt *linkTable) workspaceNames() []string { return slices.Clip(lt.workspaces.names) }
+
+// workspaceLists is the live links of the named workspaces (nil: every
+// workspace), one list each in id order, unknown names left out. The lists
+// are the table's own: callers only read them.
+func (lt *linkTable) workspaceLists(names []string) [][]uint32 {
+	if names == nil {
+		return lt.workspaces.links
+	}
+	var lists [][]uint32
+	for _, name := range names {
+		if ws, ok := lt.workspaces.ids[name]; ok {
+			lists = append(lists, lt.workspaces.links[ws])
+		}
+	}
+	return lists
+}
+
+// retarget points the link at p to url. A dedupe link moves in the dedupe
+// index to its new canonical URL.
+func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
+	r := lt.recs.mutable(p)
+	code := lt.recs.text.code(r)
+	if r.flags&flagIndexed != 0 {
+		lt.dedupe.remove(lt.dedupeHash(r.workspace, lt.domainIndex(code), lt.recs.text.canonical(r)), p)
+		r.flags &^= flagIndexed
+	}
+	stored := ""
+	if r.dedupe() && canonical != url {
+		stored = canonical
+	}
+	r.text = lt.recs.text.add(code, url, stored)
+	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
+	lt.index(p, now)
+}
+
+// positionsNewestFirst lists the live links of the workspaces (nil: all),
+// newest first.
+func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
+	var out []uint32
+	for _, list := range lt.workspaceLists(workspaces) {
+		out = append(out, list...)
+	}
+	slices.Sort(out) // positions are in id order
+	slices.Reverse(out)
+	return out
+}
+
+// writeLinks writes the live links by id, each with its options from
+// version 5 on.
+func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
+	e.uvarint(uint64(snap.live))
+	for p := range snap.records.n {
+		if r := snap.records.at(p); r.live() {
+			snap.encodeLink(e, r)
+			switch {
+			case version >= snapshotV10:
+				encodeOptionsExtended(e, snap.opts.get(p))
+			case version >= snapshotV5:
+				encodeOptions(e, snap.opts.get(p))
+			}
+			flush(false)
+		}
+	}
+}
+
+// encodeLink writes a link as version 2 has it: the canonical URL only
+// when it differs from the URL.
+func (snap *snapshot) encodeLink(e *encoder, r *record) {
+	text := &snap.records.text
+	var flags byte
+	if r.dedupe() {
+		flags |= snapDedupe
+	}
+	if r.flags&flagIndexed != 0 {
+		flags |= snapIndexed
+	}
+	e.uvarint(r.id)
+	e.string(text.code(r))
+	e.string(text.url(r))
+	e.string(snap.workspaces[r.workspace])
+	e.string(text.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen)))
+	e.byte(flags)
+	e.varint(r.createdAt)
+	e.varint(r.expiresAt)
+	e.uvarint(r.clicks)
+	e.varint(r.lastAccess)
+}
+
+// readLinks inserts the links section, checking each link as it goes.
+func readLinks(st *state, d *decoder, version byte) error {
+	var prevID uint64
+	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
+		l := decodeSnapLink(d, version)
+		if d.err != nil {
+			return d.err
+		}
+		if err := l.check(prevID, st.lastID); err != nil {
+			return err
+		}
+		if _, dup := st.links.lookup(l.code); dup {
+			return fmt.Errorf("code %q appears twice", l.code)
+		}
+		prevID = l.r.id
+		dedupe := l.flags&snapDedupe != 0
+		if dedupe && l.canonical == "" {
+			l.canonical = l.url
+		}
+		p := st.links.insert(l.r, l.code, l.url, l.ws, l.canonical, dedupe)
+		st.setOptions(p, l.opts)
+		if l.flags&snapIndexed != 0 {
+			if err := st.links.restoreIndexed(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// snapLink is a link as the links section holds it. Its strings are views
+// of the decoder's buffer until insert copies them.
+type snapLink struct {
+	r                        record
+	code, url, ws, canonical string
+	flags                    byte
+	opts                     *Options
+}
+
+// decodeSnapLink reads one link of a snapshot of the given version.
+func decodeSnapLink(d *decoder, version byte) snapLink {
+	l := snapLink{r: record{id: d.uvarint()}}
+	l.code, l.url, l.ws, l.canonical = d.stringView(), d.stringView(), d.stringView(), d.stringView()
+	switch {
+	case version >= snapshotV2:
+		l.flags = d.byte()
+	case l.canonical != "":
+		l.flags = snapDedupe
+	}
+	l.r.createdAt, l.r.expiresAt, l.r.clicks, l.r.lastAccess = d.varint(), d.varint(), d.uvarint(), d.varint()
+	switch {
+	case version >= snapshotV10:
+		l.opts = decodeOptionsExtended(d)
+	case version >= snapshotV5:
+		l.opts = decodeOptions(d)
+	}
+	return l
+}
+
+// check refuses a link that Apply could not have made, or that comes out
+// of id order: ids above prevID and at most lastID.
+func (l *snapLink) check(prevID, lastID uint64) error {
+	if err := l.opts.check(); err != nil {
+		return fmt.Errorf("link %q: %w", l.code, err)
+	}
+	switch {
+	case l.code == "" || l.url == "" || l.ws == "":
+		return fmt.Errorf("link %d has an empty field", l.r.id)
+	case len(l.code) > maxCodeLen:
+		return fmt.Errorf("link %d has a code of %d bytes", l.r.id, len(l.code))
+	case l.r.id <= prevID || l.r.id > lastID:
+		return fmt.Errorf("link %q has out-of-order id %d", l.code, l.r.id)
+	case l.flags&^(snapDedupe|snapIndexed) != 0 || l.flags == snapIndexed || (l.canonical != "" && l.flags&snapDedupe == 0):
+		return fmt.Errorf("link %q has flags %#x", l.code, l.flags)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package fsm
+
+import (
+	"iter"
+	"maps"
+)
+
+// The small pieces of the state, each behind the few operations Apply,
+// readers and snapshots use, so that one at a time can move to disk
+// without the others knowing: the tombstones, the links' options and the
+// click batches' sequences. The larger pieces have files of their own:
+// linkTable (links.go), requestWindow (requests.go), visitTable
+// (visitors.go).
+
+// tombstoneSet is every code ever deleted or purged, never handed out
+// again.
+type tombstoneSet struct{ codes map[string]struct{} }
+
+func newTombstoneSet() tombstoneSet { return tombstoneSet{codes: map[string]struct{}{}} }
+
+// add tombstones code, which must not point into a buffer that changes.
+func (t *tombstoneSet) add(code string) { t.codes[code] = struct{}{} }
+
+func (t *tombstoneSet) has(code string) bool {
+	_, ok := t.codes[code]
+	return ok
+}
+
+// all is every tombstoned code, in no order.
+func (t *tombstoneSet) all() iter.Seq[string] { return maps.Keys(t.codes) }
+
+// optionTable holds the Options of the links that have any (flagOptions),
+// by record position. An Options value never changes once stored, so a
+// clone may share them.
+type optionTable struct{ byPos map[uint32]*Options }
+
+func newOptionTable() optionTable { return optionTable{byPos: map[uint32]*Options{}} }
+
+// get is the link's Options, nil for none.
+func (o *optionTable) get(p uint32) *Options { return o.byPos[p] }
+
+func (o *optionTable) set(p uint32, opts *Options) { o.byPos[p] = opts }
+
+func (o *optionTable) drop(p uint32) { delete(o.byPos, p) }
+
+func (o *optionTable) len() int { return len(o.byPos) }
+
+// all is every link's Options by position, in no order.
+func (o *optionTable) all() iter.Seq2[uint32, *Options] { return maps.All(o.byPos) }
+
+func (o *optionTable) clone() optionTable { return optionTable{byPos: maps.Clone(o.byPos)} }
+
+// clickSeqTable is, per node, the sequence of the last click batch
+// applied from it: a batch not above it is a retry, ignored.
+type clickSeqTable struct{ last map[string]uint64 }
+
+func newClickSeqTable() clickSeqTable { return clickSeqTable{last: map[string]uint64{}} }
+
+// advance records seq as node's last batch and reports whether it is
+// above the previous one; if not, nothing changes.
+func (c *clickSeqTable) advance(node string, seq uint64) bool {
+	if seq <= c.last[node] {
+		return false
+	}
+	c.last[node] = seq
+	return true
+}
+
+// of is node's last applied sequence, 0 for none.
+func (c *clickSeqTable) of(node string) uint64 { return c.last[node] }
+
+// set is advance without the check, for a state rebuilt from a snapshot.
+func (c *clickSeqTable) set(node string, seq uint64) { c.last[node] = seq }
+
+// entries is every node's sequence, in no order.
+func (c *clickSeqTable) entries() []clickSeqEntry {
+	out := make([]clickSeqEntry, 0, len(c.last))
+	for n, seq := range c.last {
+		out = append(out, clickSeqEntry{n, seq})
+	}
+	return out
+}
+
+// writeTombstones and readTombstones are the deleted codes, sorted.
+func writeTombstones(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
+	e.uvarint(uint64(len(snap.tombstones)))
+	for _, t := range snap.tombstones {
+		e.string(t)
+		flush(false)
+	}
+}
+
+func readTombstones(st *state, d *decoder, _ byte) error {
+	for n := d.count(1); n > 0 && d.err == nil; n-- {
+		st.tombstones.add(d.string())
+	}
+	return nil
+}
+
+// writeClickSeqs and readClickSeqs are each node's last applied click
+// batch, by node.
+func writeClickSeqs(snap *snapshot, e *encoder, _ byte, _ func(bool)) {
+	e.uvarint(uint64(len(snap.clickSeqs)))
+	for _, c := range snap.clickSeqs {
+		e.string(c.node)
+		e.uvarint(c.seq)
+	}
+}
+
+func readClickSeqs(st *state, d *decoder, _ byte) error {
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		st.clickSeqs.set(d.string(), d.uvarint())
+	}
+	return nil
+}
+
+type clickSeqEntry struct {
+	node string
+	seq  uint64
+}
