@@ -17,37 +17,13 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// memberMeta is what a node tells the others about itself over gossip.
-// memberlist limits it to 512 bytes; ids and addresses are short.
-type memberMeta struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft"`
-	HTTPAddr string `json:"http"`
-	Expect   int    `json:"expect"`
-	HasState bool   `json:"state"`             // has Raft state: bootstrapped or joined
-	Cluster  string `json:"cluster,omitempty"` // cluster id, once initialised
-	// Replica asks to be added as a non-voter (--read-replica, or added as
-	// one by an operator); such a member is not one of the servers that
-	// bootstrap a cluster.
-	Replica bool `json:"replica,omitempty"`
-	// Level is the entry level the member's build applies (levels.go);
-	// builds before levels send none.
-	Level int `json:"level,omitempty"`
-	// Leaving announces a graceful leave before the node goes: memberlist's
-	// NotifyLeave cannot tell a leave from a death (the state it passes is
-	// not updated), but it passes the node's last metadata.
-	Leaving bool `json:"leaving,omitempty"`
-	// Boot is random per process start: until the cluster keeps removals
-	// in its state, a server removed from the configuration while running
-	// is not added back until it restarts (markRemoved).
-	Boot string `json:"boot"`
-	// Inc is the incarnation of the member's data dir (removed.go); builds
-	// before removal records send none.
-	Inc string `json:"inc,omitempty"`
-}
+// memberMeta is what a node tells the others about itself over gossip
+// (membership.Member: membership reads it).
+type memberMeta = membership.Member
 
 // gossip is this node's memberlist membership and what it has learnt.
 type gossip struct {

@@ -89,7 +89,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}
 	duties.Go(func() { lag.run(leading.Done()) })
-	duties.Go(func() { n.promoter().run(leading.Done()) })
+	duties.Go(func() { n.members.Promoter().Run(leading.Done()) })
 	duties.Go(func() { n.hooks.Run(leading) })
 	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
 	duties.Go(func() { purge.run(leading.Done()) })
@@ -113,7 +113,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 		var members <-chan struct{}
 		if n.gossip != nil {
 			members = n.gossip.changed.wait()
-			n.reconcile()
+			n.members.Reconcile()
 		}
 		select {
 		case <-stop:
@@ -188,7 +188,7 @@ func (n *Node) establish() error {
 		}
 		n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", key.Key.ID)
 	}
-	if err := n.recordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
+	if err := n.members.RecordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
 		return err
 	}
 	if n.raft.CurrentTerm() != term || !n.IsLeader() {

@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/internal/ownfile"
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/wire"
 )
 
@@ -35,16 +34,6 @@ const (
 	// nonvoterFile, in the data dir, records that an operator added this
 	// server as a non-voter: it asks to remain one across restarts.
 	nonvoterFile = "non-voter"
-	// promoteInterval is how often the leader looks for learners that
-	// have caught up.
-	promoteInterval = 500 * time.Millisecond
-	// promoteMaxLag is how many entries a learner's applied index may
-	// trail the leader's and still be promoted: a learner that keeps up
-	// with the log is within a few, one still installing the state is
-	// the whole state behind. Consul's autopilot allows 250 trailing logs.
-	promoteMaxLag = 256
-	// learnerAskTimeout bounds each question the promotion asks a learner.
-	learnerAskTimeout = time.Second
 )
 
 // loadNonvoter reports whether this server asks to remain a non-voter:
@@ -96,7 +85,7 @@ func (n *Node) remainNonvoter(id string) error {
 // build before learners has no such exchange (ErrRefused for its 404);
 // it never asks to be promoted either, so that is no error.
 func (c *peerClient) tellNonvoter(id, raftAddr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), learnerAskTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), membership.AskTimeout)
 	defer cancel()
 	body, err := json.Marshal(wire.NonvoterRequest{V: wire.Version, ID: id})
 	if err != nil {
@@ -112,43 +101,6 @@ func (c *peerClient) tellNonvoter(id, raftAddr string) error {
 		return fmt.Errorf("%w: asking %s to remain a non-voter: %v", ErrUnreachable, id, err)
 	}
 	return nil
-}
-
-// joinServer adds a server that is not in the configuration yet: a voter
-// as a learner (a non-voter the promotion duty makes a voter once caught
-// up), a non-voter as one that remains so. A server of a build before
-// learners says nothing of its suffrage and would never be promoted: it is
-// added as a voter at once, as before.
-func (n *Node) joinServer(id, raftAddr string, nonVoter bool) error {
-	wants, answered := n.askWants(raftAddr)
-	switch {
-	case !nonVoter && answered && wants == "":
-		return n.raftAddServer(id, raftAddr, false)
-	case nonVoter && wants != wire.WantsNonvoter:
-		// Told before it is added: a non-voter that asks to vote is a
-		// learner to any leader. One that did not say (it did not answer
-		// just now) is told too: it may ask to vote once it answers.
-		if err := n.peers.tellNonvoter(id, raftAddr); err != nil {
-			return err
-		}
-	}
-	if err := n.raftAddServer(id, raftAddr, true); err != nil {
-		return err
-	}
-	if !nonVoter {
-		n.log.Info("server joined as a learner: promoted to voter once it has caught up", "id", id)
-	}
-	return nil
-}
-
-// askWants asks the server at raftAddr which suffrage it asks for; answered
-// is false when it did not answer.
-func (n *Node) askWants(raftAddr string) (wants string, answered bool) {
-	info, err := n.peers.nodeInfo(raftAddr, learnerAskTimeout)
-	if err != nil {
-		return "", false
-	}
-	return info.Wants, true
 }
 
 // learners returns which of servers are learners: non-voters that answer
@@ -177,84 +129,4 @@ func (c *peerClient) learners(ctx context.Context, servers []raft.Server) map[ra
 	}
 	wg.Wait()
 	return got
-}
-
-// promoter is the leader duty that makes caught-up learners voters.
-type promoter struct {
-	servers func() ([]raft.Server, error)
-	// learners and applied ask the non-voters which are learners and
-	// what each has applied; own is the leader's applied index.
-	learners func(ctx context.Context, servers []raft.Server) map[raft.ServerID]bool
-	applied  func(ctx context.Context, servers []raft.Server) map[string]uint64
-	own      func() uint64
-	// promote makes one server a voter (Node.Promote: it must answer at
-	// its Raft address first).
-	promote func(id string) error
-	log     *slog.Logger
-}
-
-// promoter is this node's promotion duty.
-func (n *Node) promoter() promoter {
-	return promoter{servers: n.configuration, learners: n.peers.learners, own: n.machine.appliedIndex, log: n.log,
-		applied: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
-			return n.peers.appliedIndexes(ctx, servers, 0)
-		},
-		promote: func(id string) error { return n.Promote(id, "") }}
-}
-
-// run promotes every promoteInterval until stop.
-func (p promoter) run(stop <-chan struct{}) {
-	tick := time.NewTicker(promoteInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			p.once()
-		}
-	}
-}
-
-// once promotes at most one learner that has caught up, and reports which.
-// One at a time: each promotion changes the quorum, and the next is
-// decided on the configuration it left. A learner is promoted only when it
-// answered just now, within promoteMaxLag of the leader's applied index
-// (sampled after its answer, so the lag is never understated): a voter
-// that cannot acknowledge would weaken the quorum it joins.
-func (p promoter) once() string {
-	servers, err := p.servers()
-	if err != nil {
-		return ""
-	}
-	var nonvoters []raft.Server
-	for _, s := range servers {
-		if s.Suffrage != raft.Voter {
-			nonvoters = append(nonvoters, s)
-		}
-	}
-	if len(nonvoters) == 0 {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), learnerAskTimeout)
-	defer cancel()
-	learners := p.learners(ctx, nonvoters)
-	if len(learners) == 0 {
-		return ""
-	}
-	applied := p.applied(ctx, nonvoters)
-	leader := p.own()
-	for _, s := range nonvoters {
-		index, ok := applied[string(s.ID)]
-		if !learners[s.ID] || !ok || lagOf(leader, index) > promoteMaxLag {
-			continue
-		}
-		if err := p.promote(string(s.ID)); err != nil {
-			p.log.Warn("promoting a learner that caught up failed; the next round retries", "id", s.ID, "err", err)
-			return ""
-		}
-		p.log.Info("learner caught up: promoted to voter", "id", s.ID, "applied", index, "leader_applied", leader)
-		return string(s.ID)
-	}
-	return ""
 }

@@ -21,10 +21,10 @@ import (
 // handOffLeadership transfers leadership before a leader leaves, so the
 // cluster does not wait for an election.
 func (n *Node) handOffLeadership() {
-	if !n.IsLeader() || n.otherVoters() == 0 {
+	if !n.IsLeader() || n.members.OtherVoters() == 0 {
 		return
 	}
-	if err := n.TransferLeadership(); err != nil {
+	if err := n.members.TransferLeadership(); err != nil {
 		n.log.Warn("leadership transfer before leaving failed", "err", err)
 		return
 	}
@@ -40,7 +40,7 @@ func (n *Node) leave() {
 	if n.Removed() {
 		return
 	}
-	if n.otherVoters() == 0 {
+	if n.members.OtherVoters() == 0 {
 		n.log.Info("last voter: staying in the configuration")
 		return
 	}
@@ -98,30 +98,13 @@ func (n *Node) askRemoval() error {
 	}
 	return n.leadership.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
-			err := n.removeServer(n.cfg.ID, "", false)
+			err := n.members.Leave(n.cfg.ID)
 			return err == nil, err
 		}
 		var answer wire.Ack
 		err := n.peers.call(ctx, to.addr, fasthttp.MethodPost, wire.PathLeave, body, &answer)
 		return err == nil, err
 	})
-}
-
-// otherVoters counts the voters besides this node: none when the
-// configuration cannot be read, so that nothing waits for a voter that
-// may not exist.
-func (n *Node) otherVoters() int {
-	servers, err := n.configuration()
-	if err != nil {
-		return 0
-	}
-	others := 0
-	for _, s := range servers {
-		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
-			others++
-		}
-	}
-	return others
 }
 
 // hasServer reports whether id is one of servers.

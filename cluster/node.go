@@ -20,6 +20,7 @@ import (
 	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/certs"
 	"github.com/linkraft/linkraft/cluster/clicks"
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/cluster/wire"
@@ -117,7 +118,7 @@ func (c *Config) setDefaults() {
 
 // Errors of the write path. Each means "try again later" to a client.
 var (
-	ErrNoLeader = errors.New("no leader available")
+	ErrNoLeader = membership.ErrNoLeader // one error: membership refuses with it too
 	ErrTimeout  = errors.New("write not confirmed in time; it may still be applied")
 	ErrClosed   = errors.New("node is shutting down")
 )
@@ -135,10 +136,9 @@ type Node struct {
 	// addrs is where each server is now: what gossip says, else the
 	// configuration (addresses.go).
 	addrs *addressBook
-	// changing is held by a promotion and a removal from their reading of
-	// the configuration to its change: a promotion decided on the
-	// configuration before a removal would add the removed server back.
-	changing sync.Mutex
+	// members makes this node's changes to the configuration while it
+	// leads, and runs the membership duties (package membership).
+	members *membership.Membership
 
 	// creates is the path of a create: the queues of the creates this node
 	// proposes and relays, and the commit pusher (write.go, relay.go).
@@ -276,6 +276,7 @@ func (n *Node) start() {
 		machine: n.machine, apply: n.apply}
 	n.creates.newQueues()
 	n.clicks = newClickCounter(n)
+	n.members = newMembership(n)
 	n.service = startPeerService(n) // last of the fields: its handlers read them
 	n.spawn(n.leadership.run)
 	n.spawn(n.monitorLeadership)

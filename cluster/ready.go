@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/cluster/membership"
 )
 
 // Why a node must get no traffic (/health), or cannot take a create now
@@ -53,7 +55,7 @@ func (r readiness) notReady() string {
 		return NotReadyNotMember
 	case !r.hasState:
 		return NotReadyStarting
-	case r.learner && r.lag > promoteMaxLag:
+	case r.learner && r.lag > membership.PromoteMaxLag:
 		return NotReadyCatchingUp
 	}
 	return ""
@@ -125,7 +127,7 @@ func (n *Node) Drain() {
 	if !n.IsLeader() {
 		return
 	}
-	switch err := n.TransferLeadership(); {
+	switch err := n.members.TransferLeadership(); {
 	case err == nil:
 		n.log.Info("handed leadership over before stopping", "leader", n.Local().LeaderID)
 	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNoTransferTarget):

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/cluster/membership"
 )
 
 // TestReadinessDecisions: what a node's situation makes /health and
@@ -28,8 +30,8 @@ func TestReadinessDecisions(t *testing.T) {
 		{"a member with the state and a leader", serving, "", ""},
 		{"cut off from the majority", with(func(r *readiness) { r.leaderKnown = false }), "", NotReadyNoLeader},
 		{"a voter behind the leader", with(func(r *readiness) { r.lag = 100_000 }), "", ""},
-		{"a learner a little behind", with(func(r *readiness) { r.learner, r.lag = true, promoteMaxLag }), "", ""},
-		{"a learner far behind", with(func(r *readiness) { r.learner, r.lag = true, promoteMaxLag+1 }), NotReadyCatchingUp, NotReadyCatchingUp},
+		{"a learner a little behind", with(func(r *readiness) { r.learner, r.lag = true, membership.PromoteMaxLag }), "", ""},
+		{"a learner far behind", with(func(r *readiness) { r.learner, r.lag = true, membership.PromoteMaxLag+1 }), NotReadyCatchingUp, NotReadyCatchingUp},
 		{"a member without the state yet", with(func(r *readiness) { r.hasState, r.leaderKnown = false, false }), NotReadyStarting, NotReadyStarting},
 		{"waiting to be added", readiness{}, NotReadyNotMember, NotReadyNotMember},
 		{"removed, with its old state", with(func(r *readiness) { r.member, r.removed = false, true }), NotReadyRemoved, NotReadyRemoved},
@@ -65,7 +67,7 @@ func TestNotReadyReasons(t *testing.T) {
 	if !follower.Live() {
 		t.Fatal("a node waiting to be added is not live")
 	}
-	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool { return follower.NotReady() == "" && follower.WritesUnavailable() == "" })
@@ -142,7 +144,7 @@ func TestRemovedServerIsOutButAlive(t *testing.T) {
 	nodes := raisedCluster(t)
 	d := openGossipMember(t, "d", t.TempDir(), nodes[0].gossip.advertised())
 	waitVoter(t, nodes[0], "d")
-	if err := nodes[0].RemoveServer("d", ""); err != nil {
+	if err := nodes[0].members.RemoveServer("d", ""); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	// d learns of it from the record, or else from a leader's notice on a

@@ -75,7 +75,7 @@ func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *membe
 	leader = openMember(t, "n1", true, writeTimeout)
 	waitFor(t, leader.leadership.ready)
 	follower = openMember(t, "n2", false, writeTimeout)
-	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool {

@@ -11,12 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/internal/ownfile"
 	"github.com/linkraft/linkraft/cluster/wire"
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // A removed server stays removed. Raft's configuration says who is in,
@@ -64,10 +62,6 @@ const (
 	// noticeTimeout bounds the leader's notice to a removed server.
 	noticeTimeout = time.Second
 )
-
-// ErrRemovedServer refuses to join a server an operator removed, on the
-// data dir it was removed with (or one that cannot be told apart from it).
-var ErrRemovedServer = fmt.Errorf("%w: the server was removed from the cluster", ErrServerConflict)
 
 // loadIncarnation returns the data dir's incarnation, made and written
 // down at its first start with this build.
@@ -232,84 +226,5 @@ func (c *peerClient) tellRemoved(id, incarnation, raftAddr string) error {
 	if err := c.call(ctx, raftAddr, fasthttp.MethodPost, wire.PathRemoved, body, &ack); err != nil {
 		return fmt.Errorf("telling %s it was removed: %w", id, err)
 	}
-	return nil
-}
-
-// incarnationOf is the incarnation of server id (at raftAddr in the
-// configuration) as gossip or the server itself says, "" when neither
-// does: it is down, or of a build before incarnations.
-func (n *Node) incarnationOf(id string, raftAddr raft.ServerAddress) string {
-	if id == n.cfg.ID {
-		return n.incarnation
-	}
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
-			if m.ID == id && m.Inc != "" {
-				return m.Inc
-			}
-		}
-	}
-	info, err := n.askNode(string(n.addrs.resolve(raft.ServerID(id), raftAddr)), noticeTimeout)
-	if err != nil || info.ID != id {
-		return ""
-	}
-	return info.Incarnation
-}
-
-// recordRemoval writes an operator's removal of server id down in the
-// replicated state, once the cluster is raised to fsm.LevelRemovals (older
-// builds cannot apply it). Leader only.
-func (n *Node) recordRemoval(id string, raftAddr raft.ServerAddress) error {
-	if n.fsm.Raised() < fsm.LevelRemovals {
-		return nil
-	}
-	inc := n.incarnationOf(id, raftAddr)
-	if err := n.applyOwn(fsm.ServerRemovalCommand{ID: id, Incarnation: inc}, "removal record"); err != nil {
-		return fmt.Errorf("record the removal of %s: %w", id, err)
-	}
-	n.log.Info("removal recorded: no leader adds this server back", "id", id, "incarnation", inc)
-	return nil
-}
-
-// joinerIncarnation is the incarnation of the data dir that the server at
-// raftAddr, joined as the removed server id, says it runs on: "" when it
-// says none (a build before removal records) or does not answer within
-// the write timeout. Only the server's own answer counts, never gossip's,
-// which may still list the removed process that ran at that address
-// moments ago. It waits for that answer: an operator joins a server right
-// after starting it, and the first ask may meet the connection to the
-// process that was removed there (askNode).
-func (n *Node) joinerIncarnation(id, raftAddr string) (string, error) {
-	info, err := n.askNode(raftAddr, n.cfg.WriteTimeout)
-	switch {
-	case err != nil:
-		n.log.Warn("a removed server joined again does not say which data dir it runs on", "id", id, "raft_addr", raftAddr, "err", err)
-		return "", nil
-	case info.ID != id:
-		return "", fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, info.ID, id)
-	}
-	return info.Incarnation, nil
-}
-
-// admitRemoved decides an operator's join of server id, which was removed
-// (with incarnation removedInc, "" when unknown): the server at the
-// address runs on incarnation joiner. A new data dir is let in, and the
-// record forgotten first, so that no leader finishes the old removal on
-// the server just joined; the data dir that was removed, or one that does
-// not say which it is, is refused. Leader only.
-func (n *Node) admitRemoved(id, removedInc, joiner string) error {
-	switch {
-	case joiner == "":
-		return fmt.Errorf("%w: %s does not say which data dir it runs on (it did not answer at its Raft address, "+
-			"or its build is older than removal records), so it cannot be told apart from the data dir it was removed with: "+
-			"make sure it runs this build, started on an empty data dir, and join it again", ErrRemovedServer, id)
-	case joiner == removedInc:
-		return fmt.Errorf("%w: %s still runs on the data dir it was removed with: stop it, empty its data dir, "+
-			"start it and join it again", ErrRemovedServer, id)
-	}
-	if err := n.applyOwn(fsm.ServerRemovalCommand{ID: id, Forget: true}, "forget a removal"); err != nil {
-		return fmt.Errorf("join %s: %w", id, err)
-	}
-	n.log.Info("an operator joins a removed server on a new data dir: its removal is forgotten", "id", id, "incarnation", joiner)
 	return nil
 }

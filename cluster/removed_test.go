@@ -100,12 +100,12 @@ func TestRemovedServerStaysOutUnderEveryLeader(t *testing.T) {
 	d := openGossipMember(t, "d", t.TempDir(), leader.gossip.advertised())
 	waitVoter(t, leader, "d")
 
-	if err := leader.RemoveServer("d", "opskey000001"); err != nil {
+	if err := leader.members.RemoveServer("d", "opskey000001"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	waitFor(t, d.Removed)
 	// Raft shut down (no elections from it) closed its cluster port.
-	waitFor(t, func() bool { return reachable(leader.layer, d.cfg.RaftAddr, time.Second) != nil })
+	waitFor(t, func() bool { return memberPeers{layer: leader.layer}.Handshake(d.cfg.RaftAddr, time.Second) != nil })
 	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, removedFile)); err != nil {
 		t.Errorf("d's data dir is not marked removed: %v", err)
 	}
@@ -131,13 +131,13 @@ func TestRemovedServerStaysOutUnderEveryLeader(t *testing.T) {
 		waitWithin(t, 30*time.Second, next.leadership.ready)
 		leader = next
 		seesMember(t, leader, fresh)
-		leader.reconcile()
+		leader.members.Reconcile()
 		if inConfiguration(t, leader, "d") || joinsOf(leader, "d") != joins {
 			t.Fatalf("leader %s added the removed d back (the security audit shows %d joins of d, %d before)", leader.cfg.ID, joinsOf(leader, "d"), joins)
 		}
 	}
 
-	if err := leader.AddServer("d", fresh.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
+	if err := leader.members.AddServer("d", fresh.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
 		t.Fatalf("join d on a new data dir: %v", err)
 	}
 	if _, ok := leader.FSM().Removed("d"); ok {
@@ -165,7 +165,7 @@ func TestRemovedServerIsToldWhenItComesBack(t *testing.T) {
 	d.Close()
 	// As RemoveServer does for a server that does not answer, when neither
 	// gossip nor the server can say which data dir it ran on.
-	if err := leader.removeServer("d", "", false); err != nil {
+	if err := leader.members.Leave("d"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	if err := leader.applyOwn(fsm.ServerRemovalCommand{ID: "d"}, "removal record"); err != nil {
@@ -177,11 +177,11 @@ func TestRemovedServerIsToldWhenItComesBack(t *testing.T) {
 		t.Fatalf("d back on its data dir: incarnation %q (was %q), removed %v", back.incarnation, inc, back.Removed())
 	}
 	seesMember(t, leader, back)
-	leader.reconcile()
+	leader.members.Reconcile()
 	if got, _ := leader.FSM().Removed("d"); got != inc {
 		t.Fatalf("the record names incarnation %q, want d's %q", got, inc)
 	}
-	leader.reconcile()
+	leader.members.Reconcile()
 	waitFor(t, back.Removed)
 	if inConfiguration(t, leader, "d") {
 		t.Fatal("the removed d is in the configuration")
@@ -192,7 +192,7 @@ func TestRemovedServerIsToldWhenItComesBack(t *testing.T) {
 	if !again.Removed() || again.gossip != nil {
 		t.Fatalf("d restarted on its removed data dir: removed %v, gossip started %v", again.Removed(), again.gossip != nil)
 	}
-	err := leader.AddServer("d", again.cfg.RaftAddr, "", false, "")
+	err := leader.members.AddServer("d", again.cfg.RaftAddr, "", false, "")
 	if err == nil || inConfiguration(t, leader, "d") {
 		t.Fatalf("join of d on the data dir it was removed with: %v, want refused", err)
 	}
@@ -207,56 +207,19 @@ func TestLeaderFinishesARecordedRemoval(t *testing.T) {
 	leader := openGossipMember(t, "a", t.TempDir())
 	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
 	d := openMember(t, "d", false, 5*time.Second)
-	if err := leader.AddServer("d", d.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("d", d.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join d: %v", err)
 	}
 	if err := leader.applyOwn(fsm.ServerRemovalCommand{ID: "d", Incarnation: d.incarnation}, "removal record"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, d.Removed)
-	if err := leader.Promote("d", ""); !errors.Is(err, ErrRemovedServer) {
+	if err := leader.members.Promote("d", ""); !errors.Is(err, ErrRemovedServer) {
 		t.Fatalf("promote a server whose removal is recorded: %v, want ErrRemovedServer", err)
 	}
-	leader.reconcile()
+	leader.members.Reconcile()
 	if inConfiguration(t, leader, "d") {
 		t.Fatal("reconciliation left a server whose removal is recorded in the configuration")
-	}
-}
-
-// TestJoinOfARemovedServer: an operator's join of a removed server is let
-// in only on a data dir that says it is another than the one removed, and
-// then forgets the record.
-func TestJoinOfARemovedServer(t *testing.T) {
-	t.Parallel()
-	leader := openMember(t, "n1", true, 5*time.Second)
-	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
-	cases := []struct {
-		name       string
-		removedInc string
-		joiner     string
-		admitted   bool
-	}{
-		{"the data dir removed", "aaaa", "aaaa", false},
-		{"a data dir that does not say which it is", "aaaa", "", false},
-		{"a new data dir", "aaaa", "bbbb", true},
-		{"any data dir that says which it is, when the removed one is unknown", "", "bbbb", true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if err := leader.applyOwn(fsm.ServerRemovalCommand{ID: "r9", Incarnation: c.removedInc}, "removal record"); err != nil {
-				t.Fatal(err)
-			}
-			err := leader.admitRemoved("r9", c.removedInc, c.joiner)
-			if admitted := err == nil; admitted != c.admitted || err != nil && !errors.Is(err, ErrRemovedServer) {
-				t.Fatalf("admitRemoved: %v, want admitted %v", err, c.admitted)
-			}
-			if _, kept := leader.FSM().Removed("r9"); kept == c.admitted {
-				t.Errorf("record kept %v after the join was admitted %v", kept, c.admitted)
-			}
-			if err != nil && !errors.Is(err, ErrServerConflict) {
-				t.Errorf("refusal %v is no conflict (409)", err)
-			}
-		})
 	}
 }
 
@@ -302,7 +265,7 @@ func TestAwaitLeftWakesOnRaftEvents(t *testing.T) {
 		t.Fatal("awaitLeft reported a member as gone")
 	}
 	removed := make(chan error, 1)
-	go func() { removed <- leader.removeServer("n2", "", false) }()
+	go func() { removed <- leader.members.Leave("n2") }()
 	if !follower.awaitLeft(30 * time.Second) {
 		t.Fatal("the follower never saw its removal")
 	}
@@ -330,7 +293,7 @@ func TestRemovedServerRejoinsOnANewDataDirAtOnce(t *testing.T) {
 	if _, err := leader.peers.nodeInfo(d.cfg.RaftAddr, 5*time.Second); err != nil {
 		t.Fatalf("ask d who it is: %v", err)
 	}
-	if err := leader.RemoveServer("d", "opskey000001"); err != nil {
+	if err := leader.members.RemoveServer("d", "opskey000001"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	waitFor(t, d.Removed)
@@ -348,7 +311,7 @@ func TestRemovedServerRejoinsOnANewDataDirAtOnce(t *testing.T) {
 		t.Fatalf("start d again on an empty data dir: %v", err)
 	}
 	t.Cleanup(func() { fresh.Close() })
-	if err := leader.AddServer("d", cfg.RaftAddr, "", false, "opskey000001"); err != nil {
+	if err := leader.members.AddServer("d", cfg.RaftAddr, "", false, "opskey000001"); err != nil {
 		t.Fatalf("join d, started on an empty data dir: %v", err)
 	}
 	waitVoter(t, leader, "d")
@@ -376,7 +339,7 @@ func TestClicksOfARemovedServerAreCountedOnce(t *testing.T) {
 	for range 5 {
 		d.Clicks().Record(code, fsm.Visitor{})
 	}
-	if err := leader.RemoveServer("d", "opskey000001"); err != nil {
+	if err := leader.members.RemoveServer("d", "opskey000001"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	waitFor(t, d.Removed)

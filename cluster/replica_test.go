@@ -56,23 +56,23 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatalf("a replica without peers bootstrapped: NotReady %q, last index %d", got, replica.raft.LastIndex())
 	}
 
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join as non-voter: %v", err)
 	}
 	if s, _ := suffrageOf(t, leader.Node, "r1"); s != raft.Nonvoter {
 		t.Fatalf("r1 joined as %v, want Nonvoter", s)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("the same join again: %v, want a no-op", err)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining a non-voter as a voter: %v, want ErrServerConflict", err)
 	}
 	waitFor(t, func() bool { return replica.NotReady() == "" })
-	if leader.otherVoters() != 0 {
+	if leader.members.OtherVoters() != 0 {
 		t.Fatal("a non-voter counts as a voter")
 	}
-	if err := leader.TransferLeadership(); !errors.Is(err, ErrNoTransferTarget) {
+	if err := leader.members.TransferLeadership(); !errors.Is(err, ErrNoTransferTarget) {
 		t.Fatalf("leadership transfer with only a replica besides the leader: %v, want ErrNoTransferTarget", err)
 	}
 
@@ -92,19 +92,19 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatalf("the replica still has %s after its delete returned", code)
 	}
 
-	if err := leader.Promote("nobody", ""); !errors.Is(err, ErrUnknownServer) {
+	if err := leader.members.Promote("nobody", ""); !errors.Is(err, ErrUnknownServer) {
 		t.Fatalf("promote an unknown id: %v, want ErrUnknownServer", err)
 	}
-	if err := leader.Promote("n1", ""); !errors.Is(err, ErrAlreadyVoter) {
+	if err := leader.members.Promote("n1", ""); !errors.Is(err, ErrAlreadyVoter) {
 		t.Fatalf("promote a voter: %v, want ErrAlreadyVoter", err)
 	}
-	if err := leader.Promote("r1", ""); err != nil {
+	if err := leader.members.Promote("r1", ""); err != nil {
 		t.Fatalf("promote: %v", err)
 	}
 	if s, _ := suffrageOf(t, leader.Node, "r1"); s != raft.Voter {
 		t.Fatalf("r1 promoted to %v, want Voter", s)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); !errors.Is(err, ErrServerConflict) {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining a voter as a non-voter: %v, want ErrServerConflict", err)
 	}
 }
@@ -163,12 +163,12 @@ func TestPromotionDoesNotUndoARemoval(t *testing.T) {
 	waitFor(t, func() bool { return leader.NotReady() == "" })
 	for try := range 20 {
 		replica := openReplica(t, leader)
-		if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+		if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 			t.Fatalf("try %d: join: %v", try, err)
 		}
 		promoted := make(chan error, 1)
-		go func() { promoted <- leader.Promote("r1", "") }()
-		if err := leader.RemoveServer("r1", ""); err != nil && !errors.Is(err, ErrUnknownServer) {
+		go func() { promoted <- leader.members.Promote("r1", "") }()
+		if err := leader.members.RemoveServer("r1", ""); err != nil && !errors.Is(err, ErrUnknownServer) {
 			t.Fatalf("try %d: remove: %v", try, err)
 		}
 		if err := <-promoted; err != nil && !errors.Is(err, ErrUnknownServer) {

@@ -84,7 +84,7 @@ func startPeerService(n *Node) *peerService {
 		link:            n.fsm.Get,
 		isLeader:        n.IsLeader,
 		applyEntry:      n.applyEntry,
-		removeServer:    func(id string) error { return n.removeServer(id, "", false) },
+		removeServer:    func(id string) error { return n.members.Leave(id) },
 		remainNonvoter:  n.remainNonvoter,
 		removed:         n.noticeRemoval,
 		appliedIndex:    n.machine.appliedIndex,

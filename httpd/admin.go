@@ -102,7 +102,7 @@ func (s *Server) handleJoin(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
+	if err := s.node.Members.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
@@ -116,7 +116,7 @@ func (s *Server) handleLeave(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.RemoveServer(req.ID, keyID(ctx)); err != nil {
+	if err := s.node.Members.RemoveServer(req.ID, keyID(ctx)); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
@@ -131,7 +131,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := s.node.Admin.Promote(req.ID, keyID(ctx)); err != nil {
+	if err := s.node.Members.Promote(req.ID, keyID(ctx)); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
@@ -139,7 +139,7 @@ func (s *Server) handlePromote(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
-	if err := s.node.Admin.TransferLeadership(); err != nil {
+	if err := s.node.Members.TransferLeadership(); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
