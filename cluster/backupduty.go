@@ -60,7 +60,7 @@ const restoreAtStartTimeout = 30 * time.Minute
 // (backups.RestoreFile). The restored cluster takes a new cluster id, so
 // its backups are a new series and retention leaves the lost cluster's
 // alone.
-func (n *Node) restoreAtStart() error {
+func restoreAtStart(n *Node) error {
 	ctx, cancel := context.WithTimeout(n.stopping, restoreAtStartTimeout)
 	defer cancel()
 	cands, err := backups.Candidates(ctx, n.cfg.RestoreFrom, n.cfg.RestoreS3)

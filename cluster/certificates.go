@@ -45,7 +45,7 @@ func (n *Node) newCertManager(cfg *ACMEConfig) *certs.Manager {
 
 // runCertificates runs the certificate duty once the cluster is raised to
 // fsm.LevelCerts (older builds cannot apply its entries), until ctx ends.
-func (n *Node) runCertificates(ctx context.Context) {
+func runCertificates(ctx context.Context, n *Node) {
 	for n.fsm.Raised() < fsm.LevelCerts {
 		select {
 		case <-ctx.Done():

@@ -20,6 +20,7 @@ import (
 	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/certs"
 	"github.com/linkraft/linkraft/cluster/clicks"
+	"github.com/linkraft/linkraft/cluster/duties"
 	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/webhooks"
@@ -279,7 +280,7 @@ func (n *Node) start() {
 	n.members = newMembership(n)
 	n.service = startPeerService(n) // last of the fields: its handlers read them
 	n.spawn(n.leadership.run)
-	n.spawn(n.monitorLeadership)
+	n.spawn(leaderLoop{n: n, duties: duties.New()}.monitor)
 	n.spawn(func() { n.creates.proposer.Run(n.closing) })
 	n.spawn(func() { n.creates.relay.Run(n.closing) })
 	n.spawn(func() { n.clicks.Run(n.stopping, n.cfg.ClickFlushInterval) })
