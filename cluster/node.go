@@ -349,82 +349,24 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	dir := n.cfg.DataDir
 	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.RaftLogLevel))
 	dbPath := filepath.Join(dir, "raft.db")
-	if err := checkStore(dbPath); err != nil {
-		return false, damaged(err, dir)
-	}
-	store, err = raftboltdb.New(raftboltdb.Options{
-		Path: dbPath,
-		// Skipping the freelist sync makes each append cheaper; bolt rebuilds
-		// the freelist on open instead.
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
-	})
+	store, err = openBoltStore(dbPath, dir)
 	if err != nil {
-		return false, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
-	}
-	if err := verifyLog(store); err != nil {
-		return false, damaged(err, dir)
+		return false, err
 	}
 	stable := newBoltStore(store, dbPath)
 	logs, err := raft.NewLogCache(1024, stable)
 	if err != nil {
 		return false, fmt.Errorf("open log cache: %w", err)
 	}
-	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
-	if err != nil {
-		return false, fmt.Errorf("open snapshot store: %w", err)
-	}
-	snapsDir := filepath.Join(dir, "snapshots") // where the store keeps them
-	if _, err := ownerOnly(snapsDir); err != nil {
-		return false, fmt.Errorf("open snapshot store: %w", err)
-	}
-	snaps := ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}
-	advertise, err := advertiseAddr(n.cfg.RaftAddr, n.cfg.Advertise)
+	snaps, err := openSnapshots(dir, hlog)
 	if err != nil {
 		return false, err
 	}
-	layer, err := secure.NewStreamLayer(n.cfg.RaftAddr, advertise, n.cfg.Key)
+	layer, transport, err := openTransport(n.cfg, n.addrs, hlog)
 	if err != nil {
-		return false, fmt.Errorf("open raft transport: %w", err)
+		return false, err
 	}
-	// Raft dials each server where gossip says it is now, falling back to
-	// the configuration's address (addresses.go). The connection pool is
-	// keyed by the address dialled, so a server that moved is dialled
-	// afresh; the few idle connections to its old address are never used
-	// again and go when the transport closes.
-	n.addrs.self, n.addrs.selfAddr = raft.ServerID(n.cfg.ID), raft.ServerAddress(advertise.String())
-	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: layer, MaxPool: 3, Timeout: raftRPCTimeout, Logger: hlog,
-		ServerAddressProvider: n.addrs,
-	})
-
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(n.cfg.ID)
-	rc.Logger = hlog
-	// Per-peer replication metrics only as labels (peer_id), not also as
-	// one metric name per peer.
-	rc.NoLegacyTelemetry = true
-	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 256
-	if n.cfg.SnapshotThreshold > 0 {
-		rc.SnapshotThreshold = n.cfg.SnapshotThreshold
-	}
-	// The threshold is only looked at this often (the library's default is
-	// 120 s); the look is a comparison of two indexes.
-	rc.SnapshotInterval = 10 * time.Second
-	// Entries kept behind a snapshot for followers slightly behind. The
-	// library keeps 10240, which with entries of hundreds of batched
-	// creates is millions of links: the log would never shrink after an
-	// import, and every start decodes all of it (storecheck.go). A
-	// follower further behind installs the snapshot instead (a million
-	// links in about a second, docs/BENCHMARKS.md).
-	rc.TrailingLogs = 1024
-	// Half the library's 1 s defaults: a follower notices a dead leader
-	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
-	// their own goroutines, so a busy disk does not cause false elections
-	// on a LAN; the lease must not exceed the heartbeat timeout.
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	rc := raftConfig(n.cfg, hlog)
 	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
 	if err != nil {
 		// A snapshot Raft could not restore is damage an operator repairs.
@@ -447,19 +389,119 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if hasState && n.cfg.RestoreFrom != "" {
 		n.log.Info("--restore-from does nothing here: this node has Raft state", "source", n.cfg.RestoreFrom)
 	}
-	// A first start alone bootstraps a cluster of one; with peers to
-	// expect or seeds to join, it waits to be added instead.
-	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 && !n.cfg.ReadReplica {
-		cfg := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
-		}}}
-		if err := r.BootstrapCluster(cfg).Error(); err != nil {
-			return false, fmt.Errorf("bootstrap: %w", err)
-		}
-		n.log.Info("bootstrapped a single-voter cluster", "id", n.cfg.ID, "raft_addr", transport.LocalAddr())
-		hasState = true
+	if hasState {
+		return true, nil
 	}
-	return hasState, nil
+	return bootstrapAlone(r, n.cfg, transport.LocalAddr(), n.log)
+}
+
+// openBoltStore checks raft.db at dbPath (in the data dir dir), opens it
+// and checks its log.
+func openBoltStore(dbPath, dir string) (*raftboltdb.BoltStore, error) {
+	if err := checkStore(dbPath); err != nil {
+		return nil, damaged(err, dir)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path: dbPath,
+		// Skipping the freelist sync makes each append cheaper; bolt rebuilds
+		// the freelist on open instead.
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
+	}
+	if err := verifyLog(store); err != nil {
+		store.Close()
+		return nil, damaged(err, dir)
+	}
+	return store, nil
+}
+
+// openSnapshots opens the snapshot store of the data dir dir, owner-only.
+func openSnapshots(dir string, hlog hclog.Logger) (ownerOnlySnapshots, error) {
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		return ownerOnlySnapshots{}, fmt.Errorf("open snapshot store: %w", err)
+	}
+	snapsDir := filepath.Join(dir, "snapshots") // where the store keeps them
+	if _, err := ownerOnly(snapsDir); err != nil {
+		return ownerOnlySnapshots{}, fmt.Errorf("open snapshot store: %w", err)
+	}
+	return ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}, nil
+}
+
+// openTransport opens the stream layer on the Raft address and Raft's
+// transport over it, which dials each server where addrs says.
+func openTransport(cfg Config, addrs *addressBook, hlog hclog.Logger) (*secure.StreamLayer, *raft.NetworkTransport, error) {
+	advertise, err := advertiseAddr(cfg.RaftAddr, cfg.Advertise)
+	if err != nil {
+		return nil, nil, err
+	}
+	layer, err := secure.NewStreamLayer(cfg.RaftAddr, advertise, cfg.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open raft transport: %w", err)
+	}
+	// Raft dials each server where gossip says it is now, falling back to
+	// the configuration's address (addresses.go). The connection pool is
+	// keyed by the address dialled, so a server that moved is dialled
+	// afresh; the few idle connections to its old address are never used
+	// again and go when the transport closes.
+	addrs.self, addrs.selfAddr = raft.ServerID(cfg.ID), raft.ServerAddress(advertise.String())
+	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: raftRPCTimeout, Logger: hlog,
+		ServerAddressProvider: addrs,
+	})
+	return layer, transport, nil
+}
+
+// raftConfig is Raft's configuration for a node of cfg.
+func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	// Per-peer replication metrics only as labels (peer_id), not also as
+	// one metric name per peer.
+	rc.NoLegacyTelemetry = true
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 256
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	// The threshold is only looked at this often (the library's default is
+	// 120 s); the look is a comparison of two indexes.
+	rc.SnapshotInterval = 10 * time.Second
+	// Entries kept behind a snapshot for followers slightly behind. The
+	// library keeps 10240, which with entries of hundreds of batched
+	// creates is millions of links: the log would never shrink after an
+	// import, and every start decodes all of it (storecheck.go). A
+	// follower further behind installs the snapshot instead (a million
+	// links in about a second, docs/BENCHMARKS.md).
+	rc.TrailingLogs = 1024
+	// Half the library's 1 s defaults: a follower notices a dead leader
+	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
+	// their own goroutines, so a busy disk does not cause false elections
+	// on a LAN; the lease must not exceed the heartbeat timeout.
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	return rc
+}
+
+// bootstrapAlone bootstraps a cluster of one on a first start alone, and
+// reports whether it did; with peers to expect or seeds to join, or as a
+// read replica, the node waits to be added instead.
+func bootstrapAlone(r *raft.Raft, cfg Config, addr raft.ServerAddress, log *slog.Logger) (bool, error) {
+	if cfg.BootstrapExpect > 1 || len(cfg.GossipSeeds) > 0 || cfg.ReadReplica {
+		return false, nil
+	}
+	servers := raft.Configuration{Servers: []raft.Server{{
+		Suffrage: raft.Voter, ID: raft.ServerID(cfg.ID), Address: addr,
+	}}}
+	if err := r.BootstrapCluster(servers).Error(); err != nil {
+		return false, fmt.Errorf("bootstrap: %w", err)
+	}
+	log.Info("bootstrapped a single-voter cluster", "id", cfg.ID, "raft_addr", addr)
+	return true, nil
 }
 
 // damaged says what an operator does about a damaged raft.db.
