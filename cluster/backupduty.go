@@ -72,11 +72,11 @@ func restoreAtStart(n *Node) error {
 		return fmt.Errorf("%w: random cluster id: %w", errRestoreAtStart, err)
 	}
 	restore := func(backup *io.SectionReader) error {
-		snap, vouched, err := n.readBackup(backup, false)
+		snap, vouched, err := readBackup(n.cfg, backup, false)
 		if err != nil {
 			return err
 		}
-		return n.install(ctx, snap, fsm.RestoreRecord{KeyID: fsm.RootKeyID, Backup: vouched, NewClusterID: newID})
+		return install(ctx, n, snap, fsm.RestoreRecord{KeyID: fsm.RootKeyID, Backup: vouched, NewClusterID: newID})
 	}
 	refused := func(err error) bool {
 		return errors.Is(err, ErrBackupUnauthenticated) || errors.Is(err, fsm.ErrCorruptSnapshot) || errors.Is(err, fsm.ErrRefusedRecord)

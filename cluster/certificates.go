@@ -27,7 +27,7 @@ func (p certProposer) ProposeCert(ctx context.Context, change fsm.CertCommand, v
 // newCertManager is the certificate duty of this node's leadership, or
 // nil when ACME is off. Its names are the configured ones and every
 // registered domain, read on each pass.
-func (n *Node) newCertManager(cfg *ACMEConfig) *certs.Manager {
+func newCertManager(n *Node, cfg *ACMEConfig) *certs.Manager {
 	if cfg == nil {
 		return nil
 	}

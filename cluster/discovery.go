@@ -14,20 +14,18 @@ import (
 // (bootstrap), on applied entries while the metadata still lacks Raft
 // state or the cluster id, and on every restore (which may bring another
 // cluster's id). Membership itself is the leader's: see leaderLoop.
-func (n *Node) runDiscovery(bootstrapping bool) {
-	if n.gossip == nil {
-		return // a data dir removed from its cluster starts no gossip (removed.go)
-	}
+func (g *gossip) runDiscovery(bootstrapping bool) {
+	n := g.n
 	var retry <-chan time.Time
 	for {
-		members := n.gossip.changed.wait()
+		members := g.changed.wait()
 		restored := n.machine.restored.wait()
 		var applied <-chan struct{}
-		if !n.refreshMeta() {
+		if !g.refreshMeta() {
 			applied = n.machine.applied.wait()
 		}
 		if bootstrapping {
-			bootstrapping, retry = n.tryBootstrap()
+			bootstrapping, retry = g.tryBootstrap()
 		}
 		select {
 		case <-n.closing:
@@ -42,10 +40,11 @@ func (n *Node) runDiscovery(bootstrapping bool) {
 
 // refreshMeta advertises whether this node has Raft state and which
 // cluster it belongs to, and reports whether both are known.
-func (n *Node) refreshMeta() bool {
+func (g *gossip) refreshMeta() bool {
+	n := g.n
 	cluster := n.fsm.ClusterID()
 	hasState := n.raft.LastIndex() > 0
-	n.gossip.updateMeta(func(m *memberMeta) {
+	g.updateMeta(func(m *memberMeta) {
 		m.HasState = m.HasState || hasState
 		m.Cluster = cluster
 	})
@@ -60,11 +59,12 @@ func (n *Node) refreshMeta() bool {
 // the same configuration (sorted by id), so exactly one cluster forms.
 // It reports whether it still has to bootstrap, and when to try again
 // after a failure; otherwise the next gossip change decides.
-func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
+func (g *gossip) tryBootstrap() (pending bool, retry <-chan time.Time) {
+	n := g.n
 	if n.raft.LastIndex() > 0 {
 		return false, nil // a leader has added us meanwhile
 	}
-	members := n.gossip.members()
+	members := g.members()
 	servers := make([]raft.Server, 0, len(members))
 	for _, m := range members {
 		switch {
@@ -97,7 +97,7 @@ func (n *Node) tryBootstrap() (pending bool, retry <-chan time.Time) {
 		n.log.Error("bootstrap failed; retrying", "err", err)
 		return true, time.After(time.Second)
 	}
-	n.gossip.updateMeta(func(m *memberMeta) { m.HasState = true })
+	g.updateMeta(func(m *memberMeta) { m.HasState = true })
 	n.log.Info("bootstrapped cluster", "servers", len(servers))
 	return false, nil
 }

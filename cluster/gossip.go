@@ -72,8 +72,8 @@ type goneMember struct {
 // configuration counts for as long as it is gone.
 const goneRetention = 5 * time.Minute
 
-// startGossip creates the memberlist and starts joining the seeds.
-func (n *Node) startGossip(hasState bool) error {
+// startGossip creates n's memberlist and starts joining the seeds.
+func startGossip(n *Node, hasState bool) error {
 	host, portStr, err := net.SplitHostPort(n.cfg.GossipAddr)
 	if err != nil {
 		return fmt.Errorf("gossip address %q: %w", n.cfg.GossipAddr, err)
@@ -92,7 +92,7 @@ func (n *Node) startGossip(hasState bool) error {
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
 			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
-			Replica: n.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel, Inc: n.incarnation,
+			Replica: n.standing.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel, Inc: n.incarnation,
 		},
 	}
 	mc := memberlist.DefaultLANConfig()
@@ -253,7 +253,7 @@ func (g *gossip) missing(ctx context.Context) []string {
 // missingServers returns the gossip addresses of the servers of the Raft
 // configuration that are not live in gossip, as far as they answer.
 func (g *gossip) missingServers(liveIDs map[string]bool) []string {
-	servers, err := g.n.configuration()
+	servers, err := configuration(g.n.raft)
 	if err != nil {
 		return nil
 	}
@@ -374,7 +374,7 @@ func (g *gossip) memberStates() map[string]int {
 		isLive[node.Name] = true
 	}
 	inConfig := map[string]bool{}
-	if servers, err := g.n.configuration(); err == nil {
+	if servers, err := configuration(g.n.raft); err == nil {
 		for _, s := range servers {
 			inConfig[string(s.ID)] = true
 		}

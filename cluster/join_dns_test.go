@@ -45,7 +45,7 @@ func TestJoinFollowsADNSName(t *testing.T) {
 	waitWithin(t, 30*time.Second, func() bool { return slices.Equal(memberNames(c), all) })
 	// And a's leader adds the servers it now sees.
 	waitWithin(t, 30*time.Second, func() bool {
-		servers, err := a.configuration()
+		servers, err := configuration(a.raft)
 		return err == nil && len(servers) == 3
 	})
 }

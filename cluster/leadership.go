@@ -81,7 +81,7 @@ func (l leaderLoop) monitor() {
 // Each term gets its own.
 func leaderDuties(n *Node) []duties.Duty {
 	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
-	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.machine.appliedIndex,
+	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.members.Configuration, own: n.machine.appliedIndex,
 		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
 			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}

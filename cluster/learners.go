@@ -53,8 +53,8 @@ func loadNonvoter(cfg Config) (bool, error) {
 }
 
 // wants is the suffrage this server asks for (wire.NodeInfo.Wants).
-func (n *Node) wants() string {
-	if n.nonvoter.Load() {
+func (s *standing) wants() string {
+	if s.nonvoter.Load() {
 		return wire.WantsNonvoter
 	}
 	return wire.WantsVoter
@@ -63,17 +63,18 @@ func (n *Node) wants() string {
 // remainNonvoter makes this server ask to remain a non-voter from now on,
 // at the leader's request (POST non-voter): written down first, so a
 // restart keeps it, then said over gossip too.
-func (n *Node) remainNonvoter(id string) error {
+func (s *standing) remainNonvoter(id string) error {
+	n := s.n
 	if id != n.cfg.ID {
 		return fmt.Errorf("%w: this server is %q, not %q", ErrInvalidServer, n.cfg.ID, id)
 	}
-	if n.nonvoter.Load() {
+	if s.nonvoter.Load() {
 		return nil
 	}
 	if err := ownfile.Write(filepath.Join(n.cfg.DataDir, nonvoterFile), []byte("added as a non-voter\n")); err != nil {
 		return fmt.Errorf("write the non-voter mark: %w", err)
 	}
-	n.nonvoter.Store(true)
+	s.nonvoter.Store(true)
 	if n.gossip != nil {
 		n.gossip.updateMeta(func(m *memberMeta) { m.Replica = true })
 	}

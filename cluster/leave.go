@@ -15,12 +15,13 @@ import (
 // Leaving is a server's own graceful exit (--leave-on-terminate): it
 // announces the leave and is removed from the configuration, and rejoins
 // when it starts again. Removing a server is the leader's side of it
-// (removeServer); an operator's removal (RemoveServer) is for good
-// (removed.go).
+// (membership.Membership.Leave); an operator's removal (RemoveServer) is
+// for good (removed.go).
 
 // handOffLeadership transfers leadership before a leader leaves, so the
 // cluster does not wait for an election.
-func (n *Node) handOffLeadership() {
+func (s *standing) handOffLeadership() {
+	n := s.n
 	if !n.IsLeader() || n.members.OtherVoters() == 0 {
 		return
 	}
@@ -36,7 +37,8 @@ func (n *Node) handOffLeadership() {
 // removal is committed; when it did not answer, leave waits, bounded by
 // the write timeout, until the removal is visible here. The last voter
 // stays, and a server an operator removed has nothing to leave.
-func (n *Node) leave() {
+func (s *standing) leave() {
+	n := s.n
 	if n.Removed() {
 		return
 	}
@@ -49,13 +51,13 @@ func (n *Node) leave() {
 			n.log.Warn("leaving gossip", "err", err)
 		}
 	}
-	err := n.askRemoval()
+	err := s.askRemoval()
 	if err == nil {
 		n.log.Info("left the cluster")
 		return
 	}
 	n.log.Warn("asking the leader to remove this node", "err", err)
-	if n.awaitLeft(n.cfg.WriteTimeout) {
+	if s.awaitLeft(n.cfg.WriteTimeout) {
 		n.log.Info("left the cluster")
 		return
 	}
@@ -69,13 +71,14 @@ func (n *Node) leave() {
 // heartbeat times out and Raft reports it without a leader (a leader
 // observation, leaderWatch.changed); an entry it learns is committed is
 // announced by the applied broadcast. Each wakes a look.
-func (n *Node) awaitLeft(timeout time.Duration) bool {
+func (s *standing) awaitLeft(timeout time.Duration) bool {
+	n := s.n
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		applied := n.machine.applied.wait()
 		leaders := n.leadership.changed.wait()
-		if servers, err := n.configuration(); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
+		if servers, err := configuration(n.raft); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
 			return true
 		}
 		select {
@@ -89,7 +92,8 @@ func (n *Node) awaitLeft(timeout time.Duration) bool {
 
 // askRemoval has the leader remove this node, or removes it directly when
 // this node still leads, retrying until the write timeout.
-func (n *Node) askRemoval() error {
+func (s *standing) askRemoval() error {
+	n := s.n
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 	defer cancel()
 	body, err := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: n.cfg.ID})

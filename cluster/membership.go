@@ -34,8 +34,9 @@ var (
 // (the admin API's membership calls); it acts while this node leads.
 func (n *Node) Membership() *membership.Membership { return n.members }
 
-func (n *Node) configuration() ([]raft.Server, error) {
-	f := n.raft.GetConfiguration()
+// configuration is the servers of r's latest configuration.
+func configuration(r *raft.Raft) ([]raft.Server, error) {
+	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -170,14 +169,12 @@ type Node struct {
 	// backups writes the backups while this node leads; nil without a
 	// BackupStore (backupduty.go).
 	backups *backups.Scheduler
-	// nonvoter: this server asks to remain a non-voter (--read-replica,
-	// or an operator added it as one); otherwise a non-voter is a learner
-	// to be promoted (learners.go).
-	nonvoter atomic.Bool
-	// incarnation is the random id of the data dir, made with it;
-	// retirement is whether an operator removed this server (removed.go).
+	// incarnation is the random id of the data dir, made with it
+	// (removed.go).
 	incarnation string
-	retirement  retirement
+	// standing is this server's own side of membership: the suffrage it
+	// asks for, its leave, its retirement once removed (removed.go).
+	standing *standing
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -213,7 +210,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, fmt.Errorf("open node: %w", err)
 	}
 	n := newNode(cfg, f)
-	n.nonvoter.Store(nonvoter)
+	n.standing.nonvoter.Store(nonvoter)
 	n.incarnation = incarnation
 	hasState, err := n.openRaft()
 	if err != nil {
@@ -223,9 +220,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// background work starts: both read n.gossip without a lock. A data
 	// dir removed from its cluster starts neither Raft's elections nor
 	// gossip (removed.go).
-	retired := n.retireIfMarked()
+	retired := n.standing.retireIfMarked()
 	if cfg.GossipAddr != "" && !retired {
-		if err := n.startGossip(hasState); err != nil {
+		if err := startGossip(n, hasState); err != nil {
 			n.shutdownRaft()
 			return nil, err
 		}
@@ -233,9 +230,11 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.start()
 	if cfg.GossipAddr != "" {
 		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
-		n.spawn(func() { n.runDiscovery(bootstrapping) })
+		if n.gossip != nil { // a data dir removed from its cluster starts no gossip (removed.go)
+			n.spawn(func() { n.gossip.runDiscovery(bootstrapping) })
+		}
 	}
-	n.spawn(n.watchRemoval)
+	n.spawn(n.standing.watchRemoval)
 	return n, nil
 }
 
@@ -250,15 +249,17 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
+	n.standing = &standing{n: n}
 	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
-	n.certs = n.newCertManager(cfg.ACME)
+	n.certs = newCertManager(n, cfg.ACME)
 	if cfg.BackupStore != nil {
 		n.backups = backups.New(backups.Config{Store: cfg.BackupStore, Source: backupSource{n}, Interval: cfg.BackupInterval,
 			Retain: cfg.BackupRetain, SpoolDir: cfg.DataDir, Logger: cfg.Logger})
 	}
 	n.addrs = newAddressBook(f.ClusterID)
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
-	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}
+	servers := func() ([]raft.Server, error) { return configuration(n.raft) } // once Raft runs
+	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: servers}
 	n.levels.load()
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
 	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
@@ -558,7 +559,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.stopStopping()
 		if n.cfg.LeaveOnTerminate {
-			n.handOffLeadership()
+			n.standing.handOffLeadership()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
 		if ferr := n.clicks.Flush(ctx); ferr != nil {
@@ -570,7 +571,7 @@ func (n *Node) Close() error {
 		}
 		cancel()
 		if n.cfg.LeaveOnTerminate {
-			n.leave()
+			n.standing.leave()
 		}
 		close(n.closing)
 		n.wg.Wait()

@@ -78,7 +78,7 @@ func TestNotReadyReasons(t *testing.T) {
 	// configuration too (which decides whether it counts as a learner).
 	waitFor(t, func() bool {
 		for _, n := range []*member{leader, follower} {
-			servers, err := n.configuration()
+			servers, err := configuration(n.raft)
 			if err != nil || len(servers) != 2 || servers[1].Suffrage != raft.Voter {
 				return false
 			}
@@ -121,7 +121,7 @@ func TestDrainHandsOffLeadership(t *testing.T) {
 	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	waitFor(t, func() bool {
-		servers, err := leader.configuration()
+		servers, err := configuration(leader.raft)
 		return err == nil && len(servers) == 2 && servers[1].Suffrage == raft.Voter
 	})
 	follower.Drain() // not the leader: nothing to do

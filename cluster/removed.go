@@ -83,6 +83,19 @@ func loadIncarnation(dir string) (string, error) {
 	return inc, nil
 }
 
+// standing is this server's own side of membership: the suffrage it asks
+// for (learners.go), its leave as it stops (leave.go), and its retirement
+// once an operator removed it (here). The leader's side is package
+// membership's.
+type standing struct {
+	n *Node
+	// nonvoter: this server asks to remain a non-voter (--read-replica,
+	// or an operator added it as one); otherwise a non-voter is a learner
+	// to be promoted (learners.go).
+	nonvoter   atomic.Bool
+	retirement retirement
+}
+
 // retirement is whether this server was removed, and what told it.
 type retirement struct {
 	removed atomic.Bool
@@ -98,19 +111,20 @@ type retirement struct {
 // Removed reports whether an operator removed this server from the
 // cluster: it takes no part in it any more (Raft is shut down) and must be
 // stopped; it comes back only with an empty data dir, joined again.
-func (n *Node) Removed() bool { return n.retirement.removed.Load() }
+func (n *Node) Removed() bool { return n.standing.retirement.removed.Load() }
 
 // leavingForGood reports whether this server is stopping taking part, or
 // has: its clicks go to the servers of its last configuration
-// (clicksToServers), its Raft being shut down or about to be.
-func (n *Node) leavingForGood() bool {
-	return n.retirement.retiring.Load() || n.retirement.removed.Load()
+// (clickSender.toServers), its Raft being shut down or about to be.
+func (s *standing) leavingForGood() bool {
+	return s.retirement.retiring.Load() || s.retirement.removed.Load()
 }
 
 // retireIfMarked retires a server whose data dir was removed from its
 // cluster, at Open, before gossip and the cluster port start. It reports
 // whether it did.
-func (n *Node) retireIfMarked() bool {
+func (s *standing) retireIfMarked() bool {
+	n := s.n
 	_, err := os.Stat(filepath.Join(n.cfg.DataDir, removedFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -118,9 +132,9 @@ func (n *Node) retireIfMarked() bool {
 	case err != nil:
 		n.log.Warn("reading the removal mark; taking the data dir as removed", "err", err)
 	}
-	n.retirement.retiring.Store(true)
-	n.retirement.removed.Store(true)
-	n.stopTakingPart("its data dir is marked removed (" + removedFile + ")")
+	s.retirement.retiring.Store(true)
+	s.retirement.removed.Store(true)
+	s.stopTakingPart("its data dir is marked removed (" + removedFile + ")")
 	return true
 }
 
@@ -128,13 +142,14 @@ func (n *Node) retireIfMarked() bool {
 // each applied batch (the record, in its own state), each leader or state
 // change Raft reports (a leader that removed itself steps down first), and
 // each leader's notice. Until the node closes.
-func (n *Node) watchRemoval() {
+func (s *standing) watchRemoval() {
+	n := s.n
 	for !n.Removed() {
 		applied := n.machine.applied.wait()
 		leaders := n.leadership.changed.wait()
-		told := n.retirement.wake.wait()
-		if why := n.removedBecause(); why != "" {
-			n.retire(why)
+		told := s.retirement.wake.wait()
+		if why := s.removedBecause(); why != "" {
+			s.retire(why)
 			return
 		}
 		select {
@@ -150,11 +165,12 @@ func (n *Node) watchRemoval() {
 // removedBecause says how this server learnt that it was removed, "" while
 // it has not. A leader removing itself goes on until it has stepped down:
 // the removal is its to finish.
-func (n *Node) removedBecause() string {
+func (s *standing) removedBecause() string {
+	n := s.n
 	if n.IsLeader() {
 		return ""
 	}
-	if n.retirement.told.Load() {
+	if s.retirement.told.Load() {
 		return "a leader said so"
 	}
 	if inc, ok := n.fsm.Removed(n.cfg.ID); ok && inc != "" && inc == n.incarnation {
@@ -168,10 +184,11 @@ func (n *Node) removedBecause() string {
 // (the record that told it came from that leader moments ago): a removed
 // server's data dir is emptied, not started again, so clicks saved there
 // for the next start would be lost. Those it counts afterwards go to the
-// servers of its last configuration (clicksToServers). Its data dir is
+// servers of its last configuration (clickSender.toServers). Its data dir is
 // marked before Raft stops: a crash right after still keeps it out.
-func (n *Node) retire(why string) {
-	if !n.retirement.retiring.CompareAndSwap(false, true) {
+func (s *standing) retire(why string) {
+	n := s.n
+	if !s.retirement.retiring.CompareAndSwap(false, true) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
@@ -179,18 +196,19 @@ func (n *Node) retire(why string) {
 		n.log.Warn("flushing the clicks as this server stops taking part: it sends them again to the servers of its last configuration", "err", err)
 	}
 	cancel()
-	n.retirement.removed.Store(true)
+	s.retirement.removed.Store(true)
 	mark := fmt.Sprintf("removed from cluster %s at %s: %s\n", n.fsm.ClusterID(), time.Now().UTC().Format(time.RFC3339), why)
 	if err := ownfile.Write(filepath.Join(n.cfg.DataDir, removedFile), []byte(mark)); err != nil {
 		n.log.Error("writing the removal mark: a restart on this data dir will not know of the removal", "err", err)
 	}
-	n.stopTakingPart(why)
+	s.stopTakingPart(why)
 }
 
 // stopTakingPart says once what the operator should do next, then shuts
 // Raft down (its transport closes the cluster port) and leaves gossip.
 // Close does the rest.
-func (n *Node) stopTakingPart(why string) {
+func (s *standing) stopTakingPart(why string) {
+	n := s.n
 	n.log.Warn(removedLog, "id", n.cfg.ID, "incarnation", n.incarnation, "because", why,
 		"next", fmt.Sprintf("stop this process; to bring the server back, empty its data dir %s, start it again and join it (linkraft join --id %s ...)", n.cfg.DataDir, n.cfg.ID))
 	if err := n.raft.Shutdown().Error(); err != nil {
@@ -203,12 +221,13 @@ func (n *Node) stopTakingPart(why string) {
 
 // noticeRemoval takes a leader's word (POST removed) that this server, on
 // this data dir, was removed; watchRemoval acts on it.
-func (n *Node) noticeRemoval(notice wire.RemovedNotice) error {
+func (s *standing) noticeRemoval(notice wire.RemovedNotice) error {
+	n := s.n
 	if notice.ID != n.cfg.ID || notice.Incarnation == "" || notice.Incarnation != n.incarnation {
 		return fmt.Errorf("%w: this is server %q on data dir %q, not %q on %q", ErrInvalidServer, n.cfg.ID, n.incarnation, notice.ID, notice.Incarnation)
 	}
-	n.retirement.told.Store(true)
-	n.retirement.wake.notify()
+	s.retirement.told.Store(true)
+	s.retirement.wake.notify()
 	return nil
 }
 

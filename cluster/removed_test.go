@@ -261,12 +261,12 @@ func TestAwaitLeftWakesOnRaftEvents(t *testing.T) {
 	// Knowing the leader comes with its first heartbeat, which may come
 	// before the entry that adds the follower.
 	waitFor(t, func() bool { return inConfiguration(t, follower.Node, "n2") })
-	if follower.awaitLeft(100 * time.Millisecond) {
+	if follower.standing.awaitLeft(100 * time.Millisecond) {
 		t.Fatal("awaitLeft reported a member as gone")
 	}
 	removed := make(chan error, 1)
 	go func() { removed <- leader.members.Leave("n2") }()
-	if !follower.awaitLeft(30 * time.Second) {
+	if !follower.standing.awaitLeft(30 * time.Second) {
 		t.Fatal("the follower never saw its removal")
 	}
 	if err := <-removed; err != nil {

@@ -15,7 +15,7 @@ import (
 // suffrageOf returns id's suffrage in n's configuration.
 func suffrageOf(t *testing.T, n *Node, id string) (raft.ServerSuffrage, bool) {
 	t.Helper()
-	servers, err := n.configuration()
+	servers, err := configuration(n.raft)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func roleOf(state raft.RaftState) string {
 func (n *Node) Status() (Status, error) {
 	st := Status{Local: n.Local(), Level: n.fsm.Raised()}
 	leaderID := raft.ServerID(st.LeaderID)
-	servers, err := n.configuration()
+	servers, err := configuration(n.raft)
 	if err != nil {
 		return st, err
 	}
@@ -120,7 +120,7 @@ func (n *Node) Status() (Status, error) {
 			srv.HTTPAddr = n.cfg.HTTPAddr
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			srv.AppliedIndex = ptr(n.machine.appliedIndex())
-			srv.CatchingUp = s.Suffrage != raft.Voter && n.wants() == wire.WantsVoter
+			srv.CatchingUp = s.Suffrage != raft.Voter && n.standing.wants() == wire.WantsVoter
 		} else if index, ok := applied[string(s.ID)]; ok {
 			srv.Reachable, srv.LastContact, srv.AppliedIndex = true, answered, ptr(index)
 		}
