@@ -347,7 +347,7 @@ func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Writes.Timeout)
 	defer cancel()
 	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -377,7 +377,7 @@ func readBackup(cfg Config, backup *io.SectionReader, foreign bool) (*fsm.Snapsh
 	if err != nil {
 		return nil, "", err
 	}
-	if err := snap.CheckRecords(restoreRules{allowPrivate: cfg.AllowPrivateTargets}); err != nil {
+	if err := snap.CheckRecords(restoreRules{allowPrivate: cfg.Writes.AllowPrivateTargets}); err != nil {
 		return nil, "", err
 	}
 	return snap, vouched, nil
@@ -411,7 +411,7 @@ func install(ctx context.Context, n *Node, snap *fsm.Snapshot, record fsm.Restor
 func installMerged(n *Node, snap *fsm.Snapshot, record fsm.RestoreRecord) (keptKey bool, err error) {
 	n.proposals.Lock()
 	defer n.proposals.Unlock()
-	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
+	if err := n.raft.Barrier(n.cfg.Writes.Timeout).Error(); err != nil {
 		return false, fmt.Errorf("barrier: %w", raftError(err))
 	}
 	n.fsm.KeepHandedOut(snap)
@@ -432,7 +432,7 @@ func installMerged(n *Node, snap *fsm.Snapshot, record fsm.RestoreRecord) (keptK
 		encoded <- err
 	}()
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
-	err = n.raft.Restore(meta, pr, n.cfg.WriteTimeout)
+	err = n.raft.Restore(meta, pr, n.cfg.Writes.Timeout)
 	// Raft may stop reading early (not leader, enqueue timeout); closing
 	// the reader ends the encoder then.
 	pr.Close()

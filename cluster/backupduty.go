@@ -13,7 +13,7 @@ import (
 )
 
 // Backups is the scheduler of backups that leave the machine (package
-// backups), nil without Config.BackupStore: the leader loop runs it as a
+// backups), nil without Config.Backups.Store: the leader loop runs it as a
 // duty, and httpd reads how it went.
 func (n *Node) Backups() *backups.Scheduler { return n.backups }
 
@@ -63,9 +63,9 @@ const restoreAtStartTimeout = 30 * time.Minute
 func restoreAtStart(n *Node) error {
 	ctx, cancel := context.WithTimeout(n.stopping, restoreAtStartTimeout)
 	defer cancel()
-	cands, err := backups.Candidates(ctx, n.cfg.RestoreFrom, n.cfg.RestoreS3)
+	cands, err := backups.Candidates(ctx, n.cfg.Backups.RestoreFrom, n.cfg.Backups.RestoreS3)
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.RestoreFrom, err)
+		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.Backups.RestoreFrom, err)
 	}
 	var newID [16]byte
 	if _, err := rand.Read(newID[:]); err != nil {
@@ -83,7 +83,7 @@ func restoreAtStart(n *Node) error {
 	}
 	cand, err := backups.RestoreFile(ctx, cands, n.cfg.DataDir, restore, refused, n.log)
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.RestoreFrom, err)
+		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.Backups.RestoreFrom, err)
 	}
 	n.log.Info("restored the newest good backup", "backup", cand.String(), "links", n.fsm.Len(), "cluster_id", n.fsm.ClusterID())
 	return nil

@@ -19,7 +19,7 @@ import (
 func newClickCounter(n *Node) *clicks.Counter {
 	return clicks.New(clicks.Config{
 		Node: n.cfg.ID, Dir: n.cfg.DataDir, Applied: n.fsm, Sender: clickSender{n},
-		FlushTimeout: n.cfg.WriteTimeout, Logger: n.log,
+		FlushTimeout: n.cfg.Writes.Timeout, Logger: n.log,
 	})
 }
 

@@ -75,14 +75,14 @@ func (g *gossip) tryBootstrap() (pending bool, retry <-chan time.Time) {
 			// A replica waits for a cluster to add it: it is neither one of
 			// the expected servers nor asked to agree on their number.
 			continue
-		case m.Expect != n.cfg.BootstrapExpect:
+		case m.Expect != n.cfg.Discovery.BootstrapExpect:
 			n.log.Error("members disagree on --bootstrap-expect; not bootstrapping",
-				"member", m.ID, "theirs", m.Expect, "ours", n.cfg.BootstrapExpect)
+				"member", m.ID, "theirs", m.Expect, "ours", n.cfg.Discovery.BootstrapExpect)
 			return true, nil
 		}
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.RaftAddr)})
 	}
-	if len(servers) != n.cfg.BootstrapExpect {
+	if len(servers) != n.cfg.Discovery.BootstrapExpect {
 		return true, nil
 	}
 	slices.SortFunc(servers, func(a, b raft.Server) int { return cmp.Compare(a.ID, b.ID) })

@@ -91,7 +91,7 @@ func startGossip(n *Node, hasState bool) error {
 		live:    map[string]memberlist.Node{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
-			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
+			Expect: n.cfg.Discovery.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
 			Replica: n.standing.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel, Inc: n.incarnation,
 		},
 	}
@@ -125,7 +125,7 @@ func startGossip(n *Node, hasState bool) error {
 		return fmt.Errorf("start gossip: %w", err)
 	}
 	g.list, g.addr = list, list.LocalNode().Address()
-	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.addr)
+	g.seeds = newSeedResolver(n.cfg.Discovery.Resolver, n.log, n.cfg.Discovery.Seeds, portStr, n.cfg.GossipAddr, g.addr)
 	n.gossip = g
 	n.spawn(g.keepJoined)
 	return nil

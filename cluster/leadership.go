@@ -85,7 +85,7 @@ func leaderDuties(n *Node) []duties.Duty {
 		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
 			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}
-	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
+	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.Leader.ExpiredRetention, log: n.log}
 	raise := raiser{state: n.fsm, levels: n.levels, log: n.log, propose: func(ctx context.Context, cmd fsm.Command) error {
 		_, err := n.Propose(ctx, cmd, ProposeOptions{})
 		return err
@@ -182,10 +182,10 @@ func (l leaderLoop) establishLeadership(stop <-chan struct{}) bool {
 // Only then does it mark its term ready.
 func establish(n *Node) error {
 	term := n.raft.CurrentTerm()
-	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
+	if err := n.raft.Barrier(n.cfg.Writes.Timeout).Error(); err != nil {
 		return fmt.Errorf("barrier: %w", raftError(err))
 	}
-	if !n.fsm.Initialized() && n.cfg.RestoreFrom != "" {
+	if !n.fsm.Initialized() && n.cfg.Backups.RestoreFrom != "" {
 		if err := restoreAtStart(n); err != nil {
 			return err
 		}
@@ -200,15 +200,15 @@ func establish(n *Node) error {
 		}
 		n.log.Info("code key initialised")
 	}
-	if n.cfg.InitialKeyFile != "" && !n.fsm.HasKeys() {
-		key, err := initialAdminKey(n.cfg.InitialKeyFile)
+	if n.cfg.Leader.InitialKeyFile != "" && !n.fsm.HasKeys() {
+		key, err := initialAdminKey(n.cfg.Leader.InitialKeyFile)
 		if err != nil {
 			return err
 		}
 		if err := n.applyOwn(key, "initial admin key"); err != nil {
 			return err
 		}
-		n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", key.Key.ID)
+		n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.Leader.InitialKeyFile, "key_id", key.Key.ID)
 	}
 	if err := n.members.RecordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
 		return err

@@ -39,7 +39,7 @@ const (
 // loadNonvoter reports whether this server asks to remain a non-voter:
 // started with --read-replica, or told so at an operator's join.
 func loadNonvoter(cfg Config) (bool, error) {
-	if cfg.ReadReplica {
+	if cfg.Membership.ReadReplica {
 		return true, nil
 	}
 	_, err := os.Stat(filepath.Join(cfg.DataDir, nonvoterFile))

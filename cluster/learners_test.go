@@ -210,8 +210,14 @@ func TestReplicasAreNeverPromoted(t *testing.T) {
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, leader.leadership.ready)
 	replica, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
-		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour, Logger: leader.log, RaftLogLevel: "off",
+		ID:         "r1",
+		DataDir:    t.TempDir(),
+		RaftAddr:   freeAddr(t),
+		Key:        testKey(t),
+		Logger:     leader.log,
+		Membership: MembershipConfig{ReadReplica: true},
+		Raft:       RaftConfig{LogLevel: "off"},
+		Writes:     WriteConfig{Timeout: 5 * time.Second, ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func (s *standing) leave() {
 		return
 	}
 	if n.gossip != nil {
-		if err := n.gossip.announceLeave(n.cfg.WriteTimeout); err != nil {
+		if err := n.gossip.announceLeave(n.cfg.Writes.Timeout); err != nil {
 			n.log.Warn("leaving gossip", "err", err)
 		}
 	}
@@ -57,7 +57,7 @@ func (s *standing) leave() {
 		return
 	}
 	n.log.Warn("asking the leader to remove this node", "err", err)
-	if s.awaitLeft(n.cfg.WriteTimeout) {
+	if s.awaitLeft(n.cfg.Writes.Timeout) {
 		n.log.Info("left the cluster")
 		return
 	}
@@ -94,7 +94,7 @@ func (s *standing) awaitLeft(timeout time.Duration) bool {
 // this node still leads, retrying until the write timeout.
 func (s *standing) askRemoval() error {
 	n := s.n
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Writes.Timeout)
 	defer cancel()
 	body, err := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: n.cfg.ID})
 	if err != nil {

@@ -47,7 +47,7 @@ func configuration(r *raft.Raft) ([]raft.Server, error) {
 // gossip are in place.
 func newMembership(n *Node) *membership.Membership {
 	cfg := membership.Config{
-		ID: n.cfg.ID, Incarnation: n.incarnation, WriteTimeout: n.cfg.WriteTimeout,
+		ID: n.cfg.ID, Incarnation: n.incarnation, WriteTimeout: n.cfg.Writes.Timeout,
 		Raft: n.raft, State: n.fsm, Proposer: leaderProposer{n},
 		Peers:     memberPeers{peerClient: n.peers, layer: n.layer, addrs: n.addrs},
 		RaftError: raftError, Applied: n.machine.appliedIndex, Closing: n.closing, Log: n.log,

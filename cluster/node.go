@@ -27,7 +27,9 @@ import (
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// Config is what a node needs to start. Zero durations take defaults.
+// Config is what a node needs to start: who it is, where it listens and
+// keeps its state, and each subsystem's settings. Zero durations take
+// defaults.
 type Config struct {
 	ID         string
 	DataDir    string
@@ -35,32 +37,53 @@ type Config struct {
 	GossipAddr string // address memberlist binds; empty: no discovery
 	HTTPAddr   string // this node's HTTP address as the other nodes reach it
 	Advertise  string // host other nodes reach this one at; default: the bind addresses'
-	// GossipSeeds are gossip addresses of members to join (--join); a
-	// node with seeds and no Raft state waits to be added to their cluster.
-	// An entry may be a host name: every join attempt resolves it again,
-	// through Resolver, and joins all its addresses.
-	GossipSeeds []string
-	Resolver    Resolver // default: net.DefaultResolver
+	// Key authenticates and encrypts everything between nodes: Raft and
+	// the internal HTTP on its port (mutual TLS), and gossip. Required,
+	// loopback included: a process on the same host is a peer only if it
+	// holds the key.
+	Key    *secure.Key
+	Logger *slog.Logger
+
+	Discovery  DiscoveryConfig
+	Membership MembershipConfig
+	Raft       RaftConfig
+	Writes     WriteConfig
+	Leader     LeaderConfig
+	Backups    BackupConfig
+	// ACME, when set, has the leader order and renew the certificates
+	// every node serves (certificates.go).
+	ACME *ACMEConfig
+}
+
+// DiscoveryConfig is how a node finds the others over gossip and forms a
+// cluster with them (discovery.go, seeds.go).
+type DiscoveryConfig struct {
+	// Seeds are gossip addresses of members to join (--join); a node with
+	// seeds and no Raft state waits to be added to their cluster. An entry
+	// may be a host name: every join attempt resolves it again, through
+	// Resolver, and joins all its addresses.
+	Seeds    []string
+	Resolver Resolver // default: net.DefaultResolver
 	// BootstrapExpect is the number of servers that bootstrap a new cluster
-	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
-	// first start; with GossipSeeds it waits to be added to a cluster.
+	// together. With 1 (or 0) and no Seeds, a node bootstraps alone on
+	// first start; with Seeds it waits to be added to a cluster.
 	BootstrapExpect int
+}
+
+// MembershipConfig is this server's own part in the membership.
+type MembershipConfig struct {
 	// ReadReplica makes this node a read replica: it advertises so over
 	// gossip, the leader adds it as a non-voter (it never counts towards
 	// the quorum nor becomes leader), and it never bootstraps a cluster nor
 	// counts as one of BootstrapExpect's servers: it waits to be added.
 	ReadReplica bool
-	// Key authenticates and encrypts everything between nodes: Raft and
-	// the internal HTTP on its port (mutual TLS), and gossip. Required,
-	// loopback included: a process on the same host is a peer only if it
-	// holds the key.
-	Key *secure.Key
-	// AllowPrivateTargets lets creates relayed by other nodes point inside
-	// the network, as --allow-private-targets lets clients' creates.
-	AllowPrivateTargets bool
-	LeaveOnTerminate    bool
-	WriteTimeout        time.Duration
-	ClickFlushInterval  time.Duration
+	// LeaveOnTerminate: Close hands leadership over and leaves the
+	// cluster (leave.go).
+	LeaveOnTerminate bool
+}
+
+// RaftConfig is Raft's settings.
+type RaftConfig struct {
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// make Raft take a new one (0: the library's 8192).
 	SnapshotThreshold uint64
@@ -68,6 +91,24 @@ type Config struct {
 	// last snapshot also make the node take one (0: 64 MiB; see
 	// snapshot.go).
 	SnapshotBytes int64
+	// LogLevel is the level of Raft's and memberlist's logs (default: warn).
+	LogLevel string
+}
+
+// WriteConfig is the write path's settings.
+type WriteConfig struct {
+	// Timeout bounds a write, and the wait for a leader of every request
+	// that needs one.
+	Timeout time.Duration
+	// AllowPrivateTargets lets creates relayed by other nodes point inside
+	// the network, as --allow-private-targets lets clients' creates.
+	AllowPrivateTargets bool
+	// ClickFlushInterval is how often the node's clicks are flushed.
+	ClickFlushInterval time.Duration
+}
+
+// LeaderConfig is what the leader does on its own (leadership.go).
+type LeaderConfig struct {
 	// ExpiredRetention is how long an expired link keeps answering 410
 	// before the leader purges it (after which its code answers 404).
 	ExpiredRetention time.Duration
@@ -75,44 +116,44 @@ type Config struct {
 	// creates when it leads a cluster that has no keys (empty: it never
 	// creates one; set when the node has no --admin-token).
 	InitialKeyFile string
-	// ACME, when set, has the leader order and renew the certificates
-	// every node serves (certificates.go).
-	ACME         *ACMEConfig
-	Logger       *slog.Logger
-	RaftLogLevel string
-	// BackupStore, when set, receives a backup every BackupInterval from
-	// the leader, which keeps BackupRetain of them (backupduty.go).
-	BackupStore    backups.Store
-	BackupInterval time.Duration
-	BackupRetain   int
+}
+
+// BackupConfig is the scheduled backups and the restore at start
+// (backupduty.go).
+type BackupConfig struct {
+	// Store, when set, receives a backup every Interval from the leader,
+	// which keeps Retain of them.
+	Store    backups.Store
+	Interval time.Duration
+	Retain   int
 	// RestoreFrom (--restore-from), with RestoreS3 for an s3:// source:
 	// the leader of a cluster that has no state yet installs the newest
-	// good backup of this source before it takes writes (backupduty.go).
+	// good backup of this source before it takes writes.
 	RestoreFrom string
 	RestoreS3   backups.S3Options
 }
 
 func (c *Config) setDefaults() {
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = 5 * time.Second
+	if c.Writes.Timeout <= 0 {
+		c.Writes.Timeout = 5 * time.Second
 	}
-	if c.ClickFlushInterval <= 0 {
-		c.ClickFlushInterval = time.Second
+	if c.Writes.ClickFlushInterval <= 0 {
+		c.Writes.ClickFlushInterval = time.Second
 	}
-	if c.ExpiredRetention <= 0 {
-		c.ExpiredRetention = 24 * time.Hour
+	if c.Leader.ExpiredRetention <= 0 {
+		c.Leader.ExpiredRetention = 24 * time.Hour
 	}
-	if c.SnapshotBytes <= 0 {
-		c.SnapshotBytes = defaultSnapshotBytes
+	if c.Raft.SnapshotBytes <= 0 {
+		c.Raft.SnapshotBytes = defaultSnapshotBytes
 	}
-	if c.Resolver == nil {
-		c.Resolver = net.DefaultResolver
+	if c.Discovery.Resolver == nil {
+		c.Discovery.Resolver = net.DefaultResolver
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.RaftLogLevel == "" {
-		c.RaftLogLevel = "warn"
+	if c.Raft.LogLevel == "" {
+		c.Raft.LogLevel = "warn"
 	}
 }
 
@@ -167,7 +208,7 @@ type Node struct {
 	// certs orders certificates while this node leads; nil without ACME.
 	certs *certs.Manager
 	// backups writes the backups while this node leads; nil without a
-	// BackupStore (backupduty.go).
+	// Backups.Store (backupduty.go).
 	backups *backups.Scheduler
 	// incarnation is the random id of the data dir, made with it
 	// (removed.go).
@@ -186,7 +227,7 @@ type Node struct {
 }
 
 // Open starts a node on its data dir. On first start with BootstrapExpect
-// of at most 1 and no GossipSeeds it bootstraps a single-voter cluster; with
+// of at most 1 and no Seeds (Config.Discovery) it bootstraps a single-voter cluster; with
 // a larger BootstrapExpect it bootstraps together with its gossip peers
 // (see DESIGN.md); later starts recover from the data dir.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
@@ -229,7 +270,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n.start()
 	if cfg.GossipAddr != "" {
-		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
+		bootstrapping := !hasState && cfg.Discovery.BootstrapExpect > 1 && !cfg.Membership.ReadReplica
 		if n.gossip != nil { // a data dir removed from its cluster starts no gossip (removed.go)
 			n.spawn(func() { n.gossip.runDiscovery(bootstrapping) })
 		}
@@ -244,17 +285,17 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     f,
-		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
+		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.Raft.SnapshotBytes)},
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
 	n.standing = &standing{n: n}
-	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
+	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.Writes.AllowPrivateTargets)
 	n.certs = newCertManager(n, cfg.ACME)
-	if cfg.BackupStore != nil {
-		n.backups = backups.New(backups.Config{Store: cfg.BackupStore, Source: backupSource{n}, Interval: cfg.BackupInterval,
-			Retain: cfg.BackupRetain, SpoolDir: cfg.DataDir, Logger: cfg.Logger})
+	if cfg.Backups.Store != nil {
+		n.backups = backups.New(backups.Config{Store: cfg.Backups.Store, Source: backupSource{n}, Interval: cfg.Backups.Interval,
+			Retain: cfg.Backups.Retain, SpoolDir: cfg.DataDir, Logger: cfg.Logger})
 	}
 	n.addrs = newAddressBook(f.ClusterID)
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
@@ -262,7 +303,7 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: servers}
 	n.levels.load()
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
-	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
+	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.Writes.Timeout,
 		self: raft.ServerID(cfg.ID), addrs: n.addrs, log: n.log,
 		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
 	n.levels.ask = askLevel(n.peers, n.addrs)
@@ -273,7 +314,7 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 // background work.
 func (n *Node) start() {
 	n.leadership = &leaderWatch{raft: n.raft, self: raft.ServerID(n.cfg.ID), closing: n.closing}
-	n.creates = &createPath{timeout: n.cfg.WriteTimeout, allowPrivate: n.cfg.AllowPrivateTargets, closing: n.closing,
+	n.creates = &createPath{timeout: n.cfg.Writes.Timeout, allowPrivate: n.cfg.Writes.AllowPrivateTargets, closing: n.closing,
 		metrics: n.metrics, leadership: n.leadership, levels: n.levels, peers: n.peers,
 		machine: n.machine, apply: n.apply}
 	n.creates.newQueues()
@@ -284,7 +325,7 @@ func (n *Node) start() {
 	n.spawn(leaderLoop{n: n, duties: duties.New()}.monitor)
 	n.spawn(func() { n.creates.proposer.Run(n.closing) })
 	n.spawn(func() { n.creates.relay.Run(n.closing) })
-	n.spawn(func() { n.clicks.Run(n.stopping, n.cfg.ClickFlushInterval) })
+	n.spawn(func() { n.clicks.Run(n.stopping, n.cfg.Writes.ClickFlushInterval) })
 	n.spawn(func() { compactor{n.raft, n.store, n.log}.run(n.machine.volume, n.closing) })
 	n.spawn(func() { n.levels.watch(n.stopping) })
 }
@@ -348,7 +389,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	}()
 
 	dir := n.cfg.DataDir
-	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.RaftLogLevel))
+	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.Raft.LogLevel))
 	dbPath := filepath.Join(dir, "raft.db")
 	store, err = openBoltStore(dbPath, dir)
 	if err != nil {
@@ -387,8 +428,8 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	if hasState && n.cfg.RestoreFrom != "" {
-		n.log.Info("--restore-from does nothing here: this node has Raft state", "source", n.cfg.RestoreFrom)
+	if hasState && n.cfg.Backups.RestoreFrom != "" {
+		n.log.Info("--restore-from does nothing here: this node has Raft state", "source", n.cfg.Backups.RestoreFrom)
 	}
 	if hasState {
 		return true, nil
@@ -465,8 +506,8 @@ func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
 	rc.NoLegacyTelemetry = true
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 256
-	if cfg.SnapshotThreshold > 0 {
-		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	if cfg.Raft.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
 	}
 	// The threshold is only looked at this often (the library's default is
 	// 120 s); the look is a comparison of two indexes.
@@ -492,7 +533,7 @@ func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
 // reports whether it did; with peers to expect or seeds to join, or as a
 // read replica, the node waits to be added instead.
 func bootstrapAlone(r *raft.Raft, cfg Config, addr raft.ServerAddress, log *slog.Logger) (bool, error) {
-	if cfg.BootstrapExpect > 1 || len(cfg.GossipSeeds) > 0 || cfg.ReadReplica {
+	if cfg.Discovery.BootstrapExpect > 1 || len(cfg.Discovery.Seeds) > 0 || cfg.Membership.ReadReplica {
 		return false, nil
 	}
 	servers := raft.Configuration{Servers: []raft.Server{{
@@ -551,17 +592,17 @@ const finalFlushTimeout = 2 * time.Second
 
 // Close flushes pending clicks (bounded by finalFlushTimeout; what cannot
 // be flushed is saved in the data dir for the next start), stops the
-// background work and shuts Raft down. With LeaveOnTerminate a leader first
+// background work and shuts Raft down. With Membership.LeaveOnTerminate a leader first
 // hands leadership to another voter, and the node leaves the cluster after
 // flushing. Safe to call more than once.
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
 		n.stopStopping()
-		if n.cfg.LeaveOnTerminate {
+		if n.cfg.Membership.LeaveOnTerminate {
 			n.standing.handOffLeadership()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
+		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.Writes.Timeout, finalFlushTimeout))
 		if ferr := n.clicks.Flush(ctx); ferr != nil {
 			if serr := n.clicks.Save(); serr != nil {
 				n.log.Error("final click flush failed, and saving the clicks failed too: they are lost", "flush_err", ferr, "err", serr)
@@ -570,7 +611,7 @@ func (n *Node) Close() error {
 			}
 		}
 		cancel()
-		if n.cfg.LeaveOnTerminate {
+		if n.cfg.Membership.LeaveOnTerminate {
 			n.standing.leave()
 		}
 		close(n.closing)
@@ -589,7 +630,7 @@ func (n *Node) shutdownRaft() error {
 	var errs []error
 	if n.service != nil {
 		// Requests in flight end with n.closing or the write timeout.
-		if err := n.service.shutdown(n.cfg.WriteTimeout); err != nil {
+		if err := n.service.shutdown(n.cfg.Writes.Timeout); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -106,7 +106,7 @@ func readinessOf(n *Node) readiness {
 	r.hasState = n.fsm.ClusterID() != ""
 	// With --restore-from, a node without the cluster's state waits for
 	// the restore at start (or, joining a cluster that has state, for it).
-	r.restoring = n.cfg.RestoreFrom != "" && !r.hasState
+	r.restoring = n.cfg.Backups.RestoreFrom != "" && !r.hasState
 	// What the leader said it applied (a miss, a delete's visibility
 	// wait), or the commit index Raft heard of: whichever is further.
 	applied := n.machine.appliedIndex()

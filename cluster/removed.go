@@ -191,7 +191,7 @@ func (s *standing) retire(why string) {
 	if !s.retirement.retiring.CompareAndSwap(false, true) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.Writes.Timeout, finalFlushTimeout))
 	if err := n.clicks.Flush(ctx); err != nil {
 		n.log.Warn("flushing the clicks as this server stops taking part: it sends them again to the servers of its last configuration", "err", err)
 	}
@@ -215,7 +215,7 @@ func (s *standing) stopTakingPart(why string) {
 		n.log.Warn("shutting Raft down after the removal", "err", err)
 	}
 	if n.gossip != nil {
-		n.gossip.leaveRemoved(n.cfg.WriteTimeout)
+		n.gossip.leaveRemoved(n.cfg.Writes.Timeout)
 	}
 }
 

@@ -22,7 +22,7 @@ func openGossipMember(t *testing.T, id, dir string, seeds ...string) *Node {
 	t.Helper()
 	at := net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1"))
 	return openGossipNode(t, id, at, func(c *Config) {
-		c.DataDir, c.GossipSeeds = dir, seeds
+		c.DataDir, c.Discovery.Seeds = dir, seeds
 	})
 }
 
@@ -233,7 +233,7 @@ func TestServerThatLeftAsItStoppedRejoins(t *testing.T) {
 	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
 	dir := t.TempDir()
 	d := openGossipNode(t, "d", net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1")), func(c *Config) {
-		c.DataDir, c.GossipSeeds, c.LeaveOnTerminate = dir, []string{leader.gossip.advertised()}, true
+		c.DataDir, c.Discovery.Seeds, c.Membership.LeaveOnTerminate = dir, []string{leader.gossip.advertised()}, true
 	})
 	waitVoter(t, leader, "d")
 	if err := d.Close(); err != nil {
@@ -305,7 +305,7 @@ func TestRemovedServerRejoinsOnANewDataDirAtOnce(t *testing.T) {
 	})
 
 	cfg := d.cfg
-	cfg.DataDir, cfg.GossipSeeds, cfg.BootstrapExpect = t.TempDir(), nil, 3
+	cfg.DataDir, cfg.Discovery.Seeds, cfg.Discovery.BootstrapExpect = t.TempDir(), nil, 3
 	fresh, err := Open(cfg, fsm.New())
 	if err != nil {
 		t.Fatalf("start d again on an empty data dir: %v", err)

@@ -32,9 +32,14 @@ func suffrageOf(t *testing.T, n *Node, id string) (raft.ServerSuffrage, bool) {
 func openReplica(t *testing.T, leader *member) *Node {
 	t.Helper()
 	replica, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
-		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour,
-		Logger: leader.log, RaftLogLevel: "off",
+		ID:         "r1",
+		DataDir:    t.TempDir(),
+		RaftAddr:   freeAddr(t),
+		Key:        testKey(t),
+		Logger:     leader.log,
+		Membership: MembershipConfig{ReadReplica: true},
+		Raft:       RaftConfig{LogLevel: "off"},
+		Writes:     WriteConfig{Timeout: 5 * time.Second, ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		t.Fatal(err)
@@ -117,15 +122,15 @@ func TestBootstrapExpectCountsOnlyVoters(t *testing.T) {
 	t.Parallel()
 	gossipAddr := func() string { return net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1")) }
 	seed := gossipAddr()
-	expect2 := func(c *Config) { c.BootstrapExpect = 2 }
+	expect2 := func(c *Config) { c.Discovery.BootstrapExpect = 2 }
 	nodes := []*Node{
 		openGossipNode(t, "r", gossipAddr(), func(c *Config) {
 			expect2(c)
-			c.ReadReplica = true
-			c.GossipSeeds = []string{seed}
+			c.Membership.ReadReplica = true
+			c.Discovery.Seeds = []string{seed}
 		}),
 		openGossipNode(t, "a", seed, expect2),
-		openGossipNode(t, "b", gossipAddr(), func(c *Config) { expect2(c); c.GossipSeeds = []string{seed} }),
+		openGossipNode(t, "b", gossipAddr(), func(c *Config) { expect2(c); c.Discovery.Seeds = []string{seed} }),
 	}
 	var leader *Node
 	waitWithin(t, 30*time.Second, func() bool {
