@@ -19,7 +19,7 @@ import (
 
 // A removed server stays removed. Raft's configuration says who is in,
 // not who was put out, and a leader adds every gossip member that answers
-// (reconcile.go): a server an operator removed while it ran would be added
+// (membership.Membership.Reconcile): a server an operator removed while it ran would be added
 // back by the next leader. So an operator's removal is also a record in
 // the replicated state (fsm.ServerRemovalCommand, once the cluster is
 // raised to fsm.LevelRemovals), written before the configuration changes:
@@ -31,8 +31,9 @@ import (
 //     promotion, whichever incarnation it runs; a leader finishes a removal
 //     whose record an earlier leader wrote but whose configuration change it
 //     did not make;
-//   - an operator's join (AddServer) of that id on a new data dir forgets
-//     the record; one of the data dir that was removed is refused;
+//   - an operator's join (Membership.AddServer) of that id on a new data
+//     dir forgets the record; one of the data dir that was removed is
+//     refused;
 //   - the server itself stops taking part once it learns of its removal:
 //     from the record in its own state, or from a leader (POST removed),
 //     which tells a removed server that gossip shows it still runs, since
@@ -49,6 +50,9 @@ import (
 // as before. Until the cluster is raised to LevelRemovals (a rolling
 // upgrade), only the removing leader remembers a removal, in memory
 // (gossip.markRemoved).
+//
+// The leader's side (the records, keeping removed servers out) is package
+// membership's (its removed.go); this file is the removed server's.
 
 const (
 	// incarnationFile, in the data dir, holds its incarnation.

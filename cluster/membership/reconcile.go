@@ -25,10 +25,11 @@ func (m *Membership) Reconcile() {
 	for _, s := range servers {
 		byID[s.ID] = s
 	}
+	cluster := m.state.ClusterID()
 	alive := map[string]bool{}
 	for _, g := range m.gossip.Members() {
 		alive[g.ID] = true
-		m.reconcileMember(g, servers, byID)
+		m.reconcileMember(g, cluster, servers, byID)
 	}
 	m.finishRemovals(servers)
 	for _, id := range m.gossip.TakeLeft() {
@@ -43,13 +44,13 @@ func (m *Membership) Reconcile() {
 
 // reconcileMember adds live member g, or updates its address, unless it
 // leaves, was removed, belongs to another cluster, advertises another
-// server's address or does not answer. servers is the configuration,
-// byID the same by id.
-func (m *Membership) reconcileMember(g Member, servers []raft.Server, byID map[raft.ServerID]raft.Server) {
+// server's address or does not answer. cluster is this cluster's id,
+// servers the configuration, byID the same by id.
+func (m *Membership) reconcileMember(g Member, cluster string, servers []raft.Server, byID map[raft.ServerID]raft.Server) {
 	if g.Leaving || m.gossip.WasRemoved(g) || m.keepsOut(g) {
 		return
 	}
-	if cluster := m.state.ClusterID(); g.Cluster != "" && cluster != "" && g.Cluster != cluster {
+	if g.Cluster != "" && cluster != "" && g.Cluster != cluster {
 		m.log.Warn("gossip member belongs to another cluster; not adding it", "member", g.ID)
 		return
 	}
