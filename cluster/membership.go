@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -86,12 +87,8 @@ func (p memberPeers) NodeInfo(raftAddr string, timeout time.Duration) (wire.Node
 	return p.nodeInfo(raftAddr, timeout)
 }
 
-func (p memberPeers) Handshake(raftAddr string, timeout time.Duration) error {
-	conn, err := p.layer.Dial(raft.ServerAddress(raftAddr), timeout)
-	if err != nil {
-		return err
-	}
-	return conn.Close()
+func (p memberPeers) Dial(raftAddr string, timeout time.Duration) (io.Closer, error) {
+	return p.layer.Dial(raft.ServerAddress(raftAddr), timeout)
 }
 
 func (p memberPeers) TellNonvoter(id, raftAddr string) error { return p.tellNonvoter(id, raftAddr) }

@@ -105,7 +105,7 @@ func TestRemovedServerStaysOutUnderEveryLeader(t *testing.T) {
 	}
 	waitFor(t, d.Removed)
 	// Raft shut down (no elections from it) closed its cluster port.
-	waitFor(t, func() bool { return memberPeers{layer: leader.layer}.Handshake(d.cfg.RaftAddr, time.Second) != nil })
+	waitFor(t, func() bool { return reachableAt(leader, d.cfg.RaftAddr) != nil })
 	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, removedFile)); err != nil {
 		t.Errorf("d's data dir is not marked removed: %v", err)
 	}
@@ -384,4 +384,14 @@ func TestRemovalNoticeIsCheckedWhereBelieved(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n.cfg.DataDir, removedFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("refused notices marked the data dir: %v", err)
 	}
+}
+
+// reachableAt dials raftAddr through n's stream layer, as a join's
+// reachability check does.
+func reachableAt(n *Node, raftAddr string) error {
+	conn, err := n.layer.Dial(raft.ServerAddress(raftAddr), time.Second)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }

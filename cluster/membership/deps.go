@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -54,9 +55,9 @@ type Proposer interface {
 type Peers interface {
 	// NodeInfo asks the server at raftAddr who it is (GET node).
 	NodeInfo(raftAddr string, timeout time.Duration) (wire.NodeInfo, error)
-	// Handshake completes a handshake with the server at raftAddr through
-	// the stream layer, which also proves it holds the cluster key.
-	Handshake(raftAddr string, timeout time.Duration) error
+	// Dial connects to the server at raftAddr through the stream layer,
+	// whose handshake also proves it holds the cluster key.
+	Dial(raftAddr string, timeout time.Duration) (io.Closer, error)
 	// TellNonvoter asks server id to remain a non-voter (POST non-voter);
 	// TellRemoved tells it that it was removed on the data dir of
 	// incarnation (POST removed).

@@ -197,13 +197,13 @@ func (p *fakePeers) NodeInfo(raftAddr string, _ time.Duration) (wire.NodeInfo, e
 	return info, nil
 }
 
-func (p *fakePeers) Handshake(raftAddr string, _ time.Duration) error {
+func (p *fakePeers) Dial(raftAddr string, _ time.Duration) (io.Closer, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.running[raftAddr]; !ok {
-		return errors.New("connection refused")
+		return nil, errors.New("connection refused")
 	}
-	return nil
+	return io.NopCloser(nil), nil
 }
 
 func (p *fakePeers) TellNonvoter(id, raftAddr string) error {

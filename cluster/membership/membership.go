@@ -177,10 +177,11 @@ func (m *Membership) checkJoiner(id, raftAddr string) error {
 // voter that cannot be reached would count towards the quorum without ever
 // acknowledging: adding one to a one-node cluster stops all writes.
 func reachable(peers Peers, raftAddr string, timeout time.Duration) error {
-	if err := peers.Handshake(raftAddr, timeout); err != nil {
+	conn, err := peers.Dial(raftAddr, timeout)
+	if err != nil {
 		return fmt.Errorf("%w %s (is it running, with the same --cluster-key?): %v", ErrUnreachable, raftAddr, err)
 	}
-	return nil
+	return conn.Close()
 }
 
 // raftAddServer adds a voter or a non-voter or, for a known id, updates
