@@ -17,24 +17,16 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 )
 
-// Learners, as etcd's: a server that joins to vote is added as a non-voter
-// first, so the join is answered once that configuration change commits
-// (the voters alone commit it), and the leader promotes it once it has
-// caught up (a Consul-style leader duty). Until then the quorum is the
-// voters' it was: a learner that is slow, or dies, blocks nothing.
-//
-// Which non-voters are learners is the servers' own word: each says in
-// GET node the suffrage it asks for (wire.NodeInfo.Wants), a voter unless
-// it runs with --read-replica or an operator added it as a non-voter (then
-// the leader tells it so first, POST non-voter, and it keeps that in its
-// data dir). Every leader asks, so a new one finishes what the last began,
-// and no replicated record can disagree with the server it describes.
+// Learners (package membership's learners.go has the whole): which
+// non-voters are learners is the servers' own word, the suffrage each asks
+// for in GET node (wire.NodeInfo.Wants), a voter unless it runs with
+// --read-replica or an operator added it as a non-voter (then the leader
+// tells it so first, POST non-voter, and it keeps that in its data dir).
+// This file is a server's side of it, and the client's questions.
 
-const (
-	// nonvoterFile, in the data dir, records that an operator added this
-	// server as a non-voter: it asks to remain one across restarts.
-	nonvoterFile = "non-voter"
-)
+// nonvoterFile, in the data dir, records that an operator added this
+// server as a non-voter: it asks to remain one across restarts.
+const nonvoterFile = "non-voter"
 
 // loadNonvoter reports whether this server asks to remain a non-voter:
 // started with --read-replica, or told so at an operator's join.
