@@ -16,7 +16,8 @@ import (
 // same id and volume) announces its new Raft address over gossip, and the
 // transport dials that one (raft.ServerAddressProvider, as Consul does), so
 // a cluster whose every member moved at once still finds a quorum. The
-// leader's reconcile then writes the new address into the configuration.
+// leader's reconciliation (membership.Membership.Reconcile) then writes
+// the new address into the configuration.
 //
 // What is believed: the Raft address a live gossip member advertises for
 // its own id. Gossip is authenticated with the cluster key, so only a

@@ -343,16 +343,16 @@ func (n *Node) Restore(backup []byte, opts RestoreOptions) error {
 // then its snapshot), never holding it whole: a file of the caller's own,
 // which must not change while it runs (backups.Fetched).
 func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error {
-	snap, vouched, err := n.readBackup(backup, opts.Foreign)
+	snap, vouched, err := readBackup(n.cfg, backup, opts.Foreign)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Writes.Timeout)
 	defer cancel()
 	if err := n.leadership.waitReady(ctx, false); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := n.install(ctx, snap, fsm.RestoreRecord{KeyID: opts.By, Backup: vouched}); err != nil {
+	if err := install(ctx, n, snap, fsm.RestoreRecord{KeyID: opts.By, Backup: vouched}); err != nil {
 		return err
 	}
 	// The backup may come from another cluster and lack this leader's
@@ -367,8 +367,8 @@ func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error 
 // readBackup checks a backup whole before anything changes: its envelope,
 // its snapshot, and every record against a client's rules (Restore). It
 // returns the snapshot and what vouched for it.
-func (n *Node) readBackup(backup *io.SectionReader, foreign bool) (*fsm.Snapshot, string, error) {
-	snapshot, vouched, err := openBackup(backup, n.cfg.Key, foreign)
+func readBackup(cfg Config, backup *io.SectionReader, foreign bool) (*fsm.Snapshot, string, error) {
+	snapshot, vouched, err := openBackup(backup, cfg.Key, foreign)
 	if err != nil {
 		return nil, "", err
 	}
@@ -377,7 +377,7 @@ func (n *Node) readBackup(backup *io.SectionReader, foreign bool) (*fsm.Snapshot
 	if err != nil {
 		return nil, "", err
 	}
-	if err := snap.CheckRecords(restoreRules{allowPrivate: n.cfg.AllowPrivateTargets}); err != nil {
+	if err := snap.CheckRecords(restoreRules{allowPrivate: cfg.Writes.AllowPrivateTargets}); err != nil {
 		return nil, "", err
 	}
 	return snap, vouched, nil
@@ -385,11 +385,11 @@ func (n *Node) readBackup(backup *io.SectionReader, foreign bool) (*fsm.Snapshot
 
 // install has the cluster take snap, once every server's build reads it,
 // and records the restore as record says.
-func (n *Node) install(ctx context.Context, snap *fsm.Snapshot, record fsm.RestoreRecord) error {
+func install(ctx context.Context, n *Node, snap *fsm.Snapshot, record fsm.RestoreRecord) error {
 	if err := n.levels.require(ctx, max(fsm.LevelRestoreAudit, snap.Level())); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	keptKey, err := n.installMerged(snap, record)
+	keptKey, err := installMerged(n, snap, record)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -408,10 +408,10 @@ func (n *Node) install(ctx context.Context, snap *fsm.Snapshot, record fsm.Resto
 // code is kept out of use) or waits and lands on the restored state. The
 // restore is recorded at this node's clock, as a leader stamps entries; it
 // reports whether the restoring key was kept against the backup.
-func (n *Node) installMerged(snap *fsm.Snapshot, record fsm.RestoreRecord) (keptKey bool, err error) {
+func installMerged(n *Node, snap *fsm.Snapshot, record fsm.RestoreRecord) (keptKey bool, err error) {
 	n.proposals.Lock()
 	defer n.proposals.Unlock()
-	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
+	if err := n.raft.Barrier(n.cfg.Writes.Timeout).Error(); err != nil {
 		return false, fmt.Errorf("barrier: %w", raftError(err))
 	}
 	n.fsm.KeepHandedOut(snap)
@@ -432,7 +432,7 @@ func (n *Node) installMerged(snap *fsm.Snapshot, record fsm.RestoreRecord) (kept
 		encoded <- err
 	}()
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
-	err = n.raft.Restore(meta, pr, n.cfg.WriteTimeout)
+	err = n.raft.Restore(meta, pr, n.cfg.Writes.Timeout)
 	// Raft may stop reading early (not leader, enqueue timeout); closing
 	// the reader ends the encoder then.
 	pr.Close()

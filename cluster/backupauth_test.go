@@ -236,7 +236,7 @@ func TestForeignRestoreChecksEveryRecord(t *testing.T) {
 
 	// A node that allows private targets takes the webhook, as its
 	// clients may register it.
-	private := openKeyed(t, newClusterKey(t), func(c *Config) { c.AllowPrivateTargets = true })
+	private := openKeyed(t, newClusterKey(t), func(c *Config) { c.Writes.AllowPrivateTargets = true })
 	if err := private.Restore(backupOf(t, hooked), RestoreOptions{Foreign: true}); err != nil {
 		t.Fatalf("a webhook to loopback on a node allowing private targets: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Backups is the scheduler of backups that leave the machine (package
-// backups), nil without Config.BackupStore: the leader loop runs it as a
+// backups), nil without Config.Backups.Store: the leader loop runs it as a
 // duty, and httpd reads how it went.
 func (n *Node) Backups() *backups.Scheduler { return n.backups }
 
@@ -60,30 +60,30 @@ const restoreAtStartTimeout = 30 * time.Minute
 // (backups.RestoreFile). The restored cluster takes a new cluster id, so
 // its backups are a new series and retention leaves the lost cluster's
 // alone.
-func (n *Node) restoreAtStart() error {
+func restoreAtStart(n *Node) error {
 	ctx, cancel := context.WithTimeout(n.stopping, restoreAtStartTimeout)
 	defer cancel()
-	cands, err := backups.Candidates(ctx, n.cfg.RestoreFrom, n.cfg.RestoreS3)
+	cands, err := backups.Candidates(ctx, n.cfg.Backups.RestoreFrom, n.cfg.Backups.RestoreS3)
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.RestoreFrom, err)
+		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.Backups.RestoreFrom, err)
 	}
 	var newID [16]byte
 	if _, err := rand.Read(newID[:]); err != nil {
 		return fmt.Errorf("%w: random cluster id: %w", errRestoreAtStart, err)
 	}
 	restore := func(backup *io.SectionReader) error {
-		snap, vouched, err := n.readBackup(backup, false)
+		snap, vouched, err := readBackup(n.cfg, backup, false)
 		if err != nil {
 			return err
 		}
-		return n.install(ctx, snap, fsm.RestoreRecord{KeyID: fsm.RootKeyID, Backup: vouched, NewClusterID: newID})
+		return install(ctx, n, snap, fsm.RestoreRecord{KeyID: fsm.RootKeyID, Backup: vouched, NewClusterID: newID})
 	}
 	refused := func(err error) bool {
 		return errors.Is(err, ErrBackupUnauthenticated) || errors.Is(err, fsm.ErrCorruptSnapshot) || errors.Is(err, fsm.ErrRefusedRecord)
 	}
 	cand, err := backups.RestoreFile(ctx, cands, n.cfg.DataDir, restore, refused, n.log)
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.RestoreFrom, err)
+		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.Backups.RestoreFrom, err)
 	}
 	n.log.Info("restored the newest good backup", "backup", cand.String(), "links", n.fsm.Len(), "cluster_id", n.fsm.ClusterID())
 	return nil

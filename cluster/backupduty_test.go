@@ -68,8 +68,8 @@ func TestRestoreAtStartComesBeforeEverything(t *testing.T) {
 	dest, lostDir := t.TempDir(), t.TempDir()
 	const interval = 100 * time.Millisecond
 	fresh := openNode(t, t.TempDir(), func(c *Config) {
-		c.BackupStore, c.BackupInterval, c.BackupRetain = backups.Dir{Path: dest}, interval, 1
-		c.RestoreFrom = lostDir
+		c.Backups.Store, c.Backups.Interval, c.Backups.Retain = backups.Dir{Path: dest}, interval, 1
+		c.Backups.RestoreFrom = lostDir
 	})
 	waitFor(t, fresh.IsLeader)
 	// A leader's backup duty writes as soon as it runs: five intervals
@@ -141,7 +141,7 @@ func TestBackupsCountOnlyWhatTheyChecked(t *testing.T) {
 	dest := t.TempDir()
 	const interval = 200 * time.Millisecond
 	n := openNode(t, t.TempDir(), func(c *Config) {
-		c.BackupStore, c.BackupInterval, c.BackupRetain = backups.Dir{Path: dest}, interval, 2
+		c.Backups.Store, c.Backups.Interval, c.Backups.Retain = backups.Dir{Path: dest}, interval, 2
 	})
 	waitFor(t, func() bool { return n.IsLeader() && n.FSM().ClusterID() != "" })
 	cluster := n.FSM().ClusterID()
@@ -259,7 +259,7 @@ func TestRestoreAtStartReadsAStream(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	fresh := openNode(t, t.TempDir(), func(c *Config) { c.RestoreFrom = dest })
+	fresh := openNode(t, t.TempDir(), func(c *Config) { c.Backups.RestoreFrom = dest })
 	waitFor(t, func() bool { _, ok := fresh.FSM().Get(kept.Code); return ok })
 	runtime.ReadMemStats(&after)
 	alloc := after.TotalAlloc - before.TotalAlloc

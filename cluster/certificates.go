@@ -27,7 +27,7 @@ func (p certProposer) ProposeCert(ctx context.Context, change fsm.CertCommand, v
 // newCertManager is the certificate duty of this node's leadership, or
 // nil when ACME is off. Its names are the configured ones and every
 // registered domain, read on each pass.
-func (n *Node) newCertManager(cfg *ACMEConfig) *certs.Manager {
+func newCertManager(n *Node, cfg *ACMEConfig) *certs.Manager {
 	if cfg == nil {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (n *Node) newCertManager(cfg *ACMEConfig) *certs.Manager {
 
 // runCertificates runs the certificate duty once the cluster is raised to
 // fsm.LevelCerts (older builds cannot apply its entries), until ctx ends.
-func (n *Node) runCertificates(ctx context.Context) {
+func runCertificates(ctx context.Context, n *Node) {
 	for n.fsm.Raised() < fsm.LevelCerts {
 		select {
 		case <-ctx.Done():

@@ -19,7 +19,7 @@ import (
 func newClickCounter(n *Node) *clicks.Counter {
 	return clicks.New(clicks.Config{
 		Node: n.cfg.ID, Dir: n.cfg.DataDir, Applied: n.fsm, Sender: clickSender{n},
-		FlushTimeout: n.cfg.WriteTimeout, Logger: n.log,
+		FlushTimeout: n.cfg.Writes.Timeout, Logger: n.log,
 	})
 }
 
@@ -45,8 +45,8 @@ func (s clickSender) Send(ctx context.Context, b fsm.ClickBatch) error {
 		return fmt.Errorf("send click batch: %w", err)
 	}
 	entry := cmd.Encode()
-	if n.leavingForGood() {
-		err = n.clicksToServers(ctx, entry)
+	if n.standing.leavingForGood() {
+		err = s.toServers(ctx, entry)
 	} else {
 		err = n.leadership.withLeader(ctx, 50*time.Millisecond, func(to leaderTarget) (bool, error) {
 			var err error
@@ -65,7 +65,7 @@ func (s clickSender) Send(ctx context.Context, b fsm.ClickBatch) error {
 	return err
 }
 
-// clicksToServers hands a click batch to the cluster from a server an
+// toServers hands a click batch to the cluster from a server an
 // operator removed (removed.go): its Raft is shut down, or about to be,
 // and knows no leader for long, yet until it is stopped it serves the
 // clients that still reach it, and whatever it counts must be counted.
@@ -75,8 +75,9 @@ func (s clickSender) Send(ctx context.Context, b fsm.ClickBatch) error {
 // own listener is closed; dialling out needs none). A batch sent to two
 // of them, or again by the next flush, is applied once: the state machine
 // takes a node's batch only above its last sequence (clicks package).
-func (n *Node) clicksToServers(ctx context.Context, entry []byte) error {
-	servers, err := n.configuration()
+func (s clickSender) toServers(ctx context.Context, entry []byte) error {
+	n := s.n
+	servers, err := configuration(n.raft)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}

@@ -31,8 +31,13 @@ func TestDataDirOfAnotherUserIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{
-		ID: "n1", DataDir: dir, RaftAddr: freeAddr(t), Key: testKey(t), ClickFlushInterval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
+		ID:       "n1",
+		DataDir:  dir,
+		RaftAddr: freeAddr(t),
+		Key:      testKey(t),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Raft:     RaftConfig{LogLevel: "off"},
+		Writes:   WriteConfig{ClickFlushInterval: time.Hour},
 	}
 	n, err := Open(cfg, fsm.New())
 	if err == nil {

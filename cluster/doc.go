@@ -12,8 +12,10 @@
 //     ReadIndex;
 //   - leadership: the duties a leader starts and stops with Raft's
 //     notifications (the code key, membership reconciliation, purges);
-//   - membership: memberlist discovery, bootstrap-expect, join, removal,
-//     graceful leave, and offline recovery of a cluster that lost quorum;
+//   - membership: memberlist discovery, bootstrap-expect, graceful leave,
+//     a removed server's retirement, and offline recovery of a cluster
+//     that lost quorum; join, promotion, removal and reconciliation are
+//     package membership's, wired to the node here;
 //   - the node-to-node protocol, both ends (with package wire): the
 //     handlers and the HTTP server on the cluster port, which the stream
 //     layer of package secure shares between Raft and internal HTTP behind

@@ -38,7 +38,7 @@ type ForwardOptions struct {
 // Creates do not come here: they are relayed in batches (Create, relay.go).
 func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts ForwardOptions) (forwarded bool, err error) {
 	if opts.Timeout <= 0 {
-		opts.Timeout = n.cfg.WriteTimeout
+		opts.Timeout = n.cfg.Writes.Timeout
 	}
 	if opts.Kind == "" {
 		opts.Kind = "request"
@@ -52,7 +52,7 @@ func (n *Node) Forward(req *fasthttp.Request, resp *fasthttp.Response, opts Forw
 	// request may take once sent (a restore): without a leader the client
 	// gets its 503, or the local answer, in seconds, or at once on a node
 	// that has been without one for longer than an election takes.
-	find, cancelFind := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	find, cancelFind := context.WithTimeout(ctx, n.cfg.Writes.Timeout)
 	defer cancelFind()
 	deadline, _ := ctx.Deadline()
 	here := false

@@ -17,37 +17,13 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// memberMeta is what a node tells the others about itself over gossip.
-// memberlist limits it to 512 bytes; ids and addresses are short.
-type memberMeta struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft"`
-	HTTPAddr string `json:"http"`
-	Expect   int    `json:"expect"`
-	HasState bool   `json:"state"`             // has Raft state: bootstrapped or joined
-	Cluster  string `json:"cluster,omitempty"` // cluster id, once initialised
-	// Replica asks to be added as a non-voter (--read-replica, or added as
-	// one by an operator); such a member is not one of the servers that
-	// bootstrap a cluster.
-	Replica bool `json:"replica,omitempty"`
-	// Level is the entry level the member's build applies (levels.go);
-	// builds before levels send none.
-	Level int `json:"level,omitempty"`
-	// Leaving announces a graceful leave before the node goes: memberlist's
-	// NotifyLeave cannot tell a leave from a death (the state it passes is
-	// not updated), but it passes the node's last metadata.
-	Leaving bool `json:"leaving,omitempty"`
-	// Boot is random per process start: until the cluster keeps removals
-	// in its state, a server removed from the configuration while running
-	// is not added back until it restarts (markRemoved).
-	Boot string `json:"boot"`
-	// Inc is the incarnation of the member's data dir (removed.go); builds
-	// before removal records send none.
-	Inc string `json:"inc,omitempty"`
-}
+// memberMeta is what a node tells the others about itself over gossip
+// (membership.Member: membership reads it).
+type memberMeta = membership.Member
 
 // gossip is this node's memberlist membership and what it has learnt.
 type gossip struct {
@@ -96,8 +72,8 @@ type goneMember struct {
 // configuration counts for as long as it is gone.
 const goneRetention = 5 * time.Minute
 
-// startGossip creates the memberlist and starts joining the seeds.
-func (n *Node) startGossip(hasState bool) error {
+// startGossip creates n's memberlist and starts joining the seeds.
+func startGossip(n *Node, hasState bool) error {
 	host, portStr, err := net.SplitHostPort(n.cfg.GossipAddr)
 	if err != nil {
 		return fmt.Errorf("gossip address %q: %w", n.cfg.GossipAddr, err)
@@ -115,8 +91,8 @@ func (n *Node) startGossip(hasState bool) error {
 		live:    map[string]memberlist.Node{},
 		meta: memberMeta{
 			ID: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), HTTPAddr: n.cfg.HTTPAddr,
-			Expect: n.cfg.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
-			Replica: n.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel, Inc: n.incarnation,
+			Expect: n.cfg.Discovery.BootstrapExpect, HasState: hasState, Cluster: n.fsm.ClusterID(),
+			Replica: n.standing.nonvoter.Load(), Boot: randomHex(8), Level: fsm.EntryLevel, Inc: n.incarnation,
 		},
 	}
 	mc := memberlist.DefaultLANConfig()
@@ -149,7 +125,7 @@ func (n *Node) startGossip(hasState bool) error {
 		return fmt.Errorf("start gossip: %w", err)
 	}
 	g.list, g.addr = list, list.LocalNode().Address()
-	g.seeds = newSeedResolver(n.cfg.Resolver, n.log, n.cfg.GossipSeeds, portStr, n.cfg.GossipAddr, g.addr)
+	g.seeds = newSeedResolver(n.cfg.Discovery.Resolver, n.log, n.cfg.Discovery.Seeds, portStr, n.cfg.GossipAddr, g.addr)
 	n.gossip = g
 	n.spawn(g.keepJoined)
 	return nil
@@ -277,7 +253,7 @@ func (g *gossip) missing(ctx context.Context) []string {
 // missingServers returns the gossip addresses of the servers of the Raft
 // configuration that are not live in gossip, as far as they answer.
 func (g *gossip) missingServers(liveIDs map[string]bool) []string {
-	servers, err := g.n.configuration()
+	servers, err := configuration(g.n.raft)
 	if err != nil {
 		return nil
 	}
@@ -398,7 +374,7 @@ func (g *gossip) memberStates() map[string]int {
 		isLive[node.Name] = true
 	}
 	inConfig := map[string]bool{}
-	if servers, err := g.n.configuration(); err == nil {
+	if servers, err := configuration(g.n.raft); err == nil {
 		for _, s := range servers {
 			inConfig[string(s.ID)] = true
 		}

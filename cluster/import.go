@@ -60,7 +60,7 @@ type bulkEntry struct {
 // without request ids must not be proposed twice.
 func (n *Node) ProposeCreates(ctx context.Context, reqs []fsm.CreateRequest) *BulkCreates {
 	b := &BulkCreates{results: make([]fsm.CreateResult, len(reqs))}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Writes.Timeout)
 	defer cancel()
 	if err := n.leadership.waitReady(ctx, true); err != nil {
 		b.err = err

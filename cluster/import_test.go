@@ -121,7 +121,7 @@ func TestCutBulkBoundsEntries(t *testing.T) {
 func TestProposeCreatesWithoutLeadershipCreatesNothing(t *testing.T) {
 	t.Parallel()
 	n := openNode(t, t.TempDir(), func(c *Config) {
-		c.ID, c.BootstrapExpect, c.WriteTimeout = "lone", 2, time.Second // waits to be joined
+		c.ID, c.Discovery.BootstrapExpect, c.Writes.Timeout = "lone", 2, time.Second // waits to be joined
 	})
 
 	reqs := []fsm.CreateRequest{

@@ -26,10 +26,10 @@ func TestJoinFollowsADNSName(t *testing.T) {
 
 	a := openGossipNode(t, "a", at("127.0.0.2"), func(c *Config) {}) // a cluster of one
 	waitFor(t, a.IsLeader)
-	c := openGossipNode(t, "c", at("127.0.0.3"), func(c *Config) { c.BootstrapExpect = 2 }) // waits, alone
+	c := openGossipNode(t, "c", at("127.0.0.3"), func(c *Config) { c.Discovery.BootstrapExpect = 2 }) // waits, alone
 	b := openGossipNode(t, "b", at("127.0.0.5"), func(c *Config) {
-		c.GossipSeeds = []string{"linkraft.test:" + port}
-		c.Resolver = r
+		c.Discovery.Seeds = []string{"linkraft.test:" + port}
+		c.Discovery.Resolver = r
 	})
 
 	// Two rounds have tried the dead address: still alone.
@@ -45,7 +45,7 @@ func TestJoinFollowsADNSName(t *testing.T) {
 	waitWithin(t, 30*time.Second, func() bool { return slices.Equal(memberNames(c), all) })
 	// And a's leader adds the servers it now sees.
 	waitWithin(t, 30*time.Second, func() bool {
-		servers, err := a.configuration()
+		servers, err := configuration(a.raft)
 		return err == nil && len(servers) == 3
 	})
 }
@@ -64,8 +64,15 @@ func openGossipNode(t *testing.T, id, gossipAddr string, tweak func(*Config)) *N
 	raftAddr := ln.Addr().String()
 	ln.Close()
 	cfg := Config{
-		ID: id, DataDir: t.TempDir(), RaftAddr: raftAddr, GossipAddr: gossipAddr, HTTPAddr: raftAddr, Key: testKey(t),
-		ClickFlushInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
+		ID:         id,
+		DataDir:    t.TempDir(),
+		RaftAddr:   raftAddr,
+		GossipAddr: gossipAddr,
+		HTTPAddr:   raftAddr,
+		Key:        testKey(t),
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Raft:       RaftConfig{LogLevel: "off"},
+		Writes:     WriteConfig{ClickFlushInterval: time.Hour},
 	}
 	tweak(&cfg)
 	n, err := Open(cfg, fsm.New())

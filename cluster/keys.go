@@ -15,7 +15,7 @@ import (
 // callers) and the wait for the local apply, bounded by the write timeout.
 // A key this node does not know is refused only after it.
 func (n *Node) CatchUp(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Writes.Timeout)
 	defer cancel()
 	index, err := n.readRounds.do(ctx)
 	if err != nil {

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/duties"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -30,11 +30,21 @@ const (
 	restoreAtStartRetry = 5 * time.Second
 )
 
-// monitorLeadership starts the leader's duties when Raft reports that this
-// node won an election and stops them when it reports the loss, as
-// Consul's leader loop does. A "true" while duties run means leadership was
-// lost and won again in between: the duties start over for the new term.
-func (n *Node) monitorLeadership() {
+// leaderLoop is this node's side of leading, as Consul's leader loop:
+// when Raft reports that it won an election it establishes its term, then
+// starts the leader duties (one list, leaderDuties, started and stopped
+// alike) and reconciles membership until leadership ends.
+type leaderLoop struct {
+	n      *Node
+	duties *duties.Manager
+}
+
+// monitor starts the leader loop when Raft reports that this node won an
+// election and stops it when it reports the loss, as Consul's leader loop
+// does. A "true" while the loop runs means leadership was lost and won
+// again in between: the loop starts over for the new term.
+func (l leaderLoop) monitor() {
+	n := l.n
 	var stop chan struct{}
 	done := make(chan struct{})
 	revoke := func() {
@@ -56,54 +66,66 @@ func (n *Node) monitorLeadership() {
 				loopStop := stop
 				n.spawn(func() {
 					defer close(done)
-					n.leaderLoop(loopStop)
+					l.lead(loopStop)
 				})
 			}
 		}
 	}
 }
 
-// leaderLoop runs while this node leads, as Consul's leader loop does: it
-// establishes leadership, then starts the duties that run only while it
-// leads (the commit pusher, the replication-lag monitor, the promotion of
-// learners that caught up, webhook delivery,
-// the purge of expired state, raising the cluster's level, ordering
-// certificates and the scheduled backups, which end with leadership or
-// when the node begins to stop), and reconciles membership on gossip
-// events (and a periodic full pass).
-func (n *Node) leaderLoop(stop <-chan struct{}) {
-	defer n.leadership.revoke()
-	if !n.establishLeadership(stop) {
-		return
-	}
-	var duties sync.WaitGroup
-	defer duties.Wait()
-	// The duties end with leading, before they are waited for, when this
-	// loop returns (leadership ends) or the node stops.
-	leading, endLeading := context.WithCancel(n.stopping)
-	defer endLeading()
+// leaderDuties is what this node does only while it leads, from its
+// established term until leadership ends or the node begins to stop: the
+// commit pusher, the replication-lag monitor, the promotion of learners
+// that caught up, webhook delivery, the purge of expired state, raising
+// the cluster's level, ordering certificates and the scheduled backups.
+// Each term gets its own.
+func leaderDuties(n *Node) []duties.Duty {
 	announceCommit := func() { _ = n.raft.Barrier(visibilityWait).Error() } // the append matters, not the outcome
-	duties.Go(func() { n.creates.push.run(leading.Done(), n.creates.proposer.Busy, announceCommit) })
-	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.configuration, own: n.machine.appliedIndex,
+	lag := &lagMonitor{gauge: n.metrics.lag, servers: n.members.Configuration, own: n.machine.appliedIndex,
 		others: func(ctx context.Context, servers []raft.Server) map[string]uint64 {
 			return n.peers.appliedIndexes(ctx, servers, 0)
 		}}
-	duties.Go(func() { lag.run(leading.Done()) })
-	duties.Go(func() { n.promoter().run(leading.Done()) })
-	duties.Go(func() { n.hooks.Run(leading) })
-	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.ExpiredRetention, log: n.log}
-	duties.Go(func() { purge.run(leading.Done()) })
+	purge := purger{state: n.fsm, apply: n.apply, retention: n.cfg.Leader.ExpiredRetention, log: n.log}
 	raise := raiser{state: n.fsm, levels: n.levels, log: n.log, propose: func(ctx context.Context, cmd fsm.Command) error {
 		_, err := n.Propose(ctx, cmd, ProposeOptions{})
 		return err
 	}}
-	duties.Go(func() { raise.run(leading) })
+	promoter := n.members.Promoter()
+	list := []duties.Duty{
+		{Name: "commit pusher", Run: func(ctx context.Context) {
+			n.creates.push.run(ctx.Done(), n.creates.proposer.Busy, announceCommit)
+		}},
+		{Name: "lag monitor", Run: func(ctx context.Context) { lag.run(ctx.Done()) }},
+		{Name: "promoter", Run: func(ctx context.Context) { promoter.Run(ctx.Done()) }},
+		{Name: "webhooks", Run: n.hooks.Run},
+		{Name: "purger", Run: func(ctx context.Context) { purge.run(ctx.Done()) }},
+		{Name: "raiser", Run: raise.run},
+	}
 	if n.certs != nil {
-		duties.Go(func() { n.runCertificates(leading) })
+		list = append(list, duties.Duty{Name: "certificates", Run: func(ctx context.Context) { runCertificates(ctx, n) }})
 	}
 	if n.backups != nil {
-		duties.Go(func() { n.backups.Run(leading) })
+		list = append(list, duties.Duty{Name: "backups", Run: n.backups.Run})
 	}
+	return list
+}
+
+// lead runs while this node leads: it establishes leadership, then starts
+// the leader duties, which end with leadership (when lead returns) or
+// when the node begins to stop, and reconciles membership on gossip
+// events (and a periodic full pass).
+func (l leaderLoop) lead(stop <-chan struct{}) {
+	n := l.n
+	defer n.leadership.revoke()
+	if !l.establishLeadership(stop) {
+		return
+	}
+	// The duties end with leading, before they are waited for, when this
+	// loop returns (leadership ends) or the node stops (n.stopping).
+	if err := l.duties.StartAll(n.stopping, leaderDuties(n)); err != nil {
+		n.log.Error("starting the leader duties", "err", err)
+	}
+	defer l.duties.StopAll()
 	if n.gossip != nil {
 		n.gossip.takeLeft() // leaves seen while following were for the old leader
 	}
@@ -113,7 +135,7 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 		var members <-chan struct{}
 		if n.gossip != nil {
 			members = n.gossip.changed.wait()
-			n.reconcile()
+			n.members.Reconcile()
 		}
 		select {
 		case <-stop:
@@ -128,13 +150,13 @@ func (n *Node) leaderLoop(stop <-chan struct{}) {
 
 // establishLeadership retries establish until it succeeds or leadership
 // ends. It reports whether this node is now ready to serve as leader.
-func (n *Node) establishLeadership(stop <-chan struct{}) bool {
+func (l leaderLoop) establishLeadership(stop <-chan struct{}) bool {
 	for {
-		err := n.establish()
+		err := establish(l.n)
 		if err == nil {
 			return true
 		}
-		n.log.Warn("establishing leadership failed; will retry", "err", err)
+		l.n.log.Warn("establishing leadership failed; will retry", "err", err)
 		wait := establishRetry
 		if errors.Is(err, errRestoreAtStart) {
 			wait = restoreAtStartRetry
@@ -142,7 +164,7 @@ func (n *Node) establishLeadership(stop <-chan struct{}) bool {
 		select {
 		case <-stop:
 			return false
-		case <-n.closing:
+		case <-l.n.closing:
 			return false
 		case <-time.After(wait):
 		}
@@ -158,13 +180,13 @@ func (n *Node) establishLeadership(stop <-chan struct{}) bool {
 // initial admin key while the cluster has none and this node has no
 // --admin-token; and this node's HTTP address in the replicated registry.
 // Only then does it mark its term ready.
-func (n *Node) establish() error {
+func establish(n *Node) error {
 	term := n.raft.CurrentTerm()
-	if err := n.raft.Barrier(n.cfg.WriteTimeout).Error(); err != nil {
+	if err := n.raft.Barrier(n.cfg.Writes.Timeout).Error(); err != nil {
 		return fmt.Errorf("barrier: %w", raftError(err))
 	}
-	if !n.fsm.Initialized() && n.cfg.RestoreFrom != "" {
-		if err := n.restoreAtStart(); err != nil {
+	if !n.fsm.Initialized() && n.cfg.Backups.RestoreFrom != "" {
+		if err := restoreAtStart(n); err != nil {
 			return err
 		}
 	}
@@ -178,17 +200,17 @@ func (n *Node) establish() error {
 		}
 		n.log.Info("code key initialised")
 	}
-	if n.cfg.InitialKeyFile != "" && !n.fsm.HasKeys() {
-		key, err := initialAdminKey(n.cfg.InitialKeyFile)
+	if n.cfg.Leader.InitialKeyFile != "" && !n.fsm.HasKeys() {
+		key, err := initialAdminKey(n.cfg.Leader.InitialKeyFile)
 		if err != nil {
 			return err
 		}
 		if err := n.applyOwn(key, "initial admin key"); err != nil {
 			return err
 		}
-		n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.InitialKeyFile, "key_id", key.Key.ID)
+		n.log.Info("created the initial admin API key; keep it safe", "file", n.cfg.Leader.InitialKeyFile, "key_id", key.Key.ID)
 	}
-	if err := n.recordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
+	if err := n.members.RecordHTTPAddr(n.cfg.ID, n.cfg.HTTPAddr); err != nil {
 		return err
 	}
 	if n.raft.CurrentTerm() != term || !n.IsLeader() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -41,7 +42,7 @@ func holdApplies(t *testing.T, n *Node) (release func()) {
 
 // growLog appends entries to the leader's log, concurrently (Raft commits
 // them in groups), so that a server holding back its applies trails the
-// leader by more than promoteMaxLag whatever its first batch held.
+// leader by more than membership.PromoteMaxLag whatever its first batch held.
 func growLog(t *testing.T, leader *Node, entries int) {
 	t.Helper()
 	const workers = 32
@@ -110,12 +111,12 @@ func TestJoinAnswersAtOnceAsALearner(t *testing.T) {
 	t.Parallel()
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, leader.leadership.ready)
-	growLog(t, leader.Node, 2*promoteMaxLag+2*256)
+	growLog(t, leader.Node, 2*membership.PromoteMaxLag+2*256)
 	code := createLink(t, leader.Node, "https://example.com/learner")
 
 	learner := openMember(t, "n2", false, 5*time.Second)
 	release := holdApplies(t, learner.Node)
-	if err := leader.AddServer("n2", learner.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("n2", learner.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	if _, ok := learner.FSM().Get(code); ok {
@@ -127,10 +128,10 @@ func TestJoinAnswersAtOnceAsALearner(t *testing.T) {
 	if s := statusOf(t, leader.Node, "n2"); !s.CatchingUp || s.Suffrage != raft.Nonvoter.String() {
 		t.Fatalf("status of the learner: %+v, want a non-voter catching up", s)
 	}
-	if got := leader.promoter().once(); got != "" {
+	if got := leader.members.Promoter().Once(); got != "" {
 		t.Fatalf("promoted %q while it trails the leader", got)
 	}
-	if err := leader.AddServer("n2", learner.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("n2", learner.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("the same join again while it catches up: %v, want a no-op", err)
 	}
 
@@ -155,19 +156,19 @@ func TestLearnerPromotedByTheNextLeader(t *testing.T) {
 	waitFor(t, n1.leadership.ready)
 	voters := []*member{n1, openMember(t, "n2", false, 5*time.Second), openMember(t, "n3", false, 5*time.Second)}
 	for _, v := range voters[1:] {
-		if err := n1.AddServer(v.cfg.ID, v.cfg.RaftAddr, "", false, ""); err != nil {
+		if err := n1.members.AddServer(v.cfg.ID, v.cfg.RaftAddr, "", false, ""); err != nil {
 			t.Fatalf("join %s: %v", v.cfg.ID, err)
 		}
 		waitVoter(t, n1.Node, v.cfg.ID)
 	}
-	growLog(t, n1.Node, 2*promoteMaxLag+2*256)
+	growLog(t, n1.Node, 2*membership.PromoteMaxLag+2*256)
 
 	learner := openMember(t, "n4", false, 5*time.Second)
 	release := holdApplies(t, learner.Node)
 	doomed := openMember(t, "n5", false, 5*time.Second)
 	holdApplies(t, doomed.Node)
 	for _, m := range []*member{learner, doomed} {
-		if err := n1.AddServer(m.cfg.ID, m.cfg.RaftAddr, "", false, ""); err != nil {
+		if err := n1.members.AddServer(m.cfg.ID, m.cfg.RaftAddr, "", false, ""); err != nil {
 			t.Fatalf("join %s: %v", m.cfg.ID, err)
 		}
 	}
@@ -209,22 +210,28 @@ func TestReplicasAreNeverPromoted(t *testing.T) {
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, leader.leadership.ready)
 	replica, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
-		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour, Logger: leader.log, RaftLogLevel: "off",
+		ID:         "r1",
+		DataDir:    t.TempDir(),
+		RaftAddr:   freeAddr(t),
+		Key:        testKey(t),
+		Logger:     leader.log,
+		Membership: MembershipConfig{ReadReplica: true},
+		Raft:       RaftConfig{LogLevel: "off"},
+		Writes:     WriteConfig{Timeout: 5 * time.Second, ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { replica.Close() })
 	added := openMember(t, "p1", false, 5*time.Second)
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join the replica: %v", err)
 	}
-	if err := leader.AddServer("p1", added.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("p1", added.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join p1 as a non-voter: %v", err)
 	}
 	learner := openMember(t, "l1", false, 5*time.Second)
-	if err := leader.AddServer("l1", learner.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("l1", learner.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join the learner: %v", err)
 	}
 	waitVoter(t, leader.Node, "l1")
@@ -233,7 +240,7 @@ func TestReplicasAreNeverPromoted(t *testing.T) {
 	for _, n := range []*Node{replica, added.Node} {
 		waitFor(t, func() bool { _, ok := n.FSM().Get(code); return ok })
 	}
-	if got := leader.promoter().once(); got != "" {
+	if got := leader.members.Promoter().Once(); got != "" {
 		t.Fatalf("promoted %q, a non-voter by request", got)
 	}
 	for _, id := range []string{"r1", "p1"} {
@@ -244,7 +251,7 @@ func TestReplicasAreNeverPromoted(t *testing.T) {
 			t.Fatalf("%s shown catching up: %+v", id, s)
 		}
 	}
-	if err := leader.AddServer("p1", added.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
+	if err := leader.members.AddServer("p1", added.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining the non-voter p1 as a voter: %v, want ErrServerConflict", err)
 	}
 	// What p1 was told outlives a restart.

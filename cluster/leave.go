@@ -15,16 +15,17 @@ import (
 // Leaving is a server's own graceful exit (--leave-on-terminate): it
 // announces the leave and is removed from the configuration, and rejoins
 // when it starts again. Removing a server is the leader's side of it
-// (removeServer); an operator's removal (RemoveServer) is for good
-// (removed.go).
+// (membership.Membership.Leave); an operator's removal (RemoveServer) is
+// for good (removed.go).
 
 // handOffLeadership transfers leadership before a leader leaves, so the
 // cluster does not wait for an election.
-func (n *Node) handOffLeadership() {
-	if !n.IsLeader() || n.otherVoters() == 0 {
+func (s *standing) handOffLeadership() {
+	n := s.n
+	if !n.IsLeader() || n.members.OtherVoters() == 0 {
 		return
 	}
-	if err := n.TransferLeadership(); err != nil {
+	if err := n.members.TransferLeadership(); err != nil {
 		n.log.Warn("leadership transfer before leaving failed", "err", err)
 		return
 	}
@@ -36,26 +37,27 @@ func (n *Node) handOffLeadership() {
 // removal is committed; when it did not answer, leave waits, bounded by
 // the write timeout, until the removal is visible here. The last voter
 // stays, and a server an operator removed has nothing to leave.
-func (n *Node) leave() {
+func (s *standing) leave() {
+	n := s.n
 	if n.Removed() {
 		return
 	}
-	if n.otherVoters() == 0 {
+	if n.members.OtherVoters() == 0 {
 		n.log.Info("last voter: staying in the configuration")
 		return
 	}
 	if n.gossip != nil {
-		if err := n.gossip.announceLeave(n.cfg.WriteTimeout); err != nil {
+		if err := n.gossip.announceLeave(n.cfg.Writes.Timeout); err != nil {
 			n.log.Warn("leaving gossip", "err", err)
 		}
 	}
-	err := n.askRemoval()
+	err := s.askRemoval()
 	if err == nil {
 		n.log.Info("left the cluster")
 		return
 	}
 	n.log.Warn("asking the leader to remove this node", "err", err)
-	if n.awaitLeft(n.cfg.WriteTimeout) {
+	if s.awaitLeft(n.cfg.Writes.Timeout) {
 		n.log.Info("left the cluster")
 		return
 	}
@@ -69,13 +71,14 @@ func (n *Node) leave() {
 // heartbeat times out and Raft reports it without a leader (a leader
 // observation, leaderWatch.changed); an entry it learns is committed is
 // announced by the applied broadcast. Each wakes a look.
-func (n *Node) awaitLeft(timeout time.Duration) bool {
+func (s *standing) awaitLeft(timeout time.Duration) bool {
+	n := s.n
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		applied := n.machine.applied.wait()
 		leaders := n.leadership.changed.wait()
-		if servers, err := n.configuration(); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
+		if servers, err := configuration(n.raft); err == nil && !hasServer(servers, raft.ServerID(n.cfg.ID)) {
 			return true
 		}
 		select {
@@ -89,8 +92,9 @@ func (n *Node) awaitLeft(timeout time.Duration) bool {
 
 // askRemoval has the leader remove this node, or removes it directly when
 // this node still leads, retrying until the write timeout.
-func (n *Node) askRemoval() error {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+func (s *standing) askRemoval() error {
+	n := s.n
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Writes.Timeout)
 	defer cancel()
 	body, err := json.Marshal(wire.LeaveRequest{V: wire.Version, ID: n.cfg.ID})
 	if err != nil {
@@ -98,30 +102,13 @@ func (n *Node) askRemoval() error {
 	}
 	return n.leadership.withLeader(ctx, 100*time.Millisecond, func(to leaderTarget) (bool, error) {
 		if to.self {
-			err := n.removeServer(n.cfg.ID, "", false)
+			err := n.members.Leave(n.cfg.ID)
 			return err == nil, err
 		}
 		var answer wire.Ack
 		err := n.peers.call(ctx, to.addr, fasthttp.MethodPost, wire.PathLeave, body, &answer)
 		return err == nil, err
 	})
-}
-
-// otherVoters counts the voters besides this node: none when the
-// configuration cannot be read, so that nothing waits for a voter that
-// may not exist.
-func (n *Node) otherVoters() int {
-	servers, err := n.configuration()
-	if err != nil {
-		return 0
-	}
-	others := 0
-	for _, s := range servers {
-		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
-			others++
-		}
-	}
-	return others
 }
 
 // hasServer reports whether id is one of servers.

@@ -40,7 +40,7 @@ func (n *Node) Lookup(ctx context.Context, code string) (fsm.Link, error) {
 	if ok && !n.Behind() {
 		return l, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Writes.Timeout)
 	defer cancel()
 	var err error
 	if ok {
@@ -112,7 +112,7 @@ func (n *Node) Behind() bool { return n.machine.behind() }
 // index that ends on one is an index no FSM ever reports. Every write this
 // leader acknowledged was applied here before it was acknowledged.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Writes.Timeout)
 	defer cancel()
 	if err := n.leadership.waitReady(ctx, true); err != nil {
 		return 0, err
@@ -131,7 +131,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // that has gone longer than an election takes without a leader has no
 // next leader coming soon: it gives up at once.
 func (n *Node) fetchReadIndex() (uint64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Writes.Timeout)
 	defer cancel()
 	var index uint64
 	err := n.leadership.withLeaderWhileElecting(ctx, 20*time.Millisecond, func(to leaderTarget) (bool, error) {

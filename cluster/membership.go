@@ -2,344 +2,120 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"slices"
+	"io"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// Membership errors; each leaves the configuration unchanged.
+// Membership errors (package membership's); each leaves the configuration
+// unchanged.
 var (
-	ErrUnknownServer    = errors.New("no server with that id in the cluster")
-	ErrServerConflict   = errors.New("id or address already belongs to another server")
-	ErrLastVoter        = errors.New("refusing to remove the last voter: the cluster would have no members")
-	ErrNoTransferTarget = errors.New("no other voter to hand leadership to")
-	ErrInvalidServer    = errors.New("invalid server")
-	ErrOtherCluster     = errors.New("server belongs to another cluster")
-	ErrUnreachable      = errors.New("cannot reach the server's raft address")
-	ErrAlreadyVoter     = errors.New("the server is already a voter")
+	ErrUnknownServer    = membership.ErrUnknownServer
+	ErrServerConflict   = membership.ErrServerConflict
+	ErrLastVoter        = membership.ErrLastVoter
+	ErrNoTransferTarget = membership.ErrNoTransferTarget
+	ErrInvalidServer    = membership.ErrInvalidServer
+	ErrOtherCluster     = membership.ErrOtherCluster
+	ErrUnreachable      = membership.ErrUnreachable
+	ErrAlreadyVoter     = membership.ErrAlreadyVoter
+	// ErrRemovedServer refuses to join a server an operator removed, on
+	// the data dir it was removed with (or one that cannot be told apart
+	// from it).
+	ErrRemovedServer = membership.ErrRemovedServer
 )
 
-func (n *Node) configuration() ([]raft.Server, error) {
-	f := n.raft.GetConfiguration()
+// Membership adds, promotes and removes servers and hands leadership over
+// (the admin API's membership calls); it acts while this node leads.
+func (n *Node) Membership() *membership.Membership { return n.members }
+
+// configuration is the servers of r's latest configuration.
+func configuration(r *raft.Raft) ([]raft.Server, error) {
+	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
 	return f.Configuration().Servers, nil
 }
 
-// AddServer adds a server, for an operator (the admin join): as a voter,
-// which joins as a learner and is promoted once it has caught up
-// (learners.go), so the call returns once the change is committed, not
-// once the server holds the state; or with nonVoter as a non-voter (a read
-// replica, which never counts towards the quorum). The same id, address
-// and suffrage again is a no-op (a learner not yet promoted counts as the
-// voter it will be); an id or address already used by another server is
-// refused, and so is a known server with the other suffrage (a replica
-// becomes a voter through Promote; a voter is never demoted), and a server
-// that reports (over gossip, or asked at its Raft address) a different id
-// or another cluster.
-// httpAddr, when given, is recorded for operators' views (Status).
-// Servers that gossip are added by reconciliation instead (reconcile.go);
-// Config.GossipSeeds is how a node finds those.
-func (n *Node) AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string) error {
-	if id == "" {
-		return fmt.Errorf("%w: id is required", ErrInvalidServer)
+// newMembership wires package membership to this node, once Raft and
+// gossip are in place.
+func newMembership(n *Node) *membership.Membership {
+	cfg := membership.Config{
+		ID: n.cfg.ID, Incarnation: n.incarnation, WriteTimeout: n.cfg.Writes.Timeout,
+		Raft: n.raft, State: n.fsm, Proposer: leaderProposer{n},
+		Peers:     memberPeers{peerClient: n.peers, layer: n.layer, addrs: n.addrs},
+		RaftError: raftError, Applied: n.machine.appliedIndex, Closing: n.closing, Log: n.log,
 	}
-	if _, _, err := net.SplitHostPort(raftAddr); err != nil {
-		return fmt.Errorf("%w: raft_addr %q is not host:port", ErrInvalidServer, raftAddr)
+	if n.gossip != nil { // a nil *gossip must not become a non-nil Gossip
+		cfg.Gossip = gossipView{n.gossip}
 	}
-	if !n.IsLeader() {
-		return ErrNoLeader
-	}
-	servers, err := n.configuration()
-	if err != nil {
-		return err
-	}
-	for _, s := range servers {
-		sameID, sameAddr := s.ID == raft.ServerID(id), s.Address == raft.ServerAddress(raftAddr)
-		switch {
-		case sameID && sameAddr && s.Suffrage == raft.Voter && !nonVoter:
-			return nil
-		case sameID && sameAddr && s.Suffrage == raft.Voter:
-			return fmt.Errorf("%w: %s is a voter, and a voter is never made a non-voter", ErrServerConflict, s.ID)
-		case sameID && sameAddr && nonVoter:
-			// A learner asked for as a non-voter now remains one.
-			if wants, _ := n.askWants(raftAddr); wants == wire.WantsVoter {
-				return n.peers.tellNonvoter(id, raftAddr)
-			}
-			return nil
-		case sameID && sameAddr:
-			if wants, _ := n.askWants(raftAddr); wants == wire.WantsVoter {
-				return nil // a learner: the leader promotes it once it has caught up
-			}
-			return fmt.Errorf("%w: %s is a non-voter: promote it instead", ErrServerConflict, s.ID)
-		case sameID || sameAddr:
-			return fmt.Errorf("%w: %s at %s", ErrServerConflict, s.ID, s.Address)
-		}
-	}
-	if who, identified := n.identify(raftAddr); identified {
-		if who.ID != id {
-			return fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, who.ID, id)
-		}
-		if who.Cluster != "" && who.Cluster != n.fsm.ClusterID() {
-			return fmt.Errorf("%w: %s reports cluster %s", ErrOtherCluster, id, who.Cluster)
-		}
-	}
-	if err := reachable(n.layer, raftAddr, 2*time.Second); err != nil {
-		return err
-	}
-	if removedInc, removed := n.fsm.Removed(id); removed {
-		joiner, err := n.joinerIncarnation(id, raftAddr)
-		if err != nil {
-			return err
-		}
-		if err := n.admitRemoved(id, removedInc, joiner); err != nil {
-			return err
-		}
-	}
-	if err := n.joinServer(id, raftAddr, nonVoter); err != nil {
-		return err
-	}
-	if err := n.recordHTTPAddr(id, httpAddr); err != nil {
-		n.log.Warn("recording a joined server's HTTP address", "err", err)
-	}
-	n.noteMembership(fsm.AuditMemberJoin, id, by)
-	return nil
+	return membership.New(cfg)
 }
 
-// reachable checks that a server's Raft address completes a handshake
-// through the stream layer, which also proves it holds the cluster key. A
-// voter that cannot be reached would count towards the quorum without ever
-// acknowledging: adding one to a one-node cluster stops all writes.
-func reachable(layer *secure.StreamLayer, raftAddr string, timeout time.Duration) error {
-	conn, err := layer.Dial(raft.ServerAddress(raftAddr), timeout)
-	if err != nil {
-		return fmt.Errorf("%w %s (is it running, with the same --cluster-key?): %v", ErrUnreachable, raftAddr, err)
-	}
-	return conn.Close()
+// leaderProposer writes membership's entries: the leader's own
+// (registry, removal records) and audit notes.
+type leaderProposer struct{ n *Node }
+
+func (p leaderProposer) Apply(cmd fsm.Command) error {
+	_, _, err := p.n.apply(cmd)
+	return err
 }
 
-// raftAddServer adds a voter or a non-voter or, for a known id, updates
-// its address. Raft keeps a known voter a voter even through AddNonvoter;
-// AddVoter on a known non-voter promotes it.
-func (n *Node) raftAddServer(id, raftAddr string, nonVoter bool) error {
-	if err := canApplyState(n.peers, raftAddr, n.fsm.Level()); err != nil {
-		return err
-	}
-	add, kind := n.raft.AddVoter, "voter"
-	if nonVoter {
-		add, kind = n.raft.AddNonvoter, "non-voter"
-	}
-	if err := add(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.WriteTimeout).Error(); err != nil {
-		return fmt.Errorf("add %s %s: %w", kind, id, raftError(err))
-	}
-	n.log.Info("server joined", "id", id, "raft_addr", raftAddr, "suffrage", kind)
-	return nil
+func (p leaderProposer) ApplyOwn(cmd fsm.Command, what string) error { return p.n.applyOwn(cmd, what) }
+
+func (p leaderProposer) Propose(ctx context.Context, cmd fsm.Command) error {
+	_, err := p.n.Propose(ctx, cmd, ProposeOptions{})
+	return err
 }
 
-// canApplyState refuses a server whose build could not apply the entries
-// this cluster's state already holds (see levels.go); a server that does
-// not answer is left to the reachability checks.
-func canApplyState(peers *peerClient, raftAddr string, stateLevel int) error {
-	info, err := peers.nodeInfo(raftAddr, 2*time.Second)
-	if err != nil {
-		return nil
-	}
-	if got, need := max(info.EntryLevel, fsm.LevelKeys), stateLevel; got < need {
-		return fmt.Errorf("%w: %s runs an older build (entry level %d) than this cluster's state needs (%d): upgrade it first", ErrInvalidServer, info.ID, got, need)
-	}
-	return nil
+// memberPeers is the protocol's client, the stream layer and the address
+// book as membership asks the other servers.
+type memberPeers struct {
+	*peerClient
+	layer *secure.StreamLayer
+	addrs *addressBook
 }
 
-// Promote makes a non-voter (a read replica, or a learner before the
-// leader does) a voter, at the address the configuration has for it. It
-// must answer at that address first: a voter that cannot be reached counts
-// towards the quorum without acknowledging.
-func (n *Node) Promote(id, by string) error {
-	if !n.IsLeader() {
-		return ErrNoLeader
-	}
-	n.changing.Lock()
-	defer n.changing.Unlock()
-	servers, err := n.configuration()
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(servers, func(s raft.Server) bool { return s.ID == raft.ServerID(id) })
-	switch {
-	case i < 0:
-		return ErrUnknownServer
-	case servers[i].Suffrage == raft.Voter:
-		return ErrAlreadyVoter
-	}
-	if _, removed := n.fsm.Removed(id); removed {
-		// An earlier leader recorded the removal and lost leadership
-		// before it changed the configuration; reconciliation finishes it.
-		return fmt.Errorf("%w: %s is being removed", ErrRemovedServer, id)
-	}
-	addr := string(servers[i].Address)
-	if err := reachable(n.layer, addr, 2*time.Second); err != nil {
-		return err
-	}
-	if err := n.raftAddServer(id, addr, false); err != nil {
-		return fmt.Errorf("promote: %w", err)
-	}
-	n.noteMembership(fsm.AuditMemberPromote, id, by)
-	return nil
+func (p memberPeers) NodeInfo(raftAddr string, timeout time.Duration) (wire.NodeInfo, error) {
+	return p.nodeInfo(raftAddr, timeout)
 }
 
-// identifyWait bounds how long identify waits for the server itself to
-// answer: a dial that times out takes as long.
-const identifyWait = 2 * time.Second
-
-// identify asks gossip, then the server itself at its Raft address, who
-// the server at raftAddr is and which cluster it belongs to.
-func (n *Node) identify(raftAddr string) (wire.NodeInfo, bool) {
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
-			if m.RaftAddr == raftAddr {
-				return wire.NodeInfo{ID: m.ID, Cluster: m.Cluster, Incarnation: m.Inc}, true
-			}
-		}
-	}
-	info, err := n.askNode(raftAddr, identifyWait)
-	return info, err == nil && info.ID != ""
+func (p memberPeers) Dial(raftAddr string, timeout time.Duration) (io.Closer, error) {
+	return p.layer.Dial(raft.ServerAddress(raftAddr), timeout)
 }
 
-// askNode asks the server at raftAddr who it is (GET node), again until
-// it answers or wait has passed. The first answer may fail at once
-// although the server runs: the connection the protocol's client reuses
-// can be one the process that ran there before has closed (a server
-// restarted at its address, on a new data dir after a removal), and the
-// client sends nothing twice on its own. The next ask dials afresh; later
-// ones wait for a server whose cluster port does not answer yet.
-func (n *Node) askNode(raftAddr string, wait time.Duration) (wire.NodeInfo, error) {
-	deadline := time.Now().Add(wait)
-	var pause time.Duration // none before the first ask again: see above
-	for {
-		info, err := n.peers.nodeInfo(raftAddr, max(time.Until(deadline), askNodeMin))
-		if err == nil || !time.Now().Add(pause).Before(deadline) {
-			return info, err
-		}
-		select {
-		case <-n.closing:
-			return info, fmt.Errorf("ask %s who it is: %w", raftAddr, ErrClosed)
-		case <-time.After(pause):
-		}
-		pause = min(max(2*pause, 50*time.Millisecond), time.Second)
-	}
+func (p memberPeers) TellNonvoter(id, raftAddr string) error { return p.tellNonvoter(id, raftAddr) }
+
+func (p memberPeers) TellRemoved(id, incarnation, raftAddr string) error {
+	return p.tellRemoved(id, incarnation, raftAddr)
 }
 
-// askNodeMin is the least time askNode gives one ask: the last one, as
-// the wait ends, still gets a server that answers in time.
-const askNodeMin = 200 * time.Millisecond
-
-// RemoveServer takes a server out of the configuration for an operator,
-// for good: the removal is recorded (removed.go), so no leader adds the
-// server back, and the server stops taking part once it learns of it. The
-// last voter cannot be removed. by is the key that asked.
-func (n *Node) RemoveServer(id, by string) error { return n.removeServer(id, by, true) }
-
-// removeServer takes a server out of the configuration; record keeps it
-// out (an operator's removal). A server leaving as it stops, or gossip
-// seeing it go, is not recorded (by is ""): it rejoins when it starts
-// again.
-func (n *Node) removeServer(id, by string, record bool) error {
-	if !n.IsLeader() {
-		return ErrNoLeader
-	}
-	n.changing.Lock()
-	defer n.changing.Unlock()
-	servers, err := n.configuration()
-	if err != nil {
-		return err
-	}
-	var found *raft.Server
-	voters := 0
-	for i, s := range servers {
-		if s.Suffrage == raft.Voter {
-			voters++
-		}
-		if s.ID == raft.ServerID(id) {
-			found = &servers[i]
-		}
-	}
-	switch {
-	case found == nil:
-		return ErrUnknownServer
-	case found.Suffrage == raft.Voter && voters == 1:
-		return ErrLastVoter
-	}
-	// Gossip may still see the server alive (it is leaving, or an operator
-	// removed a running server): do not add this process back.
-	if n.gossip != nil {
-		n.gossip.markRemoved(id)
-	}
-	// A server that answers is recorded first: a leader that loses
-	// leadership between the two entries leaves a record the next one
-	// finishes (reconcile.go), never a running removed server that no
-	// record keeps out. One that does not answer is recorded after: the
-	// record commits under the quorum of the configuration it is in, which
-	// the new configuration may have when the old one, counting the dead
-	// server, has not; and the reachability check keeps a dead server out
-	// meanwhile.
-	first := record && reachable(n.layer, string(n.addrs.resolve(found.ID, found.Address)), time.Second) == nil
-	if first {
-		if err := n.recordRemoval(id, found.Address); err != nil {
-			return fmt.Errorf("remove server %s: %w", id, err)
-		}
-	}
-	if err := n.raft.RemoveServer(found.ID, 0, n.cfg.WriteTimeout).Error(); err != nil {
-		return fmt.Errorf("remove server %s: %w", id, raftError(err))
-	}
-	if record && !first {
-		if err := n.recordRemoval(id, found.Address); err != nil {
-			return fmt.Errorf("server %s is out of the configuration, but its removal was not recorded "+
-				"(a leader may add it back should it start again on its data dir): %w", id, err)
-		}
-	}
-	if n.IsLeader() { // a leader that removed itself has stepped down
-		if err := n.recordHTTPAddr(id, ""); err != nil {
-			n.log.Warn("forgetting a removed server's HTTP address", "err", err)
-		}
-		n.noteMembership(fsm.AuditMemberLeave, id, by)
-	}
-	n.log.Info("server removed", "id", id)
-	return nil
+func (p memberPeers) Learners(ctx context.Context, servers []raft.Server) map[raft.ServerID]bool {
+	return p.learners(ctx, servers)
 }
 
-// TransferLeadership hands leadership to another voter.
-func (n *Node) TransferLeadership() error {
-	if !n.IsLeader() {
-		return ErrNoLeader
-	}
-	if n.otherVoters() == 0 {
-		return ErrNoTransferTarget
-	}
-	if err := n.raft.LeadershipTransfer().Error(); err != nil {
-		return fmt.Errorf("leadership transfer: %w", raftError(err))
-	}
-	return nil
+func (p memberPeers) AppliedIndexes(ctx context.Context, servers []raft.Server) map[string]uint64 {
+	return p.appliedIndexes(ctx, servers, 0)
 }
 
-// noteMembership records a change of the configuration in the audit log
-// (fsm.AuditNoteCommand), once the cluster is raised to fsm.LevelBounds:
-// older builds cannot apply the note. The change is made by then, so a
-// note that fails is only logged.
-func (n *Node) noteMembership(action fsm.AuditAction, id, by string) {
-	if n.fsm.Raised() < fsm.LevelBounds {
-		return
-	}
-	note := fsm.AuditNoteCommand{Entry: fsm.AuditEntry{At: time.Now().UnixMilli(), KeyID: by, Action: action, Subject: id}}
-	if _, err := n.Propose(context.Background(), note, ProposeOptions{}); err != nil {
-		n.log.Warn("audit log: membership change not recorded", "action", action.String(), "server", id, "err", err)
-	}
+func (p memberPeers) Resolve(id raft.ServerID, configured raft.ServerAddress) raft.ServerAddress {
+	return p.addrs.resolve(id, configured)
 }
+
+func (p memberPeers) Claimed(id raft.ServerID) (string, bool) { return p.addrs.claimed(id) }
+
+// gossipView is gossip as membership reads it.
+type gossipView struct{ g *gossip }
+
+func (v gossipView) Members() []membership.Member        { return v.g.members() }
+func (v gossipView) MarkRemoved(id string)               { v.g.markRemoved(id) }
+func (v gossipView) WasRemoved(m membership.Member) bool { return v.g.wasRemoved(m) }
+func (v gossipView) FirstRefusal(id, inc string) bool    { return v.g.firstRefusal(id, inc) }
+func (v gossipView) TakeLeft() []string                  { return v.g.takeLeft() }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,13 +19,17 @@ import (
 	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/certs"
 	"github.com/linkraft/linkraft/cluster/clicks"
+	"github.com/linkraft/linkraft/cluster/duties"
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// Config is what a node needs to start. Zero durations take defaults.
+// Config is what a node needs to start: who it is, where it listens and
+// keeps its state, and each subsystem's settings. Zero durations take
+// defaults.
 type Config struct {
 	ID         string
 	DataDir    string
@@ -34,32 +37,53 @@ type Config struct {
 	GossipAddr string // address memberlist binds; empty: no discovery
 	HTTPAddr   string // this node's HTTP address as the other nodes reach it
 	Advertise  string // host other nodes reach this one at; default: the bind addresses'
-	// GossipSeeds are gossip addresses of members to join (--join); a
-	// node with seeds and no Raft state waits to be added to their cluster.
-	// An entry may be a host name: every join attempt resolves it again,
-	// through Resolver, and joins all its addresses.
-	GossipSeeds []string
-	Resolver    Resolver // default: net.DefaultResolver
+	// Key authenticates and encrypts everything between nodes: Raft and
+	// the internal HTTP on its port (mutual TLS), and gossip. Required,
+	// loopback included: a process on the same host is a peer only if it
+	// holds the key.
+	Key    *secure.Key
+	Logger *slog.Logger
+
+	Discovery  DiscoveryConfig
+	Membership MembershipConfig
+	Raft       RaftConfig
+	Writes     WriteConfig
+	Leader     LeaderConfig
+	Backups    BackupConfig
+	// ACME, when set, has the leader order and renew the certificates
+	// every node serves (certificates.go).
+	ACME *ACMEConfig
+}
+
+// DiscoveryConfig is how a node finds the others over gossip and forms a
+// cluster with them (discovery.go, seeds.go).
+type DiscoveryConfig struct {
+	// Seeds are gossip addresses of members to join (--join); a node with
+	// seeds and no Raft state waits to be added to their cluster. An entry
+	// may be a host name: every join attempt resolves it again, through
+	// Resolver, and joins all its addresses.
+	Seeds    []string
+	Resolver Resolver // default: net.DefaultResolver
 	// BootstrapExpect is the number of servers that bootstrap a new cluster
-	// together. With 1 (or 0) and no GossipSeeds, a node bootstraps alone on
-	// first start; with GossipSeeds it waits to be added to a cluster.
+	// together. With 1 (or 0) and no Seeds, a node bootstraps alone on
+	// first start; with Seeds it waits to be added to a cluster.
 	BootstrapExpect int
+}
+
+// MembershipConfig is this server's own part in the membership.
+type MembershipConfig struct {
 	// ReadReplica makes this node a read replica: it advertises so over
 	// gossip, the leader adds it as a non-voter (it never counts towards
 	// the quorum nor becomes leader), and it never bootstraps a cluster nor
 	// counts as one of BootstrapExpect's servers: it waits to be added.
 	ReadReplica bool
-	// Key authenticates and encrypts everything between nodes: Raft and
-	// the internal HTTP on its port (mutual TLS), and gossip. Required,
-	// loopback included: a process on the same host is a peer only if it
-	// holds the key.
-	Key *secure.Key
-	// AllowPrivateTargets lets creates relayed by other nodes point inside
-	// the network, as --allow-private-targets lets clients' creates.
-	AllowPrivateTargets bool
-	LeaveOnTerminate    bool
-	WriteTimeout        time.Duration
-	ClickFlushInterval  time.Duration
+	// LeaveOnTerminate: Close hands leadership over and leaves the
+	// cluster (leave.go).
+	LeaveOnTerminate bool
+}
+
+// RaftConfig is Raft's settings.
+type RaftConfig struct {
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// make Raft take a new one (0: the library's 8192).
 	SnapshotThreshold uint64
@@ -67,6 +91,24 @@ type Config struct {
 	// last snapshot also make the node take one (0: 64 MiB; see
 	// snapshot.go).
 	SnapshotBytes int64
+	// LogLevel is the level of Raft's and memberlist's logs (default: warn).
+	LogLevel string
+}
+
+// WriteConfig is the write path's settings.
+type WriteConfig struct {
+	// Timeout bounds a write, and the wait for a leader of every request
+	// that needs one.
+	Timeout time.Duration
+	// AllowPrivateTargets lets creates relayed by other nodes point inside
+	// the network, as --allow-private-targets lets clients' creates.
+	AllowPrivateTargets bool
+	// ClickFlushInterval is how often the node's clicks are flushed.
+	ClickFlushInterval time.Duration
+}
+
+// LeaderConfig is what the leader does on its own (leadership.go).
+type LeaderConfig struct {
 	// ExpiredRetention is how long an expired link keeps answering 410
 	// before the leader purges it (after which its code answers 404).
 	ExpiredRetention time.Duration
@@ -74,50 +116,50 @@ type Config struct {
 	// creates when it leads a cluster that has no keys (empty: it never
 	// creates one; set when the node has no --admin-token).
 	InitialKeyFile string
-	// ACME, when set, has the leader order and renew the certificates
-	// every node serves (certificates.go).
-	ACME         *ACMEConfig
-	Logger       *slog.Logger
-	RaftLogLevel string
-	// BackupStore, when set, receives a backup every BackupInterval from
-	// the leader, which keeps BackupRetain of them (backupduty.go).
-	BackupStore    backups.Store
-	BackupInterval time.Duration
-	BackupRetain   int
+}
+
+// BackupConfig is the scheduled backups and the restore at start
+// (backupduty.go).
+type BackupConfig struct {
+	// Store, when set, receives a backup every Interval from the leader,
+	// which keeps Retain of them.
+	Store    backups.Store
+	Interval time.Duration
+	Retain   int
 	// RestoreFrom (--restore-from), with RestoreS3 for an s3:// source:
 	// the leader of a cluster that has no state yet installs the newest
-	// good backup of this source before it takes writes (backupduty.go).
+	// good backup of this source before it takes writes.
 	RestoreFrom string
 	RestoreS3   backups.S3Options
 }
 
 func (c *Config) setDefaults() {
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = 5 * time.Second
+	if c.Writes.Timeout <= 0 {
+		c.Writes.Timeout = 5 * time.Second
 	}
-	if c.ClickFlushInterval <= 0 {
-		c.ClickFlushInterval = time.Second
+	if c.Writes.ClickFlushInterval <= 0 {
+		c.Writes.ClickFlushInterval = time.Second
 	}
-	if c.ExpiredRetention <= 0 {
-		c.ExpiredRetention = 24 * time.Hour
+	if c.Leader.ExpiredRetention <= 0 {
+		c.Leader.ExpiredRetention = 24 * time.Hour
 	}
-	if c.SnapshotBytes <= 0 {
-		c.SnapshotBytes = defaultSnapshotBytes
+	if c.Raft.SnapshotBytes <= 0 {
+		c.Raft.SnapshotBytes = defaultSnapshotBytes
 	}
-	if c.Resolver == nil {
-		c.Resolver = net.DefaultResolver
+	if c.Discovery.Resolver == nil {
+		c.Discovery.Resolver = net.DefaultResolver
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.RaftLogLevel == "" {
-		c.RaftLogLevel = "warn"
+	if c.Raft.LogLevel == "" {
+		c.Raft.LogLevel = "warn"
 	}
 }
 
 // Errors of the write path. Each means "try again later" to a client.
 var (
-	ErrNoLeader = errors.New("no leader available")
+	ErrNoLeader = membership.ErrNoLeader // one error: membership refuses with it too
 	ErrTimeout  = errors.New("write not confirmed in time; it may still be applied")
 	ErrClosed   = errors.New("node is shutting down")
 )
@@ -135,10 +177,9 @@ type Node struct {
 	// addrs is where each server is now: what gossip says, else the
 	// configuration (addresses.go).
 	addrs *addressBook
-	// changing is held by a promotion and a removal from their reading of
-	// the configuration to its change: a promotion decided on the
-	// configuration before a removal would add the removed server back.
-	changing sync.Mutex
+	// members makes this node's changes to the configuration while it
+	// leads, and runs the membership duties (package membership).
+	members *membership.Membership
 
 	// creates is the path of a create: the queues of the creates this node
 	// proposes and relays, and the commit pusher (write.go, relay.go).
@@ -167,16 +208,14 @@ type Node struct {
 	// certs orders certificates while this node leads; nil without ACME.
 	certs *certs.Manager
 	// backups writes the backups while this node leads; nil without a
-	// BackupStore (backupduty.go).
+	// Backups.Store (backupduty.go).
 	backups *backups.Scheduler
-	// nonvoter: this server asks to remain a non-voter (--read-replica,
-	// or an operator added it as one); otherwise a non-voter is a learner
-	// to be promoted (learners.go).
-	nonvoter atomic.Bool
-	// incarnation is the random id of the data dir, made with it;
-	// retirement is whether an operator removed this server (removed.go).
+	// incarnation is the random id of the data dir, made with it
+	// (removed.go).
 	incarnation string
-	retirement  retirement
+	// standing is this server's own side of membership: the suffrage it
+	// asks for, its leave, its retirement once removed (removed.go).
+	standing *standing
 
 	closing chan struct{}
 	// stopping ends when Close begins, before its final flush: background
@@ -188,7 +227,7 @@ type Node struct {
 }
 
 // Open starts a node on its data dir. On first start with BootstrapExpect
-// of at most 1 and no GossipSeeds it bootstraps a single-voter cluster; with
+// of at most 1 and no Seeds (Config.Discovery) it bootstraps a single-voter cluster; with
 // a larger BootstrapExpect it bootstraps together with its gossip peers
 // (see DESIGN.md); later starts recover from the data dir.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
@@ -212,7 +251,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, fmt.Errorf("open node: %w", err)
 	}
 	n := newNode(cfg, f)
-	n.nonvoter.Store(nonvoter)
+	n.standing.nonvoter.Store(nonvoter)
 	n.incarnation = incarnation
 	hasState, err := n.openRaft()
 	if err != nil {
@@ -222,19 +261,21 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// background work starts: both read n.gossip without a lock. A data
 	// dir removed from its cluster starts neither Raft's elections nor
 	// gossip (removed.go).
-	retired := n.retireIfMarked()
+	retired := n.standing.retireIfMarked()
 	if cfg.GossipAddr != "" && !retired {
-		if err := n.startGossip(hasState); err != nil {
+		if err := startGossip(n, hasState); err != nil {
 			n.shutdownRaft()
 			return nil, err
 		}
 	}
 	n.start()
 	if cfg.GossipAddr != "" {
-		bootstrapping := !hasState && cfg.BootstrapExpect > 1 && !cfg.ReadReplica
-		n.spawn(func() { n.runDiscovery(bootstrapping) })
+		bootstrapping := !hasState && cfg.Discovery.BootstrapExpect > 1 && !cfg.Membership.ReadReplica
+		if n.gossip != nil { // a data dir removed from its cluster starts no gossip (removed.go)
+			n.spawn(func() { n.gossip.runDiscovery(bootstrapping) })
+		}
 	}
-	n.spawn(n.watchRemoval)
+	n.spawn(n.standing.watchRemoval)
 	return n, nil
 }
 
@@ -244,23 +285,25 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     f,
-		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.SnapshotBytes)},
+		machine: &appliedFSM{FSM: f, volume: newLogVolume(cfg.Raft.SnapshotBytes)},
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 	}
 	n.stopping, n.stopStopping = context.WithCancel(context.Background())
-	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.AllowPrivateTargets)
-	n.certs = n.newCertManager(cfg.ACME)
-	if cfg.BackupStore != nil {
-		n.backups = backups.New(backups.Config{Store: cfg.BackupStore, Source: backupSource{n}, Interval: cfg.BackupInterval,
-			Retain: cfg.BackupRetain, SpoolDir: cfg.DataDir, Logger: cfg.Logger})
+	n.standing = &standing{n: n}
+	n.hooks = webhooks.New(f, n.machine.applied.wait, ackProposer{n}, cfg.Logger, cfg.Writes.AllowPrivateTargets)
+	n.certs = newCertManager(n, cfg.ACME)
+	if cfg.Backups.Store != nil {
+		n.backups = backups.New(backups.Config{Store: cfg.Backups.Store, Source: backupSource{n}, Interval: cfg.Backups.Interval,
+			Retain: cfg.Backups.Retain, SpoolDir: cfg.DataDir, Logger: cfg.Logger})
 	}
 	n.addrs = newAddressBook(f.ClusterID)
 	n.readRounds = &roundBatcher{fn: n.fetchReadIndex}
-	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: n.configuration}
+	servers := func() ([]raft.Server, error) { return configuration(n.raft) } // once Raft runs
+	n.levels = &entryLevels{self: raft.ServerID(cfg.ID), dir: cfg.DataDir, log: cfg.Logger, servers: servers}
 	n.levels.load()
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) { return n.layer.DialInternal(addr, timeout) }
-	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.WriteTimeout,
+	n.peers = &peerClient{Client: wire.NewClient(cfg.ID, dial), timeout: cfg.Writes.Timeout,
 		self: raft.ServerID(cfg.ID), addrs: n.addrs, log: n.log,
 		heard: func(info wire.NodeInfo) { n.levels.heard(raft.ServerID(info.ID), max(info.EntryLevel, fsm.LevelKeys)) }}
 	n.levels.ask = askLevel(n.peers, n.addrs)
@@ -271,17 +314,18 @@ func newNode(cfg Config, f *fsm.FSM) *Node {
 // background work.
 func (n *Node) start() {
 	n.leadership = &leaderWatch{raft: n.raft, self: raft.ServerID(n.cfg.ID), closing: n.closing}
-	n.creates = &createPath{timeout: n.cfg.WriteTimeout, allowPrivate: n.cfg.AllowPrivateTargets, closing: n.closing,
+	n.creates = &createPath{timeout: n.cfg.Writes.Timeout, allowPrivate: n.cfg.Writes.AllowPrivateTargets, closing: n.closing,
 		metrics: n.metrics, leadership: n.leadership, levels: n.levels, peers: n.peers,
 		machine: n.machine, apply: n.apply}
 	n.creates.newQueues()
 	n.clicks = newClickCounter(n)
+	n.members = newMembership(n)
 	n.service = startPeerService(n) // last of the fields: its handlers read them
 	n.spawn(n.leadership.run)
-	n.spawn(n.monitorLeadership)
+	n.spawn(leaderLoop{n: n, duties: duties.New()}.monitor)
 	n.spawn(func() { n.creates.proposer.Run(n.closing) })
 	n.spawn(func() { n.creates.relay.Run(n.closing) })
-	n.spawn(func() { n.clicks.Run(n.stopping, n.cfg.ClickFlushInterval) })
+	n.spawn(func() { n.clicks.Run(n.stopping, n.cfg.Writes.ClickFlushInterval) })
 	n.spawn(func() { compactor{n.raft, n.store, n.log}.run(n.machine.volume, n.closing) })
 	n.spawn(func() { n.levels.watch(n.stopping) })
 }
@@ -345,84 +389,26 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	}()
 
 	dir := n.cfg.DataDir
-	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.RaftLogLevel))
+	hlog := NewHCLogger(n.log, "raft", hclog.LevelFromString(n.cfg.Raft.LogLevel))
 	dbPath := filepath.Join(dir, "raft.db")
-	if err := checkStore(dbPath); err != nil {
-		return false, damaged(err, dir)
-	}
-	store, err = raftboltdb.New(raftboltdb.Options{
-		Path: dbPath,
-		// Skipping the freelist sync makes each append cheaper; bolt rebuilds
-		// the freelist on open instead.
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
-	})
+	store, err = openBoltStore(dbPath, dir)
 	if err != nil {
-		return false, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
-	}
-	if err := verifyLog(store); err != nil {
-		return false, damaged(err, dir)
+		return false, err
 	}
 	stable := newBoltStore(store, dbPath)
 	logs, err := raft.NewLogCache(1024, stable)
 	if err != nil {
 		return false, fmt.Errorf("open log cache: %w", err)
 	}
-	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
-	if err != nil {
-		return false, fmt.Errorf("open snapshot store: %w", err)
-	}
-	snapsDir := filepath.Join(dir, "snapshots") // where the store keeps them
-	if _, err := ownerOnly(snapsDir); err != nil {
-		return false, fmt.Errorf("open snapshot store: %w", err)
-	}
-	snaps := ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}
-	advertise, err := advertiseAddr(n.cfg.RaftAddr, n.cfg.Advertise)
+	snaps, err := openSnapshots(dir, hlog)
 	if err != nil {
 		return false, err
 	}
-	layer, err := secure.NewStreamLayer(n.cfg.RaftAddr, advertise, n.cfg.Key)
+	layer, transport, err := openTransport(n.cfg, n.addrs, hlog)
 	if err != nil {
-		return false, fmt.Errorf("open raft transport: %w", err)
+		return false, err
 	}
-	// Raft dials each server where gossip says it is now, falling back to
-	// the configuration's address (addresses.go). The connection pool is
-	// keyed by the address dialled, so a server that moved is dialled
-	// afresh; the few idle connections to its old address are never used
-	// again and go when the transport closes.
-	n.addrs.self, n.addrs.selfAddr = raft.ServerID(n.cfg.ID), raft.ServerAddress(advertise.String())
-	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: layer, MaxPool: 3, Timeout: raftRPCTimeout, Logger: hlog,
-		ServerAddressProvider: n.addrs,
-	})
-
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(n.cfg.ID)
-	rc.Logger = hlog
-	// Per-peer replication metrics only as labels (peer_id), not also as
-	// one metric name per peer.
-	rc.NoLegacyTelemetry = true
-	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 256
-	if n.cfg.SnapshotThreshold > 0 {
-		rc.SnapshotThreshold = n.cfg.SnapshotThreshold
-	}
-	// The threshold is only looked at this often (the library's default is
-	// 120 s); the look is a comparison of two indexes.
-	rc.SnapshotInterval = 10 * time.Second
-	// Entries kept behind a snapshot for followers slightly behind. The
-	// library keeps 10240, which with entries of hundreds of batched
-	// creates is millions of links: the log would never shrink after an
-	// import, and every start decodes all of it (storecheck.go). A
-	// follower further behind installs the snapshot instead (a million
-	// links in about a second, docs/BENCHMARKS.md).
-	rc.TrailingLogs = 1024
-	// Half the library's 1 s defaults: a follower notices a dead leader
-	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
-	// their own goroutines, so a busy disk does not cause false elections
-	// on a LAN; the lease must not exceed the heartbeat timeout.
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	rc := raftConfig(n.cfg, hlog)
 	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
 	if err != nil {
 		// A snapshot Raft could not restore is damage an operator repairs.
@@ -442,22 +428,122 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	if hasState && n.cfg.RestoreFrom != "" {
-		n.log.Info("--restore-from does nothing here: this node has Raft state", "source", n.cfg.RestoreFrom)
+	if hasState && n.cfg.Backups.RestoreFrom != "" {
+		n.log.Info("--restore-from does nothing here: this node has Raft state", "source", n.cfg.Backups.RestoreFrom)
 	}
-	// A first start alone bootstraps a cluster of one; with peers to
-	// expect or seeds to join, it waits to be added instead.
-	if !hasState && n.cfg.BootstrapExpect <= 1 && len(n.cfg.GossipSeeds) == 0 && !n.cfg.ReadReplica {
-		cfg := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
-		}}}
-		if err := r.BootstrapCluster(cfg).Error(); err != nil {
-			return false, fmt.Errorf("bootstrap: %w", err)
-		}
-		n.log.Info("bootstrapped a single-voter cluster", "id", n.cfg.ID, "raft_addr", transport.LocalAddr())
-		hasState = true
+	if hasState {
+		return true, nil
 	}
-	return hasState, nil
+	return bootstrapAlone(r, n.cfg, transport.LocalAddr(), n.log)
+}
+
+// openBoltStore checks raft.db at dbPath (in the data dir dir), opens it
+// and checks its log.
+func openBoltStore(dbPath, dir string) (*raftboltdb.BoltStore, error) {
+	if err := checkStore(dbPath); err != nil {
+		return nil, damaged(err, dir)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path: dbPath,
+		// Skipping the freelist sync makes each append cheaper; bolt rebuilds
+		// the freelist on open instead.
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft store (is another linkraft using %s?): %w", dir, err)
+	}
+	if err := verifyLog(store); err != nil {
+		store.Close()
+		return nil, damaged(err, dir)
+	}
+	return store, nil
+}
+
+// openSnapshots opens the snapshot store of the data dir dir, owner-only.
+func openSnapshots(dir string, hlog hclog.Logger) (ownerOnlySnapshots, error) {
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		return ownerOnlySnapshots{}, fmt.Errorf("open snapshot store: %w", err)
+	}
+	snapsDir := filepath.Join(dir, "snapshots") // where the store keeps them
+	if _, err := ownerOnly(snapsDir); err != nil {
+		return ownerOnlySnapshots{}, fmt.Errorf("open snapshot store: %w", err)
+	}
+	return ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}, nil
+}
+
+// openTransport opens the stream layer on the Raft address and Raft's
+// transport over it, which dials each server where addrs says.
+func openTransport(cfg Config, addrs *addressBook, hlog hclog.Logger) (*secure.StreamLayer, *raft.NetworkTransport, error) {
+	advertise, err := advertiseAddr(cfg.RaftAddr, cfg.Advertise)
+	if err != nil {
+		return nil, nil, err
+	}
+	layer, err := secure.NewStreamLayer(cfg.RaftAddr, advertise, cfg.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open raft transport: %w", err)
+	}
+	// Raft dials each server where gossip says it is now, falling back to
+	// the configuration's address (addresses.go). The connection pool is
+	// keyed by the address dialled, so a server that moved is dialled
+	// afresh; the few idle connections to its old address are never used
+	// again and go when the transport closes.
+	addrs.self, addrs.selfAddr = raft.ServerID(cfg.ID), raft.ServerAddress(advertise.String())
+	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: raftRPCTimeout, Logger: hlog,
+		ServerAddressProvider: addrs,
+	})
+	return layer, transport, nil
+}
+
+// raftConfig is Raft's configuration for a node of cfg.
+func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	// Per-peer replication metrics only as labels (peer_id), not also as
+	// one metric name per peer.
+	rc.NoLegacyTelemetry = true
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 256
+	if cfg.Raft.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
+	}
+	// The threshold is only looked at this often (the library's default is
+	// 120 s); the look is a comparison of two indexes.
+	rc.SnapshotInterval = 10 * time.Second
+	// Entries kept behind a snapshot for followers slightly behind. The
+	// library keeps 10240, which with entries of hundreds of batched
+	// creates is millions of links: the log would never shrink after an
+	// import, and every start decodes all of it (storecheck.go). A
+	// follower further behind installs the snapshot instead (a million
+	// links in about a second, docs/BENCHMARKS.md).
+	rc.TrailingLogs = 1024
+	// Half the library's 1 s defaults: a follower notices a dead leader
+	// after 0.5-1 s instead of 1-2 s. Heartbeats go out every 50 ms on
+	// their own goroutines, so a busy disk does not cause false elections
+	// on a LAN; the lease must not exceed the heartbeat timeout.
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	return rc
+}
+
+// bootstrapAlone bootstraps a cluster of one on a first start alone, and
+// reports whether it did; with peers to expect or seeds to join, or as a
+// read replica, the node waits to be added instead.
+func bootstrapAlone(r *raft.Raft, cfg Config, addr raft.ServerAddress, log *slog.Logger) (bool, error) {
+	if cfg.Discovery.BootstrapExpect > 1 || len(cfg.Discovery.Seeds) > 0 || cfg.Membership.ReadReplica {
+		return false, nil
+	}
+	servers := raft.Configuration{Servers: []raft.Server{{
+		Suffrage: raft.Voter, ID: raft.ServerID(cfg.ID), Address: addr,
+	}}}
+	if err := r.BootstrapCluster(servers).Error(); err != nil {
+		return false, fmt.Errorf("bootstrap: %w", err)
+	}
+	log.Info("bootstrapped a single-voter cluster", "id", cfg.ID, "raft_addr", addr)
+	return true, nil
 }
 
 // damaged says what an operator does about a damaged raft.db.
@@ -506,17 +592,17 @@ const finalFlushTimeout = 2 * time.Second
 
 // Close flushes pending clicks (bounded by finalFlushTimeout; what cannot
 // be flushed is saved in the data dir for the next start), stops the
-// background work and shuts Raft down. With LeaveOnTerminate a leader first
+// background work and shuts Raft down. With Membership.LeaveOnTerminate a leader first
 // hands leadership to another voter, and the node leaves the cluster after
 // flushing. Safe to call more than once.
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
 		n.stopStopping()
-		if n.cfg.LeaveOnTerminate {
-			n.handOffLeadership()
+		if n.cfg.Membership.LeaveOnTerminate {
+			n.standing.handOffLeadership()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
+		ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.Writes.Timeout, finalFlushTimeout))
 		if ferr := n.clicks.Flush(ctx); ferr != nil {
 			if serr := n.clicks.Save(); serr != nil {
 				n.log.Error("final click flush failed, and saving the clicks failed too: they are lost", "flush_err", ferr, "err", serr)
@@ -525,8 +611,8 @@ func (n *Node) Close() error {
 			}
 		}
 		cancel()
-		if n.cfg.LeaveOnTerminate {
-			n.leave()
+		if n.cfg.Membership.LeaveOnTerminate {
+			n.standing.leave()
 		}
 		close(n.closing)
 		n.wg.Wait()
@@ -544,7 +630,7 @@ func (n *Node) shutdownRaft() error {
 	var errs []error
 	if n.service != nil {
 		// Requests in flight end with n.closing or the write timeout.
-		if err := n.service.shutdown(n.cfg.WriteTimeout); err != nil {
+		if err := n.service.shutdown(n.cfg.Writes.Timeout); err != nil {
 			errs = append(errs, err)
 		}
 	}

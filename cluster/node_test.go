@@ -49,8 +49,13 @@ func testKey(t testing.TB) *secure.Key {
 func openNode(t *testing.T, dir string, tweaks ...func(*Config)) *Node {
 	t.Helper()
 	cfg := Config{
-		ID: "n1", DataDir: dir, RaftAddr: freeAddr(t), Key: testKey(t), ClickFlushInterval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
+		ID:       "n1",
+		DataDir:  dir,
+		RaftAddr: freeAddr(t),
+		Key:      testKey(t),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Raft:     RaftConfig{LogLevel: "off"},
+		Writes:   WriteConfig{ClickFlushInterval: time.Hour},
 	}
 	for _, tweak := range tweaks {
 		tweak(&cfg)

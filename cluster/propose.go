@@ -47,7 +47,7 @@ type Proposer interface {
 // error, as are the write path's (ErrNoLeader, ErrTimeout, ErrClosed).
 // Creates have their own path (Create, ProposeCreates): they are batched.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command, opts ProposeOptions) (Proposed, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Writes.Timeout)
 	defer cancel()
 	cmd, err := n.Fit(ctx, cmd)
 	if err != nil {
@@ -133,7 +133,7 @@ func (n *Node) applyEntry(entry []byte) (any, uint64, error) {
 func (n *Node) handOff(entry []byte) raft.ApplyFuture {
 	n.proposals.RLock()
 	defer n.proposals.RUnlock()
-	return n.raft.Apply(entry, n.cfg.WriteTimeout)
+	return n.raft.Apply(entry, n.cfg.Writes.Timeout)
 }
 
 // raftError turns Raft's errors into this package's: ErrNoLeader (not

@@ -55,10 +55,10 @@ func TestMembershipIsAudited(t *testing.T) {
 	leader := openMember(t, "n1", true, 5*time.Second)
 	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
 	follower := openMember(t, "n2", false, 5*time.Second)
-	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
+	if err := leader.members.AddServer("n2", follower.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	if err := leader.RemoveServer("n2", "opskey000002"); err != nil {
+	if err := leader.members.RemoveServer("n2", "opskey000002"); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
 	got := leader.FSM().Audit(fsm.AuditQuery{Kind: fsm.AuditSecurity, Limit: 10})

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/cluster/membership"
 )
 
 // Why a node must get no traffic (/health), or cannot take a create now
@@ -53,7 +55,7 @@ func (r readiness) notReady() string {
 		return NotReadyNotMember
 	case !r.hasState:
 		return NotReadyStarting
-	case r.learner && r.lag > promoteMaxLag:
+	case r.learner && r.lag > membership.PromoteMaxLag:
 		return NotReadyCatchingUp
 	}
 	return ""
@@ -75,36 +77,36 @@ func (r readiness) writesUnavailable() string {
 // NotReady says why this node must get no traffic, or "" when it serves
 // redirects from its own state, with or without a leader (readiness, which
 // /health reports).
-func (n *Node) NotReady() string { return n.readiness().notReady() }
+func (n *Node) NotReady() string { return readinessOf(n).notReady() }
 
 // WritesUnavailable says why a create through this node would be refused
 // now, or "" when it would be accepted (/health/writes).
-func (n *Node) WritesUnavailable() string { return n.readiness().writesUnavailable() }
+func (n *Node) WritesUnavailable() string { return readinessOf(n).writesUnavailable() }
 
 // readiness gathers what NotReady and WritesUnavailable decide from; each
 // read is an atomic load or a copy of Raft's latest configuration, cheap
 // enough for probes every second.
-func (n *Node) readiness() readiness {
+func readinessOf(n *Node) readiness {
 	var r readiness
 	// A removed server has shut its Raft down on purpose (removed.go): it
 	// is out of the cluster, not stopping.
 	removed := n.Removed()
 	r.removed = removed
-	r.closing = n.isClosing() || n.raft.State() == raft.Shutdown && !removed
+	r.closing = isClosed(n.closing) || n.raft.State() == raft.Shutdown && !removed
 	// An unreadable configuration (Raft shutting down) counts as not a
 	// member.
-	if servers, err := n.configuration(); err == nil && !removed {
+	if servers, err := configuration(n.raft); err == nil && !removed {
 		for _, s := range servers {
 			if s.ID == raft.ServerID(n.cfg.ID) {
 				r.member = true
-				r.learner = s.Suffrage != raft.Voter && !n.nonvoter.Load()
+				r.learner = s.Suffrage != raft.Voter && !n.standing.nonvoter.Load()
 			}
 		}
 	}
 	r.hasState = n.fsm.ClusterID() != ""
 	// With --restore-from, a node without the cluster's state waits for
 	// the restore at start (or, joining a cluster that has state, for it).
-	r.restoring = n.cfg.RestoreFrom != "" && !r.hasState
+	r.restoring = n.cfg.Backups.RestoreFrom != "" && !r.hasState
 	// What the leader said it applied (a miss, a delete's visibility
 	// wait), or the commit index Raft heard of: whichever is further.
 	applied := n.machine.appliedIndex()
@@ -125,7 +127,7 @@ func (n *Node) Drain() {
 	if !n.IsLeader() {
 		return
 	}
-	switch err := n.TransferLeadership(); {
+	switch err := n.members.TransferLeadership(); {
 	case err == nil:
 		n.log.Info("handed leadership over before stopping", "leader", n.Local().LeaderID)
 	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNoTransferTarget):
@@ -141,15 +143,16 @@ func (n *Node) Drain() {
 // restarting it would not bring it back.
 func (n *Node) Live() bool {
 	if n.Removed() {
-		return !n.isClosing()
+		return !isClosed(n.closing)
 	}
 	return n.raft.State() != raft.Shutdown
 }
 
-// isClosing reports whether Close has begun.
-func (n *Node) isClosing() bool {
+// isClosed reports whether closing is closed (for a node's: whether Close
+// has begun).
+func isClosed(closing <-chan struct{}) bool {
 	select {
-	case <-n.closing:
+	case <-closing:
 		return true
 	default:
 		return false

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/cluster/membership"
 )
 
 // TestReadinessDecisions: what a node's situation makes /health and
@@ -28,8 +30,8 @@ func TestReadinessDecisions(t *testing.T) {
 		{"a member with the state and a leader", serving, "", ""},
 		{"cut off from the majority", with(func(r *readiness) { r.leaderKnown = false }), "", NotReadyNoLeader},
 		{"a voter behind the leader", with(func(r *readiness) { r.lag = 100_000 }), "", ""},
-		{"a learner a little behind", with(func(r *readiness) { r.learner, r.lag = true, promoteMaxLag }), "", ""},
-		{"a learner far behind", with(func(r *readiness) { r.learner, r.lag = true, promoteMaxLag+1 }), NotReadyCatchingUp, NotReadyCatchingUp},
+		{"a learner a little behind", with(func(r *readiness) { r.learner, r.lag = true, membership.PromoteMaxLag }), "", ""},
+		{"a learner far behind", with(func(r *readiness) { r.learner, r.lag = true, membership.PromoteMaxLag+1 }), NotReadyCatchingUp, NotReadyCatchingUp},
 		{"a member without the state yet", with(func(r *readiness) { r.hasState, r.leaderKnown = false, false }), NotReadyStarting, NotReadyStarting},
 		{"waiting to be added", readiness{}, NotReadyNotMember, NotReadyNotMember},
 		{"removed, with its old state", with(func(r *readiness) { r.member, r.removed = false, true }), NotReadyRemoved, NotReadyRemoved},
@@ -65,7 +67,7 @@ func TestNotReadyReasons(t *testing.T) {
 	if !follower.Live() {
 		t.Fatal("a node waiting to be added is not live")
 	}
-	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool { return follower.NotReady() == "" && follower.WritesUnavailable() == "" })
@@ -76,7 +78,7 @@ func TestNotReadyReasons(t *testing.T) {
 	// configuration too (which decides whether it counts as a learner).
 	waitFor(t, func() bool {
 		for _, n := range []*member{leader, follower} {
-			servers, err := n.configuration()
+			servers, err := configuration(n.raft)
 			if err != nil || len(servers) != 2 || servers[1].Suffrage != raft.Voter {
 				return false
 			}
@@ -119,7 +121,7 @@ func TestDrainHandsOffLeadership(t *testing.T) {
 	t.Parallel()
 	leader, follower := openPair(t, 5*time.Second)
 	waitFor(t, func() bool {
-		servers, err := leader.configuration()
+		servers, err := configuration(leader.raft)
 		return err == nil && len(servers) == 2 && servers[1].Suffrage == raft.Voter
 	})
 	follower.Drain() // not the leader: nothing to do
@@ -142,7 +144,7 @@ func TestRemovedServerIsOutButAlive(t *testing.T) {
 	nodes := raisedCluster(t)
 	d := openGossipMember(t, "d", t.TempDir(), nodes[0].gossip.advertised())
 	waitVoter(t, nodes[0], "d")
-	if err := nodes[0].RemoveServer("d", ""); err != nil {
+	if err := nodes[0].members.RemoveServer("d", ""); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	// d learns of it from the record, or else from a leader's notice on a

@@ -16,8 +16,13 @@ import (
 func recOpen(t *testing.T, id, dir, addr string) *Node {
 	t.Helper()
 	n, err := Open(Config{
-		ID: id, DataDir: dir, RaftAddr: addr, Key: testKey(t), ClickFlushInterval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
+		ID:       id,
+		DataDir:  dir,
+		RaftAddr: addr,
+		Key:      testKey(t),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Raft:     RaftConfig{LogLevel: "off"},
+		Writes:   WriteConfig{ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		t.Fatalf("open %s: %v", id, err)

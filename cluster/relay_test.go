@@ -58,9 +58,14 @@ func openMember(t *testing.T, id string, bootstrap bool, writeTimeout time.Durat
 		expect = 2 // without gossip or seeds: wait to be added
 	}
 	n, err := Open(Config{
-		ID: id, DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), BootstrapExpect: expect,
-		WriteTimeout: writeTimeout, ClickFlushInterval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "off",
+		ID:        id,
+		DataDir:   t.TempDir(),
+		RaftAddr:  freeAddr(t),
+		Key:       testKey(t),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Discovery: DiscoveryConfig{BootstrapExpect: expect},
+		Raft:      RaftConfig{LogLevel: "off"},
+		Writes:    WriteConfig{Timeout: writeTimeout, ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		t.Fatalf("open %s: %v", id, err)
@@ -75,7 +80,7 @@ func openPair(t *testing.T, writeTimeout time.Duration) (leader, follower *membe
 	leader = openMember(t, "n1", true, writeTimeout)
 	waitFor(t, leader.leadership.ready)
 	follower = openMember(t, "n2", false, writeTimeout)
-	if err := leader.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
+	if err := leader.members.AddServer("n2", follower.cfg.RaftAddr, "", false, ""); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	waitFor(t, func() bool {

@@ -11,17 +11,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/cluster/internal/ownfile"
 	"github.com/linkraft/linkraft/cluster/wire"
-	"github.com/linkraft/linkraft/fsm"
 )
 
 // A removed server stays removed. Raft's configuration says who is in,
 // not who was put out, and a leader adds every gossip member that answers
-// (reconcile.go): a server an operator removed while it ran would be added
+// (membership.Membership.Reconcile): a server an operator removed while it ran would be added
 // back by the next leader. So an operator's removal is also a record in
 // the replicated state (fsm.ServerRemovalCommand, once the cluster is
 // raised to fsm.LevelRemovals), written before the configuration changes:
@@ -33,8 +31,9 @@ import (
 //     promotion, whichever incarnation it runs; a leader finishes a removal
 //     whose record an earlier leader wrote but whose configuration change it
 //     did not make;
-//   - an operator's join (AddServer) of that id on a new data dir forgets
-//     the record; one of the data dir that was removed is refused;
+//   - an operator's join (Membership.AddServer) of that id on a new data
+//     dir forgets the record; one of the data dir that was removed is
+//     refused;
 //   - the server itself stops taking part once it learns of its removal:
 //     from the record in its own state, or from a leader (POST removed),
 //     which tells a removed server that gossip shows it still runs, since
@@ -51,6 +50,9 @@ import (
 // as before. Until the cluster is raised to LevelRemovals (a rolling
 // upgrade), only the removing leader remembers a removal, in memory
 // (gossip.markRemoved).
+//
+// The leader's side (the records, keeping removed servers out) is package
+// membership's (its removed.go); this file is the removed server's.
 
 const (
 	// incarnationFile, in the data dir, holds its incarnation.
@@ -64,10 +66,6 @@ const (
 	// noticeTimeout bounds the leader's notice to a removed server.
 	noticeTimeout = time.Second
 )
-
-// ErrRemovedServer refuses to join a server an operator removed, on the
-// data dir it was removed with (or one that cannot be told apart from it).
-var ErrRemovedServer = fmt.Errorf("%w: the server was removed from the cluster", ErrServerConflict)
 
 // loadIncarnation returns the data dir's incarnation, made and written
 // down at its first start with this build.
@@ -89,6 +87,19 @@ func loadIncarnation(dir string) (string, error) {
 	return inc, nil
 }
 
+// standing is this server's own side of membership: the suffrage it asks
+// for (learners.go), its leave as it stops (leave.go), and its retirement
+// once an operator removed it (here). The leader's side is package
+// membership's.
+type standing struct {
+	n *Node
+	// nonvoter: this server asks to remain a non-voter (--read-replica,
+	// or an operator added it as one); otherwise a non-voter is a learner
+	// to be promoted (learners.go).
+	nonvoter   atomic.Bool
+	retirement retirement
+}
+
 // retirement is whether this server was removed, and what told it.
 type retirement struct {
 	removed atomic.Bool
@@ -104,19 +115,20 @@ type retirement struct {
 // Removed reports whether an operator removed this server from the
 // cluster: it takes no part in it any more (Raft is shut down) and must be
 // stopped; it comes back only with an empty data dir, joined again.
-func (n *Node) Removed() bool { return n.retirement.removed.Load() }
+func (n *Node) Removed() bool { return n.standing.retirement.removed.Load() }
 
 // leavingForGood reports whether this server is stopping taking part, or
 // has: its clicks go to the servers of its last configuration
-// (clicksToServers), its Raft being shut down or about to be.
-func (n *Node) leavingForGood() bool {
-	return n.retirement.retiring.Load() || n.retirement.removed.Load()
+// (clickSender.toServers), its Raft being shut down or about to be.
+func (s *standing) leavingForGood() bool {
+	return s.retirement.retiring.Load() || s.retirement.removed.Load()
 }
 
 // retireIfMarked retires a server whose data dir was removed from its
 // cluster, at Open, before gossip and the cluster port start. It reports
 // whether it did.
-func (n *Node) retireIfMarked() bool {
+func (s *standing) retireIfMarked() bool {
+	n := s.n
 	_, err := os.Stat(filepath.Join(n.cfg.DataDir, removedFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -124,9 +136,9 @@ func (n *Node) retireIfMarked() bool {
 	case err != nil:
 		n.log.Warn("reading the removal mark; taking the data dir as removed", "err", err)
 	}
-	n.retirement.retiring.Store(true)
-	n.retirement.removed.Store(true)
-	n.stopTakingPart("its data dir is marked removed (" + removedFile + ")")
+	s.retirement.retiring.Store(true)
+	s.retirement.removed.Store(true)
+	s.stopTakingPart("its data dir is marked removed (" + removedFile + ")")
 	return true
 }
 
@@ -134,13 +146,14 @@ func (n *Node) retireIfMarked() bool {
 // each applied batch (the record, in its own state), each leader or state
 // change Raft reports (a leader that removed itself steps down first), and
 // each leader's notice. Until the node closes.
-func (n *Node) watchRemoval() {
+func (s *standing) watchRemoval() {
+	n := s.n
 	for !n.Removed() {
 		applied := n.machine.applied.wait()
 		leaders := n.leadership.changed.wait()
-		told := n.retirement.wake.wait()
-		if why := n.removedBecause(); why != "" {
-			n.retire(why)
+		told := s.retirement.wake.wait()
+		if why := s.removedBecause(); why != "" {
+			s.retire(why)
 			return
 		}
 		select {
@@ -156,11 +169,12 @@ func (n *Node) watchRemoval() {
 // removedBecause says how this server learnt that it was removed, "" while
 // it has not. A leader removing itself goes on until it has stepped down:
 // the removal is its to finish.
-func (n *Node) removedBecause() string {
+func (s *standing) removedBecause() string {
+	n := s.n
 	if n.IsLeader() {
 		return ""
 	}
-	if n.retirement.told.Load() {
+	if s.retirement.told.Load() {
 		return "a leader said so"
 	}
 	if inc, ok := n.fsm.Removed(n.cfg.ID); ok && inc != "" && inc == n.incarnation {
@@ -174,47 +188,50 @@ func (n *Node) removedBecause() string {
 // (the record that told it came from that leader moments ago): a removed
 // server's data dir is emptied, not started again, so clicks saved there
 // for the next start would be lost. Those it counts afterwards go to the
-// servers of its last configuration (clicksToServers). Its data dir is
+// servers of its last configuration (clickSender.toServers). Its data dir is
 // marked before Raft stops: a crash right after still keeps it out.
-func (n *Node) retire(why string) {
-	if !n.retirement.retiring.CompareAndSwap(false, true) {
+func (s *standing) retire(why string) {
+	n := s.n
+	if !s.retirement.retiring.CompareAndSwap(false, true) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.WriteTimeout, finalFlushTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), min(n.cfg.Writes.Timeout, finalFlushTimeout))
 	if err := n.clicks.Flush(ctx); err != nil {
 		n.log.Warn("flushing the clicks as this server stops taking part: it sends them again to the servers of its last configuration", "err", err)
 	}
 	cancel()
-	n.retirement.removed.Store(true)
+	s.retirement.removed.Store(true)
 	mark := fmt.Sprintf("removed from cluster %s at %s: %s\n", n.fsm.ClusterID(), time.Now().UTC().Format(time.RFC3339), why)
 	if err := ownfile.Write(filepath.Join(n.cfg.DataDir, removedFile), []byte(mark)); err != nil {
 		n.log.Error("writing the removal mark: a restart on this data dir will not know of the removal", "err", err)
 	}
-	n.stopTakingPart(why)
+	s.stopTakingPart(why)
 }
 
 // stopTakingPart says once what the operator should do next, then shuts
 // Raft down (its transport closes the cluster port) and leaves gossip.
 // Close does the rest.
-func (n *Node) stopTakingPart(why string) {
+func (s *standing) stopTakingPart(why string) {
+	n := s.n
 	n.log.Warn(removedLog, "id", n.cfg.ID, "incarnation", n.incarnation, "because", why,
 		"next", fmt.Sprintf("stop this process; to bring the server back, empty its data dir %s, start it again and join it (linkraft join --id %s ...)", n.cfg.DataDir, n.cfg.ID))
 	if err := n.raft.Shutdown().Error(); err != nil {
 		n.log.Warn("shutting Raft down after the removal", "err", err)
 	}
 	if n.gossip != nil {
-		n.gossip.leaveRemoved(n.cfg.WriteTimeout)
+		n.gossip.leaveRemoved(n.cfg.Writes.Timeout)
 	}
 }
 
 // noticeRemoval takes a leader's word (POST removed) that this server, on
 // this data dir, was removed; watchRemoval acts on it.
-func (n *Node) noticeRemoval(notice wire.RemovedNotice) error {
+func (s *standing) noticeRemoval(notice wire.RemovedNotice) error {
+	n := s.n
 	if notice.ID != n.cfg.ID || notice.Incarnation == "" || notice.Incarnation != n.incarnation {
 		return fmt.Errorf("%w: this is server %q on data dir %q, not %q on %q", ErrInvalidServer, n.cfg.ID, n.incarnation, notice.ID, notice.Incarnation)
 	}
-	n.retirement.told.Store(true)
-	n.retirement.wake.notify()
+	s.retirement.told.Store(true)
+	s.retirement.wake.notify()
 	return nil
 }
 
@@ -232,84 +249,5 @@ func (c *peerClient) tellRemoved(id, incarnation, raftAddr string) error {
 	if err := c.call(ctx, raftAddr, fasthttp.MethodPost, wire.PathRemoved, body, &ack); err != nil {
 		return fmt.Errorf("telling %s it was removed: %w", id, err)
 	}
-	return nil
-}
-
-// incarnationOf is the incarnation of server id (at raftAddr in the
-// configuration) as gossip or the server itself says, "" when neither
-// does: it is down, or of a build before incarnations.
-func (n *Node) incarnationOf(id string, raftAddr raft.ServerAddress) string {
-	if id == n.cfg.ID {
-		return n.incarnation
-	}
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
-			if m.ID == id && m.Inc != "" {
-				return m.Inc
-			}
-		}
-	}
-	info, err := n.askNode(string(n.addrs.resolve(raft.ServerID(id), raftAddr)), noticeTimeout)
-	if err != nil || info.ID != id {
-		return ""
-	}
-	return info.Incarnation
-}
-
-// recordRemoval writes an operator's removal of server id down in the
-// replicated state, once the cluster is raised to fsm.LevelRemovals (older
-// builds cannot apply it). Leader only.
-func (n *Node) recordRemoval(id string, raftAddr raft.ServerAddress) error {
-	if n.fsm.Raised() < fsm.LevelRemovals {
-		return nil
-	}
-	inc := n.incarnationOf(id, raftAddr)
-	if err := n.applyOwn(fsm.ServerRemovalCommand{ID: id, Incarnation: inc}, "removal record"); err != nil {
-		return fmt.Errorf("record the removal of %s: %w", id, err)
-	}
-	n.log.Info("removal recorded: no leader adds this server back", "id", id, "incarnation", inc)
-	return nil
-}
-
-// joinerIncarnation is the incarnation of the data dir that the server at
-// raftAddr, joined as the removed server id, says it runs on: "" when it
-// says none (a build before removal records) or does not answer within
-// the write timeout. Only the server's own answer counts, never gossip's,
-// which may still list the removed process that ran at that address
-// moments ago. It waits for that answer: an operator joins a server right
-// after starting it, and the first ask may meet the connection to the
-// process that was removed there (askNode).
-func (n *Node) joinerIncarnation(id, raftAddr string) (string, error) {
-	info, err := n.askNode(raftAddr, n.cfg.WriteTimeout)
-	switch {
-	case err != nil:
-		n.log.Warn("a removed server joined again does not say which data dir it runs on", "id", id, "raft_addr", raftAddr, "err", err)
-		return "", nil
-	case info.ID != id:
-		return "", fmt.Errorf("%w: the server at %s is %q, not %q", ErrInvalidServer, raftAddr, info.ID, id)
-	}
-	return info.Incarnation, nil
-}
-
-// admitRemoved decides an operator's join of server id, which was removed
-// (with incarnation removedInc, "" when unknown): the server at the
-// address runs on incarnation joiner. A new data dir is let in, and the
-// record forgotten first, so that no leader finishes the old removal on
-// the server just joined; the data dir that was removed, or one that does
-// not say which it is, is refused. Leader only.
-func (n *Node) admitRemoved(id, removedInc, joiner string) error {
-	switch {
-	case joiner == "":
-		return fmt.Errorf("%w: %s does not say which data dir it runs on (it did not answer at its Raft address, "+
-			"or its build is older than removal records), so it cannot be told apart from the data dir it was removed with: "+
-			"make sure it runs this build, started on an empty data dir, and join it again", ErrRemovedServer, id)
-	case joiner == removedInc:
-		return fmt.Errorf("%w: %s still runs on the data dir it was removed with: stop it, empty its data dir, "+
-			"start it and join it again", ErrRemovedServer, id)
-	}
-	if err := n.applyOwn(fsm.ServerRemovalCommand{ID: id, Forget: true}, "forget a removal"); err != nil {
-		return fmt.Errorf("join %s: %w", id, err)
-	}
-	n.log.Info("an operator joins a removed server on a new data dir: its removal is forgotten", "id", id, "incarnation", joiner)
 	return nil
 }

@@ -22,7 +22,7 @@ func openGossipMember(t *testing.T, id, dir string, seeds ...string) *Node {
 	t.Helper()
 	at := net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1"))
 	return openGossipNode(t, id, at, func(c *Config) {
-		c.DataDir, c.GossipSeeds = dir, seeds
+		c.DataDir, c.Discovery.Seeds = dir, seeds
 	})
 }
 
@@ -100,12 +100,12 @@ func TestRemovedServerStaysOutUnderEveryLeader(t *testing.T) {
 	d := openGossipMember(t, "d", t.TempDir(), leader.gossip.advertised())
 	waitVoter(t, leader, "d")
 
-	if err := leader.RemoveServer("d", "opskey000001"); err != nil {
+	if err := leader.members.RemoveServer("d", "opskey000001"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	waitFor(t, d.Removed)
 	// Raft shut down (no elections from it) closed its cluster port.
-	waitFor(t, func() bool { return reachable(leader.layer, d.cfg.RaftAddr, time.Second) != nil })
+	waitFor(t, func() bool { return reachableAt(leader, d.cfg.RaftAddr) != nil })
 	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, removedFile)); err != nil {
 		t.Errorf("d's data dir is not marked removed: %v", err)
 	}
@@ -131,13 +131,13 @@ func TestRemovedServerStaysOutUnderEveryLeader(t *testing.T) {
 		waitWithin(t, 30*time.Second, next.leadership.ready)
 		leader = next
 		seesMember(t, leader, fresh)
-		leader.reconcile()
+		leader.members.Reconcile()
 		if inConfiguration(t, leader, "d") || joinsOf(leader, "d") != joins {
 			t.Fatalf("leader %s added the removed d back (the security audit shows %d joins of d, %d before)", leader.cfg.ID, joinsOf(leader, "d"), joins)
 		}
 	}
 
-	if err := leader.AddServer("d", fresh.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
+	if err := leader.members.AddServer("d", fresh.cfg.RaftAddr, "", false, "opskey000001"); err != nil {
 		t.Fatalf("join d on a new data dir: %v", err)
 	}
 	if _, ok := leader.FSM().Removed("d"); ok {
@@ -165,7 +165,7 @@ func TestRemovedServerIsToldWhenItComesBack(t *testing.T) {
 	d.Close()
 	// As RemoveServer does for a server that does not answer, when neither
 	// gossip nor the server can say which data dir it ran on.
-	if err := leader.removeServer("d", "", false); err != nil {
+	if err := leader.members.Leave("d"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	if err := leader.applyOwn(fsm.ServerRemovalCommand{ID: "d"}, "removal record"); err != nil {
@@ -177,11 +177,11 @@ func TestRemovedServerIsToldWhenItComesBack(t *testing.T) {
 		t.Fatalf("d back on its data dir: incarnation %q (was %q), removed %v", back.incarnation, inc, back.Removed())
 	}
 	seesMember(t, leader, back)
-	leader.reconcile()
+	leader.members.Reconcile()
 	if got, _ := leader.FSM().Removed("d"); got != inc {
 		t.Fatalf("the record names incarnation %q, want d's %q", got, inc)
 	}
-	leader.reconcile()
+	leader.members.Reconcile()
 	waitFor(t, back.Removed)
 	if inConfiguration(t, leader, "d") {
 		t.Fatal("the removed d is in the configuration")
@@ -192,7 +192,7 @@ func TestRemovedServerIsToldWhenItComesBack(t *testing.T) {
 	if !again.Removed() || again.gossip != nil {
 		t.Fatalf("d restarted on its removed data dir: removed %v, gossip started %v", again.Removed(), again.gossip != nil)
 	}
-	err := leader.AddServer("d", again.cfg.RaftAddr, "", false, "")
+	err := leader.members.AddServer("d", again.cfg.RaftAddr, "", false, "")
 	if err == nil || inConfiguration(t, leader, "d") {
 		t.Fatalf("join of d on the data dir it was removed with: %v, want refused", err)
 	}
@@ -207,56 +207,19 @@ func TestLeaderFinishesARecordedRemoval(t *testing.T) {
 	leader := openGossipMember(t, "a", t.TempDir())
 	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
 	d := openMember(t, "d", false, 5*time.Second)
-	if err := leader.AddServer("d", d.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("d", d.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join d: %v", err)
 	}
 	if err := leader.applyOwn(fsm.ServerRemovalCommand{ID: "d", Incarnation: d.incarnation}, "removal record"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, d.Removed)
-	if err := leader.Promote("d", ""); !errors.Is(err, ErrRemovedServer) {
+	if err := leader.members.Promote("d", ""); !errors.Is(err, ErrRemovedServer) {
 		t.Fatalf("promote a server whose removal is recorded: %v, want ErrRemovedServer", err)
 	}
-	leader.reconcile()
+	leader.members.Reconcile()
 	if inConfiguration(t, leader, "d") {
 		t.Fatal("reconciliation left a server whose removal is recorded in the configuration")
-	}
-}
-
-// TestJoinOfARemovedServer: an operator's join of a removed server is let
-// in only on a data dir that says it is another than the one removed, and
-// then forgets the record.
-func TestJoinOfARemovedServer(t *testing.T) {
-	t.Parallel()
-	leader := openMember(t, "n1", true, 5*time.Second)
-	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
-	cases := []struct {
-		name       string
-		removedInc string
-		joiner     string
-		admitted   bool
-	}{
-		{"the data dir removed", "aaaa", "aaaa", false},
-		{"a data dir that does not say which it is", "aaaa", "", false},
-		{"a new data dir", "aaaa", "bbbb", true},
-		{"any data dir that says which it is, when the removed one is unknown", "", "bbbb", true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if err := leader.applyOwn(fsm.ServerRemovalCommand{ID: "r9", Incarnation: c.removedInc}, "removal record"); err != nil {
-				t.Fatal(err)
-			}
-			err := leader.admitRemoved("r9", c.removedInc, c.joiner)
-			if admitted := err == nil; admitted != c.admitted || err != nil && !errors.Is(err, ErrRemovedServer) {
-				t.Fatalf("admitRemoved: %v, want admitted %v", err, c.admitted)
-			}
-			if _, kept := leader.FSM().Removed("r9"); kept == c.admitted {
-				t.Errorf("record kept %v after the join was admitted %v", kept, c.admitted)
-			}
-			if err != nil && !errors.Is(err, ErrServerConflict) {
-				t.Errorf("refusal %v is no conflict (409)", err)
-			}
-		})
 	}
 }
 
@@ -270,7 +233,7 @@ func TestServerThatLeftAsItStoppedRejoins(t *testing.T) {
 	waitFor(t, func() bool { return leader.NotReady() == "" && leader.FSM().Raised() == fsm.EntryLevel })
 	dir := t.TempDir()
 	d := openGossipNode(t, "d", net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1")), func(c *Config) {
-		c.DataDir, c.GossipSeeds, c.LeaveOnTerminate = dir, []string{leader.gossip.advertised()}, true
+		c.DataDir, c.Discovery.Seeds, c.Membership.LeaveOnTerminate = dir, []string{leader.gossip.advertised()}, true
 	})
 	waitVoter(t, leader, "d")
 	if err := d.Close(); err != nil {
@@ -298,12 +261,12 @@ func TestAwaitLeftWakesOnRaftEvents(t *testing.T) {
 	// Knowing the leader comes with its first heartbeat, which may come
 	// before the entry that adds the follower.
 	waitFor(t, func() bool { return inConfiguration(t, follower.Node, "n2") })
-	if follower.awaitLeft(100 * time.Millisecond) {
+	if follower.standing.awaitLeft(100 * time.Millisecond) {
 		t.Fatal("awaitLeft reported a member as gone")
 	}
 	removed := make(chan error, 1)
-	go func() { removed <- leader.removeServer("n2", "", false) }()
-	if !follower.awaitLeft(30 * time.Second) {
+	go func() { removed <- leader.members.Leave("n2") }()
+	if !follower.standing.awaitLeft(30 * time.Second) {
 		t.Fatal("the follower never saw its removal")
 	}
 	if err := <-removed; err != nil {
@@ -330,7 +293,7 @@ func TestRemovedServerRejoinsOnANewDataDirAtOnce(t *testing.T) {
 	if _, err := leader.peers.nodeInfo(d.cfg.RaftAddr, 5*time.Second); err != nil {
 		t.Fatalf("ask d who it is: %v", err)
 	}
-	if err := leader.RemoveServer("d", "opskey000001"); err != nil {
+	if err := leader.members.RemoveServer("d", "opskey000001"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	waitFor(t, d.Removed)
@@ -342,13 +305,13 @@ func TestRemovedServerRejoinsOnANewDataDirAtOnce(t *testing.T) {
 	})
 
 	cfg := d.cfg
-	cfg.DataDir, cfg.GossipSeeds, cfg.BootstrapExpect = t.TempDir(), nil, 3
+	cfg.DataDir, cfg.Discovery.Seeds, cfg.Discovery.BootstrapExpect = t.TempDir(), nil, 3
 	fresh, err := Open(cfg, fsm.New())
 	if err != nil {
 		t.Fatalf("start d again on an empty data dir: %v", err)
 	}
 	t.Cleanup(func() { fresh.Close() })
-	if err := leader.AddServer("d", cfg.RaftAddr, "", false, "opskey000001"); err != nil {
+	if err := leader.members.AddServer("d", cfg.RaftAddr, "", false, "opskey000001"); err != nil {
 		t.Fatalf("join d, started on an empty data dir: %v", err)
 	}
 	waitVoter(t, leader, "d")
@@ -376,7 +339,7 @@ func TestClicksOfARemovedServerAreCountedOnce(t *testing.T) {
 	for range 5 {
 		d.Clicks().Record(code, fsm.Visitor{})
 	}
-	if err := leader.RemoveServer("d", "opskey000001"); err != nil {
+	if err := leader.members.RemoveServer("d", "opskey000001"); err != nil {
 		t.Fatalf("remove d: %v", err)
 	}
 	waitFor(t, d.Removed)
@@ -421,4 +384,14 @@ func TestRemovalNoticeIsCheckedWhereBelieved(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n.cfg.DataDir, removedFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("refused notices marked the data dir: %v", err)
 	}
+}
+
+// reachableAt dials raftAddr through n's stream layer, as a join's
+// reachability check does.
+func reachableAt(n *Node, raftAddr string) error {
+	conn, err := n.layer.Dial(raft.ServerAddress(raftAddr), time.Second)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }

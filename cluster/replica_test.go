@@ -15,7 +15,7 @@ import (
 // suffrageOf returns id's suffrage in n's configuration.
 func suffrageOf(t *testing.T, n *Node, id string) (raft.ServerSuffrage, bool) {
 	t.Helper()
-	servers, err := n.configuration()
+	servers, err := configuration(n.raft)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +32,14 @@ func suffrageOf(t *testing.T, n *Node, id string) (raft.ServerSuffrage, bool) {
 func openReplica(t *testing.T, leader *member) *Node {
 	t.Helper()
 	replica, err := Open(Config{
-		ID: "r1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: testKey(t), ReadReplica: true,
-		WriteTimeout: 5 * time.Second, ClickFlushInterval: time.Hour,
-		Logger: leader.log, RaftLogLevel: "off",
+		ID:         "r1",
+		DataDir:    t.TempDir(),
+		RaftAddr:   freeAddr(t),
+		Key:        testKey(t),
+		Logger:     leader.log,
+		Membership: MembershipConfig{ReadReplica: true},
+		Raft:       RaftConfig{LogLevel: "off"},
+		Writes:     WriteConfig{Timeout: 5 * time.Second, ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		t.Fatal(err)
@@ -56,23 +61,23 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatalf("a replica without peers bootstrapped: NotReady %q, last index %d", got, replica.raft.LastIndex())
 	}
 
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("join as non-voter: %v", err)
 	}
 	if s, _ := suffrageOf(t, leader.Node, "r1"); s != raft.Nonvoter {
 		t.Fatalf("r1 joined as %v, want Nonvoter", s)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 		t.Fatalf("the same join again: %v, want a no-op", err)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", false, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining a non-voter as a voter: %v, want ErrServerConflict", err)
 	}
 	waitFor(t, func() bool { return replica.NotReady() == "" })
-	if leader.otherVoters() != 0 {
+	if leader.members.OtherVoters() != 0 {
 		t.Fatal("a non-voter counts as a voter")
 	}
-	if err := leader.TransferLeadership(); !errors.Is(err, ErrNoTransferTarget) {
+	if err := leader.members.TransferLeadership(); !errors.Is(err, ErrNoTransferTarget) {
 		t.Fatalf("leadership transfer with only a replica besides the leader: %v, want ErrNoTransferTarget", err)
 	}
 
@@ -92,19 +97,19 @@ func TestReadReplicaJoinsAsNonvoter(t *testing.T) {
 		t.Fatalf("the replica still has %s after its delete returned", code)
 	}
 
-	if err := leader.Promote("nobody", ""); !errors.Is(err, ErrUnknownServer) {
+	if err := leader.members.Promote("nobody", ""); !errors.Is(err, ErrUnknownServer) {
 		t.Fatalf("promote an unknown id: %v, want ErrUnknownServer", err)
 	}
-	if err := leader.Promote("n1", ""); !errors.Is(err, ErrAlreadyVoter) {
+	if err := leader.members.Promote("n1", ""); !errors.Is(err, ErrAlreadyVoter) {
 		t.Fatalf("promote a voter: %v, want ErrAlreadyVoter", err)
 	}
-	if err := leader.Promote("r1", ""); err != nil {
+	if err := leader.members.Promote("r1", ""); err != nil {
 		t.Fatalf("promote: %v", err)
 	}
 	if s, _ := suffrageOf(t, leader.Node, "r1"); s != raft.Voter {
 		t.Fatalf("r1 promoted to %v, want Voter", s)
 	}
-	if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); !errors.Is(err, ErrServerConflict) {
+	if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); !errors.Is(err, ErrServerConflict) {
 		t.Fatalf("joining a voter as a non-voter: %v, want ErrServerConflict", err)
 	}
 }
@@ -117,15 +122,15 @@ func TestBootstrapExpectCountsOnlyVoters(t *testing.T) {
 	t.Parallel()
 	gossipAddr := func() string { return net.JoinHostPort("127.0.0.1", sharedGossipPort(t, "127.0.0.1")) }
 	seed := gossipAddr()
-	expect2 := func(c *Config) { c.BootstrapExpect = 2 }
+	expect2 := func(c *Config) { c.Discovery.BootstrapExpect = 2 }
 	nodes := []*Node{
 		openGossipNode(t, "r", gossipAddr(), func(c *Config) {
 			expect2(c)
-			c.ReadReplica = true
-			c.GossipSeeds = []string{seed}
+			c.Membership.ReadReplica = true
+			c.Discovery.Seeds = []string{seed}
 		}),
 		openGossipNode(t, "a", seed, expect2),
-		openGossipNode(t, "b", gossipAddr(), func(c *Config) { expect2(c); c.GossipSeeds = []string{seed} }),
+		openGossipNode(t, "b", gossipAddr(), func(c *Config) { expect2(c); c.Discovery.Seeds = []string{seed} }),
 	}
 	var leader *Node
 	waitWithin(t, 30*time.Second, func() bool {
@@ -163,12 +168,12 @@ func TestPromotionDoesNotUndoARemoval(t *testing.T) {
 	waitFor(t, func() bool { return leader.NotReady() == "" })
 	for try := range 20 {
 		replica := openReplica(t, leader)
-		if err := leader.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
+		if err := leader.members.AddServer("r1", replica.cfg.RaftAddr, "", true, ""); err != nil {
 			t.Fatalf("try %d: join: %v", try, err)
 		}
 		promoted := make(chan error, 1)
-		go func() { promoted <- leader.Promote("r1", "") }()
-		if err := leader.RemoveServer("r1", ""); err != nil && !errors.Is(err, ErrUnknownServer) {
+		go func() { promoted <- leader.members.Promote("r1", "") }()
+		if err := leader.members.RemoveServer("r1", ""); err != nil && !errors.Is(err, ErrUnknownServer) {
 			t.Fatalf("try %d: remove: %v", try, err)
 		}
 		if err := <-promoted; err != nil && !errors.Is(err, ErrUnknownServer) {

@@ -71,7 +71,7 @@ func startPeerService(n *Node) *peerService {
 	// This node's answer to GET node: who it is, where its gossip is and
 	// which log entries it applies.
 	info := func() wire.NodeInfo {
-		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel, Wants: n.wants(),
+		info := wire.NodeInfo{V: wire.Version, ID: n.cfg.ID, Cluster: n.fsm.ClusterID(), EntryLevel: fsm.EntryLevel, Wants: n.standing.wants(),
 			Incarnation: n.incarnation}
 		if n.gossip != nil {
 			info.GossipAddr = n.gossip.advertised()
@@ -84,9 +84,9 @@ func startPeerService(n *Node) *peerService {
 		link:            n.fsm.Get,
 		isLeader:        n.IsLeader,
 		applyEntry:      n.applyEntry,
-		removeServer:    func(id string) error { return n.removeServer(id, "", false) },
-		remainNonvoter:  n.remainNonvoter,
-		removed:         n.noticeRemoval,
+		removeServer:    func(id string) error { return n.members.Leave(id) },
+		remainNonvoter:  n.standing.remainNonvoter,
+		removed:         n.standing.noticeRemoval,
 		appliedIndex:    n.machine.appliedIndex,
 		waitApplied:     n.machine.waitApplied,
 		noteLeaderIndex: n.machine.noteLeaderIndex,

@@ -12,7 +12,7 @@ import (
 // node snapshot, so a restart does not replay them.
 func TestLargeLogVolumeTakesASnapshot(t *testing.T) {
 	t.Parallel()
-	n := openNode(t, t.TempDir(), func(c *Config) { c.SnapshotBytes = 256 << 10 })
+	n := openNode(t, t.TempDir(), func(c *Config) { c.Raft.SnapshotBytes = 256 << 10 })
 
 	long := "https://example.com/" + strings.Repeat("x", 1500) + "/"
 	for i := range 200 { // ~300 KiB in 200 entries; Raft's threshold is 8192

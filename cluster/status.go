@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/wire"
 )
 
@@ -88,7 +89,7 @@ func roleOf(state raft.RaftState) string {
 func (n *Node) Status() (Status, error) {
 	st := Status{Local: n.Local(), Level: n.fsm.Raised()}
 	leaderID := raft.ServerID(st.LeaderID)
-	servers, err := n.configuration()
+	servers, err := configuration(n.raft)
 	if err != nil {
 		return st, err
 	}
@@ -103,6 +104,10 @@ func (n *Node) Status() (Status, error) {
 	applied := n.peers.appliedIndexes(ctx, servers, 0)
 	answered := time.Now().UTC()
 	<-asked
+	var g membership.Gossip
+	if n.gossip != nil { // a nil *gossip must not become a non-nil Gossip
+		g = gossipView{n.gossip}
+	}
 	st.Servers = make([]Server, len(servers))
 	for i, s := range servers {
 		srv := &st.Servers[i]
@@ -110,12 +115,12 @@ func (n *Node) Status() (Status, error) {
 			ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String(),
 			Leader: s.ID == leaderID, CatchingUp: learners[s.ID],
 		}
-		srv.HTTPAddr, _ = httpAddrOf(n.fsm, n.gossip, string(s.ID))
+		srv.HTTPAddr, _ = membership.HTTPAddrOf(n.fsm, g, string(s.ID))
 		if s.ID == raft.ServerID(n.cfg.ID) {
 			srv.HTTPAddr = n.cfg.HTTPAddr
 			srv.Reachable, srv.LastContact = true, time.Now().UTC()
 			srv.AppliedIndex = ptr(n.machine.appliedIndex())
-			srv.CatchingUp = s.Suffrage != raft.Voter && n.wants() == wire.WantsVoter
+			srv.CatchingUp = s.Suffrage != raft.Voter && n.standing.wants() == wire.WantsVoter
 		} else if index, ok := applied[string(s.ID)]; ok {
 			srv.Reachable, srv.LastContact, srv.AppliedIndex = true, answered, ptr(index)
 		}

@@ -23,7 +23,7 @@ func (n *Node) awaitServers(index uint64) {
 	// timeout; a barrier entry is such an append, sent at once. Its own
 	// outcome does not matter.
 	n.raft.Barrier(visibilityWait)
-	servers, err := n.configuration()
+	servers, err := configuration(n.raft)
 	if err != nil {
 		return
 	}

@@ -23,7 +23,7 @@ import (
 func TestWebhookWiring(t *testing.T) {
 	t.Parallel()
 	// The receiver listens on loopback.
-	n := openNode(t, t.TempDir(), func(c *Config) { c.AllowPrivateTargets = true })
+	n := openNode(t, t.TempDir(), func(c *Config) { c.Writes.AllowPrivateTargets = true })
 	const secret = "a-secret-of-sixteen-bytes-or-more"
 	var (
 		mu     sync.Mutex

@@ -183,7 +183,7 @@ func (p *createPath) submit(ctx context.Context, req fsm.CreateRequest, leader s
 // pusher (commitpush.go).
 type createPath struct {
 	timeout      time.Duration // the write timeout
-	allowPrivate bool          // Config.AllowPrivateTargets, for relayed creates
+	allowPrivate bool          // Config.Writes.AllowPrivateTargets, for relayed creates
 	closing      <-chan struct{}
 	metrics      *metrics
 

@@ -21,9 +21,10 @@ import (
 // adminAPI serves the cluster's administration: membership, leadership,
 // backup and restore.
 type adminAPI struct {
-	fsm   *fsm.FSM
-	admin Admin
-	log   *slog.Logger
+	fsm     *fsm.FSM
+	admin   Admin
+	members Members
+	log     *slog.Logger
 }
 
 func (api *adminAPI) register(rt routing) {
@@ -125,7 +126,7 @@ func (api *adminAPI) handleJoin(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := api.admin.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
+	if err := api.members.AddServer(req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter, keyID(ctx)); err != nil {
 		writeError(ctx, api.log, err)
 		return
 	}
@@ -139,7 +140,7 @@ func (api *adminAPI) handleLeave(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := api.admin.RemoveServer(req.ID, keyID(ctx)); err != nil {
+	if err := api.members.RemoveServer(req.ID, keyID(ctx)); err != nil {
 		writeError(ctx, api.log, err)
 		return
 	}
@@ -154,7 +155,7 @@ func (api *adminAPI) handlePromote(ctx *fasthttp.RequestCtx) {
 	if !decodeAdminBody(ctx, &req) {
 		return
 	}
-	if err := api.admin.Promote(req.ID, keyID(ctx)); err != nil {
+	if err := api.members.Promote(req.ID, keyID(ctx)); err != nil {
 		writeError(ctx, api.log, err)
 		return
 	}
@@ -162,7 +163,7 @@ func (api *adminAPI) handlePromote(ctx *fasthttp.RequestCtx) {
 }
 
 func (api *adminAPI) handleLeadershipTransfer(ctx *fasthttp.RequestCtx) {
-	if err := api.admin.TransferLeadership(); err != nil {
+	if err := api.members.TransferLeadership(); err != nil {
 		writeError(ctx, api.log, err)
 		return
 	}

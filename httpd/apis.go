@@ -80,7 +80,7 @@ func newAPIs(s *Server) apis {
 			allowPrivateTargets: cfg.AllowPrivateTargets, log: s.log},
 		webhooks: &webhooksAPI{writes: node.Writes, hooks: node.Hooks,
 			allowPrivateTargets: cfg.AllowPrivateTargets, log: s.log},
-		admin: &adminAPI{fsm: state, admin: node.Admin, log: s.log},
+		admin: &adminAPI{fsm: state, admin: node.Admin, members: node.Members, log: s.log},
 		transfer: &transferAPI{fsm: state, writes: node.Writes, self: node.Self, admin: node.Admin,
 			views: views, input: input, log: s.log},
 	}

@@ -33,17 +33,13 @@ func (w failingWrites) Propose(context.Context, fsm.Command, cluster.ProposeOpti
 	return cluster.Proposed{}, w.err
 }
 
-// failingAdmin is the real node's Admin, except that membership changes
-// answer err.
-type failingAdmin struct {
-	Admin
-	err error
-}
+// failingMembers is a membership whose changes answer err.
+type failingMembers struct{ err error }
 
-func (a failingAdmin) AddServer(string, string, string, bool, string) error { return a.err }
-func (a failingAdmin) Promote(string, string) error                         { return a.err }
-func (a failingAdmin) RemoveServer(string, string) error                    { return a.err }
-func (a failingAdmin) TransferLeadership() error                            { return a.err }
+func (a failingMembers) AddServer(string, string, string, bool, string) error { return a.err }
+func (a failingMembers) Promote(string, string) error                         { return a.err }
+func (a failingMembers) RemoveServer(string, string) error                    { return a.err }
+func (a failingMembers) TransferLeadership() error                            { return a.err }
 
 // TestWriteErrorStatus maps each error the write path can return to the
 // status, and the headers, a client gets for it.
@@ -122,7 +118,7 @@ func TestWriteErrorStatus(t *testing.T) {
 			w := c.writes
 			w.Writes = parts.Writes
 			parts.Writes = w
-			parts.Admin = failingAdmin{Admin: parts.Admin, err: c.admin}
+			parts.Members = failingMembers{err: c.admin}
 			s := New(base.cfg, parts)
 			defer s.Shutdown(context.Background())
 			ctx := do(s, c.call.method, c.call.uri, "application/json", c.call.body)

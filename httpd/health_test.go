@@ -72,8 +72,14 @@ func TestHealthReadiness(t *testing.T) {
 		// like a node started with --join before the cluster exists.
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		node, err := cluster.Open(cluster.Config{
-			ID: "waiting", DataDir: t.TempDir(), RaftAddr: freeAddr(t), Key: newClusterKey(t), BootstrapExpect: 2, Logger: log,
-			ClickFlushInterval: time.Hour, RaftLogLevel: "off",
+			ID:        "waiting",
+			DataDir:   t.TempDir(),
+			RaftAddr:  freeAddr(t),
+			Key:       newClusterKey(t),
+			Logger:    log,
+			Discovery: cluster.DiscoveryConfig{BootstrapExpect: 2},
+			Raft:      cluster.RaftConfig{LogLevel: "off"},
+			Writes:    cluster.WriteConfig{ClickFlushInterval: time.Hour},
 		}, fsm.New())
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/linkraft/linkraft/cluster"
 	"github.com/linkraft/linkraft/cluster/backups"
 	"github.com/linkraft/linkraft/cluster/clicks"
+	"github.com/linkraft/linkraft/cluster/membership"
 	"github.com/linkraft/linkraft/cluster/webhooks"
 	"github.com/linkraft/linkraft/fsm"
 )
@@ -18,17 +19,19 @@ import (
 // Node is what the HTTP layer asks of the cluster, grouped by what the
 // handlers need, so each handler's dependency is visible: the read paths
 // use Reads, the write paths Writes, the admin API Admin, the routes served
-// by the leader Leader, health and metrics Self, and the redirect Clicks.
+// by the leader Leader, health and metrics Self, and the redirect Clicks;
+// the admin API's membership calls use Members.
 // Of gives every part from one *cluster.Node; a test may replace a part
 // with a fake.
 type Node struct {
-	Reads  Reads
-	Writes Writes
-	Admin  Admin
-	Leader Leader
-	Self   Self
-	Hooks  Hooks
-	Clicks Clicks
+	Reads   Reads
+	Writes  Writes
+	Admin   Admin
+	Members Members
+	Leader  Leader
+	Self    Self
+	Hooks   Hooks
+	Clicks  Clicks
 	// Backups is the scheduled backups' state, nil without --backup-to.
 	Backups Backups
 }
@@ -58,20 +61,25 @@ type Writes interface {
 	ImportDone()
 }
 
-// Admin is what the /admin routes do besides writes: membership, leadership
-// and whole-state backups. Membership refusals are mapped by
-// errorStatuses.
+// Admin is what the /admin routes do besides writes and membership: the
+// cluster's status and whole-state backups.
 type Admin interface {
 	Status() (cluster.Status, error)
+	Backup(w io.Writer) error
+	BackupCompressed(w io.Writer) error
+	Restore(backup []byte, opts cluster.RestoreOptions) error
+	Spool(write func(io.Writer) error) (*os.File, int64, error)
+}
+
+// Members is what the /admin routes change of the membership: joins,
+// promotions, removals and leadership (package membership). Its refusals
+// are mapped by errorStatuses.
+type Members interface {
 	// by is the key asking, for the audit log.
 	AddServer(id, raftAddr, httpAddr string, nonVoter bool, by string) error
 	Promote(id, by string) error
 	RemoveServer(id, by string) error
 	TransferLeadership() error
-	Backup(w io.Writer) error
-	BackupCompressed(w io.Writer) error
-	Restore(backup []byte, opts cluster.RestoreOptions) error
-	Spool(write func(io.Writer) error) (*os.File, int64, error)
 }
 
 // Hooks is what the webhook admin routes read besides the replicated
@@ -122,6 +130,7 @@ var (
 	_ Reads   = (*cluster.Node)(nil)
 	_ Writes  = (*cluster.Node)(nil)
 	_ Admin   = (*cluster.Node)(nil)
+	_ Members = (*membership.Membership)(nil)
 	_ Leader  = (*cluster.Node)(nil)
 	_ Self    = (*cluster.Node)(nil)
 	_ Hooks   = (*webhooks.Delivery)(nil)
@@ -131,7 +140,7 @@ var (
 
 // Of is every part of Node served by n.
 func Of(n *cluster.Node) Node {
-	node := Node{Reads: n, Writes: n, Admin: n, Leader: n, Self: n, Hooks: n.Webhooks(), Clicks: n.Clicks()}
+	node := Node{Reads: n, Writes: n, Admin: n, Members: n.Membership(), Leader: n, Self: n, Hooks: n.Webhooks(), Clicks: n.Clicks()}
 	if b := n.Backups(); b != nil { // a nil *Scheduler must not become a non-nil interface
 		node.Backups = b
 	}

@@ -29,8 +29,13 @@ func newTestServerOn(tb testing.TB, mutate func(*Config), parts func(*Node)) *Se
 	tb.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	node, err := cluster.Open(cluster.Config{
-		ID: "test", DataDir: tb.TempDir(), RaftAddr: freeAddr(tb), Key: newClusterKey(tb), Logger: log,
-		ClickFlushInterval: time.Hour, RaftLogLevel: "off",
+		ID:       "test",
+		DataDir:  tb.TempDir(),
+		RaftAddr: freeAddr(tb),
+		Key:      newClusterKey(tb),
+		Logger:   log,
+		Raft:     cluster.RaftConfig{LogLevel: "off"},
+		Writes:   cluster.WriteConfig{ClickFlushInterval: time.Hour},
 	}, fsm.New())
 	if err != nil {
 		tb.Fatalf("open node: %v", err)

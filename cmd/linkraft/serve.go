@@ -207,14 +207,16 @@ func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 	}
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
-		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, GossipSeeds: splitList(cfg.join),
-		BootstrapExpect: cfg.bootstrapExpect, Key: key.key, LeaveOnTerminate: cfg.leaveOnTerminate,
-		ReadReplica:  cfg.readReplica,
-		WriteTimeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval, Logger: log,
-		SnapshotThreshold: cfg.snapshotThreshold, InitialKeyFile: initialKeyFile(cfg),
-		AllowPrivateTargets: cfg.allowPrivateTargets, ACME: acme,
-		BackupStore: backupStore, BackupInterval: cfg.backupInterval, BackupRetain: cfg.backupRetain,
-		RestoreFrom: cfg.restoreFrom, RestoreS3: cfg.backupS3.options(0),
+		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Key: key.key, Logger: log,
+		Discovery:  cluster.DiscoveryConfig{Seeds: splitList(cfg.join), BootstrapExpect: cfg.bootstrapExpect},
+		Membership: cluster.MembershipConfig{ReadReplica: cfg.readReplica, LeaveOnTerminate: cfg.leaveOnTerminate},
+		Raft:       cluster.RaftConfig{SnapshotThreshold: cfg.snapshotThreshold},
+		Writes: cluster.WriteConfig{Timeout: cfg.writeTimeout, ClickFlushInterval: cfg.clickFlushInterval,
+			AllowPrivateTargets: cfg.allowPrivateTargets},
+		Leader: cluster.LeaderConfig{InitialKeyFile: initialKeyFile(cfg)},
+		Backups: cluster.BackupConfig{Store: backupStore, Interval: cfg.backupInterval, Retain: cfg.backupRetain,
+			RestoreFrom: cfg.restoreFrom, RestoreS3: cfg.backupS3.options(0)},
+		ACME: acme,
 	}, fsm.New())
 	if err != nil {
 		return nil, err

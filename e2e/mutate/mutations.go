@@ -108,9 +108,9 @@ var mutations = []mutation{
 	{
 		name:      "removed-stays-removed",
 		guarantee: "a removed server stays out of the configuration, under every later leader",
-		file:      "cluster/reconcile.go",
-		from:      "if m.Leaving || n.gossip.wasRemoved(m) || n.keepsOut(m) {",
-		to:        "if m.Leaving || n.gossip.wasRemoved(m) {",
+		file:      "cluster/membership/reconcile.go",
+		from:      "if g.Leaving || m.gossip.WasRemoved(g) || m.keepsOut(g) {",
+		to:        "if g.Leaving || m.gossip.WasRemoved(g) {",
 		pkg:       "./cluster/", run: "^TestRemovedServerStaysOutUnderEveryLeader$",
 	},
 	{
@@ -154,8 +154,8 @@ var mutations = []mutation{
 	{
 		name:      "promoter-lag",
 		guarantee: "a joining node becomes a voter only once it is caught up",
-		file:      "cluster/learners.go",
-		from:      "if !learners[s.ID] || !ok || lagOf(leader, index) > promoteMaxLag {",
+		file:      "cluster/membership/learners.go",
+		from:      "if !learners[s.ID] || !ok || lagOf(leader, index) > PromoteMaxLag {",
 		to:        "if !learners[s.ID] || !ok {",
 		pkg:       "./e2e/", run: "^TestJoinAnswersBeforeTheState$",
 	},
