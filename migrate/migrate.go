@@ -155,27 +155,9 @@ func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (
 			l.Workspace = workspace
 		}
 		refuse := func(err error) { p.Refused = append(p.Refused, Problem{Line: l.Line, Error: err.Error()}) }
-		target, err := input.Target(l.URL, allowPrivate)
+		target, err := checkLink(l, allowPrivate, now)
 		if err != nil {
 			refuse(err)
-			continue
-		}
-		if err := input.CustomCode(l.Code); err != nil {
-			refuse(err)
-			continue
-		}
-		if codes.IsReserved(l.Code) {
-			refuse(fmt.Errorf("custom_code %s is a reserved word", l.Code))
-			continue
-		}
-		if l.Workspace != "" {
-			if err := input.Workspace(l.Workspace); err != nil {
-				refuse(err)
-				continue
-			}
-		}
-		if l.ExpiresAt != nil && !l.ExpiresAt.After(now) {
-			refuse(fmt.Errorf("expired at %s", l.ExpiresAt.UTC().Format(time.RFC3339)))
 			continue
 		}
 		ws := l.Workspace
@@ -219,6 +201,30 @@ func NewPlan(links []Link, workspace string, allowPrivate bool, now time.Time) (
 	p.Body = body.Bytes()
 	sort.SliceStable(p.Refused, func(i, j int) bool { return p.Refused[i].Line < p.Refused[j].Line })
 	return p, nil
+}
+
+// checkLink applies the server's import rules to one link (its workspace
+// already defaulted) and returns its target as the server stores it.
+func checkLink(l Link, allowPrivate bool, now time.Time) (string, error) {
+	target, err := input.Target(l.URL, allowPrivate)
+	if err != nil {
+		return "", err
+	}
+	if err := input.CustomCode(l.Code); err != nil {
+		return "", err
+	}
+	if codes.IsReserved(l.Code) {
+		return "", fmt.Errorf("custom_code %s is a reserved word", l.Code)
+	}
+	if l.Workspace != "" {
+		if err := input.Workspace(l.Workspace); err != nil {
+			return "", err
+		}
+	}
+	if l.ExpiresAt != nil && !l.ExpiresAt.After(now) {
+		return "", fmt.Errorf("expired at %s", l.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return target, nil
 }
 
 // SourceLine maps a line of the import body (1-based, as the server's
