@@ -132,6 +132,23 @@ func docFiles(t *testing.T, root string) []string {
 	return files
 }
 
+// A DESIGN file gives a package's rules, flows and whys in a few pages:
+// at most designLines lines of at most designWidth characters.
+const designLines, designWidth = 250, 100
+
+func checkDesignSize(t *testing.T, rel, text string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > designLines {
+		t.Errorf("%s has %d lines; a DESIGN file has at most %d", rel, len(lines), designLines)
+	}
+	for i, l := range lines {
+		if n := len([]rune(l)); n > designWidth {
+			t.Errorf("%s:%d is %d characters long; at most %d", rel, i+1, n, designWidth)
+		}
+	}
+}
+
 var (
 	// A hop: dir/file.go:Func, file.go:Type.Method, or pkg:Type.Method.
 	citedHop  = regexp.MustCompile("`?([a-z][a-z0-9_/]*(?:\\.go)?):([A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)?)")
@@ -142,6 +159,7 @@ var (
 // `file:function` hop (README's flows, the DESIGN files), every test,
 // benchmark or fuzz target they cite, and every package of the module in
 // README's code map: a rename that leaves the docs behind fails here.
+// And each DESIGN file stays within its size (checkDesignSize).
 func TestDocsCiteWhatExists(t *testing.T) {
 	t.Parallel()
 	root, err := moduleRoot()
@@ -155,6 +173,9 @@ func TestDocsCiteWhatExists(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(root, doc)
+		if filepath.Base(doc) == "DESIGN.md" {
+			checkDesignSize(t, rel, string(text))
+		}
 		for _, m := range citedHop.FindAllStringSubmatch(string(text), -1) {
 			where, name := m[1], m[2]
 			if !strings.HasSuffix(where, ".go") && !tree.packages[where] {
