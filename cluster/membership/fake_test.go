@@ -258,11 +258,12 @@ func (p *fakePeers) toldAll() []string {
 	return slices.Clone(p.told)
 }
 
-// fakeGossip is a list of live members.
+// fakeGossip is a list of live members, and those this leader removed.
 type fakeGossip struct {
 	mu      sync.Mutex
 	members []Member
 	left    []string
+	removed map[string]bool
 }
 
 func (g *fakeGossip) Members() []Member {
@@ -271,8 +272,21 @@ func (g *fakeGossip) Members() []Member {
 	return slices.Clone(g.members)
 }
 
-func (g *fakeGossip) MarkRemoved(string)               {}
-func (g *fakeGossip) WasRemoved(Member) bool           { return false }
+func (g *fakeGossip) MarkRemoved(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.removed == nil {
+		g.removed = map[string]bool{}
+	}
+	g.removed[id] = true
+}
+
+func (g *fakeGossip) WasRemoved(m Member) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.removed[m.ID]
+}
+
 func (g *fakeGossip) FirstRefusal(string, string) bool { return true }
 
 func (g *fakeGossip) TakeLeft() []string {

@@ -47,7 +47,10 @@ func (m *Membership) Reconcile() {
 // server's address or does not answer. cluster is this cluster's id,
 // servers the configuration, byID the same by id.
 func (m *Membership) reconcileMember(g Member, cluster string, servers []raft.Server, byID map[raft.ServerID]raft.Server) {
-	if g.Leaving || m.gossip.WasRemoved(g) || m.keepsOut(g) {
+	// keepsOut first: it tells a removed server that still runs, which a
+	// removal by this very leader (WasRemoved) may have cut off before the
+	// server learnt that the record's entry was committed.
+	if g.Leaving || m.keepsOut(g) || m.gossip.WasRemoved(g) {
 		return
 	}
 	if g.Cluster != "" && cluster != "" && g.Cluster != cluster {

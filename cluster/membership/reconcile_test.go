@@ -33,6 +33,13 @@ func TestReconcileAddsOnlyWhomItMay(t *testing.T) {
 			setup: func(f *fixture) { f.state.removed["n3"] = "old" }},
 		{name: "a removed server on its data dir", member: Member{ID: "n3", RaftAddr: n3, Inc: "old"},
 			setup: func(f *fixture) { f.state.removed["n3"] = "old" }, told: []string{"removed n3 old"}},
+		// The configuration change may cut the server off before it
+		// learns the record's entry is committed: only this notice tells it.
+		{name: "a server this leader removed, still running", member: Member{ID: "n3", RaftAddr: n3, Inc: "old"},
+			setup: func(f *fixture) { f.state.removed["n3"] = "old"; f.gossip.MarkRemoved("n3") },
+			told:  []string{"removed n3 old"}},
+		{name: "a server this leader removed without a record", member: Member{ID: "n3", RaftAddr: n3, Inc: "old"},
+			setup: func(f *fixture) { f.gossip.MarkRemoved("n3") }},
 		{name: "a known server moved", member: Member{ID: "n2", RaftAddr: n3}, changes: []string{"voter n2 " + n3}},
 	}
 	for _, c := range cases {
