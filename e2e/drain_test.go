@@ -422,3 +422,22 @@ func TestDrainServesWhileTakenOut(t *testing.T) {
 		t.Errorf("the node did not say the second signal cut its drain short:\n%s", tail(n.out.String(), 2000))
 	}
 }
+
+// TestStopWhileStarting: a SIGTERM that reaches a node while it opens (a
+// systemctl stop during its start) stops it as any stop does, with exit
+// status 0, instead of killing it halfway through its start.
+func TestStopWhileStarting(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	n := newNode(t, "node1")
+	n.args, n.env = n.commandLine(nodeOptions{})
+	n.launch()
+	// The node's first line names where its cluster key came from: it has
+	// begun to open, and is not serving yet.
+	if !eventuallyEvery(10*time.Second, time.Millisecond, func() bool { return strings.Contains(n.out.String(), "cluster key") }) {
+		t.Fatalf("the node did not start:\n%s", n.out.String())
+	}
+	if err := n.stop(); err != nil {
+		t.Fatalf("SIGTERM while the node starts: %v; want exit status 0\n%s", err, n.out.String())
+	}
+}

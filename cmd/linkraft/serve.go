@@ -142,6 +142,12 @@ func serve(args []string, stderr io.Writer) int {
 // accepting and finish in-flight requests, then flush clicks and stop Raft
 // (cluster.Node.Close).
 func runNode(cfg *serveConfig, log *slog.Logger) error {
+	// From the first moment: a SIGTERM while the node opens (a systemctl
+	// stop during a long start) waits for the open and then stops it as
+	// any other stop, instead of killing the process halfway.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(stop)
 	n, err := openNode(cfg, log)
 	if err != nil {
 		return err
@@ -153,7 +159,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 	}
 	defer s.https.close()
 	defer tuneGC()()
-	return serveUntilStopped(cfg, n, s, log)
+	return serveUntilStopped(cfg, n, s, stop, log)
 }
 
 // openedNode is an open cluster member and the HTTP listener it serves
@@ -283,14 +289,12 @@ func buildServers(cfg *serveConfig, n *openedNode, log *slog.Logger) (*nodeServe
 // serveUntilStopped serves on s until SIGINT or SIGTERM, or until a
 // listener fails, and then stops serving: drain, then the listeners close
 // and the requests in flight finish. Closing the node is left to runNode.
-func serveUntilStopped(cfg *serveConfig, n *openedNode, s *nodeServers, log *slog.Logger) error {
+func serveUntilStopped(cfg *serveConfig, n *openedNode, s *nodeServers, stop <-chan os.Signal, log *slog.Logger) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(n.ln) }()
 	s.https.serve(s.http.ServeTLS, serveErr, log) // once a handshake for every name can complete
 	log.Info("linkraft serving", "id", cfg.id, "http", n.ln.Addr().String(), "raft", cfg.raftAddr, "version", version)
 
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	// Ready now (and SIGTERM already handled gracefully), though Serve may
 	// not have reached Accept yet: ln has listened since before
 	// cluster.Open and the kernel queues connections until Serve takes
