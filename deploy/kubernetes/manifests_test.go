@@ -411,19 +411,30 @@ func TestSecretKeys(t *testing.T) {
 }
 
 // TestEnvNamesFlags catches a misspelt variable, which decoding cannot: the
-// node ignores LINKRAFT_* names that are not flags of linkraft serve.
+// node ignores LINKRAFT_* names that are not flags of linkraft serve. The
+// flags are README.md's Flags rows, which cmd/linkraft renders from its
+// flag table and checks (TestReadmeFlagTable there).
 func TestEnvNamesFlags(t *testing.T) {
 	m := load(t)
-	src, err := os.ReadFile("../../cmd/linkraft/serve.go")
+	src, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if i := bytes.Index(src, []byte("\n## Flags\n")); i >= 0 {
+		src = src[i+1:]
+		if j := bytes.Index(src, []byte("\n## ")); j >= 0 {
+			src = src[:j]
+		}
+	}
 	flags := map[string]bool{}
-	for _, f := range regexp.MustCompile(`fs\.\w+Var\(&c\.\w+, "([a-z0-9-]+)"`).FindAllSubmatch(src, -1) {
-		flags["LINKRAFT_"+strings.ToUpper(strings.ReplaceAll(string(f[1]), "-", "_"))] = true
+	// A row names one flag or several: | `--log-level`, `--log-format` | …
+	for _, row := range regexp.MustCompile("(?m)^\\| (`--[^|]*)\\|").FindAllSubmatch(src, -1) {
+		for _, f := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllSubmatch(row[1], -1) {
+			flags["LINKRAFT_"+strings.ToUpper(strings.ReplaceAll(string(f[1]), "-", "_"))] = true
+		}
 	}
 	if !flags["LINKRAFT_BOOTSTRAP_EXPECT"] {
-		t.Fatalf("found no serve flags in serve.go (%d); update the pattern", len(flags))
+		t.Fatalf("found no serve flags in README.md's Flags table (%d); update the pattern", len(flags))
 	}
 	for _, e := range m.container(t).Env {
 		if !flags[e.Name] {
