@@ -160,9 +160,17 @@ func TestYOURLSDocAndCallback(t *testing.T) {
 	if want := `<statusCode>200</statusCode><link><url>https://e.example/?a=1&amp;b=&lt;2&gt;</url></link><nothing></nothing>`; x.String() != want {
 		t.Errorf("xml: %s", x.String())
 	}
-	for cb, ok := range map[string]bool{"cb": true, "jQuery123_x.y": true, "alert(1)//": false, "a b": false, strings.Repeat("a", 65): false} {
+	for cb, ok := range map[string]bool{"": false, "cb": true, "jQuery123_x.y": true, "alert(1)//": false, "a b": false, strings.Repeat("a", 65): false} {
 		if validCallback(cb) != ok {
 			t.Errorf("validCallback(%q) = %v", cb, !ok)
+		}
+	}
+}
+
+func TestYOURLSIntval(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "10": 10, " 7": 7, "10abc": 10, "ten": 0, "-3": -3, "+4": 4, "1.5": 1} {
+		if got := phpIntval(in); got != want {
+			t.Errorf("phpIntval(%q) = %d, want %d", in, got, want)
 		}
 	}
 }
