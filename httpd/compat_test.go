@@ -363,6 +363,8 @@ func TestYOURLSAPI(t *testing.T) {
 			map[string]any{"status": "fail", "code": "error:url", "url.keyword": "ykw", "url.clicks": "0", "shorturl": "http://sho.rt/ykw",
 				"statusCode": "400", "message": "https://example.com/y already exists in database (short URL: sho.rt/ykw)"}},
 		{"no url", sig("action", "shorturl"), 400, map[string]any{"code": "error:nourl"}},
+		{"a short URL", sig("action", "shorturl", "url", "http://sho.rt/ykw"), 400,
+			map[string]any{"status": "fail", "code": "error:noloop", "message": "URL is a short URL", "statusCode": "400"}},
 		{"expand keyword", sig("action", "expand", "shorturl", "ykw"), 200, map[string]any{"longurl": "https://example.com/y", "keyword": "ykw"}},
 		{"expand short URL", sig("action", "expand", "shorturl", "http://sho.rt/ykw"), 200, map[string]any{"longurl": "https://example.com/y"}},
 		{"expand unknown", sig("action", "expand", "shorturl", "nope-1"), 404,

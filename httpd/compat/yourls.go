@@ -281,6 +281,13 @@ func (y yourls) shorten(ctx *fasthttp.RequestCtx, p params) {
 		})
 		return
 	}
+	if y.isShortURL(ctx, long) {
+		y.answer(ctx, p, fasthttp.StatusBadRequest, doc{
+			{"status", "fail"}, {"code", "error:noloop"}, {"message", "URL is a short URL"},
+			{"errorCode", "400"}, {"statusCode", "400"}, {"simple", ""},
+		})
+		return
+	}
 	body := map[string]any{"url": long, "dedupe": true}
 	if keyword != "" {
 		body["custom_code"] = keyword
@@ -333,6 +340,25 @@ func (y yourls) shorten(ctx *fasthttp.RequestCtx, p params) {
 		{"url", linkDoc(&l)}, {"status", "success"}, {"message", l.OriginalURL + " added to database"},
 		{"title", l.Title}, {"shorturl", l.ShortURL}, {"statusCode", 200}, {"simple", l.ShortURL},
 	})
+}
+
+// isShortURL tells whether long is one of linkraft's short URLs that the
+// key sees (YOURLS' error:noloop): a link's code, alone in the path, of
+// the default domain or a registered one.
+func (y yourls) isShortURL(ctx *fasthttp.RequestCtx, long string) bool {
+	u, err := url.Parse(long)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	code := strings.TrimPrefix(u.Path, "/")
+	if code == "" || strings.Contains(code, "/") {
+		return false
+	}
+	domain := ""
+	if !strings.EqualFold(u.Host, y.n.DefaultDomain(ctx)) {
+		domain = strings.ToLower(u.Host)
+	}
+	return y.n.Call(ctx, "GET", linkPath(code, domain, ""), nil).OK()
 }
 
 // lookup reads the link of shorturl, a keyword or a whole short URL
