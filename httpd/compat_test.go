@@ -463,7 +463,7 @@ func TestYOURLSFormats(t *testing.T) {
 		{"unknown format is simple", []string{"action", "expand", "shorturl", "fkw", "format", "txt"}, 200, "text/plain", "https://example.com/f", ""},
 		{"empty format is simple", []string{"action", "expand", "shorturl", "fkw", "format", ""}, 200, "text/plain", "https://example.com/f", ""},
 		{"xml root", []string{"action", "expand", "shorturl", "fkw"}, 200, "application/xml",
-			xmlHead + "<keyword>fkw</keyword><shorturl>http://sho.rt/fkw</shorturl><longurl>https://example.com/f</longurl><title></title><message>success</message><statusCode>200</statusCode></root>\n", ""},
+			xmlHead + "<keyword>fkw</keyword><shorturl>http://sho.rt/fkw</shorturl><longurl>https://example.com/f</longurl><title/><message>success</message><statusCode>200</statusCode></root>\n", ""},
 		{"xml error", []string{"action", "expand", "shorturl", "nope-2", "format", "xml"}, 404, "application/xml",
 			xmlHead + "<keyword>nope-2</keyword><message>Error: short URL not found</message><errorCode>404</errorCode></root>\n", ""},
 		{"jsonp callback", []string{"action", "version", "format", "jsonp", "callback", "cb"}, 200, "application/javascript", `cb({"version":"1.9.2","callback":"cb"})`, ""},

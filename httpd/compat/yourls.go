@@ -65,17 +65,24 @@ func (d doc) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeXML writes d as YOURLS' XML: one element per key.
+// writeXML writes d as YOURLS' XML (spatie/array-to-xml through PHP's
+// DOMDocument): one element per key, an empty one as <key/>.
 func (d doc) writeXML(b *bytes.Buffer) {
 	for _, f := range d {
-		b.WriteString("<" + f.key + ">")
+		var inner bytes.Buffer
 		switch v := f.val.(type) {
 		case doc:
-			v.writeXML(b)
+			v.writeXML(&inner)
 		case nil:
 		default:
-			_ = xml.EscapeText(b, []byte(fmt.Sprint(v)))
+			_ = xml.EscapeText(&inner, []byte(fmt.Sprint(v)))
 		}
+		if inner.Len() == 0 {
+			b.WriteString("<" + f.key + "/>")
+			continue
+		}
+		b.WriteString("<" + f.key + ">")
+		b.Write(inner.Bytes())
 		b.WriteString("</" + f.key + ">")
 	}
 }
