@@ -304,7 +304,9 @@ func compatMatrixRows(code string) []struct {
 	r403 := refused(403)
 	rows = append(rows,
 		row{"GET", "/yourls-api.php?action=expand&format=json&shorturl=" + code, "", false, with(r403, 200, 404, 200, 200, 200, 200)},
-		row{"POST", "/yourls-api.php?action=shorturl&format=json&url=https://example.com/yourls", "", true, with(r403, 403, 200, 200, 200, 200, 200)},
+		// A URL already shortened in the key's workspace is YOURLS'
+		// error:url, a 400 since YOURLS 1.9.2.
+		row{"POST", "/yourls-api.php?action=shorturl&format=json&url=https://example.com/yourls", "", true, with(r403, 403, 200, 200, 400, 200, 400)},
 	)
 	return append(rows, bitlyMatrixRows(code)...)
 }
@@ -355,23 +357,38 @@ func TestYOURLSAPI(t *testing.T) {
 		status int
 		want   map[string]any
 	}{
-		{"taken keyword", sig("action", "shorturl", "url", "https://example.com/other", "keyword", "ykw"), 200,
-			map[string]any{"status": "fail", "code": "error:keyword"}},
-		{"url exists", sig("action", "shorturl", "url", "https://example.com/y"), 200,
-			map[string]any{"status": "fail", "code": "error:url", "url.keyword": "ykw", "shorturl": "http://sho.rt/ykw"}},
+		{"taken keyword", sig("action", "shorturl", "url", "https://example.com/other", "keyword", "ykw"), 400,
+			map[string]any{"status": "fail", "code": "error:keyword", "statusCode": "400", "errorCode": "400"}},
+		{"url exists", sig("action", "shorturl", "url", "https://example.com/y"), 400,
+			map[string]any{"status": "fail", "code": "error:url", "url.keyword": "ykw", "url.clicks": "0", "shorturl": "http://sho.rt/ykw",
+				"statusCode": "400", "message": "https://example.com/y already exists in database (short URL: sho.rt/ykw)"}},
 		{"no url", sig("action", "shorturl"), 400, map[string]any{"code": "error:nourl"}},
+		{"a short URL", sig("action", "shorturl", "url", "http://sho.rt/ykw"), 400,
+			map[string]any{"status": "fail", "code": "error:noloop", "message": "URL is a short URL", "statusCode": "400"}},
 		{"expand keyword", sig("action", "expand", "shorturl", "ykw"), 200, map[string]any{"longurl": "https://example.com/y", "keyword": "ykw"}},
 		{"expand short URL", sig("action", "expand", "shorturl", "http://sho.rt/ykw"), 200, map[string]any{"longurl": "https://example.com/y"}},
-		{"expand unknown", sig("action", "expand", "shorturl", "nope-1"), 404, map[string]any{"message": "Error: short URL not found"}},
+		{"expand unknown", sig("action", "expand", "shorturl", "nope-1"), 404,
+			map[string]any{"message": "Error: short URL not found", "keyword": "nope-1", "errorCode": "404"}},
+		{"url-stats unknown", sig("action", "url-stats", "shorturl", "nope-1"), 404,
+			map[string]any{"message": "Error: short URL not found", "statusCode": float64(404)}},
 		{"url-stats", sig("action", "url-stats", "shorturl", "ykw"), 200, map[string]any{"link.clicks": "0", "link.ip": "0.0.0.0", "link.title": "Y"}},
 		{"stats", sig("action", "stats", "filter", "top", "limit", "1"), 200,
 			map[string]any{"stats.total_links": "1", "links.link_1.shorturl": "http://sho.rt/ykw"}},
+		{"stats without limit: totals only", sig("action", "stats"), 200, map[string]any{"links": nil, "stats.total_links": "1"}},
+		{"stats limit not a number", sig("action", "stats", "limit", "ten"), 200, map[string]any{"links": nil, "stats.total_links": "1"}},
+		{"stats unknown filter is top", sig("action", "stats", "filter", "newest", "limit", "1"), 200,
+			map[string]any{"links.link_1.shorturl": "http://sho.rt/ykw"}},
 		{"db-stats", sig("action", "db-stats"), 200, map[string]any{"db-stats.total_links": "1", "db-stats.total_clicks": "0"}},
 		{"username and password", url.Values{"username": {"me"}, "password": {key}, "format": {"json"}, "action": {"db-stats"}}, 200,
 			map[string]any{"db-stats.total_links": "1"}},
 		{"no credential", url.Values{"format": {"json"}, "action": {"db-stats"}}, 403, map[string]any{"message": "Please log in", "errorCode": "403"}},
 		{"wrong key", url.Values{"signature": {"lk_wrong"}, "format": {"json"}, "action": {"db-stats"}}, 403, map[string]any{"errorCode": "403"}},
-		{"unknown action", sig("action", "nope"), 400, map[string]any{"errorCode": "400"}},
+		{"unknown action", sig("action", "nope"), 400, map[string]any{"errorCode": "400", "message": `Unknown or missing "action" parameter`}},
+		{"no action", sig(), 400, map[string]any{"errorCode": "400", "message": `Unknown or missing "action" parameter`}},
+		{"version", sig("action", "version"), 200, map[string]any{"version": "1.9.2", "db_version": nil}},
+		{"version db=1", sig("action", "version", "db", "1"), 200, map[string]any{"version": "1.9.2", "db_version": "1"}},
+		{"time-limited signature", sig("action", "db-stats", "timestamp", "1700000000"), 403, map[string]any{"errorCode": "403"}},
+		{"time-limited signature, sha256", sig("action", "db-stats", "timestamp", "1700000000", "hash", "sha256"), 403, map[string]any{"errorCode": "403"}},
 	}
 	for _, c := range cases {
 		status, m, raw := yourls(c.q)
@@ -401,6 +418,71 @@ func TestYOURLSAPI(t *testing.T) {
 	q.Set("callback", "cb")
 	if _, _, body := yourls(q); !strings.HasPrefix(body, "cb({") {
 		t.Errorf("jsonp: %q", body)
+	}
+}
+
+// TestYOURLSFormats: the answer in each format as yourls_api_output
+// writes it (YOURLS 1.9.2+): simple is each action's own value, an
+// unknown format is simple, xml's root is <root>, jsonp takes callback or
+// jsonp and refuses a callback that is not a JavaScript name, json is
+// never wrapped; the simple key is never in the other formats, and
+// callback is there only when one was sent.
+func TestYOURLSFormats(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	get := func(kv ...string) (int, string, string) {
+		q := url.Values{"signature": {key}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		ctx := do(s, "GET", "/yourls-api.php?"+q.Encode(), "", "", "Authorization", "")
+		return ctx.Response.StatusCode(), string(ctx.Response.Header.ContentType()), string(ctx.Response.Body())
+	}
+	if status, _, body := get("action", "shorturl", "url", "https://example.com/f", "keyword", "fkw", "format", "simple"); status != 200 || body != "http://sho.rt/fkw" {
+		t.Fatalf("shorturl simple: %d %q", status, body)
+	}
+	const xmlHead = `<?xml version="1.0" encoding="UTF-8"?>` + "\n<root>"
+	cases := []struct {
+		name   string
+		kv     []string
+		status int
+		ctype  string // its prefix
+		body   string // the whole body, or with a * its prefix
+		not    string // must not be in the body
+	}{
+		{"shorturl simple: the short URL", []string{"action", "shorturl", "url", "https://example.com/f2", "format", "simple"}, 200, "text/plain", "http://sho.rt/*", "added"},
+		{"shorturl existing simple: its short URL", []string{"action", "shorturl", "url", "https://example.com/f", "format", "simple"}, 400, "text/plain", "http://sho.rt/fkw", ""},
+		{"shorturl taken keyword simple: nothing", []string{"action", "shorturl", "url", "https://example.com/f3", "keyword", "fkw", "format", "simple"}, 400, "text/plain", "", ""},
+		{"expand simple: the long URL", []string{"action", "expand", "shorturl", "fkw", "format", "simple"}, 200, "text/plain", "https://example.com/f", ""},
+		{"expand unknown simple", []string{"action", "expand", "shorturl", "nope-2", "format", "simple"}, 404, "text/plain", "not found", ""},
+		{"url-stats simple", []string{"action", "url-stats", "shorturl", "fkw", "format", "simple"}, 200, "text/plain", "Need either XML or JSON format for stats", ""},
+		{"stats simple", []string{"action", "stats", "limit", "1", "format", "simple"}, 200, "text/plain", "Need either XML or JSON format for stats", ""},
+		{"db-stats simple", []string{"action", "db-stats", "format", "simple"}, 200, "text/plain", "Need either XML or JSON format for stats", ""},
+		{"version simple", []string{"action", "version", "format", "simple"}, 200, "text/plain", "1.9.2", ""},
+		{"unknown action simple", []string{"action", "nope", "format", "simple"}, 400, "text/plain", `Unknown or missing "action" parameter`, ""},
+		{"unknown format is simple", []string{"action", "expand", "shorturl", "fkw", "format", "txt"}, 200, "text/plain", "https://example.com/f", ""},
+		{"empty format is simple", []string{"action", "expand", "shorturl", "fkw", "format", ""}, 200, "text/plain", "https://example.com/f", ""},
+		{"xml root", []string{"action", "expand", "shorturl", "fkw"}, 200, "application/xml",
+			xmlHead + "<keyword>fkw</keyword><shorturl>http://sho.rt/fkw</shorturl><longurl>https://example.com/f</longurl><title/><message>success</message><statusCode>200</statusCode></root>\n", ""},
+		{"xml error", []string{"action", "expand", "shorturl", "nope-2", "format", "xml"}, 404, "application/xml",
+			xmlHead + "<keyword>nope-2</keyword><message>Error: short URL not found</message><errorCode>404</errorCode></root>\n", ""},
+		{"jsonp callback", []string{"action", "version", "format", "jsonp", "callback", "cb"}, 200, "application/javascript", `cb({"version":"1.9.2","callback":"cb"})`, ""},
+		{"jsonp alias", []string{"action", "version", "format", "jsonp", "jsonp", "cb2"}, 200, "application/javascript", `cb2({"version":"1.9.2","callback":"cb2"})`, ""},
+		{"jsonp bad callback", []string{"action", "version", "format", "jsonp", "callback", "alert(1)//"}, 400, "application/json", `{"errorCode":"400","error":"Invalid callback parameter"}`, ""},
+		{"jsonp no callback", []string{"action", "version", "format", "jsonp"}, 400, "application/json", `{"errorCode":"400","error":"Invalid callback parameter"}`, ""},
+		{"json with callback is json", []string{"action", "version", "format", "json", "callback", "cb"}, 200, "application/json", `{"version":"1.9.2","callback":"cb"}`, ""},
+		{"json: no simple, no callback", []string{"action", "version", "format", "json"}, 200, "application/json", `{"version":"1.9.2"}`, ""},
+		{"json shorturl: no simple", []string{"action", "shorturl", "url", "https://example.com/f", "format", "json"}, 400, "application/json", `{"status":"fail"*`, `"simple"`},
+	}
+	for _, c := range cases {
+		status, ctype, body := get(c.kv...)
+		ok := body == c.body
+		if prefix, found := strings.CutSuffix(c.body, "*"); found {
+			ok = strings.HasPrefix(body, prefix)
+		}
+		if status != c.status || !strings.HasPrefix(ctype, c.ctype) || !ok || c.not != "" && strings.Contains(body, c.not) {
+			t.Errorf("%s: %d %s %q, want %d %s %q", c.name, status, ctype, body, c.status, c.ctype, c.body)
+		}
 	}
 }
 

@@ -150,19 +150,27 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 }
 
 func TestYOURLSDocAndCallback(t *testing.T) {
-	d := doc{{"statusCode", 200}, {"link", doc{{"url", "https://e.example/?a=1&b=<2>"}}}, {"nothing", nil}}
+	d := doc{{"statusCode", 200}, {"link", doc{{"url", "https://e.example/?a=1&b=<2>"}}}, {"nothing", nil}, {"empty", ""}}
 	b, err := json.Marshal(d)
-	if err != nil || string(b) != `{"statusCode":200,"link":{"url":"https://e.example/?a=1\u0026b=\u003c2\u003e"},"nothing":null}` {
+	if err != nil || string(b) != `{"statusCode":200,"link":{"url":"https://e.example/?a=1\u0026b=\u003c2\u003e"},"nothing":null,"empty":""}` {
 		t.Errorf("json: %s %v", b, err)
 	}
 	var x bytes.Buffer
 	d.writeXML(&x)
-	if want := `<statusCode>200</statusCode><link><url>https://e.example/?a=1&amp;b=&lt;2&gt;</url></link><nothing></nothing>`; x.String() != want {
+	if want := `<statusCode>200</statusCode><link><url>https://e.example/?a=1&amp;b=&lt;2&gt;</url></link><nothing/><empty/>`; x.String() != want {
 		t.Errorf("xml: %s", x.String())
 	}
-	for cb, ok := range map[string]bool{"cb": true, "jQuery123_x.y": true, "alert(1)//": false, "a b": false, strings.Repeat("a", 65): false} {
+	for cb, ok := range map[string]bool{"": false, "cb": true, "jQuery123_x.y": true, "alert(1)//": false, "a b": false, strings.Repeat("a", 65): false} {
 		if validCallback(cb) != ok {
 			t.Errorf("validCallback(%q) = %v", cb, !ok)
+		}
+	}
+}
+
+func TestYOURLSIntval(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "10": 10, " 7": 7, "10abc": 10, "ten": 0, "-3": -3, "+4": 4, "1.5": 1} {
+		if got := phpIntval(in); got != want {
+			t.Errorf("phpIntval(%q) = %d, want %d", in, got, want)
 		}
 	}
 }

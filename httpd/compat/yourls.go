@@ -65,17 +65,24 @@ func (d doc) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeXML writes d as YOURLS' XML: one element per key.
+// writeXML writes d as YOURLS' XML (spatie/array-to-xml through PHP's
+// DOMDocument): one element per key, an empty one as <key/>.
 func (d doc) writeXML(b *bytes.Buffer) {
 	for _, f := range d {
-		b.WriteString("<" + f.key + ">")
+		var inner bytes.Buffer
 		switch v := f.val.(type) {
 		case doc:
-			v.writeXML(b)
+			v.writeXML(&inner)
 		case nil:
 		default:
-			_ = xml.EscapeText(b, []byte(fmt.Sprint(v)))
+			_ = xml.EscapeText(&inner, []byte(fmt.Sprint(v)))
 		}
+		if inner.Len() == 0 {
+			b.WriteString("<" + f.key + "/>")
+			continue
+		}
+		b.WriteString("<" + f.key + ">")
+		b.Write(inner.Bytes())
 		b.WriteString("</" + f.key + ">")
 	}
 }
@@ -104,37 +111,75 @@ func paramsOf(ctx *fasthttp.RequestCtx) params {
 
 func (p params) get(name string) string { return p[name] }
 
+// yourlsStatsSimple is format=simple's answer to the stats actions.
+const yourlsStatsSimple = "Need either XML or JSON format for stats"
+
+// callbackOf is the JSONP callback: callback, else jsonp (YOURLS'
+// alias); set tells whether either was sent.
+func (p params) callbackOf() (cb string, set bool) {
+	if cb, ok := p["callback"]; ok {
+		return cb, true
+	}
+	cb, ok := p["jsonp"]
+	return cb, ok
+}
+
 // answer writes d in the request's format with status as the HTTP status
-// (YOURLS sends its statusCode as the status).
+// (YOURLS sends its statusCode, else its errorCode, as the status), as
+// yourls_api_output does: d's simple is format=simple's text and is left
+// out of the other formats; a sent callback (or jsonp) is added as
+// callback; no format is xml, and a format YOURLS does not know (empty
+// included) is simple.
 func (y yourls) answer(ctx *fasthttp.RequestCtx, p params, status int, d doc) {
-	switch format := p.get("format"); format {
-	case "json", "jsonp":
-		body := marshal(d)
-		if cb := p.get("callback"); cb != "" && validCallback(cb) {
-			writeBody(ctx, status, "application/javascript; charset=utf-8",
-				[]byte(cb+"("+strings.TrimSpace(string(body))+")"))
+	var simple any = ""
+	out := make(doc, 0, len(d)+1)
+	for _, f := range d {
+		switch f.key {
+		case "simple":
+			simple = f.val
+		case "callback":
+		default:
+			out = append(out, f)
+		}
+	}
+	cb, set := p.callbackOf()
+	if set || d.get("callback") != nil {
+		out = append(out, field{"callback", cb})
+	}
+	format, given := p["format"]
+	if !given {
+		format = "xml"
+	}
+	switch format {
+	case "jsonp":
+		if !validCallback(cb) {
+			// YOURLS 1.10's answer to a callback that is not a
+			// JavaScript name (or none at all).
+			writeBody(ctx, fasthttp.StatusBadRequest, "application/json; charset=utf-8",
+				[]byte(`{"errorCode":"400","error":"Invalid callback parameter"}`))
 			return
 		}
-		writeBody(ctx, status, "application/json; charset=utf-8", body)
-	case "simple":
-		simple := d.get("simple")
-		if simple == nil {
-			simple = d.get("message")
-		}
-		writeBody(ctx, status, "text/plain; charset=utf-8", []byte(fmt.Sprint(simple)))
-	default: // xml, YOURLS' default
+		writeBody(ctx, status, "application/javascript; charset=utf-8",
+			[]byte(cb+"("+strings.TrimSpace(string(marshal(out)))+")"))
+	case "json":
+		writeBody(ctx, status, "application/json; charset=utf-8", bytes.TrimSpace(marshal(out)))
+	case "xml":
+		// spatie/array-to-xml's document, as YOURLS 1.8+ sends it.
 		var b bytes.Buffer
-		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<result>")
-		d.writeXML(&b)
-		b.WriteString("</result>")
+		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<root>")
+		out.writeXML(&b)
+		b.WriteString("</root>\n")
 		writeBody(ctx, status, "application/xml; charset=utf-8", b.Bytes())
+	default: // simple, and any other format
+		writeBody(ctx, status, "text/plain; charset=utf-8", []byte(fmt.Sprint(simple)))
 	}
 }
 
 // validCallback keeps a JSONP callback to a JavaScript name, so a link
-// cannot make the endpoint answer a script of the caller's choice.
+// cannot make the endpoint answer a script of the caller's choice
+// (YOURLS 1.10 allows [a-zA-Z0-9_$.]+).
 func validCallback(cb string) bool {
-	if len(cb) > 64 {
+	if cb == "" || len(cb) > 64 {
 		return false
 	}
 	for _, r := range cb {
@@ -146,11 +191,22 @@ func validCallback(cb string) bool {
 }
 
 // fail answers an error as YOURLS does: message, errorCode and
-// statusCode, and the HTTP status.
+// statusCode, and the HTTP status; format=simple prints the message.
 func (y yourls) fail(ctx *fasthttp.RequestCtx, p params, status int, message string, a *Answer) {
 	y.answer(ctx, p, status, doc{
 		{"errorCode", strconv.Itoa(status)}, {"message", message}, {"simple", message},
-		{"statusCode", status}, {"callback", p.get("callback")},
+		{"statusCode", status},
+	})
+	if a != nil {
+		a.PassHeaders(ctx)
+	}
+}
+
+// loginFail answers a refused login as YOURLS' auth.php does: simple and
+// message, errorCode 403 and callback (always present).
+func (y yourls) loginFail(ctx *fasthttp.RequestCtx, p params, message string, a *Answer) {
+	y.answer(ctx, p, fasthttp.StatusForbidden, doc{
+		{"simple", message}, {"message", message}, {"errorCode", "403"}, {"callback", ""},
 	})
 	if a != nil {
 		a.PassHeaders(ctx)
@@ -162,7 +218,7 @@ func (y yourls) fail(ctx *fasthttp.RequestCtx, p params, status int, message str
 func (y yourls) failNative(ctx *fasthttp.RequestCtx, p params, a Answer) {
 	switch a.Status {
 	case fasthttp.StatusUnauthorized:
-		y.fail(ctx, p, fasthttp.StatusForbidden, "Invalid username or password", &a)
+		y.loginFail(ctx, p, "Invalid username or password", &a)
 	case fasthttp.StatusNotFound, fasthttp.StatusGone:
 		y.fail(ctx, p, fasthttp.StatusNotFound, "Error: short URL not found", &a)
 	default:
@@ -173,9 +229,15 @@ func (y yourls) failNative(ctx *fasthttp.RequestCtx, p params, a Answer) {
 func (y yourls) serve(ctx *fasthttp.RequestCtx) {
 	p := paramsOf(ctx)
 	// The key: signature=<key>, or username=<anything>&password=<key>.
-	// linkraft's keys are the secret: YOURLS' time-limited signatures
-	// (signature=md5(timestamp+token)) are not taken.
+	// linkraft's keys are the secret. YOURLS' time-limited signatures
+	// (timestamp=, signature=md5 or hash=sha* of timestamp+token) would
+	// need a signature secret per key that linkraft does not keep: they
+	// are refused as a failed login, never taken as the key.
 	// linkraft's own credential headers work too.
+	if p.get("timestamp") != "" {
+		y.loginFail(ctx, p, "Invalid username or password: time-limited signatures (timestamp=) are not supported, send the key as signature=", nil)
+		return
+	}
 	key := p.get("signature")
 	if key == "" {
 		key = p.get("password")
@@ -184,7 +246,7 @@ func (y yourls) serve(ctx *fasthttp.RequestCtx) {
 	case key != "":
 		useKey(ctx, key)
 	case len(h.Peek("X-Api-Key")) == 0 && len(h.Peek(fasthttp.HeaderAuthorization)) == 0:
-		y.fail(ctx, p, fasthttp.StatusForbidden, "Please log in", nil)
+		y.loginFail(ctx, p, "Please log in", nil)
 		return
 	}
 	switch action := p.get("action"); action {
@@ -200,10 +262,9 @@ func (y yourls) serve(ctx *fasthttp.RequestCtx) {
 		y.dbStats(ctx, p)
 	case "version":
 		y.version(ctx, p)
-	case "":
-		y.fail(ctx, p, fasthttp.StatusBadRequest, "Missing or wrong action parameter", nil)
 	default:
-		y.fail(ctx, p, fasthttp.StatusBadRequest, "Unknown or missing \"action\" parameter", nil)
+		const msg = "Unknown or missing \"action\" parameter"
+		y.answer(ctx, p, fasthttp.StatusBadRequest, doc{{"errorCode", "400"}, {"message", msg}, {"simple", msg}})
 	}
 }
 
@@ -223,7 +284,14 @@ func (y yourls) shorten(ctx *fasthttp.RequestCtx, p params) {
 	if long == "" {
 		y.answer(ctx, p, fasthttp.StatusBadRequest, doc{
 			{"status", "fail"}, {"code", "error:nourl"}, {"message", "Missing or malformed URL"},
-			{"errorCode", "400"}, {"statusCode", 400}, {"callback", p.get("callback")},
+			{"errorCode", "400"}, {"statusCode", "400"}, {"simple", ""},
+		})
+		return
+	}
+	if y.isShortURL(ctx, long) {
+		y.answer(ctx, p, fasthttp.StatusBadRequest, doc{
+			{"status", "fail"}, {"code", "error:noloop"}, {"message", "URL is a short URL"},
+			{"errorCode", "400"}, {"statusCode", "400"}, {"simple", ""},
 		})
 		return
 	}
@@ -238,20 +306,19 @@ func (y yourls) shorten(ctx *fasthttp.RequestCtx, p params) {
 	if !a.OK() {
 		switch {
 		case a.Status == fasthttp.StatusConflict || keyword != "" && a.Status == fasthttp.StatusBadRequest && strings.Contains(a.Detail(), "custom_code"):
-			// YOURLS answers a taken keyword as a valid request that
-			// failed: status 200, statusCode 200.
+			// YOURLS 1.9.2+ answers a taken keyword with 400.
 			msg := fmt.Sprintf("Short URL %s already exists in database or is reserved", keyword)
 			if a.Status == fasthttp.StatusBadRequest {
 				msg = a.Detail()
 			}
-			y.answer(ctx, p, fasthttp.StatusOK, doc{
+			y.answer(ctx, p, fasthttp.StatusBadRequest, doc{
 				{"status", "fail"}, {"code", "error:keyword"}, {"message", msg},
-				{"errorCode", "400"}, {"statusCode", 200}, {"callback", p.get("callback")},
+				{"errorCode", "400"}, {"statusCode", "400"}, {"simple", ""},
 			})
 		case a.Status == fasthttp.StatusBadRequest || a.Status == fasthttp.StatusRequestEntityTooLarge:
 			y.answer(ctx, p, fasthttp.StatusBadRequest, doc{
 				{"status", "fail"}, {"code", "error:nourl"}, {"message", "Missing or malformed URL: " + a.Detail()},
-				{"errorCode", "400"}, {"statusCode", 400}, {"callback", p.get("callback")},
+				{"errorCode", "400"}, {"statusCode", "400"}, {"simple", ""},
 			})
 		default:
 			y.failNative(ctx, p, a)
@@ -264,23 +331,48 @@ func (y yourls) shorten(ctx *fasthttp.RequestCtx, p params) {
 		return
 	}
 	if l.Existing {
-		y.answer(ctx, p, fasthttp.StatusOK, doc{
-			{"status", "fail"}, {"code", "error:url"}, {"url", linkDoc(&l)},
-			{"message", l.OriginalURL + " already exists in database"}, {"title", l.Title}, {"shorturl", l.ShortURL},
-			{"errorCode", "400"}, {"statusCode", 200}, {"callback", p.get("callback")},
+		// YOURLS 1.9.2+: 400, the existing link with its clicks, and
+		// format=simple prints its short URL.
+		short := strings.TrimPrefix(strings.TrimPrefix(l.ShortURL, "https://"), "http://")
+		y.answer(ctx, p, fasthttp.StatusBadRequest, doc{
+			{"status", "fail"}, {"code", "error:url"},
+			{"url", append(linkDoc(&l), field{"clicks", strconv.FormatUint(l.ClickCount, 10)})},
+			{"message", fmt.Sprintf("%s already exists in database (short URL: %s)", l.OriginalURL, short)},
+			{"title", l.Title}, {"shorturl", l.ShortURL},
+			{"errorCode", "400"}, {"statusCode", "400"}, {"simple", l.ShortURL},
 		})
 		return
 	}
 	y.answer(ctx, p, fasthttp.StatusOK, doc{
 		{"url", linkDoc(&l)}, {"status", "success"}, {"message", l.OriginalURL + " added to database"},
-		{"title", l.Title}, {"shorturl", l.ShortURL}, {"statusCode", 200}, {"callback", p.get("callback")},
+		{"title", l.Title}, {"shorturl", l.ShortURL}, {"statusCode", 200}, {"simple", l.ShortURL},
 	})
+}
+
+// isShortURL tells whether long is one of linkraft's short URLs that the
+// key sees (YOURLS' error:noloop): a link's code, alone in the path, of
+// the default domain or a registered one.
+func (y yourls) isShortURL(ctx *fasthttp.RequestCtx, long string) bool {
+	u, err := url.Parse(long)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	code := strings.TrimPrefix(u.Path, "/")
+	if code == "" || strings.Contains(code, "/") {
+		return false
+	}
+	domain := ""
+	if !strings.EqualFold(u.Host, y.n.DefaultDomain(ctx)) {
+		domain = strings.ToLower(u.Host)
+	}
+	return y.n.Call(ctx, "GET", linkPath(code, domain, ""), nil).OK()
 }
 
 // lookup reads the link of shorturl, a keyword or a whole short URL
 // (https://brand.example/abc names abc in domain brand.example, or in the
 // default domain when brand.example has no such link).
-func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params) (Link, bool) {
+// An unknown link is answered by missing, with the keyword asked for.
+func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params, missing func(keyword string, a *Answer)) (Link, bool) {
 	short := p.get("shorturl")
 	code, domain := short, ""
 	if u, err := url.Parse(short); err == nil && u.Host != "" {
@@ -290,7 +382,7 @@ func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params) (Link, bool) {
 		}
 	}
 	if code == "" || strings.ContainsAny(code, "/?#") {
-		y.fail(ctx, p, fasthttp.StatusNotFound, "Error: short URL not found", nil)
+		missing(code, nil)
 		return Link{}, false
 	}
 	a := y.n.Call(ctx, "GET", linkPath(code, domain, ""), nil)
@@ -299,7 +391,11 @@ func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params) (Link, bool) {
 		// the default domain (a node's own address, another base URL).
 		a = y.n.Call(ctx, "GET", linkPath(code, "", ""), nil)
 	}
-	if !a.OK() {
+	switch {
+	case a.Status == fasthttp.StatusNotFound || a.Status == fasthttp.StatusGone:
+		missing(code, &a)
+		return Link{}, false
+	case !a.OK():
 		y.failNative(ctx, p, a)
 		return Link{}, false
 	}
@@ -312,7 +408,15 @@ func (y yourls) lookup(ctx *fasthttp.RequestCtx, p params) (Link, bool) {
 }
 
 func (y yourls) expand(ctx *fasthttp.RequestCtx, p params) {
-	l, ok := y.lookup(ctx, p)
+	l, ok := y.lookup(ctx, p, func(keyword string, a *Answer) {
+		// YOURLS' expand of an unknown keyword.
+		y.answer(ctx, p, fasthttp.StatusNotFound, doc{
+			{"keyword", keyword}, {"simple", "not found"}, {"message", "Error: short URL not found"}, {"errorCode", "404"},
+		})
+		if a != nil {
+			a.PassHeaders(ctx)
+		}
+	})
 	if !ok {
 		return
 	}
@@ -332,11 +436,21 @@ func statsDoc(l *Link) doc {
 }
 
 func (y yourls) urlStats(ctx *fasthttp.RequestCtx, p params) {
-	l, ok := y.lookup(ctx, p)
+	l, ok := y.lookup(ctx, p, func(_ string, a *Answer) {
+		// yourls_get_link_stats of an unknown keyword.
+		y.answer(ctx, p, fasthttp.StatusNotFound, doc{
+			{"statusCode", 404}, {"message", "Error: short URL not found"}, {"simple", yourlsStatsSimple},
+		})
+		if a != nil {
+			a.PassHeaders(ctx)
+		}
+	})
 	if !ok {
 		return
 	}
-	y.answer(ctx, p, fasthttp.StatusOK, doc{{"statusCode", 200}, {"message", "success"}, {"link", statsDoc(&l)}})
+	y.answer(ctx, p, fasthttp.StatusOK, doc{
+		{"statusCode", 200}, {"message", "success"}, {"link", statsDoc(&l)}, {"simple", yourlsStatsSimple},
+	})
 }
 
 // every is every link the key sees, through linkraft's list.
@@ -361,39 +475,40 @@ func totals(links []Link) doc {
 	return doc{{"total_links", strconv.Itoa(len(links))}, {"total_clicks", strconv.FormatUint(clicks, 10)}}
 }
 
-// stats is action=stats: filter top (most clicked), bottom (least),
-// last (newest) or rand, limit (default 10) links from start.
-func (y yourls) stats(ctx *fasthttp.RequestCtx, p params) {
-	limit, start := 10, 0
-	for _, a := range []struct {
-		name string
-		to   *int
-	}{{"limit", &limit}, {"start", &start}} {
-		if v := p.get(a.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				y.fail(ctx, p, fasthttp.StatusBadRequest, a.name+" must be a whole number", nil)
-				return
-			}
-			*a.to = n
-		}
+// phpIntval is PHP's intval of a request argument: its leading
+// decimal number, 0 when there is none.
+func phpIntval(v string) int {
+	v = strings.TrimLeft(v, " \t\n\r\v\f")
+	end := 0
+	if end < len(v) && (v[0] == '-' || v[0] == '+') {
+		end++
 	}
+	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
+		end++
+	}
+	n, _ := strconv.Atoi(v[:end])
+	return n
+}
+
+// stats is action=stats: filter top (most clicked; also any filter
+// YOURLS does not know), bottom (least), last (newest) or rand, limit
+// links from start. As YOURLS' API, no limit (or 0, or not a number)
+// lists no links, only the totals.
+func (y yourls) stats(ctx *fasthttp.RequestCtx, p params) {
+	limit, start := max(phpIntval(p.get("limit")), 0), max(phpIntval(p.get("start")), 0)
 	links, ok := y.every(ctx, p)
 	if !ok {
 		return
 	}
 	sorted := slices.Clone(links) // linkraft's list is newest first: "last"
 	switch filter := p.get("filter"); filter {
-	case "top", "":
-		slices.SortStableFunc(sorted, func(a, b Link) int { return compareClicks(b, a) })
 	case "bottom":
 		slices.SortStableFunc(sorted, func(a, b Link) int { return compareClicks(a, b) })
 	case "last":
 	case "rand", "random":
 		rand.Shuffle(len(sorted), func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })
-	default:
-		y.fail(ctx, p, fasthttp.StatusBadRequest, "filter must be top, bottom, last or rand", nil)
-		return
+	default: // top, and YOURLS' default
+		slices.SortStableFunc(sorted, func(a, b Link) int { return compareClicks(b, a) })
 	}
 	sorted = sorted[min(start, len(sorted)):]
 	sorted = sorted[:min(limit, len(sorted))]
@@ -405,7 +520,8 @@ func (y yourls) stats(ctx *fasthttp.RequestCtx, p params) {
 	if len(out) > 0 {
 		d = append(d, field{"links", out})
 	}
-	d = append(d, field{"stats", totals(links)}, field{"statusCode", 200}, field{"message", "success"})
+	d = append(d, field{"stats", totals(links)}, field{"statusCode", 200}, field{"message", "success"},
+		field{"simple", yourlsStatsSimple})
 	y.answer(ctx, p, fasthttp.StatusOK, d)
 }
 
@@ -424,7 +540,9 @@ func (y yourls) dbStats(ctx *fasthttp.RequestCtx, p params) {
 	if !ok {
 		return
 	}
-	y.answer(ctx, p, fasthttp.StatusOK, doc{{"db-stats", totals(links)}, {"statusCode", 200}, {"message", "success"}})
+	y.answer(ctx, p, fasthttp.StatusOK, doc{
+		{"db-stats", totals(links)}, {"statusCode", 200}, {"simple", yourlsStatsSimple}, {"message", "success"},
+	})
 }
 
 // version proves the key and answers YOURLS' version.
@@ -433,5 +551,9 @@ func (y yourls) version(ctx *fasthttp.RequestCtx, p params) {
 		y.failNative(ctx, p, a)
 		return
 	}
-	y.answer(ctx, p, fasthttp.StatusOK, doc{{"version", YOURLSVersion}, {"db_version", "1"}, {"statusCode", 200}, {"message", "success"}})
+	d := doc{{"version", YOURLSVersion}, {"simple", YOURLSVersion}}
+	if p.get("db") == "1" {
+		d = append(d, field{"db_version", "1"})
+	}
+	y.answer(ctx, p, fasthttp.StatusOK, d)
 }
