@@ -125,20 +125,18 @@ func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
 
 // shlinkShortURL is Shlink's ShortUrl.
 type shlinkShortURL struct {
-	ShortCode        string             `json:"shortCode"`
-	ShortURL         string             `json:"shortUrl"`
-	LongURL          string             `json:"longUrl"`
-	DeviceLongURLs   map[string]*string `json:"deviceLongUrls"`
-	DateCreated      string             `json:"dateCreated"`
-	VisitsSummary    shlinkVisits       `json:"visitsSummary"`
-	VisitsCount      uint64             `json:"visitsCount"` // Shlink 2's field, kept by Shlink 3
-	Tags             []string           `json:"tags"`
-	Meta             shlinkMeta         `json:"meta"`
-	Domain           *string            `json:"domain"`
-	Title            *string            `json:"title"`
-	Crawlable        bool               `json:"crawlable"`
-	ForwardQuery     bool               `json:"forwardQuery"`
-	HasRedirectRules bool               `json:"hasRedirectRules"`
+	ShortCode        string       `json:"shortCode"`
+	ShortURL         string       `json:"shortUrl"`
+	LongURL          string       `json:"longUrl"`
+	DateCreated      string       `json:"dateCreated"`
+	VisitsSummary    shlinkVisits `json:"visitsSummary"`
+	Tags             []string     `json:"tags"`
+	Meta             shlinkMeta   `json:"meta"`
+	Domain           *string      `json:"domain"`
+	Title            *string      `json:"title"`
+	Crawlable        bool         `json:"crawlable"`
+	ForwardQuery     bool         `json:"forwardQuery"`
+	HasRedirectRules bool         `json:"hasRedirectRules"`
 }
 
 type shlinkVisits struct {
@@ -167,13 +165,11 @@ func shlinkTimeOf(t time.Time) *string {
 func shortURLOf(l *Link) shlinkShortURL {
 	s := shlinkShortURL{
 		ShortCode: l.ShortCode, ShortURL: l.ShortURL, LongURL: l.OriginalURL,
-		DeviceLongURLs: map[string]*string{"android": nil, "ios": nil, "desktop": nil},
-		DateCreated:    *shlinkTimeOf(l.Created()),
-		VisitsSummary:  shlinkVisits{Total: l.ClickCount, NonBots: l.ClickCount},
-		VisitsCount:    l.ClickCount,
-		Tags:           l.Tags,
-		Meta:           shlinkMeta{ValidSince: shlinkTimeOf(l.Since()), ValidUntil: shlinkTimeOf(l.Expires()), MaxVisits: l.MaxVisits},
-		ForwardQuery:   l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0, Crawlable: l.Crawlable,
+		DateCreated:   *shlinkTimeOf(l.Created()),
+		VisitsSummary: shlinkVisits{Total: l.ClickCount, NonBots: l.ClickCount},
+		Tags:          l.Tags,
+		Meta:          shlinkMeta{ValidSince: shlinkTimeOf(l.Since()), ValidUntil: shlinkTimeOf(l.Expires()), MaxVisits: l.MaxVisits},
+		ForwardQuery:  l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0, Crawlable: l.Crawlable,
 	}
 	if s.Tags == nil {
 		s.Tags = []string{}
@@ -720,11 +716,10 @@ func (sh shlink) tagsStats(ctx *fasthttp.RequestCtx) {
 		Tag            string       `json:"tag"`
 		ShortURLsCount int          `json:"shortUrlsCount"`
 		VisitsSummary  shlinkVisits `json:"visitsSummary"`
-		VisitsCount    uint64       `json:"visitsCount"`
 	}
 	data := make([]stat, len(tags))
 	for i, t := range tags {
-		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}, t.Clicks}
+		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}}
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data}}))
 }

@@ -258,11 +258,16 @@ func visitOf(r *nativeRow) shlinkVisit {
 	return v
 }
 
-// shlinkDate is one of linkraft's timestamps in Shlink's format.
+// shlinkDate is one of linkraft's timestamps in Shlink's format. A row's
+// time is spread within its hour (fsm/visitrows.go), which may lie past
+// now: such a row is dated now, as no visit happened later.
 func shlinkDate(at string) string {
 	t, err := time.Parse(time.RFC3339, at)
 	if err != nil {
 		return at
+	}
+	if now := time.Now(); t.After(now) {
+		t = now
 	}
 	return t.UTC().Format(shlinkTime)
 }
@@ -367,7 +372,6 @@ func (sh shlink) visitsOverview(ctx *fasthttp.RequestCtx) {
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
 		"nonOrphanVisits": shlinkVisits{Total: total, NonBots: links.NonBots, Bots: links.Bots},
 		"orphanVisits":    shlinkVisits{Total: orphanTotal, NonBots: orphans.NonBots, Bots: orphans.Bots},
-		"visitsCount":     total, "orphanVisitsCount": orphanTotal,
 	}}))
 }
 
