@@ -172,6 +172,12 @@ func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
 		{"an invalid code length", func(string) fsm.CreateRequest {
 			return fsm.CreateRequest{URL: "https://example.com/i", Workspace: "default", CodeLength: 99}
 		}, fsm.ErrInvalidRequest},
+		// A rule with a country condition: the leader's checks of relayed
+		// creates took it for a build without the country table.
+		{"a country rule", func(via string) fsm.CreateRequest {
+			return fsm.CreateRequest{URL: "https://example.com/cc", Workspace: "default", CustomCode: "country-" + via, CodeLength: 7,
+				Options: &fsm.Options{Rules: []fsm.Rule{{Country: "DE", URL: "https://example.com/de"}}}}
+		}, nil},
 		// Creates no node prepares (a dedupe without its canonical form)
 		// are refused by the leader's checks of relayed creates before the
 		// state machine sees them: TestRelayedCreatesAreValidated.
@@ -196,6 +202,9 @@ func TestRelayedCreatesAnswerLikeTheLeader(t *testing.T) {
 				return
 			}
 			l, f := want.Link, got.Link
+			if want, got := tt.req("f").Options, f.Options; want != nil && (got == nil || len(got.Rules) != len(want.Rules) || got.Rules[0].Country != want.Rules[0].Country) {
+				t.Fatalf("follower's link options %+v, want %+v", got, want)
+			}
 			if f.Code == "" || f.URL != tt.req("f").URL || f.Workspace != l.Workspace || f.ExpiresAt != l.ExpiresAt || f.CreatedAt == 0 || f.ID == 0 || got.Existing {
 				t.Fatalf("follower's link %+v, leader's %+v", f, l)
 			}

@@ -61,12 +61,31 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 	// Lookup's second result is about trailing slashes, not a match.
 	h, _ := n.routes.Lookup(method, path, ctx)
 	if h == nil {
+		if unroutable(uri, path) {
+			// A name from the client (a tag, a code) that is empty or holds
+			// a slash: no link or tag has such a name. The answer is the
+			// credential's refusal, or not found.
+			ctx.Response.Reset()
+			if !n.auth.authenticate(ctx, false) {
+				return takeAnswer(ctx)
+			}
+			ctx.Response.Reset()
+			return compat.Answer{Status: fasthttp.StatusNotFound, Body: problemJSON(fasthttp.StatusNotFound, "no such name: it is empty or holds a slash")}
+		}
 		// Only a bug in an adapter names a route linkraft does not have.
 		n.log.Error("compatible API called a route that does not exist", "method", method, "path", path)
 		return compat.Answer{Status: fasthttp.StatusInternalServerError, Body: problemJSON(fasthttp.StatusInternalServerError, "internal error")}
 	}
 	h(ctx)
 	return takeAnswer(ctx)
+}
+
+// unroutable tells whether a native call's path names no route because
+// of a name in it, escaped into one segment by the adapter: an empty
+// segment, or an escaped slash that splits one in two once unescaped.
+func unroutable(uri, path string) bool {
+	raw, _, _ := strings.Cut(uri, "?")
+	return strings.Contains(raw, "//") || strings.HasSuffix(raw, "/") || strings.Count(raw, "/") != strings.Count(path, "/")
 }
 
 // Authenticate runs the credential check of linkraft's routes, leaving

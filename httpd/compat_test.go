@@ -217,6 +217,10 @@ func TestShlinkListFiltersTags(t *testing.T) {
 		{"excluding one tag", "excludeTags[]=a", []string{"tag-b", "tag-c", "tag-none"}},
 		{"excluding two tags, all", "excludeTags[]=a&excludeTags[]=b&excludeTagsMode=all", []string{"tag-a", "tag-b", "tag-c", "tag-none"}},
 		{"one tag, excluding another", "tags[]=a&excludeTags[]=b", []string{"tag-a"}},
+		// PHP's http_build_query and Guzzle index arrays.
+		{"two tags, indexed", "tags%5B0%5D=a&tags%5B1%5D=c", []string{"tag-a", "tag-ab", "tag-c"}},
+		{"two tags, indexed, all", "tags[0]=a&tags[1]=b&tagsMode=all", []string{"tag-ab"}},
+		{"excluding one tag, indexed", "excludeTags[0]=a", []string{"tag-b", "tag-c", "tag-none"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if slices.Equal(tc.want, unfiltered) {
@@ -254,7 +258,7 @@ func compatMatrixRows(code string) []struct {
 		return out
 	}
 	r401 := refused(401)
-	var rows []row
+	rows := []row{{"GET", "/rest/health", "", false, all(200)}}
 	for _, v := range []string{"v1", "v2", "v3"} {
 		p := "/rest/" + v
 		rows = append(rows,

@@ -162,13 +162,24 @@ func Rule(r fsm.Rule, allowPrivate bool) error {
 		}
 	}
 	if r.Country != "" {
-		return errors.New("rules: country conditions need the IP to country table, which this build does not have")
+		if err := RuleCountry(r.Country); err != nil {
+			return fmt.Errorf("rules: %w", err)
+		}
 	}
 	if r.Device > fsm.DeviceDesktop {
 		return errors.New("rules: unknown device")
 	}
 	if r.After != 0 && r.Before != 0 && r.Before <= r.After {
 		return errors.New("rules: before must come after after")
+	}
+	return nil
+}
+
+// RuleCountry checks a rule's country condition as a node prepares it:
+// an ISO 3166-1 alpha-2 code in upper case.
+func RuleCountry(cc string) error {
+	if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
+		return fmt.Errorf("country %q: an ISO 3166-1 alpha-2 code in upper case, such as DE", cc)
 	}
 	return nil
 }

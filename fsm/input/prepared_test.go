@@ -32,6 +32,15 @@ func TestPrepared(t *testing.T) {
 			r.Strategy, r.Dedupe, r.Canonical = fsm.StrategyHash, true, "https://example.com/a"
 		}), false, true},
 		{"forged canonical", with(func(r *fsm.CreateRequest) { r.Dedupe, r.Canonical = true, "https://other.example/" }), false, false},
+		{"country rule", with(func(r *fsm.CreateRequest) {
+			r.Options = &fsm.Options{Rules: []fsm.Rule{{Country: "DE", URL: "https://example.com/de"}}}
+		}), false, true},
+		{"country rule in lower case", with(func(r *fsm.CreateRequest) {
+			r.Options = &fsm.Options{Rules: []fsm.Rule{{Country: "de", URL: "https://example.com/de"}}}
+		}), false, false},
+		{"country rule not a code", with(func(r *fsm.CreateRequest) {
+			r.Options = &fsm.Options{Rules: []fsm.Rule{{Country: "DEU", URL: "https://example.com/de"}}}
+		}), false, false},
 		{"canonical without dedupe", with(func(r *fsm.CreateRequest) { r.Canonical = "https://example.com/a" }), false, false},
 	}
 	for _, tt := range tests {

@@ -232,3 +232,18 @@ func TestShlinkRedirectRuleConditions(t *testing.T) {
 		t.Errorf("shown %s\nwant  %s", b, want)
 	}
 }
+
+// TestShlinkVisitDatesNotInTheFuture: a row's date is spread within its
+// hour, which may lie past now; Shlink's rows are never dated after now.
+func TestShlinkVisitDatesNotInTheFuture(t *testing.T) {
+	now := time.Now().UTC()
+	future := now.Add(40 * time.Minute).Format(time.RFC3339)
+	got, err := time.Parse(shlinkTime, visitOf(&nativeRow{At: future, Bot: "none"}).Date)
+	if err != nil || got.After(time.Now()) || got.Before(now.Add(-time.Second)) {
+		t.Errorf("a row at %s is dated %v (%v), want now, %s", future, got, err, now.Format(shlinkTime))
+	}
+	past := now.Add(-time.Hour).Truncate(time.Second)
+	if got := visitOf(&nativeRow{At: past.Format(time.RFC3339), Bot: "none"}).Date; got != past.Format(shlinkTime) {
+		t.Errorf("a past row is dated %s, want %s", got, past.Format(shlinkTime))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -43,6 +44,9 @@ func registerShlink(route Route, n Native, c cors) {
 		withBody := func(create bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return credentialFirst(n, create, sh.refuse, h)
 		}
+		if v == "1" { // Shlink also answers its health unversioned
+			route("GET", "/rest/health", "compat_shlink", c.wrap(sh.health))
+		}
 		r("GET", "/health", sh.health)
 		r("GET", "/short-urls", sh.list)
 		r("POST", "/short-urls", withBody(true, sh.create))
@@ -77,6 +81,54 @@ func problemShlink(ctx *fasthttp.RequestCtx, status int, typ, title, detail stri
 func invalidShlink(ctx *fasthttp.RequestCtx, detail string) {
 	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", detail,
 		map[string]any{"invalidElements": []string{}})
+}
+
+// invalidFields is Shlink's invalid data: the names of every invalid
+// field of a request.
+type invalidFields []string
+
+func (f invalidFields) Error() string { return "invalid: " + strings.Join(f, ", ") }
+
+// orNil is f as an error: nil when no field is invalid.
+func (f invalidFields) orNil() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return f
+}
+
+// failInvalid answers err as Shlink's invalid-data: "Provided data is not
+// valid" naming the fields of an invalidFields, linkraft's own detail for
+// other errors.
+func failInvalid(ctx *fasthttp.RequestCtx, err error) {
+	var f invalidFields
+	if !errors.As(err, &f) {
+		invalidShlink(ctx, err.Error())
+		return
+	}
+	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", "Provided data is not valid",
+		map[string]any{"invalidElements": []string(f)})
+}
+
+// phpArray is the values of the array parameter name in each of the forms
+// Shlink (PHP) reads: name[]=a, name[0]=a (http_build_query, Guzzle) and
+// name=a, in the order they come.
+func phpArray(args *fasthttp.Args, name string) []string {
+	var out []string
+	args.VisitAll(func(k, v []byte) {
+		key, ok := strings.CutPrefix(string(k), name)
+		if !ok {
+			return
+		}
+		if key != "" {
+			index, ok := strings.CutPrefix(key, "[")
+			if index, ok = strings.CutSuffix(index, "]"); !ok || strings.Trim(index, "0123456789") != "" {
+				return
+			}
+		}
+		out = append(out, string(v))
+	})
+	return out
 }
 
 // refuse answers a refused credential as Shlink does.
@@ -125,20 +177,18 @@ func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
 
 // shlinkShortURL is Shlink's ShortUrl.
 type shlinkShortURL struct {
-	ShortCode        string             `json:"shortCode"`
-	ShortURL         string             `json:"shortUrl"`
-	LongURL          string             `json:"longUrl"`
-	DeviceLongURLs   map[string]*string `json:"deviceLongUrls"`
-	DateCreated      string             `json:"dateCreated"`
-	VisitsSummary    shlinkVisits       `json:"visitsSummary"`
-	VisitsCount      uint64             `json:"visitsCount"` // Shlink 2's field, kept by Shlink 3
-	Tags             []string           `json:"tags"`
-	Meta             shlinkMeta         `json:"meta"`
-	Domain           *string            `json:"domain"`
-	Title            *string            `json:"title"`
-	Crawlable        bool               `json:"crawlable"`
-	ForwardQuery     bool               `json:"forwardQuery"`
-	HasRedirectRules bool               `json:"hasRedirectRules"`
+	ShortCode        string       `json:"shortCode"`
+	ShortURL         string       `json:"shortUrl"`
+	LongURL          string       `json:"longUrl"`
+	DateCreated      string       `json:"dateCreated"`
+	VisitsSummary    shlinkVisits `json:"visitsSummary"`
+	Tags             []string     `json:"tags"`
+	Meta             shlinkMeta   `json:"meta"`
+	Domain           *string      `json:"domain"`
+	Title            *string      `json:"title"`
+	Crawlable        bool         `json:"crawlable"`
+	ForwardQuery     bool         `json:"forwardQuery"`
+	HasRedirectRules bool         `json:"hasRedirectRules"`
 }
 
 type shlinkVisits struct {
@@ -167,13 +217,11 @@ func shlinkTimeOf(t time.Time) *string {
 func shortURLOf(l *Link) shlinkShortURL {
 	s := shlinkShortURL{
 		ShortCode: l.ShortCode, ShortURL: l.ShortURL, LongURL: l.OriginalURL,
-		DeviceLongURLs: map[string]*string{"android": nil, "ios": nil, "desktop": nil},
-		DateCreated:    *shlinkTimeOf(l.Created()),
-		VisitsSummary:  shlinkVisits{Total: l.ClickCount, NonBots: l.ClickCount},
-		VisitsCount:    l.ClickCount,
-		Tags:           l.Tags,
-		Meta:           shlinkMeta{ValidSince: shlinkTimeOf(l.Since()), ValidUntil: shlinkTimeOf(l.Expires()), MaxVisits: l.MaxVisits},
-		ForwardQuery:   l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0, Crawlable: l.Crawlable,
+		DateCreated:   *shlinkTimeOf(l.Created()),
+		VisitsSummary: shlinkVisits{Total: l.ClickCount, NonBots: l.ClickCount},
+		Tags:          l.Tags,
+		Meta:          shlinkMeta{ValidSince: shlinkTimeOf(l.Since()), ValidUntil: shlinkTimeOf(l.Expires()), MaxVisits: l.MaxVisits},
+		ForwardQuery:  l.ForwardQuery, HasRedirectRules: len(l.Rules) > 0, Crawlable: l.Crawlable,
 	}
 	if s.Tags == nil {
 		s.Tags = []string{}
@@ -463,15 +511,15 @@ type shlinkListQuery struct {
 }
 
 // parseShlinkList reads a list's query. Arrays come as tags[]=a&tags[]=b
-// (the client's spelling), tags=a also works.
+// (the client's spelling), tags[0]=a (PHP's) or tags=a. Its error is the
+// invalidFields of every invalid parameter.
 func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery, error) {
 	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10}
+	var bad invalidFields
 	if s := args.Peek("searchTerm"); len(s) > 0 {
 		q.native.Set("q", string(s))
 	}
-	if err := q.readTags(args); err != nil {
-		return q, err
-	}
+	q.readTags(args, &bad)
 	if args.Has("domain") {
 		d := string(args.Peek("domain"))
 		if strings.EqualFold(d, defaultDomain) {
@@ -479,30 +527,20 @@ func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery
 		}
 		q.native.Set("domain", d)
 	}
-	if err := q.readDates(args); err != nil {
-		return q, err
-	}
+	q.readDates(args, &bad)
 	q.excludeMax = string(args.Peek("excludeMaxVisitsReached")) == "true"
 	q.excludePast = string(args.Peek("excludePastValidUntil")) == "true"
 	if err := q.readOrder(string(args.Peek("orderBy"))); err != nil {
-		return q, err
+		bad = append(bad, "orderBy")
 	}
-	return q, q.readPage(args)
+	q.readPage(args, &bad)
+	return q, bad.orNil()
 }
 
 // readTags reads the tags a list keeps and leaves out, and whether a link
 // needs all of them or any.
-func (q *shlinkListQuery) readTags(args *fasthttp.Args) error {
-	multi := func(name string) []string {
-		var out []string
-		for _, k := range []string{name + "[]", name} {
-			for _, v := range args.PeekMulti(k) {
-				out = append(out, string(v))
-			}
-		}
-		return out
-	}
-	q.tags, q.notTags = multi("tags"), multi("excludeTags")
+func (q *shlinkListQuery) readTags(args *fasthttp.Args, bad *invalidFields) {
+	q.tags, q.notTags = phpArray(args, "tags"), phpArray(args, "excludeTags")
 	for _, m := range []struct {
 		name string
 		all  *bool
@@ -512,17 +550,16 @@ func (q *shlinkListQuery) readTags(args *fasthttp.Args) error {
 		case "all":
 			*m.all = true
 		default:
-			return fmt.Errorf("%s must be any or all, not %q", m.name, v)
+			*bad = append(*bad, m.name) // any or all
 		}
 	}
 	if len(q.tags) == 1 { // linkraft's list filters one tag itself
 		q.native.Set("tag", q.tags[0])
 	}
-	return nil
 }
 
 // readDates reads the span a list's links were created in.
-func (q *shlinkListQuery) readDates(args *fasthttp.Args) error {
+func (q *shlinkListQuery) readDates(args *fasthttp.Args, bad *invalidFields) {
 	for _, t := range []struct {
 		name string
 		at   *time.Time
@@ -530,12 +567,12 @@ func (q *shlinkListQuery) readDates(args *fasthttp.Args) error {
 		if v := args.Peek(t.name); len(v) > 0 {
 			at, err := time.Parse(time.RFC3339, string(v))
 			if err != nil {
-				return fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
+				*bad = append(*bad, t.name) // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
+				continue
 			}
 			*t.at = at
 		}
 	}
-	return nil
 }
 
 // readOrder reads orderBy: a field, then -ASC or -DESC.
@@ -561,7 +598,7 @@ func (q *shlinkListQuery) readOrder(o string) error {
 }
 
 // readPage reads the page asked for and its size (-1: every link).
-func (q *shlinkListQuery) readPage(args *fasthttp.Args) error {
+func (q *shlinkListQuery) readPage(args *fasthttp.Args, bad *invalidFields) {
 	for _, p := range []struct {
 		name string
 		to   *int
@@ -570,12 +607,12 @@ func (q *shlinkListQuery) readPage(args *fasthttp.Args) error {
 		if v := args.Peek(p.name); len(v) > 0 {
 			n, err := strconv.Atoi(string(v))
 			if err != nil || n < p.min || n == 0 {
-				return fmt.Errorf("%s must be a whole number of at least 1", p.name)
+				*bad = append(*bad, p.name) // a whole number of at least 1 (itemsPerPage: or -1)
+				continue
 			}
 			*p.to = n
 		}
 	}
-	return nil
 }
 
 // keeps is what linkraft's list cannot filter itself.
@@ -634,7 +671,7 @@ func (q *shlinkListQuery) sort(links []Link) {
 func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 	q, err := parseShlinkList(ctx.QueryArgs(), sh.n.DefaultDomain(ctx))
 	if err != nil {
-		invalidShlink(ctx, err.Error())
+		failInvalid(ctx, err)
 		return
 	}
 	links, failed, err := scan(ctx, sh.n, q.native)
@@ -720,11 +757,10 @@ func (sh shlink) tagsStats(ctx *fasthttp.RequestCtx) {
 		Tag            string       `json:"tag"`
 		ShortURLsCount int          `json:"shortUrlsCount"`
 		VisitsSummary  shlinkVisits `json:"visitsSummary"`
-		VisitsCount    uint64       `json:"visitsCount"`
 	}
 	data := make([]stat, len(tags))
 	for i, t := range tags {
-		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}, t.Clicks}
+		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}}
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data}}))
 }

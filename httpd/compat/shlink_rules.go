@@ -253,13 +253,7 @@ func (sh shlink) renameTag(ctx *fasthttp.RequestCtx) {
 // links the key may change, one tag after the other; a tag no such link
 // carries is skipped, as Shlink skips tags it does not have.
 func (sh shlink) deleteTags(ctx *fasthttp.RequestCtx) {
-	var tags []string
-	for _, k := range []string{"tags[]", "tags"} {
-		for _, v := range ctx.QueryArgs().PeekMulti(k) {
-			tags = append(tags, string(v))
-		}
-	}
-	for _, t := range tags {
+	for _, t := range phpArray(ctx.QueryArgs(), "tags") {
 		a := sh.n.Call(ctx, "DELETE", "/api/v1/tags/"+url.PathEscape(t), nil)
 		if !a.OK() && a.Status != fasthttp.StatusNotFound {
 			failShlink(ctx, a, "", "")

@@ -104,8 +104,11 @@ type shlinkRowsQuery struct {
 	perPage int // -1: all
 }
 
+// parseShlinkRows reads a visits query; its error is the invalidFields of
+// every invalid parameter.
 func parseShlinkRows(args *fasthttp.Args) (shlinkRowsQuery, error) {
 	q := shlinkRowsQuery{native: url.Values{}, page: 1, perPage: -1}
+	var bad invalidFields
 	for _, d := range []struct{ shlink, native string }{{"startDate", "from"}, {"endDate", "to"}} {
 		raw := string(args.Peek(d.shlink))
 		if raw == "" {
@@ -113,7 +116,8 @@ func parseShlinkRows(args *fasthttp.Args) (shlinkRowsQuery, error) {
 		}
 		t, err := time.Parse(time.RFC3339, raw)
 		if err != nil {
-			return q, fmt.Errorf("%s %q is not an ISO 8601 date such as 2026-11-22T10:00:00+00:00", d.shlink, raw)
+			bad = append(bad, d.shlink) // an ISO 8601 date such as 2026-11-22T10:00:00+00:00
+			continue
 		}
 		if d.native == "to" { // Shlink's endDate is inclusive
 			t = t.Add(time.Millisecond)
@@ -125,24 +129,25 @@ func parseShlinkRows(args *fasthttp.Args) (shlinkRowsQuery, error) {
 		q.native.Set("exclude_bots", "true")
 	case "", "false", "0":
 	default:
-		return q, fmt.Errorf("excludeBots %q: use true or false", v)
+		bad = append(bad, "excludeBots") // true or false
 	}
 	for _, n := range []struct {
-		name, what string
-		dst        *int
-		all        bool // -1 asks for every item
-	}{{"page", "a whole number from 1", &q.page, false}, {"itemsPerPage", "a whole number from 1, or -1 for all", &q.perPage, true}} {
+		name string
+		dst  *int
+		all  bool // -1 asks for every item
+	}{{"page", &q.page, false}, {"itemsPerPage", &q.perPage, true}} { // whole numbers from 1
 		raw := string(args.Peek(n.name))
 		if raw == "" {
 			continue
 		}
 		v, err := strconv.Atoi(raw)
 		if err != nil || v < 1 && !(n.all && v == -1) {
-			return q, fmt.Errorf("%s %q: %s", n.name, raw, n.what)
+			bad = append(bad, n.name)
+			continue
 		}
 		*n.dst = v
 	}
-	return q, nil
+	return q, bad.orNil()
 }
 
 // domainFilter is the native filter of the links in a Shlink domain:
@@ -164,7 +169,7 @@ func (sh shlink) rowsOf(where func(ctx *fasthttp.RequestCtx) (string, url.Values
 	return func(ctx *fasthttp.RequestCtx) {
 		q, err := parseShlinkRows(ctx.QueryArgs())
 		if err != nil {
-			invalidShlink(ctx, err.Error())
+			failInvalid(ctx, err)
 			return
 		}
 		path, filters, ok := where(ctx)
@@ -258,11 +263,16 @@ func visitOf(r *nativeRow) shlinkVisit {
 	return v
 }
 
-// shlinkDate is one of linkraft's timestamps in Shlink's format.
+// shlinkDate is one of linkraft's timestamps in Shlink's format. A row's
+// time is spread within its hour (fsm/visitrows.go), which may lie past
+// now: such a row is dated now, as no visit happened later.
 func shlinkDate(at string) string {
 	t, err := time.Parse(time.RFC3339, at)
 	if err != nil {
 		return at
+	}
+	if now := time.Now(); t.After(now) {
+		t = now
 	}
 	return t.UTC().Format(shlinkTime)
 }
@@ -367,7 +377,6 @@ func (sh shlink) visitsOverview(ctx *fasthttp.RequestCtx) {
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"visits": map[string]any{
 		"nonOrphanVisits": shlinkVisits{Total: total, NonBots: links.NonBots, Bots: links.Bots},
 		"orphanVisits":    shlinkVisits{Total: orphanTotal, NonBots: orphans.NonBots, Bots: orphans.Bots},
-		"visitsCount":     total, "orphanVisitsCount": orphanTotal,
 	}}))
 }
 
