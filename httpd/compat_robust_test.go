@@ -20,6 +20,9 @@ func TestCompatMalformedNamesAnswer4xx(t *testing.T) {
 	waitRaised(t, s)
 	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
 	const shlinkShape, yourlsShape, bitlyShape = `"type":"https://shlink.io/api/error/`, `"errorCode"`, `"message":`
+	// YOURLS answers an unknown short URL's stats as yourls_get_link_stats
+	// does: a statusCode and a message, no errorCode.
+	const yourlsStatsShape = `"statusCode":404`
 	cases := []struct {
 		method, uri, body, shape string
 		headers                  []string
@@ -31,7 +34,7 @@ func TestCompatMalformedNamesAnswer4xx(t *testing.T) {
 		{"PUT", "/rest/v3/tags", `{"oldName":"a/b","newName":"c"}`, shlinkShape, []string{"X-Api-Key", key}, 404},
 		{"PUT", "/rest/v3/tags", `{"oldName":"/","newName":"c"}`, shlinkShape, []string{"X-Api-Key", key}, 404},
 		{"GET", "/yourls-api.php?action=expand&format=json&shorturl=a/b", "", yourlsShape, []string{"Authorization", ""}, 403},
-		{"GET", "/yourls-api.php?action=url-stats&format=json&shorturl=a/b&signature=" + key, "", yourlsShape, []string{"Authorization", ""}, 404},
+		{"GET", "/yourls-api.php?action=url-stats&format=json&shorturl=a/b&signature=" + key, "", yourlsStatsShape, []string{"Authorization", ""}, 404},
 		{"POST", "/v4/expand", `{"bitlink_id":"sho.rt/"}`, bitlyShape, []string{"Authorization", "Bearer " + key}, 404},
 		{"POST", "/v4/expand", `{"bitlink_id":"sho.rt/a/b"}`, bitlyShape, []string{"Authorization", "Bearer " + key}, 404},
 		{"GET", "/v4/bitlinks/sho.rt/", "", bitlyShape, []string{"Authorization", "Bearer " + key}, 404},
