@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -36,13 +35,7 @@ var (
 func (n *Node) Membership() *membership.Membership { return n.members }
 
 // configuration is the servers of r's latest configuration.
-func configuration(r *raft.Raft) ([]raft.Server, error) {
-	f := r.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("read configuration: %w", err)
-	}
-	return f.Configuration().Servers, nil
-}
+func configuration(r *raft.Raft) ([]raft.Server, error) { return membership.Servers(r) }
 
 // newMembership wires package membership to this node, once Raft and
 // gossip are in place.

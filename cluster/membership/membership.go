@@ -64,8 +64,11 @@ func New(cfg Config) *Membership {
 func (m *Membership) isLeader() bool { return m.raft.State() == raft.Leader }
 
 // Configuration is the servers of the latest configuration.
-func (m *Membership) Configuration() ([]raft.Server, error) {
-	f := m.raft.GetConfiguration()
+func (m *Membership) Configuration() ([]raft.Server, error) { return Servers(m.raft) }
+
+// Servers is r's latest configuration.
+func Servers(r Raft) ([]raft.Server, error) {
+	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
