@@ -232,8 +232,8 @@ func ruleRequest(w whenJSON, rule *fsm.Rule) error {
 	slices.SortFunc(rule.Query, func(a, b fsm.QueryParam) int { return strings.Compare(a.Name, b.Name) })
 	if w.Country != "" {
 		cc := strings.ToUpper(w.Country)
-		if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
-			return errors.New("a country condition is an ISO 3166-1 alpha-2 code, such as DE")
+		if err := input.RuleCountry(cc); err != nil {
+			return err
 		}
 		rule.Country = cc
 	}
