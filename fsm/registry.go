@@ -209,7 +209,9 @@ var features = []feature{
 var registry = newRegistry(features)
 
 type registryIndex struct {
-	entries  map[commandType]*entry
+	// entries is indexed by the type byte: the apply loop finds an
+	// entry's row without hashing.
+	entries  [256]*entry
 	sections []*section
 }
 
@@ -217,12 +219,12 @@ type registryIndex struct {
 // or one place in the stream are a programming error, found when the
 // package loads.
 func newRegistry(fs []feature) registryIndex {
-	r := registryIndex{entries: map[commandType]*entry{}}
+	var r registryIndex
 	for _, f := range fs {
 		for i := range f.entries {
 			e := &f.entries[i]
 			for _, typ := range e.types {
-				if _, dup := r.entries[typ]; dup {
+				if r.entries[typ] != nil {
 					panic(fmt.Sprintf("fsm: entry type %d registered twice (%s)", typ, f.name))
 				}
 				r.entries[typ] = e
@@ -260,8 +262,8 @@ func decodeEntry(data []byte) (*entry, Command, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	h, ok := registry.entries[typ]
-	if !ok {
+	h := registry.entries[typ]
+	if h == nil {
 		return nil, nil, fmt.Errorf("decode command: unknown type %d", typ)
 	}
 	d := decoder{buf: fields}

@@ -6,11 +6,17 @@ import "testing"
 // this build knows: each decodes through exactly one row.
 func TestRegistryCoversEveryType(t *testing.T) {
 	for typ := cmdInit; typ <= cmdServerRemoval; typ++ {
-		if _, ok := registry.entries[typ]; !ok {
+		if registry.entries[typ] == nil {
 			t.Errorf("entry type %d has no row in features", typ)
 		}
 	}
-	if n, want := len(registry.entries), int(cmdServerRemoval); n != want {
+	n := 0
+	for _, e := range registry.entries {
+		if e != nil {
+			n++
+		}
+	}
+	if want := int(cmdServerRemoval); n != want {
 		t.Errorf("%d entry types registered, want %d", n, want)
 	}
 }
