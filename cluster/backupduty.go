@@ -59,10 +59,18 @@ const restoreAtStartTimeout = 30 * time.Minute
 // data dir and read from there as a stream, never held whole
 // (backups.RestoreFile). The restored cluster takes a new cluster id, so
 // its backups are a new series and retention leaves the lost cluster's
-// alone.
-func restoreAtStart(n *Node) error {
+// alone. A leader whose term ends (stop) gives the restore up at once:
+// the next leader makes its own.
+func restoreAtStart(n *Node, stop <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(n.stopping, restoreAtStartTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	cands, err := backups.Candidates(ctx, n.cfg.Backups.RestoreFrom, n.cfg.Backups.RestoreS3)
 	if err != nil {
 		return fmt.Errorf("%w %s: %w", errRestoreAtStart, n.cfg.Backups.RestoreFrom, err)

@@ -152,7 +152,7 @@ func (l leaderLoop) lead(stop <-chan struct{}) {
 // ends. It reports whether this node is now ready to serve as leader.
 func (l leaderLoop) establishLeadership(stop <-chan struct{}) bool {
 	for {
-		err := establish(l.n)
+		err := establish(l.n, stop)
 		if err == nil {
 			return true
 		}
@@ -179,14 +179,14 @@ func (l leaderLoop) establishLeadership(stop <-chan struct{}) bool {
 // earlier leader is seen first; the FSM keeps only the first anyway); an
 // initial admin key while the cluster has none and this node has no
 // --admin-token; and this node's HTTP address in the replicated registry.
-// Only then does it mark its term ready.
-func establish(n *Node) error {
+// Only then does it mark its term ready. stop closes when leadership ends.
+func establish(n *Node, stop <-chan struct{}) error {
 	term := n.raft.CurrentTerm()
 	if err := n.raft.Barrier(n.cfg.Writes.Timeout).Error(); err != nil {
 		return fmt.Errorf("barrier: %w", raftError(err))
 	}
 	if !n.fsm.Initialized() && n.cfg.Backups.RestoreFrom != "" {
-		if err := restoreAtStart(n); err != nil {
+		if err := restoreAtStart(n, stop); err != nil {
 			return err
 		}
 	}
