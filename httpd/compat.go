@@ -58,20 +58,21 @@ func (n *nativeAPI) Call(ctx *fasthttp.RequestCtx, method, uri string, body any)
 	if unescaped, err := url.PathUnescape(path); err == nil {
 		path = unescaped
 	}
+	if unroutable(uri, path) {
+		// A name from the client (a tag, a code) that is empty or holds
+		// a slash: no link or tag has such a name, whatever route its
+		// unescaped path would match. The answer is the credential's
+		// refusal, or not found.
+		ctx.Response.Reset()
+		if !n.auth.authenticate(ctx, false) {
+			return takeAnswer(ctx)
+		}
+		ctx.Response.Reset()
+		return compat.Answer{Status: fasthttp.StatusNotFound, Body: problemJSON(fasthttp.StatusNotFound, "no such name: it is empty or holds a slash")}
+	}
 	// Lookup's second result is about trailing slashes, not a match.
 	h, _ := n.routes.Lookup(method, path, ctx)
 	if h == nil {
-		if unroutable(uri, path) {
-			// A name from the client (a tag, a code) that is empty or holds
-			// a slash: no link or tag has such a name. The answer is the
-			// credential's refusal, or not found.
-			ctx.Response.Reset()
-			if !n.auth.authenticate(ctx, false) {
-				return takeAnswer(ctx)
-			}
-			ctx.Response.Reset()
-			return compat.Answer{Status: fasthttp.StatusNotFound, Body: problemJSON(fasthttp.StatusNotFound, "no such name: it is empty or holds a slash")}
-		}
 		// Only a bug in an adapter names a route linkraft does not have.
 		n.log.Error("compatible API called a route that does not exist", "method", method, "path", path)
 		return compat.Answer{Status: fasthttp.StatusInternalServerError, Body: problemJSON(fasthttp.StatusInternalServerError, "internal error")}

@@ -55,3 +55,19 @@ func TestCompatMalformedNamesAnswer4xx(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatEscapedSlashNamesNoOtherRoute: a name holding an escaped
+// slash never reaches the native route its unescaped path happens to
+// match (abc%2Fhistory is not abc's history): it is a name no link has.
+func TestCompatEscapedSlashNamesNoOtherRoute(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "default")
+	mustCreate(t, s, `{"url":"https://example.com/abc","custom_code":"abc"}`)
+	for _, uri := range []string{"/rest/v3/short-urls/abc%2Fhistory", "/rest/v3/short-urls/abc%2Fvisits"} {
+		ctx := do(s, "GET", uri, "", "", "X-Api-Key", key)
+		if st := ctx.Response.StatusCode(); st != 404 {
+			t.Errorf("GET %s: %d %s; want 404", uri, st, ctx.Response.Body())
+		}
+	}
+}
