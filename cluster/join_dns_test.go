@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +52,33 @@ func TestJoinFollowsADNSName(t *testing.T) {
 	})
 }
 
+// failureLog is a node's logger whose lines, debug included, are shown
+// only when the test fails: a cluster test's failure then says what each
+// node did.
+func failureLog(t *testing.T, id string) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("log of %s:\n%s", id, buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // openGossipNode starts a node with gossip on gossipAddr.
 func openGossipNode(t *testing.T, id, gossipAddr string, tweak func(*Config)) *Node {
 	t.Helper()
@@ -70,7 +99,7 @@ func openGossipNode(t *testing.T, id, gossipAddr string, tweak func(*Config)) *N
 		GossipAddr: gossipAddr,
 		HTTPAddr:   raftAddr,
 		Key:        testKey(t),
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:     failureLog(t, id),
 		Raft:       RaftConfig{LogLevel: "off"},
 		Writes:     WriteConfig{ClickFlushInterval: time.Hour},
 	}

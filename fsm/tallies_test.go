@@ -182,6 +182,39 @@ func TestRowsOfAnHourRange(t *testing.T) {
 	}
 }
 
+// TestRowsOfTheCurrentHourAreNotInTheFuture: a row is dated within its
+// hour, but in the hour that is still going on, never after the query's
+// now: three clicks at 02:07 are not listed at 02:20 and 02:40.
+func TestRowsOfTheCurrentHourAreNotInTheFuture(t *testing.T) {
+	f, code := tallied(t)
+	from := talliesDay + dayMillis + 2*hour
+	for _, tt := range []struct {
+		name string
+		now  int64
+		last int64 // no row after
+	}{
+		{"seven minutes into the hour", from + 7*60_000, from + 7*60_000},
+		{"at the hour's start", from, from},
+		{"the hour is over", from + 3*hour, from + hour - 1},
+		{"no now given", 0, from + hour - 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rows := allRows(t, f, code, RowQuery{From: from, To: from + hour, Now: tt.now}, 50)
+			if len(rows) == 0 {
+				t.Fatal("no rows in the hour")
+			}
+			for i, r := range rows {
+				if r.At < from || r.At > tt.last {
+					t.Fatalf("row %d at %d outside [%d, %d]", i, r.At, from, tt.last)
+				}
+				if i > 0 && r.At > rows[i-1].At {
+					t.Fatalf("row %d at %d is newer than the row before it (%d)", i, r.At, rows[i-1].At)
+				}
+			}
+		})
+	}
+}
+
 func TestTalliesOnlyOnceRaised(t *testing.T) {
 	f, _ := tallied(t)
 	p, _ := f.s.links.lookup("t")

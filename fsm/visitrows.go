@@ -22,6 +22,10 @@ type RowQuery struct {
 	// that start in [From, To).
 	From, To    int64
 	ExcludeBots bool
+	// Now (Unix milliseconds, 0 for none) bounds the hour still going
+	// on: its rows are spread over the part of it that has passed, so
+	// none is dated after the visits could have happened.
+	Now int64
 	// Offset rows are skipped, then at most Limit listed.
 	Offset, Limit uint64
 }
@@ -30,7 +34,8 @@ type RowQuery struct {
 // the state never holds one.
 type VisitRow struct {
 	// At is a deterministic instant within the click's hour: the rows of
-	// an hour are spread evenly over it, newest first.
+	// an hour are spread evenly over it (over its past, for the hour of
+	// RowQuery.Now), newest first.
 	At   int64
 	Code string // the link's qualified code
 	// Referrer is the referring host, "" for none, OtherReferrer for a
@@ -242,6 +247,10 @@ func (lt *linkTable) listDay(out *VisitRows, day uint32, lds []linkDay, offset u
 			continue
 		}
 		start := (int64(day)*24 + int64(h)) * hourMillis
+		span := int64(hourMillis)
+		if q.Now > 0 && q.Now < start+hourMillis {
+			span = max(q.Now-start, 0)
+		}
 		pos := uint64(0)
 		for k, sg := range segs {
 			if offset >= sg.count {
@@ -254,7 +263,7 @@ func (lt *linkTable) listDay(out *VisitRows, day uint32, lds []linkDay, offset u
 				if uint64(len(out.Rows)) >= q.Limit {
 					return
 				}
-				row.At = start + int64((rows-1-(pos+i))*hourMillis/rows)
+				row.At = start + int64(rows-1-(pos+i))*span/int64(rows)
 				out.Rows = append(out.Rows, row)
 			}
 			pos += sg.count

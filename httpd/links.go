@@ -298,6 +298,7 @@ func createErrorDetails(req fsm.CreateRequest) []errorDetail {
 }
 
 func (api *linksAPI) handleRead(ctx *fasthttp.RequestCtx) {
+	api.lookup.catchUp(ctx) // its click count
 	if l, ok := api.lookup.lookupLink(ctx, fsm.ScopeLinksRead); ok {
 		writeJSON(ctx, fasthttp.StatusOK, api.views.linkReadView(ctx, &l))
 	}
@@ -331,7 +332,7 @@ const (
 )
 
 func (api *linksAPI) handleList(ctx *fasthttp.RequestCtx) {
-	api.lookup.catchUpForList(ctx)
+	api.lookup.catchUp(ctx)
 	args := ctx.QueryArgs()
 	// Without a workspace, every workspace the key sees; a workspace it
 	// may not see lists as an empty one.

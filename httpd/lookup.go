@@ -64,11 +64,13 @@ func (lk linkLookup) lookupLink(ctx *fasthttp.RequestCtx, scope fsm.Scope) (fsm.
 	return l, true
 }
 
-// catchUpForList makes a list read-after-write, as a lookup is: the node
-// first applies every write acknowledged anywhere before the request (one
-// read-index round, shared with concurrent callers). Without a leader it
-// lists what it has after --write-timeout, and says so (staleHeader).
-func (lk linkLookup) catchUpForList(ctx *fasthttp.RequestCtx) {
+// catchUp makes a list or a count read-after-write, as a lookup is: the
+// node first applies every write acknowledged anywhere before the request
+// (one read-index round, shared with concurrent callers). A count then
+// only goes forward: what any node showed was acknowledged before this
+// request, so this node shows at least that. Without a leader it answers
+// from what it has after --write-timeout, and says so (staleHeader).
+func (lk linkLookup) catchUp(ctx *fasthttp.RequestCtx) {
 	if err := lk.reads.CatchUp(context.Background()); err != nil {
 		ctx.Response.Header.Set(staleHeader, "no leader reachable; this is the answering node's own view")
 	}

@@ -166,6 +166,7 @@ func (api *statsAPI) statsHandler(countField string) fasthttp.RequestHandler {
 				return
 			}
 		}
+		api.lookup.catchUp(ctx)
 		scope := fsm.ScopeStatsRead
 		if public, _ := ctx.UserValue(publicStatsKey{}).(bool); public {
 			scope = 0

@@ -258,7 +258,7 @@ func renderRobots(codes []string) []byte {
 // handleTags lists the tags of the links the key sees (or of one
 // workspace), each with how many links carry it and their clicks.
 func (api *tagsAPI) handleTags(ctx *fasthttp.RequestCtx) {
-	api.lookup.catchUpForList(ctx)
+	api.lookup.catchUp(ctx)
 	workspaces := visibleWorkspaces(ctx)
 	tags := api.fsm.Tags(workspaces, keyDomains(ctx))
 	type tagJSON struct {

@@ -26,7 +26,7 @@ const (
 // rowQuery reads from and to (RFC 3339; by default all that is kept),
 // exclude_bots, offset and limit.
 func rowQuery(args *fasthttp.Args) (fsm.RowQuery, error) {
-	q := fsm.RowQuery{From: 0, To: math.MaxInt64, Limit: defaultRowsLimit}
+	q := fsm.RowQuery{From: 0, To: math.MaxInt64, Limit: defaultRowsLimit, Now: time.Now().UnixMilli()}
 	for _, t := range []struct {
 		name string
 		dst  *int64
@@ -128,11 +128,11 @@ func (api *statsAPI) handleLinkVisitRows(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
+	api.lookup.catchUp(ctx)
 	l, ok := api.lookup.lookupLink(ctx, fsm.ScopeStatsRead)
 	if !ok {
 		return
 	}
-	// A link this node has not applied yet has no rows here either.
 	v, _ := api.fsm.LinkVisitRows(l.Qualified(), q)
 	api.writeRows(ctx, v, q)
 }
@@ -146,6 +146,7 @@ func (api *statsAPI) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
+	api.lookup.catchUp(ctx)
 	args := ctx.QueryArgs()
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = domainParam(ctx)

@@ -181,6 +181,7 @@ func (api *statsAPI) handleWorkspaceStats(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	api.lookup.catchUp(ctx)
 	args := ctx.QueryArgs()
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = domainParam(ctx)
