@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -166,14 +167,17 @@ var (
 
 // Node is one running member: Raft, its stores, and the write machinery.
 type Node struct {
-	cfg       Config
-	log       *slog.Logger
-	fsm       *fsm.FSM
-	machine   *appliedFSM // fsm as Raft drives it: announces what it applies
-	raft      *raft.Raft
-	layer     *secure.StreamLayer
-	transport *raft.NetworkTransport
-	store     *boltStore // raft.db: the log and stable store (storepages.go)
+	cfg     Config
+	log     *slog.Logger
+	fsm     *fsm.FSM
+	machine *appliedFSM // fsm as Raft drives it: announces what it applies
+	raft    *raft.Raft
+	// raftStopped: Raft was shut down (stopRaft). Its own State may read
+	// Follower again afterwards, set by an RPC it was still handling.
+	raftStopped atomic.Bool
+	layer       *secure.StreamLayer
+	transport   *raft.NetworkTransport
+	store       *boltStore // raft.db: the log and stable store (storepages.go)
 	// addrs is where each server is now: what gossip says, else the
 	// configuration (addresses.go).
 	addrs *addressBook
@@ -583,7 +587,21 @@ func (n *Node) FSM() *fsm.FSM { return n.fsm }
 func (n *Node) ID() string { return n.cfg.ID }
 
 // IsLeader reports whether this node currently leads.
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+func (n *Node) IsLeader() bool { return raftState(n) == raft.Leader }
+
+// stopRaft shuts n's Raft down, waiting for its goroutines to end.
+func stopRaft(n *Node) error {
+	n.raftStopped.Store(true)
+	return n.raft.Shutdown().Error()
+}
+
+// raftState is n's Raft's state, Shutdown from stopRaft on.
+func raftState(n *Node) raft.RaftState {
+	if n.raftStopped.Load() {
+		return raft.Shutdown
+	}
+	return n.raft.State()
+}
 
 // finalFlushTimeout bounds the last click flush of a stop, so that a node
 // without a leader stops well within the few seconds process managers
@@ -634,7 +652,7 @@ func (n *Node) shutdownRaft() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := n.raft.Shutdown().Error(); err != nil {
+	if err := stopRaft(n); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 	}
 	if err := n.transport.Close(); err != nil {

@@ -92,7 +92,7 @@ func readinessOf(n *Node) readiness {
 	// is out of the cluster, not stopping.
 	removed := n.Removed()
 	r.removed = removed
-	r.closing = isClosed(n.closing) || n.raft.State() == raft.Shutdown && !removed
+	r.closing = isClosed(n.closing) || raftState(n) == raft.Shutdown && !removed
 	// An unreadable configuration (Raft shutting down) counts as not a
 	// member.
 	if servers, err := configuration(n.raft); err == nil && !removed {
@@ -145,7 +145,7 @@ func (n *Node) Live() bool {
 	if n.Removed() {
 		return !isClosed(n.closing)
 	}
-	return n.raft.State() != raft.Shutdown
+	return raftState(n) != raft.Shutdown
 }
 
 // isClosed reports whether closing is closed (for a node's: whether Close

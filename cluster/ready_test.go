@@ -150,7 +150,7 @@ func TestRemovedServerIsOutButAlive(t *testing.T) {
 	// d learns of it from the record, or else from a leader's notice on a
 	// later membership pass (every 2 s): a few passes on a loaded machine.
 	deadline := time.Now().Add(30 * time.Second)
-	for !(d.Removed() && d.raft.State() == raft.Shutdown) {
+	for !(d.Removed() && raftState(d) == raft.Shutdown) {
 		if time.Now().After(deadline) {
 			t.Fatal("d did not stop taking part within 30 s of its removal")
 		}

@@ -215,7 +215,7 @@ func (s *standing) stopTakingPart(why string) {
 	n := s.n
 	n.log.Warn(removedLog, "id", n.cfg.ID, "incarnation", n.incarnation, "because", why,
 		"next", fmt.Sprintf("stop this process; to bring the server back, empty its data dir %s, start it again and join it (linkraft join --id %s ...)", n.cfg.DataDir, n.cfg.ID))
-	if err := n.raft.Shutdown().Error(); err != nil {
+	if err := stopRaft(n); err != nil {
 		n.log.Warn("shutting Raft down after the removal", "err", err)
 	}
 	if n.gossip != nil {

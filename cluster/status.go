@@ -62,7 +62,7 @@ type Status struct {
 func (n *Node) Local() Local {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	return Local{
-		ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr, Role: roleOf(n.raft.State()),
+		ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr, Role: roleOf(raftState(n)),
 		LeaderID: string(leaderID), LeaderAddr: string(leaderAddr),
 		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.machine.appliedIndex(),
 	}
