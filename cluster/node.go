@@ -94,6 +94,9 @@ type RaftConfig struct {
 	SnapshotBytes int64
 	// LogLevel is the level of Raft's and memberlist's logs (default: warn).
 	LogLevel string
+	// CommitTimeout is how long a leader with nothing new to send waits
+	// before it tells followers the commit index (0: the library's 50 ms).
+	CommitTimeout time.Duration
 }
 
 // WriteConfig is the write path's settings.
@@ -512,6 +515,9 @@ func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
 	rc.MaxAppendEntries = 256
 	if cfg.Raft.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
+	}
+	if cfg.Raft.CommitTimeout > 0 {
+		rc.CommitTimeout = cfg.Raft.CommitTimeout
 	}
 	// The threshold is only looked at this often (the library's default is
 	// 120 s); the look is a comparison of two indexes.
