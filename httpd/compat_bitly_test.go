@@ -183,13 +183,17 @@ func bitlyMatrixRows(code string) []struct {
 		{"GET", "/v4/bitlinks/" + id + "/clicks/summary", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/bitlinks/" + id + "/referrers", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/bitlinks/" + id + "/countries", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/devices", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/referring_domains", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/user", "", false, with(200, 200, 200, 200, 200, 200)},
 		{"GET", "/v4/groups", "", false, with(200, 200, 200, 200, 200, 200)},
 		{"GET", "/v4/groups/team", "", false, with(200, 404, 200, 200, 200, 200)},
+		{"GET", "/v4/groups/team/bitlinks", "", false, with(200, 404, 200, 200, 200, 200)},
 		// What linkraft does not answer is the same to everyone.
 		{"POST", "/v4/custom_bitlinks", `{"custom_bitlink":"x.example/y","bitlink_id":"` + id + `"}`, true, all(501)},
 		{"PUT", "/v4/groups/team", `{}`, true, all(501)},
 		{"PATCH", "/v4/user", `{"name":"x"}`, true, all(501)},
-		{"DELETE", "/v4/bitlinks/" + id, "", true, all(501)},
+		// Refused deletes only: a granted one would remove the link.
+		{"DELETE", "/v4/bitlinks/" + id, "", true, with(403, 404)},
 	}
 }
