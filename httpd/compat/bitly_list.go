@@ -248,47 +248,56 @@ func hostAndPath(target string) string {
 	return strings.ToLower(u.Host + u.Path)
 }
 
+// bitlyPage is one page of a list: its links, how many links passed the
+// filters before them, and whether one more follows.
+type bitlyPage struct {
+	links  []Link
+	before int
+	more   bool
+}
+
 // walk reads linkraft's list of the group from the query's position and
-// returns the page's links; more reports a link after them. A failed
-// native page is returned as the answer, for Bitly's error shape.
-func (b bitly) walk(ctx *fasthttp.RequestCtx, q *bitlyListQuery, group string, now time.Time) (page []Link, more bool, failed *Answer, err error) {
+// returns the page. A failed native page is returned as the answer, for
+// Bitly's error shape.
+func (b bitly) walk(ctx *fasthttp.RequestCtx, q *bitlyListQuery, group string, now time.Time) (bitlyPage, *Answer, error) {
 	skip := 0
 	if q.after == 0 {
 		skip = (q.page - 1) * q.size
 	}
+	p := bitlyPage{links: []Link{}}
 	native := q.native(group)
 	native.Set("limit", strconv.Itoa(min(maxListPage, skip+q.size+1)))
 	if q.after != 0 {
 		native.Set("cursor", strconv.FormatUint(q.after, 10))
 	}
-	page = []Link{}
 	for range maxScanPages {
 		a := b.n.Call(ctx, "GET", "/api/v1/urls?"+native.Encode(), nil)
 		if !a.OK() {
-			return nil, false, &a, nil
+			return p, &a, nil
 		}
 		var lp listPage
 		if err := a.Decode(&lp); err != nil {
-			return nil, false, nil, err
+			return p, nil, err
 		}
 		for i := range lp.Links {
 			switch l := &lp.Links[i]; {
 			case !q.keeps(l, now):
-			case skip > 0:
-				skip--
-			case len(page) == q.size:
-				return page, true, nil, nil
+			case p.before < skip:
+				p.before++
+			case len(p.links) == q.size:
+				p.more = true
+				return p, nil, nil
 			default:
-				page = append(page, *l)
+				p.links = append(p.links, *l)
 			}
 		}
 		if lp.NextCursor == nil {
-			return page, false, nil, nil
+			return p, nil, nil
 		}
 		native.Set("cursor", *lp.NextCursor)
 		native.Set("limit", strconv.Itoa(maxListPage))
 	}
-	return nil, false, nil, errTooManyLinks
+	return p, nil, errTooManyLinks
 }
 
 // bitlyPagination is Bitly's Pagination: links to the pages before and
@@ -304,60 +313,71 @@ type bitlyPagination struct {
 	SearchAfter string `json:"search_after,omitempty"`
 }
 
-// pagination is the page's Pagination; last is its last link, nil when
-// there is no next page.
-func (b bitly) pagination(ctx *fasthttp.RequestCtx, q *bitlyListQuery, shown int, last *Link) bitlyPagination {
-	p := bitlyPagination{Size: q.size, Page: q.page}
-	pageURL := func(page int, after *Link) string {
+// pagination is the Pagination of page p. self is the URL of the
+// request without its query, and query its query, read before any native
+// call (which reuses the request).
+func (q *bitlyListQuery) pagination(self string, query url.Values, p bitlyPage) bitlyPagination {
+	out := bitlyPagination{Size: q.size, Page: q.page}
+	pageURL := func(number int, after *Link) string {
 		v := url.Values{}
-		ctx.QueryArgs().VisitAll(func(k, val []byte) { v.Add(string(k), string(val)) })
+		for k, vals := range query {
+			v[k] = vals
+		}
 		v.Del("search_after")
-		v.Set("page", strconv.Itoa(page))
+		v.Set("page", strconv.Itoa(number))
 		if after != nil {
 			v.Set("search_after", strconv.FormatUint(after.ID, 10))
 		}
-		scheme := "https://"
-		if !ctx.IsTLS() {
-			scheme = "http://"
-		}
-		return scheme + string(ctx.Host()) + string(ctx.Path()) + "?" + v.Encode()
+		return self + "?" + v.Encode()
 	}
 	if q.page > 1 {
-		p.Prev = pageURL(q.page-1, nil)
+		out.Prev = pageURL(q.page-1, nil)
 	}
 	switch {
-	case last != nil:
-		p.Next = pageURL(q.page+1, last)
-		p.SearchAfter = strconv.FormatUint(last.ID, 10)
+	case p.more:
+		last := &p.links[len(p.links)-1]
+		out.Next = pageURL(q.page+1, last)
+		out.SearchAfter = strconv.FormatUint(last.ID, 10)
 	case q.after == 0:
-		total := (q.page-1)*q.size + shown
-		p.Total = &total
+		// The walk began at the first link: it counted them all.
+		total := p.before + len(p.links)
+		out.Total = &total
 	}
-	return p
+	return out
+}
+
+// requestPage is the request's URL without its query, and its query.
+func requestPage(ctx *fasthttp.RequestCtx) (string, url.Values) {
+	scheme := "https://"
+	if !ctx.IsTLS() {
+		scheme = "http://"
+	}
+	query := url.Values{}
+	ctx.QueryArgs().VisitAll(func(k, v []byte) { query.Add(string(k), string(v)) })
+	return scheme + string(ctx.Host()) + string(ctx.Path()), query
 }
 
 // listGroup is GET /v4/groups/{group_guid}/bitlinks.
 func (b bitly) listGroup(ctx *fasthttp.RequestCtx) {
-	k, ok := b.ownKey(ctx)
-	if !ok {
-		return
-	}
 	group, _ := ctx.UserValue("guid").(string)
-	if !k.everyWorkspace() && !slices.Contains(k.Workspaces, group) {
+	self, query := requestPage(ctx)
+	q, ferr := parseBitlyList(ctx.QueryArgs())
+	k, ok := b.ownKey(ctx)
+	switch {
+	case !ok:
+		return
+	case !k.everyWorkspace() && !slices.Contains(k.Workspaces, group):
 		failBitly(ctx, fasthttp.StatusNotFound, "NOT_FOUND", "no group "+group+" for this token: groups are the key's workspaces")
 		return
-	}
-	q, ferr := parseBitlyList(ctx.QueryArgs())
-	if ferr != nil {
+	case ferr != nil:
 		invalidArg(ctx, ferr.Field, ferr.Message)
 		return
 	}
-	links := []Link{}
-	var more bool
+	p := bitlyPage{links: []Link{}}
 	if !q.none {
 		var failed *Answer
 		var err error
-		links, more, failed, err = b.walk(ctx, &q, group, time.Now())
+		p, failed, err = b.walk(ctx, &q, group, time.Now())
 		switch {
 		case failed != nil:
 			b.failNative(ctx, *failed)
@@ -368,15 +388,11 @@ func (b bitly) listGroup(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	var last *Link
-	if more {
-		last = &links[len(links)-1]
-	}
-	out := make([]bitlink, len(links))
-	for i := range links {
-		out[i] = b.bitlinkOf(ctx, &links[i])
+	out := make([]bitlink, len(p.links))
+	for i := range p.links {
+		out[i] = b.bitlinkOf(ctx, &p.links[i])
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{
-		"links": out, "pagination": b.pagination(ctx, &q, len(links), last),
+		"links": out, "pagination": q.pagination(self, query, p),
 	}))
 }
