@@ -45,7 +45,7 @@ type bitlyListQuery struct {
 // bitlyListParam reads one of the list's query parameters into q.
 type bitlyListParam func(q *bitlyListQuery, values []string) *bitlyFieldError
 
-// bitlyListParam is how getBitlinksByGroup's parameter name is
+// bitlyListParamOf is how getBitlinksByGroup's parameter name is
 // honoured; false for a name it does not take, which is refused.
 func bitlyListParamOf(name string) (bitlyListParam, bool) {
 	switch name {
