@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/migrate"
 )
 
 // TestBitlyAPI sends the requests of Bitly's clients (the npm client
@@ -326,6 +327,16 @@ func TestBitlyGroupBitlinks(t *testing.T) {
 	}
 	if strings.Join(seen, ",") != newest(2, 1, 0) {
 		t.Errorf("paged through %v, want %s", seen, newest(2, 1, 0))
+	}
+	// What the list answers is what linkraft's importer reads from Bitly
+	// (linkraft import --from bitly: the JSON of this very request).
+	ctx := do(s, "GET", list, "", "", "Authorization", key)
+	imported, problems, err := migrate.Parse("bitly", ctx.Response.Body())
+	if err != nil || len(problems) > 0 || len(imported) != len(ids) {
+		t.Fatalf("import of the list: %d links, %v, %v", len(imported), problems, err)
+	}
+	if l := imported[2]; "sho.rt/"+l.Code != ids[2] || l.URL != "https://example.com/list-2" || strings.Join(l.Tags, ",") != "a,c" || l.CreatedAt == nil {
+		t.Errorf("imported %+v, want %s", l, ids[2])
 	}
 	if status, got, raw := bitly("/v4/groups/other/bitlinks"); status != 404 || got["message"] != "NOT_FOUND" {
 		t.Errorf("another group: %d %s", status, raw)
