@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/migrate"
 )
 
 // TestBitlyAPI sends the requests of Bitly's clients (the npm client
@@ -102,6 +104,8 @@ func TestBitlyAPI(t *testing.T) {
 		{"countries", "GET", "/v4/bitlinks/bit.ly/" + code + "/countries?unit=month&units=1", "", nil, 200, map[string]any{"facet": "countries"}},
 		{"referrers by the hour refused", "GET", "/v4/bitlinks/bit.ly/" + code + "/referrers?unit=hour&units=2", "", nil, 400,
 			map[string]any{"message": "INVALID_ARG_UNIT"}},
+		{"devices", "GET", "/v4/bitlinks/bit.ly/" + code + "/devices?unit=week&units=1", "", nil, 200, map[string]any{"facet": "devices", "unit": "week"}},
+		{"referring domains", "GET", "/v4/bitlinks/bit.ly/" + code + "/referring_domains", "", nil, 200, map[string]any{"facet": "referring_domains"}},
 		{"cities not answered", "GET", "/v4/bitlinks/bit.ly/" + code + "/cities", "", nil, 501, map[string]any{"message": "NOT_IMPLEMENTED"}},
 		{"user", "GET", "/v4/user", "", nil, 200, map[string]any{"default_group_guid": "team", "is_active": true}},
 		{"user, wrong token", "GET", "/v4/user", "", []string{"Bearer lk_wrong"}, 403, map[string]any{"message": "FORBIDDEN"}},
@@ -142,10 +146,23 @@ func TestBitlyAPI(t *testing.T) {
 	if len(days) != 3 || field(days[0].(map[string]any), "clicks") != 1.0 || field(days[1].(map[string]any), "clicks") != 0.0 {
 		t.Errorf("clicks by day, newest first: %s", raw)
 	}
-	for _, c := range []struct{ facet, value string }{{"referrers", "news.example"}, {"countries", "XX"}} {
+	// Bitly's ClickMetrics (BaseMetrics' facets devices and
+	// referring_domains too); a click without a User-Agent is device other.
+	for _, c := range []struct{ facet, value string }{{"referrers", "news.example"}, {"countries", "XX"}, {"referring_domains", "news.example"}, {"devices", "other"}} {
 		_, m, raw := bitly("GET", "/v4/bitlinks/bit.ly/"+code+"/"+c.facet+"?unit=day&units=-1", "")
-		if b, _ := json.Marshal(m["metrics"]); string(b) != `[{"clicks":1,"value":"`+c.value+`"}]` {
+		if b, _ := json.Marshal(m["metrics"]); string(b) != `[{"clicks":1,"value":"`+c.value+`"}]` || m["facet"] != c.facet {
 			t.Errorf("%s: %s", c.facet, raw)
+		}
+	}
+	// Bitly's deleteBitlink (current API): LinkDeletionResponse; then the
+	// bitlink is gone, and a second delete finds nothing.
+	for _, c := range []struct {
+		method string
+		status int
+		want   string
+	}{{"DELETE", 200, `{"links_deleted":[{"id":"` + id + `"}]}`}, {"GET", 404, `"NOT_FOUND"`}, {"DELETE", 404, `"NOT_FOUND"`}} {
+		if status, _, raw := bitly(c.method, "/v4/bitlinks/bit.ly/"+code, ""); status != c.status || !strings.Contains(raw, c.want) {
+			t.Errorf("%s after delete: %d %s, want %d %s", c.method, status, raw, c.status, c.want)
 		}
 	}
 	// A browser's preflight.
@@ -183,13 +200,145 @@ func bitlyMatrixRows(code string) []struct {
 		{"GET", "/v4/bitlinks/" + id + "/clicks/summary", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/bitlinks/" + id + "/referrers", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/bitlinks/" + id + "/countries", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/devices", "", false, with(403, 404, 403, 200, 200, 200)},
+		{"GET", "/v4/bitlinks/" + id + "/referring_domains", "", false, with(403, 404, 403, 200, 200, 200)},
 		{"GET", "/v4/user", "", false, with(200, 200, 200, 200, 200, 200)},
 		{"GET", "/v4/groups", "", false, with(200, 200, 200, 200, 200, 200)},
 		{"GET", "/v4/groups/team", "", false, with(200, 404, 200, 200, 200, 200)},
+		{"GET", "/v4/groups/team/bitlinks", "", false, with(200, 404, 200, 200, 200, 200)},
 		// What linkraft does not answer is the same to everyone.
 		{"POST", "/v4/custom_bitlinks", `{"custom_bitlink":"x.example/y","bitlink_id":"` + id + `"}`, true, all(501)},
 		{"PUT", "/v4/groups/team", `{}`, true, all(501)},
 		{"PATCH", "/v4/user", `{"name":"x"}`, true, all(501)},
-		{"DELETE", "/v4/bitlinks/" + id, "", true, all(501)},
+		// Refused deletes only: a granted one would remove the link.
+		{"DELETE", "/v4/bitlinks/" + id, "", true, with(403, 404)},
+	}
+}
+
+// TestBitlyGroupBitlinks pages through a group's bitlinks as Bitly's
+// getBitlinksByGroup does and applies the filters its spec lists.
+func TestBitlyGroupBitlinks(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite, 0, "team")
+	bitly := func(uri string) (int, map[string]any, string) {
+		t.Helper()
+		ctx := do(s, "GET", uri, "", "", "Authorization", "Bearer "+key)
+		return ctx.Response.StatusCode(), decodeBody(t, ctx.Response.Body()), string(ctx.Response.Body())
+	}
+	// Five links of the group, oldest first, and one of another group.
+	var ids []string
+	for i, body := range []string{
+		`{"long_url":"https://example.com/list-0","tags":["a"]}`,
+		`{"long_url":"https://example.com/list-1","tags":["b"],"title":"Beta"}`,
+		`{"long_url":"https://example.com/list-2","tags":["a","c"]}`,
+		`{"long_url":"https://sub.example.org/list-3?q=1"}`,
+		`{"long_url":"https://example.com/list-4"}`,
+	} {
+		ctx := do(s, "POST", "/v4/bitlinks", "application/json", body, "Authorization", key)
+		if ctx.Response.StatusCode() != 201 {
+			t.Fatalf("create %d: %d %s", i, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		ids = append(ids, decodeBody(t, ctx.Response.Body())["id"].(string))
+	}
+	mustCreate(t, s, `{"url":"https://example.com/elsewhere","workspace":"other"}`)
+	newest := func(n ...int) string {
+		var out []string
+		for _, i := range n {
+			out = append(out, ids[i])
+		}
+		return strings.Join(out, ",")
+	}
+	list := "/v4/groups/team/bitlinks"
+	cases := []struct {
+		name, query string
+		status      int
+		ids         string         // the page's bitlinks, in order
+		want        map[string]any // fields of the answer
+	}{
+		// Pagination: size (default 50), page, and total where known.
+		{"all", "", 200, newest(4, 3, 2, 1, 0), map[string]any{"pagination.size": 50.0, "pagination.page": 1.0, "pagination.total": 5.0, "pagination.next": "", "pagination.prev": ""}},
+		{"first page", "?size=2", 200, newest(4, 3), map[string]any{"pagination.page": 1.0, "pagination.total": nil, "pagination.prev": ""}},
+		{"second page by number", "?size=2&page=2", 200, newest(2, 1), map[string]any{"pagination.page": 2.0}},
+		{"last page by number", "?size=2&page=3", 200, newest(0), map[string]any{"pagination.total": 5.0, "pagination.next": ""}},
+		{"past the last page", "?size=2&page=4", 200, "", map[string]any{"pagination.total": 5.0, "pagination.next": ""}},
+		// Filters: query/keyword (title, target, code), tags (any of
+		// them), created_before/after (Unix seconds), hostname_path_query.
+		{"query", "?query=beta", 200, newest(1), nil},
+		{"keyword", "?keyword=list-2", 200, newest(2), nil},
+		{"query and keyword differ", "?query=a&keyword=b", 400, "", map[string]any{"message": "INVALID_ARG_KEYWORD"}},
+		{"one tag", "?tags=a", 200, newest(2, 0), nil},
+		{"tags, any of them", "?tags=b&tags=c", 200, newest(2, 1), nil},
+		{"tags[]", "?tags[]=c", 200, newest(2), nil},
+		{"tags with paging", "?tags=a&tags=b&size=1&page=2", 200, newest(1), nil},
+		{"created before", "?created_before=1000", 200, "", map[string]any{"pagination.total": 0.0}},
+		{"created after", "?created_after=1000", 200, newest(4, 3, 2, 1, 0), nil},
+		{"host and path", "?hostname_path_query=EXAMPLE.org/list", 200, newest(3), nil},
+		// No linkraft link is archived, expired, or has deep links.
+		{"archived on", "?archived=on", 200, "", map[string]any{"pagination.total": 0.0}},
+		{"archived both", "?archived=both", 200, newest(4, 3, 2, 1, 0), nil},
+		{"deeplinks on", "?deeplinks=on", 200, "", nil},
+		{"expired", "?is_expired=on", 200, "", nil},
+		{"without expiry", "?has_expiration=off&size=1", 200, newest(4), nil},
+		// Refused: bad values, and what linkraft does not keep.
+		{"archived maybe", "?archived=maybe", 400, "", map[string]any{"message": "INVALID_ARG_ARCHIVED"}},
+		{"size 0", "?size=0", 400, "", map[string]any{"message": "INVALID_ARG_SIZE"}},
+		{"bad search_after", "?search_after=x", 400, "", map[string]any{"message": "INVALID_ARG_SEARCH_AFTER"}},
+		{"campaign", "?campaign_guid=Ca1", 400, "", map[string]any{"message": "INVALID_ARG_CAMPAIGN_GUID"}},
+		{"modified after", "?modified_after=1", 400, "", map[string]any{"message": "INVALID_ARG_MODIFIED_AFTER"}},
+		{"unknown parameter", "?colour=red", 400, "", map[string]any{"message": "INVALID_ARG_COLOUR"}},
+	}
+	for _, c := range cases {
+		status, got, raw := bitly(list + c.query)
+		if status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, status, raw, c.status)
+			continue
+		}
+		if status == 200 {
+			var shown []string
+			for _, l := range got["links"].([]any) {
+				shown = append(shown, l.(map[string]any)["id"].(string))
+			}
+			if strings.Join(shown, ",") != c.ids {
+				t.Errorf("%s: links %v, want %s", c.name, shown, c.ids)
+			}
+		}
+		for path, want := range c.want {
+			if v := field(got, path); v != want {
+				t.Errorf("%s: %s = %#v, want %#v (%s)", c.name, path, v, want, raw)
+			}
+		}
+	}
+	// The next links lead through every page, each once.
+	var seen []string
+	uri := list + "?size=2&tags=a&tags=b&tags=c&size=2"
+	for page := 1; uri != ""; page++ {
+		status, got, raw := bitly(uri)
+		if status != 200 || field(got, "pagination.page") != float64(page) {
+			t.Fatalf("page %d (%s): %d %s", page, uri, status, raw)
+		}
+		for _, l := range got["links"].([]any) {
+			seen = append(seen, l.(map[string]any)["id"].(string))
+		}
+		next, _ := field(got, "pagination.next").(string)
+		uri = strings.TrimPrefix(next, "http://sho.rt")
+		if prev, _ := field(got, "pagination.prev").(string); page > 1 && !strings.Contains(prev, "page="+strconv.Itoa(page-1)) {
+			t.Errorf("page %d: prev %q", page, prev)
+		}
+	}
+	if strings.Join(seen, ",") != newest(2, 1, 0) {
+		t.Errorf("paged through %v, want %s", seen, newest(2, 1, 0))
+	}
+	// What the list answers is what linkraft's importer reads from Bitly
+	// (linkraft import --from bitly: the JSON of this very request).
+	ctx := do(s, "GET", list, "", "", "Authorization", key)
+	imported, problems, err := migrate.Parse("bitly", ctx.Response.Body())
+	if err != nil || len(problems) > 0 || len(imported) != len(ids) {
+		t.Fatalf("import of the list: %d links, %v, %v", len(imported), problems, err)
+	}
+	if l := imported[2]; "sho.rt/"+l.Code != ids[2] || l.URL != "https://example.com/list-2" || strings.Join(l.Tags, ",") != "a,c" || l.CreatedAt == nil {
+		t.Errorf("imported %+v, want %s", l, ids[2])
+	}
+	if status, got, raw := bitly("/v4/groups/other/bitlinks"); status != 404 || got["message"] != "NOT_FOUND" {
+		t.Errorf("another group: %d %s", status, raw)
 	}
 }

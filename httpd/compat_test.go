@@ -526,13 +526,33 @@ func TestKuttAPI(t *testing.T) {
 	}{
 		{"reuse", "POST", "/api/v2/links", `{"target":"https://example.com/k2","reuse":true}`, 201, map[string]any{"target": "https://example.com/k2"}},
 		{"reuse finds", "POST", "/api/v2/links", `{"target":"https://example.com/k2","reuse":true}`, 200, map[string]any{"target": "https://example.com/k2"}},
-		{"taken", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"kutt-1"}`, 400, map[string]any{}},
+		// Kutt links.handler.js create: "Custom URL is already in use."
+		{"taken", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"kutt-1"}`, 400, map[string]any{"error": "Custom URL is already in use."}},
+		// Kutt validators.handler.js createLink customurl: preservedURLs.
+		{"reserved", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"admin"}`, 400, map[string]any{"error": "You can't use this custom URL."}},
 		{"bad expire_in", "POST", "/api/v2/links", `{"target":"https://example.com/k3","expire_in":"soon"}`, 400, map[string]any{}},
+		// Kutt validators.handler.js createLink target: "Target is missing."
+		{"no target", "POST", "/api/v2/links", `{"target":" "}`, 400, map[string]any{"error": "Target is missing."}},
+		// Kutt validators.handler.js createLink description: at most 2040.
+		{"description over 2040", "POST", "/api/v2/links", `{"target":"https://example.com/k3","description":"` + strings.Repeat("d", 2041) + `"}`, 400,
+			map[string]any{"error": "Description length must be between 1 and 2040."}},
+		// Within Kutt's 2040 but past linkraft's titles (docs/COMPATIBILITY.md).
+		{"description over 256", "POST", "/api/v2/links", `{"target":"https://example.com/k3","description":"` + strings.Repeat("d", 257) + `"}`, 400,
+			map[string]any{"error": "linkraft keeps a description of up to 256 characters"}},
+		// Kutt validators.handler.js createLink customurl: 1 to 64 long;
+		// linkraft's codes are 3 to 64 (docs/COMPATIBILITY.md).
+		{"customurl over 64", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"` + strings.Repeat("c", 65) + `"}`, 400,
+			map[string]any{"error": "Custom URL length must be between 1 and 64."}},
+		{"customurl of 2", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"ab"}`, 400,
+			map[string]any{"error": "linkraft's custom URLs are 3 to 64 characters long"}},
 		{"list", "GET", "/api/v2/links?skip=0&limit=1&all=false", "", 200, map[string]any{"total": 2.0, "limit": 1.0, "skip": 0.0}},
+		// Kutt validators.handler.js createLink target: addProtocol.
+		{"target without a scheme", "POST", "/api/v2/links", `{"target":"example.com/k5"}`, 201, map[string]any{"target": "http://example.com/k5"}},
 		{"update by id", "PATCH", "/api/v2/links/" + id, `{"target":"https://example.com/moved","description":"E","expire_in":"2 hours"}`, 200,
 			map[string]any{"target": "https://example.com/moved", "description": "E", "id": id}},
 		{"update address refused", "PATCH", "/api/v2/links/" + id, `{"address":"other-1"}`, 400, map[string]any{}},
-		{"stats by GET", "GET", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1", "lastDay.total": 0.0}},
+		// Kutt visit.queries.js find: lastDay, lastWeek, lastMonth, lastYear.
+		{"stats by GET", "GET", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1", "lastDay.total": 0.0, "lastYear.total": 0.0}},
 		{"stats by DELETE", "DELETE", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1"}},
 		{"health", "GET", "/api/v2/health", "", 200, nil},
 		{"users", "GET", "/api/v2/users", "", 200, map[string]any{}},
@@ -553,6 +573,34 @@ func TestKuttAPI(t *testing.T) {
 			if v := field(m, path); v != want {
 				t.Errorf("%s: %s = %#v, want %#v (%s)", c.name, path, v, want, raw)
 			}
+		}
+	}
+	_, made, _ := kutt("POST", "/api/v2/links", `{"target":"https://example.com/k-edit"}`)
+	madeID, _ := made["id"].(string)
+	// Kutt link.queries.js update sets updated_at with every edit (a
+	// millisecond later at least, as Kutt's times show them).
+	time.Sleep(2 * time.Millisecond)
+	status, edited, raw := kutt("PATCH", "/api/v2/links/"+madeID, `{"description":"edited"}`)
+	if status != 200 || edited["updated_at"] == made["updated_at"] {
+		t.Errorf("edit: %d, updated_at %v, before %v: %s", status, edited["updated_at"], made["updated_at"], raw)
+	}
+	// Kutt visit.queries.js find: views of 24 hours, 7 and 30 days and 12
+	// months; every browser and system of utils.getInitStats, zeros too.
+	_, stats, raw := kutt("GET", "/api/v2/links/"+madeID+"/stats", "")
+	for period, points := range map[string]int{"lastDay": 24, "lastWeek": 7, "lastMonth": 30, "lastYear": 12} {
+		p, _ := stats[period].(map[string]any)
+		if views, _ := p["views"].([]any); len(views) != points {
+			t.Errorf("%s: %d views, want %d: %s", period, len(views), points, raw)
+		}
+	}
+	for dim, want := range map[string]string{"browser": "chrome,edge,firefox,ie,opera,other,safari", "os": "android,ios,linux,macos,other,windows"} {
+		items, _ := field(stats, "lastYear.stats."+dim).([]any)
+		var names []string
+		for _, it := range items {
+			names = append(names, it.(map[string]any)["name"].(string))
+		}
+		if strings.Join(names, ",") != want {
+			t.Errorf("lastYear %s: %v, want %s", dim, names, want)
 		}
 	}
 	if ctx := do(s, "GET", "/api/v2/links", "", "", "X-API-Key", "lk_wrong"); ctx.Response.StatusCode() != 401 ||

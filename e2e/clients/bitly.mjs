@@ -111,5 +111,19 @@ assert.equal(user.default_group_guid, 'team');
 const { groups } = await r.bitlyRequest('groups', {}, 'GET');
 assert.deepEqual(groups.map((g) => g.guid), ['team']);
 
+// The group's bitlinks, a page at a time, read on another node.
+const first = await r.bitlyRequest('groups/team/bitlinks', { size: 1 }, 'GET');
+assert.equal(first.links.length, 1);
+assert.equal(first.pagination.size, 1);
+assert.ok(first.pagination.next, 'a next page');
+const tagged = await r.bitlyRequest('groups/team/bitlinks', { tags: 'y' }, 'GET');
+assert.deepEqual(tagged.links.map((l) => l.id), [made.id]);
+
+// Delete, as Bitly's current API does.
+const doomed = await w.shorten('https://example.com/bitly-doomed');
+const deleted = await w.bitlyRequest(`bitlinks/${doomed.id}`, {}, 'DELETE');
+assert.deepEqual(deleted.links_deleted, [{ id: doomed.id }]);
+assert.equal((await rejects(() => r.getBitlink(doomed.id))).message, 'NOT_FOUND');
+
 const kept = await w.shorten('https://example.com/bitly-kept');
 console.log(JSON.stringify({ kept: hashOf(kept.id), renamed: hashOf(made.id) }));

@@ -45,9 +45,9 @@ assert.equal(updated.id, link.id);
 assert.ok((await r.links().list({ limit: 50 })).data.some((l) => l.id === link.id && l.target === moved));
 
 const stats = await r.links().stats(link.id); // sent as DELETE by the client
-for (const period of ['lastDay', 'lastWeek', 'lastMonth', 'allTime']) {
-  assert.ok(Array.isArray(stats[period].views), period);
-  assert.ok(Array.isArray(stats[period].stats.browser), period);
+for (const [period, points] of [['lastDay', 24], ['lastWeek', 7], ['lastMonth', 30], ['lastYear', 12]]) {
+  assert.equal(stats[period].views.length, points, period);
+  assert.deepEqual(stats[period].stats.browser.map((b) => b.name).sort(), ['chrome', 'edge', 'firefox', 'ie', 'opera', 'other', 'safari'], period);
 }
 assert.ok(await r.users().info());
 

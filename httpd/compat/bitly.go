@@ -39,9 +39,11 @@ func registerBitly(route Route, n Native, c cors) {
 	// takes the id and what follows it (clicks, referrers, …).
 	r("GET", "/bitlinks/{bitlink:*}", b.read)
 	r("PATCH", "/bitlinks/{bitlink:*}", credentialFirst(n, false, b.failNative, b.update))
+	r("DELETE", "/bitlinks/{bitlink:*}", b.remove)
 	r("GET", "/user", b.user)
 	r("GET", "/groups", b.groups)
 	r("GET", "/groups/{guid}", b.group)
+	r("GET", "/groups/{guid}/bitlinks", b.listGroup)
 	// The rest of Bitly's API (groups, users, campaigns, QR codes, …) is
 	// refused in Bitly's error shape rather than with the router's plain
 	// 404 or 405, which a Bitly client cannot read.
@@ -134,7 +136,7 @@ func (b bitly) failNative(ctx *fasthttp.RequestCtx, a Answer) {
 
 func (b bitly) unsupported(ctx *fasthttp.RequestCtx) {
 	failBitly(ctx, fasthttp.StatusNotImplemented, "NOT_IMPLEMENTED",
-		fmt.Sprintf("linkraft does not answer %s %s of Bitly's API: it answers shorten, expand, and bitlinks create, get, update, clicks, clicks/summary, referrers and countries",
+		fmt.Sprintf("linkraft does not answer %s %s of Bitly's API: it answers shorten, expand, bitlinks create, get, update, delete, clicks, clicks/summary, referrers, referring_domains, countries and devices, a group's bitlinks, the user and groups",
 			ctx.Method(), ctx.Path()))
 }
 
@@ -425,7 +427,7 @@ func (b bitly) read(ctx *fasthttp.RequestCtx) {
 	raw, _ := ctx.UserValue("bitlink").(string)
 	id, rest := splitBitlinkPath(raw)
 	switch rest {
-	case "", "clicks", "clicks/summary", "referrers", "countries":
+	case "", "clicks", "clicks/summary", "referrers", "referring_domains", "countries", "devices":
 	default:
 		b.unsupported(ctx)
 		return
@@ -444,6 +446,36 @@ func (b bitly) read(ctx *fasthttp.RequestCtx) {
 	default:
 		b.metrics(ctx, r, rest)
 	}
+}
+
+// remove is DELETE /v4/bitlinks/{bitlink} (Bitly's deleteBitlink, of
+// the current API): linkraft's delete, which tombstones the code for
+// good. It answers LinkDeletionResponse, {"links_deleted": [{"id"}]}.
+func (b bitly) remove(ctx *fasthttp.RequestCtx) {
+	raw, _ := ctx.UserValue("bitlink").(string)
+	id, rest := splitBitlinkPath(raw)
+	if rest != "" {
+		b.unsupported(ctx)
+		return
+	}
+	r, ok := b.ref(ctx, id)
+	if !ok {
+		return
+	}
+	// As onLink: a domain without the link may name the default domain.
+	a := b.n.Call(ctx, "DELETE", linkPath(r.code, r.domain, ""), nil)
+	if r.domain != "" && a.Status == fasthttp.StatusNotFound {
+		r.domain = ""
+		a = b.n.Call(ctx, "DELETE", linkPath(r.code, "", ""), nil)
+	}
+	if !a.OK() {
+		b.failNative(ctx, a)
+		return
+	}
+	deleted := Link{ShortCode: r.code, Domain: r.domain}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{
+		"links_deleted": []map[string]string{{"id": b.bitlinkID(ctx, &deleted)}},
+	}))
 }
 
 // readOnly reports a field of a bitlink an update may carry back
@@ -765,9 +797,11 @@ func (b bitly) clicks(ctx *fasthttp.RequestCtx, r bitlinkRef, summary bool) {
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(out))
 }
 
-// metrics answers /referrers and /countries from linkraft's visitors per
-// day by referrer host and country: units of a day or longer, or all the
-// days linkraft keeps (-1, whatever the unit).
+// metrics answers /referrers, /referring_domains (linkraft keeps
+// referrers by host: both are the same breakdown), /countries and
+// /devices from linkraft's visitors per day by referrer host, country and
+// device: units of a day or longer, or all the days linkraft keeps (-1,
+// whatever the unit).
 func (b bitly) metrics(ctx *fasthttp.RequestCtx, r bitlinkRef, facet string) {
 	now := time.Now()
 	q, ferr := parseMetricsQuery(ctx.QueryArgs(), now)
@@ -792,7 +826,7 @@ func (b bitly) metrics(ctx *fasthttp.RequestCtx, r bitlinkRef, facet string) {
 	if from.Before(kept) {
 		from = kept
 	}
-	by := map[string]string{"referrers": "referrer", "countries": "country"}[facet]
+	by := map[string]string{"referrers": "referrer", "referring_domains": "referrer", "countries": "country", "devices": "device"}[facet]
 	query := url.Values{"group_by": {by}, "from": {nativeTime(from)}, "to": {nativeTime(to)}}
 	a := b.onLink(ctx, "GET", r, "/stats", query, nil)
 	if !a.OK() {

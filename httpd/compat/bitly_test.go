@@ -2,6 +2,7 @@ package compat
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,102 @@ func TestTopMetrics(t *testing.T) {
 	}
 	if got := topMetrics(nil, 50); got == nil || len(got) != 0 {
 		t.Errorf("topMetrics(nil) = %#v, want an empty list", got)
+	}
+}
+
+// TestParseBitlyList reads getBitlinksByGroup's query parameters as
+// Bitly's v4 spec lists them (size, page, search_after, query, keyword,
+// created_before/after, tags, archived and the other on/off/both
+// filters), refusing those linkraft cannot honour.
+func TestParseBitlyList(t *testing.T) {
+	cases := []struct {
+		query string
+		want  string // the query read, as %+v of its parts
+		field string // the refused field
+	}{
+		{"", "size=50 page=1 after=0 text= tags=[] none=false", ""},
+		{"size=10&page=3&search_after=42", "size=10 page=3 after=42 text= tags=[] none=false", ""},
+		{"query=abc&keyword=abc&tags=a&tags[]=b", "size=50 page=1 after=0 text=abc tags=[a b] none=false", ""},
+		{"archived=off&deeplinks=both&custom_bitlink=off&has_qr_codes=both", "size=50 page=1 after=0 text= tags=[] none=false", ""},
+		{"archived=on", "size=50 page=1 after=0 text= tags=[] none=true", ""},
+		{"has_qr_codes=on", "size=50 page=1 after=0 text= tags=[] none=true", ""},
+		{"size=&unit_reference=", "size=50 page=1 after=0 text= tags=[] none=false", ""}, // empty: absent, even unknown
+		{"size=1001", "", "size"},
+		{"page=0", "", "page"},
+		{"search_after=-1", "", "search_after"},
+		{"query=a&keyword=b", "", "keyword"},
+		{"created_before=yesterday", "", "created_before"},
+		{"archived=yes", "", "archived"},
+		{"is_expired=maybe", "", "is_expired"},
+		{"encoding_login=chauncey", "", "encoding_login"},
+		{"launchpad_ids=M1", "", "launchpad_ids"},
+		{"channel_guid=Ha1", "", "channel_guid"},
+		{"sort=clicks", "", "sort"},
+	}
+	for _, c := range cases {
+		var args fasthttp.Args
+		args.Parse(c.query)
+		q, ferr := parseBitlyList(&args)
+		switch {
+		case c.field != "":
+			if ferr == nil || ferr.Field != c.field {
+				t.Errorf("%q: %+v, want a refusal of %s", c.query, ferr, c.field)
+			}
+		case ferr != nil:
+			t.Errorf("%q: %+v", c.query, ferr)
+		default:
+			tags := q.tags
+			if tags == nil {
+				tags = []string{}
+			}
+			got := fmt.Sprintf("size=%d page=%d after=%d text=%s tags=%v none=%v", q.size, q.page, q.after, q.text, tags, q.none)
+			if got != c.want {
+				t.Errorf("%q: %s, want %s", c.query, got, c.want)
+			}
+		}
+	}
+}
+
+// TestBitlyListKeeps applies the filters linkraft's list leaves to the
+// adapter: created_before/after (Unix seconds, strictly), tags (any),
+// hostname_path_query (host and path, without the query), is_expired and
+// has_expiration.
+func TestBitlyListKeeps(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	past, future := "2029-12-31T00:00:00Z", "2030-06-01T00:00:00Z"
+	links := map[string]Link{
+		"old":     {CreatedAt: "2029-01-01T00:00:00Z", OriginalURL: "https://Sub.Example.com/Path?x=needle", Tags: []string{"A"}},
+		"new":     {CreatedAt: "2029-12-01T00:00:00Z", OriginalURL: "https://example.org/other", Tags: []string{"b"}},
+		"expired": {CreatedAt: "2029-12-01T00:00:00Z", OriginalURL: "https://example.org/x", ExpiresAt: &past},
+		"expires": {CreatedAt: "2029-12-01T00:00:00Z", OriginalURL: "https://example.org/y", ExpiresAt: &future},
+	}
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	cases := []struct {
+		name  string
+		q     bitlyListQuery
+		keeps string
+	}{
+		{"no filter", bitlyListQuery{}, "expired,expires,new,old"},
+		{"created before", bitlyListQuery{createdBefore: at("2029-12-01T00:00:00Z")}, "old"},
+		{"created after", bitlyListQuery{createdAfter: at("2029-01-01T00:00:00Z")}, "expired,expires,new"},
+		{"any of two tags", bitlyListQuery{tags: []string{"a", "B"}}, "new,old"},
+		{"host and path", bitlyListQuery{hostPath: "example.com/path"}, "old"},
+		{"not the query", bitlyListQuery{hostPath: "needle"}, ""},
+		{"expired", bitlyListQuery{expired: "on"}, "expired"},
+		{"not expired", bitlyListQuery{expired: "off"}, "expires,new,old"},
+		{"with an expiry", bitlyListQuery{expiring: "on"}, "expired,expires"},
+		{"without one", bitlyListQuery{expiring: "off"}, "new,old"},
+	}
+	for _, c := range cases {
+		var kept []string
+		for _, name := range []string{"expired", "expires", "new", "old"} {
+			l := links[name]
+			if c.q.keeps(&l, now) {
+				kept = append(kept, name)
+			}
+		}
+		if got := strings.Join(kept, ","); got != c.keeps {
+			t.Errorf("%s: keeps %s, want %s", c.name, got, c.keeps)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package compat
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +246,128 @@ func TestShlinkVisitDatesNotInTheFuture(t *testing.T) {
 	past := now.Add(-time.Hour).Truncate(time.Second)
 	if got := visitOf(&nativeRow{At: past.Format(time.RFC3339), Bot: "none"}).Date; got != past.Format(shlinkTime) {
 		t.Errorf("a past row is dated %s, want %s", got, past.Format(shlinkTime))
+	}
+}
+
+// TestKuttPeriodViews counts clicks into Kutt's views as its
+// visit.queries.js find does: a visit after the period's start counts
+// in views[len-1-diff], diff being whole hours, days (date-fns
+// differenceInHours/Days) or calendar months (differenceInMonths) back
+// from now.
+func TestKuttPeriodViews(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 30, 0, 0, time.UTC)
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	points := []clickPoint{
+		{at("2026-11-29T10:00:00Z"), 1},  // this hour, today, this month
+		{at("2026-11-28T11:00:00Z"), 2},  // 23 whole hours back
+		{at("2026-11-28T10:00:00Z"), 4},  // 24 hours and a half: not in lastDay
+		{at("2026-11-22T00:00:00Z"), 8},  // 7 days and 10 hours: in lastMonth only
+		{at("2026-10-29T00:00:00Z"), 16}, // a month and 10 hours: lastYear's 11th
+		{at("2025-11-30T00:00:00Z"), 32}, // 11 whole months back: lastYear's first
+		{at("2025-11-29T00:00:00Z"), 64}, // 12 months and 10 hours: out
+	}
+	want := map[string]struct {
+		total uint64
+		first uint64 // views[0]
+		last  uint64 // views[len-1]
+	}{
+		"lastDay":   {3, 2, 1},
+		"lastWeek":  {7, 0, 3},
+		"lastMonth": {15, 0, 3},
+		"lastYear":  {63, 32, 15},
+	}
+	for _, p := range kuttPeriods(now) {
+		views, total := p.views(points, now)
+		w := want[p.name]
+		if len(views) != p.points || total != w.total || views[0] != w.first || views[len(views)-1] != w.last {
+			t.Errorf("%s: %v (total %d), want total %d, first %d, last %d", p.name, views, total, w.total, w.first, w.last)
+		}
+	}
+}
+
+// TestWholeMonths counts calendar months as date-fns' differenceInMonths.
+func TestWholeMonths(t *testing.T) {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	cases := []struct {
+		from, to string
+		want     int
+	}{
+		{"2026-11-01T00:00:00Z", "2026-11-29T10:00:00Z", 0},
+		{"2026-10-29T10:00:00Z", "2026-11-29T10:00:00Z", 1},
+		{"2026-10-29T10:00:01Z", "2026-11-29T10:00:00Z", 0},
+		{"2025-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 12},
+		{"2026-01-31T00:00:00Z", "2026-03-01T00:00:00Z", 1},
+	}
+	for _, c := range cases {
+		if got := wholeMonths(at(c.from), at(c.to)); got != c.want {
+			t.Errorf("wholeMonths(%s, %s) = %d, want %d", c.from, c.to, got, c.want)
+		}
+	}
+}
+
+// TestKuttNames shows linkraft's breakdowns under Kutt's names
+// (utils.getInitStats: every browser and system, zeros too; countries
+// and referrers lower case as visit.queries.js add stores them), most
+// first (utils.statsObjectToArray).
+func TestKuttNames(t *testing.T) {
+	cases := []struct {
+		dim    string
+		groups []metric
+		want   string
+	}{
+		{"browser", nil, "chrome:0 edge:0 firefox:0 ie:0 opera:0 other:0 safari:0"},
+		{"browser", []metric{{"firefox", 3}, {"safari", 5}, {"other", 1}}, "safari:5 firefox:3 other:1 chrome:0 edge:0 ie:0 opera:0"},
+		{"os", []metric{{"chromeos", 2}, {"other", 1}, {"windows", 2}}, "other:3 windows:2 android:0 ios:0 linux:0 macos:0"},
+		{"country", []metric{{"US", 4}, {"DE", 3}}, "us:4 de:3"},
+		{"referrer", nil, ""},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, s := range kuttNames(c.dim, c.groups) {
+			got = append(got, fmt.Sprintf("%s:%d", s.Name, s.Value))
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%s %v: %s, want %s", c.dim, c.groups, strings.Join(got, " "), c.want)
+		}
+	}
+}
+
+// TestKuttCreateBody checks Kutt's create validation
+// (validators.handler.js createLink) and where linkraft is narrower.
+func TestKuttCreateBody(t *testing.T) {
+	cases := []struct {
+		name string
+		in   kuttCreate
+		want map[string]any
+		err  string
+	}{
+		{"no target", kuttCreate{Target: "  "}, nil, "Target is missing."},
+		{"no scheme: http", kuttCreate{Target: " example.com/a "}, map[string]any{"url": "http://example.com/a"}, ""},
+		{"scheme kept", kuttCreate{Target: "https://example.com/a"}, map[string]any{"url": "https://example.com/a"}, ""},
+		{"other scheme kept", kuttCreate{Target: "mailto:a@example.com"}, map[string]any{"url": "mailto:a@example.com"}, ""},
+		{"description at 256", kuttCreate{Target: "https://e.example", Description: strings.Repeat("é", 256)}, map[string]any{"title": strings.Repeat("é", 256)}, ""},
+		{"description past 2040", kuttCreate{Target: "https://e.example", Description: strings.Repeat("d", 2041)}, nil, "Description length must be between 1 and 2040."},
+		{"description past 256", kuttCreate{Target: "https://e.example", Description: strings.Repeat("d", 257)}, nil, "linkraft keeps a description of up to 256 characters"},
+		{"customurl trimmed", kuttCreate{Target: "https://e.example", CustomURL: " abc "}, map[string]any{"custom_code": "abc"}, ""},
+		{"customurl of 2", kuttCreate{Target: "https://e.example", CustomURL: "ab"}, nil, "linkraft's custom URLs are 3 to 64 characters long"},
+		{"customurl past 64", kuttCreate{Target: "https://e.example", CustomURL: strings.Repeat("c", 65)}, nil, "Custom URL length must be between 1 and 64."},
+	}
+	for _, c := range cases {
+		got, err := c.in.native("sho.rt")
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%s: %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %#v, want %#v", c.name, k, got[k], v)
+			}
+		}
 	}
 }

@@ -1,13 +1,17 @@
 package compat
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -48,7 +52,13 @@ func (k kutt) failNative(ctx *fasthttp.RequestCtx, a Answer) {
 	case fasthttp.StatusNotFound, fasthttp.StatusGone:
 		failKutt(ctx, fasthttp.StatusNotFound, "Could not find the link.")
 	case fasthttp.StatusConflict:
-		failKutt(ctx, fasthttp.StatusBadRequest, "Custom URL is already in use. ("+a.Detail()+")")
+		// A reserved word, or a code in use or deleted (never handed out
+		// again); Kutt's messages (links.handler.js, validators.handler.js).
+		msg := "Custom URL is already in use."
+		if strings.Contains(a.Detail(), "reserved") {
+			msg = "You can't use this custom URL."
+		}
+		failKutt(ctx, fasthttp.StatusBadRequest, msg)
 	default:
 		failKutt(ctx, a.Status, a.Detail())
 	}
@@ -171,16 +181,46 @@ type kuttCreate struct {
 	Domain      string `json:"domain"`
 }
 
+// Kutt's limits (validators.handler.js createLink) and linkraft's where
+// they are narrower: a link's title, which holds Kutt's description, and
+// a custom code.
+const (
+	kuttMaxDescription = 2040
+	minCustomCode      = 3
+	kuttMaxCustomURL   = 64
+)
+
+// schemePattern is a target that names its scheme (or is scheme-relative),
+// as Kutt's addProtocol tells them.
+var schemePattern = regexp.MustCompile(`^(\w+:|//)`)
+
 func (c *kuttCreate) native(defaultDomain string) (map[string]any, error) {
-	if c.Target == "" {
-		return nil, fmt.Errorf("Target is missing.")
+	target := strings.TrimSpace(c.Target)
+	if target == "" {
+		return nil, errors.New("Target is missing.")
 	}
-	body := map[string]any{"url": c.Target}
-	if c.CustomURL != "" {
-		body["custom_code"] = c.CustomURL
+	// Kutt takes a target without a scheme as http.
+	if !schemePattern.MatchString(target) {
+		target = "http://" + target
 	}
-	if c.Description != "" {
-		body["title"] = c.Description
+	body := map[string]any{"url": target}
+	if code := strings.TrimSpace(c.CustomURL); code != "" {
+		switch n := utf8.RuneCountInString(code); {
+		case n > kuttMaxCustomURL:
+			return nil, errors.New("Custom URL length must be between 1 and 64.")
+		case n < minCustomCode:
+			return nil, fmt.Errorf("linkraft's custom URLs are %d to %d characters long", minCustomCode, kuttMaxCustomURL)
+		}
+		body["custom_code"] = code
+	}
+	if d := strings.TrimSpace(c.Description); d != "" {
+		switch n := utf8.RuneCountInString(d); {
+		case n > kuttMaxDescription:
+			return nil, errors.New("Description length must be between 1 and 2040.")
+		case n > fsm.MaxTitleLen:
+			return nil, fmt.Errorf("linkraft keeps a description of up to %d characters", fsm.MaxTitleLen)
+		}
+		body["title"] = d
 	}
 	if c.ExpireIn != "" {
 		secs, err := expireIn(c.ExpireIn)
@@ -350,7 +390,11 @@ func (k kutt) update(ctx *fasthttp.RequestCtx) {
 		failKutt(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(kuttLinkOf(&l)))
+	// Kutt sets updated_at with every edit; linkraft's read does not keep
+	// when a link last changed, so the edit's answer says it is now.
+	edited := kuttLinkOf(&l)
+	edited.UpdatedAt = kuttTime(time.Now())
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(edited))
 }
 
 func (k kutt) remove(ctx *fasthttp.RequestCtx) {
@@ -371,88 +415,186 @@ type kuttStat struct {
 	Value uint64 `json:"value"`
 }
 
-// stats answers Kutt's stats from linkraft's: for the last day, week,
-// month and year (allTime: as far back as linkraft keeps days), the
-// browser, OS, country and referrer breakdowns and the views over time.
+// kuttPeriod is one of Kutt's stats periods (visit.queries.js): the
+// visits after from, in points views of a unit each, newest last. since
+// is how many whole units lie between a visit at t and now.
+type kuttPeriod struct {
+	name   string
+	from   time.Time
+	points int
+	hourly bool
+	since  func(t, now time.Time) int
+}
+
+// kuttPeriods are Kutt's four periods at now: 24 hours, 7 and 30 days,
+// 12 months.
+func kuttPeriods(now time.Time) []kuttPeriod {
+	hours := func(t, now time.Time) int { return int(now.Sub(t) / time.Hour) }
+	days := func(t, now time.Time) int { return int(now.Sub(t) / (24 * time.Hour)) }
+	return []kuttPeriod{
+		{"lastDay", now.Add(-24 * time.Hour), 24, true, hours},
+		{"lastWeek", now.AddDate(0, 0, -7), 7, false, days},
+		{"lastMonth", now.AddDate(0, 0, -30), 30, false, days},
+		{"lastYear", now.AddDate(0, -12, 0), 12, false, wholeMonths},
+	}
+}
+
+// wholeMonths is how many whole calendar months lie between t and now,
+// as date-fns' differenceInMonths counts them for Kutt.
+func wholeMonths(t, now time.Time) int {
+	m := (now.Year()-t.Year())*12 + int(now.Month()) - int(t.Month())
+	if m > 0 && now.AddDate(0, -m, 0).Before(t) {
+		m--
+	}
+	return m
+}
+
+// views sums clicks per interval (start, clicks) into the period's
+// points as Kutt does: a visit after from counts in the point of how many
+// units ago it was, the last point being the latest unit.
+func (p kuttPeriod) views(points []clickPoint, now time.Time) (views []uint64, total uint64) {
+	views = make([]uint64, p.points)
+	for _, c := range points {
+		if !c.start.After(p.from) {
+			continue
+		}
+		if i := p.points - p.since(c.start, now) - 1; i >= 0 && i < p.points {
+			views[i] += c.clicks
+			total += c.clicks
+		}
+	}
+	return views, total
+}
+
+// kuttNames turns linkraft's breakdown into Kutt's: browser and os under
+// Kutt's fixed names, zeros included (linkraft's chromeos is Kutt's
+// other); country and referrer as Kutt stores them, lower case. Most
+// visits first; Kutt's order among equals.
+func kuttNames(dim string, groups []metric) []kuttStat {
+	// Kutt's visits table has a column for each browser and system, in
+	// this order.
+	fixed := map[string][]string{
+		"browser": {"chrome", "edge", "firefox", "ie", "opera", "other", "safari"},
+		"os":      {"android", "ios", "linux", "macos", "other", "windows"},
+	}[dim]
+	items := []kuttStat{}
+	for _, name := range fixed {
+		items = append(items, kuttStat{Name: name})
+	}
+	for _, g := range groups {
+		name := strings.ToLower(g.Value)
+		i := slices.IndexFunc(items, func(s kuttStat) bool { return s.Name == name })
+		switch {
+		case i >= 0:
+			items[i].Value += g.Clicks
+		case fixed != nil:
+			items[slices.IndexFunc(items, func(s kuttStat) bool { return s.Name == "other" })].Value += g.Clicks
+		default:
+			items = append(items, kuttStat{name, g.Clicks})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b kuttStat) int { return cmp.Compare(b.Value, a.Value) })
+	return items
+}
+
+// nativeStats runs linkraft's stats of l for query into v.
+func (k kutt) nativeStats(ctx *fasthttp.RequestCtx, l *Link, query url.Values, v any) bool {
+	a := k.n.Call(ctx, "GET", linkPath(l.ShortCode, l.Domain, "/stats")+sep(l.Domain)+query.Encode(), nil)
+	if !a.OK() {
+		k.failNative(ctx, a)
+		return false
+	}
+	if err := a.Decode(v); err != nil {
+		failKutt(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return false
+	}
+	return true
+}
+
+// series is linkraft's clicks of l per hour or day over [from, now).
+func (k kutt) series(ctx *fasthttp.RequestCtx, l *Link, interval string, from, now time.Time) ([]clickPoint, bool) {
+	var out struct {
+		Series []struct {
+			Start  string `json:"start"`
+			Clicks uint64 `json:"clicks"`
+		} `json:"series"`
+	}
+	q := url.Values{"interval": {interval}, "from": {nativeTime(from)}, "to": {nativeTime(now)}}
+	if !k.nativeStats(ctx, l, q, &out) {
+		return nil, false
+	}
+	points := make([]clickPoint, len(out.Series))
+	for i, s := range out.Series {
+		points[i] = clickPoint{parseTime(&s.Start), s.Clicks}
+	}
+	return points, true
+}
+
+// breakdowns are Kutt's browser, os, country and referrer items of l
+// since from.
+func (k kutt) breakdowns(ctx *fasthttp.RequestCtx, l *Link, from, now time.Time) (map[string][]kuttStat, bool) {
+	stats := map[string][]kuttStat{}
+	for _, dim := range []string{"browser", "os", "country", "referrer"} {
+		var out struct {
+			Visits struct {
+				Groups []metric `json:"groups"`
+			} `json:"visits"`
+		}
+		q := url.Values{"group_by": {dim}, "from": {nativeTime(from)}, "to": {nativeTime(now)}}
+		if !k.nativeStats(ctx, l, q, &out) {
+			return nil, false
+		}
+		stats[dim] = kuttNames(dim, out.Visits.Groups)
+	}
+	return stats, true
+}
+
+// stats answers Kutt's stats (lastDay, lastWeek, lastMonth, lastYear,
+// each with its views and breakdowns) from linkraft's clicks per hour
+// and per day and its visitors per day. linkraft keeps them for
+// fsm.ClickRetentionHours: older months of lastYear read 0, and a
+// period's breakdowns count whole days.
 func (k kutt) stats(ctx *fasthttp.RequestCtx) {
 	l, ok := k.find(ctx)
 	if !ok {
 		return
 	}
 	now := time.Now().UTC()
-	periods := []struct {
-		name     string
-		from     time.Time
-		interval string
-		points   int
-	}{
-		{"lastDay", now.Add(-24 * time.Hour), "hour", 24},
-		{"lastWeek", now.AddDate(0, 0, -7), "day", 7},
-		{"lastMonth", now.AddDate(0, 0, -30), "day", 30},
-		// allTime: as far back as linkraft keeps visits.
-		{"allTime", now.Add(-time.Duration(fsm.ClickRetentionHours-24) * time.Hour), "day", fsm.ClickRetentionHours/24 - 1},
+	kept := now.Add(-time.Duration(fsm.ClickRetentionHours-24) * time.Hour)
+	hours, ok := k.series(ctx, &l, "hour", now.Add(-24*time.Hour), now)
+	if !ok {
+		return
 	}
-	out := map[string]any{}
-	for _, p := range periods {
-		views := make([]uint64, 0, p.points)
-		q := url.Values{"interval": {p.interval}, "from": {nativeTime(p.from)}, "to": {nativeTime(now)}}
-		a := k.n.Call(ctx, "GET", linkPath(l.ShortCode, l.Domain, "/stats")+sep(l.Domain)+q.Encode(), nil)
-		if !a.OK() {
-			k.failNative(ctx, a)
-			return
-		}
-		var series struct {
-			Series []struct {
-				Clicks uint64 `json:"clicks"`
-			} `json:"series"`
-		}
-		if err := a.Decode(&series); err != nil {
-			failKutt(ctx, fasthttp.StatusInternalServerError, err.Error())
-			return
-		}
-		var total uint64
-		for _, s := range series.Series {
-			views = append(views, s.Clicks)
-			total += s.Clicks
-		}
-		stats := map[string][]kuttStat{}
-		for _, dim := range []struct{ kutt, native string }{{"browser", "browser"}, {"os", "os"}, {"country", "country"}, {"referrer", "referrer"}} {
-			q := url.Values{"group_by": {dim.native}, "from": {nativeTime(p.from)}, "to": {nativeTime(now)}}
-			a := k.n.Call(ctx, "GET", linkPath(l.ShortCode, l.Domain, "/stats")+sep(l.Domain)+q.Encode(), nil)
-			if !a.OK() {
-				k.failNative(ctx, a)
-				return
-			}
-			var groups struct {
-				Visits struct {
-					Groups []struct {
-						Value  string `json:"value"`
-						Clicks uint64 `json:"clicks"`
-					} `json:"groups"`
-				} `json:"visits"`
-			}
-			if err := a.Decode(&groups); err != nil {
-				failKutt(ctx, fasthttp.StatusInternalServerError, err.Error())
-				return
-			}
-			items := []kuttStat{}
-			for _, g := range groups.Visits.Groups {
-				items = append(items, kuttStat{g.Value, g.Clicks})
-			}
-			stats[dim.kutt] = items
-		}
-		out[p.name] = map[string]any{"stats": stats, "views": views, "total": total}
+	days, ok := k.series(ctx, &l, "day", kept, now)
+	if !ok {
+		return
 	}
 	body := map[string]any{}
 	if err := json.Unmarshal(marshal(kuttLinkOf(&l)), &body); err != nil {
 		failKutt(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	for key, v := range out {
-		body[key] = v
+	for _, p := range kuttPeriods(now) {
+		points := days
+		if p.hourly {
+			points = hours
+		}
+		views, total := p.views(points, now)
+		stats, ok := k.breakdowns(ctx, &l, maxTime(p.from, kept), now)
+		if !ok {
+			return
+		}
+		body[p.name] = map[string]any{"stats": stats, "views": views, "total": total}
 	}
 	body["updatedAt"] = kuttTime(now)
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(body))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // sep joins a query to a link path that may have ?domain= already.
