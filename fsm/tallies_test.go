@@ -184,7 +184,8 @@ func TestRowsOfAnHourRange(t *testing.T) {
 
 // TestRowsOfTheCurrentHourAreNotInTheFuture: a row is dated within its
 // hour, but in the hour that is still going on, never after the query's
-// now: three clicks at 02:07 are not listed at 02:20 and 02:40.
+// now: three clicks at 02:07 are listed at 02:00, not at 02:20 and 02:40,
+// and in the same place by every later query of that hour.
 func TestRowsOfTheCurrentHourAreNotInTheFuture(t *testing.T) {
 	f, code := tallied(t)
 	from := talliesDay + dayMillis + 2*hour
@@ -193,7 +194,8 @@ func TestRowsOfTheCurrentHourAreNotInTheFuture(t *testing.T) {
 		now  int64
 		last int64 // no row after
 	}{
-		{"seven minutes into the hour", from + 7*60_000, from + 7*60_000},
+		{"seven minutes into the hour", from + 7*60_000, from},
+		{"a minute before its end", from + hour - 60_000, from},
 		{"at the hour's start", from, from},
 		{"the hour is over", from + 3*hour, from + hour - 1},
 		{"no now given", 0, from + hour - 1},

@@ -22,9 +22,10 @@ type RowQuery struct {
 	// that start in [From, To).
 	From, To    int64
 	ExcludeBots bool
-	// Now (Unix milliseconds, 0 for none) bounds the hour still going
-	// on: its rows are spread over the part of it that has passed, so
-	// none is dated after the visits could have happened.
+	// Now (Unix milliseconds, 0 for none) is the time of the query: the
+	// rows of the hour still going on are all dated at its start, never
+	// after a visit they stand for could have happened, and still the
+	// same on every node and for every page until the hour is over.
 	Now int64
 	// Offset rows are skipped, then at most Limit listed.
 	Offset, Limit uint64
@@ -34,8 +35,8 @@ type RowQuery struct {
 // the state never holds one.
 type VisitRow struct {
 	// At is a deterministic instant within the click's hour: the rows of
-	// an hour are spread evenly over it (over its past, for the hour of
-	// RowQuery.Now), newest first.
+	// an hour are spread evenly over it, newest first (those of the hour
+	// of RowQuery.Now all at its start).
 	At   int64
 	Code string // the link's qualified code
 	// Referrer is the referring host, "" for none, OtherReferrer for a
@@ -249,7 +250,7 @@ func (lt *linkTable) listDay(out *VisitRows, day uint32, lds []linkDay, offset u
 		start := (int64(day)*24 + int64(h)) * hourMillis
 		span := int64(hourMillis)
 		if q.Now > 0 && q.Now < start+hourMillis {
-			span = max(q.Now-start, 0)
+			span = 0
 		}
 		pos := uint64(0)
 		for k, sg := range segs {

@@ -106,14 +106,6 @@ var mutations = []mutation{
 		pkg:       "./e2e/", run: "^TestDamagedRaftStoreIsRefusedAndReplaced$",
 	},
 	{
-		name:      "commit-push",
-		guarantee: "a create relayed by a follower is answered in a commit round, not after Raft's commit timeout",
-		file:      "cluster/commitpush.go",
-		from:      "\tp.owed = true\n",
-		to:        "\tp.owed = false\n",
-		pkg:       "./cluster/", run: "^TestRelayedCreatesDoNotWaitForTheCommitTimeout$",
-	},
-	{
 		name:      "removed-stays-removed",
 		guarantee: "a removed server stays out of the configuration, under every later leader",
 		file:      "cluster/membership/reconcile.go",
