@@ -130,6 +130,7 @@ func TestEditsCountAgainstCreateRate(t *testing.T) {
 // only a peer is believed, changes nothing.
 func TestPasswordHashingBudget(t *testing.T) {
 	s := newTestServer(t, nil)
+	freezeBudgets(s)
 	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite, 0, fsm.AllWorkspaces)
 	attacker := net.IPv4(192, 0, 2, 10)
 	var limited *fasthttp.RequestCtx
