@@ -531,7 +531,7 @@ func TestKuttAPI(t *testing.T) {
 		{"list", "GET", "/api/v2/links?skip=0&limit=1&all=false", "", 200, map[string]any{"total": 2.0, "limit": 1.0, "skip": 0.0}},
 		{"update by id", "PATCH", "/api/v2/links/" + id, `{"target":"https://example.com/moved","description":"E","expire_in":"2 hours"}`, 200,
 			map[string]any{"target": "https://example.com/moved", "description": "E", "id": id}},
-		{"update address refused", "PATCH", "/api/v2/links/" + id, `{"address":"other-1"}`, 400, map[string]any{}},
+		{"update, same address", "PATCH", "/api/v2/links/" + id, `{"address":"kutt-1"}`, 400, map[string]any{"error": "Should at least update one field."}},
 		{"stats by GET", "GET", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1", "lastDay.total": 0.0}},
 		{"stats by DELETE", "DELETE", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1"}},
 		{"health", "GET", "/api/v2/health", "", 200, nil},
