@@ -676,6 +676,8 @@ async function openEdit(code, domain) {
 // editBody is what changed, as the fields of an edit.
 function editBody() {
   const l = ED.link, body = {}, v = id => $(id).value.trim();
+  // Checked only when changed: a link imported with a code outside these
+  // rules keeps it through other edits.
   const code = v("e-code");
   if (code !== l.short_code) {
     if (!/^[A-Za-z0-9_-]{3,64}$/.test(code)) throw fieldError($("e-code"), "The code must be 3 to 64 letters, digits, - or _.");
