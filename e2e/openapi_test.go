@@ -910,6 +910,14 @@ func exerciseManagedLinks(t *testing.T, c *contract, n *node, a, e link) managed
 	if r := c.call(t, n, http.MethodPatch, path, jsonH, []byte(`{"domain":"short.example"}`), http.StatusBadRequest); !strings.Contains(problemDetail(r), `"domain"`) {
 		t.Errorf("edit of the domain: detail %q does not name the field", problemDetail(r))
 	}
+	// A rename answers the link under its new code; the old code is
+	// retired, so renaming back to it is 409.
+	c.call(t, n, http.MethodPost, "/api/v1/urls", jsonH, mustJSON(t, map[string]any{"original_url": "https://example.com/openapi/renamed", "custom_code": "openapi-before"}), http.StatusCreated)
+	var renamed managedLink
+	if decodeAnswer(t, c.call(t, n, http.MethodPatch, "/api/v1/urls/openapi-before", jsonH, []byte(`{"short_code":"openapi-after"}`), http.StatusOK), &renamed); renamed.ShortCode != "openapi-after" {
+		t.Errorf("rename answered %+v", renamed)
+	}
+	c.call(t, n, http.MethodPatch, "/api/v1/urls/openapi-after", jsonH, []byte(`{"short_code":"openapi-before"}`), http.StatusConflict)
 	c.call(t, n, http.MethodPatch, path, jsonH, mustJSON(t, map[string]any{"original_url": "https://example.com/" + strings.Repeat("x", 2100)}), http.StatusRequestEntityTooLarge)
 	c.call(t, n, http.MethodPatch, "/api/v1/urls/nosuchcode", jsonH, []byte(`{"title":"x"}`), http.StatusNotFound)
 	c.call(t, n, http.MethodPatch, path, noCredential(), []byte(`{"title":"x"}`), http.StatusUnauthorized)

@@ -88,6 +88,9 @@ func TestRollingUpgrade(t *testing.T) {
 		if r := n.patch(t, links[0].ShortCode, `{"original_url":"https://example.com/too-soon"}`); r.status != http.StatusServiceUnavailable {
 			t.Fatalf("an edit through upgraded %s in a mixed cluster: %v", n.id, r)
 		}
+		if r := n.patch(t, links[1].ShortCode, `{"short_code":"too-soon-`+itoa(i)+`"}`); r.status != http.StatusServiceUnavailable {
+			t.Fatalf("a rename through upgraded %s in a mixed cluster: %v", n.id, r)
+		}
 		if r := n.postJSON(t, "/admin/domains", map[string]any{"domain": "too-soon.example"}); r.status != http.StatusServiceUnavailable {
 			t.Fatalf("a domain through upgraded %s in a mixed cluster: %v", n.id, r)
 		}

@@ -68,6 +68,9 @@ const (
 	// LevelRemovals: cmdServerRemoval records a server an operator
 	// removed from the cluster, or forgets that record (removals.go).
 	cmdServerRemoval
+	// LevelRename: cmdRename gives a link a new code and retires the old
+	// one (rename.go).
+	cmdRename
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of

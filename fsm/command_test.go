@@ -42,6 +42,7 @@ func everyCommand() map[string]Command {
 		"visits delete":        VisitsDeleteCommand{Code: "abc", Now: 9, KeyID: key.ID},
 		"orphan visits delete": OrphanVisitsDeleteCommand{Now: 9, KeyID: key.ID},
 		"server removal":       ServerRemovalCommand{ID: "n4", Incarnation: "0123456789abcdef"},
+		"rename":               RenameCommand{NewCode: "y", Edit: EditCommand{Code: "x", Now: 1, Fields: EditTitle | EditCrawlable, Title: "t", Crawlable: true}},
 	}
 	maps.Copy(commands, visitRowsCommands())
 	return commands
@@ -75,7 +76,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdServerRemoval; typ++ {
+	for typ := cmdInit; typ <= cmdRename; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

@@ -319,6 +319,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range visitRowsCommands() {
 		f.Add(c.Encode())
 	}
+	for _, c := range renameWorkload() {
+		f.Add(c)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
 		if err != nil {

@@ -54,8 +54,13 @@ const (
 	// reads before it adds a server (removals.go), applied once the
 	// cluster is raised to it; snapshots of such a state are version 11.
 	LevelRemovals = 10
+	// LevelRename: type 32, renaming a link's code (rename.go), applied
+	// once the cluster is raised to it. No new snapshot section: the
+	// renamed link and its retired code are in the links and tombstones
+	// every version holds, so snapshots of such a state are version 11.
+	LevelRename = 11
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelRemovals
+	EntryLevel = LevelRename
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
@@ -67,6 +72,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdRename:
+		return LevelRename
 	case typ >= cmdServerRemoval:
 		return LevelRemovals
 	case typ >= cmdVisitsDelete:

@@ -118,6 +118,7 @@ var features = []feature{
 		handles(decodeEditEntry, orError((*state).edit), cmdEdit, cmdEditExtended),
 		handles(anyType(decodePurge), (*state).purge, cmdPurge),
 		handles(anyType(decodeTagsCommand), orError((*state).applyTags), cmdTags),
+		handles(anyType(decodeRename), orError((*state).rename), cmdRename),
 	}, sections: []section{
 		{name: "links", at: 40, since: snapshotV1, write: writeLinks, read: readLinks},
 		{name: "dedupe", at: 45, since: snapshotV1, until: snapshotV1,

@@ -179,6 +179,9 @@ type EventLink struct {
 	Title     string
 	Tags      []string
 	ExpiresAt int64
+	// PreviousCode is the code a rename retired (link.updated only);
+	// "" for any other write.
+	PreviousCode string
 }
 
 // EventHit is one link's clicks in a link.clicked event.
@@ -351,7 +354,7 @@ func (ev *WebhookEvent) size() int {
 		n += len(h.Code) + len(h.Domain) + 2*perText
 	}
 	l := &ev.Link
-	n += len(l.Code) + len(l.Domain) + len(l.URL) + len(l.Workspace) + len(l.Title)
+	n += len(l.Code) + len(l.Domain) + len(l.URL) + len(l.Workspace) + len(l.Title) + len(l.PreviousCode)
 	for _, tag := range l.Tags {
 		n += len(tag) + perText
 	}
@@ -361,15 +364,28 @@ func (ev *WebhookEvent) size() int {
 // link records a link event: l is the link as the write left it
 // (as it was, for a delete).
 func (w *webhooks) link(t EventType, at int64, bounded bool, l Link) {
+	w.linkEvent(t, at, bounded, l, "")
+}
+
+// linkEvent is link with the code a rename retired ("" for other writes).
+func (w *webhooks) linkEvent(t EventType, at int64, bounded bool, l Link, previous string) {
 	if !w.wanted.Has(t) { // the usual case: checked before building anything
 		return
 	}
 	w.emit(t, at, bounded, func(ev *WebhookEvent) {
-		ev.Link = EventLink{Code: l.Code, Domain: l.Domain, URL: l.URL, Workspace: l.Workspace, ExpiresAt: l.ExpiresAt}
+		ev.Link = EventLink{Code: l.Code, Domain: l.Domain, URL: l.URL, Workspace: l.Workspace, ExpiresAt: l.ExpiresAt,
+			PreviousCode: previous}
 		if l.Options != nil { // never changed once stored: shared
 			ev.Link.Title, ev.Link.Tags = l.Options.Title, l.Options.Tags
 		}
 	})
+}
+
+// renamed records a rename as a link.updated event: l is the link
+// under its new code, previous the qualified code it retired.
+func (w *webhooks) renamed(at int64, bounded bool, l Link, previous string) {
+	_, code := SplitCode(previous)
+	w.linkEvent(EventLinkUpdated, at, bounded, l, code)
 }
 
 // clicks records an applied click batch as one link.clicked event:
@@ -538,7 +554,11 @@ func (snap *snapshot) encodeWebhooks(e *encoder, flush func(bool)) {
 // encodeEvent writes an event but its Seq, which its place in the outbox
 // gives.
 func encodeEvent(e *encoder, ev *WebhookEvent) {
-	e.byte(byte(ev.Type))
+	typ := byte(ev.Type)
+	if ev.Link.PreviousCode != "" {
+		typ |= eventRenamed
+	}
+	e.byte(typ)
 	e.varint(ev.At)
 	if ev.Type == EventLinkClicked {
 		e.uvarint(uint64(len(ev.Hits)))
@@ -557,15 +577,25 @@ func encodeEvent(e *encoder, ev *WebhookEvent) {
 	e.string(l.Title)
 	encodeStrings(e, l.Tags)
 	e.varint(l.ExpiresAt)
+	if l.PreviousCode != "" {
+		e.string(l.PreviousCode)
+	}
 }
 
+// eventRenamed in an event's type byte marks a rename's link.updated,
+// whose previous code follows the link. Events written before renames
+// never have it, so they read as they always did.
+const eventRenamed = 0x80
+
 func decodeEvent(d *decoder) (WebhookEvent, error) {
-	ev := WebhookEvent{Type: EventType(d.byte()), At: d.varint()}
+	typ := d.byte()
+	ev := WebhookEvent{Type: EventType(typ &^ eventRenamed), At: d.varint()}
 	if d.err != nil {
 		return ev, d.err
 	}
-	if !ev.Type.valid() {
-		return ev, fmt.Errorf("webhook event type %d", ev.Type)
+	renamed := typ&eventRenamed != 0
+	if !ev.Type.valid() || renamed && ev.Type != EventLinkUpdated {
+		return ev, fmt.Errorf("webhook event type %d", typ)
 	}
 	if ev.Type == EventLinkClicked {
 		n := d.count(3)
@@ -583,6 +613,11 @@ func decodeEvent(d *decoder) (WebhookEvent, error) {
 	}
 	ev.Link = EventLink{Code: d.string(), Domain: d.string(), URL: d.string(), Workspace: d.string(), Title: d.string(),
 		Tags: decodeStrings(d), ExpiresAt: d.varint()}
+	if renamed {
+		if ev.Link.PreviousCode = d.string(); d.err == nil && ev.Link.PreviousCode == "" {
+			return ev, errors.New("renamed link event without its previous code")
+		}
+	}
 	if d.err == nil && (ev.Link.Code == "" || ev.Link.URL == "") {
 		return ev, errors.New("link event without its link")
 	}

@@ -550,7 +550,7 @@ func TestKuttAPI(t *testing.T) {
 		{"target without a scheme", "POST", "/api/v2/links", `{"target":"example.com/k5"}`, 201, map[string]any{"target": "http://example.com/k5"}},
 		{"update by id", "PATCH", "/api/v2/links/" + id, `{"target":"https://example.com/moved","description":"E","expire_in":"2 hours"}`, 200,
 			map[string]any{"target": "https://example.com/moved", "description": "E", "id": id}},
-		{"update address refused", "PATCH", "/api/v2/links/" + id, `{"address":"other-1"}`, 400, map[string]any{}},
+		{"update, same address", "PATCH", "/api/v2/links/" + id, `{"address":"kutt-1"}`, 400, map[string]any{"error": "Should at least update one field."}},
 		// Kutt visit.queries.js find: lastDay, lastWeek, lastMonth, lastYear.
 		{"stats by GET", "GET", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1", "lastDay.total": 0.0, "lastYear.total": 0.0}},
 		{"stats by DELETE", "DELETE", "/api/v2/links/" + id + "/stats", "", 200, map[string]any{"address": "kutt-1"}},

@@ -27,11 +27,12 @@ func domainParam(ctx *fasthttp.RequestCtx) string {
 	return strings.ToLower(string(ctx.QueryArgs().Peek("domain")))
 }
 
-// editFields is the body of an edit: the option fields, the target and
-// the expiry (null clears it).
+// editFields is the body of an edit: the option fields, the target, the
+// expiry (null clears it) and a new code.
 type editFields struct {
 	OriginalURL *string         `json:"original_url"`
 	ExpiresAt   json.RawMessage `json:"expires_at"`
+	ShortCode   *string         `json:"short_code"`
 	optionFields
 }
 
@@ -52,8 +53,12 @@ func (api *linksAPI) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c, password, err := api.input.editOf(&f, l, time.Now())
+	var newCode string
 	if err == nil {
-		err = editRefusal(ctx, &c, &l)
+		newCode, err = renameOf(f.ShortCode, &l)
+	}
+	if err == nil {
+		err = editRefusal(ctx, &c, &l, newCode)
 	}
 	if err != nil {
 		writeBadRequest(ctx, err)
@@ -64,9 +69,17 @@ func (api *linksAPI) handleEdit(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c.Code, c.KeyID, c.Now = code, keyID(ctx), time.Now().UnixMilli()
-	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), api.writes, c, cluster.ProposeOptions{Visible: true})
+	var cmd fsm.Command = c
+	if newCode != "" {
+		cmd = fsm.RenameCommand{NewCode: fsm.QualifiedCode(l.Domain, newCode), Edit: c}
+	}
+	edited, index, err := cluster.ProposeFor[fsm.Link](context.Background(), api.writes, cmd, cluster.ProposeOptions{Visible: true})
 	if err != nil {
-		writeError(ctx, api.log, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"})
+		writeError(ctx, api.log, err, errorDetail{fsm.ErrNotFound, "short link " + code + " does not exist"},
+			errorDetail{fsm.ErrReserved, "short_code " + newCode + " is a reserved word"},
+			// Before ErrCodeTaken, which it wraps.
+			errorDetail{fsm.ErrCodeDeleted, "short_code " + newCode + " belonged to a deleted or renamed link; such codes are never reused"},
+			errorDetail{fsm.ErrCodeTaken, "short_code " + newCode + " is already taken"})
 		return
 	}
 	markApplied(ctx, index)
@@ -113,13 +126,27 @@ func (li linkInput) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCo
 	return c, password, nil
 }
 
-// editRefusal is why the request may not make edit c of link l, nil when
-// it may: an edit that changes nothing, or one that makes the link's
-// stats public without stats:read (links:write, which the route checked,
-// is not enough to read them, and public stats are read by anyone).
-func editRefusal(ctx *fasthttp.RequestCtx, c *fsm.EditCommand, l *fsm.Link) error {
+// renameOf is the new code an edit's short_code asks for: "" when it
+// asks for none or for the code the link has. A new code follows the
+// rules of a custom code (fsm/input); Apply decides whether it is free.
+func renameOf(shortCode *string, l *fsm.Link) (string, error) {
+	if shortCode == nil || *shortCode == l.Code {
+		return "", nil
+	}
+	if err := input.CustomCode(*shortCode); err != nil {
+		return "", invalid("%s", strings.Replace(err.Error(), "custom_code", "short_code", 1))
+	}
+	return *shortCode, nil
+}
+
+// editRefusal is why the request may not make edit c of link l (and
+// rename it to newCode, unless ""), nil when it may: an edit that changes
+// nothing, or one that makes the link's stats public without stats:read
+// (links:write, which the route checked, is not enough to read them, and
+// public stats are read by anyone).
+func editRefusal(ctx *fasthttp.RequestCtx, c *fsm.EditCommand, l *fsm.Link, newCode string) error {
 	switch {
-	case c.Fields == 0:
+	case c.Fields == 0 && newCode == "":
 		return invalid("the body changes nothing: send at least one field to change")
 	case c.Fields&fsm.EditPublicStats != 0 && c.PublicStats && !sees(ctx, fsm.ScopeStatsRead, l.Workspace):
 		return forbidden(publicStatsDetail(l.Workspace))

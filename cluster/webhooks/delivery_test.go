@@ -534,3 +534,16 @@ func TestInternalReceiverRefused(t *testing.T) {
 		t.Fatalf("the internal receiver got %d attempts", len(got))
 	}
 }
+
+// TestRenamedBody: a rename's link.updated names the code it retired;
+// other link events have no previous_short_code.
+func TestRenamedBody(t *testing.T) {
+	ev := fsm.WebhookEvent{Seq: 8, Type: fsm.EventLinkUpdated, At: createdAt,
+		Link: fsm.EventLink{Code: "new", URL: "https://example.com/", Workspace: "default", PreviousCode: "old"}}
+	body, err := EventBody(hookA, &ev)
+	want := `{"id":"aaaaaaaaaaaaaaaa-8","event":"link.updated","webhook":"aaaaaaaaaaaaaaaa","created_at":"2023-11-14T22:13:20.000Z",` +
+		`"data":{"short_code":"new","domain":"","original_url":"https://example.com/","workspace":"default","title":"","tags":[],"expires_at":null,"previous_short_code":"old"}}`
+	if err != nil || string(body) != want {
+		t.Fatalf("body: %s (%v)\nwant %s", body, err, want)
+	}
+}

@@ -90,6 +90,9 @@ type eventLinkJSON struct {
 	Title       string   `json:"title"`
 	Tags        []string `json:"tags"`
 	ExpiresAt   *string  `json:"expires_at"`
+	// PreviousCode is the code a rename retired; only a rename's
+	// link.updated has it.
+	PreviousCode string `json:"previous_short_code,omitempty"`
 }
 
 type eventHitJSON struct {
@@ -109,7 +112,8 @@ func EventBody(webhook string, ev *fsm.WebhookEvent) ([]byte, error) {
 		b.Data = map[string]any{"clicks": hits}
 	} else {
 		l := ev.Link
-		d := eventLinkJSON{ShortCode: l.Code, Domain: l.Domain, OriginalURL: l.URL, Workspace: l.Workspace, Title: l.Title, Tags: l.Tags}
+		d := eventLinkJSON{ShortCode: l.Code, Domain: l.Domain, OriginalURL: l.URL, Workspace: l.Workspace, Title: l.Title, Tags: l.Tags,
+			PreviousCode: l.PreviousCode}
 		if d.Tags == nil {
 			d.Tags = []string{}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/linkraft/linkraft/fsm"
+	"github.com/linkraft/linkraft/fsm/codes"
 )
 
 func registerKutt(route Route, n Native, c cors) {
@@ -346,8 +347,13 @@ type kuttUpdate struct {
 	Address     *string `json:"address"`
 	Description *string `json:"description"`
 	ExpireIn    *string `json:"expire_in"`
+	Password    *string `json:"password"`
 }
 
+// update is Kutt's edit. As Kutt's, an empty or unchanged address and an
+// empty password on a link without one change nothing; a new address
+// renames the link (its old code is retired for good), an empty password
+// removes the link's.
 func (k kutt) update(ctx *fasthttp.RequestCtx) {
 	var u kuttUpdate
 	if err := decodeStrict(ctx.PostBody(), &u); err != nil {
@@ -358,30 +364,22 @@ func (k kutt) update(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{}
-	if u.Address != nil && *u.Address != l.ShortCode {
-		failKutt(ctx, fasthttp.StatusBadRequest, "linkraft does not change a link's address: its code is kept for good")
+	body, err := u.native(&l)
+	if err != nil {
+		failKutt(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	if u.Target != nil {
-		body["original_url"] = *u.Target
-	}
-	if u.Description != nil {
-		body["title"] = *u.Description
-	}
-	if u.ExpireIn != nil {
-		if *u.ExpireIn == "" {
-			body["expires_at"] = nil
-		} else {
-			secs, err := expireIn(*u.ExpireIn)
-			if err != nil {
-				failKutt(ctx, fasthttp.StatusBadRequest, err.Error())
-				return
-			}
-			body["expires_at"] = nativeTime(time.Now().Add(time.Duration(secs) * time.Second))
-		}
+	if len(body) == 0 {
+		failKutt(ctx, fasthttp.StatusBadRequest, "Should at least update one field.")
+		return
 	}
 	a := k.n.Call(ctx, "PATCH", linkPath(l.ShortCode, l.Domain, ""), body)
+	if a.Status == fasthttp.StatusConflict {
+		// Kutt's own words for an address in use; linkraft also counts a
+		// deleted or renamed link's code as one (never reused).
+		failKutt(ctx, fasthttp.StatusBadRequest, "Custom URL is already in use.")
+		return
+	}
 	if !a.OK() {
 		k.failNative(ctx, a)
 		return
@@ -395,6 +393,51 @@ func (k kutt) update(ctx *fasthttp.RequestCtx) {
 	edited := kuttLinkOf(&l)
 	edited.UpdatedAt = kuttTime(time.Now())
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(edited))
+}
+
+// native is linkraft's edit body for the update of link l: only the
+// fields that change it.
+func (u *kuttUpdate) native(l *Link) (map[string]any, error) {
+	body := map[string]any{}
+	if u.Address != nil {
+		address := strings.TrimSpace(*u.Address)
+		if codes.IsReserved(address) {
+			return nil, errors.New("You can't use this custom URL.")
+		}
+		if address != "" && address != l.ShortCode {
+			body["short_code"] = address
+		}
+	}
+	if u.Target != nil {
+		body["original_url"] = *u.Target
+	}
+	if u.Description != nil {
+		body["title"] = *u.Description
+	}
+	if u.ExpireIn != nil {
+		if *u.ExpireIn == "" {
+			body["expires_at"] = nil
+		} else {
+			secs, err := expireIn(*u.ExpireIn)
+			if err != nil {
+				return nil, err
+			}
+			body["expires_at"] = nativeTime(time.Now().Add(time.Duration(secs) * time.Second))
+		}
+	}
+	if u.Password != nil {
+		switch pw := *u.Password; {
+		case pw == "" && l.PasswordProtected:
+			body["password"] = nil
+		case strings.Trim(pw, "•") == "":
+			// Kutt's form shows a set password as dots and sends them
+			// back unchanged: they change nothing, nor does "" on a link
+			// without a password.
+		default:
+			body["password"] = pw
+		}
+	}
+	return body, nil
 }
 
 func (k kutt) remove(ctx *fasthttp.RequestCtx) {

@@ -628,6 +628,7 @@ $("e-url").addEventListener("input", () => noteHidden($("e-url-hid"), $("e-url")
 
 function fillEdit(l) {
   ED.link = l;
+  $("e-code").value = l.short_code;
   $("e-url").value = l.original_url;
   noteHidden($("e-url-hid"), l.original_url);
   $("e-title").value = l.title || "";
@@ -675,6 +676,13 @@ async function openEdit(code, domain) {
 // editBody is what changed, as the fields of an edit.
 function editBody() {
   const l = ED.link, body = {}, v = id => $(id).value.trim();
+  // Checked only when changed: a link imported with a code outside these
+  // rules keeps it through other edits.
+  const code = v("e-code");
+  if (code !== l.short_code) {
+    if (!/^[A-Za-z0-9_-]{3,64}$/.test(code)) throw fieldError($("e-code"), "The code must be 3 to 64 letters, digits, - or _.");
+    body.short_code = code;
+  }
   if ($("e-url").value !== l.original_url) body.original_url = v("e-url");
   if ($("e-title").value !== (l.title || "")) body.title = v("e-title");
   const tags = tagList($("e-tags").value);
