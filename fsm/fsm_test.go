@@ -241,6 +241,24 @@ func TestRequestIDMakesCreateIdempotent(t *testing.T) {
 	}
 }
 
+// TestRequestIDMakesCreateInADomainIdempotent: a create resent with its
+// request id returns its first link in a registered domain too (the record
+// names the link by its qualified code), once the cluster is raised to
+// LevelRename; below it, a retry is applied as older builds apply it.
+func TestRequestIDMakesCreateInADomainIdempotent(t *testing.T) {
+	for _, custom := range []string{"", "mine"} {
+		f := New()
+		applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: EntryLevel}.Encode(),
+			DomainCommand{Domain: Domain{Name: "go.example"}, By: RootKeyID, Now: 1}.Encode())
+		req := CreateRequest{URL: "https://example.com/once", Domain: "go.example", CustomCode: custom, RequestID: "r-1"}
+		a := createOne(t, f, 2, req)
+		b := createOne(t, f, 3, req)
+		if a.Err != nil || b.Err != nil || b.Link != a.Link || f.Len() != 1 {
+			t.Fatalf("custom code %q: a retry in a domain answered %+v after %+v (%d links), want the first link", custom, b, a, f.Len())
+		}
+	}
+}
+
 func TestClickBatchesApplyOnce(t *testing.T) {
 	f := New()
 	applyAll(t, f, InitCommand{Key: testKey}.Encode())

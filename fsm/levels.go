@@ -55,7 +55,9 @@ const (
 	// cluster is raised to it; snapshots of such a state are version 11.
 	LevelRemovals = 10
 	// LevelRename: type 32, renaming a link's code (rename.go), applied
-	// once the cluster is raised to it. No new snapshot section: the
+	// once the cluster is raised to it; from it on, a create's request
+	// record names its link by the qualified code, so a retry in a
+	// registered domain finds it (state.go). No new snapshot section: the
 	// renamed link and its retired code are in the links and tombstones
 	// every version holds, so snapshots of such a state are version 11.
 	LevelRename = 11

@@ -152,7 +152,15 @@ func (s *state) create(now int64, r CreateRequest) CreateResult {
 	}
 	res := s.createNew(now, r)
 	if res.Err == nil && r.RequestID != "" {
-		s.requests.add(requestRecord{id: r.RequestID, code: res.Link.Code, existing: res.Existing, at: now, fingerprint: asked})
+		// The record names the link as lookup finds it: by its qualified
+		// code. Older builds recorded the bare code, which finds no link in
+		// a registered domain (a retry there made another link); they
+		// still do until the cluster is raised past them.
+		code := res.Link.Code
+		if s.raised >= LevelRename {
+			code = res.Link.Qualified()
+		}
+		s.requests.add(requestRecord{id: r.RequestID, code: code, existing: res.Existing, at: now, fingerprint: asked})
 	}
 	if res.Err == nil && !res.Existing {
 		if r.KeyID != "" || !s.bounded() {
