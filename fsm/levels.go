@@ -54,8 +54,14 @@ const (
 	// reads before it adds a server (removals.go), applied once the
 	// cluster is raised to it; snapshots of such a state are version 11.
 	LevelRemovals = 10
+	// LevelTargets: no new entry type. Once the cluster is raised to it,
+	// a dedupe create returns the oldest live link of its target that
+	// still redirects and has the options the create sets, whatever made
+	// that link (dedupe.go); before, only a link made with dedupe.
+	// Snapshots of such a state are version 11, as at LevelRemovals.
+	LevelTargets = 11
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelRemovals
+	EntryLevel = LevelTargets
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The
