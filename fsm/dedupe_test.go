@@ -336,3 +336,68 @@ func TestTargetListsStayInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainlyCanonicalAgrees: the URLs the fast path takes are exactly
+// what Canonicalize gives back unchanged, and common canonical URLs do
+// take it.
+func TestPlainlyCanonicalAgrees(t *testing.T) {
+	cases := []struct {
+		url   string
+		plain bool
+	}{
+		{benchURL(7), true},
+		{"https://example.com/", true},
+		{"http://a.example/x/Y_z~1.html?a=1&a=0&b=&c", true},
+		{"https://example.com/a:b@c=d+e,f", true},
+		{"https://example.com", false},                 // no path: Canonicalize adds "/"
+		{"https://Example.com/", false},                // uppercase host
+		{"HTTPS://example.com/", false},                // uppercase scheme
+		{"https://example.com:443/", false},            // default port
+		{"https://example.com:8443/", false},           // any port takes the parse
+		{"https://u@example.com/", false},              // userinfo
+		{"https://example.com/a/", false},              // trailing slash
+		{"https://example.com//a", false},              // empty segment
+		{"https://example.com/%7Ea", false},            // an escape
+		{"https://example.com/a b", false},             // a space
+		{"https://example.com/?b=1&a=2", false},        // keys out of order
+		{"https://example.com/?a=1&&b=2", false},       // an empty parameter
+		{"https://example.com/?", false},               // an empty query
+		{"https://example.com/#top", false},            // a fragment
+		{"https://[::1]/", false},                      // IPv6
+		{"ftp://example.com/", false},                  // another scheme
+		{" https://example.com/", false},               // surrounding space
+		{"https://example.com/a?q=x%20y", false},       // an escape in the query
+		{"https://example.com/a?q=x;y", false},         // a semicolon
+		{"https://xn--bcher-kva.example/a?b=1", true},  // an IDN's ASCII form
+		{"https://example.com/a?b=1&b=0&c=2", true},    // repeated keys keep their order
+		{"https://example.com/a?b/c=1?d", true},        // '/' and '?' in the query
+		{"https://example.com/a?A=1&a=2", true},        // keys compare as bytes
+		{"https://example.com/a?a=2&A=1", false},       // …so this is out of order
+		{"https://example.com/a*(b)", false},           // sub-delimiters left to the parse
+		{"https://example.com/~user/.hidden/..", true}, // dot segments are kept
+	}
+	for _, tc := range cases {
+		if got := plainlyCanonical(tc.url); got != tc.plain {
+			t.Errorf("plainlyCanonical(%q) = %v, want %v", tc.url, got, tc.plain)
+		}
+		if c, err := codes.Canonicalize(tc.url); tc.plain && (err != nil || c != tc.url) {
+			t.Errorf("%q is taken as canonical, but Canonicalize gives %q, %v", tc.url, c, err)
+		}
+	}
+}
+
+// FuzzPlainlyCanonical: whatever the fast path takes as canonical,
+// Canonicalize gives back unchanged.
+func FuzzPlainlyCanonical(f *testing.F) {
+	for _, s := range []string{benchURL(1), "https://example.com/", "http://a.b/c?d=e&f", "https://x.y/a?b=1&a=2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, url string) {
+		if !plainlyCanonical(url) {
+			return
+		}
+		if c, err := codes.Canonicalize(url); err != nil || c != url {
+			t.Fatalf("%q is taken as canonical, but Canonicalize gives %q, %v", url, c, err)
+		}
+	})
+}

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/linkraft/linkraft/fsm/codes"
 )
 
 // linkTable is the links and their indexes: the records and texts, the
@@ -93,20 +91,13 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 
 // targetOf is the canonical target URL a link is found under: the
 // canonical URL a dedupe link was created with (its proposer computed
-// it), else codes.Canonicalize of its URL, or the URL itself where that
-// fails (no create can ask for such a URL: its proposer could not
-// canonicalise it either). The same record gives the same key on every
-// node and at every restore.
+// it), else canonicalTarget of its URL. The same record gives the same
+// key on every node and at every restore.
 func (lt *linkTable) targetOf(r *record) string {
 	if r.dedupe() {
 		return lt.recs.text.canonical(r)
 	}
-	url := lt.recs.text.url(r)
-	canonical, err := codes.Canonicalize(url)
-	if err != nil {
-		return url
-	}
-	return canonical
+	return canonicalTarget(lt.recs.text.url(r))
 }
 
 // holdsTarget reports whether the link at p is in workspace and domain

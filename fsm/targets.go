@@ -1,6 +1,11 @@
 package fsm
 
-import "iter"
+import (
+	"iter"
+	"strings"
+
+	"github.com/linkraft/linkraft/fsm/codes"
+)
 
 // targetLinks finds every live link of a target: the links that share a
 // workspace, a domain and a canonical target URL (a target key). It is
@@ -101,3 +106,84 @@ func (t *targetLinks) links(head uint32) iter.Seq[uint32] {
 
 // keys is the number of target keys held.
 func (t *targetLinks) keys() int { return t.heads.len() }
+
+// canonicalTarget is codes.Canonicalize of url, or url where that fails
+// (no create can ask for such a URL: its proposer could not canonicalise
+// it either). Most stored URLs are already canonical, and restore finds
+// the target of every link: plainlyCanonical spares those the parse,
+// which would make a restore several times slower.
+func canonicalTarget(url string) string {
+	if plainlyCanonical(url) {
+		return url
+	}
+	canonical, err := codes.Canonicalize(url)
+	if err != nil {
+		return url
+	}
+	return canonical
+}
+
+// plainlyCanonical reports, for a narrow and common form, that
+// codes.Canonicalize(url) is url itself: a lowercase http or https scheme
+// and host of letters, digits, dots and hyphens (no port, user or IPv6);
+// a path of unreserved characters and a few sub-delimiters (no escapes,
+// no empty segment, no trailing '/' but the root); an optional query of
+// such characters, no empty parameter, keys in order; no fragment. Any
+// other URL takes the full canonicalisation (TestPlainlyCanonicalAgrees
+// and FuzzPlainlyCanonical hold the two together).
+func plainlyCanonical(url string) bool {
+	rest, ok := strings.CutPrefix(url, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(url, "http://"); !ok {
+			return false
+		}
+	}
+	slash := strings.IndexByte(rest, '/')
+	if slash <= 0 {
+		return false
+	}
+	host, rest := rest[:slash], rest[slash:]
+	for i := range len(host) {
+		if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	path, query, hasQuery := strings.Cut(rest, "?")
+	if !plainChars(path, "") || strings.Contains(path, "//") || len(path) > 1 && path[len(path)-1] == '/' {
+		return false
+	}
+	return !hasQuery || plainQuery(query)
+}
+
+// plainQuery reports whether a raw query is one Canonicalize keeps as it
+// is: plain characters, no empty parameter, keys in order.
+func plainQuery(query string) bool {
+	if !plainChars(query, "?&") {
+		return false
+	}
+	prev := ""
+	for param := range strings.SplitSeq(query, "&") {
+		key, _, _ := strings.Cut(param, "=")
+		if param == "" || key < prev {
+			return false
+		}
+		prev = key
+	}
+	return true
+}
+
+// plainChars reports whether s holds only unreserved characters, '/',
+// and the sub-delimiters "=+,:@" (none of which net/url escapes or
+// Canonicalize rewrites), and those in extra.
+func plainChars(s, extra string) bool {
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~/=+,:@", c) >= 0, strings.IndexByte(extra, c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
