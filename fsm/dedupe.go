@@ -7,10 +7,11 @@ package fsm
 // workspace and domain, unless it expired. From LevelTargets on, any live
 // link of the target counts, whatever made it (a create without dedupe,
 // an import, a compatible API, a bulk create): the oldest one that would
-// redirect at the entry's time and has the options the create sets. The
-// oldest, as Shlink's findOneMatching orders by id: the answer does not
-// change as newer links to the same URL come and go, and is the same on
-// every node because positions are in id order.
+// redirect at the entry's time. The oldest, as Shlink's findOneMatching
+// orders by id: the answer does not change as newer links to the same URL
+// come and go, and is the same on every node because positions are in id
+// order. Options are not compared, as before: Kutt's reuse and Bitly's
+// shorten return the existing link whatever else the request sets.
 
 // found is the position of the link a dedupe create through the counter
 // returns, if any.
@@ -20,7 +21,7 @@ func (c *codeChoice) found() (uint32, bool) {
 		return s.links.dedupeLookup(c.ws, c.r.Domain, c.canonical)
 	}
 	for p := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
-		if s.redirects(p, c.now) && s.hasOptionsOf(p, c.r) {
+		if s.redirects(p, c.now) {
 			return p, true
 		}
 	}
@@ -49,44 +50,4 @@ func (s *state) redirects(p uint32, now int64) bool {
 		return true
 	}
 	return now >= o.ValidSince && (o.MaxVisits == 0 || s.visitsUsed(p) < o.MaxVisits)
-}
-
-// hasOptionsOf reports whether the link at p has what create r sets of
-// what Shlink's findOneMatching compares: expiry, visit limit, valid
-// since, and tags (the same set, compared as tags are). What r leaves
-// unset matches anything. A password never matches: its hash is salted,
-// so two are never known to be equal, and a dedupe must not hand out a
-// link protected by a password its caller did not set.
-func (s *state) hasOptionsOf(p uint32, r CreateRequest) bool {
-	o, want := s.opts.get(p), r.Options
-	if o == nil {
-		o = &Options{}
-	}
-	if want == nil {
-		want = &Options{}
-	}
-	switch {
-	case r.ExpiresAt != 0 && s.links.recs.at(p).expiresAt != r.ExpiresAt,
-		want.MaxVisits != 0 && o.MaxVisits != want.MaxVisits,
-		want.ValidSince != 0 && o.ValidSince != want.ValidSince,
-		want.PasswordHash != "" || o.PasswordHash != "":
-		return false
-	}
-	return len(want.Tags) == 0 || sameTags(o, want.Tags)
-}
-
-// sameTags reports whether o has exactly the tags, in any order.
-func sameTags(o *Options, tags []string) bool {
-	given := Options{Tags: tags}
-	for _, t := range tags {
-		if !o.HasTag(t) {
-			return false
-		}
-	}
-	for _, t := range o.Tags {
-		if !given.HasTag(t) {
-			return false
-		}
-	}
-	return true
 }

@@ -56,8 +56,8 @@ const (
 	LevelRemovals = 10
 	// LevelTargets: no new entry type. Once the cluster is raised to it,
 	// a dedupe create returns the oldest live link of its target that
-	// still redirects and has the options the create sets, whatever made
-	// that link (dedupe.go); before, only a link made with dedupe.
+	// still redirects, whatever made that link (dedupe.go); before, only
+	// a link made with dedupe.
 	// Snapshots of such a state are version 11, as at LevelRemovals.
 	LevelTargets = 11
 	// EntryLevel is the level of this build.
