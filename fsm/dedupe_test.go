@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
@@ -396,4 +398,54 @@ func FuzzPlainlyCanonical(f *testing.F) {
 			t.Fatalf("%q is taken as canonical, but Canonicalize gives %q, %v", url, c, err)
 		}
 	})
+}
+
+// BenchmarkCreatesOfOneTarget applies creates of links that all share
+// one URL, a dedupe create of it, and deletes of them, against the same
+// with a URL each: a target's list keeps each step constant time however
+// many links it holds.
+func BenchmarkCreatesOfOneTarget(b *testing.B) {
+	const links = 100_000
+	for _, shared := range []bool{true, false} {
+		name := map[bool]string{true: "one-target", false: "a-target-each"}[shared]
+		b.Run(name, func(b *testing.B) {
+			target := func(i int) string {
+				if shared {
+					return "https://example.com/same"
+				}
+				return benchURL(i)
+			}
+			for range b.N {
+				applyOneTarget(b, links, target)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*links), "ns/link")
+		})
+	}
+}
+
+func applyOneTarget(b *testing.B, links int, target func(int) string) {
+	f := New()
+	index := uint64(1)
+	apply := func(cmd []byte) any {
+		res := f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
+		index++
+		return res[0]
+	}
+	apply(InitCommand{Key: testKey}.Encode())
+	apply(RaiseCommand{To: LevelTargets}.Encode())
+	for start := 0; start < links; start += 1000 {
+		items := make([]CreateRequest, 1000)
+		for i := range items {
+			items[i] = CreateRequest{URL: target(start + i), CustomCode: fmt.Sprintf("c%07d", start+i)}
+		}
+		apply(create(1, items...))
+	}
+	if res := apply(create(2, CreateRequest{URL: target(0), Dedupe: true})).([]CreateResult)[0]; res.Link.Code != "c0000000" {
+		b.Fatalf("dedupe returned %q", res.Link.Code)
+	}
+	// Newest first: a workspace's list of positions shifts on every
+	// other removal, which would measure that instead.
+	for i := links - 1; i >= 0; i-- {
+		apply(DeleteCommand{Code: fmt.Sprintf("c%07d", i), Now: 3}.Encode())
+	}
 }
