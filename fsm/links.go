@@ -82,6 +82,13 @@ func (lt *linkTable) domainIndex(qualified string) string {
 	return domain
 }
 
+// reserve sizes the code and target indexes for n more links, so that a
+// restore does not grow them step by step.
+func (lt *linkTable) reserve(n int) {
+	lt.byCode.reserve(n)
+	lt.targets.heads.reserve(n)
+}
+
 // lookup returns the position of the live link with this code.
 func (lt *linkTable) lookup(code string) (uint32, bool) {
 	return lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
@@ -113,12 +120,11 @@ func (lt *linkTable) holdsTarget(p, workspace uint32, domain, canonical string) 
 	return lt.targetOf(r) == canonical
 }
 
-// keyOf is the target key of the live link at p: its hash and a match
-// for the positions holding the same key.
-func (lt *linkTable) keyOf(p uint32) (uint32, func(uint32) bool) {
+// targetKey is the workspace, domain and canonical target of the live
+// link at p.
+func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical string) {
 	r := lt.recs.at(p)
-	ws, domain, canonical := r.workspace, lt.domainIndex(lt.recs.text.code(r)), lt.targetOf(r)
-	return lt.targetHash(ws, domain, canonical), func(q uint32) bool { return lt.holdsTarget(q, ws, domain, canonical) }
+	return r.workspace, lt.domainIndex(lt.recs.text.code(r)), lt.targetOf(r)
 }
 
 // withTarget lists the live links of a canonical target in a workspace
@@ -171,13 +177,14 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 }
 
 func (lt *linkTable) addTarget(p uint32) {
-	h, match := lt.keyOf(p)
-	lt.targets.add(p, h, match)
+	ws, domain, canonical := lt.targetKey(p)
+	lt.targets.add(p, lt.targetHash(ws, domain, canonical), func(q uint32) bool {
+		return lt.holdsTarget(q, ws, domain, canonical)
+	})
 }
 
 func (lt *linkTable) removeTarget(p uint32) {
-	h, _ := lt.keyOf(p)
-	lt.targets.remove(p, h)
+	lt.targets.remove(p, lt.targetHash(lt.targetKey(p)))
 }
 
 // index makes a new dedupe link the one dedupe returns, unless a live,
@@ -385,7 +392,9 @@ func (snap *snapshot) encodeLink(e *encoder, r *record) {
 // readLinks inserts the links section, checking each link as it goes.
 func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
-	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
+	n := d.count(minLinkSize)
+	st.links.reserve(n)
+	for ; n > 0 && d.err == nil; n-- {
 		l := decodeSnapLink(d, version)
 		if d.err != nil {
 			return d.err

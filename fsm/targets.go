@@ -149,7 +149,7 @@ func plainlyCanonical(url string) bool {
 		}
 	}
 	path, query, hasQuery := strings.Cut(rest, "?")
-	if !plainChars(path, "") || strings.Contains(path, "//") || len(path) > 1 && path[len(path)-1] == '/' {
+	if !plainChars(path, false) || strings.Contains(path, "//") || len(path) > 1 && path[len(path)-1] == '/' {
 		return false
 	}
 	return !hasQuery || plainQuery(query)
@@ -158,29 +158,31 @@ func plainlyCanonical(url string) bool {
 // plainQuery reports whether a raw query is one Canonicalize keeps as it
 // is: plain characters, no empty parameter, keys in order.
 func plainQuery(query string) bool {
-	if !plainChars(query, "?&") {
+	if !plainChars(query, true) {
 		return false
 	}
-	prev := ""
-	for param := range strings.SplitSeq(query, "&") {
+	for prev := ""; ; {
+		param, rest, more := strings.Cut(query, "&")
 		key, _, _ := strings.Cut(param, "=")
 		if param == "" || key < prev {
 			return false
 		}
-		prev = key
+		if !more {
+			return true
+		}
+		prev, query = key, rest
 	}
-	return true
 }
 
 // plainChars reports whether s holds only unreserved characters, '/',
 // and the sub-delimiters "=+,:@" (none of which net/url escapes or
-// Canonicalize rewrites), and those in extra.
-func plainChars(s, extra string) bool {
+// Canonicalize rewrites), and, in a query, '?' and '&'.
+func plainChars(s string, query bool) bool {
 	for i := range len(s) {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-._~/=+,:@", c) >= 0, strings.IndexByte(extra, c) >= 0:
+		case c == '-', c == '.', c == '_', c == '~', c == '/', c == '=', c == '+', c == ',', c == ':', c == '@':
+		case query && (c == '?' || c == '&'):
 		default:
 			return false
 		}
