@@ -69,6 +69,18 @@ func TestDedupeFindsLinksMadeWithoutIt(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a bulk create's link", func(t *testing.T) {
+		ctx := do(s, "POST", "/api/v1/urls/bulk", "application/json", `{"links":[{"url":"https://example.com/bulk","workspace":"team"}]}`)
+		m := decodeBody(t, ctx.Response.Body())
+		results, _ := m["results"].([]any)
+		if ctx.Response.StatusCode() != 200 || len(results) != 1 {
+			t.Fatalf("bulk: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		made, _ := field(results[0].(map[string]any), "link.short_code").(string)
+		if status, code := createAnswer(t, s, `{"url":"https://example.com/bulk","workspace":"team","dedupe":true}`); status != 200 || code != made {
+			t.Fatalf("dedupe: %d %q, want 200 with the bulk link %q", status, code, made)
+		}
+	})
 	t.Run("its new target after an edit", func(t *testing.T) {
 		plain := mustCreate(t, s, `{"url":"https://example.com/before","workspace":"team"}`)
 		editTarget(t, s, plain, "https://example.com/after")
