@@ -60,9 +60,23 @@ func (x *hashIndex) place(s uint64) {
 	x.slots[i] = s
 }
 
-func (x *hashIndex) grow() {
+func (x *hashIndex) grow() { x.resize(max(minIndexSlots, 2*len(x.slots))) }
+
+// reserve makes room for n more entries at once: the size that growing
+// one entry at a time would come to.
+func (x *hashIndex) reserve(n int) {
+	size := max(minIndexSlots, len(x.slots))
+	for (x.used+n)*4 > size*3 {
+		size *= 2
+	}
+	if size > len(x.slots) {
+		x.resize(size)
+	}
+}
+
+func (x *hashIndex) resize(size int) {
 	old := x.slots
-	x.slots = make([]uint64, max(minIndexSlots, 2*len(old)))
+	x.slots = make([]uint64, size)
 	for _, s := range old {
 		if s != 0 {
 			x.place(s)

@@ -61,8 +61,14 @@ const (
 	// renamed link and its retired code are in the links and tombstones
 	// every version holds, so snapshots of such a state are version 11.
 	LevelRename = 11
+	// LevelTargets: no new entry type. Once the cluster is raised to it,
+	// a dedupe create returns the oldest live link of its target that
+	// still redirects, whatever made that link (dedupe.go); before, only
+	// a link made with dedupe.
+	// Snapshots of such a state are version 11, as at LevelRemovals.
+	LevelTargets = 12
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelRename
+	EntryLevel = LevelTargets
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

@@ -11,14 +11,14 @@ import (
 )
 
 // linkTable is the links and their indexes: the records and texts, the
-// code and dedupe indexes, the workspaces and each domain's count of live
+// code and target indexes, the workspaces and each domain's count of live
 // links. It knows nothing of options, tombstones, clicks or visitors: the
 // state keeps those beside it, by record position.
 type linkTable struct {
 	recs       recordTable
 	byCode     hashIndex // live code → record position
 	workspaces workspaceTable
-	dedupe     hashIndex // workspace and canonical URL → the link dedupe returns
+	targets    targetLinks // workspace, domain and canonical target → its live links
 	seed       maphash.Seed
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
@@ -68,7 +68,7 @@ func (lt *linkTable) linkOf(r *record, text *textArena) Link {
 // written to a snapshot depends on the seed.
 func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
 
-func (lt *linkTable) dedupeHash(workspace uint32, domain, canonical string) uint32 {
+func (lt *linkTable) targetHash(workspace uint32, domain, canonical string) uint32 {
 	h := uint32(maphash.String(lt.seed, canonical)) ^ workspace*0x9e3779b1
 	if domain != "" {
 		h ^= uint32(maphash.String(lt.seed, domain))
@@ -76,10 +76,17 @@ func (lt *linkTable) dedupeHash(workspace uint32, domain, canonical string) uint
 	return h
 }
 
-// domainIndex is the domain part of a qualified code, as dedupeHash takes it.
+// domainIndex is the domain part of a qualified code, as targetHash takes it.
 func (lt *linkTable) domainIndex(qualified string) string {
 	domain, _ := SplitCode(qualified)
 	return domain
+}
+
+// reserve sizes the code and target indexes for n more links, so that a
+// restore does not grow them step by step.
+func (lt *linkTable) reserve(n int) {
+	lt.byCode.reserve(n)
+	lt.targets.heads.reserve(n)
 }
 
 // lookup returns the position of the live link with this code.
@@ -89,14 +96,59 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 	})
 }
 
-// dedupeLookup returns the position of the link dedupe returns for a
-// canonical URL in a workspace and domain.
-func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
-	return lt.dedupe.lookup(lt.dedupeHash(workspace, domain, canonical), func(p uint32) bool {
-		r := lt.recs.at(p)
-		return r.workspace == workspace && lt.recs.text.canonical(r) == canonical &&
-			lt.domainIndex(lt.recs.text.code(r)) == domain
+// targetOf is the canonical target URL a link is found under: the
+// canonical URL a dedupe link was created with (its proposer computed
+// it), else canonicalTarget of its URL. The same record gives the same
+// key on every node and at every restore.
+func (lt *linkTable) targetOf(r *record) string {
+	if r.dedupe() {
+		return lt.recs.text.canonical(r)
+	}
+	return canonicalTarget(lt.recs.text.url(r))
+}
+
+// holdsTarget reports whether the link at p is in workspace and domain
+// with this canonical target.
+func (lt *linkTable) holdsTarget(p, workspace uint32, domain, canonical string) bool {
+	r := lt.recs.at(p)
+	if r.workspace != workspace || lt.domainIndex(lt.recs.text.code(r)) != domain {
+		return false
+	}
+	if !r.dedupe() && lt.recs.text.url(r) == canonical {
+		return true // a canonical form canonicalises to itself
+	}
+	return lt.targetOf(r) == canonical
+}
+
+// targetKey is the workspace, domain and canonical target of the live
+// link at p.
+func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical string) {
+	r := lt.recs.at(p)
+	return r.workspace, lt.domainIndex(lt.recs.text.code(r)), lt.targetOf(r)
+}
+
+// withTarget lists the live links of a canonical target in a workspace
+// and domain, oldest first.
+func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq[uint32] {
+	head, ok := lt.targets.head(lt.targetHash(workspace, domain, canonical), func(p uint32) bool {
+		return lt.holdsTarget(p, workspace, domain, canonical)
 	})
+	if !ok {
+		return func(func(uint32) bool) {}
+	}
+	return lt.targets.links(head)
+}
+
+// dedupeLookup returns the position of the link that dedupe returns
+// before the cluster is raised to LevelTargets: the one dedupe link of
+// a canonical URL in a workspace and domain marked indexed.
+func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
+	for p := range lt.withTarget(workspace, domain, canonical) {
+		if lt.recs.at(p).flags&flagIndexed != 0 {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 // insert stores a new live link: r with its texts. The canonical URL is
@@ -116,6 +168,7 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	r.text = lt.recs.text.add(code, url, stored)
 	p := lt.recs.append(r)
 	lt.byCode.insert(lt.codeHash(code), p)
+	lt.addTarget(p)
 	lt.workspaces.links[r.workspace] = append(lt.workspaces.links[r.workspace], p)
 	if domain := lt.domainIndex(code); domain != "" {
 		lt.domainLinks[domain]++
@@ -123,23 +176,32 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	return p
 }
 
+func (lt *linkTable) addTarget(p uint32) {
+	ws, domain, canonical := lt.targetKey(p)
+	lt.targets.add(p, lt.targetHash(ws, domain, canonical), func(q uint32) bool {
+		return lt.holdsTarget(q, ws, domain, canonical)
+	})
+}
+
+func (lt *linkTable) removeTarget(p uint32) {
+	lt.targets.remove(p, lt.targetHash(lt.targetKey(p)))
+}
+
 // index makes a new dedupe link the one dedupe returns, unless a live,
-// unexpired link already is.
+// unexpired link already is (the rule before LevelTargets, kept after it
+// so that snapshots mark the same links on every node).
 func (lt *linkTable) index(p uint32, now int64) {
 	r := lt.recs.at(p)
 	if !r.dedupe() {
 		return
 	}
 	canonical, domain := lt.recs.text.canonical(r), lt.domainIndex(lt.recs.text.code(r))
-	h := lt.dedupeHash(r.workspace, domain, canonical)
 	if cur, ok := lt.dedupeLookup(r.workspace, domain, canonical); ok {
 		if !lt.recs.at(cur).expired(now) {
 			return
 		}
 		lt.recs.mutable(cur).flags &^= flagIndexed
-		lt.dedupe.remove(h, cur)
 	}
-	lt.dedupe.insert(h, p)
 	lt.recs.mutable(p).flags |= flagIndexed
 }
 
@@ -169,7 +231,6 @@ func (lt *linkTable) restoreIndexed(p uint32) error {
 	if _, dup := lt.dedupeLookup(r.workspace, domain, canonical); dup {
 		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
 	}
-	lt.dedupe.insert(lt.dedupeHash(r.workspace, domain, canonical), p)
 	r.flags |= flagIndexed
 	return nil
 }
@@ -202,17 +263,14 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 // remove takes the live link at p out of the indexes and its workspace's
 // list and returns its code. Its record and texts stay, marked dead.
 func (lt *linkTable) remove(p uint32) string {
+	lt.removeTarget(p)
 	r := lt.recs.mutable(p)
-	indexed := r.flags&flagIndexed != 0
 	r.flags &^= flagLive | flagIndexed
 	code := lt.recs.text.code(r)
 	lt.byCode.remove(lt.codeHash(code), p)
 	list := lt.workspaces.links[r.workspace]
 	if i, ok := slices.BinarySearch(list, p); ok {
 		lt.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
-	}
-	if indexed {
-		lt.dedupe.remove(lt.dedupeHash(r.workspace, lt.domainIndex(code), lt.recs.text.canonical(r)), p)
 	}
 	if domain := lt.domainIndex(code); domain != "" {
 		lt.domainLinks[domain]--
@@ -261,21 +319,20 @@ func (lt *linkTable) workspaceLists(names []string) [][]uint32 {
 	return lists
 }
 
-// retarget points the link at p to url. A dedupe link moves in the dedupe
-// index to its new canonical URL.
+// retarget points the link at p to url: it moves to the list of its new
+// target, and a dedupe link to its new canonical URL's dedupe entry.
 func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
+	lt.removeTarget(p)
 	r := lt.recs.mutable(p)
+	r.flags &^= flagIndexed
 	code := lt.recs.text.code(r)
-	if r.flags&flagIndexed != 0 {
-		lt.dedupe.remove(lt.dedupeHash(r.workspace, lt.domainIndex(code), lt.recs.text.canonical(r)), p)
-		r.flags &^= flagIndexed
-	}
 	stored := ""
 	if r.dedupe() && canonical != url {
 		stored = canonical
 	}
 	r.text = lt.recs.text.add(code, url, stored)
 	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
+	lt.addTarget(p)
 	lt.index(p, now)
 }
 
@@ -335,7 +392,9 @@ func (snap *snapshot) encodeLink(e *encoder, r *record) {
 // readLinks inserts the links section, checking each link as it goes.
 func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
-	for n := d.count(minLinkSize); n > 0 && d.err == nil; n-- {
+	n := d.count(minLinkSize)
+	st.links.reserve(n)
+	for ; n > 0 && d.err == nil; n-- {
 		l := decodeSnapLink(d, version)
 		if d.err != nil {
 			return d.err

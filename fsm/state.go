@@ -237,7 +237,7 @@ func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
 	}
 	s := c.s
 	rec := s.links.recs.at(p)
-	if rec.workspace != c.ws || s.links.recs.text.canonical(rec) != c.canonical || rec.expired(c.now) {
+	if rec.workspace != c.ws || s.dedupeTarget(rec) != c.canonical || rec.expired(c.now) {
 		return CreateResult{}, false
 	}
 	return CreateResult{Link: s.link(p), Existing: true}, true
@@ -273,7 +273,7 @@ func (c *codeChoice) hash() (string, CreateResult, bool) {
 func (c *codeChoice) counter() (string, CreateResult, bool) {
 	s, r := c.s, c.r
 	if c.dedupe && c.known {
-		if res, ok := c.existing(s.links.dedupeLookup(c.ws, r.Domain, c.canonical)); ok {
+		if res, ok := c.existing(c.found()); ok {
 			return "", res, true
 		}
 	}

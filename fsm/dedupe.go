@@ -1,0 +1,53 @@
+package fsm
+
+// Which link a dedupe create returns (DESIGN.md, "Dedupe").
+//
+// Before the cluster is raised to LevelTargets, the rule every build
+// applied: the dedupe link marked indexed for the canonical URL in the
+// workspace and domain, unless it expired. From LevelTargets on, any live
+// link of the target counts, whatever made it (a create without dedupe,
+// an import, a compatible API, a bulk create): the oldest one that would
+// redirect at the entry's time. The oldest, as Shlink's findOneMatching
+// orders by id: the answer does not change as newer links to the same URL
+// come and go, and is the same on every node because positions are in id
+// order. Options are not compared, as before: Kutt's reuse and Bitly's
+// shorten return the existing link whatever else the request sets.
+
+// found is the position of the link a dedupe create through the counter
+// returns, if any.
+func (c *codeChoice) found() (uint32, bool) {
+	s := c.s
+	if s.raised < LevelTargets {
+		return s.links.dedupeLookup(c.ws, c.r.Domain, c.canonical)
+	}
+	for p := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
+		if s.redirects(p, c.now) {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// dedupeTarget is the canonical URL dedupe compares with a create's:
+// before LevelTargets a dedupe link's own ("" for any other link, which
+// dedupe never returned), from it on any link's target.
+func (s *state) dedupeTarget(r *record) string {
+	if s.raised < LevelTargets {
+		return s.links.recs.text.canonical(r)
+	}
+	return s.links.targetOf(r)
+}
+
+// redirects reports whether the link at p would redirect a visit at now:
+// not expired, valid since, and short of its visit limit. A dedupe that
+// returned one that does not would hand out a dead link.
+func (s *state) redirects(p uint32, now int64) bool {
+	if s.links.recs.at(p).expired(now) {
+		return false
+	}
+	o := s.opts.get(p)
+	if o == nil {
+		return true
+	}
+	return now >= o.ValidSince && (o.MaxVisits == 0 || s.visitsUsed(p) < o.MaxVisits)
+}

@@ -1,0 +1,451 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm/codes"
+)
+
+// raisedToTargets is a state raised to LevelTargets, with the domain
+// a.example registered.
+func raisedToTargets(t *testing.T) *FSM {
+	t.Helper()
+	f := New()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: LevelTargets}.Encode(),
+		DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID, Now: 1}.Encode())
+	return f
+}
+
+// mustCreate creates r and fails the test on an error.
+func mustCreate(t *testing.T, f *FSM, now int64, r CreateRequest) Link {
+	t.Helper()
+	res := createOne(t, f, now, r)
+	if res.Err != nil {
+		t.Fatalf("create %+v: %v", r, res.Err)
+	}
+	return res.Link
+}
+
+// TestDedupeFindsAnyLiveLink: once raised to LevelTargets, a dedupe create
+// returns the oldest live link of its canonical URL in its workspace and
+// domain that would redirect, whatever made it and whatever its options.
+func TestDedupeFindsAnyLiveLink(t *testing.T) {
+	const url = "https://Example.com/page/"
+	plain := CreateRequest{URL: url}
+	cases := []struct {
+		name   string
+		links  []CreateRequest // created at times 2, 3, …; none with dedupe unless set
+		clicks uint64          // clicks on the first link
+		req    CreateRequest   // with dedupe, at time 100
+		want   int             // the index in links of the link returned; -1: a new link
+	}{
+		{"a link made without dedupe", []CreateRequest{plain}, 0, CreateRequest{URL: "https://example.com/page"}, 0},
+		{"a custom code", []CreateRequest{{URL: url, CustomCode: "mine"}}, 0, CreateRequest{URL: "https://example.com:443/page"}, 0},
+		{"an imported link", []CreateRequest{{URL: url, CustomCode: "imp", CreatedAt: 1, Clicks: 5, KeyID: RootKeyID}}, 0, CreateRequest{URL: url}, 0},
+		{"a hash link", []CreateRequest{{URL: url, Strategy: StrategyHash}}, 0, CreateRequest{URL: url}, 0},
+		{"the oldest of several", []CreateRequest{{URL: "https://example.com/other"}, plain, plain, {URL: url, Dedupe: true}}, 0, CreateRequest{URL: url}, 1},
+		{"not across workspaces", []CreateRequest{plain}, 0, CreateRequest{URL: url, Workspace: "other"}, -1},
+		{"not across domains", []CreateRequest{plain}, 0, CreateRequest{URL: url, Domain: "a.example"}, -1},
+		{"only in its domain", []CreateRequest{plain, {URL: url, Domain: "a.example"}}, 0, CreateRequest{URL: url, Domain: "a.example"}, 1},
+		{"not another URL", []CreateRequest{plain}, 0, CreateRequest{URL: "https://example.com/page?x=1"}, -1},
+		{"not an expired link", []CreateRequest{{URL: url, ExpiresAt: 50}, plain}, 0, CreateRequest{URL: url}, 1},
+		{"not a link past its visit limit", []CreateRequest{{URL: url, Options: &Options{MaxVisits: 2}}, plain}, 2, CreateRequest{URL: url}, 1},
+		{"a link short of its visit limit", []CreateRequest{{URL: url, Options: &Options{MaxVisits: 2}}, plain}, 1, CreateRequest{URL: url}, 0},
+		{"a link valid since before the create", []CreateRequest{{URL: url, Options: &Options{ValidSince: 100}}}, 0, CreateRequest{URL: url}, 0},
+		{"whatever options either sets", []CreateRequest{{URL: url, Options: &Options{Tags: []string{"a"}, PasswordHash: "$2a$hash", Title: "T"}}}, 0,
+			CreateRequest{URL: url, ExpiresAt: 500, Options: &Options{Tags: []string{"b"}, MaxVisits: 3, Title: "U"}}, 0},
+		{"not a link valid only later", []CreateRequest{{URL: url, Options: &Options{ValidSince: 200}}}, 0, CreateRequest{URL: url}, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := raisedToTargets(t)
+			var made []Link
+			for i, r := range tc.links {
+				made = append(made, mustCreate(t, f, int64(2+i), r))
+			}
+			if tc.clicks > 0 {
+				applyAll(t, f, ClickBatch{Node: "n1", Seq: 1, Now: 10, Counts: []ClickCount{{Code: made[0].Code, Count: tc.clicks}}}.Encode())
+			}
+			tc.req.Dedupe = true
+			got := mustCreate(t, f, 100, tc.req)
+			if tc.want < 0 {
+				for _, l := range made {
+					if got.Code == l.Code {
+						t.Fatalf("dedupe returned %q, want a new link", got.Code)
+					}
+				}
+				return
+			}
+			if got.Code != made[tc.want].Code {
+				t.Fatalf("dedupe returned %q, want %q (link %d)", got.Code, made[tc.want].Code, tc.want)
+			}
+		})
+	}
+}
+
+// TestDedupeOfACustomCodeFindsAnyLink: a dedupe create with a custom code
+// returns the link that has it when that link has the URL, whatever made
+// it, as Shlink's findIfExists with a customSlug does; another URL keeps
+// the code taken.
+func TestDedupeOfACustomCodeFindsAnyLink(t *testing.T) {
+	f := raisedToTargets(t)
+	mine := mustCreate(t, f, 2, CreateRequest{URL: "https://example.com/mine", CustomCode: "mine"})
+	for _, tc := range []struct {
+		url      string
+		existing bool
+		err      error
+	}{
+		{"https://EXAMPLE.com/mine/", true, nil},
+		{"https://example.com/yours", false, ErrCodeTaken},
+	} {
+		res := createOne(t, f, 3, CreateRequest{URL: tc.url, CustomCode: "mine", Dedupe: true})
+		if !errors.Is(res.Err, tc.err) || res.Existing != tc.existing || tc.existing && res.Link.Code != mine.Code {
+			t.Errorf("%s: %+v, want existing %v, err %v", tc.url, res, tc.existing, tc.err)
+		}
+	}
+}
+
+// TestDedupeFollowsDeletesAndEdits: a deleted link is not found; an edit
+// of a target moves the link to its new URL, where it counts by its age.
+func TestDedupeFollowsDeletesAndEdits(t *testing.T) {
+	const one, two = "https://example.com/one", "https://example.com/two"
+	dedupe := func(f *FSM, now int64, url string) CreateResult {
+		return createOne(t, f, now, CreateRequest{URL: url, Dedupe: true})
+	}
+	edit := func(f *FSM, now int64, code, url string) {
+		canonical, _ := codes.Canonicalize(url)
+		if err, _ := applyAll(t, f, EditCommand{Code: code, Now: now, Fields: EditURL, URL: url, Canonical: canonical}.Encode())[0].(error); err != nil {
+			t.Fatalf("edit %s: %v", code, err)
+		}
+	}
+	t.Run("delete", func(t *testing.T) {
+		f := raisedToTargets(t)
+		a := mustCreate(t, f, 2, CreateRequest{URL: one})
+		applyAll(t, f, DeleteCommand{Code: a.Code, Now: 3}.Encode())
+		if res := dedupe(f, 4, one); res.Existing {
+			t.Fatalf("dedupe returned the deleted %q", res.Link.Code)
+		}
+	})
+	t.Run("edit", func(t *testing.T) {
+		f := raisedToTargets(t)
+		a := mustCreate(t, f, 2, CreateRequest{URL: one})
+		b := mustCreate(t, f, 3, CreateRequest{URL: two})
+		edit(f, 4, a.Code, two)
+		if res := dedupe(f, 5, two); !res.Existing || res.Link.Code != a.Code {
+			t.Fatalf("dedupe of the new target: %+v, want the older, edited %q", res, a.Code)
+		}
+		applyAll(t, f, DeleteCommand{Code: a.Code, Now: 6}.Encode())
+		if res := dedupe(f, 7, two); !res.Existing || res.Link.Code != b.Code {
+			t.Fatalf("dedupe after deleting the edited link: %+v, want %q", res, b.Code)
+		}
+		if res := dedupe(f, 8, one); res.Existing {
+			t.Fatalf("dedupe of the old target returned %q", res.Link.Code)
+		}
+	})
+	t.Run("edit of a dedupe link", func(t *testing.T) {
+		f := raisedToTargets(t)
+		a := mustCreate(t, f, 2, CreateRequest{URL: one, Dedupe: true})
+		edit(f, 3, a.Code, two)
+		if res := dedupe(f, 4, one); res.Existing {
+			t.Fatalf("dedupe of the old target returned %q", res.Link.Code)
+		}
+		if res := dedupe(f, 5, two); !res.Existing || res.Link.Code != a.Code {
+			t.Fatalf("dedupe of the new target: %+v, want %q", res, a.Code)
+		}
+	})
+}
+
+// TestDedupeBeforeTheRaiseKeepsTheOldRule: until the cluster is raised to
+// LevelTargets, every node applies the rule older builds apply: only a
+// link made with dedupe is found, as a log written before the upgrade
+// must replay to the same state.
+func TestDedupeBeforeTheRaiseKeepsTheOldRule(t *testing.T) {
+	f := New()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: LevelRemovals}.Encode())
+	plain := mustCreate(t, f, 2, CreateRequest{URL: "https://example.com/p"})
+	if res := createOne(t, f, 3, CreateRequest{URL: "https://example.com/p", Dedupe: true}); res.Existing || res.Link.Code == plain.Code {
+		t.Fatalf("before the raise, dedupe returned the plain link: %+v", res)
+	}
+	first := createOne(t, f, 4, CreateRequest{URL: "https://example.com/q", Dedupe: true})
+	if res := createOne(t, f, 5, CreateRequest{URL: "https://example.com/q", Dedupe: true}); !res.Existing || res.Link.Code != first.Link.Code {
+		t.Fatalf("before the raise, dedupe of a dedupe link: %+v, want %q", res, first.Link.Code)
+	}
+	applyAll(t, f, RaiseCommand{To: LevelTargets}.Encode())
+	if res := createOne(t, f, 6, CreateRequest{URL: "https://example.com/p", Dedupe: true}); !res.Existing || res.Link.Code != plain.Code {
+		t.Fatalf("after the raise: %+v, want the plain %q", res, plain.Code)
+	}
+}
+
+// targetsWorkload is commands that fill, move and empty target lists.
+func targetsWorkload() [][]byte {
+	cmds := [][]byte{InitCommand{Key: testKey}.Encode(), RaiseCommand{To: LevelTargets}.Encode()}
+	for i := range 30 {
+		cmds = append(cmds, create(int64(10+i),
+			CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i%4), CustomCode: fmt.Sprintf("c%d", i), ExpiresAt: int64(30 + i%3*100)},
+			CreateRequest{URL: fmt.Sprintf("https://example.com/%d/", i%5), Dedupe: true},
+		))
+		if i%7 == 3 {
+			cmds = append(cmds, DeleteCommand{Code: fmt.Sprintf("c%d", i-2), Now: int64(10 + i)}.Encode())
+		}
+		if i%6 == 5 {
+			cmds = append(cmds, EditCommand{Code: fmt.Sprintf("c%d", i-4), Now: int64(10 + i), Fields: EditURL, URL: "https://example.com/3"}.Encode())
+		}
+	}
+	return cmds
+}
+
+// dedupeAnswers is the codes dedupe returns for each workload URL at now.
+func dedupeAnswers(t *testing.T, f *FSM, now int64) []string {
+	var out []string
+	for i := range 5 {
+		res := createOne(t, f, now, CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i), Dedupe: true})
+		out = append(out, fmt.Sprint(res.Link.Code, res.Existing))
+	}
+	return out
+}
+
+// TestDedupeTargetsAreDeterministic: the workload applied at once, one
+// entry at a time, or restored from a snapshot of it gives the same state
+// and the same dedupe answers afterwards.
+func TestDedupeTargetsAreDeterministic(t *testing.T) {
+	a, b := New(), New()
+	applyAll(t, a, targetsWorkload()...)
+	for _, c := range targetsWorkload() {
+		applyAll(t, b, c)
+	}
+	c := roundTrip(t, a)
+	if !bytes.Equal(snapshotBytes(t, a), snapshotBytes(t, b)) {
+		t.Fatal("snapshots differ")
+	}
+	want := dedupeAnswers(t, a, 100)
+	if got := dedupeAnswers(t, b, 100); !slices.Equal(got, want) {
+		t.Fatalf("one at a time: %v, want %v", got, want)
+	}
+	if got := dedupeAnswers(t, c, 100); !slices.Equal(got, want) {
+		t.Fatalf("restored: %v, want %v", got, want)
+	}
+	existing := 0
+	for _, w := range want {
+		if bytes.HasSuffix([]byte(w), []byte("true")) {
+			existing++
+		}
+	}
+	if existing < 3 {
+		t.Fatalf("the workload left too few links to find: %v", want)
+	}
+}
+
+// TestOlderSnapshotsRestoreTheTargetIndex: snapshots written by earlier
+// builds (testdata/) restore with every link in the target index, so once
+// raised, a dedupe create finds a link those builds made without dedupe.
+func TestOlderSnapshotsRestoreTheTargetIndex(t *testing.T) {
+	for _, tc := range []struct {
+		file, url, workspace string
+	}{
+		{"testdata/snapshot-v1.bin", "https://example.com/7", "default"},
+		{"testdata/snapshot-v2.bin", "https://EXAMPLE.com/12/", "default"},
+		{"testdata/snapshot-v4.bin", "https://example.com/39", "default"},
+		{"testdata/snapshot-v10.bin", "", ""},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			old, err := os.ReadFile(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := New()
+			if err := f.Restore(nopCloser{bytes.NewReader(old)}); err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			want, ok := findLink(f, tc.url, tc.workspace)
+			if !ok {
+				t.Fatalf("no link to %q in the snapshot", tc.url)
+			}
+			applyAll(t, f, RaiseCommand{To: LevelTargets}.Encode())
+			res := createOne(t, f, 1<<40, CreateRequest{URL: want.URL, Workspace: want.Workspace, Domain: want.Domain, Dedupe: true})
+			if !res.Existing || res.Link.Code != want.Code {
+				t.Fatalf("dedupe of %s: %+v, want the restored %q", want.URL, res, want.Code)
+			}
+		})
+	}
+}
+
+// findLink is the first link of the state to url's canonical form in
+// workspace ("": the state's first link).
+func findLink(f *FSM, url, workspace string) (Link, bool) {
+	canonical, _ := codes.Canonicalize(url)
+	for p := range f.s.links.recs.n {
+		r := f.s.links.recs.at(p)
+		if !r.live() || r.dedupe() {
+			continue
+		}
+		l := f.s.link(p)
+		if c, _ := codes.Canonicalize(l.URL); url == "" || c == canonical && l.Workspace == workspace {
+			return l, true
+		}
+	}
+	return Link{}, false
+}
+
+// TestTargetListsStayInOrder: whatever the order of adds and removes, a
+// target's list holds exactly its links, oldest first, and its head is
+// the oldest.
+func TestTargetListsStayInOrder(t *testing.T) {
+	var tl targetLinks
+	in := map[uint32]bool{}
+	match := func(p uint32) bool { return in[p] }
+	// A fixed pseudo-random walk over 64 positions: adds before the head,
+	// after the tail and between, removes of the head, the tail and the
+	// middle, and emptying the list.
+	x := uint32(1)
+	for step := range 5000 {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		p := x % 64
+		if in[p] {
+			tl.remove(p, 7)
+			delete(in, p)
+		} else {
+			tl.add(p, 7, match)
+			in[p] = true
+		}
+		var want []uint32
+		for q := range uint32(64) {
+			if in[q] {
+				want = append(want, q)
+			}
+		}
+		var got []uint32
+		if head, ok := tl.head(7, match); ok {
+			got = slices.Collect(tl.links(head))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d (position %d): list %v, want %v", step, p, got, want)
+		}
+		if keys := tl.keys(); keys != min(len(want), 1) {
+			t.Fatalf("step %d: %d keys for %d links", step, keys, len(want))
+		}
+	}
+}
+
+// TestPlainlyCanonicalAgrees: the URLs the fast path takes are exactly
+// what Canonicalize gives back unchanged, and common canonical URLs do
+// take it.
+func TestPlainlyCanonicalAgrees(t *testing.T) {
+	cases := []struct {
+		url   string
+		plain bool
+	}{
+		{benchURL(7), true},
+		{"https://example.com/", true},
+		{"http://a.example/x/Y_z~1.html?a=1&a=0&b=&c", true},
+		{"https://example.com/a:b@c=d+e,f", true},
+		{"https://example.com", false},                 // no path: Canonicalize adds "/"
+		{"https://Example.com/", false},                // uppercase host
+		{"HTTPS://example.com/", false},                // uppercase scheme
+		{"https://example.com:443/", false},            // default port
+		{"https://example.com:8443/", false},           // any port takes the parse
+		{"https://u@example.com/", false},              // userinfo
+		{"https://example.com/a/", false},              // trailing slash
+		{"https://example.com//a", false},              // empty segment
+		{"https://example.com/%7Ea", false},            // an escape
+		{"https://example.com/a b", false},             // a space
+		{"https://example.com/?b=1&a=2", false},        // keys out of order
+		{"https://example.com/?a=1&&b=2", false},       // an empty parameter
+		{"https://example.com/?", false},               // an empty query
+		{"https://example.com/#top", false},            // a fragment
+		{"https://[::1]/", false},                      // IPv6
+		{"ftp://example.com/", false},                  // another scheme
+		{" https://example.com/", false},               // surrounding space
+		{"https://example.com/a?q=x%20y", false},       // an escape in the query
+		{"https://example.com/a?q=x;y", false},         // a semicolon
+		{"https://xn--bcher-kva.example/a?b=1", true},  // an IDN's ASCII form
+		{"https://example.com/a?b=1&b=0&c=2", true},    // repeated keys keep their order
+		{"https://example.com/a?b/c=1?d", true},        // '/' and '?' in the query
+		{"https://example.com/a?A=1&a=2", true},        // keys compare as bytes
+		{"https://example.com/a?a=2&A=1", false},       // …so this is out of order
+		{"https://example.com/a*(b)", false},           // sub-delimiters left to the parse
+		{"https://example.com/~user/.hidden/..", true}, // dot segments are kept
+	}
+	for _, tc := range cases {
+		if got := plainlyCanonical(tc.url); got != tc.plain {
+			t.Errorf("plainlyCanonical(%q) = %v, want %v", tc.url, got, tc.plain)
+		}
+		if c, err := codes.Canonicalize(tc.url); tc.plain && (err != nil || c != tc.url) {
+			t.Errorf("%q is taken as canonical, but Canonicalize gives %q, %v", tc.url, c, err)
+		}
+	}
+}
+
+// FuzzPlainlyCanonical: whatever the fast path takes as canonical,
+// Canonicalize gives back unchanged.
+func FuzzPlainlyCanonical(f *testing.F) {
+	for _, s := range []string{benchURL(1), "https://example.com/", "http://a.b/c?d=e&f", "https://x.y/a?b=1&a=2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, url string) {
+		if !plainlyCanonical(url) {
+			return
+		}
+		if c, err := codes.Canonicalize(url); err != nil || c != url {
+			t.Fatalf("%q is taken as canonical, but Canonicalize gives %q, %v", url, c, err)
+		}
+	})
+}
+
+// BenchmarkCreatesOfOneTarget applies creates of links that all share
+// one URL, a dedupe create of it, and deletes of them, against the same
+// with a URL each: a target's list keeps each step constant time however
+// many links it holds.
+func BenchmarkCreatesOfOneTarget(b *testing.B) {
+	const links = 100_000
+	for _, shared := range []bool{true, false} {
+		name := map[bool]string{true: "one-target", false: "a-target-each"}[shared]
+		b.Run(name, func(b *testing.B) {
+			target := func(i int) string {
+				if shared {
+					return "https://example.com/same"
+				}
+				return benchURL(i)
+			}
+			for range b.N {
+				applyOneTarget(b, links, target)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*links), "ns/link")
+		})
+	}
+}
+
+func applyOneTarget(b *testing.B, links int, target func(int) string) {
+	f := New()
+	index := uint64(1)
+	apply := func(cmd []byte) any {
+		res := f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})
+		index++
+		return res[0]
+	}
+	apply(InitCommand{Key: testKey}.Encode())
+	apply(RaiseCommand{To: LevelTargets}.Encode())
+	for start := 0; start < links; start += 1000 {
+		items := make([]CreateRequest, 1000)
+		for i := range items {
+			items[i] = CreateRequest{URL: target(start + i), CustomCode: fmt.Sprintf("c%07d", start+i)}
+		}
+		apply(create(1, items...))
+	}
+	if res := apply(create(2, CreateRequest{URL: target(0), Dedupe: true})).([]CreateResult)[0]; res.Link.Code != "c0000000" {
+		b.Fatalf("dedupe returned %q", res.Link.Code)
+	}
+	// Newest first: a workspace's list of positions shifts on every
+	// other removal, which would measure that instead.
+	for i := links - 1; i >= 0; i-- {
+		apply(DeleteCommand{Code: fmt.Sprintf("c%07d", i), Now: 3}.Encode())
+	}
+}
