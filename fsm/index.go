@@ -1,5 +1,10 @@
 package fsm
 
+import (
+	"slices"
+	"strings"
+)
+
 // hashIndex maps keys to positions without storing the keys: each slot
 // holds 31 bits of the key's hash and the position, and a lookup confirms
 // a candidate by comparing the key kept where the position points.
@@ -100,3 +105,155 @@ func (x *hashIndex) remove(h, p uint32) {
 
 // len is the number of entries.
 func (x *hashIndex) len() int { return x.used }
+
+// listCounts is how many live links each workspace holds, in each domain
+// and with each tag, and their clicks: what a list's total reads instead
+// of walking the links. The state keeps it as links are created, removed,
+// retagged and clicked, and derives it anew after a restore (countAll),
+// so no snapshot holds it and every build's snapshot restores.
+type listCounts struct {
+	cells map[countKey]ListTotal
+}
+
+// countKey names one count: a workspace's links in a domain, or in every
+// domain (anyDomain), all of them or those with a tag (lower case).
+type countKey struct {
+	ws        uint32
+	domain    string
+	tag       string
+	anyDomain bool
+}
+
+// ListTotal is a number of links and the sum of their clicks.
+type ListTotal struct {
+	Links  int
+	Clicks uint64
+}
+
+func newListCounts() listCounts { return listCounts{cells: map[countKey]ListTotal{}} }
+
+// keys is every count one link with these tags takes part in. A tag
+// written twice in other letter case counts once, as Filter matches it.
+func countKeys(ws uint32, domain string, tags []string) []countKey {
+	keys := make([]countKey, 0, 2+2*len(tags))
+	keys = append(keys, countKey{ws: ws, domain: domain}, countKey{ws: ws, anyDomain: true})
+	return append(keys, tagKeys(ws, domain, tags)...)
+}
+
+// tagKeys is the counts of a link's tags alone.
+func tagKeys(ws uint32, domain string, tags []string) []countKey {
+	var keys []countKey
+	seen := make([]string, 0, len(tags))
+	for _, t := range tags {
+		t = strings.ToLower(t)
+		if slices.Contains(seen, t) {
+			continue
+		}
+		seen = append(seen, t)
+		keys = append(keys, countKey{ws: ws, domain: domain, tag: t}, countKey{ws: ws, anyDomain: true, tag: t})
+	}
+	return keys
+}
+
+// add counts links more links with clicks more clicks under keys.
+func (c *listCounts) add(keys []countKey, links int, clicks uint64) {
+	for _, k := range keys {
+		t := c.cells[k]
+		t.Links += links
+		t.Clicks += clicks
+		if _, ok := c.cells[k]; !ok {
+			k.domain = strings.Clone(k.domain) // a view of the text arena
+		}
+		c.cells[k] = t
+	}
+}
+
+// sub counts links fewer links and clicks fewer clicks under keys,
+// dropping a count that falls to no link.
+func (c *listCounts) sub(keys []countKey, links int, clicks uint64) {
+	for _, k := range keys {
+		t := c.cells[k]
+		t.Links -= links
+		t.Clicks -= clicks
+		if t.Links <= 0 {
+			delete(c.cells, k)
+			continue
+		}
+		c.cells[k] = t
+	}
+}
+
+// total is the count of the links in workspaces wss, in domains (nil:
+// any) with tag ("": any). Its cost is the number of workspaces times
+// that of domains, never that of links.
+func (c *listCounts) total(wss []uint32, domains []string, tag string) ListTotal {
+	tag = strings.ToLower(tag)
+	var sum ListTotal
+	add := func(k countKey) {
+		t := c.cells[k]
+		sum.Links += t.Links
+		sum.Clicks += t.Clicks
+	}
+	for _, ws := range wss {
+		if domains == nil {
+			add(countKey{ws: ws, anyDomain: true, tag: tag})
+			continue
+		}
+		for _, d := range domains {
+			add(countKey{ws: ws, domain: d, tag: tag})
+		}
+	}
+	return sum
+}
+
+// linkCounted is what the counts know of the live link at p.
+func (s *state) linkCounted(p uint32) (ws uint32, domain string, tags []string, clicks uint64) {
+	r := s.links.recs.at(p)
+	if o := s.opts.get(p); o != nil && r.flags&flagOptions != 0 {
+		tags = o.Tags
+	}
+	return r.workspace, s.links.domainIndex(s.links.recs.text.code(r)), tags, r.clicks
+}
+
+// countLink counts the live link at p, with its tags and clicks.
+func (s *state) countLink(p uint32) {
+	ws, domain, tags, clicks := s.linkCounted(p)
+	s.counts.add(countKeys(ws, domain, tags), 1, clicks)
+}
+
+// uncountLink takes the live link at p out of the counts.
+func (s *state) uncountLink(p uint32) {
+	ws, domain, tags, clicks := s.linkCounted(p)
+	s.counts.sub(countKeys(ws, domain, tags), 1, clicks)
+}
+
+// retagCounted moves the live link at p from the counts of its tags to
+// those of tags.
+func (s *state) retagCounted(p uint32, tags []string) {
+	ws, domain, old, clicks := s.linkCounted(p)
+	s.counts.sub(tagKeys(ws, domain, old), 1, clicks)
+	s.counts.add(tagKeys(ws, domain, tags), 1, clicks)
+}
+
+// clickCounted counts n more clicks (forgot: n fewer) of the live link at p.
+func (s *state) clickCounted(p uint32, n uint64, forgot bool) {
+	if n == 0 {
+		return
+	}
+	ws, domain, tags, _ := s.linkCounted(p)
+	if forgot {
+		s.counts.sub(countKeys(ws, domain, tags), 0, n)
+		return
+	}
+	s.counts.add(countKeys(ws, domain, tags), 0, n)
+}
+
+// countAll derives the counts of every live link: after a restore.
+func (s *state) countAll() {
+	s.counts = newListCounts()
+	for p := range s.links.recs.n {
+		if s.links.recs.at(p).live() {
+			s.countLink(p)
+		}
+	}
+}
