@@ -84,17 +84,24 @@ func (f *FSM) Search(workspaces []string, q Filter, before uint64, limit int) (l
 // a few binary searches per workspace; otherwise the list walks the
 // links it passes over. The total is read from counts kept per
 // workspace, domain and tag, except with a text filter: then it walks
-// every link of the workspaces, as a search that finds few links does.
+// every link of the workspaces, as a search that finds few links does
+// (docs/API.md, "What a list costs").
 func (f *FSM) ListPage(workspaces []string, q Filter, before uint64, offset, limit int, count bool) Page {
 	workspaces = uniqueNames(workspaces)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	w := f.newestFirst(workspaces, before)
 	var page Page
 	walkCount := count && q.Text != "" // no count is kept of a text filter
 	if count && !walkCount {
 		page.Total = f.s.counts.total(f.workspaceIDs(workspaces), q.domainSet(), q.Tag)
 	}
+	// A text filter's total counts the links above the cursor too: its
+	// walk starts at the newest and lists only those below before.
+	var above uint64
+	if walkCount {
+		above, before = before, 0
+	}
+	w := f.newestFirst(workspaces, before)
 	if q.Text == "" && q.Tag == "" && (q.domainSet() == nil || f.keepsEvery(workspaces, &q)) {
 		w.skip(offset)
 		offset = 0
@@ -110,6 +117,7 @@ func (f *FSM) ListPage(workspaces []string, q Filter, before uint64, offset, lim
 			page.Total.Clicks += l.Clicks
 		}
 		switch {
+		case above != 0 && l.ID >= above:
 		case offset > 0:
 			offset--
 		case len(page.Links) < limit:

@@ -77,6 +77,15 @@ func checkLists(t *testing.T, step string, f *FSM) {
 				}
 			}
 		}
+		if first := f.ListPage(c.workspaces, c.filter, 0, 0, 2, false); first.Next != 0 {
+			page := f.ListPage(c.workspaces, c.filter, first.Next, 1, 2, true)
+			if page.Total != total {
+				t.Errorf("%s, %s: total below a cursor %+v, want %+v", step, c.name, page.Total, total)
+			}
+			if got, want := codesOf(page.Links), codesOf(want[3:min(5, len(want))]); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s, %s: offset 1 below a cursor: %v, want %v", step, c.name, got, want)
+			}
+		}
 		if page := f.ListPage(c.workspaces, c.filter, 0, 0, 1, false); page.Total != (ListTotal{}) {
 			t.Errorf("%s, %s: a total not asked for: %+v", step, c.name, page.Total)
 		}
