@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"iter"
 	"slices"
 	"strings"
 )
@@ -204,6 +205,24 @@ func (c *listCounts) total(wss []uint32, domains []string, tag string) ListTotal
 		}
 	}
 	return sum
+}
+
+// tags yields each tag's count in workspaces wss and domains (nil: any),
+// once per workspace and domain that holds it. It reads every count, so
+// its cost is the number of tags times workspaces and domains in use.
+func (c *listCounts) tags(wss []uint32, domains []string) iter.Seq2[string, ListTotal] {
+	listed := map[uint32]bool{}
+	for _, ws := range wss {
+		listed[ws] = true
+	}
+	return func(yield func(string, ListTotal) bool) {
+		for k, t := range c.cells {
+			kept := k.anyDomain == (domains == nil) && (domains == nil || slices.Contains(domains, k.domain))
+			if k.tag != "" && listed[k.ws] && kept && !yield(k.tag, t) {
+				return
+			}
+		}
+	}
 }
 
 // linkCounted is what the counts know of the live link at p.

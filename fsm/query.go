@@ -312,26 +312,24 @@ type TagCount struct {
 }
 
 // Tags counts the tags of the workspaces' links (nil: every workspace),
-// by tag; domains, when not nil, keeps only links in those domains.
+// by tag; domains, when not nil, keeps only links in those domains. It
+// reads the counts kept per workspace, domain and tag, not the links.
 func (f *FSM) Tags(workspaces, domains []string) []TagCount {
+	workspaces = uniqueNames(workspaces)
+	if len(domains) > 1 { // a domain named twice counts once
+		domains = slices.Compact(slices.Sorted(slices.Values(domains)))
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
-	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
-		o := f.s.opts.get(p)
-		if o == nil || domains != nil && !slices.Contains(domains, f.s.links.domainIndex(f.s.links.recs.text.code(f.s.links.recs.at(p)))) {
-			continue
+	for tag, t := range f.s.counts.tags(f.workspaceIDs(workspaces), domains) {
+		c := counts[tag]
+		if c == nil {
+			c = &TagCount{Tag: tag}
+			counts[tag] = c
 		}
-		for _, t := range o.Tags {
-			t = strings.ToLower(t)
-			c := counts[t]
-			if c == nil {
-				c = &TagCount{Tag: t}
-				counts[t] = c
-			}
-			c.Links++
-			c.Clicks += f.s.links.recs.at(p).clicks
-		}
+		c.Links += t.Links
+		c.Clicks += t.Clicks
 	}
 	out := make([]TagCount, 0, len(counts))
 	for _, c := range counts {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +48,35 @@ func walked(f *FSM, c listCase) (links []Link, total ListTotal) {
 	return links, total
 }
 
+// walkedTags counts the tags of links, found by reading each one.
+func walkedTags(links []Link) []TagCount {
+	counts := map[string]*TagCount{}
+	for _, l := range links {
+		if l.Options == nil {
+			continue
+		}
+		var seen []string
+		for _, tag := range l.Options.Tags {
+			tag = strings.ToLower(tag)
+			if slices.Contains(seen, tag) {
+				continue
+			}
+			seen = append(seen, tag)
+			if counts[tag] == nil {
+				counts[tag] = &TagCount{Tag: tag}
+			}
+			counts[tag].Links++
+			counts[tag].Clicks += l.Clicks
+		}
+	}
+	out := []TagCount{}
+	for _, c := range counts {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b TagCount) int { return strings.Compare(a.Tag, b.Tag) })
+	return out
+}
+
 func codesOf(links []Link) []string {
 	out := make([]string, len(links))
 	for i := range links {
@@ -88,6 +118,11 @@ func checkLists(t *testing.T, step string, f *FSM) {
 		}
 		if page := f.ListPage(c.workspaces, c.filter, 0, 0, 1, false); page.Total != (ListTotal{}) {
 			t.Errorf("%s, %s: a total not asked for: %+v", step, c.name, page.Total)
+		}
+		if c.filter.Tag == "" && c.filter.Text == "" {
+			if got, want := f.Tags(c.workspaces, c.filter.domainSet()), walkedTags(want); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s, %s: tags %v, want %v", step, c.name, got, want)
+			}
 		}
 		clicked, _ := f.ClickedPage(c.workspaces, c.filter, 0, 1, true)
 		if clicked.Total != total {
