@@ -112,13 +112,25 @@ func (x *hashIndex) len() int { return x.used }
 // of walking the links. The state keeps it as links are created, removed,
 // retagged and clicked, and derives it anew after a restore (countAll),
 // so no snapshot holds it and every build's snapshot restores.
+//
+// A click changes the counts of its link's workspace, held in a slice by
+// workspace number so that the click path hashes nothing for a link in
+// the default domain without tags; other domains and tags are maps.
 type listCounts struct {
-	cells map[countKey]ListTotal
+	ws   []wsCounts
+	tags map[tagKey]ListTotal
 }
 
-// countKey names one count: a workspace's links in a domain, or in every
-// domain (anyDomain), all of them or those with a tag (lower case).
-type countKey struct {
+// wsCounts is one workspace's counts.
+type wsCounts struct {
+	all     ListTotal            // in every domain
+	home    ListTotal            // in the default domain
+	domains map[string]ListTotal // in each other domain that holds links
+}
+
+// tagKey names the count of a workspace's links with a tag (lower case),
+// in a domain or in every domain (anyDomain).
+type tagKey struct {
 	ws        uint32
 	domain    string
 	tag       string
@@ -131,57 +143,77 @@ type ListTotal struct {
 	Clicks uint64
 }
 
-func newListCounts() listCounts { return listCounts{cells: map[countKey]ListTotal{}} }
-
-// keys is every count one link with these tags takes part in. A tag
-// written twice in other letter case counts once, as Filter matches it.
-func countKeys(ws uint32, domain string, tags []string) []countKey {
-	keys := make([]countKey, 0, 2+2*len(tags))
-	keys = append(keys, countKey{ws: ws, domain: domain}, countKey{ws: ws, anyDomain: true})
-	return append(keys, tagKeys(ws, domain, tags)...)
+// change is what one write does to a count: links and clicks more, or
+// fewer (less).
+type change struct {
+	links  int
+	clicks uint64
+	less   bool
 }
 
-// tagKeys is the counts of a link's tags alone.
-func tagKeys(ws uint32, domain string, tags []string) []countKey {
-	var keys []countKey
-	seen := make([]string, 0, len(tags))
-	for _, t := range tags {
-		t = strings.ToLower(t)
-		if slices.Contains(seen, t) {
+func (t *ListTotal) apply(c change) {
+	if c.less {
+		t.Links -= c.links
+		t.Clicks -= c.clicks
+		return
+	}
+	t.Links += c.links
+	t.Clicks += c.clicks
+}
+
+func newListCounts() listCounts { return listCounts{tags: map[tagKey]ListTotal{}} }
+
+// link changes the counts of workspace ws and domain.
+func (c *listCounts) link(ws uint32, domain string, ch change) {
+	for int(ws) >= len(c.ws) {
+		c.ws = append(c.ws, wsCounts{})
+	}
+	w := &c.ws[ws]
+	w.all.apply(ch)
+	if domain == "" {
+		w.home.apply(ch)
+		return
+	}
+	if w.domains == nil {
+		w.domains = map[string]ListTotal{}
+	}
+	t, ok := w.domains[domain]
+	if !ok {
+		domain = strings.Clone(domain) // a view of the text arena
+	}
+	t.apply(ch)
+	if t.Links <= 0 {
+		delete(w.domains, domain)
+		return
+	}
+	w.domains[domain] = t
+}
+
+// tagged changes the counts of each of tags in workspace ws and domain,
+// in that domain and in every domain. A tag written twice in other
+// letter case counts once, as Filter matches it.
+func (c *listCounts) tagged(ws uint32, domain string, tags []string, ch change) {
+	for i, tag := range tags {
+		if slices.ContainsFunc(tags[:i], func(t string) bool { return strings.EqualFold(t, tag) }) {
 			continue
 		}
-		seen = append(seen, t)
-		keys = append(keys, countKey{ws: ws, domain: domain, tag: t}, countKey{ws: ws, anyDomain: true, tag: t})
-	}
-	return keys
-}
-
-// add counts links more links with clicks more clicks under keys.
-func (c *listCounts) add(keys []countKey, links int, clicks uint64) {
-	for _, k := range keys {
-		t := c.cells[k]
-		t.Links += links
-		t.Clicks += clicks
-		if _, ok := c.cells[k]; !ok {
-			k.domain = strings.Clone(k.domain) // a view of the text arena
-		}
-		c.cells[k] = t
+		tag = strings.ToLower(tag)
+		c.tag(tagKey{ws: ws, domain: domain, tag: tag}, ch)
+		c.tag(tagKey{ws: ws, tag: tag, anyDomain: true}, ch)
 	}
 }
 
-// sub counts links fewer links and clicks fewer clicks under keys,
-// dropping a count that falls to no link.
-func (c *listCounts) sub(keys []countKey, links int, clicks uint64) {
-	for _, k := range keys {
-		t := c.cells[k]
-		t.Links -= links
-		t.Clicks -= clicks
-		if t.Links <= 0 {
-			delete(c.cells, k)
-			continue
-		}
-		c.cells[k] = t
+func (c *listCounts) tag(k tagKey, ch change) {
+	t, ok := c.tags[k]
+	if !ok {
+		k.domain, k.tag = strings.Clone(k.domain), strings.Clone(k.tag)
 	}
+	t.apply(ch)
+	if t.Links <= 0 {
+		delete(c.tags, k)
+		return
+	}
+	c.tags[k] = t
 }
 
 // total is the count of the links in workspaces wss, in domains (nil:
@@ -190,35 +222,45 @@ func (c *listCounts) sub(keys []countKey, links int, clicks uint64) {
 func (c *listCounts) total(wss []uint32, domains []string, tag string) ListTotal {
 	tag = strings.ToLower(tag)
 	var sum ListTotal
-	add := func(k countKey) {
-		t := c.cells[k]
-		sum.Links += t.Links
-		sum.Clicks += t.Clicks
-	}
+	add := func(t ListTotal) { sum.apply(change{links: t.Links, clicks: t.Clicks}) }
 	for _, ws := range wss {
-		if domains == nil {
-			add(countKey{ws: ws, anyDomain: true, tag: tag})
+		if int(ws) >= len(c.ws) {
 			continue
 		}
+		w := &c.ws[ws]
+		switch {
+		case domains == nil && tag == "":
+			add(w.all)
+		case domains == nil:
+			add(c.tags[tagKey{ws: ws, tag: tag, anyDomain: true}])
+		}
 		for _, d := range domains {
-			add(countKey{ws: ws, domain: d, tag: tag})
+			switch {
+			case tag != "":
+				add(c.tags[tagKey{ws: ws, domain: d, tag: tag}])
+			case d == "":
+				add(w.home)
+			default:
+				add(w.domains[d])
+			}
 		}
 	}
 	return sum
 }
 
-// tags yields each tag's count in workspaces wss and domains (nil: any),
-// once per workspace and domain that holds it. It reads every count, so
-// its cost is the number of tags times workspaces and domains in use.
-func (c *listCounts) tags(wss []uint32, domains []string) iter.Seq2[string, ListTotal] {
+// tagCounts yields each tag's count in workspaces wss and domains (nil:
+// any), once per workspace and domain that holds it. It reads every tag
+// count, so its cost is the number of tags times the workspaces and
+// domains that use them.
+func (c *listCounts) tagCounts(wss []uint32, domains []string) iter.Seq2[string, ListTotal] {
 	listed := map[uint32]bool{}
 	for _, ws := range wss {
 		listed[ws] = true
 	}
 	return func(yield func(string, ListTotal) bool) {
-		for k, t := range c.cells {
+		for k, t := range c.tags {
 			kept := k.anyDomain == (domains == nil) && (domains == nil || slices.Contains(domains, k.domain))
-			if k.tag != "" && listed[k.ws] && kept && !yield(k.tag, t) {
+			if listed[k.ws] && kept && !yield(k.tag, t) {
 				return
 			}
 		}
@@ -228,8 +270,10 @@ func (c *listCounts) tags(wss []uint32, domains []string) iter.Seq2[string, List
 // linkCounted is what the counts know of the live link at p.
 func (s *state) linkCounted(p uint32) (ws uint32, domain string, tags []string, clicks uint64) {
 	r := s.links.recs.at(p)
-	if o := s.opts.get(p); o != nil && r.flags&flagOptions != 0 {
-		tags = o.Tags
+	if r.flags&flagOptions != 0 {
+		if o := s.opts.get(p); o != nil {
+			tags = o.Tags
+		}
 	}
 	return r.workspace, s.links.domainIndex(s.links.recs.text.code(r)), tags, r.clicks
 }
@@ -237,21 +281,25 @@ func (s *state) linkCounted(p uint32) (ws uint32, domain string, tags []string, 
 // countLink counts the live link at p, with its tags and clicks.
 func (s *state) countLink(p uint32) {
 	ws, domain, tags, clicks := s.linkCounted(p)
-	s.counts.add(countKeys(ws, domain, tags), 1, clicks)
+	ch := change{links: 1, clicks: clicks}
+	s.counts.link(ws, domain, ch)
+	s.counts.tagged(ws, domain, tags, ch)
 }
 
 // uncountLink takes the live link at p out of the counts.
 func (s *state) uncountLink(p uint32) {
 	ws, domain, tags, clicks := s.linkCounted(p)
-	s.counts.sub(countKeys(ws, domain, tags), 1, clicks)
+	ch := change{links: 1, clicks: clicks, less: true}
+	s.counts.link(ws, domain, ch)
+	s.counts.tagged(ws, domain, tags, ch)
 }
 
 // retagCounted moves the live link at p from the counts of its tags to
 // those of tags.
 func (s *state) retagCounted(p uint32, tags []string) {
 	ws, domain, old, clicks := s.linkCounted(p)
-	s.counts.sub(tagKeys(ws, domain, old), 1, clicks)
-	s.counts.add(tagKeys(ws, domain, tags), 1, clicks)
+	s.counts.tagged(ws, domain, old, change{links: 1, clicks: clicks, less: true})
+	s.counts.tagged(ws, domain, tags, change{links: 1, clicks: clicks})
 }
 
 // clickCounted counts n more clicks (forgot: n fewer) of the live link at p.
@@ -260,11 +308,9 @@ func (s *state) clickCounted(p uint32, n uint64, forgot bool) {
 		return
 	}
 	ws, domain, tags, _ := s.linkCounted(p)
-	if forgot {
-		s.counts.sub(countKeys(ws, domain, tags), 0, n)
-		return
-	}
-	s.counts.add(countKeys(ws, domain, tags), 0, n)
+	ch := change{clicks: n, less: forgot}
+	s.counts.link(ws, domain, ch)
+	s.counts.tagged(ws, domain, tags, ch)
 }
 
 // countAll derives the counts of every live link: after a restore.

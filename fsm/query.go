@@ -322,7 +322,7 @@ func (f *FSM) Tags(workspaces, domains []string) []TagCount {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
-	for tag, t := range f.s.counts.tags(f.workspaceIDs(workspaces), domains) {
+	for tag, t := range f.s.counts.tagCounts(f.workspaceIDs(workspaces), domains) {
 		c := counts[tag]
 		if c == nil {
 			c = &TagCount{Tag: tag}
