@@ -290,6 +290,10 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	c.call(t, n1, http.MethodGet, "/api/v1/urls?limit=1000&cursor="+*list.NextCursor, nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/api/v1/urls?limit=0", nil, nil, http.StatusBadRequest)
+	if r := c.call(t, n1, http.MethodGet, "/api/v1/urls?offset=1&limit=1&count=true", nil, nil, http.StatusOK); !strings.Contains(string(r.body), `"total":`) {
+		t.Errorf("list with count=true: no total in %v", r)
+	}
+	c.call(t, n1, http.MethodGet, "/api/v1/urls?offset=1&cursor="+*list.NextCursor, nil, nil, http.StatusBadRequest)
 	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode, nil, nil, http.StatusOK)
 	c.call(t, n1, http.MethodGet, "/api/v1/urls/nosuchcode", nil, nil, http.StatusNotFound)
 	c.call(t, n1, http.MethodGet, "/api/v1/urls/"+a.ShortCode+"/qr?size=128", nil, nil, http.StatusOK)

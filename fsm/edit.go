@@ -156,6 +156,11 @@ const MaxHistory = 50
 
 // setOptions stores o as the link's Options, or none when o holds nothing.
 func (s *state) setOptions(p uint32, o *Options) {
+	var tags []string
+	if o != nil {
+		tags = o.Tags
+	}
+	s.retagCounted(p, tags)
 	r := s.links.recs.mutable(p)
 	if o.empty() {
 		s.opts.drop(p)
@@ -197,6 +202,7 @@ func (s *state) visit(c VisitCommand) error {
 	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
 		s.links.countClicks(p, 1, c.Now, hour, timed, sharing)
+		s.clickCounted(p, 1, false)
 	}
 	if c.HasVisitor {
 		s.visits.add(&s.links, p, &c.Visitor, 1, c.Now, s.raised >= LevelVisitRows, sharing)

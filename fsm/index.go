@@ -1,5 +1,11 @@
 package fsm
 
+import (
+	"iter"
+	"slices"
+	"strings"
+)
+
 // hashIndex maps keys to positions without storing the keys: each slot
 // holds 31 bits of the key's hash and the position, and a lookup confirms
 // a candidate by comparing the key kept where the position points.
@@ -114,3 +120,219 @@ func (x *hashIndex) remove(h, p uint32) {
 
 // len is the number of entries.
 func (x *hashIndex) len() int { return x.used }
+
+// listCounts is how many live links each workspace holds, in each domain
+// and with each tag, and their clicks: what a list's total reads instead
+// of walking the links. The state keeps it as links are created, removed,
+// retagged and clicked, and derives it anew after a restore (countAll),
+// so no snapshot holds it and every build's snapshot restores.
+//
+// A click changes the counts of its link's workspace, held in a slice by
+// workspace number so that the click path hashes nothing for a link in
+// the default domain without tags; other domains and tags are maps.
+type listCounts struct {
+	ws   []wsCounts
+	tags map[tagKey]ListTotal
+}
+
+// wsCounts is one workspace's counts.
+type wsCounts struct {
+	all     ListTotal            // in every domain
+	home    ListTotal            // in the default domain
+	domains map[string]ListTotal // in each other domain that holds links
+}
+
+// tagKey names the count of a workspace's links with a tag (lower case),
+// in a domain or in every domain (anyDomain).
+type tagKey struct {
+	ws        uint32
+	domain    string
+	tag       string
+	anyDomain bool
+}
+
+// ListTotal is a number of links and the sum of their clicks.
+type ListTotal struct {
+	Links  int
+	Clicks uint64
+}
+
+// change is what one write does to a count: links and clicks more, or
+// fewer (less).
+type change struct {
+	links  int
+	clicks uint64
+	less   bool
+}
+
+func (t *ListTotal) apply(c change) {
+	if c.less {
+		t.Links -= c.links
+		t.Clicks -= c.clicks
+		return
+	}
+	t.Links += c.links
+	t.Clicks += c.clicks
+}
+
+func newListCounts() listCounts { return listCounts{tags: map[tagKey]ListTotal{}} }
+
+// link changes the counts of workspace ws and domain.
+func (c *listCounts) link(ws uint32, domain string, ch change) {
+	for int(ws) >= len(c.ws) {
+		c.ws = append(c.ws, wsCounts{})
+	}
+	w := &c.ws[ws]
+	w.all.apply(ch)
+	if domain == "" {
+		w.home.apply(ch)
+		return
+	}
+	if w.domains == nil {
+		w.domains = map[string]ListTotal{}
+	}
+	t, ok := w.domains[domain]
+	if !ok {
+		domain = strings.Clone(domain) // a view of the text arena
+	}
+	t.apply(ch)
+	if t.Links <= 0 {
+		delete(w.domains, domain)
+		return
+	}
+	w.domains[domain] = t
+}
+
+// tagged changes the counts of each of tags in workspace ws and domain,
+// in that domain and in every domain. A tag written twice in other
+// letter case counts once, as Filter matches it.
+func (c *listCounts) tagged(ws uint32, domain string, tags []string, ch change) {
+	for i, tag := range tags {
+		if slices.ContainsFunc(tags[:i], func(t string) bool { return strings.EqualFold(t, tag) }) {
+			continue
+		}
+		tag = strings.ToLower(tag)
+		c.tag(tagKey{ws: ws, domain: domain, tag: tag}, ch)
+		c.tag(tagKey{ws: ws, tag: tag, anyDomain: true}, ch)
+	}
+}
+
+func (c *listCounts) tag(k tagKey, ch change) {
+	t, ok := c.tags[k]
+	if !ok {
+		k.domain, k.tag = strings.Clone(k.domain), strings.Clone(k.tag)
+	}
+	t.apply(ch)
+	if t.Links <= 0 {
+		delete(c.tags, k)
+		return
+	}
+	c.tags[k] = t
+}
+
+// total is the count of the links in workspaces wss, in domains (nil:
+// any) with tag ("": any). Its cost is the number of workspaces times
+// that of domains, never that of links.
+func (c *listCounts) total(wss []uint32, domains []string, tag string) ListTotal {
+	tag = strings.ToLower(tag)
+	var sum ListTotal
+	add := func(t ListTotal) { sum.apply(change{links: t.Links, clicks: t.Clicks}) }
+	for _, ws := range wss {
+		if int(ws) >= len(c.ws) {
+			continue
+		}
+		w := &c.ws[ws]
+		switch {
+		case domains == nil && tag == "":
+			add(w.all)
+		case domains == nil:
+			add(c.tags[tagKey{ws: ws, tag: tag, anyDomain: true}])
+		}
+		for _, d := range domains {
+			switch {
+			case tag != "":
+				add(c.tags[tagKey{ws: ws, domain: d, tag: tag}])
+			case d == "":
+				add(w.home)
+			default:
+				add(w.domains[d])
+			}
+		}
+	}
+	return sum
+}
+
+// tagCounts yields each tag's count in workspaces wss and domains (nil:
+// any), once per workspace and domain that holds it. It reads every tag
+// count, so its cost is the number of tags times the workspaces and
+// domains that use them.
+func (c *listCounts) tagCounts(wss []uint32, domains []string) iter.Seq2[string, ListTotal] {
+	listed := map[uint32]bool{}
+	for _, ws := range wss {
+		listed[ws] = true
+	}
+	return func(yield func(string, ListTotal) bool) {
+		for k, t := range c.tags {
+			kept := k.anyDomain == (domains == nil) && (domains == nil || slices.Contains(domains, k.domain))
+			if listed[k.ws] && kept && !yield(k.tag, t) {
+				return
+			}
+		}
+	}
+}
+
+// linkCounted is what the counts know of the live link at p.
+func (s *state) linkCounted(p uint32) (ws uint32, domain string, tags []string, clicks uint64) {
+	r := s.links.recs.at(p)
+	if r.flags&flagOptions != 0 {
+		if o := s.opts.get(p); o != nil {
+			tags = o.Tags
+		}
+	}
+	return r.workspace, s.links.domainIndex(s.links.recs.text.code(r)), tags, r.clicks
+}
+
+// countLink counts the live link at p, with its tags and clicks.
+func (s *state) countLink(p uint32) {
+	ws, domain, tags, clicks := s.linkCounted(p)
+	ch := change{links: 1, clicks: clicks}
+	s.counts.link(ws, domain, ch)
+	s.counts.tagged(ws, domain, tags, ch)
+}
+
+// uncountLink takes the live link at p out of the counts.
+func (s *state) uncountLink(p uint32) {
+	ws, domain, tags, clicks := s.linkCounted(p)
+	ch := change{links: 1, clicks: clicks, less: true}
+	s.counts.link(ws, domain, ch)
+	s.counts.tagged(ws, domain, tags, ch)
+}
+
+// retagCounted moves the live link at p from the counts of its tags to
+// those of tags.
+func (s *state) retagCounted(p uint32, tags []string) {
+	ws, domain, old, clicks := s.linkCounted(p)
+	s.counts.tagged(ws, domain, old, change{links: 1, clicks: clicks, less: true})
+	s.counts.tagged(ws, domain, tags, change{links: 1, clicks: clicks})
+}
+
+// clickCounted counts n more clicks (forgot: n fewer) of the live link at p.
+func (s *state) clickCounted(p uint32, n uint64, forgot bool) {
+	if n == 0 {
+		return
+	}
+	ws, domain, tags, _ := s.linkCounted(p)
+	ch := change{clicks: n, less: forgot}
+	s.counts.link(ws, domain, ch)
+	s.counts.tagged(ws, domain, tags, ch)
+}
+
+// countAll derives the counts of every live link: after a restore.
+func (s *state) countAll() {
+	s.counts = newListCounts()
+	for p := range s.links.recs.n {
+		if s.links.recs.at(p).live() {
+			s.countLink(p)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"strings"
 	"weak"
 )
@@ -54,50 +55,253 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
+// Page is one page of a list and, when it was asked for, how many links
+// pass the list's filter on every page (Total), with their clicks.
+type Page struct {
+	Links []Link
+	Next  uint64 // the cursor of the next page (0: none)
+	Total ListTotal
+}
+
 // Search returns up to limit links of the workspaces (nil: all of them)
 // that pass the filter, newest first below the id before (0: from the
-// newest), and the cursor of the next page (0: none). It walks the
-// workspaces' links, so it costs their number, not the page's.
+// newest), and the cursor of the next page (0: none).
 func (f *FSM) Search(workspaces []string, q Filter, before uint64, limit int) (links []Link, next uint64) {
 	if q.empty() {
 		return f.List(workspaces, before, limit)
 	}
+	p := f.ListPage(workspaces, q, before, 0, limit, false)
+	return p.Links, p.Next
+}
+
+// ListPage returns up to limit links of the workspaces (nil: all of them)
+// that pass the filter, newest first below the id before (0: from the
+// newest) and past the first offset of those, the cursor of the next page
+// and, with count, the Total of the links that pass the filter.
+//
+// Its cost: an offset into a list that keeps every link of its workspaces
+// (no tag, text or narrower domain, or one every link passes) is a seek,
+// a few binary searches per workspace; otherwise the list walks the
+// links it passes over. The total is read from counts kept per
+// workspace, domain and tag, except with a text filter: then it walks
+// every link of the workspaces, as a search that finds few links does
+// (docs/API.md, "What a list costs").
+func (f *FSM) ListPage(workspaces []string, q Filter, before uint64, offset, limit int, count bool) Page {
+	workspaces = uniqueNames(workspaces)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
+	var page Page
+	walkCount := count && q.Text != "" // no count is kept of a text filter
+	if count && !walkCount {
+		page.Total = f.s.counts.total(f.workspaceIDs(workspaces), q.domainSet(), q.Tag)
+	}
+	// A text filter's total counts the links above the cursor too: its
+	// walk starts at the newest and lists only those below before.
+	var above uint64
+	if walkCount {
+		above, before = before, 0
+	}
+	w := f.newestFirst(workspaces, before)
+	if q.Text == "" && q.Tag == "" && (q.domainSet() == nil || f.keepsEvery(workspaces, &q)) {
+		w.skip(offset)
+		offset = 0
+	}
+	limit = max(limit, 1)
+	for p, ok := w.next(); ok; p, ok = w.next() {
 		l := f.s.link(p)
-		if before != 0 && l.ID >= before || !q.keeps(&l) {
+		if !q.keeps(&l) {
 			continue
 		}
-		if len(links) == limit {
-			return links, links[limit-1].ID
+		if walkCount {
+			page.Total.Links++
+			page.Total.Clicks += l.Clicks
 		}
-		links = append(links, l)
+		switch {
+		case above != 0 && l.ID >= above:
+		case offset > 0:
+			offset--
+		case len(page.Links) < limit:
+			page.Links = append(page.Links, l)
+		case page.Next == 0:
+			page.Next = page.Links[limit-1].ID // another link follows the page
+			if !walkCount {
+				return page
+			}
+		}
 	}
-	return links, 0
+	return page
+}
+
+// uniqueNames is names without repeats (nil stays nil: every workspace).
+func uniqueNames(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// workspaceIDs is the interned numbers of the named workspaces (nil:
+// every one), unknown names left out.
+func (f *FSM) workspaceIDs(names []string) []uint32 {
+	lt := &f.s.links
+	if names == nil {
+		ids := make([]uint32, len(lt.workspaces.names))
+		for i := range ids {
+			ids[i] = uint32(i)
+		}
+		return ids
+	}
+	var ids []uint32
+	for _, n := range names {
+		if id, ok := lt.workspaceID(n); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// domainSet is the domains the filter keeps, nil for any.
+func (q *Filter) domainSet() []string {
+	var set []string
+	switch {
+	case q.AnyDomain && q.Domains == nil:
+		return nil
+	case q.AnyDomain:
+		set = slices.Clone(q.Domains)
+	case q.Domains == nil || slices.Contains(q.Domains, q.Domain):
+		set = []string{q.Domain}
+	default:
+		return []string{}
+	}
+	slices.Sort(set)
+	return slices.Compact(set)
+}
+
+// keepsEvery reports, from the counts, whether every link of the
+// workspaces is in a domain q keeps: a key limited to domains, say, that
+// lists workspaces holding only those.
+func (f *FSM) keepsEvery(workspaces []string, q *Filter) bool {
+	ids := f.workspaceIDs(workspaces)
+	return f.s.counts.total(ids, q.domainSet(), "").Links == f.s.counts.total(ids, nil, "").Links
+}
+
+// newestFirst walks the live links of the workspaces below the id before
+// (0: all of them), newest first.
+func (f *FSM) newestFirst(workspaces []string, before uint64) *mergeWalk {
+	lists := f.s.links.workspaceLists(workspaces)
+	w := &mergeWalk{lists: lists, heads: make([]int, len(lists))}
+	for i, list := range lists {
+		w.heads[i] = len(list) - 1
+		if before != 0 {
+			w.heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.at(list[j]).id >= before }) - 1
+		}
+	}
+	return w
+}
+
+// mergeWalk merges lists of positions, each ascending, largest first:
+// heads[i] is the index of lists[i]'s next candidate, -1 once it is spent.
+type mergeWalk struct {
+	lists [][]uint32
+	heads []int
+}
+
+// next is the largest position not walked yet.
+func (w *mergeWalk) next() (uint32, bool) {
+	best := -1
+	for i, h := range w.heads {
+		if h >= 0 && (best < 0 || w.lists[i][h] > w.lists[best][w.heads[best]]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	p := w.lists[best][w.heads[best]]
+	w.heads[best]--
+	return p, true
+}
+
+// skip passes over the next k positions without reading them. Positions
+// are unique across the lists, so the smallest v with exactly k of the
+// remaining positions above it is found by binary search on v, each step
+// a binary search in every list: the cost is logarithmic in the lists'
+// lengths, not k.
+func (w *mergeWalk) skip(k int) {
+	if k <= 0 {
+		return
+	}
+	remaining, top := 0, uint32(0)
+	for i, h := range w.heads {
+		remaining += h + 1
+		if h >= 0 {
+			top = max(top, w.lists[i][h])
+		}
+	}
+	if k >= remaining {
+		for i := range w.heads {
+			w.heads[i] = -1
+		}
+		return
+	}
+	// atMost[i](v) is how many of lists[i]'s remaining positions are <= v.
+	atMost := func(i int, v uint32) int {
+		return sort.Search(w.heads[i]+1, func(j int) bool { return w.lists[i][j] > v })
+	}
+	above := func(v uint32) int {
+		n := remaining
+		for i := range w.heads {
+			n -= atMost(i, v)
+		}
+		return n
+	}
+	v := uint32(sort.Search(int(top)+1, func(v int) bool { return above(uint32(v)) <= k }))
+	for i := range w.heads {
+		w.heads[i] = atMost(i, v) - 1
+	}
+}
+
+// ClickedPage is MostClicked with, when count, the page's Total.
+func (f *FSM) ClickedPage(workspaces []string, q Filter, offset, limit int, count bool) (page Page, next int) {
+	workspaces = uniqueNames(workspaces)
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var all []Link
+	w := f.newestFirst(workspaces, 0)
+	for p, ok := w.next(); ok; p, ok = w.next() {
+		if l := f.s.link(p); q.keeps(&l) {
+			all = append(all, l)
+			page.Total.Links++
+			page.Total.Clicks += l.Clicks
+		}
+	}
+	if !count {
+		page.Total = ListTotal{}
+	}
+	slices.SortStableFunc(all, func(a, b Link) int { return cmp.Compare(b.Clicks, a.Clicks) })
+	if offset >= len(all) {
+		return page, 0
+	}
+	end := min(offset+limit, len(all))
+	if end < len(all) {
+		next = end
+	}
+	page.Links = all[offset:end]
+	return page, next
 }
 
 // MostClicked returns links of the workspaces that pass the filter, most
 // clicked first (newest first among equals), skipping the first offset;
 // next is the offset of the following page, 0 when there is none.
 func (f *FSM) MostClicked(workspaces []string, q Filter, offset, limit int) (links []Link, next int) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var all []Link
-	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
-		if l := f.s.link(p); q.keeps(&l) {
-			all = append(all, l)
-		}
-	}
-	slices.SortStableFunc(all, func(a, b Link) int { return cmp.Compare(b.Clicks, a.Clicks) })
-	if offset >= len(all) {
-		return nil, 0
-	}
-	end := min(offset+limit, len(all))
-	if end < len(all) {
-		next = end
-	}
-	return all[offset:end], next
+	page, next := f.ClickedPage(workspaces, q, offset, limit, false)
+	return page.Links, next
 }
 
 // TagCount is one tag with how many links carry it and their clicks.
@@ -108,26 +312,24 @@ type TagCount struct {
 }
 
 // Tags counts the tags of the workspaces' links (nil: every workspace),
-// by tag; domains, when not nil, keeps only links in those domains.
+// by tag; domains, when not nil, keeps only links in those domains. It
+// reads the counts kept per workspace, domain and tag, not the links.
 func (f *FSM) Tags(workspaces, domains []string) []TagCount {
+	workspaces = uniqueNames(workspaces)
+	if len(domains) > 1 { // a domain named twice counts once
+		domains = slices.Compact(slices.Sorted(slices.Values(domains)))
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	counts := map[string]*TagCount{}
-	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
-		o := f.s.opts.get(p)
-		if o == nil || domains != nil && !slices.Contains(domains, f.s.links.domainIndex(f.s.links.recs.text.code(f.s.links.recs.at(p)))) {
-			continue
+	for tag, t := range f.s.counts.tagCounts(f.workspaceIDs(workspaces), domains) {
+		c := counts[tag]
+		if c == nil {
+			c = &TagCount{Tag: tag}
+			counts[tag] = c
 		}
-		for _, t := range o.Tags {
-			t = strings.ToLower(t)
-			c := counts[t]
-			if c == nil {
-				c = &TagCount{Tag: t}
-				counts[t] = c
-			}
-			c.Links++
-			c.Clicks += f.s.links.recs.at(p).clicks
-		}
+		c.Links += t.Links
+		c.Clicks += t.Clicks
 	}
 	out := make([]TagCount, 0, len(counts))
 	for _, c := range counts {

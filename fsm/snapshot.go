@@ -279,6 +279,7 @@ func decodeSections(d *decoder) (*state, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	st.countAll() // derived, not stored: see listCounts
 	return st, nil
 }
 

@@ -73,6 +73,7 @@ type state struct {
 	lastID     uint64
 	counters   counterTable        // next counter value per code length
 	links      linkTable           // links.go
+	counts     listCounts          // live links per workspace, domain and tag (index.go)
 	tombstones tombstoneSet        // pieces.go
 	clickSeqs  clickSeqTable       // pieces.go
 	servers    serverTable         // addresses and removal records (command.go, removals.go)
@@ -96,6 +97,7 @@ func newState() *state {
 	return &state{
 		counters:   counterTable{},
 		links:      newLinkTable(seed),
+		counts:     newListCounts(),
 		tombstones: newTombstoneSet(),
 		clickSeqs:  newClickSeqTable(),
 		servers:    newServerTable(),
@@ -197,6 +199,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	p := s.links.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
 		code, r.URL, r.Workspace, canonical, dedupe)
 	s.links.index(p, now)
+	s.countLink(p)
 	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
 }
@@ -377,6 +380,7 @@ func (s *state) delete(c DeleteCommand) error {
 // remove deletes a link and tombstones its code so it is never reused.
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
+	s.uncountLink(p)
 	code := s.links.remove(p)
 	s.tombstones.add(code)
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
@@ -411,6 +415,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 		}
 		if cc.Visitor.Bot == NotBot {
 			s.links.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
+			s.clickCounted(p, cc.Count, false)
 		}
 		if c.Visitors {
 			s.visits.add(&s.links, p, &cc.Visitor, cc.Count, c.Now, s.raised >= LevelVisitRows, sharing)

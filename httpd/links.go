@@ -331,48 +331,91 @@ const (
 	maxListLimit     = 1000
 )
 
+// maxListOffset bounds a list's offset: far past any list's length, and
+// within an int on every platform.
+const maxListOffset = 1 << 30
+
+// listRequest is a list's query, read: its page and whether it counts.
+type listRequest struct {
+	limit  int
+	cursor uint64
+	offset int
+	count  bool
+}
+
+// readListRequest reads limit, cursor, offset and count, answering 400
+// for a bad one.
+func readListRequest(ctx *fasthttp.RequestCtx) (listRequest, bool) {
+	args := ctx.QueryArgs()
+	r := listRequest{limit: defaultListLimit}
+	if args.Has("limit") {
+		n, err := strconv.Atoi(string(args.Peek("limit")))
+		if err != nil || n < 1 || n > maxListLimit {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "limit must be a whole number from 1 to 1000")
+			return r, false
+		}
+		r.limit = n
+	}
+	if c := args.Peek("cursor"); len(c) > 0 {
+		n, err := strconv.ParseUint(string(c), 10, 64)
+		if err != nil || n == 0 {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "cursor is not one this API returned")
+			return r, false
+		}
+		r.cursor = n
+	}
+	if args.Has("offset") {
+		n, err := strconv.Atoi(string(args.Peek("offset")))
+		if err != nil || n < 0 || n > maxListOffset {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "offset must be a whole number from 0 to 1073741824")
+			return r, false
+		}
+		if r.cursor != 0 {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "offset and cursor cannot be used together: a page starts at one or the other")
+			return r, false
+		}
+		r.offset = n
+	}
+	switch c := string(args.Peek("count")); c {
+	case "", "false":
+	case "true":
+		r.count = true
+	default:
+		writeProblem(ctx, fasthttp.StatusBadRequest, "count must be true or false, not "+c)
+		return r, false
+	}
+	return r, true
+}
+
 func (api *linksAPI) handleList(ctx *fasthttp.RequestCtx) {
 	api.lookup.catchUp(ctx)
 	args := ctx.QueryArgs()
 	// Without a workspace, every workspace the key sees; a workspace it
 	// may not see lists as an empty one.
 	workspaces := visibleWorkspaces(ctx)
-	limit := defaultListLimit
-	if args.Has("limit") {
-		n, err := strconv.Atoi(string(args.Peek("limit")))
-		if err != nil || n < 1 || n > maxListLimit {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "limit must be a whole number from 1 to 1000")
-			return
-		}
-		limit = n
-	}
-	var cursor uint64
-	if c := args.Peek("cursor"); len(c) > 0 {
-		n, err := strconv.ParseUint(string(c), 10, 64)
-		if err != nil || n == 0 {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "cursor is not one this API returned")
-			return
-		}
-		cursor = n
+	r, ok := readListRequest(ctx)
+	if !ok {
+		return
 	}
 	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
 	filter.Domain = domainParam(ctx)
 	var (
-		links []fsm.Link
-		next  uint64
+		page fsm.Page
+		next uint64
 	)
 	switch sort := string(args.Peek("sort")); sort {
 	case "", "created":
-		links, next = api.fsm.Search(workspaces, filter, cursor, limit)
+		page = api.fsm.ListPage(workspaces, filter, r.cursor, r.offset, r.limit, r.count)
+		next = page.Next
 	case "clicks":
 		// The cursor of a list by clicks is an offset (plus one, so that
 		// the first page's is never 0): clicks change between pages.
-		var offset int
-		if cursor > 0 {
-			offset = int(min(cursor-1, 1<<31))
+		offset := r.offset
+		if r.cursor > 0 {
+			offset = int(min(r.cursor-1, 1<<31))
 		}
 		var n int
-		links, n = api.fsm.MostClicked(workspaces, filter, offset, limit)
+		page, n = api.fsm.ClickedPage(workspaces, filter, offset, r.limit, r.count)
 		if n > 0 {
 			next = uint64(n) + 1
 		}
@@ -380,16 +423,26 @@ func (api *linksAPI) handleList(ctx *fasthttp.RequestCtx) {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "sort must be created or clicks, not "+sort)
 		return
 	}
-	views := make([]linkReadJSON, len(links))
-	for i := range links {
-		views[i] = api.views.linkReadView(ctx, &links[i])
+	api.writeList(ctx, page, next, r.count)
+}
+
+// writeList answers a page of the list, with its totals when counted.
+func (api *linksAPI) writeList(ctx *fasthttp.RequestCtx, page fsm.Page, next uint64, counted bool) {
+	views := make([]linkReadJSON, len(page.Links))
+	for i := range page.Links {
+		views[i] = api.views.linkReadView(ctx, &page.Links[i])
 	}
 	var nextCursor *string
 	if next != 0 {
 		c := strconv.FormatUint(next, 10)
 		nextCursor = &c
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"links": views, "next_cursor": nextCursor})
+	body := map[string]any{"links": views, "next_cursor": nextCursor}
+	if counted {
+		body["total"] = page.Total.Links
+		body["total_clicks"] = page.Total.Clicks
+	}
+	writeJSON(ctx, fasthttp.StatusOK, body)
 }
 
 const (

@@ -279,42 +279,45 @@ func (k kutt) create(ctx *fasthttp.RequestCtx) {
 	writeBody(ctx, status, "application/json", marshal(kuttLinkOf(&l)))
 }
 
+// Kutt's list pages: limit 10 unless asked, at most 50 (Kutt's
+// parseQuery in server/handlers/helpers.handler.js).
+const (
+	kuttDefaultLimit = 10
+	kuttMaxLimit     = 50
+)
+
+// list is GET /api/v2/links?limit=&skip=&search=: one page of the key's
+// links, newest first, with how many there are. As Kutt's parseQuery, a
+// limit or skip that is not a number (or 0) is its default and a limit
+// above 50 is 50; below 0, linkraft takes the default too.
 func (k kutt) list(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
-	skip, limit := 0, 10
-	for _, a := range []struct {
-		name string
-		to   *int
-		max  int
-	}{{"skip", &skip, 1 << 30}, {"limit", &limit, 50}} {
-		if v := args.Peek(a.name); len(v) > 0 {
-			n, err := strconv.Atoi(string(v))
-			if err != nil || n < 0 || n > a.max {
-				failKutt(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("%s must be a whole number from 0 to %d", a.name, a.max))
-				return
-			}
-			*a.to = n
-		}
+	limit, skip := phpIntval(string(args.Peek("limit"))), max(phpIntval(string(args.Peek("skip"))), 0)
+	if limit < 1 {
+		limit = kuttDefaultLimit
 	}
+	limit = min(limit, kuttMaxLimit)
 	// all=true asks an admin for every user's links: linkraft lists what
 	// the key sees either way.
-	links, failed, err := scan(ctx, k.n, url.Values{})
+	q := url.Values{}
+	if search := string(args.Peek("search")); search != "" {
+		q.Set("q", search) // Kutt searches the target, address and description
+	}
+	page, failed, err := listFrom(ctx, k.n, q, skip, limit)
 	switch {
 	case failed != nil:
 		k.failNative(ctx, *failed)
 		return
 	case err != nil:
-		failKutt(ctx, fasthttp.StatusBadRequest, err.Error())
+		failKutt(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	page := links[min(skip, len(links)):]
-	page = page[:min(limit, len(page))]
-	data := make([]kuttLink, len(page))
-	for i := range page {
-		data[i] = kuttLinkOf(&page[i])
+	data := make([]kuttLink, len(page.Links))
+	for i := range page.Links {
+		data[i] = kuttLinkOf(&page.Links[i])
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{
-		"limit": limit, "skip": skip, "total": len(links), "data": data,
+		"total": page.Total, "limit": limit, "skip": skip, "data": data,
 	}))
 }
 

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -158,20 +159,92 @@ type listPage struct {
 }
 
 // maxScanPages bounds how many pages of linkraft's list (of maxListPage
-// links each) an adapter reads to answer a list its API pages by offset
-// or counts (Shlink's totals, YOURLS' stats): linkraft's list pages by
-// cursor and does not count.
+// links each) an adapter reads for one answer: a Shlink list filtered in
+// ways linkraft's list cannot filter itself (scan), or one page of every
+// link (itemsPerPage=-1).
 const (
 	maxScanPages = 100
 	maxListPage  = 1000
 )
 
-// errTooManyLinks is a list an adapter refused to count whole.
+// maxNativeOffset is the largest offset linkraft's list takes.
+const maxNativeOffset = 1 << 30
+
+// errTooManyLinks is a list an adapter refused to read whole.
 var errTooManyLinks = fmt.Errorf("more than %d links match: narrow the list (search, tags, domain)", maxScanPages*maxListPage)
 
-// scan reads every link linkraft's list gives for query (its own
-// filters: q, tag, domain, workspace, sort), newest first unless query
-// sorts. A failed page is returned as the answer, to be mapped by the
+// countedPage is linkraft's list read from an offset: up to the links
+// asked for, and how many links match the list's filters, with their
+// clicks.
+type countedPage struct {
+	Links       []Link  `json:"links"`
+	NextCursor  *string `json:"next_cursor"`
+	Total       int     `json:"total"`
+	TotalClicks uint64  `json:"total_clicks"`
+}
+
+// listFrom reads up to limit links (0: none, only the totals) of
+// linkraft's list for query (its own filters: q, tag, domain, workspace,
+// sort) from offset, with count=true. linkraft's list seeks to an offset
+// and keeps its totals (docs/API.md, "Listing"), so this costs about a
+// native page of limit links, not a read of every link. A failed call is
+// returned as the answer, to be mapped by the adapter.
+func listFrom(ctx *fasthttp.RequestCtx, n Native, query url.Values, offset, limit int) (countedPage, *Answer, error) {
+	q := url.Values{"count": {"true"}}
+	for k, v := range query {
+		q[k] = v
+	}
+	offset = min(offset, maxNativeOffset) // no list is longer: past its end
+	var out countedPage
+	for first := true; ; first = false {
+		q.Set("offset", strconv.Itoa(offset))
+		q.Set("limit", strconv.Itoa(min(max(limit, 1), maxListPage)))
+		a := n.Call(ctx, "GET", "/api/v1/urls?"+q.Encode(), nil)
+		if !a.OK() {
+			return out, &a, nil
+		}
+		var page countedPage
+		if err := a.Decode(&page); err != nil {
+			return out, nil, err
+		}
+		if first {
+			out.Total, out.TotalClicks = page.Total, page.TotalClicks
+			q.Del("count") // a search's total is counted by a walk: once is enough
+		}
+		taken := page.Links[:min(limit, len(page.Links))]
+		out.Links = append(out.Links, taken...)
+		limit -= len(taken)
+		offset += len(taken)
+		if limit <= 0 || page.NextCursor == nil {
+			return out, nil, nil
+		}
+	}
+}
+
+// listFromEnd is listFrom counting offset from the list's end: its links
+// read backwards (oldest first; least clicked first with sort=clicks).
+// The total is counted first, without the sort, which costs nothing.
+func listFromEnd(ctx *fasthttp.RequestCtx, n Native, query url.Values, offset, limit int) (countedPage, *Answer, error) {
+	unsorted := url.Values{}
+	for k, v := range query {
+		if k != "sort" {
+			unsorted[k] = v
+		}
+	}
+	all, failed, err := listFrom(ctx, n, unsorted, 0, 0)
+	if failed != nil || err != nil || offset >= all.Total || limit == 0 {
+		return all, failed, err
+	}
+	from := max(all.Total-offset-limit, 0)
+	page, failed, err := listFrom(ctx, n, query, from, all.Total-offset-from)
+	slices.Reverse(page.Links)
+	return page, failed, err
+}
+
+// scan reads every link linkraft's list gives for query, newest first
+// unless query sorts, up to maxScanPages pages: only for what linkraft's
+// list cannot filter itself (Shlink's tags in all mode, excluded tags,
+// dates). A failed page is returned as the answer, to be mapped by the
 // adapter.
 func scan(ctx *fasthttp.RequestCtx, n Native, query url.Values) ([]Link, *Answer, error) {
 	q := url.Values{}

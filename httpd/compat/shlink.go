@@ -668,13 +668,30 @@ func (q *shlinkListQuery) sort(links []Link) {
 	})
 }
 
+// byNative reports whether linkraft's list filters and orders q itself,
+// so that a page is read from an offset, its total from linkraft's
+// counts: no tag list in all mode or excluded tags, no dates or hiding of
+// exhausted or expired links, and an order by creation or visits.
+func (q *shlinkListQuery) byNative() bool {
+	switch q.orderBy {
+	case "", "dateCreated", "visits", "nonBotVisits":
+	default:
+		return false
+	}
+	return len(q.tags) <= 1 && len(q.notTags) == 0 && q.from.IsZero() && q.to.IsZero() && !q.excludeMax && !q.excludePast
+}
+
 func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 	q, err := parseShlinkList(ctx.QueryArgs(), sh.n.DefaultDomain(ctx))
 	if err != nil {
 		failInvalid(ctx, err)
 		return
 	}
-	links, failed, err := scan(ctx, sh.n, q.native)
+	read := sh.listScanned
+	if q.byNative() {
+		read = sh.listByOffset
+	}
+	data, total, perPage, failed, err := read(ctx, &q)
 	switch {
 	case failed != nil:
 		failShlink(ctx, *failed, "", "")
@@ -682,6 +699,70 @@ func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 	case err != nil:
 		invalidShlink(ctx, err.Error())
 		return
+	}
+	pages := (total + perPage - 1) / perPage
+	body := map[string]any{"shortUrls": map[string]any{
+		"data": data,
+		"pagination": map[string]int{
+			"currentPage": q.page, "pagesCount": pages, "itemsPerPage": perPage,
+			"itemsInCurrentPage": len(data), "totalItems": total,
+		},
+	}}
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(body))
+}
+
+// pageStart is the offset of q's page of perPage links, capped past
+// any list's end (a page number can be larger than links could fill).
+func (q *shlinkListQuery) pageStart(perPage int) int {
+	if q.page-1 > maxNativeOffset/perPage {
+		return maxNativeOffset
+	}
+	return (q.page - 1) * perPage
+}
+
+// listByOffset reads q's page from linkraft's list at its offset, and the
+// total from linkraft's counts: what q.byNative allows.
+func (sh shlink) listByOffset(ctx *fasthttp.RequestCtx, q *shlinkListQuery) ([]shlinkShortURL, int, int, *Answer, error) {
+	perPage := q.perPage
+	if perPage < 0 { // -1: every item on one page
+		all, failed, err := listFrom(ctx, sh.n, q.native, 0, 0)
+		if failed != nil || err != nil {
+			return nil, 0, 0, failed, err
+		}
+		if all.Total > maxScanPages*maxListPage {
+			return nil, 0, 0, nil, errTooManyLinks
+		}
+		perPage = max(all.Total, 1)
+	}
+	query := url.Values{}
+	for k, v := range q.native {
+		query[k] = v
+	}
+	if q.orderBy == "visits" || q.orderBy == "nonBotVisits" {
+		query.Set("sort", "clicks") // linkraft counts no bots' clicks
+	}
+	read := listFrom // newest (most visited) first
+	if q.orderBy != "" && !q.desc {
+		read = listFromEnd
+	}
+	page, failed, err := read(ctx, sh.n, query, q.pageStart(perPage), perPage)
+	if failed != nil || err != nil {
+		return nil, 0, 0, failed, err
+	}
+	data := make([]shlinkShortURL, len(page.Links))
+	for i := range page.Links {
+		data[i] = shortURLOf(&page.Links[i])
+	}
+	return data, page.Total, perPage, nil, nil
+}
+
+// listScanned reads every link linkraft's list gives for q, then filters,
+// orders and pages them here: for what linkraft's list cannot filter or
+// order itself (see byNative), up to maxScanPages pages.
+func (sh shlink) listScanned(ctx *fasthttp.RequestCtx, q *shlinkListQuery) ([]shlinkShortURL, int, int, *Answer, error) {
+	links, failed, err := scan(ctx, sh.n, q.native)
+	if failed != nil || err != nil {
+		return nil, 0, 0, failed, err
 	}
 	now := time.Now()
 	kept := links[:0]
@@ -696,21 +777,13 @@ func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 	if perPage < 0 { // -1: every item on one page
 		perPage = max(total, 1)
 	}
-	start := min((q.page-1)*perPage, total)
+	start := min(q.pageStart(perPage), total)
 	end := min(start+perPage, total)
 	data := make([]shlinkShortURL, 0, end-start)
 	for i := start; i < end; i++ {
 		data = append(data, shortURLOf(&kept[i]))
 	}
-	pages := (total + perPage - 1) / perPage
-	body := map[string]any{"shortUrls": map[string]any{
-		"data": data,
-		"pagination": map[string]int{
-			"currentPage": q.page, "pagesCount": pages, "itemsPerPage": perPage,
-			"itemsInCurrentPage": len(data), "totalItems": total,
-		},
-	}}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(body))
+	return data, total, perPage, nil, nil
 }
 
 // nativeTag is one tag of linkraft's tag list.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -453,26 +452,29 @@ func (y yourls) urlStats(ctx *fasthttp.RequestCtx, p params) {
 	})
 }
 
-// every is every link the key sees, through linkraft's list.
-func (y yourls) every(ctx *fasthttp.RequestCtx, p params) ([]Link, bool) {
-	links, failed, err := scan(ctx, y.n, url.Values{})
+// counts is how many links the key sees and their clicks, from linkraft's
+// list's totals: YOURLS' db-stats.
+func (y yourls) counts(ctx *fasthttp.RequestCtx, p params) (countedPage, bool) {
+	return y.window(ctx, p, url.Values{}, 0, 0)
+}
+
+// window is up to limit links of linkraft's list for query from offset,
+// with the totals, answering a failure in YOURLS' shape.
+func (y yourls) window(ctx *fasthttp.RequestCtx, p params, query url.Values, offset, limit int) (countedPage, bool) {
+	page, failed, err := listFrom(ctx, y.n, query, offset, limit)
 	switch {
 	case failed != nil:
 		y.failNative(ctx, p, *failed)
-		return nil, false
+		return page, false
 	case err != nil:
-		y.fail(ctx, p, fasthttp.StatusBadRequest, err.Error(), nil)
-		return nil, false
+		y.fail(ctx, p, fasthttp.StatusInternalServerError, err.Error(), nil)
+		return page, false
 	}
-	return links, true
+	return page, true
 }
 
-func totals(links []Link) doc {
-	var clicks uint64
-	for i := range links {
-		clicks += links[i].ClickCount
-	}
-	return doc{{"total_links", strconv.Itoa(len(links))}, {"total_clicks", strconv.FormatUint(clicks, 10)}}
+func totals(page *countedPage) doc {
+	return doc{{"total_links", strconv.Itoa(page.Total)}, {"total_clicks", strconv.FormatUint(page.TotalClicks, 10)}}
 }
 
 // phpIntval is PHP's intval of a request argument: its leading
@@ -490,58 +492,98 @@ func phpIntval(v string) int {
 	return n
 }
 
+// maxStatsLinks bounds the links one action=stats lists: linkraft's
+// limit on what an adapter reads for one answer.
+const maxStatsLinks = maxScanPages * maxListPage
+
 // stats is action=stats: filter top (most clicked; also any filter
 // YOURLS does not know), bottom (least), last (newest) or rand, limit
 // links from start. As YOURLS' API, no limit (or 0, or not a number)
 // lists no links, only the totals.
 func (y yourls) stats(ctx *fasthttp.RequestCtx, p params) {
-	limit, start := max(phpIntval(p.get("limit")), 0), max(phpIntval(p.get("start")), 0)
-	links, ok := y.every(ctx, p)
+	limit, start := min(max(phpIntval(p.get("limit")), 0), maxStatsLinks), max(phpIntval(p.get("start")), 0)
+	all, ok := y.counts(ctx, p)
 	if !ok {
 		return
 	}
-	sorted := slices.Clone(links) // linkraft's list is newest first: "last"
-	switch filter := p.get("filter"); filter {
-	case "bottom":
-		slices.SortStableFunc(sorted, func(a, b Link) int { return compareClicks(a, b) })
-	case "last":
-	case "rand", "random":
-		rand.Shuffle(len(sorted), func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })
-	default: // top, and YOURLS' default
-		slices.SortStableFunc(sorted, func(a, b Link) int { return compareClicks(b, a) })
+	var links []Link
+	if limit > 0 && start < all.Total {
+		if links, ok = y.statsLinks(ctx, p, p.get("filter"), all.Total, start, limit); !ok {
+			return
+		}
 	}
-	sorted = sorted[min(start, len(sorted)):]
-	sorted = sorted[:min(limit, len(sorted))]
 	out := doc{}
-	for i := range sorted {
-		out = append(out, field{"link_" + strconv.Itoa(i+1), statsDoc(&sorted[i])})
+	for i := range links {
+		out = append(out, field{"link_" + strconv.Itoa(i+1), statsDoc(&links[i])})
 	}
 	d := doc{}
 	if len(out) > 0 {
 		d = append(d, field{"links", out})
 	}
-	d = append(d, field{"stats", totals(links)}, field{"statusCode", 200}, field{"message", "success"},
+	d = append(d, field{"stats", totals(&all)}, field{"statusCode", 200}, field{"message", "success"},
 		field{"simple", yourlsStatsSimple})
 	y.answer(ctx, p, fasthttp.StatusOK, d)
 }
 
-func compareClicks(a, b Link) int {
-	switch {
-	case a.ClickCount < b.ClickCount:
-		return -1
-	case a.ClickCount > b.ClickCount:
-		return 1
+// statsLinks is the links action=stats lists of total, limit from start
+// in filter's order, each through one page of linkraft's list.
+func (y yourls) statsLinks(ctx *fasthttp.RequestCtx, p params, filter string, total, start, limit int) ([]Link, bool) {
+	byClicks := url.Values{"sort": {"clicks"}} // most clicked first, newest first among equals
+	switch filter {
+	case "last": // linkraft's order: newest first
+		page, ok := y.window(ctx, p, url.Values{}, start, limit)
+		return page.Links, ok
+	case "bottom": // the most clicked first, read from its end
+		page, failed, err := listFromEnd(ctx, y.n, byClicks, start, limit)
+		switch {
+		case failed != nil:
+			y.failNative(ctx, p, *failed)
+			return nil, false
+		case err != nil:
+			y.fail(ctx, p, fasthttp.StatusInternalServerError, err.Error(), nil)
+			return nil, false
+		}
+		return page.Links, true
+	case "rand", "random":
+		return y.randomLinks(ctx, p, total, min(limit, total-start))
 	}
-	return 0
+	page, ok := y.window(ctx, p, byClicks, start, limit) // top, and YOURLS' default
+	return page.Links, ok
+}
+
+// randomLinks is n links of total drawn at random: each one link of
+// linkraft's list at a random offset, or, when n is most of them, the
+// whole list shuffled.
+func (y yourls) randomLinks(ctx *fasthttp.RequestCtx, p params, total, n int) ([]Link, bool) {
+	if n*4 > total {
+		page, ok := y.window(ctx, p, url.Values{}, 0, min(total, maxStatsLinks))
+		rand.Shuffle(len(page.Links), func(i, j int) { page.Links[i], page.Links[j] = page.Links[j], page.Links[i] })
+		return page.Links[:min(n, len(page.Links))], ok
+	}
+	picked := map[int]bool{}
+	var links []Link
+	for len(picked) < n {
+		at := rand.IntN(total)
+		if picked[at] {
+			continue
+		}
+		picked[at] = true
+		page, ok := y.window(ctx, p, url.Values{}, at, 1)
+		if !ok {
+			return nil, false
+		}
+		links = append(links, page.Links...)
+	}
+	return links, true
 }
 
 func (y yourls) dbStats(ctx *fasthttp.RequestCtx, p params) {
-	links, ok := y.every(ctx, p)
+	all, ok := y.counts(ctx, p)
 	if !ok {
 		return
 	}
 	y.answer(ctx, p, fasthttp.StatusOK, doc{
-		{"db-stats", totals(links)}, {"statusCode", 200}, {"simple", yourlsStatsSimple}, {"message", "success"},
+		{"db-stats", totals(&all)}, {"statusCode", 200}, {"simple", yourlsStatsSimple}, {"message", "success"},
 	})
 }
 
