@@ -14,13 +14,17 @@ FUZZ_TARGETS = \
 	./fsm:FuzzDecodeCommand \
 	./fsm:FuzzReadSnapshot \
 	./fsm:FuzzParseKey \
+	./fsm:FuzzPlainlyCanonical \
 	./httpd:FuzzCredential \
+	./httpd:FuzzSignatureHeader \
 	./httpd:FuzzAcceptLanguage \
 	./httpd:FuzzLinkBody \
 	./fsm/codes:FuzzCanonicalize \
 	./fsm/codes:FuzzCounterCode \
 	./fsm/input:FuzzTarget \
+	./fsm/input:FuzzToken \
 	./httpd/geo:FuzzCountry \
+	./httpd/geo/internal/geofile:FuzzParse \
 	./httpd/agent:FuzzClassify
 
 .PHONY: test deps clients check unit unit-without-s3 unit-s3 k8s fuzz build bench image weed mutate

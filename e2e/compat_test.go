@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -201,6 +203,27 @@ func TestCompatYOURLS(t *testing.T) {
 	if status, body := yourlsGet(t, r, url.Values{"username": {"me"}, "password": {key}, "action": {"db-stats"}}); status != 200 ||
 		body["db-stats"].(map[string]any)["total_links"] != "1" {
 		t.Fatalf("db-stats: %d %v", status, body)
+	}
+	// A time-limited signature, sha256 of the timestamp and the key's
+	// signature token, as YOURLS' clients send it: a shorturl signed
+	// through every node, each checked again by the leader it is
+	// forwarded to, and read through the next node.
+	own := r.request(t, http.MethodGet, "/api/v1/key", bearer(key), nil)
+	var self struct {
+		SignatureToken string `json:"signature_token"`
+	}
+	if own.status != http.StatusOK || json.Unmarshal(own.body, &self) != nil || self.SignatureToken == "" {
+		t.Fatalf("the key's own view: %v", own)
+	}
+	for i, n := range nodes {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		sum := sha256.Sum256([]byte(ts + self.SignatureToken))
+		signed := url.Values{"timestamp": {ts}, "signature": {hex.EncodeToString(sum[:])},
+			"action": {"shorturl"}, "url": {"https://example.com/signed"}, "keyword": {"signed-" + strconv.Itoa(i)}}
+		if status, body := yourlsGet(t, n, signed); status != 200 || body["status"] != "success" {
+			t.Fatalf("a signed shorturl through %s: %d %v", n.id, status, body)
+		}
+		requireNativeLink(t, nodes[(i+1)%len(nodes)], key, "signed-"+strconv.Itoa(i), "https://example.com/signed")
 	}
 	// The failures the client turns into its exceptions: status fail with
 	// a code and a message. YOURLS 1.9.2+ (and linkraft) send error:keyword

@@ -216,3 +216,46 @@ func TestDocsCiteWhatExists(t *testing.T) {
 		t.Errorf("README's code map does not list the packages %v", missing)
 	}
 }
+
+// TestMakefileFuzzesEveryTarget: `make test` runs every fuzz target of
+// the module (the Makefile's FUZZ_TARGETS): a new one is not left out.
+func TestMakefileFuzzesEveryTarget(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\./([\w/]*):(Fuzz\w+)`).FindAllStringSubmatch(string(makefile), -1) {
+		listed[filepath.Join(m[1], m[2])] = true
+	}
+	decl := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		pkg, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+			if !listed[filepath.Join(pkg, m[1])] {
+				t.Errorf("%s in %s is not in the Makefile's FUZZ_TARGETS", m[1], pkg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -62,12 +62,15 @@ type authority struct {
 	log   *slog.Logger
 	// rootTokenHash is the SHA-256 of the admin token, nil without one.
 	rootTokenHash []byte
+	// signatures checks time-limited signatures (signature.go).
+	signatures *signers
 }
 
 // newAuthority checks credentials against adminToken ("": none) and the
-// keys in reads' state.
-func newAuthority(reads Reads, adminToken string, log *slog.Logger) *authority {
-	a := &authority{fsm: reads.FSM(), reads: reads, log: log}
+// keys in reads' state, and time-limited signatures against the keys'
+// signature tokens (nil: refused).
+func newAuthority(reads Reads, adminToken string, signatureToken func(string, []byte) string, log *slog.Logger) *authority {
+	a := &authority{fsm: reads.FSM(), reads: reads, log: log, signatures: newSigners(signatureToken)}
 	if adminToken != "" {
 		sum := sha256.Sum256([]byte(adminToken))
 		a.rootTokenHash = sum[:]
@@ -88,6 +91,9 @@ func (a *authority) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp b
 	case malformed:
 		return fsm.APIKey{}, authInvalid
 	case len(cred) == 0:
+		if signed := h.Peek(signatureHeader); len(signed) > 0 {
+			return a.checkSigned(signed, now, catchUp)
+		}
 		return fsm.APIKey{}, authMissing
 	}
 	if a.rootTokenHash != nil {
@@ -102,7 +108,29 @@ func (a *authority) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp b
 	if !ok {
 		return fsm.APIKey{}, authInvalid
 	}
-	key, ok := a.storedKey(id, hash, now)
+	return a.confirm(id, catchUp, func() (fsm.APIKey, bool) { return a.storedKey(id, hash, now) })
+}
+
+// checkSigned authenticates a time-limited signature (signature.go): the
+// key it names, if it is live and the signature was made with its token.
+func (a *authority) checkSigned(header []byte, now time.Time, catchUp bool) (fsm.APIKey, authResult) {
+	c, ok := parseSigned(header)
+	if !ok || a.signatures.token == nil || !c.fresh(now) {
+		return fsm.APIKey{}, authInvalid
+	}
+	return a.confirm(c.keyID, catchUp, func() (fsm.APIKey, bool) {
+		key, known := a.fsm.Key(c.keyID)
+		if !known || key.Expired(now.UnixMilli()) || !c.madeWith(a.signatures.token(key.ID, key.Hash[:])) {
+			return fsm.APIKey{}, false
+		}
+		return key, true
+	})
+}
+
+// confirm believes the key that lookup finds in this node's state, or
+// refuses the credential of key id.
+func (a *authority) confirm(id string, catchUp bool, lookup func() (fsm.APIKey, bool)) (fsm.APIKey, authResult) {
+	key, ok := lookup()
 	// A key created a moment ago may not be applied here yet, so a key
 	// this node would refuse is refused only after catching up. Every
 	// refusal catches up, not only an unknown id's: a known id with a
@@ -116,7 +144,7 @@ func (a *authority) checkKey(h *fasthttp.RequestHeader, now time.Time, catchUp b
 		if err != nil {
 			a.log.Debug("API key not confirmed by a leader", "key_id", id, "err", err)
 		}
-		if key, ok = a.storedKey(id, hash, now); !ok && err != nil {
+		if key, ok = lookup(); !ok && err != nil {
 			return fsm.APIKey{}, authUnconfirmed
 		}
 	}

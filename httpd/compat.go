@@ -1,10 +1,13 @@
 package httpd
 
 import (
+	"context"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -110,6 +113,31 @@ func takeAnswer(ctx *fasthttp.RequestCtx) compat.Answer {
 	}
 	ctx.Response.Reset()
 	return a
+}
+
+// Sign finds the key a time-limited signature was made with among the
+// live keys, after catching up with the leader when it finds none (a key
+// created a moment ago), and carries the signature, naming the key, in
+// the request's credential header: every route checks it there again.
+func (n *nativeAPI) Sign(ctx *fasthttp.RequestCtx, timestamp, signature, algorithm string) (ok, busy bool) {
+	sig, err := hex.DecodeString(signature)
+	if _, known := signatureAlgorithms[algorithm]; err != nil || !known {
+		return false, false
+	}
+	c := signedCredential{timestamp: timestamp, algorithm: algorithm, signature: sig}
+	id, ok, busy := n.auth.signatures.find(n.auth.fsm.Keys(), c, time.Now())
+	if !ok && !busy && n.auth.reads.CatchUp(context.Background()) == nil {
+		id, ok, busy = n.auth.signatures.find(n.auth.fsm.Keys(), c, time.Now())
+	}
+	if !ok {
+		return false, busy
+	}
+	c.keyID = id
+	h := &ctx.Request.Header
+	h.Del(fasthttp.HeaderAuthorization)
+	h.Del(apiKeyHeader)
+	h.Set(signatureHeader, c.header())
+	return true, false
 }
 
 // Version is this build's version.

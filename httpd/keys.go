@@ -193,6 +193,9 @@ func (api *keysAPI) handleCreateKey(ctx *fasthttp.RequestCtx) {
 type ownKeyJSON struct {
 	keyJSON
 	DefaultWorkspace string `json:"default_workspace"`
+	// SignatureToken signs time-limited requests (signature.go); shown
+	// to the key alone, never to the operator's token.
+	SignatureToken string `json:"signature_token,omitempty"`
 }
 
 // handleOwnKey is GET /api/v1/key: the key the request carries, never its
@@ -203,7 +206,11 @@ func (api *keysAPI) handleOwnKey(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	k := keyOf(ctx)
-	writeJSON(ctx, fasthttp.StatusOK, ownKeyJSON{keyJSON: keyView(k), DefaultWorkspace: defaultWorkspaceOf(k)})
+	own := ownKeyJSON{keyJSON: keyView(k), DefaultWorkspace: defaultWorkspaceOf(k)}
+	if token := api.auth.signatures.token; token != nil && k.ID != fsm.RootKeyID {
+		own.SignatureToken = token(k.ID, k.Hash[:])
+	}
+	writeJSON(ctx, fasthttp.StatusOK, own)
 }
 
 // handleListKeys lists the keys; ?created_by=ID only those a key made, so

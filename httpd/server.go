@@ -70,6 +70,10 @@ type Config struct {
 	// CORSOrigins are the origins browsers may call the compatible APIs
 	// (httpd/compat) from; empty: every origin, as Shlink.
 	CORSOrigins []string
+	// SignatureToken is the secret the holder of an API key signs
+	// time-limited requests with (signature.go), the same on every node
+	// of the cluster; nil refuses such requests.
+	SignatureToken func(keyID string, keyHash []byte) string
 }
 
 // handleFunc registers a route: h serves method on path, its requests
@@ -125,7 +129,7 @@ func New(cfg Config, node Node) *Server {
 	s.proxies = proxies(cfg.TrustedProxies)
 	s.passwords = &linkPasswords{budget: newDefaultHashBudget(), proxies: s.proxies, log: s.log}
 	s.fwd = &forwarding{leader: node.Leader, proxies: s.proxies, log: s.log}
-	s.auth = newAuthority(node.Reads, cfg.AdminToken, s.log)
+	s.auth = newAuthority(node.Reads, cfg.AdminToken, cfg.SignatureToken, s.log)
 	s.lookup = linkLookup{reads: node.Reads, log: s.log}
 	s.redirects = newRedirector(cfg, node, s.fwd, s.lookup)
 	s.api = newAPIs(s)

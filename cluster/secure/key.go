@@ -46,6 +46,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -63,17 +64,21 @@ const (
 	infoGossip = "linkraft gossip"
 	infoTLS    = "linkraft raft tls"
 	infoBackup = "linkraft backup"
+	// infoSignature derives the secret behind every API key's signature
+	// token (SignatureToken).
+	infoSignature = "linkraft key signature"
 )
 
 // Key is a parsed cluster key. It holds only subkeys derived from the
 // operator's key, never the raw bytes. A Key is immutable and safe for
 // concurrent use.
 type Key struct {
-	gossip  [32]byte
-	backup  [32]byte
-	secrets cipher.AEAD // seal.go
-	cert    tls.Certificate
-	pub     ed25519.PublicKey
+	gossip    [32]byte
+	backup    [32]byte
+	signature [32]byte
+	secrets   cipher.AEAD // seal.go
+	cert      tls.Certificate
+	pub       ed25519.PublicKey
 }
 
 // GenerateKey returns a new random cluster key in the form ParseKey reads
@@ -118,6 +123,11 @@ func newKey(raw []byte) (*Key, error) {
 		return nil, err
 	}
 	copy(k.backup[:], backup)
+	signature, err := derive(raw, infoSignature)
+	if err != nil {
+		return nil, err
+	}
+	copy(k.signature[:], signature)
 	if k.secrets, err = newSecretsAEAD(raw); err != nil {
 		return nil, err
 	}
@@ -188,6 +198,20 @@ func (k *Key) GossipKey() []byte {
 // BackupMAC returns a new HMAC-SHA256 keyed with the backup subkey: what
 // authenticates a backup file. The subkey itself never leaves the Key.
 func (k *Key) BackupMAC() hash.Hash { return hmac.New(sha256.New, k.backup[:]) }
+
+// SignatureToken is the secret with which the holder of the API key id,
+// whose stored hash is keyHash, signs time-limited requests (YOURLS'
+// timestamp and signature): 32 hex digits of an HMAC under the cluster
+// key's signature subkey. It is derived, never stored: every node of the
+// cluster computes the same one, a new key (a new hash) gets a new one,
+// and the replicated state, its snapshots and backups never hold it.
+func (k *Key) SignatureToken(keyID string, keyHash []byte) string {
+	mac := hmac.New(sha256.New, k.signature[:])
+	mac.Write([]byte(keyID))
+	mac.Write([]byte{0})
+	mac.Write(keyHash)
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
 
 // TLSConfig returns a new mutual-TLS configuration for Raft connections,
 // usable on both the dialing and the accepting side.

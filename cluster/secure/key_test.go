@@ -142,6 +142,42 @@ func TestBackupMAC(t *testing.T) {
 	}
 }
 
+// TestSignatureToken: a key's signature token is the same on every node
+// of a cluster (it depends on the cluster key, the key's id and its hash
+// alone), differs for another key, hash or cluster, and is 32 hex digits.
+func TestSignatureToken(t *testing.T) {
+	raw := bytes.Repeat([]byte{0x42}, KeySize)
+	k, err := ParseKey(base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseKey(base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := newTestKey(t)
+	hash := bytes.Repeat([]byte{7}, 32)
+	token := k.SignatureToken("k1", hash)
+	if len(token) != 32 || strings.Trim(token, "0123456789abcdef") != "" {
+		t.Fatalf("token %q is not 32 hex digits", token)
+	}
+	for _, tt := range []struct {
+		name  string
+		token string
+		same  bool
+	}{
+		{"another node of the cluster", again.SignatureToken("k1", hash), true},
+		{"another key id", k.SignatureToken("k2", hash), false},
+		{"another hash (a new key)", k.SignatureToken("k1", bytes.Repeat([]byte{8}, 32)), false},
+		{"another cluster", other.SignatureToken("k1", hash), false},
+		{"the id's last byte moved into the hash", k.SignatureToken("k", append([]byte("1"), hash...)), false},
+	} {
+		if (tt.token == token) != tt.same {
+			t.Errorf("%s: token %q, the key's %q: same = %v, want %v", tt.name, tt.token, token, !tt.same, tt.same)
+		}
+	}
+}
+
 func TestCertificateDeterministic(t *testing.T) {
 	_, s := newTestKey(t)
 	k1, err := ParseKey(s)

@@ -281,7 +281,7 @@ func buildServers(cfg *serveConfig, n *openedNode, log *slog.Logger) (*nodeServe
 		CreateRate: cfg.createRate, CreateBurst: cfg.createBurst, TrustedProxies: cfg.trusted, MaxConnsPerIP: cfg.maxConnsPerIP,
 		WriteTimeout: cfg.writeTimeout + 25*time.Second, Version: version, Logger: log,
 		AccessLog: cfg.accessLog, Registry: n.registry, Countries: countries, TLS: serverTLS,
-		CORSOrigins: splitList(cfg.corsOrigins),
+		CORSOrigins: splitList(cfg.corsOrigins), SignatureToken: n.key.SignatureToken,
 	}, httpd.Of(n.node))
 	return &nodeServers{http: srv, https: https}, nil
 }

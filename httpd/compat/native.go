@@ -33,6 +33,12 @@ type Native interface {
 	// calls it before it decodes a body, so that a client without a
 	// valid key costs no more than the check.
 	Authenticate(ctx *fasthttp.RequestCtx, create bool) Answer
+	// Sign makes the key whose signature token a time-limited signature
+	// (YOURLS' timestamp, signature and hash algorithm) was made with
+	// the request's credential, for clients that do not name their key;
+	// ok is false when no live key's was, busy when the node spent its
+	// budget for such searches.
+	Sign(ctx *fasthttp.RequestCtx, timestamp, signature, algorithm string) (ok, busy bool)
 	// Version is this build's version.
 	Version() string
 	// DefaultDomain is the host of the default domain's short URLs as the

@@ -227,14 +227,14 @@ func (y yourls) failNative(ctx *fasthttp.RequestCtx, p params, a Answer) {
 
 func (y yourls) serve(ctx *fasthttp.RequestCtx) {
 	p := paramsOf(ctx)
-	// The key: signature=<key>, or username=<anything>&password=<key>.
-	// linkraft's keys are the secret. YOURLS' time-limited signatures
-	// (timestamp=, signature=md5 or hash=sha* of timestamp+token) would
-	// need a signature secret per key that linkraft does not keep: they
-	// are refused as a failed login, never taken as the key.
-	// linkraft's own credential headers work too.
-	if p.get("timestamp") != "" {
-		y.loginFail(ctx, p, "Invalid username or password: time-limited signatures (timestamp=) are not supported, send the key as signature=", nil)
+	// The key: signature=<key>, or username=<anything>&password=<key>;
+	// or a time-limited signature of the key's signature token
+	// (timestamp=, signature=, hash=); linkraft's own credential headers
+	// work too.
+	if ts := p.get("timestamp"); ts != "" {
+		if y.signedBy(ctx, p, ts) {
+			y.act(ctx, p)
+		}
 		return
 	}
 	key := p.get("signature")
@@ -248,6 +248,34 @@ func (y yourls) serve(ctx *fasthttp.RequestCtx) {
 		y.loginFail(ctx, p, "Please log in", nil)
 		return
 	}
+	y.act(ctx, p)
+}
+
+// signedBy makes the key a time-limited signature was made with the
+// request's credential, as YOURLS' yourls_check_signature_timestamp
+// accepts one: the hash named by hash= (md5, sha256, sha384, sha512),
+// else the one the signature's length says (md5 before YOURLS 1.7.7,
+// sha256 since), of the timestamp and the token in either order, the
+// timestamp within 12 hours of now. It answers a refusal itself.
+func (y yourls) signedBy(ctx *fasthttp.RequestCtx, p params, timestamp string) bool {
+	sig := strings.ToLower(p.get("signature"))
+	algorithm := p.get("hash")
+	if algorithm == "" {
+		algorithm = map[int]string{32: "md5", 64: "sha256"}[len(sig)]
+	}
+	ok, busy := y.n.Sign(ctx, timestamp, sig, algorithm)
+	switch {
+	case busy:
+		y.fail(ctx, p, fasthttp.StatusServiceUnavailable, "Too many signed requests to check at once: retry", nil)
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	case !ok:
+		y.loginFail(ctx, p, "Invalid username or password", nil)
+	}
+	return ok
+}
+
+// act runs the request's action, its credential in place.
+func (y yourls) act(ctx *fasthttp.RequestCtx, p params) {
 	switch action := p.get("action"); action {
 	case "shorturl":
 		y.shorten(ctx, p)
