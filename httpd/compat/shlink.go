@@ -38,14 +38,14 @@ func registerShlink(route Route, n Native, c cors) {
 	for _, v := range []string{"1", "2", "3"} {
 		p := "/rest/v" + v
 		r := func(method, path string, h fasthttp.RequestHandler) {
-			route(method, p+path, "compat_shlink", c.wrap(h))
+			route(method, p+path, "compat_shlink", c.wrap(withRequestID(h)))
 		}
 		// Routes with a body check the credential before they decode it.
 		withBody := func(create bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return credentialFirst(n, create, sh.refuse, h)
 		}
 		if v == "1" { // Shlink also answers its health unversioned
-			route("GET", "/rest/health", "compat_shlink", c.wrap(sh.health))
+			route("GET", "/rest/health", "compat_shlink", c.wrap(withRequestID(sh.health)))
 		}
 		r("GET", "/health", sh.health)
 		r("GET", "/short-urls", sh.list)
@@ -77,10 +77,25 @@ func problemShlink(ctx *fasthttp.RequestCtx, status int, typ, title, detail stri
 	writeBody(ctx, status, "application/problem+json", marshal(doc))
 }
 
-// invalidShlink is Shlink's answer to a request it cannot take.
-func invalidShlink(ctx *fasthttp.RequestCtx, detail string) {
-	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", detail,
-		map[string]any{"invalidElements": []string{}})
+// invalidShlink is Shlink's answer to invalid data: "Provided data is
+// not valid", naming the invalid fields.
+func invalidShlink(ctx *fasthttp.RequestCtx, fields ...string) {
+	if fields == nil {
+		fields = []string{}
+	}
+	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", "Provided data is not valid",
+		map[string]any{"invalidElements": fields})
+}
+
+// refuseShlink answers a field Shlink takes and linkraft cannot honour:
+// Shlink's invalid data naming it, with linkraft's reason as the detail.
+func refuseShlink(ctx *fasthttp.RequestCtx, field, reason string) {
+	fields := []string{}
+	if field != "" {
+		fields = append(fields, field)
+	}
+	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", reason,
+		map[string]any{"invalidElements": fields})
 }
 
 // invalidFields is Shlink's invalid data: the names of every invalid
@@ -97,18 +112,25 @@ func (f invalidFields) orNil() error {
 	return f
 }
 
-// failInvalid answers err as Shlink's invalid-data: "Provided data is not
-// valid" naming the fields of an invalidFields, linkraft's own detail for
-// other errors.
+// failInvalid answers err as Shlink's invalid-data naming the fields of
+// an invalidFields, or the field a refusal names.
 func failInvalid(ctx *fasthttp.RequestCtx, err error) {
 	var f invalidFields
-	if !errors.As(err, &f) {
-		invalidShlink(ctx, err.Error())
-		return
+	var r refusal
+	switch {
+	case errors.As(err, &f):
+		invalidShlink(ctx, f...)
+	case errors.As(err, &r):
+		refuseShlink(ctx, r.field, r.reason)
+	default:
+		invalidShlink(ctx)
 	}
-	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", "Provided data is not valid",
-		map[string]any{"invalidElements": []string(f)})
 }
+
+// refusal is a field Shlink takes and linkraft cannot honour, and why.
+type refusal struct{ field, reason string }
+
+func (r refusal) Error() string { return r.reason }
 
 // phpArray is the values of the array parameter name in each of the forms
 // Shlink (PHP) reads: name[]=a, name[0]=a (http_build_query, Guzzle) and
@@ -166,9 +188,13 @@ func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
 			extra["domain"] = domain
 		}
 		problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"non-unique-slug", "Invalid custom slug",
-			fmt.Sprintf("Provided slug %q is already in use. (%s)", code, a.Detail()), extra)
+			conflictDetail(code, domain), extra)
 	case fasthttp.StatusBadRequest, fasthttp.StatusRequestEntityTooLarge, fasthttp.StatusUnsupportedMediaType:
-		invalidShlink(ctx, a.Detail())
+		if field, ok := shlinkFieldOf(a.Detail()); ok {
+			invalidShlink(ctx, field)
+		} else {
+			invalidShlink(ctx)
+		}
 	default:
 		problemShlink(ctx, a.Status, "about:blank", fasthttp.StatusMessage(a.Status), a.Detail(), nil)
 	}
@@ -253,77 +279,6 @@ func (sh shlink) mercure(ctx *fasthttp.RequestCtx) {
 		"This Shlink instance is not integrated with a mercure hub.", nil)
 }
 
-// shlinkCreate is Shlink's create body.
-type shlinkCreate struct {
-	LongURL         *string            `json:"longUrl"`
-	CustomSlug      string             `json:"customSlug"`
-	Tags            []string           `json:"tags"`
-	Title           *string            `json:"title"`
-	ValidSince      *string            `json:"validSince"`
-	ValidUntil      *string            `json:"validUntil"`
-	MaxVisits       *json.Number       `json:"maxVisits"`
-	FindIfExists    bool               `json:"findIfExists"`
-	Domain          string             `json:"domain"`
-	ShortCodeLength *int               `json:"shortCodeLength"`
-	ForwardQuery    *bool              `json:"forwardQuery"`
-	Crawlable       bool               `json:"crawlable"`
-	ValidateURL     *bool              `json:"validateUrl"` // Shlink 3 ignores it, and so does linkraft
-	DeviceLongURLs  map[string]*string `json:"deviceLongUrls"`
-}
-
-// nativeCreate is the body of linkraft's create for a Shlink create.
-func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, error) {
-	if c.LongURL == nil || *c.LongURL == "" {
-		return nil, fmt.Errorf("longUrl is required")
-	}
-	switch {
-	case c.ShortCodeLength != nil:
-		return nil, fmt.Errorf("shortCodeLength is not supported: linkraft's generated codes have the length its operator chose")
-	case slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
-		func(s *string) bool { return s != nil && *s != "" }):
-		return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
-	}
-	body := map[string]any{"url": *c.LongURL}
-	if c.Crawlable {
-		body["crawlable"] = true
-	}
-	if c.CustomSlug != "" {
-		body["custom_code"] = c.CustomSlug
-	}
-	if len(c.Tags) > 0 {
-		body["tags"] = c.Tags
-	}
-	if c.Title != nil && *c.Title != "" {
-		body["title"] = *c.Title
-	}
-	for _, t := range []struct {
-		name, field string
-		v           *string
-	}{{"validSince", "valid_since", c.ValidSince}, {"validUntil", "expires_at", c.ValidUntil}} {
-		if t.v == nil || *t.v == "" {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339, *t.v)
-		if err != nil {
-			return nil, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
-		}
-		body[t.field] = nativeTime(at)
-	}
-	if c.MaxVisits != nil {
-		body["max_visits"] = json.RawMessage(*c.MaxVisits)
-	}
-	if c.FindIfExists {
-		body["dedupe"] = true
-	}
-	if c.Domain != "" && !strings.EqualFold(c.Domain, defaultDomain) {
-		body["domain"] = c.Domain
-	}
-	// Shlink forwards the query by default, and its client leaves false
-	// fields out of a create: absent means true.
-	body["forward_query"] = c.ForwardQuery == nil || *c.ForwardQuery
-	return body, nil
-}
-
 func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -332,54 +287,6 @@ func decodeStrict(body []byte, v any) error {
 		return fmt.Errorf("the body is not the JSON object this API takes: %w", err)
 	}
 	return nil
-}
-
-func (sh shlink) create(ctx *fasthttp.RequestCtx) {
-	var c shlinkCreate
-	if err := decodeStrict(ctx.PostBody(), &c); err != nil {
-		invalidShlink(ctx, err.Error())
-		return
-	}
-	sh.createFrom(ctx, &c, false)
-}
-
-// shorten is Shlink's one-call create, for scripts: GET with apiKey and
-// longUrl, the ShortUrl back (format=txt: the short URL alone).
-func (sh shlink) shorten(ctx *fasthttp.RequestCtx) {
-	args := ctx.QueryArgs()
-	if key := args.Peek("apiKey"); len(key) > 0 {
-		useKey(ctx, string(key))
-	}
-	long := string(args.Peek("longUrl"))
-	sh.createFrom(ctx, &shlinkCreate{LongURL: &long}, string(args.Peek("format")) == "txt")
-}
-
-func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool) {
-	body, err := c.nativeCreate(sh.n.DefaultDomain(ctx))
-	if err != nil {
-		invalidShlink(ctx, err.Error())
-		return
-	}
-	a := sh.n.Call(ctx, "POST", "/api/v1/urls", body)
-	if !a.OK() {
-		failShlink(ctx, a, c.CustomSlug, c.Domain)
-		return
-	}
-	var l Link
-	if err := a.Decode(&l); err != nil {
-		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
-		return
-	}
-	if l.Existing { // findIfExists found it: show its clicks too
-		if r := sh.n.Call(ctx, "GET", linkPath(l.ShortCode, l.Domain, ""), nil); r.OK() {
-			_ = r.Decode(&l)
-		}
-	}
-	if text {
-		writeBody(ctx, fasthttp.StatusOK, "text/plain; charset=utf-8", []byte(l.ShortURL))
-		return
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
 }
 
 // codeAndDomain are the short code of a Shlink route and its ?domain=;
@@ -429,8 +336,8 @@ var shlinkEditFields = map[string]string{
 // nativeEdit is linkraft's edit body for a Shlink edit body.
 func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 	var in map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
+	if err := decodeShlink(raw, &in); err != nil {
+		return nil, err
 	}
 	out := map[string]json.RawMessage{}
 	null := func(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
@@ -448,11 +355,11 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 				func(s *string) bool { return s != nil && *s != "" }) {
 				continue
 			}
-			return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
+			return nil, refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
 		}
 		field, ok := shlinkEditFields[k]
 		if !ok {
-			return nil, fmt.Errorf("unknown field %q", k)
+			return nil, invalidFields{k} // a field Shlink's edit does not have
 		}
 		switch {
 		case null(v) && k == "title": // linkraft clears a title with ""
@@ -462,13 +369,30 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 		case (k == "validSince" || k == "validUntil") && !null(v):
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, fmt.Errorf("%s must be an ISO 8601 date or null", k)
+				return nil, invalidFields{k} // an ISO 8601 date or null
 			}
 			at, err := time.Parse(time.RFC3339, s)
 			if err != nil {
-				return nil, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", k)
+				return nil, invalidFields{k} // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
 			}
 			v, _ = json.Marshal(nativeTime(at))
+		case k == "maxVisits" && !null(v):
+			var n uint64
+			if err := json.Unmarshal(v, &n); err != nil || n == 0 {
+				return nil, invalidFields{k} // a whole number of at least 1, or null
+			}
+		case k == "tags" && !null(v):
+			var tags []string
+			if err := json.Unmarshal(v, &tags); err != nil {
+				return nil, invalidFields{k}
+			}
+			v, _ = json.Marshal(shlinkTags(tags))
+		case k == "title" && !null(v):
+			var t string
+			if err := json.Unmarshal(v, &t); err != nil {
+				return nil, invalidFields{k}
+			}
+			v, _ = json.Marshal(shlinkTitle(t))
 		}
 		out[field] = v
 	}
@@ -479,7 +403,11 @@ func (sh shlink) edit(ctx *fasthttp.RequestCtx) {
 	code, domain := sh.codeAndDomain(ctx)
 	body, err := nativeEdit(ctx.PostBody())
 	if err != nil {
-		invalidShlink(ctx, err.Error())
+		failBody(ctx, err)
+		return
+	}
+	if len(body) == 0 { // Shlink answers an edit of nothing with the link
+		sh.writeLink(ctx, sh.n.Call(ctx, "GET", linkPath(code, domain, ""), nil), code, domain)
 		return
 	}
 	a := sh.n.Call(ctx, "PATCH", linkPath(code, domain, ""), body)
@@ -680,7 +608,7 @@ func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 		failShlink(ctx, *failed, "", "")
 		return
 	case err != nil:
-		invalidShlink(ctx, err.Error())
+		refuseShlink(ctx, "", err.Error())
 		return
 	}
 	now := time.Now()

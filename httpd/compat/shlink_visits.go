@@ -223,7 +223,7 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 		}
 	}
 	if listed := max(total-offset, 0); len(data) < listed && (want < 0 || len(data) < want) {
-		invalidShlink(ctx, fmt.Sprintf("%d visits match, more than %d a request lists: ask for pages (itemsPerPage) or a shorter range (startDate, endDate)",
+		refuseShlink(ctx, "itemsPerPage", fmt.Sprintf("%d visits match, more than %d a request lists: ask for pages (itemsPerPage) or a shorter range (startDate, endDate)",
 			total, maxRowPages*maxNativeRows))
 		return
 	}
@@ -392,7 +392,7 @@ func (sh shlink) orphanRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool)
 	case "base_url", "invalid_short_url", "regular_404":
 		filters.Set("type", kind)
 	default:
-		invalidShlink(ctx, fmt.Sprintf("type %q: use base_url, invalid_short_url or regular_404", kind))
+		invalidShlink(ctx, "type") // base_url, invalid_short_url or regular_404
 		return "", nil, false
 	}
 	return "/api/v1/visits/orphan", filters, true

@@ -1,0 +1,162 @@
+package httpd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// Cases of Shlink's own API test suite (module/Rest/test-api), each run
+// through a real node as the suite sends it.
+
+// TestShlinkTestAPIMiddlewares: what Shlink's middlewares answer on every
+// route: the malformed body, CORS, implicit OPTIONS and the request id.
+func TestShlinkTestAPIMiddlewares(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	cases := []struct {
+		name                       string
+		method, uri, body, headers string // headers: "Name: value" lines
+		status                     int
+		want                       map[string]string // a header or "body.<field>"; "-" for absent
+	}{
+		// Shlink test-api BodyParserTest::returnsErrorWhenRequestBodyIsInvalidJson
+		{"invalid JSON", "POST", "/rest/v3/short-urls", `{"foo`, "", 400, map[string]string{
+			"body.type": "https://shlink.io/api/error/malformed-request-body", "body.title": "Malformed request body",
+			"body.detail": "Provided request does not contain a valid JSON body.", "body.status": "400"}},
+		// Shlink test-api CorsTest::responseDoesNotIncludeCorsHeadersWhenOriginIsNotSent
+		{"no origin", "GET", "/rest/v3/short-urls", "", "", 200, map[string]string{
+			"Access-Control-Allow-Origin": "-", "Access-Control-Allow-Methods": "-", "Access-Control-Max-Age": "-",
+			"Access-Control-Allow-Headers": "-", "Access-Control-Allow-Credentials": "-"}},
+		// Shlink test-api CorsTest::responseIncludesCorsHeadersIfOriginIsSent (foo.com, bar.io, baz.dev)
+		{"origin", "GET", "/rest/v3/short-urls", "", "Origin: foo.com", 200, map[string]string{
+			"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "-", "Access-Control-Max-Age": "-",
+			"Access-Control-Allow-Headers": "-"}},
+		{"origin on a path no route takes", "GET", "/rest/v3/foo/bar", "", "Origin: bar.io", 404, map[string]string{
+			"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "-", "body.status": "404", "body.title": "Not Found"}},
+		// Shlink test-api CorsTest::preflightRequestsIncludeExtraCorsHeaders
+		{"preflight of a path no route takes", "OPTIONS", "/rest/v3/foo/bar", "", "Origin: foo.com\nAccess-Control-Request-Headers: Authorization", 204, map[string]string{
+			"Access-Control-Allow-Origin": "*", "Access-Control-Max-Age": "3600",
+			"Access-Control-Allow-Methods": "GET,POST,PUT,PATCH,DELETE", "Access-Control-Allow-Headers": "Authorization"}},
+		{"preflight of short-urls", "OPTIONS", "/rest/v3/short-urls", "", "Origin: foo.com\nAccess-Control-Request-Headers: Authorization", 204, map[string]string{
+			"Access-Control-Allow-Origin": "*", "Access-Control-Max-Age": "3600",
+			"Access-Control-Allow-Methods": "GET,POST", "Access-Control-Allow-Headers": "Authorization"}},
+		{"preflight of tags", "OPTIONS", "/rest/v3/tags", "", "Origin: foo.com\nAccess-Control-Request-Headers: Authorization", 204, map[string]string{
+			"Access-Control-Allow-Methods": "GET,DELETE,PUT", "Access-Control-Allow-Headers": "Authorization"}},
+		{"preflight of health", "OPTIONS", "/rest/v3/health", "", "Origin: foo.com\nAccess-Control-Request-Headers: Authorization", 204, map[string]string{
+			"Access-Control-Allow-Methods": "GET", "Access-Control-Allow-Headers": "Authorization"}},
+		// Shlink test-api ImplicitOptionsTest::optionsRequestsReturnEmptyResponse and
+		// ::optionsRequestsReturnAllowedMethodsForEndpoint
+		{"implicit options", "OPTIONS", "/rest/v3/short-urls", "", "", 204, map[string]string{
+			"Allow": "GET,POST", "Access-Control-Allow-Origin": "-", "body": ""}},
+		// Shlink test-api RequestIdTest::keepsProvidedRequestId
+		{"request id kept", "GET", "/rest/v3/health", "", "X-Request-Id: foobar", 200, map[string]string{"X-Request-Id": "foobar"}},
+		{"request id on a path no route takes", "GET", "/rest/v2/nothing", "", "X-Request-Id: abc-1", 404, map[string]string{"X-Request-Id": "abc-1"}},
+		{"request id with a line break is not echoed", "GET", "/rest/v3/health", "", "X-Request-Id: a b", 200, map[string]string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			headers := []string{"X-Api-Key", key}
+			for _, line := range strings.Split(c.headers, "\n") {
+				if name, value, ok := strings.Cut(line, ": "); ok {
+					headers = append(headers, name, value)
+				}
+			}
+			ctx := do(s, c.method, c.uri, "application/json", c.body, headers...)
+			if got := status(ctx); got != c.status {
+				t.Fatalf("status %d, want %d: %s", got, c.status, ctx.Response.Body())
+			}
+			for name, want := range c.want {
+				var got string
+				var has bool
+				switch {
+				case name == "body":
+					got, has = string(ctx.Response.Body()), true
+				case strings.HasPrefix(name, "body."):
+					v := field(decodeBody(t, ctx.Response.Body()), strings.TrimPrefix(name, "body."))
+					got, has = fmt.Sprint(v), v != nil
+				default:
+					got, has = string(ctx.Response.Header.Peek(name)), ctx.Response.Header.Peek(name) != nil
+				}
+				if want == "-" && has || want != "-" && got != want {
+					t.Errorf("%s = %q (present %v), want %q", name, got, has, want)
+				}
+			}
+			// Shlink test-api RequestIdTest::generatesRequestId
+			if id := string(ctx.Response.Header.Peek("X-Request-Id")); id == "" || strings.ContainsAny(id, " \r\n") {
+				t.Errorf("X-Request-Id %q", id)
+			}
+		})
+	}
+}
+
+// TestShlinkTestAPIInvalidData: every request Shlink refuses as invalid
+// data gets its type, title and detail, and names the fields it can.
+func TestShlinkTestAPIInvalidData(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	mustCreate(t, s, `{"url":"https://example.com/abc","custom_code":"abc123","workspace":"team","tags":["foo"]}`)
+	rule := func(r string) string { return `{"redirectRules":[` + r + `]}` }
+	cases := []struct {
+		name, method, uri, body string
+		fields                  []string // the invalidElements, nil to leave unchecked
+	}{
+		// Shlink test-api CreateShortUrlTest::failsToCreateShortUrlWithoutLongUrl
+		{"missing long url v2", "POST", "/rest/v2/short-urls", `{}`, []string{"longUrl"}},
+		{"missing long url v3", "POST", "/rest/v3/short-urls", `{}`, []string{"longUrl"}},
+		{"empty long url v2", "POST", "/rest/v2/short-urls", `{"longUrl":null}`, []string{"longUrl"}},
+		{"empty long url v3", "POST", "/rest/v3/short-urls", `{"longUrl":"  "}`, []string{"longUrl"}},
+		{"missing url schema v2", "POST", "/rest/v2/short-urls", `{"longUrl":"foo.com"}`, []string{"longUrl"}},
+		{"missing url schema v3", "POST", "/rest/v3/short-urls", `{"longUrl":"foo.com"}`, []string{"longUrl"}},
+		// Shlink test-api CreateShortUrlTest::failsToCreateShortUrlWithInvalidDomain
+		{"domain with a bad port", "POST", "/rest/v2/short-urls", `{"longUrl":"https://app.shlink.io","domain":"localhost:80000"}`, []string{"domain"}},
+		{"domain of junk", "POST", "/rest/v2/short-urls", `{"longUrl":"https://app.shlink.io","domain":"???/&%$&"}`, []string{"domain"}},
+		// Several bad fields are all named.
+		{"every bad field", "POST", "/rest/v3/short-urls", `{"validSince":"soon","customSlug":"a?b"}`, []string{"customSlug", "longUrl", "validSince"}},
+		{"a field of the wrong type", "POST", "/rest/v3/short-urls", `{"longUrl":"https://e.example","maxVisits":"not_a_number"}`, []string{"maxVisits"}},
+		// Shlink test-api EditShortUrlTest::providingInvalidDataReturnsBadRequest
+		{"edit with a bad maxVisits", "PATCH", "/rest/v3/short-urls/invalid", `{"maxVisits":"not_a_number"}`, []string{"maxVisits"}},
+		// Shlink test-api UpdateTagTest::notProvidingTagsReturnsBadRequest
+		{"rename without names", "PUT", "/rest/v3/tags", `{}`, []string{"newName", "oldName"}},
+		{"rename without newName", "PUT", "/rest/v3/tags", `{"oldName":"foo"}`, []string{"newName"}},
+		{"rename without oldName", "PUT", "/rest/v3/tags", `{"newName":"foo"}`, []string{"oldName"}},
+		// Shlink test-api SetRedirectRulesTest::errorIsReturnedWhenInvalidDataIsProvided
+		{"rules: invalid data", "POST", "/rest/v3/short-urls/abc123/redirect-rules", `{"redirectRules":["foo"]}`, []string{"redirectRules"}},
+		{"rules: invalid long URL", "POST", "/rest/v3/short-urls/abc123/redirect-rules", rule(`{"longUrl":"invalid"}`), nil},
+		{"rules: non-array conditions", "POST", "/rest/v3/short-urls/abc123/redirect-rules", rule(`{"longUrl":"https://example.com","conditions":"foo"}`), []string{"redirectRules"}},
+		{"rules: invalid condition type", "POST", "/rest/v3/short-urls/abc123/redirect-rules",
+			rule(`{"longUrl":"https://example.com","conditions":[{"type":"invalid","matchKey":null,"matchValue":"foo"}]}`), []string{"redirectRules"}},
+		{"rules: invalid device type", "POST", "/rest/v3/short-urls/abc123/redirect-rules",
+			rule(`{"longUrl":"https://example.com","conditions":[{"type":"device","matchValue":"invalid-device","matchKey":null}]}`), []string{"redirectRules"}},
+		{"rules: invalid IP address", "POST", "/rest/v3/short-urls/abc123/redirect-rules",
+			rule(`{"longUrl":"https://example.com","conditions":[{"type":"ip-address","matchKey":null,"matchValue":"not an IP address"}]}`), nil},
+		{"rules: invalid country code", "POST", "/rest/v3/short-urls/abc123/redirect-rules",
+			rule(`{"longUrl":"https://example.com","conditions":[{"type":"geolocation-country-code","matchKey":null,"matchValue":"not a country code"}]}`), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := do(s, c.method, c.uri, "application/json", c.body, "X-Api-Key", key)
+			m := decodeBody(t, ctx.Response.Body())
+			if status(ctx) != 400 || m["type"] != "https://shlink.io/api/error/invalid-data" || m["title"] != "Invalid data" ||
+				m["detail"] != "Provided data is not valid" || m["status"] != 400.0 {
+				t.Fatalf("%d %s; want Shlink's invalid data", status(ctx), ctx.Response.Body())
+			}
+			if c.fields == nil {
+				return
+			}
+			var got []string
+			for _, f := range m["invalidElements"].([]any) {
+				got = append(got, f.(string))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.fields) {
+				t.Errorf("invalidElements %v, want %v", got, c.fields)
+			}
+		})
+	}
+}
