@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -156,6 +157,104 @@ func TestShlinkTestAPIInvalidData(t *testing.T) {
 			slices.Sort(got)
 			if !slices.Equal(got, c.fields) {
 				t.Errorf("invalidElements %v, want %v", got, c.fields)
+			}
+		})
+	}
+}
+
+// TestShlinkTestAPITags: Shlink's tag lists are paginated, searched and
+// ordered as its TagsParams reads them.
+func TestShlinkTestAPITags(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	for i, tags := range []string{`["foo","bar"]`, `["foo"]`, `["foo"]`} {
+		mustCreate(t, s, fmt.Sprintf(`{"url":"https://example.com/%d","workspace":"team","tags":%s}`, i, tags))
+	}
+	pagination := func(current, pages, perPage, inPage, total int) string {
+		return fmt.Sprintf(`{"currentPage":%d,"itemsInCurrentPage":%d,"itemsPerPage":%d,"pagesCount":%d,"totalItems":%d}`,
+			current, inPage, perPage, pages, total)
+	}
+	bar := `{"shortUrlsCount":1,"tag":"bar","visitsSummary":{"bots":0,"nonBots":0,"total":0}}`
+	foo := `{"shortUrlsCount":3,"tag":"foo","visitsSummary":{"bots":0,"nonBots":0,"total":0}}`
+	cases := []struct{ name, uri, data, pagination string }{
+		// Shlink test-api ListTagsTest::expectedListOfTagsIsReturned (admin API key)
+		{"every tag", "/rest/v3/tags", `["bar","foo"]`, pagination(1, 1, 2, 2, 2)},
+		// Shlink test-api ListTagsTest::expectedListOfTagsIsReturned (admin api key with pagination)
+		{"second page", "/rest/v3/tags?page=2&itemsPerPage=1", `["foo"]`, pagination(2, 2, 1, 1, 2)},
+		{"searched", "/rest/v3/tags?searchTerm=Fo", `["foo"]`, pagination(1, 1, 1, 1, 1)},
+		{"descending", "/rest/v3/tags?orderBy=tag-DESC", `["foo","bar"]`, pagination(1, 1, 2, 2, 2)},
+		{"a page past the end", "/rest/v3/tags?page=3&itemsPerPage=1", `[]`, pagination(3, 2, 1, 0, 2)},
+		// Shlink test-api TagsStatsTest::expectedListOfTagsIsReturned (admin API key)
+		{"stats", "/rest/v3/tags/stats", "[" + bar + "," + foo + "]", pagination(1, 1, 2, 2, 2)},
+		// Shlink test-api TagsStatsTest::expectedListOfTagsIsReturned (admin API key with pagination)
+		{"stats paginated", "/rest/v3/tags/stats?page=1&itemsPerPage=1", "[" + bar + "]", pagination(1, 2, 1, 1, 2)},
+		{"stats by links", "/rest/v3/tags/stats?orderBy=shortUrlsCount-DESC", "[" + foo + "," + bar + "]", pagination(1, 1, 2, 2, 2)},
+		{"stats with a page below 1", "/rest/v3/tags/stats?page=0&itemsPerPage=-1", "[" + bar + "," + foo + "]", pagination(1, 1, 2, 2, 2)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := do(s, "GET", c.uri, "", "", "X-Api-Key", key)
+			if status(ctx) != 200 {
+				t.Fatalf("%d %s", status(ctx), ctx.Response.Body())
+			}
+			tags := field(decodeBody(t, ctx.Response.Body()), "tags").(map[string]any)
+			data, _ := json.Marshal(tags["data"])
+			pg, _ := json.Marshal(tags["pagination"])
+			if string(data) != c.data || string(pg) != c.pagination || len(tags) != 2 {
+				t.Errorf("tags %s %s (%d fields), want %s %s", data, pg, len(tags), c.data, c.pagination)
+			}
+		})
+	}
+}
+
+// TestShlinkTestAPIVisitsNotFound: visits of a domain or tag the key does
+// not know are Shlink's not-found problems.
+func TestShlinkTestAPIVisitsNotFound(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"brand.example"}`); status(ctx) != 200 {
+		t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"detached.example"}`); status(ctx) != 200 {
+		t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	mustCreate(t, s, `{"url":"https://example.com/b","workspace":"team","domain":"brand.example","tags":["foo"]}`)
+	cases := []struct {
+		name, uri string
+		status    int
+		want      map[string]any
+	}{
+		// Shlink test-api DomainVisitsTest::notFoundErrorIsReturnedForInvalidTags (admin API key with invalid domain)
+		{"unknown domain", "/rest/v3/domains/invalid_domain.com/visits", 404, map[string]any{
+			"type": "https://shlink.io/api/error/domain-not-found", "title": "Domain not found", "status": 404.0,
+			"detail": `Domain with authority "invalid_domain.com" could not be found`, "authority": "invalid_domain.com"}},
+		// Shlink test-api DomainVisitsTest::expectedNotFoundTypeIsReturnedForApiVersion
+		{"unknown domain v1", "/rest/v1/domains/invalid.com/visits", 404, map[string]any{"type": "https://shlink.io/api/error/domain-not-found"}},
+		{"unknown domain v2", "/rest/v2/domains/invalid.com/visits", 404, map[string]any{"type": "https://shlink.io/api/error/domain-not-found"}},
+		// Shlink test-api DomainVisitsTest::notFoundErrorIsReturnedForInvalidTags (author API key with
+		// valid domain not used in URLs): a registered domain none of the key's links use.
+		{"a domain the key's links do not use", "/rest/v3/domains/detached.example/visits", 404, map[string]any{"authority": "detached.example"}},
+		{"a domain the key's links use", "/rest/v3/domains/brand.example/visits", 200, nil},
+		{"the default domain", "/rest/v3/domains/DEFAULT/visits", 200, nil},
+		{"the default domain by name", "/rest/v3/domains/sho.rt/visits", 200, nil},
+		// Shlink test-api TagVisitsTest::notFoundErrorIsReturnedForInvalidTags (admin API key with invalid tag)
+		{"unknown tag", "/rest/v3/tags/invalid_tag/visits", 404, map[string]any{
+			"type": "https://shlink.io/api/error/tag-not-found", "detail": `Tag with name "invalid_tag" could not be found`, "title": "Tag not found"}},
+		{"a tag", "/rest/v3/tags/foo/visits", 200, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := do(s, "GET", c.uri, "", "", "X-Api-Key", key)
+			if status(ctx) != c.status {
+				t.Fatalf("%d %s, want %d", status(ctx), ctx.Response.Body(), c.status)
+			}
+			m := decodeBody(t, ctx.Response.Body())
+			for k, want := range c.want {
+				if m[k] != want {
+					t.Errorf("%s = %#v, want %#v", k, m[k], want)
+				}
 			}
 		})
 	}

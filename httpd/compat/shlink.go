@@ -619,25 +619,12 @@ func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	q.sort(kept)
-	total := len(kept)
-	perPage := q.perPage
-	if perPage < 0 { // -1: every item on one page
-		perPage = max(total, 1)
-	}
-	start := min((q.page-1)*perPage, total)
-	end := min(start+perPage, total)
-	data := make([]shlinkShortURL, 0, end-start)
-	for i := start; i < end; i++ {
+	pg := paginate(len(kept), q.page, q.perPage)
+	data := make([]shlinkShortURL, 0, pg.end-pg.start)
+	for i := pg.start; i < pg.end; i++ {
 		data = append(data, shortURLOf(&kept[i]))
 	}
-	pages := (total + perPage - 1) / perPage
-	body := map[string]any{"shortUrls": map[string]any{
-		"data": data,
-		"pagination": map[string]int{
-			"currentPage": q.page, "pagesCount": pages, "itemsPerPage": perPage,
-			"itemsInCurrentPage": len(data), "totalItems": total,
-		},
-	}}
+	body := map[string]any{"shortUrls": map[string]any{"data": data, "pagination": pg.shlink()}}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(body))
 }
 
@@ -664,31 +651,126 @@ func (sh shlink) nativeTags(ctx *fasthttp.RequestCtx) ([]nativeTag, bool) {
 	return body.Tags, true
 }
 
-func (sh shlink) tags(ctx *fasthttp.RequestCtx) {
+// page is one page of a list Shlink paginates.
+type page struct {
+	number, perPage, total int
+	start, end             int // the indexes of its items
+}
+
+// paginate is page number of total items, perPage a page (-1: every
+// item on one page, which Shlink reports as a page the size of the list).
+func paginate(total, number, perPage int) page {
+	if perPage < 0 {
+		perPage = max(total, 1)
+	}
+	p := page{number: number, perPage: perPage, total: total}
+	p.start = min((number-1)*perPage, total)
+	p.end = min(p.start+perPage, total)
+	return p
+}
+
+// shlink is the page's pagination object.
+func (p page) shlink() map[string]int {
+	return map[string]int{
+		"currentPage": p.number, "pagesCount": (p.total + p.perPage - 1) / p.perPage, "itemsPerPage": p.perPage,
+		"itemsInCurrentPage": p.end - p.start, "totalItems": p.total,
+	}
+}
+
+// shlinkTagsQuery is a tag list's query, read as Shlink's TagsParams
+// reads it: a page below 1 is the first, an itemsPerPage below 0 (or
+// none) lists every tag, an unknown orderBy field orders by tag.
+type shlinkTagsQuery struct {
+	search        string
+	orderBy       string
+	desc          bool
+	page, perPage int
+}
+
+func parseShlinkTags(args *fasthttp.Args) (shlinkTagsQuery, error) {
+	q := shlinkTagsQuery{search: string(args.Peek("searchTerm")), orderBy: "tag", page: 1, perPage: -1}
+	if v := args.Peek("page"); len(v) > 0 {
+		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
+			q.page = n
+		}
+	}
+	if v := args.Peek("itemsPerPage"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n == 0 {
+			return q, invalidFields{"itemsPerPage"} // a page holds at least one tag
+		}
+		q.perPage = max(n, -1)
+	}
+	field, dir, _ := strings.Cut(string(args.Peek("orderBy")), "-")
+	switch field {
+	case "shortUrlsCount", "visits", "nonBotVisits":
+		q.orderBy = field
+	}
+	q.desc = strings.EqualFold(dir, "DESC")
+	return q, nil
+}
+
+// keep is the tags the query lists, in its order.
+func (q shlinkTagsQuery) keep(tags []nativeTag) []nativeTag {
+	kept := make([]nativeTag, 0, len(tags))
+	for _, t := range tags {
+		if q.search == "" || strings.Contains(strings.ToLower(t.Tag), strings.ToLower(q.search)) {
+			kept = append(kept, t)
+		}
+	}
+	slices.SortStableFunc(kept, func(a, b nativeTag) int {
+		var c int
+		switch q.orderBy {
+		case "shortUrlsCount":
+			c = cmp.Compare(a.Links, b.Links)
+		case "visits", "nonBotVisits":
+			c = cmp.Compare(a.Clicks, b.Clicks)
+		}
+		if c == 0 {
+			c = cmp.Compare(a.Tag, b.Tag)
+		}
+		if q.desc {
+			return -c
+		}
+		return c
+	})
+	return kept
+}
+
+// listTags answers the page of tags the query asks for, each as show
+// makes it.
+func listTags[T any](ctx *fasthttp.RequestCtx, sh shlink, show func(nativeTag) T) {
+	q, err := parseShlinkTags(ctx.QueryArgs())
+	if err != nil {
+		failInvalid(ctx, err)
+		return
+	}
 	tags, ok := sh.nativeTags(ctx)
 	if !ok {
 		return
 	}
-	names := make([]string, len(tags))
-	for i, t := range tags {
-		names[i] = t.Tag
+	kept := q.keep(tags)
+	pg := paginate(len(kept), q.page, q.perPage)
+	data := make([]T, 0, pg.end-pg.start)
+	for _, t := range kept[pg.start:pg.end] {
+		data = append(data, show(t))
 	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": names}}))
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data, "pagination": pg.shlink()}}))
+}
+
+// tagStat is Shlink's TagInfo.
+type tagStat struct {
+	Tag            string       `json:"tag"`
+	ShortURLsCount int          `json:"shortUrlsCount"`
+	VisitsSummary  shlinkVisits `json:"visitsSummary"`
+}
+
+func (sh shlink) tags(ctx *fasthttp.RequestCtx) {
+	listTags(ctx, sh, func(t nativeTag) string { return t.Tag })
 }
 
 func (sh shlink) tagsStats(ctx *fasthttp.RequestCtx) {
-	tags, ok := sh.nativeTags(ctx)
-	if !ok {
-		return
-	}
-	type stat struct {
-		Tag            string       `json:"tag"`
-		ShortURLsCount int          `json:"shortUrlsCount"`
-		VisitsSummary  shlinkVisits `json:"visitsSummary"`
-	}
-	data := make([]stat, len(tags))
-	for i, t := range tags {
-		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}}
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data}}))
+	listTags(ctx, sh, func(t nativeTag) tagStat {
+		return tagStat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}}
+	})
 }

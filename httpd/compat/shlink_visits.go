@@ -3,6 +3,7 @@ package compat
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,10 +46,7 @@ func registerShlinkVisits(r func(method, path string, h fasthttp.RequestHandler)
 		return "/api/v1/urls/" + url.PathEscape(code) + "/visits", filters, true
 	}))
 	r("GET", "/tags/{tag}/visits", sh.rowsOf(sh.tagRows))
-	r("GET", "/domains/{domain}/visits", sh.rowsOf(func(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
-		domain, _ := ctx.UserValue("domain").(string)
-		return "/api/v1/visits", sh.domainFilter(ctx, domain), true
-	}))
+	r("GET", "/domains/{domain}/visits", sh.rowsOf(sh.domainRows))
 	r("DELETE", "/short-urls/{shortCode}/visits", sh.deleteVisits)
 }
 
@@ -83,6 +81,7 @@ type shlinkVisit struct {
 	VisitLocation *shlinkVisitLocation `json:"visitLocation"`
 	PotentialBot  bool                 `json:"potentialBot"`
 	VisitedURL    string               `json:"visitedUrl"`
+	RedirectURL   *string              `json:"redirectUrl"`    // linkraft keeps no row's target: null, as Shlink's rows from before 4.1
 	Type          string               `json:"type,omitempty"` // an orphan visit's
 }
 
@@ -352,6 +351,33 @@ func (sh shlink) tagRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 	problemShlink(ctx, fasthttp.StatusNotFound, shlinkError+"tag-not-found", "Tag not found",
 		fmt.Sprintf("Tag with name %q could not be found", tag), map[string]any{"tag": tag})
 	return "", nil, false
+}
+
+// domainRows is the native rows of a domain's links, once the domain is
+// known to the key: Shlink answers another with domain-not-found.
+func (sh shlink) domainRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
+	authority, _ := ctx.UserValue("domain").(string)
+	filters := sh.domainFilter(ctx, authority)
+	if d := filters.Get("domain"); d != "" && !sh.domainKnown(ctx, d) {
+		problemShlink(ctx, fasthttp.StatusNotFound, shlinkError+"domain-not-found", "Domain not found",
+			fmt.Sprintf("Domain with authority %q could not be found", authority), map[string]any{"authority": authority})
+		return "", nil, false
+	}
+	return "/api/v1/visits", filters, true
+}
+
+// domainKnown reports whether domain is one the key may know of: a link
+// it sees is on it, or (to an admin key) it is registered.
+func (sh shlink) domainKnown(ctx *fasthttp.RequestCtx, domain string) bool {
+	a := sh.n.Call(ctx, "GET", "/api/v1/urls?limit=1&domain="+url.QueryEscape(domain), nil)
+	var page struct {
+		Links []Link `json:"links"`
+	}
+	if a.OK() && a.Decode(&page) == nil && len(page.Links) > 0 {
+		return true
+	}
+	list, _, _, ok := sh.nativeDomains(ctx)
+	return ok && slices.ContainsFunc(list, func(d nativeDomain) bool { return strings.EqualFold(d.Domain, domain) })
 }
 
 // visitsOverview answers Shlink's overview: the rows of every link the
