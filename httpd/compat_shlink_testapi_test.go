@@ -259,3 +259,101 @@ func TestShlinkTestAPIVisitsNotFound(t *testing.T) {
 		})
 	}
 }
+
+// TestShlinkTestAPICreate: Shlink's create takes its inputs as Shlink
+// does: slugs slugified, tags normalised, titles trimmed and cropped, a
+// path prefix and a code length honoured, a domain-limited key's domain
+// applied.
+func TestShlinkTestAPICreate(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	for _, d := range []string{"some-domain.com", "example.com"} {
+		if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"`+d+`"}`); status(ctx) != 200 {
+			t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+		}
+	}
+	ctx := do(s, "POST", "/admin/keys", "application/json", `{"name":"domain_api_key","scopes":["links:write","links:read"],"workspaces":["team"],"domains":["example.com"]}`)
+	domainKey, _ := decodeBody(t, ctx.Response.Body())["key"].(string)
+	if domainKey == "" {
+		t.Fatalf("domain key: %d %s", status(ctx), ctx.Response.Body())
+	}
+	mustCreate(t, s, `{"url":"https://example.com/c","custom_code":"custom","workspace":"team"}`)
+	mustCreate(t, s, `{"url":"https://example.com/c","custom_code":"custom-with-domain","workspace":"team","domain":"some-domain.com"}`)
+	long := `"longUrl":"https://app.shlink.io"`
+	pad := func(s string, n int) string { return strings.Repeat(s, n) }
+	cases := []struct {
+		name, body string
+		apiKey     string
+		status     int
+		want       map[string]any // fields of the answer; a string ending in "*" is a prefix, "-" absent
+	}{
+		// Shlink test-api CreateShortUrlTest::createsNewShortUrlWithCustomSlug
+		{"slug with spaces", `{` + long + `,"customSlug":"my cool slug"}`, key, 200, map[string]any{"shortCode": "my-cool-slug"}},
+		// Shlink test-api CreateShortUrlTest::failsToCreateShortUrlWithDuplicatedSlug
+		{"taken slug", `{` + long + `,"customSlug":"custom"}`, key, 400, map[string]any{
+			"type": "https://shlink.io/api/error/non-unique-slug", "title": "Invalid custom slug", "status": 400.0,
+			"detail": `Provided slug "custom" is already in use.`, "customSlug": "custom", "domain": "-"}},
+		{"taken slug on a domain", `{` + long + `,"customSlug":"custom-with-domain","domain":"some-domain.com"}`, key, 400, map[string]any{
+			"detail":     `Provided slug "custom-with-domain" is already in use for domain "some-domain.com".`,
+			"customSlug": "custom-with-domain", "domain": "some-domain.com"}},
+		// Shlink test-api CreateShortUrlTest::createsNewShortUrlWithTags
+		{"simple tags", `{` + long + `,"tags":["foo","bar","baz"]}`, key, 200, map[string]any{"tags": []any{"foo", "bar", "baz"}}},
+		{"tags with spaces", `{` + long + `,"tags":["fo o","  bar","b az"]}`, key, 200, map[string]any{"tags": []any{"fo-o", "bar", "b-az"}}},
+		{"tags with special chars", `{` + long + `,"tags":["UUU","Aäa"]}`, key, 200, map[string]any{"tags": []any{"uuu", "aäa"}}},
+		// Shlink test-api CreateShortUrlTest::titleIsCroppedIfTooLong: Shlink crops at 512
+		// characters, linkraft keeps at most 256 (docs/COMPATIBILITY.md), so longer ones
+		// are cropped there.
+		{"short title", `{` + long + `,"title":"foo"}`, key, 200, map[string]any{"title": "foo"}},
+		{"padded title", `{` + long + `,"title":"` + pad(" ", 298) + "bar" + pad(" ", 299) + `"}`, key, 200, map[string]any{"title": "bar"}},
+		{"long title", `{` + long + `,"title":"` + pad("c", 513) + `"}`, key, 200, map[string]any{"title": pad("c", 256)}},
+		{"title of 256", `{` + long + `,"title":"` + pad("b", 256) + `"}`, key, 200, map[string]any{"title": pad("b", 256)}},
+		// Shlink test-api CreateShortUrlTest::prefixCanBeSet
+		{"prefix", `{"longUrl":"https://example.com","pathPrefix":"foo/b  ar-baz","customSlug":null}`, key, 200, map[string]any{"shortCode": "foo-b--ar-baz*"}},
+		{"prefix and slug", `{"longUrl":"https://example.com","pathPrefix":"foo/b  ar-baz","customSlug":"my-custom-slug"}`, key, 200,
+			map[string]any{"shortCode": "foo-b--ar-bazmy-custom-slug"}},
+		// Shlink's shortCodeLength (at least 4) is honoured.
+		{"code length", `{` + long + `,"shortCodeLength":9}`, key, 200, map[string]any{"shortCode": "?????????"}},
+		{"code length below 4", `{` + long + `,"shortCodeLength":3}`, key, 400, map[string]any{"invalidElements": []any{"shortCodeLength"}}},
+		// Shlink test-api CreateShortUrlTest::defaultDomainIsDroppedIfProvided
+		{"the default domain by name", `{` + long + `,"domain":"sho.rt"}`, key, 200, map[string]any{"domain": nil}},
+		// Shlink test-api CreateShortUrlTest::apiKeyDomainIsEnforced
+		{"domain key, no domain", `{` + long + `}`, domainKey, 200, map[string]any{"domain": "example.com"}},
+		{"domain key, another domain", `{` + long + `,"domain":"this-will-be-overwritten.com"}`, domainKey, 200, map[string]any{"domain": "example.com"}},
+		{"domain key, its domain", `{` + long + `,"domain":"example.com"}`, domainKey, 200, map[string]any{"domain": "example.com"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := do(s, "POST", "/rest/v2/short-urls", "application/json", c.body, "X-Api-Key", c.apiKey)
+			if status(ctx) != c.status {
+				t.Fatalf("%d %s, want %d", status(ctx), ctx.Response.Body(), c.status)
+			}
+			m := decodeBody(t, ctx.Response.Body())
+			for k, want := range c.want {
+				got, has := m[k]
+				w, _ := want.(string)
+				switch {
+				case w == "-":
+					if has {
+						t.Errorf("%s = %#v, want none", k, got)
+					}
+				case strings.HasSuffix(w, "*"):
+					if g, _ := got.(string); !strings.HasPrefix(g, strings.TrimSuffix(w, "*")) || len(g) <= len(w)-1 {
+						t.Errorf("%s = %#v, want %s and more", k, got, w)
+					}
+				case strings.Trim(w, "?") == "" && w != "":
+					if g, _ := got.(string); len(g) != len(w) {
+						t.Errorf("%s = %#v, want %d characters", k, got, len(w))
+					}
+				case !has || fmt.Sprint(got) != fmt.Sprint(want):
+					t.Errorf("%s = %#v, want %#v", k, got, want)
+				}
+			}
+		})
+	}
+	// Shlink test-api SingleStepCreateShortUrlTest::createsNewShortUrlWithFormat (txt)
+	ctx = do(s, "GET", "/rest/v3/short-urls/shorten?format=txt&longUrl=https%3A%2F%2Fapp.shlink.io&apiKey="+key, "", "", "Authorization", "")
+	if status(ctx) != 200 || string(ctx.Response.Header.ContentType()) != "text/plain" || !strings.HasPrefix(string(ctx.Response.Body()), "http://sho.rt/") {
+		t.Errorf("shorten txt: %d %q %s", status(ctx), ctx.Response.Header.ContentType(), ctx.Response.Body())
+	}
+}

@@ -211,6 +211,14 @@ func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool
 		return
 	}
 	a := sh.callCreate(ctx, body, gen)
+	if a.Status == fasthttp.StatusForbidden {
+		// Shlink creates a domain-limited key's links on its domain,
+		// whatever the request names (OverrideDomainMiddleware).
+		if d, ok := sh.keyDomain(ctx, body); ok {
+			body["domain"] = d
+			a = sh.callCreate(ctx, body, gen)
+		}
+	}
 	if !a.OK() {
 		slug, _ := body["custom_code"].(string)
 		failShlink(ctx, a, slug, c.domain(defaultDomain))
@@ -231,6 +239,24 @@ func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool
 		return
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+}
+
+// keyDomain is the domain of the request's key when it is limited to
+// domains the create does not name: its first. false when the key is not
+// limited, or the create names one of its domains (so the refusal is for
+// another reason).
+func (sh shlink) keyDomain(ctx *fasthttp.RequestCtx, body map[string]any) (string, bool) {
+	var key struct {
+		Domains []string `json:"domains"`
+	}
+	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil || len(key.Domains) == 0 {
+		return "", false
+	}
+	asked, _ := body["domain"].(string)
+	if slices.Contains(key.Domains, asked) {
+		return "", false
+	}
+	return key.Domains[0], true
 }
 
 // callCreate runs linkraft's create; a code the adapter makes up is tried
