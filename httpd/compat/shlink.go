@@ -303,7 +303,33 @@ func (sh shlink) codeAndDomain(ctx *fasthttp.RequestCtx) (string, string) {
 func (sh shlink) get(ctx *fasthttp.RequestCtx) {
 	code, domain := sh.codeAndDomain(ctx)
 	a := sh.n.Call(ctx, "GET", linkPath(code, domain, ""), nil)
+	if a.Status == fasthttp.StatusGone {
+		// linkraft's read answers an expired link 410; Shlink shows a
+		// disabled link as any other, and so does linkraft's list.
+		if l, ok := sh.listedLink(ctx, code, domain); ok {
+			writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+			return
+		}
+	}
 	sh.writeLink(ctx, a, code, domain)
+}
+
+// listedLink finds the link of code on domain in linkraft's list, which
+// holds expired links too.
+func (sh shlink) listedLink(ctx *fasthttp.RequestCtx, code, domain string) (Link, bool) {
+	q := url.Values{"q": {code}, "domain": {domain}, "limit": {"1000"}}
+	a := sh.n.Call(ctx, "GET", "/api/v1/urls?"+q.Encode(), nil)
+	var page struct {
+		Links []Link `json:"links"`
+	}
+	if !a.OK() || a.Decode(&page) != nil {
+		return Link{}, false
+	}
+	i := slices.IndexFunc(page.Links, func(l Link) bool { return l.ShortCode == code })
+	if i < 0 {
+		return Link{}, false
+	}
+	return page.Links[i], true
 }
 
 func (sh shlink) writeLink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
@@ -374,6 +400,9 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 			at, err := time.Parse(time.RFC3339, s)
 			if err != nil {
 				return nil, invalidFields{k} // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
+			}
+			if k == "validUntil" && !at.After(time.Now()) {
+				return nil, errPastValidUntil
 			}
 			v, _ = json.Marshal(nativeTime(at))
 		case k == "maxVisits" && !null(v):

@@ -24,6 +24,11 @@ const shlinkTitleLen = 512
 // pathPrefix but no slug gets after its prefix.
 const shlinkCodeLength = 5
 
+// errPastValidUntil refuses a validUntil in the past, which Shlink takes
+// (the link is disabled from the start) and linkraft's API refuses as a
+// likely mistake (docs/COMPATIBILITY.md).
+var errPastValidUntil = refusal{"validUntil", "validUntil is in the past: linkraft makes no link that is expired from the start"}
+
 // shlinkCreate is Shlink's create body.
 type shlinkCreate struct {
 	LongURL         *string            `json:"longUrl"`
@@ -143,6 +148,11 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeT
 	}
 	if len(bad) > 0 {
 		return nil, gen, bad
+	}
+	if c.ValidUntil != nil && *c.ValidUntil != "" {
+		if at, _ := time.Parse(time.RFC3339, *c.ValidUntil); !at.After(time.Now()) {
+			return nil, gen, errPastValidUntil
+		}
 	}
 	if slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
 		func(s *string) bool { return s != nil && *s != "" }) {
