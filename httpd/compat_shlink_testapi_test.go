@@ -445,3 +445,75 @@ func TestShlinkTestAPIPastValidUntil(t *testing.T) {
 		}
 	}
 }
+
+// TestShlinkTestAPIListsAndRestrictedKeys: Shlink's list searches and
+// filters as Shlink does; a key that may not see orphan visits sees and
+// deletes none; a one-call create without its apiKey names it.
+func TestShlinkTestAPIListsAndRestrictedKeys(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"example.com"}`); status(ctx) != 200 {
+		t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	for _, body := range []string{
+		`{"url":"https://shlink.io/a","custom_code":"first","workspace":"team","tags":["foo"]}`,
+		`{"url":"https://shlink.io/b","custom_code":"second","workspace":"team","title":"My title"}`,
+		`{"url":"https://shlink.io/c","custom_code":"third","workspace":"team","domain":"example.com"}`,
+		`{"url":"https://shlink.io/d","custom_code":"fourth","workspace":"team","tags":["bar"]}`,
+	} {
+		mustCreate(t, s, body)
+	}
+	codes := func(m map[string]any) string {
+		var out []string
+		for _, u := range field(m, "shortUrls.data").([]any) {
+			out = append(out, u.(map[string]any)["shortCode"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	cases := []struct{ name, query, want string }{
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed (searchTerm example.com: the domain)
+		{"search by domain", "searchTerm=example.com", "third"},
+		{"search by tag", "searchTerm=BA", "fourth"},
+		{"search by title", "searchTerm=my%20t", "second"},
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed (domain DEFAULT)
+		{"default domain", "domain=DEFAULT&orderBy=dateCreated-ASC", "first,second,fourth"},
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed (orderBy title-DESC: ties in
+		// the order the links were made)
+		{"by title, ties in creation order", "orderBy=title-DESC", "second,first,third,fourth"},
+	}
+	for _, c := range cases {
+		ctx := do(s, "GET", "/rest/v3/short-urls?"+c.query, "", "", "X-Api-Key", key)
+		if got := codes(decodeBody(t, ctx.Response.Body())); status(ctx) != 200 || got != c.want {
+			t.Errorf("%s: %d %s, want %s", c.name, status(ctx), got, c.want)
+		}
+	}
+	// apiKeyName (Shlink 4.6) is refused, never ignored.
+	ctx := do(s, "GET", "/rest/v3/short-urls?apiKeyName=author_api_key", "", "", "X-Api-Key", key)
+	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 400 || fmt.Sprint(m["invalidElements"]) != "[apiKeyName]" {
+		t.Errorf("apiKeyName: %d %s", status(ctx), ctx.Response.Body())
+	}
+	// Shlink test-api OrphanVisitsTest::noVisitsAreReturnedForRestrictedApiKey
+	ctx = do(s, "GET", "/rest/v3/visits/orphan", "", "", "X-Api-Key", key)
+	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 200 || field(m, "visits.pagination.totalItems") != 0.0 ||
+		len(field(m, "visits.data").([]any)) != 0 {
+		t.Errorf("orphan visits of a restricted key: %d %s", status(ctx), ctx.Response.Body())
+	}
+	// Shlink test-api DeleteOrphanVisitsTest::doesNotDeleteOrphanVisitsForRestrictedApiKey
+	ctx = do(s, "DELETE", "/rest/v3/visits/orphan", "", "", "X-Api-Key", key)
+	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 200 || m["deletedVisits"] != 0.0 {
+		t.Errorf("orphan visits deleted by a restricted key: %d %s", status(ctx), ctx.Response.Body())
+	}
+	// Shlink test-api SingleStepCreateShortUrlTest::authorizationErrorIsReturnedIfNoApiKeyIsSent
+	ctx = do(s, "GET", "/rest/v3/short-urls/shorten?longUrl=https%3A%2F%2Fapp.shlink.io&format=json", "", "", "Authorization", "")
+	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 401 || m["type"] != "https://shlink.io/api/error/missing-authentication" ||
+		m["detail"] != `Expected authentication to be provided in "apiKey" query param` || m["title"] != "Invalid authorization" {
+		t.Errorf("shorten without apiKey: %d %s", status(ctx), ctx.Response.Body())
+	}
+	// Shlink test-api SetRedirectRulesTest::errorIsReturnedWhenInvalidUrlIsProvided
+	ctx = do(s, "POST", "/rest/v3/short-urls/invalid/redirect-rules", "", "", "X-Api-Key", key)
+	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 404 || m["type"] != "https://shlink.io/api/error/short-url-not-found" ||
+		m["detail"] != `No URL found with short code "invalid"` || m["shortCode"] != "invalid" {
+		t.Errorf("rules of an unknown code: %d %s", status(ctx), ctx.Response.Body())
+	}
+}

@@ -162,10 +162,14 @@ func (shlink) refuse(ctx *fasthttp.RequestCtx, a Answer) { failShlink(ctx, a, ""
 func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
 	switch a.Status {
 	case fasthttp.StatusUnauthorized:
-		if len(ctx.Request.Header.Peek("X-Api-Key")) == 0 && len(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) == 0 {
+		switch {
+		case ctx.UserValue(shortenKey) != nil && len(ctx.Request.Header.Peek("X-Api-Key")) == 0:
+			problemShlink(ctx, a.Status, shlinkError+"missing-authentication", "Invalid authorization",
+				`Expected authentication to be provided in "apiKey" query param`, nil)
+		case len(ctx.Request.Header.Peek("X-Api-Key")) == 0 && len(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) == 0:
 			problemShlink(ctx, a.Status, shlinkError+"missing-authentication", "Invalid authorization",
 				"Expected one of the following authentication headers, [\"X-Api-Key\"], but none were provided", nil)
-		} else {
+		default:
 			problemShlink(ctx, a.Status, shlinkError+"invalid-api-key", "Invalid API key",
 				"Provided API key does not exist or is invalid.", nil)
 		}
@@ -457,6 +461,8 @@ func (sh shlink) remove(ctx *fasthttp.RequestCtx) {
 // shlinkListQuery is a Shlink list's query, read.
 type shlinkListQuery struct {
 	native          url.Values // what linkraft's list filters itself
+	search          string     // lowercase
+	defaultDomain   string
 	tags, notTags   []string
 	allTags, allNot bool
 	from, to        time.Time
@@ -471,18 +477,19 @@ type shlinkListQuery struct {
 // (the client's spelling), tags[0]=a (PHP's) or tags=a. Its error is the
 // invalidFields of every invalid parameter.
 func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery, error) {
-	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10}
+	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10, defaultDomain: defaultDomain,
+		search: strings.ToLower(string(args.Peek("searchTerm")))}
 	var bad invalidFields
-	if s := args.Peek("searchTerm"); len(s) > 0 {
-		q.native.Set("q", string(s))
-	}
 	q.readTags(args, &bad)
 	if args.Has("domain") {
 		d := string(args.Peek("domain"))
-		if strings.EqualFold(d, defaultDomain) {
+		if d == "DEFAULT" || strings.EqualFold(d, defaultDomain) {
 			d = ""
 		}
 		q.native.Set("domain", d)
+	}
+	if args.Has("apiKeyName") {
+		return q, refusal{"apiKeyName", "apiKeyName: linkraft's list cannot filter links by the key that created them"}
 	}
 	q.readDates(args, &bad)
 	q.excludeMax = string(args.Peek("excludeMaxVisitsReached")) == "true"
@@ -585,6 +592,8 @@ func (q *shlinkListQuery) keeps(l *Link, now time.Time) bool {
 	}
 	created := l.Created()
 	switch {
+	case q.search != "" && !q.found(l):
+		return false
 	case len(q.tags) > 1 && !match(q.tags, q.allTags):
 		return false
 	case len(q.notTags) > 0 && match(q.notTags, q.allNot):
@@ -597,6 +606,19 @@ func (q *shlinkListQuery) keeps(l *Link, now time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// found reports whether the list's searchTerm is part of the link's long
+// URL, code, title, domain (the default domain's name for its links) or
+// one of its tags, as Shlink searches.
+func (q *shlinkListQuery) found(l *Link) bool {
+	domain := cmp.Or(l.Domain, q.defaultDomain)
+	for _, s := range append([]string{l.OriginalURL, l.ShortCode, l.Title, domain}, l.Tags...) {
+		if strings.Contains(strings.ToLower(s), q.search) {
+			return true
+		}
+	}
+	return false
 }
 
 // sort orders links as orderBy asks; linkraft's newest first otherwise.
@@ -618,10 +640,12 @@ func (q *shlinkListQuery) sort(links []Link) {
 		return cmp.Compare(a.ID, b.ID) // ids grow with creation
 	}
 	slices.SortStableFunc(links, func(a, b Link) int {
+		c := key(&a, &b)
 		if q.desc {
-			return key(&b, &a)
+			c = -c
 		}
-		return key(&a, &b)
+		// Ties in the order they were made, as Shlink's list.
+		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
 	})
 }
 

@@ -48,6 +48,9 @@ type shlinkCreate struct {
 	DeviceLongURLs  map[string]*string `json:"deviceLongUrls"`
 }
 
+// shortenKey marks a one-call create sent without its apiKey parameter.
+const shortenKey = "shlink.shorten.nokey"
+
 // codeToMake is a code the adapter makes up because Shlink's create asked
 // for what linkraft's generator does not do: a prefix, a length. length 0:
 // linkraft generates the code.
@@ -208,6 +211,8 @@ func (sh shlink) shorten(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	if key := args.Peek("apiKey"); len(key) > 0 {
 		useKey(ctx, string(key))
+	} else {
+		ctx.SetUserValue(shortenKey, true) // a refusal names the apiKey parameter
 	}
 	long := string(args.Peek("longUrl"))
 	sh.createFrom(ctx, &shlinkCreate{LongURL: &long}, string(args.Peek("format")) == "txt")
