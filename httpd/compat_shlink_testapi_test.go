@@ -517,3 +517,30 @@ func TestShlinkTestAPIListsAndRestrictedKeys(t *testing.T) {
 		t.Errorf("rules of an unknown code: %d %s", status(ctx), ctx.Response.Body())
 	}
 }
+
+// TestShlinkTestAPIDomainsOfADomainKey: Shlink test-api
+// ListDomainsTest::domainsAreProperlyListed (domain API key): a key limited
+// to domains is shown those alone, without redirects.
+func TestShlinkTestAPIDomainsOfADomainKey(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	for _, d := range []string{"example.com", "some-domain.com"} {
+		if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"`+d+`","root_redirect":"https://`+d+`/home"}`); status(ctx) != 200 {
+			t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+		}
+	}
+	ctx := do(s, "POST", "/admin/keys", "application/json", `{"name":"domain_api_key","scopes":["links:read"],"workspaces":["team"],"domains":["example.com"]}`)
+	domainKey, _ := decodeBody(t, ctx.Response.Body())["key"].(string)
+	_, authorKey := addKey(t, s, fsm.ScopeLinksRead, 0, "team")
+	null := `{"baseUrlRedirect":null,"invalidShortUrlRedirect":null,"regular404Redirect":null}`
+	for name, c := range map[string]struct{ key, want string }{
+		"domain API key": {domainKey, `[{"domain":"example.com","isDefault":false,"redirects":` + null + `}]`},
+		"author API key": {authorKey, `[{"domain":"sho.rt","isDefault":true,"redirects":` + null + `}]`},
+	} {
+		ctx := do(s, "GET", "/rest/v3/domains", "", "", "X-Api-Key", c.key)
+		data, _ := json.Marshal(field(decodeBody(t, ctx.Response.Body()), "domains.data"))
+		if status(ctx) != 200 || string(data) != c.want {
+			t.Errorf("%s: %d %s, want %s", name, status(ctx), data, c.want)
+		}
+	}
+}

@@ -261,17 +261,12 @@ func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool
 // limited, or the create names one of its domains (so the refusal is for
 // another reason).
 func (sh shlink) keyDomain(ctx *fasthttp.RequestCtx, body map[string]any) (string, bool) {
-	var key struct {
-		Domains []string `json:"domains"`
-	}
-	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil || len(key.Domains) == 0 {
-		return "", false
-	}
+	domains := sh.keyDomains(ctx)
 	asked, _ := body["domain"].(string)
-	if slices.Contains(key.Domains, asked) {
+	if len(domains) == 0 || slices.Contains(domains, asked) {
 		return "", false
 	}
-	return key.Domains[0], true
+	return domains[0], true
 }
 
 // callCreate runs linkraft's create; a code the adapter makes up is tried

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -375,6 +376,18 @@ func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(d.redirects()))
 }
 
+// keyDomains is the domains the request's key is limited to, none when
+// it reaches every domain.
+func (sh shlink) keyDomains(ctx *fasthttp.RequestCtx) []string {
+	var key struct {
+		Domains []string `json:"domains"`
+	}
+	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil {
+		return nil
+	}
+	return key.Domains
+}
+
 // domains lists the default domain and, to an admin key (linkraft's
 // domain list is the admin's), every registered domain with its
 // redirects. Another key sees the default domain alone, without
@@ -389,10 +402,18 @@ func (sh shlink) domains(ctx *fasthttp.RequestCtx) {
 		IsDefault bool            `json:"isDefault"`
 		Redirects shlinkRedirects `json:"redirects"`
 	}
-	list, def, _, _ := sh.nativeDomains(ctx)
+	list, def, _, admin := sh.nativeDomains(ctx)
 	data := []domain{{Domain: sh.n.DefaultDomain(ctx), IsDefault: true, Redirects: def.redirects()}}
 	for _, d := range list {
 		data = append(data, domain{Domain: d.Domain, Redirects: d.redirects()})
+	}
+	if own := sh.keyDomains(ctx); !admin && len(own) > 0 {
+		// A key limited to domains is shown those alone, as Shlink shows
+		// a domain key its domain.
+		data = data[:0]
+		for _, d := range own {
+			data = append(data, domain{Domain: cmp.Or(d, sh.n.DefaultDomain(ctx)), IsDefault: d == ""})
+		}
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"domains": map[string]any{
 		"data": data, "defaultRedirects": def.redirects(),
