@@ -544,3 +544,41 @@ func TestShlinkTestAPIDomainsOfADomainKey(t *testing.T) {
 		}
 	}
 }
+
+// TestShlinkTestAPITagsInOtherScripts: a tag in another script (Shlink
+// test-api CreateShortUrlTest::createsNewShortUrlWithTags, "aäa") is found
+// by every route that names a tag in its path, where it comes
+// percent-encoded: its visits, and linkraft's own rename and delete.
+func TestShlinkTestAPITagsInOtherScripts(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	if ctx := do(s, "POST", "/rest/v3/short-urls", "application/json", `{"longUrl":"https://example.com/t","customSlug":"tagged-1","tags":["Aäa","keep"]}`,
+		"X-Api-Key", key); status(ctx) != 200 {
+		t.Fatalf("create: %d %s", status(ctx), ctx.Response.Body())
+	}
+	steps := []struct {
+		name, method, uri, body string
+		status                  int
+		tags                    string // the link's tags after the step
+	}{
+		{"its visits", "GET", "/rest/v3/tags/a%C3%A4a/visits", "", 200, `["aäa","keep"]`},
+		{"renamed", "PUT", "/api/v1/tags/a%C3%A4a", `{"name":"bäb"}`, 200, `["bäb","keep"]`},
+		{"renamed through Shlink", "PUT", "/rest/v3/tags", `{"oldName":"bäb","newName":"cäc"}`, 204, `["cäc","keep"]`},
+		{"deleted", "DELETE", "/api/v1/tags/c%C3%A4c", "", 200, `["keep"]`},
+	}
+	for _, st := range steps {
+		headers := []string{"X-Api-Key", key}
+		if strings.HasPrefix(st.uri, "/api/") {
+			headers = nil // the admin token
+		}
+		ctx := do(s, st.method, st.uri, "application/json", st.body, headers...)
+		if status(ctx) != st.status {
+			t.Fatalf("%s: %d %s, want %d", st.name, status(ctx), ctx.Response.Body(), st.status)
+		}
+		tags, _ := json.Marshal(field(decodeBody(t, do(s, "GET", "/api/v1/urls/tagged-1", "", "").Response.Body()), "tags"))
+		if string(tags) != st.tags {
+			t.Errorf("%s: tags %s, want %s", st.name, tags, st.tags)
+		}
+	}
+}

@@ -337,6 +337,9 @@ func UserAgentOf(browser, os, device string) string {
 // answers a missing tag with its tag-not-found problem.
 func (sh shlink) tagRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 	tag, _ := ctx.UserValue("tag").(string)
+	if decoded, err := url.PathUnescape(tag); err == nil { // the router hands the segment as sent
+		tag = decoded
+	}
 	tags, ok := sh.nativeTags(ctx)
 	if !ok {
 		return "", nil, false
