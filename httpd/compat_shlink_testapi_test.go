@@ -582,3 +582,45 @@ func TestShlinkTestAPITagsInOtherScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestShlinkTestAPIEdit: Shlink's edit sets and resets a link's metadata,
+// normalises its tags and title as a create does, and answers an edit of
+// nothing with the link.
+func TestShlinkTestAPIEdit(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
+	mustCreate(t, s, `{"url":"https://example.com/abc","custom_code":"abc123","workspace":"team"}`)
+	month := time.Now().AddDate(0, 1, 0).UTC().Truncate(time.Second).Format("2006-01-02T15:04:05+00:00")
+	year := time.Now().AddDate(1, 0, 0).UTC().Truncate(time.Second).Format("2006-01-02T15:04:05+00:00")
+	reset := `{"validSince":null,"validUntil":null,"maxVisits":null}`
+	cases := []struct{ name, edit, want string }{ // want: fields of the answer, as JSON
+		// Shlink test-api EditShortUrlTest::metadataCanBeReset
+		{"validSince", `{"validSince":"` + month + `"}`, `{"meta":{"maxVisits":null,"validSince":"` + month + `","validUntil":null}}`},
+		{"reset", reset, `{"meta":{"maxVisits":null,"validSince":null,"validUntil":null}}`},
+		{"maxVisits", `{"maxVisits":20}`, `{"meta":{"maxVisits":20,"validSince":null,"validUntil":null}}`},
+		{"reset again", reset, `{"meta":{"maxVisits":null,"validSince":null,"validUntil":null}}`},
+		{"validUntil and maxVisits", `{"validUntil":"` + year + `","maxVisits":100}`, `{"meta":{"maxVisits":100,"validSince":null,"validUntil":"` + year + `"}}`},
+		{"reset at last", reset, `{"meta":{"maxVisits":null,"validSince":null,"validUntil":null}}`},
+		// Tags and titles as on create (CreateShortUrlTest::createsNewShortUrlWithTags, ::titleIsCroppedIfTooLong).
+		{"tags", `{"tags":["fo o","  Bar"]}`, `{"tags":["fo-o","bar"]}`},
+		{"title", `{"title":"  T  "}`, `{"title":"T"}`},
+		{"nothing", `{}`, `{"shortCode":"abc123","title":"T"}`},
+	}
+	for _, c := range cases {
+		ctx := do(s, "PATCH", "/rest/v3/short-urls/abc123", "application/json", c.edit, "X-Api-Key", key)
+		if status(ctx) != 200 {
+			t.Fatalf("%s: %d %s", c.name, status(ctx), ctx.Response.Body())
+		}
+		got := decodeBody(t, ctx.Response.Body())
+		var want map[string]any
+		_ = json.Unmarshal([]byte(c.want), &want)
+		for k, w := range want {
+			g, _ := json.Marshal(got[k])
+			wj, _ := json.Marshal(w)
+			if string(g) != string(wj) {
+				t.Errorf("%s: %s = %s, want %s", c.name, k, g, wj)
+			}
+		}
+	}
+}
