@@ -204,7 +204,7 @@ func (sh shlink) writeRows(ctx *fasthttp.RequestCtx, path string, q shlinkRowsQu
 		query.Set("offset", strconv.Itoa(offset+len(data)))
 		query.Set("limit", strconv.Itoa(limit))
 		a := sh.n.Call(ctx, "GET", path+"?"+query.Encode(), nil)
-		if a.Status == fasthttp.StatusForbidden && path == nativeOrphans {
+		if a.Status == fasthttp.StatusForbidden && path == nativeOrphans && sh.readsStats(ctx) {
 			break // a key that may not see orphan visits sees none, as Shlink's restricted keys
 		}
 		if !a.OK() {
@@ -430,13 +430,22 @@ func (sh shlink) orphanRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool)
 	return nativeOrphans, filters, true
 }
 
-// deleteOrphanVisits forgets every orphan visit: Shlink's
-// {deletedVisits}.
 // nativeOrphans is linkraft's orphan visits, an admin key's.
 const nativeOrphans = "/api/v1/visits/orphan"
 
-// deleteOrphanVisits forgets the orphan visits; a key that may not see
-// them deletes none, as Shlink's restricted keys.
+// readsStats reports whether the request's key may read visits: one that
+// may is only restricted from orphan visits, as a Shlink key without them
+// is; one that may not is refused them as any visits.
+func (sh shlink) readsStats(ctx *fasthttp.RequestCtx) bool {
+	var key struct {
+		Scopes []string `json:"scopes"`
+	}
+	a := sh.n.Call(ctx, "GET", "/api/v1/key", nil)
+	return a.OK() && a.Decode(&key) == nil && slices.Contains(key.Scopes, "stats:read")
+}
+
+// deleteOrphanVisits forgets the orphan visits; a key that reads visits
+// but may not see orphan ones deletes none, as Shlink's restricted keys.
 func (sh shlink) deleteOrphanVisits(ctx *fasthttp.RequestCtx) {
 	sh.deleteVisitsAt(ctx, nativeOrphans, "", "")
 }
@@ -451,7 +460,7 @@ func (sh shlink) deleteVisits(ctx *fasthttp.RequestCtx) {
 // many visits it forgot.
 func (sh shlink) deleteVisitsAt(ctx *fasthttp.RequestCtx, path, code, domain string) {
 	a := sh.n.Call(ctx, "DELETE", path, nil)
-	if a.Status == fasthttp.StatusForbidden && path == nativeOrphans {
+	if a.Status == fasthttp.StatusForbidden && path == nativeOrphans && sh.readsStats(ctx) {
 		writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]int{"deletedVisits": 0}))
 		return
 	}
