@@ -121,6 +121,7 @@ func TestShlinkTestAPIInvalidData(t *testing.T) {
 		// Shlink test-api CreateShortUrlTest::failsToCreateShortUrlWithInvalidDomain
 		{"domain with a bad port", "POST", "/rest/v2/short-urls", `{"longUrl":"https://app.shlink.io","domain":"localhost:80000"}`, []string{"domain"}},
 		{"domain of junk", "POST", "/rest/v2/short-urls", `{"longUrl":"https://app.shlink.io","domain":"???/&%$&"}`, []string{"domain"}},
+		{"domain of an address no one registered", "POST", "/rest/v2/short-urls", `{"longUrl":"https://app.shlink.io","domain":"127.0.0.1"}`, []string{"domain"}},
 		// Several bad fields are all named.
 		{"every bad field", "POST", "/rest/v3/short-urls", `{"validSince":"soon","customSlug":"a?b"}`, []string{"customSlug", "longUrl", "validSince"}},
 		{"a field of the wrong type", "POST", "/rest/v3/short-urls", `{"longUrl":"https://e.example","maxVisits":"not_a_number"}`, []string{"maxVisits"}},
@@ -621,6 +622,29 @@ func TestShlinkTestAPIEdit(t *testing.T) {
 			if string(g) != string(wj) {
 				t.Errorf("%s: %s = %s, want %s", c.name, k, g, wj)
 			}
+		}
+	}
+}
+
+// TestShlinkTestAPIDomainRedirectsInvalid: Shlink test-api
+// DomainRedirectsTest::anErrorIsReturnedWhenTryingToEditAnInvalidDomain.
+func TestShlinkTestAPIDomainRedirectsInvalid(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	_, admin := addKey(t, s, fsm.ScopeAdmin, 0, fsm.AllWorkspaces)
+	for name, body := range map[string]string{
+		"no domain":      `{}`,
+		"empty domain":   `{"domain":""}`,
+		"null domain":    `{"domain":null}`,
+		"invalid domain": `{"domain":"not a domain"}`,
+		"invalid IP":     `{"domain":"540.38.386.0"}`,
+		"invalid port":   `{"domain":"example.com:888888"}`,
+	} {
+		ctx := do(s, "PATCH", "/rest/v3/domains/redirects", "application/json", body, "X-Api-Key", admin)
+		m := decodeBody(t, ctx.Response.Body())
+		if status(ctx) != 400 || m["type"] != "https://shlink.io/api/error/invalid-data" || m["detail"] != "Provided data is not valid" ||
+			fmt.Sprint(m["invalidElements"]) != "[domain]" {
+			t.Errorf("%s: %d %s", name, status(ctx), ctx.Response.Body())
 		}
 	}
 }

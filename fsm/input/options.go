@@ -3,6 +3,7 @@ package input
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -208,6 +209,14 @@ func Domain(name string) (string, error) {
 		}
 		if !ok {
 			return "", fmt.Errorf("domain: %q is not a host name such as s.example.com", name)
+		}
+	}
+	// Browsers read a host whose last label is a number as an IPv4
+	// address: "540.38.386.0" is no host they would ever visit.
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	if strings.Trim(last, "0123456789") == "" {
+		if a, err := netip.ParseAddr(name); err != nil || !a.Is4() {
+			return "", fmt.Errorf("domain: %q ends in a number but is not an IPv4 address", name)
 		}
 	}
 	return name, nil

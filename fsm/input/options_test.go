@@ -29,3 +29,26 @@ func TestTag(t *testing.T) {
 		}
 	}
 }
+
+func TestDomain(t *testing.T) {
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"S.Example.com", "s.example.com", true},
+		{"go.example", "go.example", true},
+		{"127.0.0.1", "127.0.0.1", true},
+		{"web.2", "", false}, // a last label of digits is an IPv4 address to a browser
+		// Shlink test-api DomainRedirectsTest::anErrorIsReturnedWhenTryingToEditAnInvalidDomain
+		{"540.38.386.0", "", false},
+		{"not a domain", "", false},
+		{"example.com:888888", "", false},
+		{"", "", false}, {"-a.example", "", false}, {"a..example", "", false},
+	}
+	for _, c := range cases {
+		got, err := Domain(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("Domain(%q) = %q, %v; want %q, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
