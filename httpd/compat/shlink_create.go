@@ -96,7 +96,6 @@ func shlinkTitle(t string) string {
 // field (invalidFields) or what linkraft cannot do (refusal).
 func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeToMake, error) {
 	var bad invalidFields
-	var gen codeToMake
 	long := ""
 	if c.LongURL != nil {
 		long = strings.TrimSpace(*c.LongURL)
@@ -105,33 +104,60 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeT
 		bad = append(bad, "longUrl")
 	}
 	body := map[string]any{"url": long}
+	code, gen := c.code(&bad)
+	if code != "" {
+		body["custom_code"] = code
+	}
+	c.dates(body, &bad)
+	if c.MaxVisits != nil && *c.MaxVisits < 1 {
+		bad = append(bad, "maxVisits")
+	}
+	if len(bad) > 0 {
+		return nil, gen, bad
+	}
+	if err := c.refusal(); err != nil {
+		return nil, gen, err
+	}
+	c.options(body, defaultDomain)
+	return body, gen, nil
+}
+
+// code is the custom code the create asks for (its path prefix and slug),
+// or the code the adapter must make up (a prefix, a length); bad gets the
+// fields Shlink refuses.
+func (c *shlinkCreate) code(bad *invalidFields) (string, codeToMake) {
+	var gen codeToMake
 	slug := ""
 	if c.CustomSlug != nil && *c.CustomSlug != "" {
 		var ok bool
 		if slug, ok = shlinkSlug(*c.CustomSlug); !ok {
-			bad = append(bad, "customSlug")
+			*bad = append(*bad, "customSlug")
 		}
 	}
 	if c.PathPrefix != nil && *c.PathPrefix != "" {
 		var ok bool
 		if gen.prefix, ok = shlinkSlug(*c.PathPrefix); !ok {
-			bad = append(bad, "pathPrefix")
+			*bad = append(*bad, "pathPrefix")
 		}
 	}
-	if c.ShortCodeLength != nil {
-		if n := *c.ShortCodeLength; n < 4 || n > 64 {
-			bad = append(bad, "shortCodeLength") // Shlink's least is 4
-		} else if slug == "" {
-			gen.length = int(*c.ShortCodeLength)
-		}
+	n := c.ShortCodeLength
+	if n != nil && (*n < 4 || *n > 64) {
+		*bad = append(*bad, "shortCodeLength") // Shlink's least is 4
 	}
-	if gen.prefix != "" && slug == "" && gen.length == 0 {
+	switch {
+	case slug != "":
+		return gen.prefix + slug, codeToMake{}
+	case n != nil:
+		gen.length = int(*n)
+	case gen.prefix != "":
 		gen.length = shlinkCodeLength
-	}
-	if slug != "" {
-		body["custom_code"] = gen.prefix + slug
-		gen = codeToMake{}
-	}
+	} // else linkraft generates the code
+	return "", gen
+}
+
+// dates adds the create's validSince and validUntil to body; bad gets
+// those that are not ISO 8601 dates such as 2030-01-02T15:04:05+00:00.
+func (c *shlinkCreate) dates(body map[string]any, bad *invalidFields) {
 	for _, t := range []struct {
 		name, field string
 		v           *string
@@ -141,26 +167,29 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeT
 		}
 		at, err := time.Parse(time.RFC3339, *t.v)
 		if err != nil {
-			bad = append(bad, t.name) // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
+			*bad = append(*bad, t.name)
 			continue
 		}
 		body[t.field] = nativeTime(at)
 	}
-	if c.MaxVisits != nil && *c.MaxVisits < 1 {
-		bad = append(bad, "maxVisits")
-	}
-	if len(bad) > 0 {
-		return nil, gen, bad
-	}
+}
+
+// refusal is what a valid Shlink create asks for that linkraft refuses.
+func (c *shlinkCreate) refusal() error {
 	if c.ValidUntil != nil && *c.ValidUntil != "" {
 		if at, _ := time.Parse(time.RFC3339, *c.ValidUntil); !at.After(time.Now()) {
-			return nil, gen, errPastValidUntil
+			return errPastValidUntil
 		}
 	}
 	if slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
 		func(s *string) bool { return s != nil && *s != "" }) {
-		return nil, gen, refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
+		return refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
 	}
+	return nil
+}
+
+// options adds the rest of the create to body, as linkraft takes it.
+func (c *shlinkCreate) options(body map[string]any, defaultDomain string) {
 	if c.Crawlable {
 		body["crawlable"] = true
 	}
@@ -184,7 +213,6 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeT
 	// Shlink forwards the query by default, and its client leaves false
 	// fields out of a create: absent means true.
 	body["forward_query"] = c.ForwardQuery == nil || *c.ForwardQuery
-	return body, gen, nil
 }
 
 // domain is the create's domain, "" for the default one (Shlink drops the
