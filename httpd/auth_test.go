@@ -148,6 +148,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/.well-known/acme-challenge/no-such-token", "", false, all(404)},
 		{"GET", "/health", "", false, all(200)},
 		{"GET", "/", "", false, all(200)},
+		{"GET", "/" + code + "/track", "", false, all(200)}, // the pixel is public, as the redirect
 		{"GET", "/metrics", "", false, all(200)},
 		{"GET", "/ui/", "", false, all(200)},
 		{"GET", "/ui/app.js", "", false, all(200)},

@@ -20,7 +20,7 @@ import (
 // countOrphan counts a visit of kind to the domain named ("" for the
 // default domain and any host that is not a registered domain).
 func (r *redirector) countOrphan(ctx *fasthttp.RequestCtx, kind fsm.OrphanKind, domain string) {
-	if !ctx.IsGet() || r.fsm.Raised() < fsm.LevelVisitRows {
+	if !ctx.IsGet() || ctx.UserValue(pixelVisit) != nil || r.fsm.Raised() < fsm.LevelVisitRows {
 		return
 	}
 	r.clicks.Record(r.orphanCodes.code(kind, domain), r.clickVisitor(ctx))

@@ -102,6 +102,7 @@ func newRedirector(cfg Config, node Node, fwd *forwarding, lookup linkLookup) *r
 // root. Short codes bypass the router (Server.Handler).
 func (r *redirector) register(handle handleFunc) {
 	handle("GET", "/", "root", r.handleRoot)
+	handle("GET", "/{code}/track", "pixel", r.handleTrack)
 }
 
 // stop ends the guess limiter's sweeping.

@@ -171,7 +171,12 @@ func (s *Server) routes() {
 	r := s.router
 	r.RedirectTrailingSlash = true // "/ui" → "/ui/"
 	r.HandleMethodNotAllowed = true
+	compatOpts := compat.Options{CORSOrigins: s.cfg.CORSOrigins}
+	compatNotFound := compat.NotFound(compatOpts)
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		if compatNotFound(ctx) { // a compatible API's own not found, no orphan visit
+			return
+		}
 		s.redirects.countNotFound(ctx)
 		writeBrowserError(ctx, fasthttp.StatusNotFound, "nothing at "+string(ctx.Path())+": no such page or short link")
 	}
@@ -203,7 +208,6 @@ func (s *Server) routes() {
 	handle("POST", pprofPrefix+"symbol", "pprof", pprof) // pprof looks symbols up by POST
 
 	// The APIs of Shlink, YOURLS and Kutt, as adapters over the routes above.
-	compatOpts := compat.Options{CORSOrigins: s.cfg.CORSOrigins}
 	compat.Register(func(method, path, route string, h fasthttp.RequestHandler) {
 		r.Handle(method, path, s.metrics.instrument(route, h))
 	}, native, compatOpts)

@@ -3,20 +3,29 @@ package input
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/linkraft/linkraft/fsm"
 )
 
-// Tag checks a tag: 1 to 40 ASCII letters, digits, '_', '.' or '-'.
+// Tag checks a tag: 1 to 40 bytes of letters (any script's, with their
+// combining marks), digits, '_', '.' or '-'. Tags name things in people's
+// languages (Shlink takes "aäa"); spaces, punctuation and symbols stay out,
+// so a tag reads the same in a path, a query and a CSV cell.
 func Tag(tag string) error {
 	if tag == "" || len(tag) > fsm.MaxTagLen {
-		return fmt.Errorf("tags: %q must be 1 to %d characters long", tag, fsm.MaxTagLen)
+		return fmt.Errorf("tags: %q must be 1 to %d bytes long", tag, fsm.MaxTagLen)
 	}
-	for i := 0; i < len(tag); i++ {
-		if c := tag[i]; !isTokenByte(c) && c != '.' {
-			return fmt.Errorf("tags: %q holds %q; use letters, digits, '_', '.' and '-'", tag, rune(c))
+	if !utf8.ValidString(tag) {
+		return fmt.Errorf("tags: %q is not valid UTF-8", tag)
+	}
+	for _, r := range tag {
+		if r < utf8.RuneSelf && !isTokenByte(byte(r)) && r != '.' ||
+			r >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) {
+			return fmt.Errorf("tags: %q holds %q; use letters, digits, '_', '.' and '-'", tag, r)
 		}
 	}
 	return nil
@@ -200,6 +209,14 @@ func Domain(name string) (string, error) {
 		}
 		if !ok {
 			return "", fmt.Errorf("domain: %q is not a host name such as s.example.com", name)
+		}
+	}
+	// Browsers read a host whose last label is a number as an IPv4
+	// address: "540.38.386.0" is no host they would ever visit.
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	if strings.Trim(last, "0123456789") == "" {
+		if a, err := netip.ParseAddr(name); err != nil || !a.Is4() {
+			return "", fmt.Errorf("domain: %q ends in a number but is not an IPv4 address", name)
 		}
 	}
 	return name, nil

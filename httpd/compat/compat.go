@@ -53,8 +53,15 @@ func (c cors) wrap(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	}
 }
 
+// headers adds the CORS headers of an answer to a cross-origin request;
+// a request without Origin is not one, and gets none (as Shlink's CorsTest
+// asserts).
 func (c cors) headers(ctx *fasthttp.RequestCtx) {
-	allow := c.allowOrigin(string(ctx.Request.Header.Peek("Origin")))
+	origin := string(ctx.Request.Header.Peek("Origin"))
+	if origin == "" {
+		return
+	}
+	allow := c.allowOrigin(origin)
 	if allow == "" {
 		return
 	}
@@ -75,7 +82,12 @@ func Preflight(opts Options) fasthttp.RequestHandler {
 		c.origins = []string{"*"}
 	}
 	return func(ctx *fasthttp.RequestCtx) {
-		if !isCompatPath(string(ctx.Path())) {
+		path := string(ctx.Path())
+		if strings.HasPrefix(path, shlinkPrefix) {
+			shlinkPreflight(ctx, c, string(ctx.Response.Header.Peek(fasthttp.HeaderAllow)))
+			return
+		}
+		if !isCompatPath(path) {
 			return // linkraft's own routes answer as before: 200 with Allow
 		}
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -84,6 +96,24 @@ func Preflight(opts Options) fasthttp.RequestHandler {
 		h.Set("Access-Control-Allow-Methods", string(h.Peek(fasthttp.HeaderAllow)))
 		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, Accept")
 		h.Set("Access-Control-Max-Age", "3600")
+	}
+}
+
+// NotFound answers a request to a compatible API's path that no route
+// takes, as that API does; false for any other path, which linkraft
+// answers itself. Shlink answers its own problem under /rest, with CORS
+// headers, and a preflight there with every method.
+func NotFound(opts Options) func(ctx *fasthttp.RequestCtx) bool {
+	c := cors{origins: opts.CORSOrigins}
+	if len(c.origins) == 0 {
+		c.origins = []string{"*"}
+	}
+	return func(ctx *fasthttp.RequestCtx) bool {
+		if !strings.HasPrefix(string(ctx.Path()), shlinkPrefix) {
+			return false
+		}
+		shlinkNotFound(ctx, c)
+		return true
 	}
 }
 

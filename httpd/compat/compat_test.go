@@ -100,6 +100,7 @@ func TestShlinkListQuery(t *testing.T) {
 func TestShlinkCreateAndEditBodies(t *testing.T) {
 	long := "https://example.com/"
 	no := false
+	str := func(s string) *string { return &s }
 	cases := []struct {
 		name string
 		in   shlinkCreate
@@ -109,13 +110,13 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 		{"forwardQuery defaults to true", shlinkCreate{LongURL: &long}, map[string]any{"url": long, "forward_query": true}, false},
 		{"forwardQuery false", shlinkCreate{LongURL: &long, ForwardQuery: &no}, map[string]any{"forward_query": false}, false},
 		{"findIfExists", shlinkCreate{LongURL: &long, FindIfExists: true}, map[string]any{"dedupe": true}, false},
-		{"default domain by name", shlinkCreate{LongURL: &long, Domain: "SHO.RT"}, map[string]any{"domain": nil}, false},
-		{"other domain", shlinkCreate{LongURL: &long, Domain: "brand.example"}, map[string]any{"domain": "brand.example"}, false},
+		{"default domain by name", shlinkCreate{LongURL: &long, Domain: str("SHO.RT")}, map[string]any{"domain": nil}, false},
+		{"other domain", shlinkCreate{LongURL: &long, Domain: str("brand.example")}, map[string]any{"domain": "brand.example"}, false},
 		{"no url", shlinkCreate{}, nil, true},
 		{"crawlable", shlinkCreate{LongURL: &long, Crawlable: true}, map[string]any{"crawlable": true}, false},
 	}
 	for _, c := range cases {
-		got, err := c.in.nativeCreate("sho.rt")
+		got, _, err := c.in.nativeCreate("sho.rt")
 		if (err != nil) != c.err {
 			t.Errorf("%s: error %v", c.name, err)
 			continue
@@ -204,9 +205,12 @@ func TestShlinkRedirectRuleConditions(t *testing.T) {
 		{"city", []shlinkCondition{cond("geolocation-city-name", "", "Paris")}, "", "geolocation-city-name"},
 		{"two addresses", []shlinkCondition{cond("ip-address", "", "10.0.0.1"), cond("ip-address", "", "10.0.0.2")}, "", "ip-address"},
 		{"two devices", []shlinkCondition{cond("device", "", "ios"), cond("device", "", "android")}, "", "device"},
-		{"query without key", []shlinkCondition{cond("query-param", "", "x")}, "", "matchKey"},
-		{"bad date", []shlinkCondition{cond("before-date", "", "soon")}, "", "before-date"},
-		{"unknown", []shlinkCondition{cond("moon-phase", "", "full")}, "", "moon-phase"},
+		// Shlink test-api SetRedirectRulesTest::errorIsReturnedWhenInvalidDataIsProvided: what Shlink
+		// refuses too is its invalid data naming redirectRules.
+		{"query without key", []shlinkCondition{cond("query-param", "", "x")}, "", "invalid: redirectRules"},
+		{"bad date", []shlinkCondition{cond("before-date", "", "soon")}, "", "invalid: redirectRules"},
+		{"unknown", []shlinkCondition{cond("moon-phase", "", "full")}, "", "invalid: redirectRules"},
+		{"a device Shlink lacks too", []shlinkCondition{cond("device", "", "invalid-device")}, "", "invalid: redirectRules"},
 	}
 	for _, c := range cases {
 		r, err := nativeRule(shlinkRule{LongURL: "https://example.com/to", Conditions: c.conds})

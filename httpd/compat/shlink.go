@@ -38,14 +38,14 @@ func registerShlink(route Route, n Native, c cors) {
 	for _, v := range []string{"1", "2", "3"} {
 		p := "/rest/v" + v
 		r := func(method, path string, h fasthttp.RequestHandler) {
-			route(method, p+path, "compat_shlink", c.wrap(h))
+			route(method, p+path, "compat_shlink", c.wrap(withRequestID(h)))
 		}
 		// Routes with a body check the credential before they decode it.
 		withBody := func(create bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return credentialFirst(n, create, sh.refuse, h)
 		}
 		if v == "1" { // Shlink also answers its health unversioned
-			route("GET", "/rest/health", "compat_shlink", c.wrap(sh.health))
+			route("GET", "/rest/health", "compat_shlink", c.wrap(withRequestID(sh.health)))
 		}
 		r("GET", "/health", sh.health)
 		r("GET", "/short-urls", sh.list)
@@ -77,10 +77,25 @@ func problemShlink(ctx *fasthttp.RequestCtx, status int, typ, title, detail stri
 	writeBody(ctx, status, "application/problem+json", marshal(doc))
 }
 
-// invalidShlink is Shlink's answer to a request it cannot take.
-func invalidShlink(ctx *fasthttp.RequestCtx, detail string) {
-	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", detail,
-		map[string]any{"invalidElements": []string{}})
+// invalidShlink is Shlink's answer to invalid data: "Provided data is
+// not valid", naming the invalid fields.
+func invalidShlink(ctx *fasthttp.RequestCtx, fields ...string) {
+	if fields == nil {
+		fields = []string{}
+	}
+	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", "Provided data is not valid",
+		map[string]any{"invalidElements": fields})
+}
+
+// refuseShlink answers a field Shlink takes and linkraft cannot honour:
+// Shlink's invalid data naming it, with linkraft's reason as the detail.
+func refuseShlink(ctx *fasthttp.RequestCtx, field, reason string) {
+	fields := []string{}
+	if field != "" {
+		fields = append(fields, field)
+	}
+	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", reason,
+		map[string]any{"invalidElements": fields})
 }
 
 // invalidFields is Shlink's invalid data: the names of every invalid
@@ -97,18 +112,25 @@ func (f invalidFields) orNil() error {
 	return f
 }
 
-// failInvalid answers err as Shlink's invalid-data: "Provided data is not
-// valid" naming the fields of an invalidFields, linkraft's own detail for
-// other errors.
+// failInvalid answers err as Shlink's invalid-data naming the fields of
+// an invalidFields, or the field a refusal names.
 func failInvalid(ctx *fasthttp.RequestCtx, err error) {
 	var f invalidFields
-	if !errors.As(err, &f) {
-		invalidShlink(ctx, err.Error())
-		return
+	var r refusal
+	switch {
+	case errors.As(err, &f):
+		invalidShlink(ctx, f...)
+	case errors.As(err, &r):
+		refuseShlink(ctx, r.field, r.reason)
+	default:
+		invalidShlink(ctx)
 	}
-	problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"invalid-data", "Invalid data", "Provided data is not valid",
-		map[string]any{"invalidElements": []string(f)})
 }
+
+// refusal is a field Shlink takes and linkraft cannot honour, and why.
+type refusal struct{ field, reason string }
+
+func (r refusal) Error() string { return r.reason }
 
 // phpArray is the values of the array parameter name in each of the forms
 // Shlink (PHP) reads: name[]=a, name[0]=a (http_build_query, Guzzle) and
@@ -140,10 +162,14 @@ func (shlink) refuse(ctx *fasthttp.RequestCtx, a Answer) { failShlink(ctx, a, ""
 func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
 	switch a.Status {
 	case fasthttp.StatusUnauthorized:
-		if len(ctx.Request.Header.Peek("X-Api-Key")) == 0 && len(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) == 0 {
+		switch {
+		case ctx.UserValue(shortenKey) != nil && len(ctx.Request.Header.Peek("X-Api-Key")) == 0:
+			problemShlink(ctx, a.Status, shlinkError+"missing-authentication", "Invalid authorization",
+				`Expected authentication to be provided in "apiKey" query param`, nil)
+		case len(ctx.Request.Header.Peek("X-Api-Key")) == 0 && len(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) == 0:
 			problemShlink(ctx, a.Status, shlinkError+"missing-authentication", "Invalid authorization",
 				"Expected one of the following authentication headers, [\"X-Api-Key\"], but none were provided", nil)
-		} else {
+		default:
 			problemShlink(ctx, a.Status, shlinkError+"invalid-api-key", "Invalid API key",
 				"Provided API key does not exist or is invalid.", nil)
 		}
@@ -166,9 +192,13 @@ func failShlink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
 			extra["domain"] = domain
 		}
 		problemShlink(ctx, fasthttp.StatusBadRequest, shlinkError+"non-unique-slug", "Invalid custom slug",
-			fmt.Sprintf("Provided slug %q is already in use. (%s)", code, a.Detail()), extra)
+			conflictDetail(code, domain), extra)
 	case fasthttp.StatusBadRequest, fasthttp.StatusRequestEntityTooLarge, fasthttp.StatusUnsupportedMediaType:
-		invalidShlink(ctx, a.Detail())
+		if field, ok := shlinkFieldOf(a.Detail()); ok {
+			invalidShlink(ctx, field)
+		} else {
+			invalidShlink(ctx)
+		}
 	default:
 		problemShlink(ctx, a.Status, "about:blank", fasthttp.StatusMessage(a.Status), a.Detail(), nil)
 	}
@@ -253,77 +283,6 @@ func (sh shlink) mercure(ctx *fasthttp.RequestCtx) {
 		"This Shlink instance is not integrated with a mercure hub.", nil)
 }
 
-// shlinkCreate is Shlink's create body.
-type shlinkCreate struct {
-	LongURL         *string            `json:"longUrl"`
-	CustomSlug      string             `json:"customSlug"`
-	Tags            []string           `json:"tags"`
-	Title           *string            `json:"title"`
-	ValidSince      *string            `json:"validSince"`
-	ValidUntil      *string            `json:"validUntil"`
-	MaxVisits       *json.Number       `json:"maxVisits"`
-	FindIfExists    bool               `json:"findIfExists"`
-	Domain          string             `json:"domain"`
-	ShortCodeLength *int               `json:"shortCodeLength"`
-	ForwardQuery    *bool              `json:"forwardQuery"`
-	Crawlable       bool               `json:"crawlable"`
-	ValidateURL     *bool              `json:"validateUrl"` // Shlink 3 ignores it, and so does linkraft
-	DeviceLongURLs  map[string]*string `json:"deviceLongUrls"`
-}
-
-// nativeCreate is the body of linkraft's create for a Shlink create.
-func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, error) {
-	if c.LongURL == nil || *c.LongURL == "" {
-		return nil, fmt.Errorf("longUrl is required")
-	}
-	switch {
-	case c.ShortCodeLength != nil:
-		return nil, fmt.Errorf("shortCodeLength is not supported: linkraft's generated codes have the length its operator chose")
-	case slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
-		func(s *string) bool { return s != nil && *s != "" }):
-		return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
-	}
-	body := map[string]any{"url": *c.LongURL}
-	if c.Crawlable {
-		body["crawlable"] = true
-	}
-	if c.CustomSlug != "" {
-		body["custom_code"] = c.CustomSlug
-	}
-	if len(c.Tags) > 0 {
-		body["tags"] = c.Tags
-	}
-	if c.Title != nil && *c.Title != "" {
-		body["title"] = *c.Title
-	}
-	for _, t := range []struct {
-		name, field string
-		v           *string
-	}{{"validSince", "valid_since", c.ValidSince}, {"validUntil", "expires_at", c.ValidUntil}} {
-		if t.v == nil || *t.v == "" {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339, *t.v)
-		if err != nil {
-			return nil, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", t.name)
-		}
-		body[t.field] = nativeTime(at)
-	}
-	if c.MaxVisits != nil {
-		body["max_visits"] = json.RawMessage(*c.MaxVisits)
-	}
-	if c.FindIfExists {
-		body["dedupe"] = true
-	}
-	if c.Domain != "" && !strings.EqualFold(c.Domain, defaultDomain) {
-		body["domain"] = c.Domain
-	}
-	// Shlink forwards the query by default, and its client leaves false
-	// fields out of a create: absent means true.
-	body["forward_query"] = c.ForwardQuery == nil || *c.ForwardQuery
-	return body, nil
-}
-
 func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -332,54 +291,6 @@ func decodeStrict(body []byte, v any) error {
 		return fmt.Errorf("the body is not the JSON object this API takes: %w", err)
 	}
 	return nil
-}
-
-func (sh shlink) create(ctx *fasthttp.RequestCtx) {
-	var c shlinkCreate
-	if err := decodeStrict(ctx.PostBody(), &c); err != nil {
-		invalidShlink(ctx, err.Error())
-		return
-	}
-	sh.createFrom(ctx, &c, false)
-}
-
-// shorten is Shlink's one-call create, for scripts: GET with apiKey and
-// longUrl, the ShortUrl back (format=txt: the short URL alone).
-func (sh shlink) shorten(ctx *fasthttp.RequestCtx) {
-	args := ctx.QueryArgs()
-	if key := args.Peek("apiKey"); len(key) > 0 {
-		useKey(ctx, string(key))
-	}
-	long := string(args.Peek("longUrl"))
-	sh.createFrom(ctx, &shlinkCreate{LongURL: &long}, string(args.Peek("format")) == "txt")
-}
-
-func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool) {
-	body, err := c.nativeCreate(sh.n.DefaultDomain(ctx))
-	if err != nil {
-		invalidShlink(ctx, err.Error())
-		return
-	}
-	a := sh.n.Call(ctx, "POST", "/api/v1/urls", body)
-	if !a.OK() {
-		failShlink(ctx, a, c.CustomSlug, c.Domain)
-		return
-	}
-	var l Link
-	if err := a.Decode(&l); err != nil {
-		problemShlink(ctx, fasthttp.StatusInternalServerError, "about:blank", "Internal error", err.Error(), nil)
-		return
-	}
-	if l.Existing { // findIfExists found it: show its clicks too
-		if r := sh.n.Call(ctx, "GET", linkPath(l.ShortCode, l.Domain, ""), nil); r.OK() {
-			_ = r.Decode(&l)
-		}
-	}
-	if text {
-		writeBody(ctx, fasthttp.StatusOK, "text/plain; charset=utf-8", []byte(l.ShortURL))
-		return
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
 }
 
 // codeAndDomain are the short code of a Shlink route and its ?domain=;
@@ -396,7 +307,33 @@ func (sh shlink) codeAndDomain(ctx *fasthttp.RequestCtx) (string, string) {
 func (sh shlink) get(ctx *fasthttp.RequestCtx) {
 	code, domain := sh.codeAndDomain(ctx)
 	a := sh.n.Call(ctx, "GET", linkPath(code, domain, ""), nil)
+	if a.Status == fasthttp.StatusGone {
+		// linkraft's read answers an expired link 410; Shlink shows a
+		// disabled link as any other, and so does linkraft's list.
+		if l, ok := sh.listedLink(ctx, code, domain); ok {
+			writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(shortURLOf(&l)))
+			return
+		}
+	}
 	sh.writeLink(ctx, a, code, domain)
+}
+
+// listedLink finds the link of code on domain in linkraft's list, which
+// holds expired links too.
+func (sh shlink) listedLink(ctx *fasthttp.RequestCtx, code, domain string) (Link, bool) {
+	q := url.Values{"q": {code}, "domain": {domain}, "limit": {"1000"}}
+	a := sh.n.Call(ctx, "GET", "/api/v1/urls?"+q.Encode(), nil)
+	var page struct {
+		Links []Link `json:"links"`
+	}
+	if !a.OK() || a.Decode(&page) != nil {
+		return Link{}, false
+	}
+	i := slices.IndexFunc(page.Links, func(l Link) bool { return l.ShortCode == code })
+	if i < 0 {
+		return Link{}, false
+	}
+	return page.Links[i], true
 }
 
 func (sh shlink) writeLink(ctx *fasthttp.RequestCtx, a Answer, code, domain string) {
@@ -429,8 +366,8 @@ var shlinkEditFields = map[string]string{
 // nativeEdit is linkraft's edit body for a Shlink edit body.
 func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 	var in map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
+	if err := decodeShlink(raw, &in); err != nil {
+		return nil, err
 	}
 	out := map[string]json.RawMessage{}
 	null := func(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
@@ -448,11 +385,11 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 				func(s *string) bool { return s != nil && *s != "" }) {
 				continue
 			}
-			return nil, fmt.Errorf("deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead")
+			return nil, refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
 		}
 		field, ok := shlinkEditFields[k]
 		if !ok {
-			return nil, fmt.Errorf("unknown field %q", k)
+			return nil, invalidFields{k} // a field Shlink's edit does not have
 		}
 		switch {
 		case null(v) && k == "title": // linkraft clears a title with ""
@@ -462,13 +399,33 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 		case (k == "validSince" || k == "validUntil") && !null(v):
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, fmt.Errorf("%s must be an ISO 8601 date or null", k)
+				return nil, invalidFields{k} // an ISO 8601 date or null
 			}
 			at, err := time.Parse(time.RFC3339, s)
 			if err != nil {
-				return nil, fmt.Errorf("%s must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", k)
+				return nil, invalidFields{k} // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
+			}
+			if k == "validUntil" && !at.After(time.Now()) {
+				return nil, errPastValidUntil
 			}
 			v, _ = json.Marshal(nativeTime(at))
+		case k == "maxVisits" && !null(v):
+			var n uint64
+			if err := json.Unmarshal(v, &n); err != nil || n == 0 {
+				return nil, invalidFields{k} // a whole number of at least 1, or null
+			}
+		case k == "tags" && !null(v):
+			var tags []string
+			if err := json.Unmarshal(v, &tags); err != nil {
+				return nil, invalidFields{k}
+			}
+			v, _ = json.Marshal(shlinkTags(tags))
+		case k == "title" && !null(v):
+			var t string
+			if err := json.Unmarshal(v, &t); err != nil {
+				return nil, invalidFields{k}
+			}
+			v, _ = json.Marshal(shlinkTitle(t))
 		}
 		out[field] = v
 	}
@@ -479,7 +436,11 @@ func (sh shlink) edit(ctx *fasthttp.RequestCtx) {
 	code, domain := sh.codeAndDomain(ctx)
 	body, err := nativeEdit(ctx.PostBody())
 	if err != nil {
-		invalidShlink(ctx, err.Error())
+		failBody(ctx, err)
+		return
+	}
+	if len(body) == 0 { // Shlink answers an edit of nothing with the link
+		sh.writeLink(ctx, sh.n.Call(ctx, "GET", linkPath(code, domain, ""), nil), code, domain)
 		return
 	}
 	a := sh.n.Call(ctx, "PATCH", linkPath(code, domain, ""), body)
@@ -500,6 +461,8 @@ func (sh shlink) remove(ctx *fasthttp.RequestCtx) {
 // shlinkListQuery is a Shlink list's query, read.
 type shlinkListQuery struct {
 	native          url.Values // what linkraft's list filters itself
+	search          string     // lowercase
+	defaultDomain   string
 	tags, notTags   []string
 	allTags, allNot bool
 	from, to        time.Time
@@ -514,18 +477,19 @@ type shlinkListQuery struct {
 // (the client's spelling), tags[0]=a (PHP's) or tags=a. Its error is the
 // invalidFields of every invalid parameter.
 func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery, error) {
-	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10}
+	q := shlinkListQuery{native: url.Values{}, page: 1, perPage: 10, defaultDomain: defaultDomain,
+		search: strings.ToLower(string(args.Peek("searchTerm")))}
 	var bad invalidFields
-	if s := args.Peek("searchTerm"); len(s) > 0 {
-		q.native.Set("q", string(s))
-	}
 	q.readTags(args, &bad)
 	if args.Has("domain") {
 		d := string(args.Peek("domain"))
-		if strings.EqualFold(d, defaultDomain) {
+		if d == "DEFAULT" || strings.EqualFold(d, defaultDomain) {
 			d = ""
 		}
 		q.native.Set("domain", d)
+	}
+	if args.Has("apiKeyName") {
+		return q, refusal{"apiKeyName", "apiKeyName: linkraft's list cannot filter links by the key that created them"}
 	}
 	q.readDates(args, &bad)
 	q.excludeMax = string(args.Peek("excludeMaxVisitsReached")) == "true"
@@ -628,6 +592,8 @@ func (q *shlinkListQuery) keeps(l *Link, now time.Time) bool {
 	}
 	created := l.Created()
 	switch {
+	case q.search != "" && !q.found(l):
+		return false
 	case len(q.tags) > 1 && !match(q.tags, q.allTags):
 		return false
 	case len(q.notTags) > 0 && match(q.notTags, q.allNot):
@@ -640,6 +606,19 @@ func (q *shlinkListQuery) keeps(l *Link, now time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// found reports whether the list's searchTerm is part of the link's long
+// URL, code, title, domain (the default domain's name for its links) or
+// one of its tags, as Shlink searches.
+func (q *shlinkListQuery) found(l *Link) bool {
+	domain := cmp.Or(l.Domain, q.defaultDomain)
+	for _, s := range append([]string{l.OriginalURL, l.ShortCode, l.Title, domain}, l.Tags...) {
+		if strings.Contains(strings.ToLower(s), q.search) {
+			return true
+		}
+	}
+	return false
 }
 
 // sort orders links as orderBy asks; linkraft's newest first otherwise.
@@ -661,24 +640,29 @@ func (q *shlinkListQuery) sort(links []Link) {
 		return cmp.Compare(a.ID, b.ID) // ids grow with creation
 	}
 	slices.SortStableFunc(links, func(a, b Link) int {
+		c := key(&a, &b)
 		if q.desc {
-			return key(&b, &a)
+			c = -c
 		}
-		return key(&a, &b)
+		// Ties in the order they were made, as Shlink's list.
+		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // byNative reports whether linkraft's list filters and orders q itself,
 // so that a page is read from an offset, its total from linkraft's
-// counts: no tag list in all mode or excluded tags, no dates or hiding of
-// exhausted or expired links, and an order by creation or visits.
+// counts: no search (Shlink's also matches domains and tags, linkraft's
+// q does not), no tag list in all mode or excluded tags, no dates or
+// hiding of exhausted or expired links, and an order by creation or
+// visits.
 func (q *shlinkListQuery) byNative() bool {
 	switch q.orderBy {
 	case "", "dateCreated", "visits", "nonBotVisits":
 	default:
 		return false
 	}
-	return len(q.tags) <= 1 && len(q.notTags) == 0 && q.from.IsZero() && q.to.IsZero() && !q.excludeMax && !q.excludePast
+	return q.search == "" && len(q.tags) <= 1 && len(q.notTags) == 0 && q.from.IsZero() && q.to.IsZero() &&
+		!q.excludeMax && !q.excludePast
 }
 
 func (sh shlink) list(ctx *fasthttp.RequestCtx) {
@@ -697,7 +681,7 @@ func (sh shlink) list(ctx *fasthttp.RequestCtx) {
 		failShlink(ctx, *failed, "", "")
 		return
 	case err != nil:
-		invalidShlink(ctx, err.Error())
+		refuseShlink(ctx, "", err.Error())
 		return
 	}
 	pages := (total + perPage - 1) / perPage
@@ -809,31 +793,126 @@ func (sh shlink) nativeTags(ctx *fasthttp.RequestCtx) ([]nativeTag, bool) {
 	return body.Tags, true
 }
 
-func (sh shlink) tags(ctx *fasthttp.RequestCtx) {
+// page is one page of a list Shlink paginates.
+type page struct {
+	number, perPage, total int
+	start, end             int // the indexes of its items
+}
+
+// paginate is page number of total items, perPage a page (-1: every
+// item on one page, which Shlink reports as a page the size of the list).
+func paginate(total, number, perPage int) page {
+	if perPage < 0 {
+		perPage = max(total, 1)
+	}
+	p := page{number: number, perPage: perPage, total: total}
+	p.start = min((number-1)*perPage, total)
+	p.end = min(p.start+perPage, total)
+	return p
+}
+
+// shlink is the page's pagination object.
+func (p page) shlink() map[string]int {
+	return map[string]int{
+		"currentPage": p.number, "pagesCount": (p.total + p.perPage - 1) / p.perPage, "itemsPerPage": p.perPage,
+		"itemsInCurrentPage": p.end - p.start, "totalItems": p.total,
+	}
+}
+
+// shlinkTagsQuery is a tag list's query, read as Shlink's TagsParams
+// reads it: a page below 1 is the first, an itemsPerPage below 0 (or
+// none) lists every tag, an unknown orderBy field orders by tag.
+type shlinkTagsQuery struct {
+	search        string
+	orderBy       string
+	desc          bool
+	page, perPage int
+}
+
+func parseShlinkTags(args *fasthttp.Args) (shlinkTagsQuery, error) {
+	q := shlinkTagsQuery{search: string(args.Peek("searchTerm")), orderBy: "tag", page: 1, perPage: -1}
+	if v := args.Peek("page"); len(v) > 0 {
+		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
+			q.page = n
+		}
+	}
+	if v := args.Peek("itemsPerPage"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n == 0 {
+			return q, invalidFields{"itemsPerPage"} // a page holds at least one tag
+		}
+		q.perPage = max(n, -1)
+	}
+	field, dir, _ := strings.Cut(string(args.Peek("orderBy")), "-")
+	switch field {
+	case "shortUrlsCount", "visits", "nonBotVisits":
+		q.orderBy = field
+	}
+	q.desc = strings.EqualFold(dir, "DESC")
+	return q, nil
+}
+
+// keep is the tags the query lists, in its order.
+func (q shlinkTagsQuery) keep(tags []nativeTag) []nativeTag {
+	kept := make([]nativeTag, 0, len(tags))
+	for _, t := range tags {
+		if q.search == "" || strings.Contains(strings.ToLower(t.Tag), strings.ToLower(q.search)) {
+			kept = append(kept, t)
+		}
+	}
+	slices.SortStableFunc(kept, func(a, b nativeTag) int {
+		var c int
+		switch q.orderBy {
+		case "shortUrlsCount":
+			c = cmp.Compare(a.Links, b.Links)
+		case "visits", "nonBotVisits":
+			c = cmp.Compare(a.Clicks, b.Clicks)
+		}
+		if c == 0 {
+			c = cmp.Compare(a.Tag, b.Tag)
+		}
+		if q.desc {
+			return -c
+		}
+		return c
+	})
+	return kept
+}
+
+// listTags answers the page of tags the query asks for, each as show
+// makes it.
+func listTags[T any](ctx *fasthttp.RequestCtx, sh shlink, show func(nativeTag) T) {
+	q, err := parseShlinkTags(ctx.QueryArgs())
+	if err != nil {
+		failInvalid(ctx, err)
+		return
+	}
 	tags, ok := sh.nativeTags(ctx)
 	if !ok {
 		return
 	}
-	names := make([]string, len(tags))
-	for i, t := range tags {
-		names[i] = t.Tag
+	kept := q.keep(tags)
+	pg := paginate(len(kept), q.page, q.perPage)
+	data := make([]T, 0, pg.end-pg.start)
+	for _, t := range kept[pg.start:pg.end] {
+		data = append(data, show(t))
 	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": names}}))
+	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data, "pagination": pg.shlink()}}))
+}
+
+// tagStat is Shlink's TagInfo.
+type tagStat struct {
+	Tag            string       `json:"tag"`
+	ShortURLsCount int          `json:"shortUrlsCount"`
+	VisitsSummary  shlinkVisits `json:"visitsSummary"`
+}
+
+func (sh shlink) tags(ctx *fasthttp.RequestCtx) {
+	listTags(ctx, sh, func(t nativeTag) string { return t.Tag })
 }
 
 func (sh shlink) tagsStats(ctx *fasthttp.RequestCtx) {
-	tags, ok := sh.nativeTags(ctx)
-	if !ok {
-		return
-	}
-	type stat struct {
-		Tag            string       `json:"tag"`
-		ShortURLsCount int          `json:"shortUrlsCount"`
-		VisitsSummary  shlinkVisits `json:"visitsSummary"`
-	}
-	data := make([]stat, len(tags))
-	for i, t := range tags {
-		data[i] = stat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}}
-	}
-	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"tags": map[string]any{"data": data}}))
+	listTags(ctx, sh, func(t nativeTag) tagStat {
+		return tagStat{t.Tag, t.Links, shlinkVisits{Total: t.Clicks, NonBots: t.Clicks}}
+	})
 }

@@ -1,6 +1,8 @@
 package compat
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -110,11 +112,17 @@ func addNativeCondition(w *RuleWhen, c shlinkCondition) error {
 	}
 	switch c.Type {
 	case "device":
+		if !slices.Contains(shlinkDevices, value) && !slices.Contains([]string{"windows", "macos", "linux", "chromeos"}, value) {
+			return invalidFields{"redirectRules"} // no device Shlink has either
+		}
 		if !slices.Contains(shlinkDevices, value) {
 			return fmt.Errorf("device condition %q: linkraft's rules know the devices %s", value, strings.Join(shlinkDevices, ", "))
 		}
 		return setOnce(&w.Device, value, c.Type)
 	case "browser":
+		if !slices.Contains(shlinkBrowsers, value) && value != "android_browser" {
+			return invalidFields{"redirectRules"} // no browser Shlink has either
+		}
 		if !slices.Contains(shlinkBrowsers, value) {
 			return fmt.Errorf("browser condition %q: linkraft's rules know the browsers %s", value, strings.Join(shlinkBrowsers, ", "))
 		}
@@ -138,7 +146,7 @@ func addNativeCondition(w *RuleWhen, c shlinkCondition) error {
 	case "any-value-query-param", "valueless-query-param", "geolocation-city-name":
 		return fmt.Errorf("linkraft's rules have no %s condition", c.Type)
 	}
-	return fmt.Errorf("unknown condition type %q", c.Type)
+	return invalidFields{"redirectRules"} // no condition type Shlink has
 }
 
 // setOnce sets a condition linkraft's rules hold one of.
@@ -153,7 +161,7 @@ func setOnce(field *string, value, conditionType string) error {
 // addQueryCondition adds a query-param condition: key must be value.
 func addQueryCondition(w *RuleWhen, key *string, value string) error {
 	if key == nil || *key == "" {
-		return fmt.Errorf("a query-param condition needs its matchKey")
+		return invalidFields{"redirectRules"} // a query-param condition needs its matchKey
 	}
 	if _, dup := w.Query[*key]; dup {
 		return fmt.Errorf("two query-param conditions on %q", *key)
@@ -169,7 +177,7 @@ func addQueryCondition(w *RuleWhen, key *string, value string) error {
 func addDateCondition(w *RuleWhen, conditionType, value string) error {
 	at, err := time.Parse(time.RFC3339, value)
 	if err != nil {
-		return fmt.Errorf("%s condition must be an ISO 8601 date such as 2030-01-02T15:04:05+00:00", conditionType)
+		return invalidFields{"redirectRules"} // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
 	}
 	field := &w.Before
 	if conditionType == "after-date" {
@@ -200,15 +208,19 @@ func (sh shlink) setRedirectRules(ctx *fasthttp.RequestCtx) {
 	var body struct {
 		RedirectRules []shlinkRule `json:"redirectRules"`
 	}
-	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
-		invalidShlink(ctx, err.Error())
+	if err := decodeShlink(ctx.PostBody(), &body); err != nil {
+		failBody(ctx, err)
 		return
 	}
 	rules := make([]Rule, 0, len(body.RedirectRules))
 	for i, r := range body.RedirectRules {
 		rule, err := nativeRule(r)
+		var invalid invalidFields
+		if err != nil && !errors.As(err, &invalid) { // what linkraft's rules cannot hold
+			err = refusal{"redirectRules", fmt.Sprintf("redirectRules[%d]: %s", i, err)}
+		}
 		if err != nil {
-			invalidShlink(ctx, fmt.Sprintf("redirectRules[%d]: %s", i, err))
+			failInvalid(ctx, err)
 			return
 		}
 		rules = append(rules, rule)
@@ -224,12 +236,19 @@ func (sh shlink) renameTag(ctx *fasthttp.RequestCtx) {
 		OldName string `json:"oldName"`
 		NewName string `json:"newName"`
 	}
-	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
-		invalidShlink(ctx, err.Error())
+	if err := decodeShlink(ctx.PostBody(), &body); err != nil {
+		failBody(ctx, err)
 		return
 	}
-	if body.OldName == "" || body.NewName == "" {
-		invalidShlink(ctx, "oldName and newName are required")
+	var missing invalidFields
+	for name, v := range map[string]string{"oldName": body.OldName, "newName": body.NewName} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		invalidShlink(ctx, missing...)
 		return
 	}
 	a := sh.n.Call(ctx, "PUT", "/api/v1/tags/"+url.PathEscape(body.OldName), map[string]string{"name": body.NewName})
@@ -313,13 +332,13 @@ func (sh shlink) nativeDomains(ctx *fasthttp.RequestCtx) (list []nativeDomain, d
 // yet. Setting domains takes an admin key, as linkraft's domains do.
 func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
 	var body map[string]*string
-	if err := decodeStrict(ctx.PostBody(), &body); err != nil {
-		invalidShlink(ctx, err.Error())
+	if err := decodeShlink(ctx.PostBody(), &body); err != nil {
+		failBody(ctx, err)
 		return
 	}
 	name := body["domain"]
 	if name == nil || *name == "" {
-		invalidShlink(ctx, "domain is required")
+		invalidShlink(ctx, "domain")
 		return
 	}
 	list, def, a, ok := sh.nativeDomains(ctx)
@@ -346,7 +365,7 @@ func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
 	}
 	delete(body, "domain")
 	for field := range body {
-		invalidShlink(ctx, fmt.Sprintf("unknown field %q", field))
+		invalidShlink(ctx, field) // a field Shlink's domain redirects do not have
 		return
 	}
 	a = sh.n.Call(ctx, "POST", "/admin/domains", d)
@@ -355,6 +374,18 @@ func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(d.redirects()))
+}
+
+// keyDomains is the domains the request's key is limited to, none when
+// it reaches every domain.
+func (sh shlink) keyDomains(ctx *fasthttp.RequestCtx) []string {
+	var key struct {
+		Domains []string `json:"domains"`
+	}
+	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil {
+		return nil
+	}
+	return key.Domains
 }
 
 // domains lists the default domain and, to an admin key (linkraft's
@@ -371,10 +402,18 @@ func (sh shlink) domains(ctx *fasthttp.RequestCtx) {
 		IsDefault bool            `json:"isDefault"`
 		Redirects shlinkRedirects `json:"redirects"`
 	}
-	list, def, _, _ := sh.nativeDomains(ctx)
+	list, def, _, admin := sh.nativeDomains(ctx)
 	data := []domain{{Domain: sh.n.DefaultDomain(ctx), IsDefault: true, Redirects: def.redirects()}}
 	for _, d := range list {
 		data = append(data, domain{Domain: d.Domain, Redirects: d.redirects()})
+	}
+	if own := sh.keyDomains(ctx); !admin && len(own) > 0 {
+		// A key limited to domains is shown those alone, as Shlink shows
+		// a domain key its domain.
+		data = data[:0]
+		for _, d := range own {
+			data = append(data, domain{Domain: cmp.Or(d, sh.n.DefaultDomain(ctx)), IsDefault: d == ""})
+		}
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(map[string]any{"domains": map[string]any{
 		"data": data, "defaultRedirects": def.redirects(),
