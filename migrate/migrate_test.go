@@ -139,7 +139,7 @@ func TestPlan(t *testing.T) {
 		{"kutt", "kutt.json", "team", []int{6}, nil,
 			map[int]string{19: "custom_code", 28: "", 36: "expired"}, Kept{CreatedTimes: 1, ClickTotals: 1}, Dropped{}},
 		{"bitly", "bitly.json", "", []int{2}, nil, // Bitly's answer has no clicks
-			map[int]string{3: "scheme", 4: "reserved"}, Kept{CreatedTimes: 1}, Dropped{Tags: 1}}, // the tag "ünï": not a linkraft tag
+			map[int]string{3: "scheme", 4: "reserved"}, Kept{CreatedTimes: 1}, Dropped{Tags: 1}}, // the tag "not one": not a linkraft tag (a space)
 		{"shlink", "shlink.csv", "", []int{2, 4}, nil,
 			map[int]string{3: "custom_code", 6: ""}, Kept{CreatedTimes: 2, ClickTotals: 2}, Dropped{Titles: 1}}, // a title with a line break
 		{"csv", "links.csv", "", []int{2, 3}, []int{4},
