@@ -28,14 +28,15 @@ func (c *codeChoice) found() (uint32, bool) {
 	return 0, false
 }
 
-// dedupeTarget is the canonical URL dedupe compares with a create's:
-// before LevelTargets a dedupe link's own ("" for any other link, which
-// dedupe never returned), from it on any link's target.
-func (s *state) dedupeTarget(r *record) string {
-	if s.raised < LevelTargets {
-		return s.links.recs.text.canonical(r)
+// dedupeTarget is the canonical URL dedupe compares with a create's, in
+// a state raised to raised: before LevelTargets a dedupe link's own (""
+// for any other link, which dedupe never returned), from it on any
+// link's target.
+func (lt *linkTable) dedupeTarget(r *record, raised int) string {
+	if raised < LevelTargets {
+		return lt.recs.text.canonical(r)
 	}
-	return s.links.targetOf(r)
+	return lt.targetOf(r)
 }
 
 // redirects reports whether the link at p would redirect a visit at now:

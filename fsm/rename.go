@@ -56,7 +56,7 @@ func (s *state) rename(c RenameCommand) (Link, error) {
 	if err != nil {
 		return Link{}, err
 	}
-	if err := s.renameRefusal(e.Code, c.NewCode); err != nil {
+	if err := s.links.renameRefusal(e.Code, c.NewCode, &s.tombstones); err != nil {
 		return Link{}, err
 	}
 	if e.Fields != 0 {
@@ -73,9 +73,10 @@ func (s *state) rename(c RenameCommand) (Link, error) {
 }
 
 // renameRefusal is why a link of code old may not take code next, nil
-// when it may. It is Apply's floor, as checkCreate is a custom code's:
-// the HTTP layer checks the code's syntax in full (fsm/input) first.
-func (s *state) renameRefusal(old, next string) error {
+// when it may, deleted codes being tombstones. It is Apply's floor, as
+// checkCreate is a custom code's: the HTTP layer checks the code's syntax
+// in full (fsm/input) first.
+func (lt *linkTable) renameRefusal(old, next string, tombstones *tombstoneSet) error {
 	domain, code := SplitCode(next)
 	oldDomain, _ := SplitCode(old)
 	switch {
@@ -83,12 +84,12 @@ func (s *state) renameRefusal(old, next string) error {
 		return fmt.Errorf("%w: a link keeps its domain when its code changes", ErrInvalidRequest)
 	case code == "" || len(next) > maxCodeLen || strings.IndexByte(code, '/') >= 0:
 		return fmt.Errorf("%w: the new code must be 1 to %d bytes without '/'", ErrInvalidRequest, maxCodeLen)
-	case s.tombstones.has(next):
+	case tombstones.has(next):
 		return ErrCodeDeleted
 	case codes.IsReserved(code):
 		return ErrReserved
 	}
-	if _, live := s.links.lookup(next); live {
+	if _, live := lt.lookup(next); live {
 		return ErrCodeTaken
 	}
 	return nil

@@ -240,7 +240,7 @@ func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
 	}
 	s := c.s
 	rec := s.links.recs.at(p)
-	if rec.workspace != c.ws || s.dedupeTarget(rec) != c.canonical || rec.expired(c.now) {
+	if rec.workspace != c.ws || s.links.dedupeTarget(rec, s.raised) != c.canonical || rec.expired(c.now) {
 		return CreateResult{}, false
 	}
 	return CreateResult{Link: s.link(p), Existing: true}, true

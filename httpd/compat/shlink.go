@@ -370,66 +370,99 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	out := map[string]json.RawMessage{}
-	null := func(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 	for k, v := range in {
-		switch k {
-		case "crawlable":
-			if null(v) {
-				v = json.RawMessage("false")
+		if k == "validateUrl" || k == "deviceLongUrls" {
+			if err := ignoredEditField(k, v); err != nil {
+				return nil, err
 			}
-		case "validateUrl":
-			continue // ignored by Shlink 3 too
-		case "deviceLongUrls":
-			var d map[string]*string
-			if json.Unmarshal(v, &d) == nil && !slices.ContainsFunc([]*string{d["android"], d["ios"], d["desktop"]},
-				func(s *string) bool { return s != nil && *s != "" }) {
-				continue
-			}
-			return nil, refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
+			continue
 		}
 		field, ok := shlinkEditFields[k]
 		if !ok {
 			return nil, invalidFields{k} // a field Shlink's edit does not have
 		}
-		switch {
-		case null(v) && k == "title": // linkraft clears a title with ""
-			v = json.RawMessage(`""`)
-		case null(v) && k == "tags":
-			v = json.RawMessage(`[]`)
-		case (k == "validSince" || k == "validUntil") && !null(v):
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, invalidFields{k} // an ISO 8601 date or null
-			}
-			at, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				return nil, invalidFields{k} // an ISO 8601 date such as 2030-01-02T15:04:05+00:00
-			}
-			if k == "validUntil" && !at.After(time.Now()) {
-				return nil, errPastValidUntil
-			}
-			v, _ = json.Marshal(nativeTime(at))
-		case k == "maxVisits" && !null(v):
-			var n uint64
-			if err := json.Unmarshal(v, &n); err != nil || n == 0 {
-				return nil, invalidFields{k} // a whole number of at least 1, or null
-			}
-		case k == "tags" && !null(v):
-			var tags []string
-			if err := json.Unmarshal(v, &tags); err != nil {
-				return nil, invalidFields{k}
-			}
-			v, _ = json.Marshal(shlinkTags(tags))
-		case k == "title" && !null(v):
-			var t string
-			if err := json.Unmarshal(v, &t); err != nil {
-				return nil, invalidFields{k}
-			}
-			v, _ = json.Marshal(shlinkTitle(t))
+		native, err := shlinkEditValue(k, v)
+		if err != nil {
+			return nil, err
 		}
-		out[field] = v
+		out[field] = native
 	}
 	return out, nil
+}
+
+// ignoredEditField refuses a Shlink edit field that changes nothing here
+// unless it is empty: validateUrl (Shlink 3 ignores it too) never, and
+// deviceLongUrls when it names a URL.
+func ignoredEditField(k string, v json.RawMessage) error {
+	if k == "validateUrl" {
+		return nil
+	}
+	var d map[string]*string
+	if json.Unmarshal(v, &d) == nil && !slices.ContainsFunc([]*string{d["android"], d["ios"], d["desktop"]},
+		func(s *string) bool { return s != nil && *s != "" }) {
+		return nil
+	}
+	return refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
+}
+
+// isNull reports whether a JSON value is null.
+func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
+
+// shlinkEditValue is linkraft's value of Shlink edit field k; null
+// clears (linkraft clears a title with "", tags with [], and crawlable
+// is false).
+func shlinkEditValue(k string, v json.RawMessage) (json.RawMessage, error) {
+	if isNull(v) {
+		switch k {
+		case "crawlable":
+			return json.RawMessage("false"), nil
+		case "title":
+			return json.RawMessage(`""`), nil
+		case "tags":
+			return json.RawMessage(`[]`), nil
+		}
+		return v, nil
+	}
+	switch k {
+	case "validSince", "validUntil":
+		return shlinkEditTime(k, v)
+	case "maxVisits":
+		var n uint64
+		if err := json.Unmarshal(v, &n); err != nil || n == 0 {
+			return nil, invalidFields{k} // a whole number of at least 1, or null
+		}
+	case "tags":
+		var tags []string
+		if err := json.Unmarshal(v, &tags); err != nil {
+			return nil, invalidFields{k}
+		}
+		return json.Marshal(shlinkTags(tags))
+	case "title":
+		var t string
+		if err := json.Unmarshal(v, &t); err != nil {
+			return nil, invalidFields{k}
+		}
+		return json.Marshal(shlinkTitle(t))
+	}
+	return v, nil
+}
+
+// shlinkEditTime is linkraft's time for Shlink's validSince or
+// validUntil: an ISO 8601 date such as 2030-01-02T15:04:05+00:00; a
+// validUntil already past is refused (errPastValidUntil).
+func shlinkEditTime(k string, v json.RawMessage) (json.RawMessage, error) {
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return nil, invalidFields{k}
+	}
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil, invalidFields{k}
+	}
+	if k == "validUntil" && !at.After(time.Now()) {
+		return nil, errPastValidUntil
+	}
+	return json.Marshal(nativeTime(at))
 }
 
 func (sh shlink) edit(ctx *fasthttp.RequestCtx) {
