@@ -19,6 +19,7 @@ type linkTable struct {
 	byCode     hashIndex // live code → record position
 	workspaces workspaceTable
 	targets    targetLinks // workspace, domain and canonical target → its live links
+	authors    authorTable // the keys that created live links, and their links (authors.go)
 	seed       maphash.Seed
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
@@ -26,7 +27,8 @@ type linkTable struct {
 }
 
 func newLinkTable(seed maphash.Seed) linkTable {
-	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), seed: seed, domainLinks: map[string]int{}}
+	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
+		seed: seed, domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.
@@ -264,6 +266,7 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 // list and returns its code. Its record and texts stay, marked dead.
 func (lt *linkTable) remove(p uint32) string {
 	lt.removeTarget(p)
+	lt.unauthor(p)
 	r := lt.recs.mutable(p)
 	r.flags &^= flagLive | flagIndexed
 	code := lt.recs.text.code(r)
