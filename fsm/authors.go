@@ -195,17 +195,3 @@ func readAuthors(st *state, d *decoder, _ byte) error {
 	return d.err
 }
 
-// authorLinks is the positions of the live links key id created, ascending.
-func (s *state) authorLinks(id string) []uint32 { return s.links.authors.linksOf(id) }
-
-// Author is the id of the key that created the link with this qualified
-// code; "" when none did or the link does not exist.
-func (f *FSM) Author(code string) string {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	p, ok := f.s.links.lookup(code)
-	if !ok {
-		return ""
-	}
-	return f.s.links.authorOf(p)
-}

@@ -339,11 +339,36 @@ func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
 	lt.index(p, now)
 }
 
+// listsOf is workspaceLists, or with an author ("": any) the one list of
+// the links it created in those workspaces: then the cost is its links'.
+func (lt *linkTable) listsOf(names []string, author string) [][]uint32 {
+	if author == "" {
+		return lt.workspaceLists(names)
+	}
+	list := lt.authors.linksOf(author)
+	if names == nil {
+		return [][]uint32{list}
+	}
+	var wss []uint32
+	for _, name := range names {
+		if ws, ok := lt.workspaces.ids[name]; ok {
+			wss = append(wss, ws)
+		}
+	}
+	var in []uint32
+	for _, p := range list {
+		if slices.Contains(wss, lt.recs.at(p).workspace) {
+			in = append(in, p)
+		}
+	}
+	return [][]uint32{in}
+}
+
 // positionsNewestFirst lists the live links of the workspaces (nil: all),
-// newest first.
-func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
+// with an author ("": any) those it created, newest first.
+func (lt *linkTable) positionsNewestFirst(workspaces []string, author string) []uint32 {
 	var out []uint32
-	for _, list := range lt.workspaceLists(workspaces) {
+	for _, list := range lt.listsOf(workspaces, author) {
 		out = append(out, list...)
 	}
 	slices.Sort(out) // positions are in id order
