@@ -194,4 +194,3 @@ func readAuthors(st *state, d *decoder, _ byte) error {
 	}
 	return d.err
 }
-
