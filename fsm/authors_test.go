@@ -172,3 +172,28 @@ func TestOldSnapshotsHaveNoAuthors(t *testing.T) {
 		t.Errorf("a link made below the level has author %q", l.Author)
 	}
 }
+
+// TestOwnLinksOnlyDedupe: a dedupe create by a key limited to its own
+// links finds only its own link of the target, never another's (Shlink's
+// findOneMatching applies the key's role); another key finds the oldest.
+func TestOwnLinksOnlyDedupe(t *testing.T) {
+	f, _ := authoredState(t, LevelTargets, true)
+	results := applyAll(t, f,
+		create(300, CreateRequest{URL: "https://example.com/b", Dedupe: true, KeyID: authorA}),
+		create(301, CreateRequest{URL: "https://example.com/b", Dedupe: true, KeyID: authorA}),
+		create(302, CreateRequest{URL: "https://example.com/b", Dedupe: true, KeyID: authorB}),
+		create(303, CreateRequest{URL: "https://example.com/b", CustomCode: "byb", Dedupe: true, KeyID: authorA}))
+	first := results[0].([]CreateResult)[0]
+	if first.Err != nil || first.Existing || first.Link.Code == "byb" || first.Link.Author != authorA {
+		t.Fatalf("A's first dedupe create: %+v, want a new link of its own", first)
+	}
+	if again := results[1].([]CreateResult)[0]; !again.Existing || again.Link.Code != first.Link.Code {
+		t.Errorf("A's second dedupe create: %+v, want its own %s", again, first.Link.Code)
+	}
+	if b := results[2].([]CreateResult)[0]; !b.Existing || b.Link.Code != "byb" {
+		t.Errorf("B's dedupe create: %+v, want the oldest, byb", b)
+	}
+	if custom := results[3].([]CreateResult)[0]; !errors.Is(custom.Err, ErrCodeTaken) {
+		t.Errorf("A's dedupe create with B's code: %+v, want ErrCodeTaken", custom)
+	}
+}

@@ -248,7 +248,8 @@ func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
 	}
 	s := c.s
 	rec := s.links.recs.at(p)
-	if rec.workspace != c.ws || s.dedupeTarget(rec) != c.canonical || rec.expired(c.now) {
+	if rec.workspace != c.ws || s.dedupeTarget(rec) != c.canonical || rec.expired(c.now) ||
+		!s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) { // as Shlink's findOneMatching
 		return CreateResult{}, false
 	}
 	return CreateResult{Link: s.link(p), Existing: true}, true
