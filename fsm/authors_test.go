@@ -197,3 +197,18 @@ func TestOwnLinksOnlyDedupe(t *testing.T) {
 		t.Errorf("A's dedupe create with B's code: %+v, want ErrCodeTaken", custom)
 	}
 }
+
+// TestRestoredBackupForgetsRevokedAuthors: a backup whose links a key
+// created, restored after that key was revoked, keeps the links without
+// their author, and its snapshot restores on a follower.
+func TestRestoredBackupForgetsRevokedAuthors(t *testing.T) {
+	cur, _ := authoredState(t, LevelTargets, true)
+	backup := snapshotBytes(t, cur)
+	applyFrom(cur, 20, KeyRevokeCommand{ID: authorA, By: RootKeyID, Now: 400}.Encode())
+	f := restored(t, mergedBackup(t, cur, backup))
+	for code, want := range map[string]string{"bya": "", "byb": authorB} {
+		if l, ok := f.Get(code); !ok || l.Author != want {
+			t.Errorf("restored %s made by %q (found %v), want %q", code, l.Author, ok, want)
+		}
+	}
+}
