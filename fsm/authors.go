@@ -106,8 +106,8 @@ func (lt *linkTable) forgetAuthor(id string) {
 // authorOf is the id of the key that created the link at p; "" for none.
 func (lt *linkTable) authorOf(p uint32) string { return lt.authors.ids[lt.recs.at(p).author] }
 
-// authorView is what a snapshot keeps of the authors: the ids by number
-// and the keys limited to their own links, both copies.
+// authorView is what a snapshot keeps of the authors: a copy of the ids by
+// number (a revocation frees a number in place).
 func (lt *linkTable) authorView() []string { return slices.Clone(lt.authors.ids) }
 
 // writeAuthors writes, from version 12 on, the ids of the keys limited to
@@ -159,14 +159,16 @@ func writeAuthors(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 // readAuthors reads what writeAuthors wrote: every key it names must
 // exist, every link be live, in increasing id order.
 func readAuthors(st *state, d *decoder, _ byte) error {
+	prev := ""
 	for _, id := range decodeStrings(d) {
 		k, ok := st.keys[id]
 		if d.err != nil {
 			return d.err
 		}
-		if !ok || k.Scopes&ScopeAdmin != 0 {
-			return fmt.Errorf("key %q limited to its own links does not exist or is an admin key", id)
+		if !ok || k.Scopes&ScopeAdmin != 0 || id <= prev {
+			return fmt.Errorf("key %q limited to its own links: no such key, an admin key or out of order", id)
 		}
+		prev = id
 		own := *k
 		own.OwnLinksOnly = true
 		st.keys[id] = &own
