@@ -212,3 +212,43 @@ func TestRestoredBackupForgetsRevokedAuthors(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAuthorsRefuses: a restore refuses an authors section that no
+// state could have written: a key that does not exist, authors out of
+// order, a link that does not exist, an author past the list.
+func TestReadAuthorsRefuses(t *testing.T) {
+	f, _ := authoredState(t, LevelTargets, false)
+	section := func(own, authors []string, links ...uint64) []byte {
+		var e encoder
+		encodeStrings(&e, own)
+		encodeStrings(&e, authors)
+		e.uvarint(uint64(len(links) / 2))
+		for _, v := range links {
+			e.uvarint(v)
+		}
+		return e.buf
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"as written", section(nil, []string{authorA, authorB}, 1, 0, 1, 1), true},
+		{"an own-links key that does not exist", section([]string{authorC}, nil), false},
+		{"an author that does not exist", section(nil, []string{authorC}, 1, 0), false},
+		{"authors out of order", section(nil, []string{authorB, authorA}, 1, 0), false},
+		{"a link that does not exist", section(nil, []string{authorA}, 9, 0), false},
+		{"the same link twice", section(nil, []string{authorA}, 1, 0, 0, 0), false},
+		{"an author past the list", section(nil, []string{authorA}, 1, 1), false},
+	} {
+		g := roundTrip(t, f) // authors' numbers are set anew below
+		g.s.links.authors = newAuthorTable()
+		for p := range g.s.links.recs.n {
+			g.s.links.recs.mutable(p).author = 0
+		}
+		d := decoder{buf: c.data}
+		if err := readAuthors(g.s, &d, snapshotVersion); (err == nil && len(d.buf) == 0) != c.ok {
+			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}
