@@ -71,6 +71,9 @@ const (
 	// LevelRename: cmdRename gives a link a new code and retires the old
 	// one (rename.go).
 	cmdRename
+	// LevelTargets: cmdKeyCreateOwn is cmdKeyCreateDomains followed by
+	// whether the key is limited to the links it creates (authors.go).
+	cmdKeyCreateOwn
 )
 
 // sealedFlag in the type byte marks an entry that ends in a CRC-32C of
@@ -473,15 +476,21 @@ func (c ServerRemovalCommand) Encode() []byte {
 func (c KeyCreateCommand) Encode() []byte {
 	e := encoder{buf: make([]byte, 0, 128)}
 	typ := cmdKeyCreate
-	if len(c.Key.Domains) > 0 { // older builds read keys without domains
+	switch { // older builds read keys without domains, or without authors
+	case c.Key.OwnLinksOnly:
+		typ = cmdKeyCreateOwn
+	case len(c.Key.Domains) > 0:
 		typ = cmdKeyCreateDomains
 	}
 	e.byte(byte(typ))
 	encodeKey(&e, &c.Key)
 	e.string(c.By)
 	e.varint(c.Now)
-	if typ == cmdKeyCreateDomains {
+	if typ != cmdKeyCreate {
 		encodeStrings(&e, c.Key.Domains)
+	}
+	if typ == cmdKeyCreateOwn {
+		e.bool(true)
 	}
 	return seal(e.buf)
 }
@@ -688,12 +697,15 @@ func decodeClicks(d *decoder, typ commandType) ClickBatch {
 }
 
 // decodeKeyCreate reads a key's creation: cmdKeyCreateDomains's with the
-// key's domains.
+// key's domains, cmdKeyCreateOwn's also with whether it sees only its links.
 func decodeKeyCreate(d *decoder, typ commandType) KeyCreateCommand {
 	c := KeyCreateCommand{Key: *decodeKey(d)}
 	c.By, c.Now = d.string(), d.varint()
-	if typ == cmdKeyCreateDomains {
+	if typ != cmdKeyCreate {
 		c.Key.Domains = decodeStrings(d)
+	}
+	if typ == cmdKeyCreateOwn {
+		c.Key.OwnLinksOnly = d.bool()
 	}
 	return c
 }

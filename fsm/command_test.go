@@ -11,6 +11,8 @@ func everyCommand() map[string]Command {
 	key := testAPIKey("aaaaaaaaaaaa", ScopeLinksRead, AllWorkspaces)
 	limited := key
 	limited.Domains = []string{"a.example"}
+	own := limited
+	own.OwnLinksOnly = true
 	visitor := Visitor{Browser: 1, Country: [2]byte{'D', 'E'}}
 	commands := map[string]Command{
 		"init":                InitCommand{Key: testKey, ClusterID: [16]byte{1}},
@@ -25,6 +27,7 @@ func everyCommand() map[string]Command {
 		"server":               ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"},
 		"key":                  KeyCreateCommand{Key: key, By: RootKeyID, Now: 1},
 		"key with domains":     KeyCreateCommand{Key: limited, By: RootKeyID, Now: 1},
+		"key of its own links": KeyCreateCommand{Key: own, By: RootKeyID, Now: 1},
 		"key revoke":           KeyRevokeCommand{ID: "aaaaaaaaaaaa", By: RootKeyID, Now: 1},
 		"edit":                 EditCommand{Code: "x", Now: 1, Fields: EditTitle, Title: "t"},
 		"domain":               DomainCommand{Domain: Domain{Name: "a.example"}, By: RootKeyID, Now: 1},
@@ -76,7 +79,7 @@ func TestCommandLevels(t *testing.T) {
 		}
 	}
 	// cmdCreate and cmdDelete are only read: logs of builds before keys.
-	for typ := cmdInit; typ <= cmdRename; typ++ {
+	for typ := cmdInit; typ <= cmdKeyCreateOwn; typ++ {
 		if !written[typ] && typ != cmdCreate && typ != cmdDelete {
 			t.Errorf("entry type %d has no command in everyCommand", typ)
 		}

@@ -11,7 +11,9 @@ package fsm
 // orders by id: the answer does not change as newer links to the same URL
 // come and go, and is the same on every node because positions are in id
 // order. Options are not compared, as before: Kutt's reuse and Bitly's
-// shorten return the existing link whatever else the request sets.
+// shorten return the existing link whatever else the request sets. A key
+// limited to its own links finds only those (Shlink's findOneMatching
+// applies the key's role too).
 
 // found is the position of the link a dedupe create through the counter
 // returns, if any.
@@ -21,7 +23,7 @@ func (c *codeChoice) found() (uint32, bool) {
 		return s.links.dedupeLookup(c.ws, c.r.Domain, c.canonical)
 	}
 	for p := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
-		if s.redirects(p, c.now) {
+		if s.redirects(p, c.now) && s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) {
 			return p, true
 		}
 	}

@@ -71,6 +71,9 @@ type APIKey struct {
 	// Domains limits the key to links in these registered domains; nil:
 	// every domain, the default one included. Never set on an admin key.
 	Domains []string
+	// OwnLinksOnly limits the key to the links it created (authors.go;
+	// Shlink's AUTHORED_SHORT_URLS role). Never set on an admin key.
+	OwnLinksOnly bool
 }
 
 // Expired reports whether the key is past its expiry at time now.
@@ -92,6 +95,10 @@ func (k *APIKey) Sees(workspace string) bool {
 func (k *APIKey) SeesDomain(domain string) bool {
 	return len(k.Domains) == 0 || slices.Contains(k.Domains, domain)
 }
+
+// SeesAuthor reports whether the key may act on a link created by the key
+// author ("": by none): any, unless it is limited to its own links.
+func (k *APIKey) SeesAuthor(author string) bool { return !k.OwnLinksOnly || author == k.ID }
 
 // Allows reports whether the key may use scope in workspace at time now.
 func (k *APIKey) Allows(scope Scope, workspace string, now int64) bool {
@@ -150,7 +157,8 @@ func validKey(k *APIKey) bool {
 			return false
 		}
 	}
-	if len(k.Domains) > MaxKeyDomains || len(k.Domains) > 0 && k.Scopes&ScopeAdmin != 0 {
+	limited := len(k.Domains) > 0 || k.OwnLinksOnly
+	if len(k.Domains) > MaxKeyDomains || limited && k.Scopes&ScopeAdmin != 0 {
 		return false
 	}
 	for _, d := range k.Domains {
@@ -193,6 +201,9 @@ func (s *state) createKey(c KeyCreateCommand) error {
 	if s.bounded() && len(s.keys) >= MaxKeys {
 		return ErrTooManyKeys
 	}
+	if k.OwnLinksOnly && s.raised < LevelTargets {
+		return ErrNotRaised // authors are recorded from LevelTargets on
+	}
 	k.Workspaces, k.Domains = slices.Clone(k.Workspaces), slices.Clone(k.Domains)
 	k.CreatedBy = c.By
 	s.keys[k.ID] = &k
@@ -210,6 +221,7 @@ func (s *state) revokeKey(c KeyRevokeCommand) error {
 	}
 	delete(s.keys, c.ID)
 	s.revoked[c.ID] = struct{}{}
+	s.links.forgetAuthor(c.ID)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditKeyRevoke, Subject: c.ID})
 	return nil
 }
@@ -236,11 +248,15 @@ func (keys keyTable) mayAdminister(by string, now int64) bool {
 
 // writableLink is the position and workspace of the link of a qualified
 // code that keyID may write at now: ErrNotFound without one,
-// ErrUnauthorized when the key may not (mayWrite).
+// ErrUnauthorized when the key may not (mayWrite), ErrNotFound too when
+// the key is limited to its own links and another made this one.
 func (s *state) writableLink(code, keyID string, now int64) (uint32, string, error) {
 	p, ok := s.links.lookup(code)
 	if !ok {
 		return 0, "", ErrNotFound
+	}
+	if !s.keys.seesAuthor(keyID, s.links.authorOf(p)) {
+		return 0, "", ErrNotFound // as the HTTP layer answers it: no such link
 	}
 	ws := s.links.workspaceOf(p)
 	if !s.keys.mayWrite(keyID, ws, s.links.domainIndex(code), now) {
@@ -370,4 +386,11 @@ func readKeys(st *state, d *decoder) error {
 		st.revoked[id] = struct{}{}
 	}
 	return d.err
+}
+
+// seesAuthor reports whether the write of keyID may touch a link created
+// by author: only a key limited to its own links may not.
+func (keys keyTable) seesAuthor(keyID, author string) bool {
+	k, ok := keys[keyID]
+	return !ok || k.SeesAuthor(author)
 }

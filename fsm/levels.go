@@ -61,11 +61,14 @@ const (
 	// renamed link and its retired code are in the links and tombstones
 	// every version holds, so snapshots of such a state are version 11.
 	LevelRename = 11
-	// LevelTargets: no new entry type. Once the cluster is raised to it,
-	// a dedupe create returns the oldest live link of its target that
-	// still redirects, whatever made that link (dedupe.go); before, only
-	// a link made with dedupe.
-	// Snapshots of such a state are version 11, as at LevelRemovals.
+	// LevelTargets: once the cluster is raised to it, a dedupe create
+	// returns the oldest live link of its target that still redirects,
+	// whatever made that link (dedupe.go); before, only a link made with
+	// dedupe. Also from it on, a link records the key that created it (its
+	// author, authors.go), and type 33 makes keys limited to the links
+	// they created: no older build keeps authors, so none is recorded
+	// before every server is of this build and the cluster was raised.
+	// Snapshots of such a state are version 12: the authors after the keys.
 	LevelTargets = 12
 	// EntryLevel is the level of this build.
 	EntryLevel = LevelTargets
@@ -80,6 +83,8 @@ func RequiredLevel(entry []byte) int {
 		return LevelKeys
 	}
 	switch typ := commandType(entry[0] &^ sealedFlag); {
+	case typ >= cmdKeyCreateOwn:
+		return LevelTargets
 	case typ >= cmdRename:
 		return LevelRename
 	case typ >= cmdServerRemoval:
@@ -141,8 +146,12 @@ func (WebhookDeleteCommand) Level() int { return LevelVisits }
 // Level is LevelVisits, the level that brought webhooks (Command).
 func (WebhookAckCommand) Level() int { return LevelVisits }
 
-// Level is LevelOptions for a key limited to domains.
+// Level is LevelTargets for a key limited to its own links, LevelOptions
+// for one limited to domains.
 func (c KeyCreateCommand) Level() int {
+	if c.Key.OwnLinksOnly {
+		return LevelTargets
+	}
 	if len(c.Key.Domains) > 0 {
 		return LevelOptions
 	}

@@ -19,6 +19,7 @@ type linkTable struct {
 	byCode     hashIndex // live code → record position
 	workspaces workspaceTable
 	targets    targetLinks // workspace, domain and canonical target → its live links
+	authors    authorTable // the keys that created live links, and their links (authors.go)
 	seed       maphash.Seed
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
@@ -26,7 +27,8 @@ type linkTable struct {
 }
 
 func newLinkTable(seed maphash.Seed) linkTable {
-	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), seed: seed, domainLinks: map[string]int{}}
+	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
+		seed: seed, domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.
@@ -264,6 +266,7 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 // list and returns its code. Its record and texts stay, marked dead.
 func (lt *linkTable) remove(p uint32) string {
 	lt.removeTarget(p)
+	lt.unauthor(p)
 	r := lt.recs.mutable(p)
 	r.flags &^= flagLive | flagIndexed
 	code := lt.recs.text.code(r)
@@ -336,11 +339,36 @@ func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
 	lt.index(p, now)
 }
 
+// listsOf is workspaceLists, or with an author ("": any) the one list of
+// the links it created in those workspaces: then the cost is its links'.
+func (lt *linkTable) listsOf(names []string, author string) [][]uint32 {
+	if author == "" {
+		return lt.workspaceLists(names)
+	}
+	list := lt.authors.linksOf(author)
+	if names == nil {
+		return [][]uint32{list}
+	}
+	var wss []uint32
+	for _, name := range names {
+		if ws, ok := lt.workspaces.ids[name]; ok {
+			wss = append(wss, ws)
+		}
+	}
+	var in []uint32
+	for _, p := range list {
+		if slices.Contains(wss, lt.recs.at(p).workspace) {
+			in = append(in, p)
+		}
+	}
+	return [][]uint32{in}
+}
+
 // positionsNewestFirst lists the live links of the workspaces (nil: all),
-// newest first.
-func (lt *linkTable) positionsNewestFirst(workspaces []string) []uint32 {
+// with an author ("": any) those it created, newest first.
+func (lt *linkTable) positionsNewestFirst(workspaces []string, author string) []uint32 {
 	var out []uint32
-	for _, list := range lt.workspaceLists(workspaces) {
+	for _, list := range lt.listsOf(workspaces, author) {
 		out = append(out, list...)
 	}
 	slices.Sort(out) // positions are in id order

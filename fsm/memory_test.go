@@ -22,9 +22,15 @@ const (
 	imported linkKind = iota // custom codes, as /admin/import creates them
 	deduped                  // counter codes with dedupe
 	keyed                    // counter codes with an idempotency key, as every create through a follower has
+	authored                 // custom codes made with an API key at LevelTargets: each records its author
 )
 
-func (k linkKind) String() string { return [...]string{"imported", "dedupe", "idempotency-key"}[k] }
+func (k linkKind) String() string {
+	return [...]string{"imported", "dedupe", "idempotency-key", "authored"}[k]
+}
+
+// benchAuthor is the key authored links are made with.
+const benchAuthor = "aaaaaaaaaaaa"
 
 // loadLinks applies n creates of one kind in batches of 1000.
 func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
@@ -35,6 +41,10 @@ func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 		index++
 	}
 	apply(InitCommand{Key: testKey}.Encode())
+	if kind == authored {
+		apply(RaiseCommand{To: LevelTargets}.Encode())
+		apply(KeyCreateCommand{Key: testAPIKey(benchAuthor, ScopeLinksWrite, AllWorkspaces), By: RootKeyID}.Encode())
+	}
 	for start := 0; start < n; start += 1000 {
 		items := make([]CreateRequest, 0, 1000)
 		for i := start; i < start+1000 && i < n; i++ {
@@ -42,6 +52,8 @@ func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 			switch kind {
 			case imported:
 				r.CustomCode = fmt.Sprintf("c%07d", i)
+			case authored:
+				r.CustomCode, r.KeyID = fmt.Sprintf("c%07d", i), benchAuthor
 			case deduped:
 				r.Dedupe = true
 			case keyed:
@@ -65,7 +77,7 @@ func heapInUse() uint64 {
 // each linkKind. Each iteration loads linksPerRun links.
 func BenchmarkMemoryPerLink(b *testing.B) {
 	const linksPerRun = 200_000
-	for _, kind := range []linkKind{imported, deduped, keyed} {
+	for _, kind := range []linkKind{imported, deduped, keyed, authored} {
 		b.Run(kind.String(), func(b *testing.B) {
 			for range b.N {
 				before := heapInUse()

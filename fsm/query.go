@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -18,12 +19,20 @@ type Filter struct {
 	// Domains, when not nil, keeps only links in these domains (those of a
 	// key limited to domains).
 	Domains []string
+	// Author, when not "", keeps only the links the key of this id created
+	// (authors.go): a list then walks that key's links, not its workspaces'.
+	Author string
 }
 
-func (q *Filter) empty() bool { return q.Tag == "" && q.Text == "" && q.AnyDomain && q.Domains == nil }
+func (q *Filter) empty() bool {
+	return q.Tag == "" && q.Text == "" && q.AnyDomain && q.Domains == nil && q.Author == ""
+}
 
 // keeps reports whether the link passes the filter.
 func (q *Filter) keeps(l *Link) bool {
+	if q.Author != "" && l.Author != q.Author {
+		return false
+	}
 	if !q.AnyDomain && l.Domain != q.Domain || q.Domains != nil && !slices.Contains(q.Domains, l.Domain) {
 		return false
 	}
@@ -85,13 +94,14 @@ func (f *FSM) Search(workspaces []string, q Filter, before uint64, limit int) (l
 // links it passes over. The total is read from counts kept per
 // workspace, domain and tag, except with a text filter: then it walks
 // every link of the workspaces, as a search that finds few links does
-// (docs/API.md, "What a list costs").
+// (docs/API.md, "What a list costs"). With an author it walks only that
+// key's links, and counts them so: no count is kept per key.
 func (f *FSM) ListPage(workspaces []string, q Filter, before uint64, offset, limit int, count bool) Page {
 	workspaces = uniqueNames(workspaces)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var page Page
-	walkCount := count && q.Text != "" // no count is kept of a text filter
+	walkCount := count && (q.Text != "" || q.Author != "") // no count is kept of either
 	if count && !walkCount {
 		page.Total = f.s.counts.total(f.workspaceIDs(workspaces), q.domainSet(), q.Tag)
 	}
@@ -101,8 +111,8 @@ func (f *FSM) ListPage(workspaces []string, q Filter, before uint64, offset, lim
 	if walkCount {
 		above, before = before, 0
 	}
-	w := f.newestFirst(workspaces, before)
-	if q.Text == "" && q.Tag == "" && (q.domainSet() == nil || f.keepsEvery(workspaces, &q)) {
+	w := f.newestFirst(workspaces, q.Author, before)
+	if q.Text == "" && q.Tag == "" && (q.domainSet() == nil || q.Author == "" && f.keepsEvery(workspaces, &q)) {
 		w.skip(offset)
 		offset = 0
 	}
@@ -192,9 +202,9 @@ func (f *FSM) keepsEvery(workspaces []string, q *Filter) bool {
 }
 
 // newestFirst walks the live links of the workspaces below the id before
-// (0: all of them), newest first.
-func (f *FSM) newestFirst(workspaces []string, before uint64) *mergeWalk {
-	lists := f.s.links.workspaceLists(workspaces)
+// (0: all of them), newest first; with an author, only those it created.
+func (f *FSM) newestFirst(workspaces []string, author string, before uint64) *mergeWalk {
+	lists := f.s.links.listsOf(workspaces, author)
 	w := &mergeWalk{lists: lists, heads: make([]int, len(lists))}
 	for i, list := range lists {
 		w.heads[i] = len(list) - 1
@@ -273,7 +283,7 @@ func (f *FSM) ClickedPage(workspaces []string, q Filter, offset, limit int, coun
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var all []Link
-	w := f.newestFirst(workspaces, 0)
+	w := f.newestFirst(workspaces, q.Author, 0)
 	for p, ok := w.next(); ok; p, ok = w.next() {
 		if l := f.s.link(p); q.keeps(&l) {
 			all = append(all, l)
@@ -315,14 +325,24 @@ type TagCount struct {
 // by tag; domains, when not nil, keeps only links in those domains. It
 // reads the counts kept per workspace, domain and tag, not the links.
 func (f *FSM) Tags(workspaces, domains []string) []TagCount {
+	return f.TagsOf(workspaces, domains, "")
+}
+
+// TagsOf is Tags of the links the key author created ("": any). With an
+// author it walks that key's links: no count is kept per key.
+func (f *FSM) TagsOf(workspaces, domains []string, author string) []TagCount {
 	workspaces = uniqueNames(workspaces)
 	if len(domains) > 1 { // a domain named twice counts once
 		domains = slices.Compact(slices.Sorted(slices.Values(domains)))
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	tagged := f.s.counts.tagCounts(f.workspaceIDs(workspaces), domains)
+	if author != "" {
+		tagged = f.authorTagCounts(workspaces, domains, author)
+	}
 	counts := map[string]*TagCount{}
-	for tag, t := range f.s.counts.tagCounts(f.workspaceIDs(workspaces), domains) {
+	for tag, t := range tagged {
 		c := counts[tag]
 		if c == nil {
 			c = &TagCount{Tag: tag}
@@ -404,4 +424,28 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 // CrawlableCodes is Crawlable's codes.
 func (f *FSM) CrawlableCodes(domain string, limit int, now int64) []string {
 	return f.Crawlable(domain, limit, now).Codes
+}
+
+// authorTagCounts yields, per live link the key author created in the
+// workspaces and domains (nil: any), each of its tags once with the
+// link's clicks, as listCounts.tagged counts them.
+func (f *FSM) authorTagCounts(workspaces, domains []string, author string) iter.Seq2[string, ListTotal] {
+	return func(yield func(string, ListTotal) bool) {
+		for _, list := range f.s.links.listsOf(workspaces, author) {
+			for _, p := range list {
+				_, domain, tags, clicks := f.s.linkCounted(p)
+				if domains != nil && !slices.Contains(domains, domain) {
+					continue
+				}
+				for i, tag := range tags {
+					if slices.ContainsFunc(tags[:i], func(t string) bool { return strings.EqualFold(t, tag) }) {
+						continue
+					}
+					if !yield(strings.ToLower(tag), ListTotal{Links: 1, Clicks: clicks}) {
+						return
+					}
+				}
+			}
+		}
+	}
 }

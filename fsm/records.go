@@ -26,6 +26,7 @@ type record struct {
 	workspace  uint32 // index into workspaceTable.names
 	codeLen    uint8
 	flags      uint8
+	author     uint16 // the key that created it: index into authorTable.ids; 0: none
 }
 
 const (

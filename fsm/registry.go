@@ -153,20 +153,21 @@ var features = []feature{
 		}, cmdServerRemoval),
 	}, sections: []section{
 		{name: "servers", at: 70, since: snapshotV1, write: writeServers, read: readServers},
-		{name: "removed servers", at: 75, since: snapshotVersion,
+		{name: "removed servers", at: 75, since: snapshotV11,
 			write: encodes((*snapshot).encodeRemovals), read: decodes(readRemovals)},
 	}},
 	{name: "idempotency records", sections: []section{
 		{name: "requests", at: 80, since: snapshotV1, write: writeRequests, read: readRequests},
 	}},
 	{name: "API keys", entries: []entry{
-		handles(decodeKeyCreate, (*state).createKey, cmdKeyCreate, cmdKeyCreateDomains),
+		handles(decodeKeyCreate, (*state).createKey, cmdKeyCreate, cmdKeyCreateDomains, cmdKeyCreateOwn),
 		handles(anyType(decodeKeyRevoke), (*state).revokeKey, cmdKeyRevoke),
 	}, sections: []section{
 		{name: "keys", at: 100, since: snapshotV4,
 			write: encodes((*snapshot).encodeKeys), read: decodes(readKeys)},
 		{name: "key domains", at: 125, since: snapshotV5,
 			write: encodes((*snapshot).encodeKeyDomains), read: decodes(readKeyDomains)},
+		{name: "authors", at: 127, since: snapshotVersion, write: writeAuthors, read: readAuthors},
 	}},
 	{name: "audit log", entries: []entry{
 		handles(anyType(decodeAuditNote), func(s *state, c AuditNoteCommand) error {

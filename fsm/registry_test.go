@@ -5,7 +5,7 @@ import "testing"
 // TestRegistryCoversEveryType holds the features table to the entry types
 // this build knows: each decodes through exactly one row.
 func TestRegistryCoversEveryType(t *testing.T) {
-	for typ := cmdInit; typ <= cmdRename; typ++ {
+	for typ := cmdInit; typ <= cmdKeyCreateOwn; typ++ {
 		if registry.entries[typ] == nil {
 			t.Errorf("entry type %d has no row in features", typ)
 		}
@@ -16,7 +16,7 @@ func TestRegistryCoversEveryType(t *testing.T) {
 			n++
 		}
 	}
-	if want := int(cmdRename); n != want {
+	if want := int(cmdKeyCreateOwn); n != want {
 		t.Errorf("%d entry types registered, want %d", n, want)
 	}
 }

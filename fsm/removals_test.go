@@ -75,8 +75,8 @@ func TestRemovalRecordsSurviveSnapshots(t *testing.T) {
 		ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode(),
 		ServerRemovalCommand{ID: "n5", Incarnation: "0123456789abcdef"}.Encode(),
 		ServerRemovalCommand{ID: "n4"}.Encode())
-	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotVersion {
-		t.Fatalf("version %d, want %d", v, snapshotVersion)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV11 {
+		t.Fatalf("version %d, want %d", v, snapshotV11)
 	}
 	g := roundTrip(t, f)
 	for id, want := range map[string]string{"n4": "", "n5": "0123456789abcdef"} {

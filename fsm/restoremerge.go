@@ -84,6 +84,7 @@ func keepHandedOut(next, cur *state) {
 	for id := range cur.revoked {
 		next.revoked[id] = struct{}{}
 		delete(next.keys, id)
+		next.links.forgetAuthor(id) // only live keys author links (authors.go)
 	}
 	for id, k := range cur.keys {
 		if _, revoked := next.revoked[id]; !revoked {

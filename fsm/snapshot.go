@@ -37,7 +37,8 @@ const (
 	snapshotV8      = 8  // version 7 of a raised cluster: its level after the version, the security audit at the end
 	snapshotV9      = 9  // version 8, then the certificates (certs.go)
 	snapshotV10     = 10 // version 9 of a cluster raised to LevelVisitRows
-	snapshotVersion = 11 // version 10 of a cluster raised to LevelRemovals: the removed servers after the servers
+	snapshotV11     = 11 // version 10 of a cluster raised to LevelRemovals: the removed servers after the servers
+	snapshotVersion = 12 // version 11 of a cluster raised to LevelTargets: links' authors after the keys' domains
 )
 
 // Link flags in a version 2 snapshot.
@@ -75,6 +76,7 @@ type snapshot struct {
 	visits     visitTable  // shares pages, links and days: see visitTable
 	orphans    orphanTable // shares days as visits does
 	hooks      []hookState // copies; their events are never changed (webhooks.go)
+	authors    []string    // key ids by author number (authors.go): a copy
 	level      int         // the state's entry level: which version holds it
 	release    func()
 
@@ -118,6 +120,7 @@ func (s *state) snapshot() *snapshot {
 	snap.raised = s.raised
 	snap.certs = s.certs.clone()
 	snap.opts = s.opts.clone()
+	snap.authors = s.links.authorView()
 	snap.clickSeqs = s.clickSeqs.entries()
 	snap.visits = s.visits.share()
 	snap.orphans = s.orphans.share()
@@ -287,15 +290,18 @@ func decodeSections(d *decoder) (*state, error) {
 // while its level is LevelKeys (no options, domains or keys limited to
 // domains), 7 only while its audit log records a restore, 8 once the
 // cluster was raised to LevelBounds, 9 once raised to LevelCerts, 10 once
-// raised to LevelVisitRows, 11 once raised to LevelRemovals. A cluster in the middle of an upgrade, whose
+// raised to LevelVisitRows, 11 once raised to LevelRemovals, 12 once raised
+// to LevelTargets. A cluster in the middle of an upgrade, whose
 // new nodes hold only such state (nothing newer is written until every
 // node applies it, see EntryLevel), then sends its old nodes snapshots
 // they can read. The choice depends on the state alone, so equal states
 // still give equal bytes.
 func (snap *snapshot) version() byte {
 	switch {
-	case snap.level >= LevelRemovals:
+	case snap.level >= LevelTargets:
 		return snapshotVersion
+	case snap.level >= LevelRemovals:
+		return snapshotV11
 	case snap.level >= LevelVisitRows:
 		return snapshotV10
 	case snap.level >= LevelCerts:

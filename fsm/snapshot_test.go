@@ -19,7 +19,8 @@ func TestSnapshotVersionMatchesTheRaise(t *testing.T) {
 		{LevelBounds, snapshotV8},
 		{LevelCerts, snapshotV9},
 		{LevelVisitRows, snapshotV10},
-		{LevelRemovals, snapshotVersion},
+		{LevelRemovals, snapshotV11},
+		{LevelTargets, snapshotVersion},
 	} {
 		f := New()
 		applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: c.level}.Encode())
@@ -28,7 +29,7 @@ func TestSnapshotVersionMatchesTheRaise(t *testing.T) {
 			t.Fatalf("raised to %d: version %d, want %d", c.level, v, c.version)
 		}
 		// The raise follows the version byte; each level is one byte.
-		for _, other := range []byte{LevelBounds, LevelCerts, LevelVisitRows, LevelRemovals} {
+		for _, other := range []byte{LevelBounds, LevelCerts, LevelVisitRows, LevelRemovals, LevelTargets} {
 			if int(other) == c.level {
 				continue
 			}

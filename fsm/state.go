@@ -38,6 +38,10 @@ type Link struct {
 	Clicks     uint64
 	LastAccess int64    // 0: never clicked
 	Options    *Options // nil: none; never changed once stored
+	// Author is the id of the API key that created the link, from
+	// LevelTargets on; "": none (authors.go). Only the state's own reads
+	// set it: EncodeLink does not carry it.
+	Author string
 }
 
 // Qualified is the link's code as the state names it (QualifiedCode).
@@ -115,6 +119,7 @@ func newState() *state {
 func (s *state) link(p uint32) Link {
 	r := s.links.recs.at(p)
 	l := s.links.linkOf(r, &s.links.recs.text)
+	l.Author = s.links.authors.ids[r.author]
 	if r.flags&flagOptions != 0 {
 		l.Options = s.opts.get(p)
 	}
@@ -199,6 +204,9 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	p := s.links.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
 		code, r.URL, r.Workspace, canonical, dedupe)
 	s.links.index(p, now)
+	if s.raised >= LevelTargets && r.KeyID != "" && r.KeyID != RootKeyID {
+		s.links.setAuthor(p, r.KeyID)
+	}
 	s.countLink(p)
 	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
@@ -240,7 +248,8 @@ func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
 	}
 	s := c.s
 	rec := s.links.recs.at(p)
-	if rec.workspace != c.ws || s.links.dedupeTarget(rec, s.raised) != c.canonical || rec.expired(c.now) {
+	if rec.workspace != c.ws || s.links.dedupeTarget(rec, s.raised) != c.canonical || rec.expired(c.now) ||
+		!s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) { // as Shlink's findOneMatching
 		return CreateResult{}, false
 	}
 	return CreateResult{Link: s.link(p), Existing: true}, true

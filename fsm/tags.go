@@ -140,7 +140,8 @@ func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 		r := s.links.recs.at(p)
 		ws := s.links.workspaceOf(p)
 		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
-			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) {
+			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) ||
+			!s.keys.seesAuthor(c.KeyID, s.links.authorOf(p)) {
 			continue
 		}
 		conflict = conflict || hasNew

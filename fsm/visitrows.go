@@ -90,7 +90,7 @@ func (f *FSM) WorkspaceVisitRows(workspaces []string, filter Filter, q RowQuery)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var ps []uint32
-	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces, filter.Author) {
 		if l := f.s.link(p); filter.keeps(&l) {
 			ps = append(ps, p)
 		}

@@ -194,7 +194,7 @@ func (f *FSM) WorkspaceVisits(workspaces []string, filter Filter, from, to int64
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	q := newVisitQuery(from, to, by)
-	for _, p := range f.s.links.positionsNewestFirst(workspaces) {
+	for _, p := range f.s.links.positionsNewestFirst(workspaces, filter.Author) {
 		if l := f.s.link(p); filter.keeps(&l) {
 			q.add(f.s, p)
 		}

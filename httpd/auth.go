@@ -238,10 +238,19 @@ func sees(ctx *fasthttp.RequestCtx, scope fsm.Scope, workspace string) bool {
 	return k != nil && k.Allows(scope, workspace, time.Now().UnixMilli())
 }
 
-// seesLink is sees for a link: its workspace, and its domain when the key
-// is limited to some.
+// seesLink is sees for a link: its workspace, its domain when the key is
+// limited to some, and who made it when the key is limited to its own.
 func seesLink(ctx *fasthttp.RequestCtx, scope fsm.Scope, l *fsm.Link) bool {
-	return sees(ctx, scope, l.Workspace) && keyOf(ctx).SeesDomain(l.Domain)
+	return sees(ctx, scope, l.Workspace) && keyOf(ctx).SeesDomain(l.Domain) && keyOf(ctx).SeesAuthor(l.Author)
+}
+
+// keyAuthor is the author a list of the request's key keeps: its own id
+// when it is limited to its own links, else "" (any).
+func keyAuthor(ctx *fasthttp.RequestCtx) string {
+	if k := keyOf(ctx); k != nil && k.OwnLinksOnly {
+		return k.ID
+	}
+	return ""
 }
 
 // keyDomains is the domains a request's key is limited to; nil: every one.

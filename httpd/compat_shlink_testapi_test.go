@@ -489,13 +489,8 @@ func TestShlinkTestAPIListsAndRestrictedKeys(t *testing.T) {
 			t.Errorf("%s: %d %s, want %s", c.name, status(ctx), got, c.want)
 		}
 	}
-	// apiKeyName (Shlink 4.6) is refused, never ignored.
-	ctx := do(s, "GET", "/rest/v3/short-urls?apiKeyName=author_api_key", "", "", "X-Api-Key", key)
-	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 400 || fmt.Sprint(m["invalidElements"]) != "[apiKeyName]" {
-		t.Errorf("apiKeyName: %d %s", status(ctx), ctx.Response.Body())
-	}
 	// Shlink test-api OrphanVisitsTest::noVisitsAreReturnedForRestrictedApiKey
-	ctx = do(s, "GET", "/rest/v3/visits/orphan", "", "", "X-Api-Key", key)
+	ctx := do(s, "GET", "/rest/v3/visits/orphan", "", "", "X-Api-Key", key)
 	if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 200 || field(m, "visits.pagination.totalItems") != 0.0 ||
 		len(field(m, "visits.data").([]any)) != 0 {
 		t.Errorf("orphan visits of a restricted key: %d %s", status(ctx), ctx.Response.Body())
@@ -647,4 +642,85 @@ func TestShlinkTestAPIDomainRedirectsInvalid(t *testing.T) {
 			t.Errorf("%s: %d %s", name, status(ctx), ctx.Response.Body())
 		}
 	}
+}
+
+// TestShlinkTestAPIAuthorKey: Shlink's author_api_key (AUTHORED_SHORT_URLS),
+// here a key made with own_links_only, lists, counts and reads only the
+// links it created; apiKeyName filters by a key's name for an admin key,
+// and is ignored for another key that names someone else.
+func TestShlinkTestAPIAuthorKey(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitTargets(t, s)
+	admin := shlinkNamedKey(t, s, `{"name":"valid_api_key","scopes":["admin"],"workspaces":["*"]}`)
+	author := shlinkNamedKey(t, s, `{"name":"author_api_key","scopes":["links:read","links:write","stats:read"],`+
+		`"workspaces":["*"],"own_links_only":true}`)
+	for _, c := range []struct{ key, body string }{
+		{author, `{"longUrl":"https://shlink.io/1","customSlug":"custom","tags":["foo"]}`},
+		{author, `{"longUrl":"https://shlink.io/2","customSlug":"meta"}`},
+		{admin, `{"longUrl":"https://shlink.io/3","customSlug":"abc123","tags":["bar"]}`},
+	} {
+		if ctx := do(s, "POST", "/rest/v3/short-urls", "application/json", c.body, "X-Api-Key", c.key); status(ctx) != 200 {
+			t.Fatalf("create %s: %d %s", c.body, status(ctx), ctx.Response.Body())
+		}
+	}
+	list := func(key, query string) (string, any) {
+		ctx := do(s, "GET", "/rest/v3/short-urls?orderBy=dateCreated-ASC&"+query, "", "", "X-Api-Key", key)
+		m := decodeBody(t, ctx.Response.Body())
+		if status(ctx) != 200 {
+			t.Fatalf("list %s: %d %s", query, status(ctx), ctx.Response.Body())
+		}
+		var codes []string
+		for _, u := range field(m, "shortUrls.data").([]any) {
+			codes = append(codes, u.(map[string]any)["shortCode"].(string))
+		}
+		return strings.Join(codes, ","), field(m, "shortUrls.pagination.totalItems")
+	}
+	for _, c := range []struct{ name, key, query, want string }{
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed (['apiKeyName'=>'author_api_key'])
+		{"admin filters by the author's name", admin, "apiKeyName=author_api_key", "custom,meta"},
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed (['apiKeyName'=>'invalid'] → [])
+		{"no key of that name", admin, "apiKeyName=invalid", ""},
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed ("If the author_api_key is used,
+		// the apiKeyName param is ignored")
+		{"the author names another key", author, "apiKeyName=valid_api_key", "custom,meta"},
+		// Shlink test-api ListShortUrlsTest::shortUrlsAreProperlyListed (different API keys: author_api_key)
+		{"the author's list", author, "", "custom,meta"},
+		{"the author's list, searched", author, "searchTerm=shlink.io", "custom,meta"},
+		{"the admin's list", admin, "", "custom,meta,abc123"},
+		{"the admin names itself", admin, "apiKeyName=valid_api_key", "abc123"},
+	} {
+		got, total := list(c.key, c.query)
+		if want := float64(len(strings.FieldsFunc(c.want, func(r rune) bool { return r == ',' }))); got != c.want || total != want {
+			t.Errorf("%s: %q (total %v), want %q", c.name, got, total, c.want)
+		}
+	}
+	// Shlink test-api ListTagsTest::expectedListOfTagsIsReturned (author_api_key: its links' tags only)
+	if ctx := do(s, "GET", "/rest/v3/tags", "", "", "X-Api-Key", author); status(ctx) != 200 ||
+		!strings.Contains(string(ctx.Response.Body()), `"foo"`) || strings.Contains(string(ctx.Response.Body()), `"bar"`) {
+		t.Errorf("the author's tags: %d %s", status(ctx), ctx.Response.Body())
+	}
+	// Another key's link is, to the author, a link that does not exist.
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/rest/v3/short-urls/abc123"},
+		{"PATCH", "/rest/v3/short-urls/abc123"},
+		{"DELETE", "/rest/v3/short-urls/abc123"},
+		{"GET", "/rest/v3/short-urls/abc123/visits"},
+	} {
+		ctx := do(s, c.method, c.path, "application/json", `{"title":"x"}`, "X-Api-Key", author)
+		if m := decodeBody(t, ctx.Response.Body()); status(ctx) != 404 || m["type"] != "https://shlink.io/api/error/short-url-not-found" {
+			t.Errorf("%s %s with the author key: %d %s", c.method, c.path, status(ctx), ctx.Response.Body())
+		}
+	}
+}
+
+// shlinkNamedKey makes a key with the admin token from a POST /admin/keys
+// body and returns its secret.
+func shlinkNamedKey(t *testing.T, s *Server, body string) string {
+	t.Helper()
+	ctx := do(s, "POST", "/admin/keys", "application/json", body)
+	m := decodeBody(t, ctx.Response.Body())
+	if status(ctx) != 201 {
+		t.Fatalf("key %s: %d %s", body, status(ctx), ctx.Response.Body())
+	}
+	return m["key"].(string)
 }

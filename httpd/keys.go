@@ -43,15 +43,17 @@ type keyJSON struct {
 	Scopes     []string `json:"scopes"`
 	Workspaces []string `json:"workspaces"`
 	Domains    []string `json:"domains,omitempty"`
-	CreatedAt  string   `json:"created_at"`
-	ExpiresAt  *string  `json:"expires_at"`
-	CreatedBy  string   `json:"created_by,omitempty"`
-	Key        string   `json:"key,omitempty"`
+	// OwnLinksOnly: the key sees only the links it created.
+	OwnLinksOnly bool    `json:"own_links_only,omitempty"`
+	CreatedAt    string  `json:"created_at"`
+	ExpiresAt    *string `json:"expires_at"`
+	CreatedBy    string  `json:"created_by,omitempty"`
+	Key          string  `json:"key,omitempty"`
 }
 
 func keyView(k *fsm.APIKey) keyJSON {
 	return keyJSON{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Names(), Workspaces: k.Workspaces, Domains: k.Domains,
-		CreatedAt: timestamp(k.CreatedAt), ExpiresAt: optionalTimestamp(k.ExpiresAt), CreatedBy: k.CreatedBy}
+		OwnLinksOnly: k.OwnLinksOnly, CreatedAt: timestamp(k.CreatedAt), ExpiresAt: optionalTimestamp(k.ExpiresAt), CreatedBy: k.CreatedBy}
 }
 
 // keyRequest is the body of POST /admin/keys.
@@ -60,7 +62,9 @@ type keyRequest struct {
 	Scopes     []string `json:"scopes"`
 	Workspaces []string `json:"workspaces"`
 	Domains    []string `json:"domains"`
-	ExpiresAt  *string  `json:"expires_at"`
+	// OwnLinksOnly limits the key to the links it creates.
+	OwnLinksOnly bool    `json:"own_links_only"`
+	ExpiresAt    *string `json:"expires_at"`
 }
 
 // parseKeyRequest validates a key request into the key to store, without
@@ -86,6 +90,10 @@ func parseKeyRequest(body []byte, now time.Time) (fsm.APIKey, error) {
 	if k.Domains, err = keyRequestDomains(req.Domains, k.Scopes); err != nil {
 		return k, err
 	}
+	if req.OwnLinksOnly && k.Scopes&fsm.ScopeAdmin != 0 {
+		return k, invalid("an admin key reaches every link: give it no own_links_only")
+	}
+	k.OwnLinksOnly = req.OwnLinksOnly
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -397,7 +398,12 @@ func (api *linksAPI) handleList(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
+	author, ok := listAuthor(ctx)
+	if !ok {
+		return
+	}
+	filter := fsm.Filter{Tag: string(args.Peek("tag")), Text: string(args.Peek("q")), AnyDomain: !args.Has("domain"),
+		Domains: keyDomains(ctx), Author: author}
 	filter.Domain = domainParam(ctx)
 	var (
 		page fsm.Page
@@ -424,6 +430,22 @@ func (api *linksAPI) handleList(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	api.writeList(ctx, page, next, r.count)
+}
+
+// listAuthor is the key whose links a list keeps ("": any): ?created_by=ID
+// (Shlink's apiKeyName), the key's own id or any with an admin key, as
+// Shlink honours it; a key limited to its own links keeps those without.
+func listAuthor(ctx *fasthttp.RequestCtx) (string, bool) {
+	by := string(ctx.QueryArgs().Peek("created_by"))
+	k := keyOf(ctx)
+	if by == "" || by == k.ID {
+		return cmp.Or(by, keyAuthor(ctx)), true
+	}
+	if !k.Has(fsm.ScopeAdmin) {
+		writeProblem(ctx, fasthttp.StatusForbidden, "only an admin key lists the links another key created")
+		return "", false
+	}
+	return by, true
 }
 
 // writeList answers a page of the list, with its totals when counted.
@@ -489,5 +511,6 @@ func (api *linksAPI) handleQR(ctx *fasthttp.RequestCtx) {
 func (api *linksAPI) mayReadLink(ctx *fasthttp.RequestCtx, l *fsm.Link) bool {
 	now := time.Now()
 	key, res := api.auth.checkKey(&ctx.Request.Header, now, true)
-	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain)
+	return res == authOK && key.Allows(fsm.ScopeLinksRead, l.Workspace, now.UnixMilli()) && key.SeesDomain(l.Domain) &&
+		key.SeesAuthor(l.Author)
 }

@@ -126,7 +126,7 @@ func (api *tagsAPI) tagsRefusal(ctx *fasthttp.RequestCtx, c fsm.TagsCommand) err
 	}
 	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
 	var found, taken bool
-	for _, t := range api.fsm.Tags(c.Workspaces, domains) {
+	for _, t := range api.fsm.TagsOf(c.Workspaces, domains, keyAuthor(ctx)) {
 		found = found || listedAs(t.Tag, c.Tag)
 		taken = taken || rename && listedAs(t.Tag, c.NewName)
 	}
@@ -267,7 +267,7 @@ func renderRobots(codes []string) []byte {
 func (api *tagsAPI) handleTags(ctx *fasthttp.RequestCtx) {
 	api.lookup.catchUp(ctx)
 	workspaces := visibleWorkspaces(ctx)
-	tags := api.fsm.Tags(workspaces, keyDomains(ctx))
+	tags := api.fsm.TagsOf(workspaces, keyDomains(ctx), keyAuthor(ctx))
 	type tagJSON struct {
 		Tag    string `json:"tag"`
 		Links  int    `json:"links"`

@@ -148,7 +148,8 @@ func (api *statsAPI) handleWorkspaceVisitRows(ctx *fasthttp.RequestCtx) {
 	}
 	api.lookup.catchUp(ctx)
 	args := ctx.QueryArgs()
-	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
+	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx),
+		Author: keyAuthor(ctx)}
 	filter.Domain = domainParam(ctx)
 	api.writeRows(ctx, api.fsm.WorkspaceVisitRows(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, q), q)
 }

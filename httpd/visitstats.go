@@ -183,7 +183,8 @@ func (api *statsAPI) handleWorkspaceStats(ctx *fasthttp.RequestCtx) {
 	}
 	api.lookup.catchUp(ctx)
 	args := ctx.QueryArgs()
-	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx)}
+	filter := fsm.Filter{Tag: string(args.Peek("tag")), AnyDomain: !args.Has("domain"), Domains: keyDomains(ctx),
+		Author: keyAuthor(ctx)}
 	filter.Domain = domainParam(ctx)
 	v := api.fsm.WorkspaceVisits(visibleWorkspacesFor(ctx, fsm.ScopeStatsRead), filter, r.from, r.to, r.by)
 	view := visitsView(v, r)

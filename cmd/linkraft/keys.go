@@ -43,12 +43,13 @@ func dispatch(command, usage string, commands map[string]subcommand, args []stri
 
 const keysUsage = `Usage:
   linkraft keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--domains D[,D]]
-                      [--expires-in D | --expires-at T]
+                      [--own-links-only] [--expires-in D | --expires-at T]
                            create an API key and print it (shown this once)
   linkraft keys list       list the keys (never their secrets)
   linkraft keys revoke ID  revoke a key: from then on no node accepts it
 Scopes: links:read, links:write, stats:read, admin. Workspaces default to *
-(all); --domains limits a key to links in those registered domains. Each takes --addr and --key (or --admin-token) like the admin commands.
+(all); --domains limits a key to links in those registered domains,
+--own-links-only to the links it creates. Each takes --addr and --key (or --admin-token) like the admin commands.
 `
 
 // apiKey is a key as /admin/keys shows it.
@@ -65,12 +66,13 @@ type apiKey struct {
 
 func keysCreate(args []string, stdout, stderr io.Writer) int {
 	var o adminOpts
-	fs := newFlagSet("keys create", "keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--domains D[,D]] [--expires-in D | --expires-at T] [--addr URL] [--key KEY]", stderr)
+	fs := newFlagSet("keys create", "keys create --name NAME --scopes S[,S] [--workspaces W[,W]] [--domains D[,D]] [--own-links-only] [--expires-in D | --expires-at T] [--addr URL] [--key KEY]", stderr)
 	o.register(fs, 30*time.Second)
 	name := fs.String("name", "", "what the key is for")
 	scopes := fs.String("scopes", "", "comma-separated: links:read, links:write, stats:read, admin")
 	workspaces := fs.String("workspaces", "*", "comma-separated workspaces the key may use, or * for all")
 	domains := fs.String("domains", "", "comma-separated registered domains the key is limited to (default: every domain)")
+	own := fs.Bool("own-links-only", false, "the key reads, lists and changes only the links it creates")
 	expiresIn := fs.Duration("expires-in", 0, "the key stops working after this long (e.g. 720h)")
 	expiresAt := fs.String("expires-at", "", "the key stops working at this RFC 3339 time")
 	raw := fs.Bool("json", false, "print the node's JSON answer as it is")
@@ -91,6 +93,9 @@ func keysCreate(args []string, stdout, stderr io.Writer) int {
 	req := map[string]any{"name": *name, "scopes": splitList(*scopes), "workspaces": splitList(*workspaces)}
 	if *domains != "" {
 		req["domains"] = splitList(*domains)
+	}
+	if *own {
+		req["own_links_only"] = true
 	}
 	if *expiresIn > 0 {
 		req["expires_at"] = time.Now().Add(*expiresIn).UTC().Format(time.RFC3339)
