@@ -124,7 +124,7 @@ func (x *hashIndex) len() int { return x.used }
 // listCounts is how many live links each workspace holds, in each domain
 // and with each tag, and their clicks: what a list's total reads instead
 // of walking the links. The state keeps it as links are created, removed,
-// retagged and clicked, and derives it anew after a restore (countAll),
+// retagged and clicked, and derives it anew after a restore (countsOf),
 // so no snapshot holds it and every build's snapshot restores.
 //
 // A click changes the counts of its link's workspace, held in a slice by
@@ -281,58 +281,58 @@ func (c *listCounts) tagCounts(wss []uint32, domains []string) iter.Seq2[string,
 	}
 }
 
-// linkCounted is what the counts know of the live link at p.
-func (s *state) linkCounted(p uint32) (ws uint32, domain string, tags []string, clicks uint64) {
+// countedLink is what the counts know of a live link.
+type countedLink struct {
+	ws     uint32
+	domain string
+	tags   []string
+	clicks uint64
+}
+
+// counted is what the counts know of the live link at p.
+func (s *state) counted(p uint32) countedLink {
 	r := s.links.recs.at(p)
+	l := countedLink{ws: r.workspace, domain: s.links.domainIndex(s.links.recs.text.code(r)), clicks: r.clicks}
 	if r.flags&flagOptions != 0 {
 		if o := s.opts.get(p); o != nil {
-			tags = o.Tags
+			l.tags = o.Tags
 		}
 	}
-	return r.workspace, s.links.domainIndex(s.links.recs.text.code(r)), tags, r.clicks
+	return l
 }
 
-// countLink counts the live link at p, with its tags and clicks.
-func (s *state) countLink(p uint32) {
-	ws, domain, tags, clicks := s.linkCounted(p)
-	ch := change{links: 1, clicks: clicks}
-	s.counts.link(ws, domain, ch)
-	s.counts.tagged(ws, domain, tags, ch)
+// add counts a live link, with its tags and clicks; remove takes it out.
+func (c *listCounts) add(l countedLink) { c.change(l, l.tags, change{links: 1, clicks: l.clicks}) }
+func (c *listCounts) remove(l countedLink) {
+	c.change(l, l.tags, change{links: 1, clicks: l.clicks, less: true})
 }
 
-// uncountLink takes the live link at p out of the counts.
-func (s *state) uncountLink(p uint32) {
-	ws, domain, tags, clicks := s.linkCounted(p)
-	ch := change{links: 1, clicks: clicks, less: true}
-	s.counts.link(ws, domain, ch)
-	s.counts.tagged(ws, domain, tags, ch)
+// retag moves a live link from the counts of its tags to those of tags.
+func (c *listCounts) retag(l countedLink, tags []string) {
+	c.tagged(l.ws, l.domain, l.tags, change{links: 1, clicks: l.clicks, less: true})
+	c.tagged(l.ws, l.domain, tags, change{links: 1, clicks: l.clicks})
 }
 
-// retagCounted moves the live link at p from the counts of its tags to
-// those of tags.
-func (s *state) retagCounted(p uint32, tags []string) {
-	ws, domain, old, clicks := s.linkCounted(p)
-	s.counts.tagged(ws, domain, old, change{links: 1, clicks: clicks, less: true})
-	s.counts.tagged(ws, domain, tags, change{links: 1, clicks: clicks})
-}
-
-// clickCounted counts n more clicks (forgot: n fewer) of the live link at p.
-func (s *state) clickCounted(p uint32, n uint64, forgot bool) {
-	if n == 0 {
-		return
+// clicked counts n more clicks (forgot: n fewer) of a live link.
+func (c *listCounts) clicked(l countedLink, n uint64, forgot bool) {
+	if n > 0 {
+		c.change(l, l.tags, change{clicks: n, less: forgot})
 	}
-	ws, domain, tags, _ := s.linkCounted(p)
-	ch := change{clicks: n, less: forgot}
-	s.counts.link(ws, domain, ch)
-	s.counts.tagged(ws, domain, tags, ch)
 }
 
-// countAll derives the counts of every live link: after a restore.
-func (s *state) countAll() {
-	s.counts = newListCounts()
-	for p := range s.links.recs.n {
-		if s.links.recs.at(p).live() {
-			s.countLink(p)
+// change applies ch to the counts of l's workspace and domain, and of tags.
+func (c *listCounts) change(l countedLink, tags []string, ch change) {
+	c.link(l.ws, l.domain, ch)
+	c.tagged(l.ws, l.domain, tags, ch)
+}
+
+// countsOf derives the counts of every live link of st: after a restore.
+func countsOf(st *state) listCounts {
+	c := newListCounts()
+	for p := range st.links.recs.n {
+		if st.links.recs.at(p).live() {
+			c.add(st.counted(p))
 		}
 	}
+	return c
 }

@@ -433,15 +433,15 @@ func (f *FSM) authorTagCounts(workspaces, domains []string, author string) iter.
 	return func(yield func(string, ListTotal) bool) {
 		for _, list := range f.s.links.listsOf(workspaces, author) {
 			for _, p := range list {
-				_, domain, tags, clicks := f.s.linkCounted(p)
-				if domains != nil && !slices.Contains(domains, domain) {
+				l := f.s.counted(p)
+				if domains != nil && !slices.Contains(domains, l.domain) {
 					continue
 				}
-				for i, tag := range tags {
-					if slices.ContainsFunc(tags[:i], func(t string) bool { return strings.EqualFold(t, tag) }) {
+				for i, tag := range l.tags {
+					if slices.ContainsFunc(l.tags[:i], func(t string) bool { return strings.EqualFold(t, tag) }) {
 						continue
 					}
-					if !yield(strings.ToLower(tag), ListTotal{Links: 1, Clicks: clicks}) {
+					if !yield(strings.ToLower(tag), ListTotal{Links: 1, Clicks: l.clicks}) {
 						return
 					}
 				}

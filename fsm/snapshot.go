@@ -282,7 +282,7 @@ func decodeSections(d *decoder) (*state, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	st.countAll() // derived, not stored: see listCounts
+	st.counts = countsOf(st) // derived, not stored: see listCounts
 	return st, nil
 }
 
