@@ -144,7 +144,7 @@ func rulesExtended(rules []Rule) bool {
 // check is the state machine's floor for options: bounds that keep one
 // link small, and targets it would be dangerous to serve. Every node checks
 // far more before proposing.
-func (o *Options) check() error {
+func (o *Options) check(raised int) error {
 	if o == nil {
 		return nil
 	}
@@ -173,7 +173,7 @@ func (o *Options) check() error {
 				return fmt.Errorf("%w: rule for %q: %w", ErrInvalidRequest, r.URL, err)
 			}
 		}
-		if err := checkTarget(r.URL); err != nil {
+		if err := checkTarget(r.URL, raised); err != nil {
 			return fmt.Errorf("rule target: %w", err)
 		}
 	}

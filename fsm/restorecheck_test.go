@@ -15,7 +15,7 @@ import (
 type stubRules struct{ allowPrivate bool }
 
 func (r stubRules) Target(url string) error {
-	if err := checkTarget(url); err != nil {
+	if err := checkTarget(url, EntryLevel); err != nil {
 		return err
 	}
 	if !r.allowPrivate && strings.Contains(url, "//127.0.0.1") {
@@ -91,7 +91,7 @@ func TestCheckRecordsRefusesWhatNoClientCouldWrite(t *testing.T) {
 		want   string // in the error
 	}{
 		{"javascript target", func(s *state) { addLink(s, "evil", "javascript:alert(document.cookie)") },
-			`link "evil": ` + "invalid create request: the target must be an http or https URL"},
+			`link "evil": ` + "invalid create request: the target's scheme javascript: is refused: it runs script in the visitor's page"},
 		{"target splitting Location", func(s *state) { addLink(s, "split", "https://example.com/\r\nSet-Cookie: session=x") },
 			`link "split": ` + "invalid create request: the target holds a control character"},
 		{"rule target", func(s *state) {
