@@ -220,6 +220,8 @@ func (c *kuttCreate) native(defaultDomain string) (map[string]any, error) {
 			return nil, errors.New("Description length must be between 1 and 2040.")
 		case n > fsm.MaxTitleLen:
 			return nil, fmt.Errorf("linkraft keeps a description of up to %d characters", fsm.MaxTitleLen)
+		case len(d) > fsm.MaxTitleBytes:
+			return nil, fmt.Errorf("linkraft keeps a description of up to %d bytes in UTF-8", fsm.MaxTitleBytes)
 		}
 		body["title"] = d
 	}
