@@ -115,14 +115,14 @@ func (st *state) checkLink(p uint32, rules InputRules) error {
 	return nil
 }
 
-// checkStored holds a stored target to Apply's floor at the state's level
-// and to rules.Target: the input rules take schemes an older level's
+// checkStored holds a stored target to rules.Target and to Apply's floor
+// at the state's level: the input rules take schemes an older level's
 // floor refuses.
 func (st *state) checkStored(url string, rules InputRules) error {
-	if err := checkTarget(url, st.raised); err != nil {
+	if err := rules.Target(url); err != nil {
 		return err
 	}
-	return rules.Target(url)
+	return checkTarget(url, st.raised)
 }
 
 // checkKeyWorkspaces holds a key's workspaces to what a key create takes.
