@@ -64,8 +64,11 @@ const (
 	// LevelTargets: no new entry type. Once the cluster is raised to it,
 	// a dedupe create returns the oldest live link of its target that
 	// still redirects, whatever made that link (dedupe.go); before, only
-	// a link made with dedupe.
-	// Snapshots of such a state are version 11, as at LevelRemovals.
+	// a link made with dedupe. And a link's, a rule's or a domain
+	// redirect's target may be mailto:, tel: or an app's scheme (those
+	// SchemeRefusal does not refuse, target.go), which older builds
+	// refuse. Snapshots of such a state are version 11, as at
+	// LevelRemovals.
 	LevelTargets = 12
 	// EntryLevel is the level of this build.
 	EntryLevel = LevelTargets
