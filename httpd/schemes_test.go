@@ -46,6 +46,17 @@ func TestOtherSchemeTargets(t *testing.T) {
 	if got := location(do(s, "GET", "/"+code+"?app=1", "", "")); got != "myapp://open?app=1" {
 		t.Errorf("rule to an app: Location %q", got)
 	}
+	// A domain's redirects too, as stored (fasthttp's own Redirect would
+	// read mailto: as a path on this host).
+	if ctx := do(s, "POST", "/admin/domains", "application/json",
+		`{"default":true,"root_redirect":"mailto:hello@example.com","not_found_redirect":"tel:+15550100"}`); status(ctx) != 200 {
+		t.Fatalf("default domain's redirects: %d %s", status(ctx), ctx.Response.Body())
+	}
+	for uri, want := range map[string]string{"/": "mailto:hello@example.com", "/nope123": "tel:+15550100"} {
+		if ctx := do(s, "GET", uri, "", ""); status(ctx) != 302 || location(ctx) != want {
+			t.Errorf("GET %s: %d Location %q, want 302 to %q", uri, status(ctx), location(ctx), want)
+		}
+	}
 	for _, refused := range []string{"javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "vbscript:x"} {
 		ctx := do(s, "POST", "/api/v1/urls", "application/json", `{"url":"`+refused+`"}`)
 		if status(ctx) != 400 || !strings.Contains(string(ctx.Response.Body()), "scheme is not allowed") {
