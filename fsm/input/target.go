@@ -83,13 +83,9 @@ func checkWeb(s string, allowPrivate bool) error {
 	if err := checkAuthority(s); err != nil {
 		return err
 	}
-	u, err := url.Parse(s)
+	u, err := parseURL(s)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("url: not a valid URL: %v", err)
+		return err
 	}
 	// The hand-split above already guarantees these; checking again costs
 	// nothing and keeps a future net/url change from slipping through.
@@ -118,12 +114,8 @@ func checkOtherScheme(s, scheme, rest string) error {
 	if (lower == "localhost" || strings.Contains(lower, ".")) && portLike(rest) {
 		return fmt.Errorf("url: %s:%s looks like a host and port; start it with http:// or https://", scheme, rest[:strings.IndexAny(rest+"/", "/?#")])
 	}
-	if _, err := url.Parse(s); err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("url: not a valid URL: %v", err)
+	if _, err := parseURL(s); err != nil {
+		return err
 	}
 	if authority, ok := strings.CutPrefix(rest, "//"); ok {
 		if i := strings.IndexAny(authority, "/?#"); i >= 0 {
@@ -137,6 +129,20 @@ func checkOtherScheme(s, scheme, rest string) error {
 		}
 	}
 	return nil
+}
+
+// parseURL is url.Parse's URL of s, or its reason without the URL
+// repeated.
+func parseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("url: not a valid URL: %v", err)
+	}
+	return u, nil
 }
 
 // portLike reports whether rest starts with a port number that ends it or
