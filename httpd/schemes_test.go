@@ -46,6 +46,14 @@ func TestOtherSchemeTargets(t *testing.T) {
 	if got := location(do(s, "GET", "/"+code+"?app=1", "", "")); got != "myapp://open?app=1" {
 		t.Errorf("rule to an app: Location %q", got)
 	}
+	// An edit may move a link to one, and back.
+	web := mustCreate(t, s, `{"url":"https://example.com/contact","dedupe":true}`)
+	if ctx := do(s, "PATCH", "/api/v1/urls/"+web, "application/json", `{"original_url":"sms:+15550100"}`); status(ctx) != 200 {
+		t.Fatalf("edit to sms: %d %s", status(ctx), ctx.Response.Body())
+	}
+	if got := location(do(s, "GET", "/"+web, "", "")); got != "sms:+15550100" {
+		t.Errorf("edited to sms: Location %q", got)
+	}
 	// A domain's redirects too, as stored (fasthttp's own Redirect would
 	// read mailto: as a path on this host).
 	if ctx := do(s, "POST", "/admin/domains", "application/json",
