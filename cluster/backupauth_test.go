@@ -218,7 +218,7 @@ func TestForeignRestoreChecksEveryRecord(t *testing.T) {
 		backup []byte
 		says   string
 	}{
-		{"javascript target", script, `link "` + javascript.Code + `": url: scheme must be http or https`},
+		{"javascript target", script, `link "` + javascript.Code + `": url: the javascript: scheme is not allowed`},
 		{"webhook to loopback", backupOf(t, hooked), `webhook "hookintoloopback": url: target 127.0.0.1`},
 		{"admin key with narrow workspaces", backupOf(t, admin), `key "attackeradmn": an admin key with workspaces team`},
 	} {

@@ -410,7 +410,7 @@ func TestRelayFailuresSayWhatMayBeRetried(t *testing.T) {
 func TestRelayBatchesFitOneRequest(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 2048)
-	manyRules := &fsm.Options{Title: long[:fsm.MaxTitleLen]}
+	manyRules := &fsm.Options{Title: long[:fsm.MaxTitleBytes]}
 	for range fsm.MaxRules {
 		manyRules.Rules = append(manyRules.Rules, fsm.Rule{Language: "de", URL: "https://example.com/" + long})
 	}

@@ -225,7 +225,7 @@ func TestRestoreAuthenticatesBackups(t *testing.T) {
 		t.Fatalf("linkraft backup: %v\n%s", err, out)
 	}
 	for _, tc := range []struct{ name, file, says string }{
-		{"javascript: target", script, `link "` + l.ShortCode + `": url: scheme must be http or https`},
+		{"javascript: target", script, `link "` + l.ShortCode + `": url: the javascript: scheme is not allowed`},
 		{"webhook to loopback", hooked, "url: target 127.0.0.1"},
 	} {
 		out, err := runCLI(t, n, "restore", "--foreign", tc.file)

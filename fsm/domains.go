@@ -116,7 +116,7 @@ func (s *state) setDomain(c DomainCommand) error {
 		s.audit.add(AuditEntry{At: c.Now, KeyID: c.By, Action: AuditDomainRemove, Subject: d.Name})
 		return nil
 	}
-	if err := d.checkRedirects(); err != nil {
+	if err := d.checkRedirects(s.raised); err != nil {
 		return err
 	}
 	if _, known := s.domains[d.Name]; !known && s.bounded() && len(s.domains) >= MaxDomains {
@@ -127,12 +127,12 @@ func (s *state) setDomain(c DomainCommand) error {
 	return nil
 }
 
-func (d *Domain) checkRedirects() error {
+func (d *Domain) checkRedirects(raised int) error {
 	for _, target := range []string{d.RootRedirect, d.NotFoundRedirect, d.InvalidRedirect} {
 		if target == "" {
 			continue
 		}
-		if err := checkTarget(target); err != nil {
+		if err := checkTarget(target, raised); err != nil {
 			return fmt.Errorf("domain redirect: %w", err)
 		}
 	}
@@ -145,7 +145,7 @@ func (s *state) setDefaultDomain(c DomainCommand) error {
 	if c.Remove {
 		d = Domain{}
 	}
-	if err := d.checkRedirects(); err != nil {
+	if err := d.checkRedirects(s.raised); err != nil {
 		return err
 	}
 	s.defaultDomain = d

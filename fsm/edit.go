@@ -74,7 +74,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	}
 	changeURL := c.Fields&EditURL != 0 && c.URL != s.links.recs.text.url(r)
 	if changeURL {
-		if err := checkTarget(c.URL); err != nil {
+		if err := checkTarget(c.URL, s.raised); err != nil {
 			return Link{}, err
 		}
 		if r.dedupe() && c.Canonical == "" {
@@ -82,7 +82,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 		}
 	}
 	o := s.editedOptions(p, c, changeURL)
-	if err := o.check(); err != nil {
+	if err := o.check(s.raised); err != nil {
 		return Link{}, err
 	}
 	if changeURL {

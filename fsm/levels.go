@@ -64,11 +64,14 @@ const (
 	// LevelTargets: once the cluster is raised to it, a dedupe create
 	// returns the oldest live link of its target that still redirects,
 	// whatever made that link (dedupe.go); before, only a link made with
-	// dedupe. Also from it on, a link records the key that created it (its
-	// author, authors.go), and type 33 makes keys limited to the links
-	// they created: no older build keeps authors, so none is recorded
-	// before every server is of this build and the cluster was raised.
-	// Snapshots of such a state are version 12: the authors after the keys.
+	// dedupe. A link's, a rule's or a domain redirect's target may be
+	// mailto:, tel: or an app's scheme (those SchemeRefusal does not
+	// refuse, target.go), which older builds refuse. A link records the
+	// key that created it (its author, authors.go), and type 33 makes keys
+	// limited to the links they created: no older build keeps authors, so
+	// none is recorded before every server is of this build and the
+	// cluster was raised. Snapshots of such a state are version 12: the
+	// authors after the keys.
 	LevelTargets = 12
 	// EntryLevel is the level of this build.
 	EntryLevel = LevelTargets

@@ -427,7 +427,7 @@ func readLinks(st *state, d *decoder, version byte) error {
 		if d.err != nil {
 			return d.err
 		}
-		if err := l.check(prevID, st.lastID); err != nil {
+		if err := l.check(prevID, st.lastID, st.raised); err != nil {
 			return err
 		}
 		if _, dup := st.links.lookup(l.code); dup {
@@ -480,8 +480,8 @@ func decodeSnapLink(d *decoder, version byte) snapLink {
 
 // check refuses a link that Apply could not have made, or that comes out
 // of id order: ids above prevID and at most lastID.
-func (l *snapLink) check(prevID, lastID uint64) error {
-	if err := l.opts.check(); err != nil {
+func (l *snapLink) check(prevID, lastID uint64, raised int) error {
+	if err := l.opts.check(raised); err != nil {
 		return fmt.Errorf("link %q: %w", l.code, err)
 	}
 	switch {

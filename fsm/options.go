@@ -31,11 +31,17 @@ type Options struct {
 // Limits of what a link may hold. The HTTP layer refuses more with a
 // message; Apply refuses it again so no proposer can store more.
 const (
-	MaxTags      = 10
-	MaxTagLen    = 40
-	MaxTitleLen  = 256
-	MaxRules     = 32
-	MaxRuleQuery = 8
+	MaxTags   = 10
+	MaxTagLen = 40
+	// MaxTitleLen is a title's length in characters (Shlink's), checked
+	// by the input rules with MaxTitleBytes.
+	MaxTitleLen = 512
+	// MaxTitleBytes is Apply's bound on a title, as it was when titles
+	// were 256 characters of at most 4 bytes: every build refuses the
+	// same titles, so raising MaxTitleLen needs no level.
+	MaxTitleBytes = 1024
+	MaxRules      = 32
+	MaxRuleQuery  = 8
 	// MaxRuleAddresses bounds the address patterns of one rule.
 	MaxRuleAddresses = 8
 )
@@ -144,12 +150,12 @@ func rulesExtended(rules []Rule) bool {
 // check is the state machine's floor for options: bounds that keep one
 // link small, and targets it would be dangerous to serve. Every node checks
 // far more before proposing.
-func (o *Options) check() error {
+func (o *Options) check(raised int) error {
 	if o == nil {
 		return nil
 	}
 	switch {
-	case len(o.Title) > 4*MaxTitleLen: // bytes: a title is up to 256 characters
+	case len(o.Title) > MaxTitleBytes:
 		return fmt.Errorf("%w: title too long", ErrInvalidRequest)
 	case len(o.Tags) > MaxTags:
 		return fmt.Errorf("%w: more than %d tags", ErrInvalidRequest, MaxTags)
@@ -173,7 +179,7 @@ func (o *Options) check() error {
 				return fmt.Errorf("%w: rule for %q: %w", ErrInvalidRequest, r.URL, err)
 			}
 		}
-		if err := checkTarget(r.URL); err != nil {
+		if err := checkTarget(r.URL, raised); err != nil {
 			return fmt.Errorf("rule target: %w", err)
 		}
 	}

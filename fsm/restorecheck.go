@@ -14,9 +14,10 @@ import (
 // holds every record to the rules a client's write meets, so a restore
 // cannot store what no client could: a backup's bytes come from outside the
 // cluster, and whoever wrote them chose every field. Apply's own floor
-// (checkTarget) is part of it; the input rules above it (fsm/input, with
-// the node's setting for private targets) come in through InputRules, since
-// that package imports this one.
+// (checkTarget, at the level the backup's state was raised to) is part of
+// it; the input rules above it (fsm/input, with the node's setting for
+// private targets) come in through InputRules, since that package imports
+// this one.
 
 // ErrRefusedRecord is a backup holding a record a client's write could
 // not have made; the error wrapping it names the record.
@@ -38,14 +39,14 @@ type InputRules interface {
 // the first one that breaks them: links by id, then domains, keys and
 // webhooks, each by name or id.
 //
-//   - a link's target and its rules' targets pass rules.Target; the
-//     targets in its history, which are shown but never served, pass
-//     Apply's floor (http or https, no control characters);
-//   - a domain's redirects pass rules.Target;
+//   - a link's target and its rules' targets pass rules.Target and Apply's
+//     floor at the state's level (checkTarget); the targets in its
+//     history, which are shown but never served, pass that floor;
+//   - a domain's redirects pass rules.Target and that floor;
 //   - a key's workspaces are "*" alone or names rules.Workspace accepts,
 //     sorted and distinct, and an admin key lists "*" alone (it reaches
 //     every workspace: a narrower list would only make it look narrower);
-//   - a webhook's URL passes rules.Target.
+//   - a webhook's URL is an http(s) URL that passes rules.Target.
 //
 // It changes nothing, and reads only the snapshot.
 func (s *Snapshot) CheckRecords(rules InputRules) error {
@@ -69,7 +70,7 @@ func (s *Snapshot) CheckRecords(rules InputRules) error {
 			if redirect.url == "" {
 				continue
 			}
-			if err := rules.Target(redirect.url); err != nil {
+			if err := st.checkStored(redirect.url, rules); err != nil {
 				return fmt.Errorf("%w: domain %q: %s: %v", ErrRefusedRecord, name, redirect.field, err)
 			}
 		}
@@ -80,7 +81,12 @@ func (s *Snapshot) CheckRecords(rules InputRules) error {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.hooks.byID)) {
-		if err := rules.Target(st.hooks.byID[id].hook.URL); err != nil {
+		url := st.hooks.byID[id].hook.URL
+		err := checkWebURL(url)
+		if err == nil {
+			err = rules.Target(url)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: webhook %q: %v", ErrRefusedRecord, id, err)
 		}
 	}
@@ -89,7 +95,7 @@ func (s *Snapshot) CheckRecords(rules InputRules) error {
 
 // checkLink checks the targets of the link at position p.
 func (st *state) checkLink(p uint32, rules InputRules) error {
-	if err := rules.Target(st.links.recs.text.url(st.links.recs.at(p))); err != nil {
+	if err := st.checkStored(st.links.recs.text.url(st.links.recs.at(p)), rules); err != nil {
 		return err
 	}
 	o := st.opts.get(p)
@@ -97,16 +103,26 @@ func (st *state) checkLink(p uint32, rules InputRules) error {
 		return nil
 	}
 	for i, rule := range o.Rules {
-		if err := rules.Target(rule.URL); err != nil {
+		if err := st.checkStored(rule.URL, rules); err != nil {
 			return fmt.Errorf("rule %d: %v", i+1, err)
 		}
 	}
 	for i, v := range o.History {
-		if err := checkTarget(v.URL); err != nil {
+		if err := checkTarget(v.URL, st.raised); err != nil {
 			return fmt.Errorf("history version %d: %v", i+1, err)
 		}
 	}
 	return nil
+}
+
+// checkStored holds a stored target to rules.Target and to Apply's floor
+// at the state's level: the input rules take schemes an older level's
+// floor refuses.
+func (st *state) checkStored(url string, rules InputRules) error {
+	if err := rules.Target(url); err != nil {
+		return err
+	}
+	return checkTarget(url, st.raised)
 }
 
 // checkKeyWorkspaces holds a key's workspaces to what a key create takes.

@@ -15,7 +15,7 @@ import (
 type stubRules struct{ allowPrivate bool }
 
 func (r stubRules) Target(url string) error {
-	if err := checkTarget(url); err != nil {
+	if err := checkTarget(url, EntryLevel); err != nil {
 		return err
 	}
 	if !r.allowPrivate && strings.Contains(url, "//127.0.0.1") {
@@ -70,6 +70,39 @@ func addLink(s *state, code, url string) uint32 {
 	return s.links.insert(record{id: s.lastID, createdAt: 600}, code, url, "default", "", false)
 }
 
+// TestCheckRecordsTakesAppTargetsOnceRaised: a backup of a state raised
+// to LevelTargets may hold mailto: and app targets, as its clients wrote.
+func TestCheckRecordsTakesAppTargetsOnceRaised(t *testing.T) {
+	f := restorableState(t)
+	for i, r := range applyAll(t, f, RaiseCommand{To: LevelTargets}.Encode(),
+		create(600, CreateRequest{URL: "mailto:a@example.com", CustomCode: "mail"}),
+		create(601, CreateRequest{URL: "https://example.com/", CustomCode: "app", Options: &Options{Rules: []Rule{{URL: "myapp://open", Device: DeviceIOS}}}})) {
+		if err, ok := r.(error); ok {
+			t.Fatalf("command %d: %v", i, err)
+		}
+	}
+	snap, err := ReadSnapshot(bytes.NewReader(snapshotBytes(t, f)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.CheckRecords(stubRules{}); err != nil {
+		t.Fatalf("a raised state with app targets: %v", err)
+	}
+}
+
+// TestSnapshotRefusesAppRulesBelowLevel: a rule's target is part of the
+// options ReadSnapshot checks, at the level the state was raised to: an
+// app target in a state below LevelTargets is no state Apply makes.
+func TestSnapshotRefusesAppRulesBelowLevel(t *testing.T) {
+	f := restorableState(t)
+	p := addLink(f.s, "ruled3", "https://example.com/")
+	f.s.setOptions(p, &Options{Rules: []Rule{{URL: "myapp://open", Device: DeviceIOS}}})
+	_, err := ReadSnapshot(bytes.NewReader(snapshotBytes(t, f)))
+	if !errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), `link "ruled3": rule target`) {
+		t.Fatalf("ReadSnapshot = %v; want ErrCorruptSnapshot naming the rule target", err)
+	}
+}
+
 func TestCheckRecordsAcceptsClientWrites(t *testing.T) {
 	f := restorableState(t)
 	snap, err := ReadSnapshot(bytes.NewReader(snapshotBytes(t, f)))
@@ -91,7 +124,11 @@ func TestCheckRecordsRefusesWhatNoClientCouldWrite(t *testing.T) {
 		want   string // in the error
 	}{
 		{"javascript target", func(s *state) { addLink(s, "evil", "javascript:alert(document.cookie)") },
-			`link "evil": ` + "invalid create request: the target must be an http or https URL"},
+			`link "evil": ` + "invalid create request: the target's scheme javascript: is refused: it runs script in the visitor's page"},
+		// A state not raised to LevelTargets: a build before it would hold
+		// a link no build of that cluster's could make.
+		{"mailto target below LevelTargets", func(s *state) { addLink(s, "mail", "mailto:a@example.com") },
+			`link "mail": the cluster is still being upgraded`},
 		{"target splitting Location", func(s *state) { addLink(s, "split", "https://example.com/\r\nSet-Cookie: session=x") },
 			`link "split": ` + "invalid create request: the target holds a control character"},
 		{"rule target", func(s *state) {

@@ -325,10 +325,10 @@ func (s *state) checkCreate(now int64, r CreateRequest) error {
 			return ErrUnknownDomain
 		}
 	}
-	if err := checkTarget(r.URL); err != nil {
+	if err := checkTarget(r.URL, s.raised); err != nil {
 		return err
 	}
-	return r.Options.check()
+	return r.Options.check(s.raised)
 }
 
 // taken reports whether code can never be handed out: in use, deleted

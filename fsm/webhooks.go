@@ -157,7 +157,7 @@ func (w *Webhook) check() error {
 	case len(w.CreatedBy) > maxWebhookCreateBy:
 		return fmt.Errorf("%w: webhook creator id", ErrInvalidRequest)
 	}
-	return checkTarget(w.URL)
+	return checkWebURL(w.URL)
 }
 
 // WebhookEvent is one event in a webhook's outbox. Its values are never

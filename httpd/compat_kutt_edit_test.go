@@ -45,6 +45,13 @@ func TestKuttEditAddressAndPassword(t *testing.T) {
 		{"remove the password", `{"password":""}`, 200, map[string]any{"password": false}},
 		{"empty password on a link without one", `{"password":""}`, 400, map[string]any{"error": "Should at least update one field."}},
 		{"password not a string", `{"password":7}`, 400, map[string]any{}},
+		// Kutt validators.handler.js editLink description: at most 2040; linkraft keeps 512.
+		{"description over 2040", `{"description":"` + strings.Repeat("d", 2041) + `"}`, 400,
+			map[string]any{"error": "Description length must be between 1 and 2040."}},
+		{"description over 512", `{"description":"` + strings.Repeat("d", 513) + `"}`, 400,
+			map[string]any{"error": "linkraft keeps a description of up to 512 characters"}},
+		{"description of 512", `{"description":"` + strings.Repeat("d", 512) + `"}`, 200,
+			map[string]any{"description": strings.Repeat("d", 512)}},
 	}
 	for _, c := range cases {
 		status, m := kutt("PATCH", edit, c.body)

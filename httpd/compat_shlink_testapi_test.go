@@ -306,13 +306,26 @@ func TestShlinkTestAPICreate(t *testing.T) {
 		{"simple tags", `{` + long + `,"tags":["foo","bar","baz"]}`, key, 200, map[string]any{"tags": []any{"foo", "bar", "baz"}}},
 		{"tags with spaces", `{` + long + `,"tags":["fo o","  bar","b az"]}`, key, 200, map[string]any{"tags": []any{"fo-o", "bar", "b-az"}}},
 		{"tags with special chars", `{` + long + `,"tags":["UUU","Aäa"]}`, key, 200, map[string]any{"tags": []any{"uuu", "aäa"}}},
-		// Shlink test-api CreateShortUrlTest::titleIsCroppedIfTooLong: Shlink crops at 512
-		// characters, linkraft keeps at most 256 (docs/COMPATIBILITY.md), so longer ones
-		// are cropped there.
+		// Shlink test-api CreateShortUrlTest::lonUrlSupportsDifferentTypesOfSchemas, but for
+		// file:, which linkraft refuses on purpose: it opens the visitor's own files
+		// (docs/COMPATIBILITY.md).
+		{"mailto", `{"longUrl":"mailto:foo@example.com"}`, key, 200, map[string]any{"longUrl": "mailto:foo@example.com"}},
+		{"https", `{"longUrl":"https://example.com"}`, key, 200, map[string]any{"longUrl": "https://example.com"}},
+		{"deeplink", `{"longUrl":"shlink://some/path"}`, key, 200, map[string]any{"longUrl": "shlink://some/path"}},
+		{"file", `{"longUrl":"file:///foo/bar"}`, key, 400, map[string]any{
+			"type": "https://shlink.io/api/error/invalid-data", "invalidElements": []any{"longUrl"}}},
+		// Shlink test-api CreateShortUrlTest::titleIsCroppedIfTooLong: cropped at 512
+		// characters.
 		{"short title", `{` + long + `,"title":"foo"}`, key, 200, map[string]any{"title": "foo"}},
 		{"padded title", `{` + long + `,"title":"` + pad(" ", 298) + "bar" + pad(" ", 299) + `"}`, key, 200, map[string]any{"title": "bar"}},
-		{"long title", `{` + long + `,"title":"` + pad("c", 513) + `"}`, key, 200, map[string]any{"title": pad("c", 256)}},
-		{"title of 256", `{` + long + `,"title":"` + pad("b", 256) + `"}`, key, 200, map[string]any{"title": pad("b", 256)}},
+		{"title of 511", `{` + long + `,"title":"` + pad("a", 511) + `"}`, key, 200, map[string]any{"title": pad("a", 511)}},
+		{"title of 512", `{` + long + `,"title":"` + pad("b", 512) + `"}`, key, 200, map[string]any{"title": pad("b", 512)}},
+		{"title of 513", `{` + long + `,"title":"` + pad("c", 513) + `"}`, key, 200, map[string]any{"title": pad("c", 512)}},
+		{"title of 600", `{` + long + `,"title":"` + pad("d", 600) + `"}`, key, 200, map[string]any{"title": pad("d", 512)}},
+		{"title of 800", `{` + long + `,"title":"` + pad("e", 800) + `"}`, key, 200, map[string]any{"title": pad("e", 512)}},
+		// linkraft also keeps at most 1024 bytes (docs/COMPATIBILITY.md): 512 characters of
+		// 3 bytes are cropped to the 341 that fit.
+		{"title of 512 wide characters", `{` + long + `,"title":"` + pad("€", 512) + `"}`, key, 200, map[string]any{"title": pad("€", 341)}},
 		// Shlink test-api CreateShortUrlTest::prefixCanBeSet
 		{"prefix", `{"longUrl":"https://example.com","pathPrefix":"foo/b  ar-baz","customSlug":null}`, key, 200, map[string]any{"shortCode": "foo-b--ar-baz*"}},
 		{"prefix and slug", `{"longUrl":"https://example.com","pathPrefix":"foo/b  ar-baz","customSlug":"my-custom-slug"}`, key, 200,

@@ -542,8 +542,10 @@ func TestKuttAPI(t *testing.T) {
 		{"description over 2040", "POST", "/api/v2/links", `{"target":"https://example.com/k3","description":"` + strings.Repeat("d", 2041) + `"}`, 400,
 			map[string]any{"error": "Description length must be between 1 and 2040."}},
 		// Within Kutt's 2040 but past linkraft's titles (docs/COMPATIBILITY.md).
-		{"description over 256", "POST", "/api/v2/links", `{"target":"https://example.com/k3","description":"` + strings.Repeat("d", 257) + `"}`, 400,
-			map[string]any{"error": "linkraft keeps a description of up to 256 characters"}},
+		{"description over 512", "POST", "/api/v2/links", `{"target":"https://example.com/k3","description":"` + strings.Repeat("d", 513) + `"}`, 400,
+			map[string]any{"error": "linkraft keeps a description of up to 512 characters"}},
+		{"description over 1024 bytes", "POST", "/api/v2/links", `{"target":"https://example.com/k3","description":"` + strings.Repeat("€", 400) + `"}`, 400,
+			map[string]any{"error": "linkraft keeps a description of up to 1024 bytes in UTF-8"}},
 		// Kutt validators.handler.js createLink customurl: 1 to 64 long;
 		// linkraft's codes are 3 to 64 (docs/COMPATIBILITY.md).
 		{"customurl over 64", "POST", "/api/v2/links", `{"target":"https://example.com/k3","customurl":"` + strings.Repeat("c", 65) + `"}`, 400,

@@ -292,7 +292,7 @@ func (r *redirector) notFound(ctx *fasthttp.RequestCtx, d fsm.Domain, code []byt
 	}
 	r.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
 	if d.NotFoundRedirect != "" {
-		ctx.Redirect(d.NotFoundRedirect, fasthttp.StatusFound)
+		domainRedirect(ctx, d.NotFoundRedirect)
 		return
 	}
 	writeBrowserError(ctx, fasthttp.StatusNotFound, "short link "+string(code)+" does not exist")
@@ -346,10 +346,18 @@ func (r *redirector) invalidLink(ctx *fasthttp.RequestCtx, d fsm.Domain, code []
 	}
 	r.countOrphan(ctx, fsm.OrphanInvalidShortURL, d.Name)
 	if d.InvalidRedirect != "" {
-		ctx.Redirect(d.InvalidRedirect, fasthttp.StatusFound)
+		domainRedirect(ctx, d.InvalidRedirect)
 		return
 	}
 	writeBrowserError(ctx, status, detail)
+}
+
+// domainRedirect answers 302 to a domain's redirect, as stored: not
+// through ctx.Redirect, which reads "mailto:a@example.com" or "tel:+1555"
+// as a path and sends the visitor to /mailto:a@example.com on this host.
+func domainRedirect(ctx *fasthttp.RequestCtx, target string) {
+	ctx.SetStatusCode(fasthttp.StatusFound)
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, target)
 }
 
 // handleRoot answers a visit to a domain's root: its root redirect when
@@ -362,7 +370,7 @@ func (r *redirector) handleRoot(ctx *fasthttp.RequestCtx) {
 	}
 	r.countOrphan(ctx, fsm.OrphanBaseURL, d.Name)
 	if d.RootRedirect != "" {
-		ctx.Redirect(d.RootRedirect, fasthttp.StatusFound)
+		domainRedirect(ctx, d.RootRedirect)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"service": "linkraft", "version": r.version})

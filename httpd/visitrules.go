@@ -75,7 +75,8 @@ func (v *visit) resolve() {
 
 // pickTarget is where a visit to a link with options goes: the URL of the
 // first rule that holds, else target; with forward_query, the request's
-// query is appended to it. It allocates only to append the query.
+// query is appended to it when it is hierarchical (hierarchical). It
+// allocates only to append the query.
 func pickTarget(target string, o *fsm.Options, v visit) string {
 	if o == nil {
 		return target
@@ -87,7 +88,7 @@ func pickTarget(target string, o *fsm.Options, v visit) string {
 			break
 		}
 	}
-	if o.ForwardQuery && len(v.query) > 0 {
+	if o.ForwardQuery && len(v.query) > 0 && hierarchical(to) {
 		to = appendQuery(to, v.query)
 	}
 	return to
@@ -151,6 +152,16 @@ func queryHolds(want []fsm.QueryParam, args *fasthttp.Args) bool {
 // appendQuery adds the raw query q to u, before u's fragment if it has one.
 // Nothing in q is decoded or merged: the target's server sees both queries
 // as written.
+// hierarchical reports whether target's scheme is followed by "//" (an
+// http(s) URL, myapp://open). The query of a mailto:, tel: or sms: target
+// is not a page's parameters but the message's fields (cc, bcc, body):
+// forwarded, whoever wrote the short link's query would fill them in for
+// the visitor, so it is not appended there.
+func hierarchical(target string) bool {
+	i := strings.IndexByte(target, ':')
+	return i > 0 && strings.HasPrefix(target[i+1:], "//")
+}
+
 func appendQuery(u string, q []byte) string {
 	base, frag := u, ""
 	if i := strings.IndexByte(u, '#'); i >= 0 {

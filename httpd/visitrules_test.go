@@ -304,6 +304,13 @@ func TestPickTargetForwardQuery(t *testing.T) {
 		{"rule's target", "https://example.com/a", "/c?x=1",
 			[]fsm.Rule{{Query: []fsm.QueryParam{{Name: "x", Value: "1"}}, URL: "https://example.com/b#f"}},
 			"https://example.com/b?x=1#f"},
+		{"app link", "myapp://open/item", "/c?utm_source=x", nil, "myapp://open/item?utm_source=x"},
+		// A mailto: query is the message's fields: a link's query must not
+		// add a bcc to the visitor's mail, nor a body to a text message.
+		{"mailto", "mailto:team@example.com?subject=Hi", "/c?bcc=eve@example.com", nil, "mailto:team@example.com?subject=Hi"},
+		{"sms", "sms:+15550100", "/c?body=pay", nil, "sms:+15550100"},
+		{"tel rule", "https://example.com/a", "/c?x=1",
+			[]fsm.Rule{{Query: []fsm.QueryParam{{Name: "x", Value: "1"}}, URL: "tel:+15550100"}}, "tel:+15550100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,7 +82,7 @@ func (api *webhooksAPI) parseWebhookRequest(body []byte) (fsm.Webhook, error) {
 	if req.URL == nil {
 		return w, invalid("url is required: the absolute http or https URL events are POSTed to")
 	}
-	target, err := input.Target(*req.URL, api.allowPrivateTargets)
+	target, err := input.WebTarget(*req.URL, api.allowPrivateTargets)
 	if err != nil {
 		return w, invalid("url: %v", err)
 	}

@@ -280,3 +280,24 @@ func TestPlanKeepsHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckLinkSchemes: an import takes the targets a create takes: a
+// mailto: or app link as it is, never javascript: or file:.
+func TestCheckLinkSchemes(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ url, refused string }{
+		{"mailto:team@example.com", ""},
+		{"fb://profile/33138223345", ""},
+		{"https://example.com/", ""},
+		{"javascript:alert(1)", "the javascript: scheme is not allowed"},
+		{"file:///etc/passwd", "the file: scheme is not allowed"},
+	} {
+		got, err := checkLink(Link{Code: "abc", URL: tc.url}, false, now)
+		switch {
+		case tc.refused == "" && (err != nil || got != tc.url):
+			t.Errorf("%s: %q, %v; want it kept", tc.url, got, err)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+			t.Errorf("%s: %v; want %q", tc.url, err, tc.refused)
+		}
+	}
+}

@@ -23,7 +23,10 @@ var ErrInvalidURL = errors.New("codes: invalid URL")
 // silently merge links that some server treats as different:
 //
 //  1. trim surrounding ASCII whitespace and parse with net/url;
-//  2. require a scheme and a non-empty host name;
+//  2. require a scheme and, for http and https, a non-empty host name; a
+//     URL of another scheme without a host (mailto:, tel:, myapp:///x)
+//     is its own canonical form with its scheme in lower case, since what
+//     follows means what that scheme's handler makes of it;
 //  3. lowercase the scheme and the host (ASCII letters only);
 //  4. drop the port when it is the scheme default (:80 for http, :443 for
 //     https);
@@ -53,11 +56,14 @@ func Canonicalize(raw string) (string, error) {
 	if u.Scheme == "" {
 		return "", fmt.Errorf("canonicalize %q: %w: missing scheme", raw, ErrInvalidURL)
 	}
+	scheme := asciiLower(u.Scheme)
+	if u.Host == "" && scheme != "http" && scheme != "https" {
+		return hostless(raw, u.Scheme, scheme)
+	}
 	if u.Host == "" || u.Hostname() == "" {
 		return "", fmt.Errorf("canonicalize %q: %w: missing host", raw, ErrInvalidURL)
 	}
 
-	scheme := asciiLower(u.Scheme)
 	host := asciiLower(u.Host)
 	switch {
 	case scheme == "http" && u.Port() == "80":
@@ -94,6 +100,18 @@ func Canonicalize(raw string) (string, error) {
 	// the parser then refuses). Such input has no canonical form.
 	if _, err := url.Parse(out); err != nil {
 		return "", fmt.Errorf("canonicalize %q: %w: result %q does not parse: %w", raw, ErrInvalidURL, out, err)
+	}
+	return out, nil
+}
+
+// hostless is the canonical form of raw, a URL of a scheme other than
+// http(s) without a host, whose scheme is written as written: the trimmed
+// URL with the scheme lowercased. These URLs had no canonical form before,
+// so no earlier output changes.
+func hostless(raw, written, scheme string) (string, error) {
+	out := scheme + strings.Trim(raw, asciiSpace)[len(written):]
+	if _, err := url.Parse(out); err != nil {
+		return "", fmt.Errorf("canonicalize %q: %w: %w", raw, ErrInvalidURL, err)
 	}
 	return out, nil
 }

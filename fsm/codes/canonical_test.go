@@ -8,6 +8,13 @@ import (
 var canonicalTests = []struct {
 	name, in, want string
 }{
+	// Other schemes: without a host, the URL itself, its scheme in lower
+	// case; with one, the same steps as http's.
+	{"mailto", "MAILTO:Foo@Example.com?subject=Hi&body=x", "mailto:Foo@Example.com?subject=Hi&body=x"},
+	{"tel", "tel:+1-555-0100", "tel:+1-555-0100"},
+	{"app path without host", "MyApp:///open?b=1&a=2#x", "myapp:///open?b=1&a=2#x"},
+	{"app with host", "MyApp://Open//x/?b=1&a=2", "myapp://open/x?a=2&b=1"},
+
 	// The design document's canonical-form table.
 	{"lowercase scheme and host", "HTTP://Example.com/path", "http://example.com/path"},
 	{"default https port", "https://example.com:443/", "https://example.com/"},
@@ -103,7 +110,8 @@ func TestCanonicalizeErrors(t *testing.T) {
 		{"no scheme", "example.com/path"},
 		{"scheme-relative", "//example.com/path"},
 		{"no host", "http:///path"},
-		{"opaque", "mailto:user@example.com"},
+		{"opaque http", "http:example.com"},
+		{"no host after an app scheme's slashes", "myapp://:80/"},
 		{"path only after scheme", "http:/example.com"},
 		{"port without host", "http://:80/"},
 		{"bad escape in path", "http://example.com/%zz"},

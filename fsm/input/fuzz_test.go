@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 var (
@@ -27,6 +29,9 @@ func FuzzTarget(f *testing.F) {
 	for _, tc := range malformedTargets {
 		f.Add(tc.in, false)
 	}
+	for _, s := range []string{"mailto:a@example.com", "myapp://open/x?y", "tel:+1555", "JavaScript:x", "ms-msdt:x"} {
+		f.Add(s, false)
+	}
 	f.Fuzz(func(t *testing.T, raw string, allowPrivate bool) {
 		got, err := Target(raw, allowPrivate)
 		if err != nil {
@@ -40,6 +45,23 @@ func FuzzTarget(f *testing.F) {
 		}
 		checkAccepted(t, raw, got, allowPrivate)
 	})
+}
+
+// checkAcceptedApp re-derives what every accepted target of a scheme
+// other than http(s) must have: a scheme none of the dangerous ones, and
+// no credentials.
+func checkAcceptedApp(t *testing.T, raw string, u *url.URL) {
+	t.Helper()
+	switch u.Scheme {
+	case "javascript", "vbscript", "data", "file", "blob", "filesystem", "about", "view-source", "intent", "ftp", "ws", "wss":
+		t.Fatalf("Target(%q) accepted scheme %q", raw, u.Scheme)
+	}
+	if strings.HasPrefix(u.Scheme, "ms-") || fsm.SchemeRefusal(u.Scheme) != "" {
+		t.Fatalf("Target(%q) accepted scheme %q", raw, u.Scheme)
+	}
+	if u.User != nil {
+		t.Fatalf("Target(%q) accepted userinfo", raw)
+	}
 }
 
 // checkAccepted re-derives, independently of the code under test, the
@@ -65,7 +87,8 @@ func checkAccepted(t *testing.T, raw, got string, allowPrivate bool) {
 		t.Fatalf("Target(%q) accepted something net/url rejects: %v", raw, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		t.Fatalf("Target(%q) accepted scheme %q", raw, u.Scheme)
+		checkAcceptedApp(t, raw, u)
+		return
 	}
 	if u.Hostname() == "" {
 		t.Fatalf("Target(%q) accepted an empty host", raw)

@@ -58,14 +58,18 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-// Title checks a link's title: up to 256 characters of valid UTF-8
-// without control characters.
+// Title checks a link's title: up to fsm.MaxTitleLen (512) characters
+// and fsm.MaxTitleBytes (1024) bytes of valid UTF-8 without control
+// characters.
 func Title(title string) error {
 	if !utf8.ValidString(title) {
 		return errors.New("title: not valid UTF-8")
 	}
 	if n := utf8.RuneCountInString(title); n > fsm.MaxTitleLen {
 		return fmt.Errorf("title: at most %d characters, got %d", fsm.MaxTitleLen, n)
+	}
+	if len(title) > fsm.MaxTitleBytes {
+		return fmt.Errorf("title: at most %d bytes in UTF-8, got %d", fsm.MaxTitleBytes, len(title))
 	}
 	for _, r := range title {
 		if r < 0x20 || r == 0x7f {

@@ -8,18 +8,62 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
-// Target validates a submitted URL and returns the form to store: the input
-// trimmed of surrounding whitespace, otherwise byte for byte as submitted.
-// Nothing is normalised because the stored URL is what redirects hand back,
-// and a rewrite could change what the link points at.
+// Target validates a link's target (and a rule's, and a domain's
+// redirect) and returns the form to store: the input trimmed of
+// surrounding whitespace, otherwise byte for byte as submitted. Nothing is
+// normalised because the stored URL is what redirects hand back, and a
+// rewrite could change what the link points at.
 //
-// Unless allowPrivate is set, targets that point inside the network
+// A target is an http or https URL (WebTarget's rules), or a URL of
+// another scheme that opens an app rather than a page: mailto:, tel:,
+// sms:, myapp://open. Schemes that run or show content inside the browser
+// (javascript:, data:, file:, blob:, about: ...) are refused, as
+// fsm.SchemeRefusal lists them. The cluster stores such a target only
+// once it is raised to fsm.LevelTargets (the state machine answers
+// fsm.ErrNotRaised before).
+func Target(raw string, allowPrivate bool) (string, error) {
+	s, err := trimmed(raw)
+	if err != nil {
+		return "", err
+	}
+	if scheme, rest, ok := splitScheme(s); ok && !isWebScheme(scheme) {
+		if err := checkOtherScheme(s, scheme, rest); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	if err := checkWeb(s, allowPrivate); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// WebTarget validates a URL this cluster sends requests to (a webhook's)
+// and returns the form to store, trimmed as Target's: an absolute http or
+// https URL with a host.
+//
+// Unless allowPrivate is set, URLs that point inside the network
 // (loopback, private, link-local and other special-purpose addresses, in
 // every spelling browsers accept, and local-only host names) are refused.
 // The other rules apply either way.
-func Target(raw string, allowPrivate bool) (string, error) {
+func WebTarget(raw string, allowPrivate bool) (string, error) {
+	s, err := trimmed(raw)
+	if err != nil {
+		return "", err
+	}
+	if err := checkWeb(s, allowPrivate); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// trimmed is raw without surrounding whitespace, if it is a length and of
+// characters any URL may have.
+func trimmed(raw string) (string, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		return "", errors.New("url is required")
@@ -30,32 +74,90 @@ func Target(raw string, allowPrivate bool) (string, error) {
 	if err := checkCharacters(s); err != nil {
 		return "", err
 	}
+	return s, nil
+}
 
+// checkWeb holds s to the rules of an http or https URL: the host a
+// browser would visit, judged for private addresses unless allowPrivate.
+func checkWeb(s string, allowPrivate bool) error {
 	if err := checkAuthority(s); err != nil {
-		return "", err
+		return err
 	}
+	u, err := parseURL(s)
+	if err != nil {
+		return err
+	}
+	// The hand-split above already guarantees these; checking again costs
+	// nothing and keeps a future net/url change from slipping through.
+	if u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil || u.Host == "" {
+		return errors.New("url: must be an absolute http or https URL with a host")
+	}
+	if err := checkPort(u); err != nil {
+		return err
+	}
+	return checkHost(u, allowPrivate)
+}
 
+// checkOtherScheme holds s, a URL of a scheme other than http(s), to the
+// rules of an app's link. Its host, if any, is the app's to read, not a
+// network address: the rule on private addresses does not apply.
+func checkOtherScheme(s, scheme, rest string) error {
+	lower := strings.ToLower(scheme)
+	if why := fsm.SchemeRefusal(scheme); why != "" {
+		return fmt.Errorf("url: the %s: scheme is not allowed: %s", lower, why)
+	}
+	if rest == "" {
+		return fmt.Errorf("url: nothing follows %s:", lower)
+	}
+	// "localhost:8080/" and "example.com:8080" parse as a scheme and a
+	// path, but mean a host and port without http://.
+	if (lower == "localhost" || strings.Contains(lower, ".")) && portLike(rest) {
+		return fmt.Errorf("url: %s:%s looks like a host and port; start it with http:// or https://", scheme, rest[:strings.IndexAny(rest+"/", "/?#")])
+	}
+	if _, err := parseURL(s); err != nil {
+		return err
+	}
+	if authority, ok := strings.CutPrefix(rest, "//"); ok {
+		if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+			authority = authority[:i]
+		}
+		if strings.Contains(authority, "@") {
+			return errors.New("url: embedded credentials (user@host) are not allowed; they are a common phishing trick to disguise the real host")
+		}
+		if strings.Contains(authority, `\`) {
+			return errors.New(`url: a backslash is not allowed in the host part`)
+		}
+	}
+	return nil
+}
+
+// parseURL is url.Parse's URL of s, or its reason without the URL
+// repeated.
+func parseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return "", fmt.Errorf("url: not a valid URL: %v", err)
+		return nil, fmt.Errorf("url: not a valid URL: %v", err)
 	}
-	// The hand-split above already guarantees these; checking again costs
-	// nothing and keeps a future net/url change from slipping through.
-	if u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil || u.Host == "" {
-		return "", errors.New("url: must be an absolute http or https URL with a host")
-	}
+	return u, nil
+}
 
-	if err := checkPort(u); err != nil {
-		return "", err
+// portLike reports whether rest starts with a port number that ends it or
+// a path, query or fragment.
+func portLike(rest string) bool {
+	i := 0
+	for i < len(rest) && '0' <= rest[i] && rest[i] <= '9' {
+		i++
 	}
-	if err := checkHost(u, allowPrivate); err != nil {
-		return "", err
-	}
-	return s, nil
+	return i > 0 && (i == len(rest) || strings.IndexByte("/?#", rest[i]) >= 0)
+}
+
+// isWebScheme reports whether scheme is http or https, in any case.
+func isWebScheme(scheme string) bool {
+	return strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")
 }
 
 // checkAuthority checks a URL's scheme and authority as a browser would

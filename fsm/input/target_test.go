@@ -155,17 +155,15 @@ var malformedTargets = []struct {
 	// Required and scheme.
 	{"", "url is required"},
 	{"   \t\n ", "url is required"},
-	{"javascript:alert(1)", "url: scheme must be http or https"},
-	{"JavaScript://%0aalert(1)", "url: scheme must be http or https"},
-	{"data:text/html,<script>alert(1)</script>", "url: scheme must be http or https"},
-	{"file:///etc/passwd", "url: scheme must be http or https"},
-	{"ftp://example.com/", "url: scheme must be http or https"},
-	{"mailto:a@example.com", "url: scheme must be http or https"},
-	{"gopher://127.0.0.1:70/", "url: scheme must be http or https"},
-	{"ws://example.com/", "url: scheme must be http or https"},
-	{"httpx://example.com/", "url: scheme must be http or https"},
-	{"hxxp://example.com/", "url: scheme must be http or https"},
-	{"localhost:8080/", "url: scheme must be http or https"},
+	{"javascript:alert(1)", "url: the javascript: scheme is not allowed: it runs script"},
+	{"JavaScript://%0aalert(1)", "url: the javascript: scheme is not allowed: it runs script"},
+	{"data:text/html,<script>alert(1)</script>", "url: the data: scheme is not allowed"},
+	{"file:///etc/passwd", "url: the file: scheme is not allowed"},
+	{"ftp://example.com/", "url: the ftp: scheme is not allowed"},
+	{"gopher://127.0.0.1:70/", "url: the gopher: scheme is not allowed"},
+	{"ws://example.com/", "url: the ws: scheme is not allowed"},
+	{"localhost:8080/", "url: localhost:8080 looks like a host and port"},
+	{"example.com:8080", "url: example.com:8080 looks like a host and port"},
 	{"//example.com/", "url: must be an absolute URL"},
 	{"//127.0.0.1/", "url: must be an absolute URL"},
 	{"/relative/path", "url: must be an absolute URL"},
@@ -403,7 +401,8 @@ func TestTargetMalformed(t *testing.T) {
 func TestTargetMessages(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", "url is required"},
-		{"ftp://example.com/", "url: scheme must be http or https"},
+		{"ftp://example.com/", "url: the ftp: scheme is not allowed: the browser fetches it from the network, and only http(s) hosts are judged for private addresses"},
+		{"javascript:alert(1)", "url: the javascript: scheme is not allowed: it runs script in the visitor's page"},
 		{"http://10.0.0.1/", "url: target 10.0.0.1 is a private address; internal targets are not allowed"},
 		{"http://0x7f.1/", "url: target 0x7f.1 (127.0.0.1) is a loopback address; internal targets are not allowed"},
 		{"http://[::ffff:7f00:1]/", "url: target [::ffff:7f00:1] embeds 127.0.0.1, a loopback address; internal targets are not allowed"},
@@ -501,5 +500,75 @@ func TestParseIPv4(t *testing.T) {
 		case tc.want != "" && (!ok || addr.String() != tc.want):
 			t.Errorf("parseIPv4(%q) = %v, %v; want %s", tc.in, addr, ok, tc.want)
 		}
+	}
+}
+
+// TestTargetSchemes: a link may open an app (mail, phone, messages, an
+// app's own scheme, as Shlink's and Kutt's links and redirect rules do)
+// but never run or show content inside the browser, read the visitor's
+// files or reach a network other than by http(s). The stored form is the
+// trimmed input.
+func TestTargetSchemes(t *testing.T) {
+	tests := []struct {
+		in string
+		// refused is the start of the error, "" for accepted; why says
+		// why the rule is what it is.
+		refused, why string
+	}{
+		// Shlink test-api CreateShortUrlTest::lonUrlSupportsDifferentTypesOfSchemas
+		{"mailto:foo@example.com", "", "opens the visitor's mail client"},
+		{"shlink://some/path", "", "an app's deep link"},
+		{"tel:+1-555-0100", "", "opens the dialler"},
+		{"sms:+15550100?body=hello", "", "opens messages"},
+		{"myapp://open", "", "an app's deep link"},
+		{"fb://profile/33138223345", "", "Kutt and Shlink redirect rules point at apps"},
+		{"android-app://com.example/https/example.com/x", "", "an Android app link"},
+		{"com.example.app:/oauth2redirect", "", "reverse-DNS app schemes have dots"},
+		{"MAILTO:Foo@Example.com", "", "schemes are case-insensitive"},
+		{"httpx://example.com/", "", "an unknown scheme opens an app, if any, after the browser asks"},
+		{"myapp://127.0.0.1/", "", "an app's host is the app's to read, not a network address"},
+		{"javascript:alert(1)", "url: the javascript: scheme is not allowed", "runs script in the page"},
+		{"vbscript:msgbox(1)", "url: the vbscript: scheme is not allowed", "runs script in the page"},
+		{"data:text/html;base64,PHNjcmlwdD4=", "url: the data: scheme is not allowed", "a page of its own: phishing"},
+		{"file:///foo/bar", "url: the file: scheme is not allowed", "Shlink accepts it; it reads the visitor's files"},
+		{"blob:https://example.com/0d5e", "url: the blob: scheme is not allowed", "another origin's content"},
+		{"filesystem:https://example.com/temporary/x", "url: the filesystem: scheme is not allowed", "another origin's content"},
+		{"about:blank", "url: the about: scheme is not allowed", "the browser's own pages"},
+		{"chrome://settings", "url: the chrome: scheme is not allowed", "the browser's own pages"},
+		{"view-source:https://example.com/", "url: the view-source: scheme is not allowed", "wraps another URL"},
+		{"jar:https://example.com/a.jar!/x.html", "url: the jar: scheme is not allowed", "renders an archive as a page"},
+		{"intent://scan/#Intent;scheme=zxing;S.browser_fallback_url=javascript:x;end", "url: the intent: scheme is not allowed", "any component, an unchecked fallback"},
+		{"ms-msdt:/id PCWDiagnostic", "url: whitespace", "whitespace is refused before the scheme"},
+		{"ms-msdt:/id%20PCWDiagnostic", "url: the ms-msdt: scheme is not allowed", "Windows handlers that ran code"},
+		{"search-ms:query=x&crumb=location:\\\\evil\\share", "url: the search-ms: scheme is not allowed", "remote Windows search"},
+		{"wss://example.com/", "url: the wss: scheme is not allowed", "network fetch not judged for private hosts"},
+		{"mailto:", "url: nothing follows mailto:", "nothing to open"},
+		{"myapp://user@open", "url: embedded credentials", "a host disguise, as for http"},
+		{"https:example.com", "url: must start with http:// or https://", "web URLs keep their rules"},
+	}
+	for _, tc := range tests {
+		got, err := Target("  "+tc.in+"\n", false)
+		switch {
+		case tc.refused == "" && (err != nil || got != tc.in):
+			t.Errorf("Target(%q) = %q, %v; want it stored as sent (%s)", tc.in, got, err, tc.why)
+		case tc.refused != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.refused)):
+			t.Errorf("Target(%q) error = %v; want %q... (%s)", tc.in, err, tc.refused, tc.why)
+		}
+	}
+}
+
+// TestWebTarget: a webhook's URL is one the cluster sends requests to: an
+// http(s) URL whose host is judged, never another scheme.
+func TestWebTarget(t *testing.T) {
+	for _, in := range []string{"mailto:a@example.com", "myapp://hook", "javascript:x"} {
+		if _, err := WebTarget(in, true); err == nil || !strings.HasPrefix(err.Error(), "url: scheme must be http or https") {
+			t.Errorf("WebTarget(%q) error = %v; want scheme must be http or https", in, err)
+		}
+	}
+	if _, err := WebTarget("http://10.0.0.1/", false); err == nil || !strings.Contains(err.Error(), internalMsg) {
+		t.Errorf("WebTarget of a private address: %v", err)
+	}
+	if got, err := WebTarget(" https://example.com/hook ", false); err != nil || got != "https://example.com/hook" {
+		t.Errorf("WebTarget of an https URL = %q, %v", got, err)
 	}
 }

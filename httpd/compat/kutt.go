@@ -215,11 +215,8 @@ func (c *kuttCreate) native(defaultDomain string) (map[string]any, error) {
 		body["custom_code"] = code
 	}
 	if d := strings.TrimSpace(c.Description); d != "" {
-		switch n := utf8.RuneCountInString(d); {
-		case n > kuttMaxDescription:
-			return nil, errors.New("Description length must be between 1 and 2040.")
-		case n > fsm.MaxTitleLen:
-			return nil, fmt.Errorf("linkraft keeps a description of up to %d characters", fsm.MaxTitleLen)
+		if err := kuttDescription(d); err != nil {
+			return nil, err
 		}
 		body["title"] = d
 	}
@@ -398,6 +395,21 @@ func (k kutt) update(ctx *fasthttp.RequestCtx) {
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(edited))
 }
 
+// kuttDescription refuses a description over Kutt's 2040 characters in
+// Kutt's words, and one over linkraft's title (512 characters, 1024
+// bytes) in linkraft's: a title every node keeps is not cut.
+func kuttDescription(d string) error {
+	switch n := utf8.RuneCountInString(d); {
+	case n > kuttMaxDescription:
+		return errors.New("Description length must be between 1 and 2040.")
+	case n > fsm.MaxTitleLen:
+		return fmt.Errorf("linkraft keeps a description of up to %d characters", fsm.MaxTitleLen)
+	case len(d) > fsm.MaxTitleBytes:
+		return fmt.Errorf("linkraft keeps a description of up to %d bytes in UTF-8", fsm.MaxTitleBytes)
+	}
+	return nil
+}
+
 // native is linkraft's edit body for the update of link l: only the
 // fields that change it.
 func (u *kuttUpdate) native(l *Link) (map[string]any, error) {
@@ -415,6 +427,9 @@ func (u *kuttUpdate) native(l *Link) (map[string]any, error) {
 		body["original_url"] = *u.Target
 	}
 	if u.Description != nil {
+		if err := kuttDescription(*u.Description); err != nil {
+			return nil, err
+		}
 		body["title"] = *u.Description
 	}
 	if u.ExpireIn != nil {

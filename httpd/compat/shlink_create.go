@@ -14,9 +14,10 @@ import (
 )
 
 // shlinkTitleLen is the length Shlink crops a title to
-// (ShortUrlCreation's SubstringConverter(512)). linkraft keeps titles of
-// at most fsm.MaxTitleLen characters, a bound every node of a cluster
-// checks, so a longer title is cropped to that (docs/COMPATIBILITY.md).
+// (ShortUrlCreation's SubstringConverter(512)), linkraft's own
+// fsm.MaxTitleLen. linkraft also keeps at most fsm.MaxTitleBytes bytes, a
+// bound every node of a cluster checks, so a title of 512 characters
+// beyond it is cropped further (docs/COMPATIBILITY.md).
 const shlinkTitleLen = 512
 
 // shlinkCodeLength is the length of the codes Shlink generates when a
@@ -80,15 +81,19 @@ func shlinkTags(tags []string) []string {
 	return out
 }
 
-// shlinkTitle is a title as Shlink keeps it: trimmed and cropped, here to
-// the shorter of Shlink's and linkraft's bounds.
+// shlinkTitle is a title as Shlink keeps it: trimmed and cropped to 512
+// characters, then to whole characters within fsm.MaxTitleBytes.
 func shlinkTitle(t string) string {
 	t = strings.TrimSpace(t)
 	limit := min(shlinkTitleLen, fsm.MaxTitleLen)
-	if utf8.RuneCountInString(t) <= limit {
-		return t
+	if utf8.RuneCountInString(t) > limit {
+		t = string([]rune(t)[:limit])
 	}
-	return strings.TrimSpace(string([]rune(t)[:limit]))
+	for len(t) > fsm.MaxTitleBytes {
+		_, size := utf8.DecodeLastRuneInString(t)
+		t = t[:len(t)-size]
+	}
+	return strings.TrimSpace(t)
 }
 
 // nativeCreate is the body of linkraft's create for a Shlink create, and
