@@ -31,8 +31,10 @@ const (
 	// corrupt length cannot make it allocate without limit.
 	maxKey   = 64 << 10
 	maxValue = 16 << 20
-	// installBatchBytes bounds one batch of a stream being installed.
-	installBatchBytes = 4 << 20
+	// installBatchBytes bounds one batch of a stream being installed, and
+	// a quarter of a memtable: Pebble hands a batch over half of one to
+	// the flush as it is (a "flushable batch"), buffer and all.
+	installBatchBytes = 1 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -179,7 +181,7 @@ func ReadStream(r io.Reader, dir string, opts Options) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: install into %s: %w", dir, err)
 	}
-	applied, err := readInto(db, r)
+	applied, err := readInto(db, r, min(installBatchBytes, int(po.MemTableSize/4)))
 	if err == nil {
 		err = db.Flush()
 	}
@@ -195,13 +197,14 @@ func ReadStream(r io.Reader, dir string, opts Options) (uint64, error) {
 
 // readInto applies the stream's records to db in batches of bounded size,
 // then its format and applied index, once the stream's end checks out.
-func readInto(db *pebble.DB, raw io.Reader) (uint64, error) {
+func readInto(db *pebble.DB, raw io.Reader, batchBytes int) (uint64, error) {
 	sr := &streamReader{r: bufio.NewReaderSize(raw, 64<<10), crc: crc32.New(castagnoli)}
 	applied, err := sr.header()
 	if err != nil {
 		return 0, err
 	}
-	b := db.NewBatch()
+	// Kept across Reset: Pebble drops a batch's buffer above 1 MiB.
+	b := db.NewBatch(pebble.WithMaxRetainedSizeBytes(4 * batchBytes))
 	defer b.Close()
 	var key, value []byte
 	var n uint64
@@ -216,7 +219,7 @@ func readInto(db *pebble.DB, raw io.Reader) (uint64, error) {
 		}
 		b.Set(key, value, nil)
 		n++
-		if b.Len() >= installBatchBytes {
+		if b.Len() >= batchBytes {
 			if err := db.Apply(b, pebble.NoSync); err != nil {
 				return 0, err
 			}
