@@ -198,14 +198,38 @@ func ReadStream(r io.Reader, dir string, opts Options) (uint64, error) {
 // readInto applies the stream's records to db in batches of bounded size,
 // then its format and applied index, once the stream's end checks out.
 func readInto(db *pebble.DB, raw io.Reader, batchBytes int) (uint64, error) {
+	// Kept across Reset: Pebble drops a batch's buffer above 1 MiB.
+	b := db.NewBatch(pebble.WithMaxRetainedSizeBytes(4 * batchBytes))
+	defer b.Close()
+	applied, err := decodeStream(raw, func(key, value []byte) error {
+		b.Set(key, value, nil)
+		if b.Len() < batchBytes {
+			return nil
+		}
+		if err := db.Apply(b, pebble.NoSync); err != nil {
+			return err
+		}
+		b.Reset()
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var v [8]byte
+	b.Set(formatKey, binary.BigEndian.AppendUint64(v[:0], formatVersion), nil)
+	b.Set(appliedKey, binary.BigEndian.AppendUint64(v[:0], applied), nil)
+	return applied, db.Apply(b, pebble.NoSync)
+}
+
+// decodeStream checks a stream and passes each record to fn (the slices
+// are reused: valid only during the call), and returns its applied index.
+// The records passed before an error must be discarded.
+func decodeStream(raw io.Reader, fn func(key, value []byte) error) (uint64, error) {
 	sr := &streamReader{r: bufio.NewReaderSize(raw, 64<<10), crc: crc32.New(castagnoli)}
 	applied, err := sr.header()
 	if err != nil {
 		return 0, err
 	}
-	// Kept across Reset: Pebble drops a batch's buffer above 1 MiB.
-	b := db.NewBatch(pebble.WithMaxRetainedSizeBytes(4 * batchBytes))
-	defer b.Close()
 	var key, value []byte
 	var n uint64
 	for {
@@ -217,22 +241,15 @@ func readInto(db *pebble.DB, raw io.Reader, batchBytes int) (uint64, error) {
 		if end {
 			break
 		}
-		b.Set(key, value, nil)
-		n++
-		if b.Len() >= batchBytes {
-			if err := db.Apply(b, pebble.NoSync); err != nil {
-				return 0, err
-			}
-			b.Reset()
+		if err := fn(key, value); err != nil {
+			return 0, err
 		}
+		n++
 	}
 	if err := sr.trailer(n); err != nil {
 		return 0, err
 	}
-	var v [8]byte
-	b.Set(formatKey, binary.BigEndian.AppendUint64(v[:0], formatVersion), nil)
-	b.Set(appliedKey, binary.BigEndian.AppendUint64(v[:0], applied), nil)
-	return applied, db.Apply(b, pebble.NoSync)
+	return applied, nil
 }
 
 // streamReader decodes a stream, summing every byte it hands out.

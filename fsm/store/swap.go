@@ -92,7 +92,11 @@ func finishSwap(dir string) error {
 		}
 		return nil
 	}
-	if err := os.Rename(InstallDir(dir), dir); err != nil {
+	next := InstallDir(dir)
+	if _, err := os.Stat(next); err != nil {
+		next = oldDir(dir) // the install is gone (removed by hand?): the old engine is whole
+	}
+	if err := os.Rename(next, dir); err != nil {
 		return fmt.Errorf("store: open %s: finish a swap: %w", dir, err)
 	}
 	if err := syncParent(dir); err != nil {
