@@ -278,7 +278,9 @@ func (s *Store) Stats() Stats {
 }
 
 // Close flushes nothing: what the engine has not written to its files is
-// in its log, and what is not in its log is in Raft's.
+// in its log, and what is not in its log is in Raft's. No read may start
+// after it (Pebble panics on a closed database): fsm closes an engine only
+// under its write lock.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

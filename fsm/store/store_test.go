@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -251,5 +252,62 @@ func TestIndexedBatchReadsItsOwnWrites(t *testing.T) {
 	}
 	if _, _, err := s.NewBatch().Get([]byte("c/a"), nil); err == nil {
 		t.Error("Get on a plain batch succeeded")
+	}
+}
+
+// A checkpoint taken while another goroutine commits holds exactly the
+// batches up to the index it returns.
+func TestCheckpointWhileCommitting(t *testing.T) {
+	s, dir := openTemp(t)
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		b := s.NewBatch()
+		defer b.Close()
+		for i := uint64(1); i < 1_000_000; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			b.Set([]byte(fmt.Sprintf("k/%07d", i)), []byte("v"))
+			if err := s.Commit(b, i); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	var last uint64
+	for n := range 3 {
+		for s.AppliedIndex() < last+100 {
+			time.Sleep(time.Millisecond)
+		}
+		cp := fmt.Sprintf("%s.cp%d", dir, n)
+		index, err := s.Checkpoint(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(cp, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys uint64
+		c.Scan([]byte("k/"), nil, func(_, _ []byte) bool { keys++; return true })
+		if c.AppliedIndex() != index || keys != index {
+			t.Errorf("checkpoint at %d opens at %d with %d batches", index, c.AppliedIndex(), keys)
+		}
+		c.Close()
+		last = index
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s.AppliedIndex() <= last {
+		t.Errorf("no commit after the last checkpoint (at %d): the test did not interleave", last)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
 	}
 }
