@@ -15,6 +15,7 @@ FUZZ_TARGETS = \
 	./fsm:FuzzReadSnapshot \
 	./fsm:FuzzParseKey \
 	./fsm:FuzzPlainlyCanonical \
+	./fsm/store:FuzzDecodeStream \
 	./httpd:FuzzCredential \
 	./httpd:FuzzSignatureHeader \
 	./httpd:FuzzAcceptLanguage \

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Checkpoint writes a copy of the engine into dir (which must not exist),
+// hard-linking its files, at the applied index it returns. No Commit runs
+// during it, so the copy and the index agree. The copy opens with Open.
+func (s *Store) Checkpoint(dir string) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, fmt.Errorf("store: checkpoint into %s: closed", dir)
+	}
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return 0, fmt.Errorf("store: checkpoint into %s: %w", dir, err)
+	}
+	return s.applied.Load(), nil
+}
+
+// InstallDir is where a stream for the engine in dir is read into
+// (ReadStream) before Swap puts it in dir's place.
+func InstallDir(dir string) string { return dir + ".install" }
+
+func oldDir(dir string) string { return dir + ".old" }
+
+// Swap replaces the engine in dir, which must be closed, with the one
+// ReadStream completed in InstallDir(dir). A crash at any step leaves
+// either engine whole: Open finishes or undoes the swap (finishSwap).
+//
+//	dir → dir.old, dir.install → dir, sync the parent, remove dir.old
+func Swap(dir string) error {
+	install := InstallDir(dir)
+	if _, err := os.Stat(install); err != nil {
+		return fmt.Errorf("store: swap into %s: %w", dir, err)
+	}
+	// dir exists from here on, so that a missing dir always means "between
+	// the two renames", never "a node whose first install was cut short".
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("store: swap into %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(oldDir(dir)); err != nil {
+		return fmt.Errorf("store: swap into %s: %w", dir, err)
+	}
+	if err := syncParent(dir); err != nil {
+		return err
+	}
+	if err := os.Rename(dir, oldDir(dir)); err != nil {
+		return fmt.Errorf("store: swap into %s: %w", dir, err)
+	}
+	if err := os.Rename(install, dir); err != nil {
+		return fmt.Errorf("store: swap into %s: %w", dir, err)
+	}
+	if err := syncParent(dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(oldDir(dir)); err != nil {
+		return fmt.Errorf("store: swap into %s: remove the old engine: %w", dir, err)
+	}
+	return nil
+}
+
+// finishSwap brings dir to a whole engine after a crash during Swap or
+// ReadStream: with dir present, what is beside it is a leftover (an
+// install cut short, or an old engine not yet removed); with dir missing,
+// Swap stopped between its renames and the install is complete.
+func finishSwap(dir string) error {
+	_, err := os.Stat(dir)
+	switch {
+	case err == nil:
+		if err := os.RemoveAll(InstallDir(dir)); err != nil {
+			return fmt.Errorf("store: open %s: remove an unfinished install: %w", dir, err)
+		}
+		if err := os.RemoveAll(oldDir(dir)); err != nil {
+			return fmt.Errorf("store: open %s: remove the engine a swap replaced: %w", dir, err)
+		}
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	if _, err := os.Stat(oldDir(dir)); err != nil {
+		// A new node: no engine, no swap, perhaps an install cut short.
+		if err := os.RemoveAll(InstallDir(dir)); err != nil {
+			return fmt.Errorf("store: open %s: remove an unfinished install: %w", dir, err)
+		}
+		return nil
+	}
+	next := InstallDir(dir)
+	if _, err := os.Stat(next); err != nil {
+		next = oldDir(dir) // the install is gone (removed by hand?): the old engine is whole
+	}
+	if err := os.Rename(next, dir); err != nil {
+		return fmt.Errorf("store: open %s: finish a swap: %w", dir, err)
+	}
+	if err := syncParent(dir); err != nil {
+		return err
+	}
+	return finishSwap(dir)
+}
+
+// syncParent makes the renames in dir's parent durable.
+func syncParent(dir string) error {
+	parent, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("store: sync %s: %w", filepath.Dir(dir), err)
+	}
+	defer parent.Close()
+	if err := parent.Sync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", filepath.Dir(dir), err)
+	}
+	return nil
+}
