@@ -1,6 +1,10 @@
 # The README's test command is `make test`: formatting, vet, the race-enabled
 # unit and end-to-end tests, and a short run of every fuzz target.
 GO ?= go
+# Pebble (fsm/store) compresses with its Go zstd, as the static build
+# (CGO_ENABLED=0) does: the race-enabled tests run the code that ships,
+# and no C is compiled for them.
+export GOFLAGS += -tags=pebblegozstd
 # FUZZTIME is a count of inputs, not a duration: with a duration, go1.26's
 # fuzzing coordinator can fail a clean run with "context deadline exceeded"
 # when its clock runs out while a worker is mid-input (golang/go#75804,
