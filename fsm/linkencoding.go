@@ -25,6 +25,11 @@ const linkEncodingV1 = 1
 // which exist only once every server reads them, is sent as.
 const linkEncodingV2 = 2
 
+// linkEncodingV3 is version 2 followed by the link's author: what a link
+// with an author, which links have only once every server is raised to
+// LevelTargets, is sent as.
+const linkEncodingV3 = 3
+
 // errCorruptLink means an encoded link does not match its checksum.
 var errCorruptLink = errors.New("encoded link does not match its checksum")
 
@@ -32,7 +37,10 @@ var errCorruptLink = errors.New("encoded link does not match its checksum")
 func EncodeLink(l Link) []byte {
 	e := encoder{buf: make([]byte, 0, 64+len(l.Code)+len(l.Domain)+len(l.URL)+len(l.Workspace)+len(l.Canonical))}
 	version := byte(linkEncodingV1)
-	if l.Options.extended() {
+	switch {
+	case l.Author != "":
+		version = linkEncodingV3
+	case l.Options.extended():
 		version = linkEncodingV2
 	}
 	e.byte(version)
@@ -46,10 +54,13 @@ func EncodeLink(l Link) []byte {
 	e.varint(l.ExpiresAt)
 	e.uvarint(l.Clicks)
 	e.varint(l.LastAccess)
-	if version == linkEncodingV2 {
-		encodeOptionsExtended(&e, l.Options)
-	} else {
+	if version == linkEncodingV1 {
 		encodeOptions(&e, l.Options)
+	} else {
+		encodeOptionsExtended(&e, l.Options)
+	}
+	if version == linkEncodingV3 {
+		e.string(l.Author)
 	}
 	return seal(e.buf)
 }
@@ -65,7 +76,7 @@ func DecodeLink(data []byte) (Link, error) {
 		return Link{}, fmt.Errorf("decode link: %w", errCorruptLink)
 	}
 	version := body[0] &^ sealedFlag
-	if version != linkEncodingV1 && version != linkEncodingV2 {
+	if version < linkEncodingV1 || version > linkEncodingV3 {
 		return Link{}, fmt.Errorf("decode link: unknown version %d", version)
 	}
 	d := decoder{buf: body[1:]}
@@ -81,10 +92,13 @@ func DecodeLink(data []byte) (Link, error) {
 		Clicks:     d.uvarint(),
 		LastAccess: d.varint(),
 	}
-	if version == linkEncodingV2 {
-		l.Options = decodeOptionsExtended(&d)
-	} else {
+	if version == linkEncodingV1 {
 		l.Options = decodeOptions(&d)
+	} else {
+		l.Options = decodeOptionsExtended(&d)
+	}
+	if version == linkEncodingV3 {
+		l.Author = d.string()
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))

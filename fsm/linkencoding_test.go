@@ -33,6 +33,38 @@ func TestEncodedLinksRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEncodedLinksOfOlderVersions: a link is written in the oldest version
+// that holds it, so that a server of an older build reads every link a
+// cluster not yet raised can hold: version 3 only for a link with an
+// author (from LevelTargets on), 2 only for options of LevelVisitRows.
+func TestEncodedLinksOfOlderVersions(t *testing.T) {
+	plain := Link{ID: 1, Code: "abc", URL: "https://example.com/", Workspace: "w"}
+	authored := plain
+	authored.Author = "k1"
+	extended := plain
+	extended.Options = &Options{Crawlable: true}
+	for _, tt := range []struct {
+		name    string
+		link    Link
+		version byte
+	}{
+		{"plain", plain, linkEncodingV1},
+		{"options of LevelVisitRows", extended, linkEncodingV2},
+		{"an author", authored, linkEncodingV3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			encoded := EncodeLink(tt.link)
+			if v := encoded[0] &^ sealedFlag; v != tt.version {
+				t.Fatalf("written as version %d, want %d", v, tt.version)
+			}
+			got, err := DecodeLink(encoded)
+			if err != nil || !reflect.DeepEqual(got, tt.link) {
+				t.Fatalf("decoded %+v (%v), want %+v", got, err, tt.link)
+			}
+		})
+	}
+}
+
 // TestEncodedLinksRefuseWhatTheyDidNotWrite: a link with any bit changed,
 // cut short, with trailing bytes, without its seal or of an unknown
 // version does not decode.
