@@ -26,7 +26,7 @@ func checkTarget(url string, raised int) error {
 	if isWebURL(url) {
 		return nil
 	}
-	scheme, rest, ok := splitScheme(url)
+	scheme, rest, ok := SplitScheme(url)
 	if !ok || rest == "" {
 		return fmt.Errorf("%w: the target must be an absolute URL with a scheme", ErrInvalidRequest)
 	}
@@ -112,9 +112,9 @@ func SchemeRefusal(scheme string) string {
 	return ""
 }
 
-// splitScheme splits an RFC 3986 scheme (ALPHA *( ALPHA / DIGIT / "+" /
-// "-" / "." )) from the rest of s.
-func splitScheme(s string) (scheme, rest string, ok bool) {
+// SplitScheme splits an RFC 3986 scheme (ALPHA *( ALPHA / DIGIT / "+" /
+// "-" / "." )) from the rest of s; the input rules share it.
+func SplitScheme(s string) (scheme, rest string, ok bool) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {

@@ -30,7 +30,7 @@ func Target(raw string, allowPrivate bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if scheme, rest, ok := splitScheme(s); ok && !isWebScheme(scheme) {
+	if scheme, rest, ok := fsm.SplitScheme(s); ok && !isWebScheme(scheme) {
 		if err := checkOtherScheme(s, scheme, rest); err != nil {
 			return "", err
 		}
@@ -167,7 +167,7 @@ func checkAuthority(s string) error {
 	// net/url is more lenient than browsers in places (it accepts "http:x"
 	// as opaque, and an authority ends at different characters), and the
 	// rules below must judge the same host a browser would visit.
-	scheme, rest, ok := splitScheme(s)
+	scheme, rest, ok := fsm.SplitScheme(s)
 	if !ok {
 		return errors.New("url: must be an absolute URL starting with http:// or https://")
 	}
@@ -213,29 +213,6 @@ func checkCharacters(s string) error {
 		}
 	}
 	return nil
-}
-
-// splitScheme splits an RFC 3986 scheme (ALPHA *( ALPHA / DIGIT / "+" /
-// "-" / "." )) from the rest of s.
-func splitScheme(s string) (scheme, rest string, ok bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-		case '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.':
-			if i == 0 {
-				return "", "", false
-			}
-		case c == ':':
-			if i == 0 {
-				return "", "", false
-			}
-			return s[:i], s[i+1:], true
-		default:
-			return "", "", false
-		}
-	}
-	return "", "", false
 }
 
 // checkPort insists on a port number a client can actually connect to.
