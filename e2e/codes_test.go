@@ -121,7 +121,7 @@ func TestCustomCodes(t *testing.T) {
 	n := startNode(t, nodeOptions{})
 
 	t.Run("valid codes redirect", func(t *testing.T) {
-		for _, code := range []string{"my-link_1", "abc", strings.Repeat("Z", 64), "UPPER-lower_09"} {
+		for _, code := range []string{"my-link_1", "abc", strings.Repeat("Z", 64), "UPPER-lower_09", "ünïcode", "日本語", "\U0001F9A3\U0001F9A3\U0001F9A3"} {
 			target := "https://example.com/vanity/" + code
 			l := n.createLink(t, map[string]any{"original_url": target, "custom_code": code})
 			if l.ShortCode != code || l.ShortURL != "http://"+n.httpAddr+"/"+code {
@@ -142,7 +142,8 @@ func TestCustomCodes(t *testing.T) {
 		{"space", "has space", http.StatusBadRequest},
 		{"dot", "dot.code", http.StatusBadRequest},
 		{"slash", "slash/code", http.StatusBadRequest},
-		{"non-ASCII letters", "ünïcode", http.StatusBadRequest},
+		{"decomposed (NFD) letters", "u\u0308nicode", http.StatusBadRequest},
+		{"a right-to-left override", "abc\u202edef", http.StatusBadRequest},
 		{"markup", "<script>", http.StatusBadRequest},
 		{"percent", "per%20cent", http.StatusBadRequest},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,8 +19,19 @@ import (
 // routeCode is the qualified code (fsm.QualifiedCode) a link route names:
 // its {code} in the domain of ?domain= (the default domain without it).
 func routeCode(ctx *fasthttp.RequestCtx) string {
-	code, _ := ctx.UserValue("code").(string)
-	return fsm.QualifiedCode(domainParam(ctx), code)
+	return fsm.QualifiedCode(domainParam(ctx), pathParam(ctx, "code"))
+}
+
+// pathParam is the route's parameter name, percent-decoded. The router
+// hands a path segment as sent, so a code or tag in another script comes
+// percent-encoded; neither holds a '%', so decoding is safe whether or
+// not the segment was decoded already.
+func pathParam(ctx *fasthttp.RequestCtx, name string) string {
+	v, _ := ctx.UserValue(name).(string)
+	if decoded, err := url.PathUnescape(v); err == nil {
+		return decoded
+	}
+	return v
 }
 
 // domainParam is ?domain= in the one spelling domains are stored in.

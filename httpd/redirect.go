@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -13,14 +14,16 @@ import (
 	"github.com/linkraft/linkraft/cluster/wire"
 	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
+	"github.com/linkraft/linkraft/fsm/input"
 	"github.com/linkraft/linkraft/httpd/agent"
 	"github.com/linkraft/linkraft/httpd/geo"
 )
 
 const cacheControlNoStore = "private, no-cache, no-store, must-revalidate"
 
-// maxCodeLen is the longest code any strategy produces (custom codes).
-const maxCodeLen = 64
+// maxCodeLen is the longest code any strategy produces in bytes (custom
+// codes, which may hold letters of any script and emoji).
+const maxCodeLen = input.MaxCodeBytes
 
 // redirectCode returns the code of a GET or HEAD for "/{code}", where code
 // has only the characters codes can have, and of a POST there (a password
@@ -33,9 +36,9 @@ func redirectCode(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 	if len(path) < 2 || len(path) > maxCodeLen+1 || path[0] != '/' {
 		return nil, false
 	}
-	code := path[1:]
+	code := path[1:] // percent-decoded: a code beyond ASCII arrives as its UTF-8
 	for _, c := range code {
-		if !isCodeByte(c) {
+		if c < utf8.RuneSelf && !isCodeByte(c) {
 			return nil, false
 		}
 	}

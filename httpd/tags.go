@@ -3,7 +3,6 @@ package httpd
 import (
 	"context"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,13 +68,7 @@ func (api *tagsAPI) handleRenameTag(ctx *fasthttp.RequestCtx) {
 func (api *tagsAPI) handleDeleteTag(ctx *fasthttp.RequestCtx) { api.proposeTags(ctx, "") }
 
 func (api *tagsAPI) proposeTags(ctx *fasthttp.RequestCtx, newName string) {
-	tag, _ := ctx.UserValue("tag").(string)
-	// The router hands the path segment as sent: a tag in another script
-	// comes percent-encoded. A tag holds no '%', so decoding is safe
-	// whether or not the segment was decoded already.
-	if decoded, err := url.PathUnescape(tag); err == nil {
-		tag = decoded
-	}
+	tag := pathParam(ctx, "tag")
 	if err := input.Tag(tag); err != nil {
 		writeProblem(ctx, fasthttp.StatusNotFound, "no link carries tag "+tag)
 		return

@@ -134,14 +134,14 @@ func TestPlan(t *testing.T) {
 		kept                    Kept
 		dropped                 Dropped
 	}{
-		{"yourls", "yourls.json", "", []int{2, 5}, nil,
-			map[int]string{3: "custom_code", 4: "scheme"}, Kept{CreatedTimes: 2, ClickTotals: 2}, Dropped{}},
-		{"kutt", "kutt.json", "team", []int{6}, nil,
-			map[int]string{19: "custom_code", 28: "", 36: "expired"}, Kept{CreatedTimes: 1, ClickTotals: 1}, Dropped{}},
+		{"yourls", "yourls.json", "", []int{2, 3, 5}, nil, // café: a code of letters beyond ASCII
+			map[int]string{4: "scheme"}, Kept{CreatedTimes: 3, ClickTotals: 3}, Dropped{}},
+		{"kutt", "kutt.json", "team", []int{6, 19}, nil, // über: a code of letters beyond ASCII
+			map[int]string{28: "", 36: "expired"}, Kept{CreatedTimes: 2, ClickTotals: 1}, Dropped{}},
 		{"bitly", "bitly.json", "", []int{2}, nil, // Bitly's answer has no clicks
 			map[int]string{3: "scheme", 4: "reserved"}, Kept{CreatedTimes: 1}, Dropped{Tags: 1}}, // the tag "not one": not a linkraft tag (a space)
-		{"shlink", "shlink.csv", "", []int{2, 4}, nil,
-			map[int]string{3: "custom_code", 6: ""}, Kept{CreatedTimes: 2, ClickTotals: 2}, Dropped{Titles: 1}}, // a title with a line break
+		{"shlink", "shlink.csv", "", []int{2, 3, 4}, nil, // naïve: a code of letters beyond ASCII
+			map[int]string{6: ""}, Kept{CreatedTimes: 3, ClickTotals: 2}, Dropped{Titles: 1}}, // a title with a line break
 		{"csv", "links.csv", "", []int{2, 3}, []int{4},
 			map[int]string{5: "line 3", 6: "custom_code", 7: "workspace"}, Kept{CreatedTimes: 1, ClickTotals: 1}, Dropped{}},
 	} {

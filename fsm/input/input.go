@@ -22,7 +22,10 @@ package input
 import (
 	"errors"
 	"fmt"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxURLBytes is the longest target URL accepted, counted in bytes after
@@ -35,13 +38,58 @@ const MaxURLBytes = 2048
 // 413 rather than 400.
 var ErrURLTooLong = errors.New("url: too long; the limit is 2048 bytes")
 
-// CustomCode checks the syntax of a user-chosen short code: 3 to 64 ASCII
-// letters, digits, '-' or '_'. Codes become URL path segments and are
-// compared byte for byte, so anything that would need escaping or Unicode
-// normalisation is refused. Reserved words are checked elsewhere.
+// CustomCode checks the syntax of a user-chosen short code: 3 to 64
+// characters, each an ASCII letter, digit, '-' or '_', or beyond ASCII a
+// letter or digit of any script, a combining mark, or an emoji (a symbol,
+// joined by U+200D, with its variation selectors and skin tones), as
+// Shlink and Kutt take them; at most MaxCodeBytes bytes. Codes are
+// compared byte for byte, so a code must come in Unicode's composed form
+// (NFC): "é" as one character, not "e" and a combining accent, which would
+// be another code that looks the same. Spaces, punctuation, and the
+// invisible and direction-changing characters are refused. Reserved words
+// are checked elsewhere.
 func CustomCode(code string) error {
-	return token("custom_code", code, 3, 64)
+	if isASCII(code) {
+		return token("custom_code", code, 3, 64)
+	}
+	if !utf8.ValidString(code) {
+		return errors.New("custom_code: not valid UTF-8")
+	}
+	n := 0
+	for _, r := range code {
+		n++
+		if !codeRune(r) {
+			return fmt.Errorf("custom_code: character %q is not allowed; use letters and digits of any script, emoji, '-' and '_'", r)
+		}
+	}
+	switch {
+	case n < 3 || n > 64:
+		return fmt.Errorf("custom_code: must be 3 to 64 characters long, got %d", n)
+	case len(code) > MaxCodeBytes:
+		return fmt.Errorf("custom_code: must be at most %d bytes long in UTF-8, got %d", MaxCodeBytes, len(code))
+	case !norm.NFC.IsNormalString(code):
+		return errors.New("custom_code: not in Unicode's composed form (NFC): send each accented letter as one character")
+	}
+	return nil
 }
+
+// MaxCodeBytes is the longest custom code in bytes: what a redirect's
+// path takes (and under the 255 the state machine takes).
+const MaxCodeBytes = 192
+
+// codeRune reports whether r may stand in a custom code.
+func codeRune(r rune) bool {
+	switch {
+	case r < utf8.RuneSelf:
+		return isTokenByte(byte(r))
+	case r == 0x200D: // the zero-width joiner of emoji sequences
+		return true
+	case 0x1F3FB <= r && r <= 0x1F3FF: // emoji skin tones
+		return true
+	}
+	return unicode.In(r, unicode.L, unicode.M, unicode.Nd, unicode.So)
+}
+
 
 // Workspace checks the syntax of a workspace name: 1 to 64 ASCII letters,
 // digits, '-' or '_', for the same reasons as CustomCode.

@@ -297,6 +297,11 @@ func decodeStrict(body []byte, v any) error {
 // the default domain named by its authority is the default domain.
 func (sh shlink) codeAndDomain(ctx *fasthttp.RequestCtx) (string, string) {
 	code, _ := ctx.UserValue("shortCode").(string)
+	// The router hands the segment as sent: a code in another script
+	// comes percent-encoded, and no code holds a '%'.
+	if decoded, err := url.PathUnescape(code); err == nil {
+		code = decoded
+	}
 	domain := string(ctx.QueryArgs().Peek("domain"))
 	if strings.EqualFold(domain, sh.n.DefaultDomain(ctx)) {
 		domain = ""
