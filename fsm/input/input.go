@@ -90,7 +90,6 @@ func codeRune(r rune) bool {
 	return unicode.In(r, unicode.L, unicode.M, unicode.Nd, unicode.So)
 }
 
-
 // Workspace checks the syntax of a workspace name: 1 to 64 ASCII letters,
 // digits, '-' or '_', for the same reasons as CustomCode.
 func Workspace(ws string) error {
