@@ -680,7 +680,8 @@ function editBody() {
   // rules keeps it through other edits.
   const code = v("e-code");
   if (code !== l.short_code) {
-    if (!/^[A-Za-z0-9_-]{3,64}$/.test(code)) throw fieldError($("e-code"), "The code must be 3 to 64 letters, digits, - or _.");
+    // Letters of any script and emoji too: the server's rules decide, and say why.
+    if (!code) throw fieldError($("e-code"), "The code cannot be empty.");
     body.short_code = code;
   }
   if ($("e-url").value !== l.original_url) body.original_url = v("e-url");
