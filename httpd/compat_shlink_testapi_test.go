@@ -737,3 +737,50 @@ func shlinkNamedKey(t *testing.T, s *Server, body string) string {
 	}
 	return m["key"].(string)
 }
+
+// TestShlinkTestAPIForbiddenTagOperations follows Shlink test-api
+// RenameTagTest::anErrorIsReturnedWithNonAdminApiKeys and
+// DeleteTagsTest::anErrorIsReturnedWithNonAdminApiKeys: a key of one of
+// Shlink's roles (limited to a domain, or to the links it created) may not
+// rename or delete tags; a key of neither may.
+func TestShlinkTestAPIForbiddenTagOperations(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaised(t, s)
+	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"example.com"}`); status(ctx) != 200 {
+		t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	newKey := func(body string) string {
+		ctx := do(s, "POST", "/admin/keys", "application/json", body)
+		key, _ := decodeBody(t, ctx.Response.Body())["key"].(string)
+		if key == "" {
+			t.Fatalf("key %s: %d %s", body, status(ctx), ctx.Response.Body())
+		}
+		return key
+	}
+	domainKey := newKey(`{"name":"domain_api_key","scopes":["links:read","links:write"],"workspaces":["team"],"domains":["example.com"]}`)
+	authorKey := newKey(`{"name":"author_api_key","scopes":["links:read","links:write"],"workspaces":["team"],"own_links_only":true}`)
+	_, plainKey := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite, 0, "team")
+	for _, c := range []struct {
+		name, key, method, uri, body, detail string
+		status                               int
+	}{
+		{"rename, domain key", domainKey, "PUT", "/rest/v3/tags", `{"oldName":"foo","newName":"foo_renamed"}`, "You are not allowed to rename tags", 403},
+		{"rename, author key", authorKey, "PUT", "/rest/v3/tags", `{"oldName":"foo","newName":"foo_renamed"}`, "You are not allowed to rename tags", 403},
+		{"delete, domain key", domainKey, "DELETE", "/rest/v3/tags?tags%5B0%5D=foo", "", "You are not allowed to delete tags", 403},
+		{"delete, author key", authorKey, "DELETE", "/rest/v3/tags?tags%5B0%5D=foo", "", "You are not allowed to delete tags", 403},
+		{"delete, a key of no role", plainKey, "DELETE", "/rest/v3/tags?tags%5B0%5D=foo", "", "", 204},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := do(s, c.method, c.uri, "application/json", c.body, "X-Api-Key", c.key)
+			if status(ctx) != c.status {
+				t.Fatalf("%d %s, want %d", status(ctx), ctx.Response.Body(), c.status)
+			}
+			if c.status == 403 {
+				m := decodeBody(t, ctx.Response.Body())
+				if m["type"] != "https://shlink.io/api/error/forbidden-tag-operation" || m["title"] != "Forbidden tag operation" || m["detail"] != c.detail {
+					t.Errorf("answer %v", m)
+				}
+			}
+		})
+	}
+}

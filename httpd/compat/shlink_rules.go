@@ -230,7 +230,7 @@ func (sh shlink) setRedirectRules(ctx *fasthttp.RequestCtx) {
 }
 
 // renameTag is Shlink's tag rename: 204, 404 tag-not-found, 409
-// tag-conflict.
+// tag-conflict, 403 forbidden-tag-operation for a key of a Shlink role.
 func (sh shlink) renameTag(ctx *fasthttp.RequestCtx) {
 	var body struct {
 		OldName string `json:"oldName"`
@@ -249,6 +249,9 @@ func (sh shlink) renameTag(ctx *fasthttp.RequestCtx) {
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		invalidShlink(ctx, missing...)
+		return
+	}
+	if sh.forbidsTagOperations(ctx, "You are not allowed to rename tags") {
 		return
 	}
 	a := sh.n.Call(ctx, "PUT", "/api/v1/tags/"+url.PathEscape(body.OldName), map[string]string{"name": body.NewName})
@@ -272,7 +275,11 @@ func (sh shlink) renameTag(ctx *fasthttp.RequestCtx) {
 // links the key may change, one tag after the other; a tag no such link
 // carries is skipped, as Shlink skips tags it does not have.
 func (sh shlink) deleteTags(ctx *fasthttp.RequestCtx) {
-	for _, t := range phpArray(ctx.QueryArgs(), "tags") {
+	tags := phpArray(ctx.QueryArgs(), "tags") // read before a native call rewrites the request
+	if sh.forbidsTagOperations(ctx, "You are not allowed to delete tags") {
+		return
+	}
+	for _, t := range tags {
 		a := sh.n.Call(ctx, "DELETE", "/api/v1/tags/"+url.PathEscape(t), nil)
 		if !a.OK() && a.Status != fasthttp.StatusNotFound {
 			failShlink(ctx, a, "", "")
@@ -374,6 +381,24 @@ func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	writeBody(ctx, fasthttp.StatusOK, "application/json", marshal(d.redirects()))
+}
+
+// forbidsTagOperations answers 403 forbidden-tag-operation, with detail,
+// to a key of one of Shlink's roles, which may not rename or delete tags
+// (Shlink's TagService): one limited to domains (DOMAIN_SPECIFIC) or to
+// the links it created (AUTHORED_SHORT_URLS). It reports whether it did.
+// Its native call rewrites the request: read what it carries first.
+func (sh shlink) forbidsTagOperations(ctx *fasthttp.RequestCtx, detail string) bool {
+	var key struct {
+		Domains      []string `json:"domains"`
+		OwnLinksOnly bool     `json:"own_links_only"`
+	}
+	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil ||
+		len(key.Domains) == 0 && !key.OwnLinksOnly {
+		return false
+	}
+	problemShlink(ctx, fasthttp.StatusForbidden, shlinkError+"forbidden-tag-operation", "Forbidden tag operation", detail, nil)
+	return true
 }
 
 // keyDomains is the domains the request's key is limited to, none when
