@@ -292,6 +292,31 @@ var mutations = []mutation{
 		pkg:       "./e2e/", run: "^TestCountsOnlyGoForwardAcrossNodes$",
 	},
 
+	{
+		name:      "dedupe-any-link",
+		guarantee: "the existing link is any live link of the URL, whatever made it",
+		file:      "fsm/dedupe.go",
+		from:      "\tif s.raised < LevelTargets {\n\t\treturn s.links.dedupeLookup(",
+		to:        "\tif true {\n\t\treturn s.links.dedupeLookup(",
+		pkg:       "./fsm/", run: "^TestDedupeFindsAnyLiveLink$",
+	},
+	{
+		name:      "own-links-only",
+		guarantee: "a key limited to its own links reads no other key's link",
+		file:      "httpd/auth.go",
+		from:      "keyOf(ctx).SeesDomain(l.Domain) && keyOf(ctx).SeesAuthor(l.Author)",
+		to:        "keyOf(ctx).SeesDomain(l.Domain)",
+		pkg:       "./httpd/", run: "^TestOwnLinksOnlyKey$",
+	},
+	{
+		name:      "signature-fresh",
+		guarantee: "a time-limited signature is refused past YOURLS' 12-hour nonce life",
+		file:      "httpd/signature.go",
+		from:      "\treturn d < signatureLife && d > -signatureLife\n",
+		to:        "\treturn true\n",
+		pkg:       "./httpd/", run: "^TestYOURLSTimeLimitedSignatures$",
+	},
+
 	// The compatible APIs: what their clients rely on.
 	{
 		name:      "shlink-one-tag",
