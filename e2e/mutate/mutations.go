@@ -313,7 +313,7 @@ var mutations = []mutation{
 		guarantee: "a time-limited signature is refused past YOURLS' 12-hour nonce life",
 		file:      "httpd/signature.go",
 		from:      "\treturn d < signatureLife && d > -signatureLife\n",
-		to:        "\treturn true\n",
+		to:        "\treturn d < 1000*signatureLife && d > -1000*signatureLife\n",
 		pkg:       "./httpd/", run: "^TestYOURLSTimeLimitedSignatures$",
 	},
 
