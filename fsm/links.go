@@ -85,11 +85,18 @@ func (lt *linkTable) domainIndex(qualified string) string {
 }
 
 // reserve sizes the code and target indexes for n more links, so that a
-// restore does not grow them step by step.
+// restore does not grow them step by step: for at most maxReserve, since
+// a streamed snapshot's count is read before the links it claims (a
+// count of 2³¹ in a few bytes must not allocate gigabytes); beyond it the
+// indexes grow as links arrive.
 func (lt *linkTable) reserve(n int) {
+	n = min(n, maxReserve)
 	lt.byCode.reserve(n)
 	lt.targets.heads.reserve(n)
 }
+
+// maxReserve bounds reserve: 2 MiB of index slots up front.
+const maxReserve = 1 << 16
 
 // lookup returns the position of the live link with this code.
 func (lt *linkTable) lookup(code string) (uint32, bool) {
