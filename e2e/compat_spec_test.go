@@ -18,20 +18,10 @@ func TestKuttBitlyYOURLSSpecsAcrossNodes(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	nodes, key := compatCluster(t)
-	turn := 0
+	rr := &roundRobin{nodes: nodes}
 	call := func(method, path, body string, header http.Header) (response, map[string]any) {
 		t.Helper()
-		n := nodes[turn%len(nodes)]
-		turn++
-		h := http.Header{"Authorization": nil, "Content-Type": {"application/json"}}
-		for k, v := range header {
-			h[k] = v
-		}
-		var b []byte
-		if body != "" {
-			b = []byte(body)
-		}
-		r := n.request(t, method, path, h, b)
+		r := rr.call(t, method, path, body, header)
 		var m map[string]any
 		json.Unmarshal(r.body, &m) // not every answer is an object
 		return r, m
@@ -40,8 +30,7 @@ func TestKuttBitlyYOURLSSpecsAcrossNodes(t *testing.T) {
 	bitly := http.Header{"Authorization": {"Bearer " + key}}
 	redirects := func(code, target string) {
 		t.Helper()
-		n := nodes[turn%len(nodes)]
-		turn++
+		n := rr.next()
 		r := n.request(t, http.MethodGet, "/"+code, noCredential(), nil)
 		if target == "" && r.status != http.StatusNotFound && r.status != http.StatusGone ||
 			target != "" && (r.status != http.StatusFound || r.header.Get("Location") != target) {

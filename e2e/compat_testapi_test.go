@@ -18,20 +18,14 @@ func TestShlinkTestAPIAcrossNodes(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	nodes, key := compatCluster(t)
-	turn := 0
+	rr := &roundRobin{nodes: nodes}
 	call := func(method, path, body string, header http.Header) response {
 		t.Helper()
-		n := nodes[turn%len(nodes)]
-		turn++
-		h := http.Header{"X-Api-Key": {key}, "Authorization": nil, "Content-Type": {"application/json"}}
+		h := http.Header{"X-Api-Key": {key}}
 		for k, v := range header {
 			h[k] = v
 		}
-		var b []byte
-		if body != "" {
-			b = []byte(body)
-		}
-		return n.request(t, method, path, h, b)
+		return rr.call(t, method, path, body, h)
 	}
 	object := func(r response) map[string]any {
 		t.Helper()
@@ -124,4 +118,33 @@ func TestShlinkTestAPIAcrossNodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// roundRobin sends each request through the next of its nodes, so that a
+// write through one node is read through another right after.
+type roundRobin struct {
+	nodes []*node
+	turn  int
+}
+
+// next is the node the next request goes through.
+func (rr *roundRobin) next() *node {
+	n := rr.nodes[rr.turn%len(rr.nodes)]
+	rr.turn++
+	return n
+}
+
+// call sends a request with a JSON body ("" for none) through the next
+// node, with no credential but what header names.
+func (rr *roundRobin) call(t *testing.T, method, path, body string, header http.Header) response {
+	t.Helper()
+	h := http.Header{"Authorization": nil, "Content-Type": {"application/json"}}
+	for k, v := range header {
+		h[k] = v
+	}
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	return rr.next().request(t, method, path, h, b)
 }

@@ -23,7 +23,7 @@ func (c *codeChoice) found() (uint32, bool) {
 		return s.links.dedupeLookup(c.ws, c.r.Domain, c.canonical)
 	}
 	for p := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
-		if s.redirects(p, c.now) && s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) {
+		if c.redirects(p) && s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) {
 			return p, true
 		}
 	}
@@ -41,16 +41,17 @@ func (lt *linkTable) dedupeTarget(r *record, raised int) string {
 	return lt.targetOf(r)
 }
 
-// redirects reports whether the link at p would redirect a visit at now:
-// not expired, valid since, and short of its visit limit. A dedupe that
-// returned one that does not would hand out a dead link.
-func (s *state) redirects(p uint32, now int64) bool {
-	if s.links.recs.at(p).expired(now) {
+// redirects reports whether the link at p would redirect a visit at the
+// create's time: not expired, valid since, and short of its visit limit.
+// A dedupe that returned one that does not would hand out a dead link.
+func (c *codeChoice) redirects(p uint32) bool {
+	s := c.s
+	if s.links.recs.at(p).expired(c.now) {
 		return false
 	}
 	o := s.opts.get(p)
 	if o == nil {
 		return true
 	}
-	return now >= o.ValidSince && (o.MaxVisits == 0 || s.visitsUsed(p) < o.MaxVisits)
+	return c.now >= o.ValidSince && (o.MaxVisits == 0 || s.visitsUsed(p) < o.MaxVisits)
 }

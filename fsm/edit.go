@@ -160,7 +160,7 @@ func (s *state) setOptions(p uint32, o *Options) {
 	if o != nil {
 		tags = o.Tags
 	}
-	s.counts.retag(s.counted(p), tags)
+	s.counts.retag(s.links.counted(p, &s.opts), tags)
 	r := s.links.recs.mutable(p)
 	if o.empty() {
 		s.opts.drop(p)
@@ -202,7 +202,7 @@ func (s *state) visit(c VisitCommand) error {
 	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
 		s.links.countClicks(p, 1, c.Now, hour, timed, sharing)
-		s.counts.clicked(s.counted(p), 1, false)
+		s.counts.clicked(s.links.counted(p, &s.opts), 1, false)
 	}
 	if c.HasVisitor {
 		s.visits.add(&s.links, p, &c.Visitor, 1, c.Now, s.raised >= LevelVisitRows, sharing)

@@ -289,12 +289,13 @@ type countedLink struct {
 	clicks uint64
 }
 
-// counted is what the counts know of the live link at p.
-func (s *state) counted(p uint32) countedLink {
-	r := s.links.recs.at(p)
-	l := countedLink{ws: r.workspace, domain: s.links.domainIndex(s.links.recs.text.code(r)), clicks: r.clicks}
+// counted is what the counts know of the live link at p, its tags in
+// opts.
+func (lt *linkTable) counted(p uint32, opts *optionTable) countedLink {
+	r := lt.recs.at(p)
+	l := countedLink{ws: r.workspace, domain: lt.domainIndex(lt.recs.text.code(r)), clicks: r.clicks}
 	if r.flags&flagOptions != 0 {
-		if o := s.opts.get(p); o != nil {
+		if o := opts.get(p); o != nil {
 			l.tags = o.Tags
 		}
 	}
@@ -331,7 +332,7 @@ func countsOf(st *state) listCounts {
 	c := newListCounts()
 	for p := range st.links.recs.n {
 		if st.links.recs.at(p).live() {
-			c.add(st.counted(p))
+			c.add(st.links.counted(p, &st.opts))
 		}
 	}
 	return c

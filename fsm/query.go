@@ -433,7 +433,7 @@ func (f *FSM) authorTagCounts(workspaces, domains []string, author string) iter.
 	return func(yield func(string, ListTotal) bool) {
 		for _, list := range f.s.links.listsOf(workspaces, author) {
 			for _, p := range list {
-				l := f.s.counted(p)
+				l := f.s.links.counted(p, &f.s.opts)
 				if domains != nil && !slices.Contains(domains, l.domain) {
 					continue
 				}

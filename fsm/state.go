@@ -207,7 +207,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if s.raised >= LevelTargets && r.KeyID != "" && r.KeyID != RootKeyID {
 		s.links.setAuthor(p, r.KeyID)
 	}
-	s.counts.add(s.counted(p))
+	s.counts.add(s.links.counted(p, &s.opts))
 	s.setOptions(p, r.Options)
 	return CreateResult{Link: s.link(p)}
 }
@@ -389,7 +389,7 @@ func (s *state) delete(c DeleteCommand) error {
 // remove deletes a link and tombstones its code so it is never reused.
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
-	s.counts.remove(s.counted(p))
+	s.counts.remove(s.links.counted(p, &s.opts))
 	code := s.links.remove(p)
 	s.tombstones.add(code)
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
@@ -424,7 +424,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 		}
 		if cc.Visitor.Bot == NotBot {
 			s.links.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
-			s.counts.clicked(s.counted(p), cc.Count, false)
+			s.counts.clicked(s.links.counted(p, &s.opts), cc.Count, false)
 		}
 		if c.Visitors {
 			s.visits.add(&s.links, p, &cc.Visitor, cc.Count, c.Now, s.raised >= LevelVisitRows, sharing)

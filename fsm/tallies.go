@@ -220,7 +220,7 @@ func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 		return err
 	}
 	forgot := s.visitsUsed(p)
-	s.counts.clicked(s.counted(p), s.links.recs.at(p).clicks, true)
+	s.counts.clicked(s.links.counted(p, &s.opts), s.links.recs.at(p).clicks, true)
 	r := s.links.recs.mutable(p)
 	r.clicks, r.lastAccess = 0, 0
 	sharing := s.links.recs.sharing.Load() > 0

@@ -16,27 +16,13 @@ const pixelVisit = "linkraft.pixel"
 // counts as the redirect's would, and the answer is always the 1×1 image,
 // whether the link exists, is disabled or protected (then nothing counts).
 func (r *redirector) handleTrack(ctx *fasthttp.RequestCtx) {
-	code, _ := ctx.UserValue("code").(string)
-	if isTrackable(code) {
+	if code := []byte(pathParam(ctx, "code")); codeShaped(code) {
 		ctx.SetUserValue(pixelVisit, true)
-		r.redirect(ctx, []byte(code))
+		r.redirect(ctx, code)
 	}
 	ctx.Response.Reset()
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("image/gif")
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, cacheControlNoStore) // every open counts
 	ctx.SetBodyString(transparentGIF)
-}
-
-// isTrackable reports whether code has a code's shape.
-func isTrackable(code string) bool {
-	if code == "" || len(code) > maxCodeLen {
-		return false
-	}
-	for i := 0; i < len(code); i++ {
-		if !isCodeByte(code[i]) {
-			return false
-		}
-	}
-	return !isRoute([]byte(code))
 }

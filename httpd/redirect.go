@@ -37,12 +37,22 @@ func redirectCode(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 		return nil, false
 	}
 	code := path[1:] // percent-decoded: a code beyond ASCII arrives as its UTF-8
+	return code, codeShaped(code)
+}
+
+// codeShaped reports whether code has a code's shape: 1 to maxCodeLen
+// bytes, its ASCII ones those codes can have (the others are a code's
+// UTF-8 beyond ASCII), and none of the service's own pages.
+func codeShaped(code []byte) bool {
+	if len(code) == 0 || len(code) > maxCodeLen {
+		return false
+	}
 	for _, c := range code {
 		if c < utf8.RuneSelf && !isCodeByte(c) {
-			return nil, false
+			return false
 		}
 	}
-	return code, !isRoute(code)
+	return !isRoute(code)
 }
 
 // isRoute reports whether a code-shaped path is one of the service's own

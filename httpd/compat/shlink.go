@@ -980,17 +980,9 @@ func (sh shlink) readKeyName(ctx *fasthttp.RequestCtx, q *shlinkListQuery) (none
 	if q.keyName == "" {
 		return false, nil
 	}
-	var own struct {
-		ID     string   `json:"id"`
-		Name   string   `json:"name"`
-		Scopes []string `json:"scopes"`
-	}
-	a := sh.n.Call(ctx, "GET", "/api/v1/key", nil)
+	own, a := sh.ownKey(ctx)
 	if !a.OK() {
 		return false, &a
-	}
-	if err := a.Decode(&own); err != nil {
-		return false, &Answer{Status: fasthttp.StatusInternalServerError, Body: []byte(err.Error())}
 	}
 	switch {
 	case own.Name == q.keyName:

@@ -389,12 +389,7 @@ func (sh shlink) setDomainRedirects(ctx *fasthttp.RequestCtx) {
 // the links it created (AUTHORED_SHORT_URLS). It reports whether it did.
 // Its native call rewrites the request: read what it carries first.
 func (sh shlink) forbidsTagOperations(ctx *fasthttp.RequestCtx, detail string) bool {
-	var key struct {
-		Domains      []string `json:"domains"`
-		OwnLinksOnly bool     `json:"own_links_only"`
-	}
-	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil ||
-		len(key.Domains) == 0 && !key.OwnLinksOnly {
+	if key, a := sh.ownKey(ctx); !a.OK() || len(key.Domains) == 0 && !key.OwnLinksOnly {
 		return false
 	}
 	problemShlink(ctx, fasthttp.StatusForbidden, shlinkError+"forbidden-tag-operation", "Forbidden tag operation", detail, nil)
@@ -404,13 +399,30 @@ func (sh shlink) forbidsTagOperations(ctx *fasthttp.RequestCtx, detail string) b
 // keyDomains is the domains the request's key is limited to, none when
 // it reaches every domain.
 func (sh shlink) keyDomains(ctx *fasthttp.RequestCtx) []string {
-	var key struct {
-		Domains []string `json:"domains"`
-	}
-	if a := sh.n.Call(ctx, "GET", "/api/v1/key", nil); !a.OK() || a.Decode(&key) != nil {
-		return nil
-	}
+	key, _ := sh.ownKey(ctx)
 	return key.Domains
+}
+
+// shlinkOwnKey is what the Shlink API reads of the request's key
+// (linkraft's GET /api/v1/key).
+type shlinkOwnKey struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Scopes       []string `json:"scopes"`
+	Domains      []string `json:"domains"`
+	OwnLinksOnly bool     `json:"own_links_only"`
+}
+
+// ownKey reads the request's key; an answer that is not a key is a 500.
+func (sh shlink) ownKey(ctx *fasthttp.RequestCtx) (shlinkOwnKey, Answer) {
+	var key shlinkOwnKey
+	a := sh.n.Call(ctx, "GET", "/api/v1/key", nil)
+	if a.OK() {
+		if err := a.Decode(&key); err != nil {
+			return key, Answer{Status: fasthttp.StatusInternalServerError, Body: []byte(err.Error())}
+		}
+	}
+	return key, a
 }
 
 // domains lists the default domain and, to an admin key (linkraft's
