@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/time/rate"
 
 	"github.com/linkraft/linkraft/cluster/secure"
 	"github.com/linkraft/linkraft/fsm"
@@ -173,4 +174,27 @@ func FuzzSignatureHeader(f *testing.F) {
 			t.Fatalf("%s %q: accepted %v, want %v", signatureHeader, sent, res == authOK, want)
 		}
 	})
+}
+
+// TestSignerSearchIsBudgeted: looking for the key an anonymous signature
+// was made with costs a check per live key, taken from a node-wide budget
+// before any hashing; once the budget is spent a search is refused as
+// busy and hashes nothing.
+func TestSignerSearchIsBudgeted(t *testing.T) {
+	cluster := newClusterKey(t)
+	hashed := 0
+	token := func(id string, h []byte) string { hashed++; return cluster.SignatureToken(id, h) }
+	s := &signers{token: token, budget: rate.NewLimiter(0, 5)} // five checks, never refilled
+	keys := []fsm.APIKey{{ID: "k1aaaaaaaaaa"}, {ID: "k2aaaaaaaaaa"}, {ID: "k3aaaaaaaaaa"}}
+	now := time.Now()
+	ts := strconv.FormatInt(now.Unix(), 10)
+	sig, _ := hex.DecodeString(signed(sha256.New, ts, cluster.SignatureToken(keys[2].ID, keys[2].Hash[:])))
+	c := signedCredential{timestamp: ts, algorithm: "sha256", signature: sig}
+	if id, ok, busy := s.find(keys, c, now); !ok || busy || id != keys[2].ID {
+		t.Fatalf("first search: %q %v %v, want %s", id, ok, busy, keys[2].ID)
+	}
+	hashed = 0
+	if id, ok, busy := s.find(keys, c, now); ok || !busy || hashed != 0 {
+		t.Fatalf("past the budget: %q ok %v busy %v after %d tokens made, want busy and none", id, ok, busy, hashed)
+	}
 }
