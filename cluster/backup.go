@@ -378,14 +378,16 @@ func readBackup(cfg Config, backup *io.SectionReader, foreign bool) (*fsm.Snapsh
 		return nil, "", err
 	}
 	if err := snap.CheckRecords(restoreRules{allowPrivate: cfg.Writes.AllowPrivateTargets}); err != nil {
+		snap.Close()
 		return nil, "", err
 	}
 	return snap, vouched, nil
 }
 
 // install has the cluster take snap, once every server's build reads it,
-// and records the restore as record says.
+// and records the restore as record says. It closes snap.
 func install(ctx context.Context, n *Node, snap *fsm.Snapshot, record fsm.RestoreRecord) error {
+	defer snap.Close()
 	if err := n.levels.require(ctx, max(fsm.LevelRestoreAudit, snap.Level())); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

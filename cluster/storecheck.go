@@ -153,7 +153,10 @@ func checkSnapshots(snaps raft.SnapshotStore) error {
 	for _, meta := range list {
 		_, rc, err := snaps.Open(meta.ID)
 		if err == nil {
-			_, err = fsm.ReadSnapshot(rc)
+			var snap *fsm.Snapshot
+			if snap, err = fsm.ReadSnapshot(rc); err == nil {
+				snap.Close()
+			}
 			rc.Close()
 		}
 		if err == nil {

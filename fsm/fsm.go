@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -24,12 +25,46 @@ type FSM struct {
 	// ahead of the FSM (it counts entries handed to the FSM goroutine), so
 	// read-after-write must wait on this one.
 	applied atomic.Uint64
+
+	engines engines // where each restore's engine goes (engine.go)
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
 
-// New returns an empty FSM.
-func New() *FSM { return &FSM{s: newState()} }
+// New returns an empty FSM whose engine is in memory.
+func New() *FSM {
+	f, err := Open(Config{})
+	if err != nil {
+		panic(fmt.Sprintf("fsm: an engine in memory did not open: %v", err))
+	}
+	return f
+}
+
+// Open returns an empty FSM whose engine is in cfg.Dir. What the
+// directory holds is removed first: the state is rebuilt from Raft's
+// snapshot and log at every start (engine.go).
+func Open(cfg Config) (*FSM, error) {
+	if cfg.Dir != "" {
+		if err := os.RemoveAll(cfg.Dir); err != nil {
+			return nil, fmt.Errorf("open fsm: %w", err)
+		}
+	}
+	f := &FSM{engines: engines{cfg: cfg}}
+	eng, err := f.engines.open()
+	if err != nil {
+		return nil, fmt.Errorf("open fsm: %w", err)
+	}
+	f.s = newState(eng)
+	return f, nil
+}
+
+// Close closes the engine once no snapshot reads it. Nothing may be
+// applied or read after it.
+func (f *FSM) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.s.eng.release()
+}
 
 // Apply applies one committed log entry.
 func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
@@ -39,16 +74,25 @@ func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // click batch, and an error for an entry that does not decode.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	results := make([]any, len(logs))
+	if len(logs) == 0 {
+		return results
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.s.eng.applying = true
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
 			results[i] = f.s.apply(l.Data)
 		}
 	}
-	if len(logs) > 0 {
-		f.applied.Store(logs[len(logs)-1].Index)
+	last := logs[len(logs)-1].Index
+	if err := f.s.eng.commit(last); err != nil {
+		// The state in memory has the batch and the engine does not: no
+		// later entry could be applied the same way as on the other nodes.
+		// Stopping keeps the log, which a restart applies again.
+		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", last, err))
 	}
+	f.applied.Store(last)
 	return results
 }
 
@@ -254,21 +298,23 @@ func (f *FSM) ClickSeq(node string) uint64 {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.s.snapshot(), nil
+	return f.s.snapshot()
 }
 
 // Restore replaces the whole state with a snapshot. The new state is built
 // aside and swapped in at once, so readers never see a partial state.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, err := ReadSnapshot(rc)
+	s, err := readSnapshot(rc, &f.engines)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	f.mu.Lock()
+	old := f.s
 	f.s = s.s
 	f.applied.Store(0)
 	f.mu.Unlock()
+	old.eng.retire()
 	return nil
 }
 
@@ -276,8 +322,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // a backup holds, inside the envelope cluster seals it in.
 func (f *FSM) WriteBackup(w io.Writer) error {
 	f.mu.Lock()
-	snap := f.s.snapshot()
+	snap, err := f.s.snapshot()
 	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	defer snap.Release()
 	return snap.writeTo(w)
 }

@@ -17,13 +17,14 @@ import (
 // testKey is a fixed permutation key so test results are reproducible.
 var testKey = codes.Key{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 
-// applyAll feeds encoded commands to f as consecutive log entries and
-// returns the results.
+// applyAll feeds encoded commands to f as the log entries after the last
+// one it applied, and returns the results.
 func applyAll(t testing.TB, f *FSM, cmds ...[]byte) []any {
 	t.Helper()
+	last, _ := f.Applied()
 	logs := make([]*raft.Log, len(cmds))
 	for i, c := range cmds {
-		logs[i] = &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: c}
+		logs[i] = &raft.Log{Index: last + uint64(i+1), Type: raft.LogCommand, Data: c}
 	}
 	return f.ApplyBatch(logs)
 }
@@ -346,8 +347,9 @@ func FuzzDecodeCommand(f *testing.F) {
 			return
 		}
 		// Whatever decodes must apply without panicking.
-		s := newState()
-		s.apply(data)
+		fm := New()
+		defer fm.Close()
+		fm.s.apply(data)
 		_ = cmd
 	})
 }

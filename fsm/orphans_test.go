@@ -192,7 +192,10 @@ func TestSnapshotSharesOrphans(t *testing.T) {
 	f := orphaned(t)
 	before := snapshotBytes(t, f)
 	f.mu.Lock()
-	snap := f.s.snapshot()
+	snap, err := f.s.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.mu.Unlock()
 	defer snap.Release()
 	applyFrom(f, 100, visitorsAt("n9", 1, talliesDay+dayMillis+5*hour,

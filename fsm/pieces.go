@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"iter"
 	"maps"
 )
@@ -13,21 +14,45 @@ import (
 // (visitors.go).
 
 // tombstoneSet is every code ever deleted or purged, never handed out
-// again.
-type tombstoneSet struct{ codes map[string]struct{} }
-
-func newTombstoneSet() tombstoneSet { return tombstoneSet{codes: map[string]struct{}{}} }
-
-// add tombstones code, which must not point into a buffer that changes.
-func (t *tombstoneSet) add(code string) { t.codes[code] = struct{}{} }
-
-func (t *tombstoneSet) has(code string) bool {
-	_, ok := t.codes[code]
-	return ok
+// again: on disk, one key per code (tombstoneKey), with their count in
+// memory for the snapshot, which writes the count first.
+type tombstoneSet struct {
+	eng *engine
+	n   int
+	key []byte // reused by keyOf
 }
 
-// all is every tombstoned code, in no order.
-func (t *tombstoneSet) all() iter.Seq[string] { return maps.Keys(t.codes) }
+// tombstonePrefix is the engine's table of tombstones (store/DESIGN.md,
+// "Keys").
+const tombstonePrefix = 'x'
+
+func newTombstoneSet(eng *engine) tombstoneSet { return tombstoneSet{eng: eng} }
+
+func (t *tombstoneSet) keyOf(code string) []byte {
+	t.key = append(append(t.key[:0], tombstonePrefix), code...)
+	return t.key
+}
+
+// add tombstones code (once: a second add changes nothing).
+func (t *tombstoneSet) add(code string) {
+	if t.has(code) {
+		return
+	}
+	t.eng.set(t.keyOf(code), nil)
+	t.n++
+}
+
+func (t *tombstoneSet) has(code string) bool { return t.eng.has(t.keyOf(code)) }
+
+// len is the number of tombstoned codes.
+func (t *tombstoneSet) len() int { return t.n }
+
+// scanTombstones calls fn with each tombstoned code of a view or an
+// engine, in byte order, until fn returns false. code is valid only
+// during the call.
+func scanTombstones(scan func(prefix, from []byte, fn func(key, value []byte) bool) error, fn func(code []byte) bool) error {
+	return scan([]byte{tombstonePrefix}, nil, func(key, _ []byte) bool { return fn(key[1:]) })
+}
 
 // optionTable holds the Options of the links that have any (flagOptions),
 // by record position. An Options value never changes once stored, so a
@@ -83,10 +108,17 @@ func (c *clickSeqTable) entries() []clickSeqEntry {
 
 // writeTombstones and readTombstones are the deleted codes, sorted.
 func writeTombstones(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
-	e.uvarint(uint64(len(snap.tombstones)))
-	for _, t := range snap.tombstones {
-		e.string(t)
+	e.uvarint(uint64(snap.tombstones))
+	n := 0
+	snap.fail(scanTombstones(snap.engine.Scan, func(code []byte) bool {
+		e.uvarint(uint64(len(code)))
+		e.fixed(code)
 		flush(false)
+		n++
+		return true
+	}))
+	if n != snap.tombstones {
+		snap.fail(fmt.Errorf("the engine's view holds %d tombstones, the state counted %d", n, snap.tombstones))
 	}
 }
 
@@ -94,7 +126,7 @@ func readTombstones(st *state, d *decoder, _ byte) error {
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
 		st.tombstones.add(d.string())
 	}
-	return nil
+	return st.eng.err
 }
 
 // writeClickSeqs and readClickSeqs are each node's last applied click

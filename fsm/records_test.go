@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -167,11 +165,13 @@ func TestSnapshotStreamsInPieces(t *testing.T) {
 	}
 }
 
-// TestRequestWindowAcrossSequenceWrap fills and purges the idempotency
-// window while its sequence numbers wrap around 2^32.
-func TestRequestWindowAcrossSequenceWrap(t *testing.T) {
-	w := newRequestWindow(maphash.MakeSeed())
-	w.first = math.MaxUint32 - 5
+// TestRequestWindowPurges fills and purges the idempotency window on disk:
+// a purge drops the records before its time from the front, and dropping
+// a record forgets its id, as the window always has.
+func TestRequestWindowPurges(t *testing.T) {
+	f := New()
+	defer f.Close()
+	w := &f.s.requests
 	for i := range 20 {
 		w.add(requestRecord{id: fmt.Sprint("req-", i), code: fmt.Sprint("c", i), at: int64(i)})
 	}
@@ -194,5 +194,12 @@ func TestRequestWindowAcrossSequenceWrap(t *testing.T) {
 	}
 	if rec, ok := w.get("req-10"); !ok || rec.code != "c10" {
 		t.Fatalf("req-10: %+v, %v", rec, ok)
+	}
+	if at, ok := w.oldest(); !ok || at != 10 || w.len() != 11 {
+		t.Fatalf("oldest %d, %v, %d records; want 10, true, 11", at, ok, w.len())
+	}
+	w.dropBefore(31)
+	if _, ok := w.oldest(); ok || w.len() != 0 {
+		t.Fatalf("a purge of everything left %d records", w.len())
 	}
 }

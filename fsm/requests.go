@@ -1,9 +1,9 @@
 package fsm
 
 import (
+	"encoding/binary"
+	"fmt"
 	"hash/fnv"
-	"hash/maphash"
-	"slices"
 	"strconv"
 )
 
@@ -28,45 +28,61 @@ func fingerprint(r CreateRequest) uint64 {
 	return h.Sum64()
 }
 
-// requestWindow is the idempotency window: the records of recent creates
-// in apply order, which purges drop from the front, and an index from
-// request id to the record. The index holds sequence numbers (the position
-// a record would have if nothing had been dropped, modulo 2^32) instead of
-// keys, so each record costs its 56 bytes, its id and an index slot.
+// requestWindow is the idempotency window, on disk: each record under its
+// sequence number in apply order (requestLogPrefix), which purges drop
+// from the front, and under each request id the number of its latest
+// record (requestIDPrefix). A record's value is its snapshot encoding.
 type requestWindow struct {
-	log   []requestRecord
-	first uint32 // sequence number of log[0]
-	index hashIndex
-	seed  maphash.Seed
+	eng         *engine
+	first, next uint64 // the log's sequence numbers are [first, next)
+	oldestAt    int64  // the apply time of the record at first, when there is one
+	key, value  []byte // reused
 }
 
-func newRequestWindow(seed maphash.Seed) requestWindow { return requestWindow{seed: seed} }
+// The engine's tables of the window (store/DESIGN.md, "Keys").
+const (
+	requestIDPrefix  = 'r'
+	requestLogPrefix = 'q'
+)
 
-func (w *requestWindow) hash(id string) uint32 { return uint32(maphash.String(w.seed, id)) }
+func newRequestWindow(eng *engine) requestWindow { return requestWindow{eng: eng} }
 
-// find returns the sequence number of the indexed record for id.
-func (w *requestWindow) find(id string) (uint32, bool) {
-	return w.index.lookup(w.hash(id), func(seq uint32) bool { return w.log[seq-w.first].id == id })
+func (w *requestWindow) idKey(id string) []byte {
+	w.key = append(append(w.key[:0], requestIDPrefix), id...)
+	return w.key
+}
+
+func logKey(dst []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst[:0], requestLogPrefix), seq)
 }
 
 // get returns the indexed record for id.
 func (w *requestWindow) get(id string) (requestRecord, bool) {
-	if seq, ok := w.find(id); ok {
-		return w.log[seq-w.first], true
+	seq, ok := w.eng.get(w.idKey(id))
+	if !ok || len(seq) != 8 {
+		return requestRecord{}, false
 	}
-	return requestRecord{}, false
+	v, ok := w.eng.get(logKey(w.key, binary.BigEndian.Uint64(seq)))
+	if !ok {
+		return requestRecord{}, false
+	}
+	return decodeRequest(&decoder{buf: v})
 }
 
-// add appends a record; it replaces an earlier record's index entry for
-// the same id, which stays in the log until it is purged.
+// add appends a record and indexes it under its id, in place of an
+// earlier record of the same id, which stays in the log until purged.
 func (w *requestWindow) add(r requestRecord) {
-	h := w.hash(r.id)
-	if seq, ok := w.find(r.id); ok {
-		w.index.remove(h, seq)
+	e := encoder{buf: w.value[:0]}
+	encodeRequest(&e, r)
+	w.value = e.buf
+	w.eng.set(logKey(w.key, w.next), w.value)
+	var seq [8]byte
+	binary.BigEndian.PutUint64(seq[:], w.next)
+	w.eng.set(w.idKey(r.id), seq[:])
+	if w.first == w.next {
+		w.oldestAt = r.at
 	}
-	seq := w.first + uint32(len(w.log))
-	w.log = append(w.log, r)
-	w.index.insert(h, seq)
+	w.next++
 }
 
 // dropBefore forgets the records applied before at. Dropping a record
@@ -74,42 +90,71 @@ func (w *requestWindow) add(r requestRecord) {
 // still in the log: that is how the window has always behaved, and every
 // node must keep behaving alike.
 func (w *requestWindow) dropBefore(at int64) {
-	i := 0
-	for ; i < len(w.log) && w.log[i].at < at; i++ {
-		if seq, ok := w.find(w.log[i].id); ok {
-			w.index.remove(w.hash(w.log[i].id), seq)
+	for w.first < w.next && w.oldestAt < at {
+		v, ok := w.eng.get(logKey(w.key, w.first))
+		r, valid := decodeRequest(&decoder{buf: v})
+		if !ok || !valid {
+			w.eng.fail(fmt.Errorf("request window: record %d is missing or damaged", w.first))
+			return
 		}
+		w.eng.delete(logKey(w.key, w.first))
+		w.eng.delete(w.idKey(r.id))
+		w.first++
+		w.oldestAt = w.peekAt()
 	}
-	w.log = slices.Clone(w.log[i:])
-	w.first += uint32(i)
+}
+
+// peekAt is the apply time of the record at first, 0 for none.
+func (w *requestWindow) peekAt() int64 {
+	if w.first == w.next {
+		return 0
+	}
+	v, _ := w.eng.get(logKey(w.key, w.first))
+	r, _ := decodeRequest(&decoder{buf: v})
+	return r.at
 }
 
 // oldest reports the apply time of the oldest record, if any.
-func (w *requestWindow) oldest() (int64, bool) {
-	if len(w.log) == 0 {
-		return 0, false
-	}
-	return w.log[0].at, true
+func (w *requestWindow) oldest() (int64, bool) { return w.oldestAt, w.first < w.next }
+
+func (w *requestWindow) len() int { return int(w.next - w.first) }
+
+func encodeRequest(e *encoder, r requestRecord) {
+	e.string(r.id)
+	e.string(r.code)
+	e.bool(r.existing)
+	e.varint(r.at)
+	e.uvarint(r.fingerprint)
+}
+
+func decodeRequest(d *decoder) (requestRecord, bool) {
+	r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
+	return r, d.err == nil
 }
 
 // writeRequests and readRequests are the idempotency records, in apply
-// order.
+// order: the engine's values as they are.
 func writeRequests(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
-	e.uvarint(uint64(len(snap.requests)))
-	for _, r := range snap.requests {
-		e.string(r.id)
-		e.string(r.code)
-		e.bool(r.existing)
-		e.varint(r.at)
-		e.uvarint(r.fingerprint)
+	e.uvarint(uint64(snap.requests))
+	n := 0
+	snap.fail(snap.engine.Scan([]byte{requestLogPrefix}, nil, func(_, value []byte) bool {
+		e.fixed(value)
 		flush(false)
+		n++
+		return true
+	}))
+	if n != snap.requests {
+		snap.fail(fmt.Errorf("the engine's view holds %d request records, the state counted %d", n, snap.requests))
 	}
 }
 
 func readRequests(st *state, d *decoder, _ byte) error {
 	for n := d.count(5); n > 0 && d.err == nil; n-- {
-		r := requestRecord{id: d.string(), code: d.string(), existing: d.bool(), at: d.varint(), fingerprint: d.uvarint()}
+		r, ok := decodeRequest(d)
+		if !ok {
+			break
+		}
 		st.requests.add(r)
 	}
-	return nil
+	return st.eng.err
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // A restore replaces the whole state with a backup's, but it must not take
@@ -78,9 +77,12 @@ func keepHandedOut(next, cur *state) {
 			next.retire(cur.links.recs.text.code(r))
 		}
 	}
-	for code := range cur.tombstones.all() {
-		next.retire(code)
-	}
+	// A failure to read cur's engine is next's: its next write or view
+	// reports it.
+	next.eng.fail(scanTombstones(cur.eng.st.Scan, func(code []byte) bool {
+		next.retire(string(code))
+		return true
+	}))
 	for id := range cur.revoked {
 		next.revoked[id] = struct{}{}
 		delete(next.keys, id)
@@ -177,16 +179,17 @@ func (s *state) retire(code string) {
 	if _, live := s.links.lookup(code); live {
 		return
 	}
-	// code may point into the other state's text arena, which must not
-	// stay reachable from this one.
-	s.tombstones.add(strings.Clone(code))
+	s.tombstones.add(code)
 }
 
 // WriteTo encodes the snapshot in the snapshot format and returns the bytes
 // written. Equal states encode to equal bytes, so a first pass into
 // io.Discard gives the size of the second. Not for concurrent use.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
-	snap := s.s.snapshot()
+	snap, err := s.s.snapshot()
+	if err != nil {
+		return 0, err
+	}
 	defer snap.Release()
 	cw := &countingWriter{w: w}
 	if err := snap.writeTo(cw); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/linkraft/linkraft/fsm/codes"
+	"github.com/linkraft/linkraft/fsm/store"
 )
 
 // Snapshot format: the magic "LKRS", a version byte, then the sections the
@@ -60,11 +61,13 @@ type snapshot struct {
 	records    recordView
 	workspaces []string
 	live       int
-	tombstones []string
+	tombstones int             // how many: the codes are in engine
+	engine     *store.Snapshot // the engine's view (engine.go)
+	err        error           // the first failure reading engine
 	clickSeqs  []clickSeqEntry
 	servers    []serverEntry
 	removed    []removedEntry
-	requests   []requestRecord
+	requests   int // how many: the records are in engine
 	keys       []*APIKey
 	revoked    []string
 	audit      []AuditEntry // the one ring, or link writes once kept apart
@@ -87,22 +90,24 @@ var _ raft.FSMSnapshot = (*snapshot)(nil)
 
 // snapshot takes a view of the state; sorting is left to writeTo so the
 // FSM lock is held only for the copies. The caller holds the write lock.
-func (s *state) snapshot() *snapshot {
+func (s *state) snapshot() (*snapshot, error) {
+	view, releaseView, err := s.eng.view()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
 	records, release := s.links.recs.share()
 	snap := &snapshot{
-		hasKey:    s.hasKey,
-		key:       s.key,
-		clusterID: s.clusterID,
-		lastID:    s.lastID,
-		records:   records,
-		// The request log only grows by append (a purge replaces it), so
-		// capping it keeps later appends out of the view, as
-		// workspaceNames does for the workspaces.
+		hasKey:     s.hasKey,
+		key:        s.key,
+		clusterID:  s.clusterID,
+		lastID:     s.lastID,
+		records:    records,
 		workspaces: s.links.workspaceNames(),
-		requests:   slices.Clip(s.requests.log),
+		requests:   s.requests.len(),
 		live:       s.links.live(),
-		tombstones: slices.Collect(s.tombstones.all()),
-		release:    release,
+		tombstones: s.tombstones.len(),
+		engine:     view,
+		release:    func() { release(); releaseView() },
 	}
 	for length, next := range s.counters {
 		snap.counters = append(snap.counters, counterEntry{length, next})
@@ -128,12 +133,18 @@ func (s *state) snapshot() *snapshot {
 	snap.domains = slices.Collect(maps.Values(s.domains))
 	snap.defaultDomain = s.defaultDomain
 	snap.hooks = s.hooks.snapshot()
-	return snap
+	return snap, nil
+}
+
+// fail keeps the first error met while writing the snapshot.
+func (snap *snapshot) fail(err error) {
+	if err != nil && snap.err == nil {
+		snap.err = err
+	}
 }
 
 func (snap *snapshot) sort() {
 	slices.SortFunc(snap.counters, func(a, b counterEntry) int { return cmp.Compare(a.length, b.length) })
-	slices.Sort(snap.tombstones)
 	slices.SortFunc(snap.clickSeqs, func(a, b clickSeqEntry) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(snap.servers, func(a, b serverEntry) int { return cmp.Compare(a.id, b.id) })
 	sortRemovals(snap.removed)
@@ -180,6 +191,9 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		}
 	}
 	flush(true)
+	if snap.err != nil {
+		return fmt.Errorf("write snapshot: %w", snap.err)
+	}
 	if werr != nil {
 		return fmt.Errorf("write snapshot: %w", werr)
 	}
@@ -198,10 +212,24 @@ var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 // ReadSnapshot reads and verifies a snapshot (also the one inside a backup,
 // once cluster has checked its envelope) and builds the state it holds. It never changes any FSM;
 // restoring is a separate step. The stream is decoded as it is read, so
-// the snapshot's bytes are never all in memory at once.
+// the snapshot's bytes are never all in memory at once. The state's
+// engine is in memory: Close releases it.
 func ReadSnapshot(r io.Reader) (*Snapshot, error) {
-	s, err := decodeSnapshot(newStreamDecoder(r, crc32.New(crcTable)))
+	return readSnapshot(r, &engines{})
+}
+
+// readSnapshot is ReadSnapshot into a new engine of es.
+func readSnapshot(r io.Reader, es *engines) (*Snapshot, error) {
+	eng, err := es.open()
 	if err != nil {
+		return nil, err
+	}
+	s, err := decodeSnapshot(newStreamDecoder(r, crc32.New(crcTable)), eng)
+	if err == nil {
+		err = eng.settle()
+	}
+	if err != nil {
+		eng.retire()
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	return &Snapshot{s: s}, nil
@@ -222,6 +250,9 @@ func NewSnapshotChecksum() hash.Hash32 { return crc32.New(crcTable) }
 // Snapshot is a decoded, verified snapshot ready to become an FSM's state.
 type Snapshot struct{ s *state }
 
+// Close releases the snapshot's engine.
+func (s *Snapshot) Close() { s.s.eng.retire() }
+
 // Links is the number of links in the snapshot.
 func (s *Snapshot) Links() int { return s.s.links.live() }
 
@@ -233,7 +264,7 @@ func (s *Snapshot) Level() int { return s.s.level() }
 // anything inconsistent (a restored state can never hold two links under
 // one code), then checks the trailing checksum. A checksum mismatch is
 // reported before any decoding error, as it is the cause of both.
-func decodeSnapshot(d *decoder) (*state, error) {
+func decodeSnapshot(d *decoder, eng *engine) (*state, error) {
 	magic := make([]byte, len(snapshotMagic))
 	d.fixed(magic)
 	if errors.Is(d.err, errRead) {
@@ -242,7 +273,7 @@ func decodeSnapshot(d *decoder) (*state, error) {
 	if d.err != nil || !bytes.Equal(magic, snapshotMagic) {
 		return nil, errors.New("not a linkraft snapshot")
 	}
-	st, err := decodeSections(d)
+	st, err := decodeSections(d, eng)
 	if err == nil && d.need(5) {
 		err = errors.New("trailing bytes")
 	}
@@ -262,7 +293,7 @@ func decodeSnapshot(d *decoder) (*state, error) {
 
 // decodeSections reads the version and every section it holds, in order,
 // into a new state.
-func decodeSections(d *decoder) (*state, error) {
+func decodeSections(d *decoder, eng *engine) (*state, error) {
 	version := d.byte()
 	if d.err != nil {
 		return nil, d.err
@@ -270,7 +301,7 @@ func decodeSections(d *decoder) (*state, error) {
 	if version < snapshotV1 || version > snapshotVersion {
 		return nil, fmt.Errorf("unsupported snapshot version %d", version)
 	}
-	st := newState()
+	st := newState(eng)
 	for _, sec := range registry.sections {
 		if !sec.holds(version) {
 			continue

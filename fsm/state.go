@@ -78,10 +78,11 @@ type state struct {
 	counters   counterTable        // next counter value per code length
 	links      linkTable           // links.go
 	counts     listCounts          // live links per workspace, domain and tag (index.go)
-	tombstones tombstoneSet        // pieces.go
+	tombstones tombstoneSet        // pieces.go; on disk
+	eng        *engine             // the pieces on disk (engine.go)
 	clickSeqs  clickSeqTable       // pieces.go
 	servers    serverTable         // addresses and removal records (command.go, removals.go)
-	requests   requestWindow       // requests.go
+	requests   requestWindow       // requests.go; on disk
 	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog            // audit.go
@@ -96,16 +97,17 @@ type state struct {
 	certs         certState   // certs.go
 }
 
-func newState() *state {
+func newState(eng *engine) *state {
 	seed := maphash.MakeSeed()
 	return &state{
+		eng:        eng,
 		counters:   counterTable{},
 		links:      newLinkTable(seed),
 		counts:     newListCounts(),
-		tombstones: newTombstoneSet(),
+		tombstones: newTombstoneSet(eng),
 		clickSeqs:  newClickSeqTable(),
 		servers:    newServerTable(),
-		requests:   newRequestWindow(seed),
+		requests:   newRequestWindow(eng),
 		keys:       keyTable{},
 		revoked:    map[string]struct{}{},
 		opts:       newOptionTable(),

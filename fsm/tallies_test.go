@@ -270,7 +270,10 @@ func TestSnapshotSharesTallies(t *testing.T) {
 	f, code := tallied(t)
 	before := snapshotBytes(t, f)
 	f.mu.Lock()
-	snap := f.s.snapshot()
+	snap, err := f.s.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.mu.Unlock()
 	defer snap.Release()
 	// Every change a click makes to a day's tallies: a new host shifting

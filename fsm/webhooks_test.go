@@ -243,7 +243,10 @@ func TestWebhookSnapshotIsDeterministic(t *testing.T) {
 		t.Fatal("equal states wrote different snapshots")
 	}
 	a.mu.Lock()
-	snap := a.s.snapshot()
+	snap, err := a.s.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	a.mu.Unlock()
 	applyAll(t, a,
 		create(600, CreateRequest{URL: "https://example.com/4", CustomCode: "four"}),

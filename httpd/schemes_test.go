@@ -88,7 +88,8 @@ type belowTargets struct {
 
 func (w belowTargets) Create(_ context.Context, req fsm.CreateRequest) (fsm.CreateResult, error) {
 	entry := fsm.CreateBatch{Now: time.Now().UnixMilli(), Items: []fsm.CreateRequest{req}}.Encode()
-	res := w.state.Apply(&raft.Log{Index: 3, Type: raft.LogCommand, Data: entry})
+	last, _ := w.state.Applied()
+	res := w.state.Apply(&raft.Log{Index: last + 1, Type: raft.LogCommand, Data: entry})
 	if err, ok := res.(error); ok {
 		return fsm.CreateResult{}, err
 	}

@@ -40,6 +40,7 @@ type serveConfig struct {
 	codeLength, redirectStatus                                   int
 	writeTimeout, clickFlushInterval, shutdownDrain              time.Duration
 	snapshotThreshold                                            uint64
+	engineCacheMB                                                int
 	allowPrivateTargets, publicCreate                            bool
 	adminToken, clusterKey, clusterKeyFile                       string
 	leaveOnTerminate, readReplica                                bool
@@ -166,6 +167,7 @@ func runNode(cfg *serveConfig, log *slog.Logger) error {
 // on, which listens from before cluster.Open.
 type openedNode struct {
 	node       *cluster.Node
+	state      *fsm.FSM // closed after the node, which applies to it until it stops
 	ln         net.Listener
 	key        *secure.Key
 	advertised string               // the HTTP address operators' views show for it (advertisedHTTP)
@@ -211,6 +213,11 @@ func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 	if err != nil {
 		return nil, err
 	}
+	state, err := fsm.Open(fsm.Config{Dir: filepath.Join(cfg.dataDir, "engine"), BlockCacheBytes: int64(cfg.engineCacheMB) << 20,
+		Logf: func(format string, args ...any) { log.Error("state engine: " + fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		return nil, err
+	}
 	node, err := cluster.Open(cluster.Config{
 		ID: cfg.id, DataDir: cfg.dataDir, RaftAddr: cfg.raftAddr, GossipAddr: cfg.gossipAddr,
 		HTTPAddr: httpAdvertise, Advertise: cfg.advertise, Key: key.key, Logger: log,
@@ -223,11 +230,12 @@ func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 		Backups: cluster.BackupConfig{Store: backupStore, Interval: cfg.backupInterval, Retain: cfg.backupRetain,
 			RestoreFrom: cfg.restoreFrom, RestoreS3: cfg.backupS3.options(0)},
 		ACME: acme,
-	}, fsm.New())
+	}, state)
 	if err != nil {
+		state.Close()
 		return nil, err
 	}
-	return &openedNode{node: node, ln: ln, key: key.key, advertised: httpAdvertise, registry: registry}, nil
+	return &openedNode{node: node, state: state, ln: ln, key: key.key, advertised: httpAdvertise, registry: registry}, nil
 }
 
 // close stops the node (flushing its clicks) and then its HTTP listener.
@@ -235,6 +243,7 @@ func (n *openedNode) close(log *slog.Logger) {
 	if err := n.node.Close(); err != nil {
 		log.Error("closing node", "err", err)
 	}
+	n.state.Close()
 	n.ln.Close()
 }
 

@@ -31,6 +31,15 @@ func (b *Batch) Get(key, dst []byte) ([]byte, bool, error) {
 	return get(b.pb, key, dst)
 }
 
+// Scan is Store.Scan through an indexed batch: the batch's own writes
+// over the engine's committed state. Only for a batch of NewIndexedBatch.
+func (b *Batch) Scan(prefix, from []byte, fn func(key, value []byte) bool) error {
+	if !b.pb.Indexed() {
+		return fmt.Errorf("store: Scan on a batch that is not indexed")
+	}
+	return scan(b.pb, prefix, prefixEnd(prefix), from, fn)
+}
+
 // Set writes value under key. Both are copied into the batch.
 func (b *Batch) Set(key, value []byte) error {
 	if err := checkKey(key); err != nil {
@@ -91,6 +100,23 @@ func (s *Store) Commit(b *Batch, index uint64) error {
 		return fmt.Errorf("store: commit of index %d: %w", index, err)
 	}
 	s.applied.Store(index)
+	b.pb.Reset()
+	return nil
+}
+
+// Load writes the batch without an applied index, then resets it: for
+// filling an engine from something other than the Raft log (a snapshot of
+// the format before the engine), in batches of bounded size, before
+// any entry is applied to it.
+func (s *Store) Load(b *Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("store: load: closed")
+	}
+	if err := s.db.Apply(b.pb, pebble.NoSync); err != nil {
+		return fmt.Errorf("store: load: %w", err)
+	}
 	b.pb.Reset()
 	return nil
 }

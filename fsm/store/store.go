@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // formatVersion is the layout of the keys this build writes. A database
@@ -52,6 +53,11 @@ type Options struct {
 	// Logf receives Pebble's error messages; nil discards them. Pebble's
 	// informational messages (flushes, compactions) are always discarded.
 	Logf func(format string, args ...any)
+	// InMemory keeps the engine in memory (Pebble's in-memory file
+	// system) instead of in its directory: for a state that is never on
+	// disk, such as a backup read to be checked. Checkpoint, Swap and
+	// ReadStream need a directory.
+	InMemory bool
 }
 
 const (
@@ -74,8 +80,10 @@ type Store struct {
 // applied index. A swap of directories left half done by a crash
 // (Install) is finished first.
 func Open(dir string, opts Options) (*Store, error) {
-	if err := finishSwap(dir); err != nil {
-		return nil, err
+	if !opts.InMemory {
+		if err := finishSwap(dir); err != nil {
+			return nil, err
+		}
 	}
 	db, err := openPebble(dir, pebbleOptions(opts))
 	if err != nil {
@@ -108,6 +116,9 @@ func pebbleOptions(o Options) *pebble.Options {
 		MemTableStopWritesThreshold: memTables,
 		FormatMajorVersion:          engineFormat,
 		Logger:                      logger{o.Logf},
+	}
+	if o.InMemory {
+		po.FS = vfs.NewMem()
 	}
 	for i := range po.Levels {
 		// Ten bits a key: a lookup of an absent code (a create's collision

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,6 +241,14 @@ func TestIndexedBatchReadsItsOwnWrites(t *testing.T) {
 		if err != nil || string(v) != want || ok != (want != "") {
 			t.Errorf("batch Get(%s) = %q, %v, %v; want %q", key, v, ok, err, want)
 		}
+	}
+	b.Set([]byte("c/c"), []byte("added"))
+	var scanned []string
+	if err := b.Scan([]byte("c/"), nil, func(k, v []byte) bool {
+		scanned = append(scanned, string(k)+"="+string(v))
+		return true
+	}); err != nil || strings.Join(scanned, " ") != "c/a=new c/c=added" {
+		t.Errorf("batch Scan = %v, %v; want the batch's writes over the engine's", scanned, err)
 	}
 	if v, _ := getString(t, s, "c/a"); v != "old" {
 		t.Errorf("c/a = %q outside the batch before Commit, want old", v)

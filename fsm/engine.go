@@ -1,0 +1,189 @@
+package fsm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/linkraft/linkraft/fsm/store"
+)
+
+// The state's pieces move into the on-disk engine (fsm/store) one at a
+// time (DESIGN.md, "On disk"). Until all of them are there, the engine is
+// not the state's record: Raft's snapshots and log are, as before, and a
+// start rebuilds the engine from them (Config.Dir is emptied at Open).
+
+// Config says where an FSM keeps the part of its state that is on disk.
+type Config struct {
+	// Dir is the engine's directory; "" keeps the engine in memory.
+	Dir string
+	// BlockCacheBytes bounds the engine's cache of blocks read from disk
+	// (fsm/store's default when 0).
+	BlockCacheBytes int64
+	// Logf receives the engine's error messages; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// inMemoryCache is the block cache of an engine kept in memory: its blocks
+// are in memory already.
+const inMemoryCache = 1 << 20
+
+// loadBatchBytes bounds a batch that fills an engine outside Apply (a
+// restore), so that a large snapshot is written in pieces.
+const loadBatchBytes = 256 << 10
+
+// keptBatchBytes: a batch that grew past it (a purge of many links, a
+// restore) is replaced by a new one after it is written, since a batch
+// keeps its index's memory across writes (~4 bytes of index per byte of
+// small keys).
+const keptBatchBytes = 1 << 20
+
+// engines opens the engines of one FSM: each restore gets a fresh one in
+// a directory of its own, and the one it replaces is removed once no
+// snapshot reads it any more.
+type engines struct {
+	cfg  Config
+	next int // the number of the next engine's directory
+}
+
+// open opens a new, empty engine.
+func (es *engines) open() (*engine, error) {
+	opts := store.Options{BlockCacheBytes: es.cfg.BlockCacheBytes, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == ""}
+	dir := ""
+	if !opts.InMemory {
+		dir = filepath.Join(es.cfg.Dir, strconv.Itoa(es.next))
+		es.next++
+	} else {
+		opts.BlockCacheBytes = inMemoryCache
+	}
+	st, err := store.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open the state's engine: %w", err)
+	}
+	e := &engine{st: st, dir: dir, batch: st.NewIndexedBatch()}
+	e.refs.Store(1)
+	return e, nil
+}
+
+// engine is one open engine and the batch the state writes into. Only
+// the goroutine that changes the state (Apply, a restore) writes, under
+// the FSM's write lock; a snapshot reads a view of it.
+type engine struct {
+	st    *store.Store
+	dir   string // "": in memory
+	batch *store.Batch
+	// applying: the batch is one Raft apply batch, committed whole with
+	// its index; otherwise a batch is written whenever it grows past
+	// loadBatchBytes.
+	applying bool
+	err      error  // the first failure: nothing more is written
+	val      []byte // reused by get
+	// refs counts the state and each snapshot view; the last release
+	// closes the engine, and removes its directory once it was replaced.
+	refs    atomic.Int32
+	retired atomic.Bool
+}
+
+// has reports whether key exists, the batch's writes included.
+func (e *engine) has(key []byte) bool {
+	_, found := e.get(key)
+	return found
+}
+
+// get returns key's value, the batch's writes included; the value is
+// valid until the next get.
+func (e *engine) get(key []byte) ([]byte, bool) {
+	var found bool
+	var err error
+	e.val, found, err = e.batch.Get(key, e.val[:0])
+	e.fail(err)
+	return e.val, found
+}
+
+// delete removes key (nothing if absent).
+func (e *engine) delete(key []byte) {
+	if e.err == nil {
+		e.fail(e.batch.Delete(key))
+	}
+}
+
+// set writes key outside the batch's atomicity only when not applying.
+func (e *engine) set(key, value []byte) {
+	if e.err != nil {
+		return
+	}
+	e.fail(e.batch.Set(key, value))
+	if !e.applying && e.batch.Len() >= loadBatchBytes {
+		e.fail(e.st.Load(e.batch))
+	}
+}
+
+// settle writes what a load left in the batch, so that a view sees it,
+// and lets go of the memory the load's batches grew.
+func (e *engine) settle() error {
+	if e.err == nil && !e.applying && e.batch.Len() > 0 {
+		e.fail(e.st.Load(e.batch))
+		e.renewBatch()
+	}
+	return e.err
+}
+
+// commit writes one apply batch with the index of its last entry.
+func (e *engine) commit(index uint64) error {
+	e.applying = false
+	big := e.batch.Len() > keptBatchBytes
+	if e.err == nil {
+		e.fail(e.st.Commit(e.batch, index))
+	}
+	if big {
+		e.renewBatch()
+	}
+	return e.err
+}
+
+func (e *engine) renewBatch() {
+	e.batch.Close()
+	e.batch = e.st.NewIndexedBatch()
+}
+
+func (e *engine) fail(err error) {
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+}
+
+// view is a consistent view of the engine as of its last write; the
+// engine stays open until the view is closed.
+func (e *engine) view() (*store.Snapshot, func(), error) {
+	if err := e.settle(); err != nil {
+		return nil, nil, err
+	}
+	sn, err := e.st.Snapshot()
+	if err != nil {
+		return nil, nil, fmt.Errorf("view of the state's engine: %w", err)
+	}
+	e.refs.Add(1)
+	return sn, sync.OnceFunc(func() { sn.Close(); e.release() }), nil
+}
+
+// release drops a reference; the last one closes the engine.
+func (e *engine) release() {
+	if e.refs.Add(-1) != 0 {
+		return
+	}
+	e.batch.Close()
+	e.st.Close()
+	if e.retired.Load() && e.dir != "" {
+		os.RemoveAll(e.dir)
+	}
+}
+
+// retire marks the engine replaced (its directory goes with its last
+// reference) and drops the state's reference.
+func (e *engine) retire() {
+	e.retired.Store(true)
+	e.release()
+}
