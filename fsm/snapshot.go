@@ -294,10 +294,10 @@ func decodeSections(d *decoder) (*state, error) {
 // domains), 7 only while its audit log records a restore, 8 once the
 // cluster was raised to LevelBounds, 9 once raised to LevelCerts, 10 once
 // raised to LevelVisitRows, 11 once raised to LevelRemovals, 12 once raised
-// to LevelTargets, 13 once raised to LevelDisabled. A cluster in the middle of an upgrade, whose
-// new nodes hold only such state (nothing newer is written until every
-// node applies it, see EntryLevel), then sends its old nodes snapshots
-// they can read. The choice depends on the state alone, so equal states
+// to LevelTargets, 13 once raised to LevelDisabled. A cluster in the
+// middle of an upgrade, whose new nodes hold only such state (nothing
+// newer is written until every node applies it, see EntryLevel), then
+// sends its old nodes snapshots they can read. The choice depends on the state alone, so equal states
 // still give equal bytes.
 func (snap *snapshot) version() byte {
 	switch {

@@ -369,8 +369,9 @@ var shlinkEditFields = map[string]string{
 }
 
 // nativeEdit is linkraft's edit body for a Shlink edit body; pastOK is
-// asked whether a past validUntil is taken (Native's AllowPastExpiry),
-// only when the body has one.
+// asked whether a past validUntil is taken (Native's AllowPastExpiry)
+// when the body sets one, past here or not: a date that passes before
+// the leader reads the edit is taken too.
 func nativeEdit(raw []byte, pastOK func() bool) (map[string]json.RawMessage, error) {
 	var in map[string]json.RawMessage
 	if err := decodeShlink(raw, &in); err != nil {
@@ -467,8 +468,10 @@ func shlinkEditTime(k string, v json.RawMessage, pastOK func() bool) (json.RawMe
 	if err != nil {
 		return nil, invalidFields{k}
 	}
-	if k == "validUntil" && !at.After(time.Now()) && !pastOK() {
-		return nil, errPastValidUntil
+	if k == "validUntil" {
+		if allowed := pastOK(); !allowed && !at.After(time.Now()) {
+			return nil, errPastValidUntil
+		}
 	}
 	return json.Marshal(nativeTime(at))
 }

@@ -265,8 +265,10 @@ func (sh shlink) shorten(ctx *fasthttp.RequestCtx) {
 
 func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool) {
 	defaultDomain := sh.n.DefaultDomain(ctx)
-	// Asked only for a past validUntil: the native create then takes it.
-	body, gen, err := c.nativeCreate(defaultDomain, c.pastValidUntil() && sh.n.AllowPastExpiry(ctx))
+	// Asked for any validUntil, not only one past here: a date that passes
+	// before the native create reads it is taken too.
+	pastOK := c.ValidUntil != nil && *c.ValidUntil != "" && sh.n.AllowPastExpiry(ctx)
+	body, gen, err := c.nativeCreate(defaultDomain, pastOK)
 	if err != nil {
 		failInvalid(ctx, err)
 		return
