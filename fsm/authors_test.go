@@ -137,8 +137,8 @@ func TestAuthorsSurviveSnapshots(t *testing.T) {
 		KeyRevokeCommand{ID: authorB, By: RootKeyID, Now: 300}.Encode(),
 		KeyCreateCommand{Key: testAPIKey(authorC, ScopeLinksWrite, AllWorkspaces), By: RootKeyID, Now: 300}.Encode(),
 		create(301, CreateRequest{URL: "https://example.com/c", CustomCode: "byc", KeyID: authorC}))
-	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotVersion {
-		t.Fatalf("version %d, want %d", v, snapshotVersion)
+	if v := snapshotBytes(t, f)[len(snapshotMagic)]; v != snapshotV12 {
+		t.Fatalf("version %d, want %d", v, snapshotV12)
 	}
 	g := roundTrip(t, f)
 	for code, want := range map[string]string{"bya": authorA, "byb": "", "byc": authorC, "byroot": ""} {
@@ -247,7 +247,7 @@ func TestReadAuthorsRefuses(t *testing.T) {
 			g.s.links.recs.mutable(p).author = 0
 		}
 		d := decoder{buf: c.data}
-		if err := readAuthors(g.s, &d, snapshotVersion); (err == nil && len(d.buf) == 0) != c.ok {
+		if err := readAuthors(g.s, &d, snapshotV12); (err == nil && len(d.buf) == 0) != c.ok {
 			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
 		}
 	}

@@ -90,6 +90,9 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	}
 	if c.Fields&EditExpiresAt != 0 {
 		s.links.recs.mutable(p).expiresAt = c.ExpiresAt
+		if s.raised >= LevelDisabled {
+			s.links.markDisabled(p, c.Now)
+		}
 	}
 	s.setOptions(p, o)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})

@@ -73,8 +73,16 @@ const (
 	// cluster was raised. Snapshots of such a state are version 12: the
 	// authors after the keys.
 	LevelTargets = 12
+	// LevelDisabled: no new entry type. Once the cluster is raised to it,
+	// a create or an edit that sets an expiry at or before its entry's own
+	// time (Now) makes the link disabled on purpose (a record flag), as
+	// Shlink's past validUntil does, and the purge of expired links skips
+	// it until an edit sets a later expiry or none. Before, every build
+	// purges such a link a retention after its expiry, as any other.
+	// Snapshots of such a state are version 13: the flag among the links'.
+	LevelDisabled = 13
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelTargets
+	EntryLevel = LevelDisabled
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

@@ -214,15 +214,30 @@ func (lt *linkTable) index(p uint32, now int64) {
 	lt.recs.mutable(p).flags |= flagIndexed
 }
 
-// expiredBefore lists the live links that expired before lt.
+// expiredBefore lists the live links that expired before t, less those
+// disabled on purpose: their owner means to enable them again.
 func (lt *linkTable) expiredBefore(t int64) []uint32 {
 	var expired []uint32
 	for p := range lt.recs.n {
-		if r := lt.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t {
+		if r := lt.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t && r.flags&flagDisabled == 0 {
 			expired = append(expired, p)
 		}
 	}
 	return expired
+}
+
+// markDisabled records whether the link at p is disabled on purpose:
+// whether its expiry, just set by an entry of time now, is at or before
+// now. An expiry that time reaches later is no choice of its owner's, and
+// the purge removes that link as any expired one. Only a state raised to
+// LevelDisabled calls it: older builds keep no such flag.
+func (lt *linkTable) markDisabled(p uint32, now int64) {
+	r := lt.recs.mutable(p)
+	if r.expiresAt != 0 && r.expiresAt <= now {
+		r.flags |= flagDisabled
+		return
+	}
+	r.flags &^= flagDisabled
 }
 
 // positionOf finds a live link by id. Only for a state rebuilt from a
@@ -389,7 +404,7 @@ func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
 	e.uvarint(uint64(snap.live))
 	for p := range snap.records.n {
 		if r := snap.records.at(p); r.live() {
-			snap.encodeLink(e, r)
+			snap.encodeLink(e, r, version)
 			switch {
 			case version >= snapshotV10:
 				encodeOptionsExtended(e, snap.opts.get(p))
@@ -402,8 +417,9 @@ func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
 }
 
 // encodeLink writes a link as version 2 has it: the canonical URL only
-// when it differs from the URL.
-func (snap *snapshot) encodeLink(e *encoder, r *record) {
+// when it differs from the URL; from version 13 on, its flags say whether
+// it was disabled on purpose.
+func (snap *snapshot) encodeLink(e *encoder, r *record, version byte) {
 	text := &snap.records.text
 	var flags byte
 	if r.dedupe() {
@@ -411,6 +427,9 @@ func (snap *snapshot) encodeLink(e *encoder, r *record) {
 	}
 	if r.flags&flagIndexed != 0 {
 		flags |= snapIndexed
+	}
+	if r.flags&flagDisabled != 0 && version >= snapshotV13 {
+		flags |= snapDisabled
 	}
 	e.uvarint(r.id)
 	e.string(text.code(r))
@@ -446,6 +465,9 @@ func readLinks(st *state, d *decoder, version byte) error {
 			l.canonical = l.url
 		}
 		p := st.links.insert(l.r, l.code, l.url, l.ws, l.canonical, dedupe)
+		if l.flags&snapDisabled != 0 {
+			st.links.recs.mutable(p).flags |= flagDisabled
+		}
 		st.setOptions(p, l.opts)
 		if l.flags&snapIndexed != 0 {
 			if err := st.links.restoreIndexed(p); err != nil {
@@ -491,6 +513,12 @@ func (l *snapLink) check(prevID, lastID uint64, raised int) error {
 	if err := l.opts.check(raised); err != nil {
 		return fmt.Errorf("link %q: %w", l.code, err)
 	}
+	// Only a state raised to LevelDisabled (so a snapshot of version 13
+	// on: readRaised) disables links.
+	allowed := byte(snapDedupe | snapIndexed)
+	if raised >= LevelDisabled {
+		allowed |= snapDisabled
+	}
 	switch {
 	case l.code == "" || l.url == "" || l.ws == "":
 		return fmt.Errorf("link %d has an empty field", l.r.id)
@@ -498,8 +526,10 @@ func (l *snapLink) check(prevID, lastID uint64, raised int) error {
 		return fmt.Errorf("link %d has a code of %d bytes", l.r.id, len(l.code))
 	case l.r.id <= prevID || l.r.id > lastID:
 		return fmt.Errorf("link %q has out-of-order id %d", l.code, l.r.id)
-	case l.flags&^(snapDedupe|snapIndexed) != 0 || l.flags == snapIndexed || (l.canonical != "" && l.flags&snapDedupe == 0):
+	case l.flags&^allowed != 0 || l.flags&^snapDisabled == snapIndexed || (l.canonical != "" && l.flags&snapDedupe == 0):
 		return fmt.Errorf("link %q has flags %#x", l.code, l.flags)
+	case l.flags&snapDisabled != 0 && l.r.expiresAt == 0:
+		return fmt.Errorf("link %q is disabled without an expiry", l.code)
 	}
 	return nil
 }

@@ -34,6 +34,10 @@ const (
 	flagDedupe              // the link takes part in dedupe: it has a canonical URL
 	flagIndexed             // the dedupe index points to this link
 	flagOptions             // the link has Options (state.opts)
+	// flagDisabled: the entry that last set the link's expiry was at or
+	// after it, so the link was disabled on purpose and the purge keeps
+	// it (LevelDisabled).
+	flagDisabled
 )
 
 func (r *record) live() bool   { return r.flags&flagLive != 0 }

@@ -167,7 +167,7 @@ var features = []feature{
 			write: encodes((*snapshot).encodeKeys), read: decodes(readKeys)},
 		{name: "key domains", at: 125, since: snapshotV5,
 			write: encodes((*snapshot).encodeKeyDomains), read: decodes(readKeyDomains)},
-		{name: "authors", at: 127, since: snapshotVersion, write: writeAuthors, read: readAuthors},
+		{name: "authors", at: 127, since: snapshotV12, write: writeAuthors, read: readAuthors},
 	}},
 	{name: "audit log", entries: []entry{
 		handles(anyType(decodeAuditNote), func(s *state, c AuditNoteCommand) error {

@@ -39,13 +39,16 @@ const (
 	snapshotV9      = 9  // version 8, then the certificates (certs.go)
 	snapshotV10     = 10 // version 9 of a cluster raised to LevelVisitRows
 	snapshotV11     = 11 // version 10 of a cluster raised to LevelRemovals: the removed servers after the servers
-	snapshotVersion = 12 // version 11 of a cluster raised to LevelTargets: links' authors after the keys' domains
+	snapshotV12     = 12 // version 11 of a cluster raised to LevelTargets: links' authors after the keys' domains
+	snapshotV13     = 13 // version 12 of a cluster raised to LevelDisabled: links may be flagged disabled
+	snapshotVersion = snapshotV13
 )
 
 // Link flags in a version 2 snapshot.
 const (
-	snapDedupe  = 1 << iota // the link takes part in dedupe
-	snapIndexed             // dedupe returns this link for its URL
+	snapDedupe   = 1 << iota // the link takes part in dedupe
+	snapIndexed              // dedupe returns this link for its URL
+	snapDisabled             // version 13 on: the link was disabled on purpose (flagDisabled)
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -322,15 +325,17 @@ func decodeSections(d *decoder, eng *engine) (*state, error) {
 // domains), 7 only while its audit log records a restore, 8 once the
 // cluster was raised to LevelBounds, 9 once raised to LevelCerts, 10 once
 // raised to LevelVisitRows, 11 once raised to LevelRemovals, 12 once raised
-// to LevelTargets. A cluster in the middle of an upgrade, whose
-// new nodes hold only such state (nothing newer is written until every
-// node applies it, see EntryLevel), then sends its old nodes snapshots
-// they can read. The choice depends on the state alone, so equal states
+// to LevelTargets, 13 once raised to LevelDisabled. A cluster in the
+// middle of an upgrade, whose new nodes hold only such state (nothing
+// newer is written until every node applies it, see EntryLevel), then
+// sends its old nodes snapshots they can read. The choice depends on the state alone, so equal states
 // still give equal bytes.
 func (snap *snapshot) version() byte {
 	switch {
+	case snap.level >= LevelDisabled:
+		return snapshotV13
 	case snap.level >= LevelTargets:
-		return snapshotVersion
+		return snapshotV12
 	case snap.level >= LevelRemovals:
 		return snapshotV11
 	case snap.level >= LevelVisitRows:

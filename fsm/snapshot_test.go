@@ -20,7 +20,8 @@ func TestSnapshotVersionMatchesTheRaise(t *testing.T) {
 		{LevelCerts, snapshotV9},
 		{LevelVisitRows, snapshotV10},
 		{LevelRemovals, snapshotV11},
-		{LevelTargets, snapshotVersion},
+		{LevelTargets, snapshotV12},
+		{LevelDisabled, snapshotV13},
 	} {
 		f := New()
 		applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: c.level}.Encode())
@@ -29,7 +30,7 @@ func TestSnapshotVersionMatchesTheRaise(t *testing.T) {
 			t.Fatalf("raised to %d: version %d, want %d", c.level, v, c.version)
 		}
 		// The raise follows the version byte; each level is one byte.
-		for _, other := range []byte{LevelBounds, LevelCerts, LevelVisitRows, LevelRemovals, LevelTargets} {
+		for _, other := range []byte{LevelBounds, LevelCerts, LevelVisitRows, LevelRemovals, LevelTargets, LevelDisabled} {
 			if int(other) == c.level {
 				continue
 			}

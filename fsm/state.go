@@ -206,6 +206,9 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	p := s.links.insert(record{id: s.lastID, createdAt: created, expiresAt: r.ExpiresAt, clicks: r.Clicks},
 		code, r.URL, r.Workspace, canonical, dedupe)
 	s.links.index(p, now)
+	if s.raised >= LevelDisabled {
+		s.links.markDisabled(p, now)
+	}
 	if s.raised >= LevelTargets && r.KeyID != "" && r.KeyID != RootKeyID {
 		s.links.setAuthor(p, r.KeyID)
 	}

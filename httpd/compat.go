@@ -12,6 +12,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/linkraft/linkraft/cluster/wire"
+	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/httpd/compat"
 )
 
@@ -138,6 +140,34 @@ func (n *nativeAPI) Sign(ctx *fasthttp.RequestCtx, timestamp, signature, algorit
 	h.Del(apiKeyHeader)
 	h.Set(signatureHeader, c.header())
 	return true, false
+}
+
+// pastExpiryKey marks a request whose create or edit takes an expiry in
+// the past (AllowPastExpiry).
+type pastExpiryKey struct{}
+
+// AllowPastExpiry lets the request's native create or edit take an
+// expiry in the past, once the cluster is raised to fsm.LevelDisabled:
+// from then on every server keeps such a link, disabled, where older
+// builds purge it a retention later (so, before, it answers false and
+// the adapter refuses as linkraft's own API does).
+func (n *nativeAPI) AllowPastExpiry(ctx *fasthttp.RequestCtx) bool {
+	if n.auth.fsm.Raised() < fsm.LevelDisabled {
+		return false
+	}
+	ctx.SetUserValue(pastExpiryKey{}, true)
+	return true
+}
+
+// pastExpiryAllowed reports whether the request's create or edit takes an
+// expiry in the past: a compatible API asked for it on this node, or on
+// the peer that forwarded the request (wire.PastExpiryHeader).
+func pastExpiryAllowed(ctx *fasthttp.RequestCtx) bool {
+	if fromPeer(ctx) {
+		return len(ctx.Request.Header.Peek(wire.PastExpiryHeader)) > 0
+	}
+	allowed, _ := ctx.UserValue(pastExpiryKey{}).(bool)
+	return allowed
 }
 
 // Version is this build's version.

@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkraft/linkraft/cluster"
+	"github.com/hashicorp/raft"
+	"github.com/valyala/fasthttp"
+
 	"github.com/linkraft/linkraft/fsm"
 )
 
@@ -381,21 +382,19 @@ func TestShlinkTestAPICreate(t *testing.T) {
 // links (linkraft's own read answers an expired link 410).
 func TestShlinkTestAPIDisabledLinks(t *testing.T) {
 	s := newTestServer(t, nil)
-	waitRaised(t, s)
+	waitRaisedTo(t, s, fsm.LevelDisabled)
 	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
 	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"brand.example"}`); status(ctx) != 200 {
 		t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
 	}
 	future := time.Now().AddDate(0, 1, 0).UTC().Format("2006-01-02T15:04:05+00:00")
-	cases := []struct {
-		name, code, domain, edit string
-		expire                   bool // expired by a proposal: linkraft's API takes no past expiry
-	}{
+	past := time.Now().AddDate(0, 0, -1).UTC().Format("2006-01-02T15:04:05+00:00")
+	cases := []struct{ name, code, domain, edit string }{
 		// Shlink test-api ResolveShortUrlTest::shortUrlIsProperlyResolvedEvenWhenNotEnabled
-		{"future validSince", "abc123", "", `{"validSince":"` + future + `"}`, false},
-		{"maxVisits reached", "abc124", "", `{"maxVisits":1}`, false},
-		{"past validUntil", "abc125", "", "", true},
-		{"past validUntil on a domain", "abc126", "brand.example", "", true},
+		{"future validSince", "abc123", "", `{"validSince":"` + future + `"}`},
+		{"maxVisits reached", "abc124", "", `{"maxVisits":1}`},
+		{"past validUntil", "abc125", "", `{"validUntil":"` + past + `"}`},
+		{"past validUntil on a domain", "abc126", "brand.example", `{"validUntil":"` + past + `"}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -409,21 +408,8 @@ func TestShlinkTestAPIDisabledLinks(t *testing.T) {
 			if c.domain != "" {
 				path += "?domain=" + c.domain
 			}
-			if c.edit != "" {
-				if ctx := do(s, "PATCH", path, "application/json", c.edit, "X-Api-Key", key); status(ctx) != 200 {
-					t.Fatalf("edit: %d %s", status(ctx), ctx.Response.Body())
-				}
-			}
-			if c.expire {
-				code := c.code
-				if c.domain != "" {
-					code = c.domain + "/" + c.code
-				}
-				past := fsm.EditCommand{Code: code, Now: time.Now().UnixMilli(), KeyID: fsm.RootKeyID, Fields: fsm.EditExpiresAt,
-					ExpiresAt: time.Now().Add(-time.Minute).UnixMilli()}
-				if _, err := s.node.Writes.Propose(context.Background(), past, cluster.ProposeOptions{}); err != nil {
-					t.Fatalf("expire: %v", err)
-				}
+			if ctx := do(s, "PATCH", path, "application/json", c.edit, "X-Api-Key", key); status(ctx) != 200 {
+				t.Fatalf("edit: %d %s", status(ctx), ctx.Response.Body())
 			}
 			ctx := do(s, "GET", path, "", "", "X-Api-Key", key)
 			if status(ctx) != 200 || field(decodeBody(t, ctx.Response.Body()), "shortCode") != c.code {
@@ -437,25 +423,102 @@ func TestShlinkTestAPIDisabledLinks(t *testing.T) {
 }
 
 // TestShlinkTestAPIPastValidUntil: Shlink takes a validUntil in the past
-// and makes a disabled link (CreateShortUrlTest::createsShortUrlWithValidUntil,
-// EditShortUrlTest::metadataCanBeReset); linkraft's API refuses a past
-// expiry as a likely mistake, and the Shlink API refuses it in Shlink's
-// shape, naming validUntil and saying why (docs/COMPATIBILITY.md).
+// and makes a disabled link (CreateShortUrlTest::createsShortUrlWithValidUntil),
+// or disables one by an edit and enables it by the next
+// (EditShortUrlTest::metadataCanBeReset); so does linkraft once the
+// cluster keeps disabled links (fsm.LevelDisabled). The link redirects as
+// an expired one (410: docs/COMPATIBILITY.md), is read, listed unless
+// excludePastValidUntil, and outlives the purge of expired links.
+// linkraft's own API still refuses a past expires_at, whatever header a
+// client sends.
 func TestShlinkTestAPIPastValidUntil(t *testing.T) {
 	s := newTestServer(t, nil)
-	waitRaised(t, s)
+	waitRaisedTo(t, s, fsm.LevelDisabled)
 	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, "team")
 	mustCreate(t, s, `{"url":"https://example.com/abc","custom_code":"abc123","workspace":"team"}`)
-	past := time.Now().AddDate(0, 0, -1).UTC().Format("2006-01-02T15:04:05+00:00")
+	shlinkTime := func(at time.Time) string { return at.UTC().Format("2006-01-02T15:04:05+00:00") }
+	past, future := shlinkTime(time.Now().AddDate(0, 0, -1)), shlinkTime(time.Now().AddDate(0, 1, 0))
+	redirect := func(code string, want int) {
+		t.Helper()
+		if ctx := do(s, "GET", "/"+code, "", "", "Host", "sho.rt"); status(ctx) != want {
+			t.Errorf("redirect of %s: %d, want %d", code, status(ctx), want)
+		}
+	}
+	shlink := func(method, uri, body string, want int) map[string]any {
+		t.Helper()
+		ctx := do(s, method, uri, "application/json", body, "X-Api-Key", key)
+		if status(ctx) != want {
+			t.Fatalf("%s %s %s: %d %s, want %d", method, uri, body, status(ctx), ctx.Response.Body(), want)
+		}
+		return decodeBody(t, ctx.Response.Body())
+	}
+	listed := func(query string) []string {
+		t.Helper()
+		var codes []string
+		for _, u := range field(shlink("GET", "/rest/v3/short-urls"+query, "", 200), "shortUrls.data").([]any) {
+			codes = append(codes, u.(map[string]any)["shortCode"].(string))
+		}
+		slices.Sort(codes)
+		return codes
+	}
+
+	made := shlink("POST", "/rest/v3/short-urls", `{"longUrl":"https://app.shlink.io","customSlug":"off","validUntil":"`+past+`"}`, 200)
+	if field(made, "meta.validUntil") != past {
+		t.Errorf("created: meta %v, want validUntil %s", made["meta"], past)
+	}
+	redirect("off", 410)
+	if got := field(shlink("GET", "/rest/v3/short-urls/off", "", 200), "meta.validUntil"); got != past {
+		t.Errorf("read: validUntil %v, want %s", got, past)
+	}
+	if got := listed(""); !slices.Equal(got, []string{"abc123", "off"}) {
+		t.Errorf("list: %v, want [abc123 off]", got)
+	}
+	if got := listed("?excludePastValidUntil=true"); !slices.Equal(got, []string{"abc123"}) {
+		t.Errorf("list without past validUntil: %v, want [abc123]", got)
+	}
+	if s.fsm.NeedsPurge(fsm.PurgeCommand{ExpiredBefore: time.Now().Add(48 * time.Hour).UnixMilli()}) {
+		t.Error("the purge of expired links would remove the disabled link")
+	}
+
+	// Enabled by an edit to a later validUntil, disabled again by one to a
+	// past one, enabled by clearing it.
+	shlink("PATCH", "/rest/v3/short-urls/off", `{"validUntil":"`+future+`"}`, 200)
+	redirect("off", 302)
+	shlink("PATCH", "/rest/v3/short-urls/abc123", `{"validUntil":"`+past+`"}`, 200)
+	redirect("abc123", 410)
+	shlink("PATCH", "/rest/v3/short-urls/abc123", `{"validUntil":null}`, 200)
+	redirect("abc123", 302)
+
+	// linkraft's own API: a past expiry is a likely mistake, and no
+	// client can claim to be a compatible API or a peer.
 	for _, c := range []struct{ method, uri, body string }{
-		{"POST", "/rest/v3/short-urls", `{"longUrl":"https://app.shlink.io","validUntil":"` + past + `"}`},
-		{"PATCH", "/rest/v3/short-urls/abc123", `{"validUntil":"` + past + `"}`},
+		{"POST", "/api/v1/urls", `{"url":"https://example.com/x","expires_at":"` + past + `"}`},
+		{"PATCH", "/api/v1/urls/abc123", `{"expires_at":"` + past + `"}`},
 	} {
-		ctx := do(s, c.method, c.uri, "application/json", c.body, "X-Api-Key", key)
-		m := decodeBody(t, ctx.Response.Body())
-		if els, _ := m["invalidElements"].([]any); status(ctx) != 400 || m["type"] != "https://shlink.io/api/error/invalid-data" ||
-			len(els) != 1 || els[0] != "validUntil" || !strings.Contains(m["detail"].(string), "past") {
-			t.Errorf("%s %s: %d %s", c.method, c.uri, status(ctx), ctx.Response.Body())
+		ctx := do(s, c.method, c.uri, "application/json", c.body, "X-Linkraft-Past-Expiry", "1")
+		if status(ctx) != 400 || !strings.Contains(string(ctx.Response.Body()), "in the past") {
+			t.Errorf("native %s %s: %d %s, want 400", c.method, c.uri, status(ctx), ctx.Response.Body())
+		}
+	}
+}
+
+// TestPastExpiryNeedsTheLevel: until the cluster is raised to
+// fsm.LevelDisabled, the compatible APIs are not let take a past expiry
+// (the Shlink adapter then refuses it as before: an older build would
+// purge the link a day later), and nothing marks the request.
+func TestPastExpiryNeedsTheLevel(t *testing.T) {
+	for _, level := range []int{fsm.LevelTargets, fsm.LevelDisabled} {
+		state := fsm.New()
+		for i, cmd := range []fsm.Command{fsm.InitCommand{}, fsm.RaiseCommand{To: level}} {
+			if err, _ := state.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: cmd.Encode()}).(error); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ctx fasthttp.RequestCtx
+		n := &nativeAPI{auth: &authority{fsm: state}}
+		want := level >= fsm.LevelDisabled
+		if got := n.AllowPastExpiry(&ctx); got != want || pastExpiryAllowed(&ctx) != want {
+			t.Errorf("raised to %d: allowed %v, marked %v; want %v", level, got, pastExpiryAllowed(&ctx), want)
 		}
 	}
 }

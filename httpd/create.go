@@ -39,6 +39,9 @@ type createFields struct {
 	Strategy         *string          `json:"strategy"`
 	Domain           *string          `json:"domain"`
 	optionFields
+	// pastExpiry: an expires_at in the past is taken, for a compatible
+	// API (pastExpiryAllowed); no body sets it.
+	pastExpiry bool
 }
 
 // createFormFields are the fields a form create may carry: every JSON
@@ -112,6 +115,7 @@ func (li linkInput) parseCreate(ctx *fasthttp.RequestCtx, now time.Time, workspa
 	if ws, ok := ctx.UserValue("workspace").(string); ok {
 		f.Workspace = &ws
 	}
+	f.pastExpiry = pastExpiryAllowed(ctx)
 	return li.validateCreate(&f, now, workspace)
 }
 
@@ -274,7 +278,10 @@ func customCode(f *createFields) (string, error) {
 	return *f.CustomCode, nil
 }
 
-// expiry turns the one optional expiry field into unix milliseconds.
+// expiry turns the one optional expiry field into unix milliseconds. An
+// expires_at in the past is refused as a likely mistake (docs/API.md),
+// unless a compatible API whose original takes it asked (f.pastExpiry):
+// the link is then disabled, kept until an edit enables it.
 func expiry(f *createFields, now time.Time) (int64, error) {
 	set := 0
 	for _, present := range []bool{f.ExpiresInSeconds != nil, f.ExpiresInHours != nil, f.ExpiresAt != nil} {
@@ -298,7 +305,11 @@ func expiry(f *createFields, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, invalid("expires_at must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
 	}
-	if !at.After(now) {
+	switch {
+	case at.UnixMilli() <= 0:
+		// 0 is no expiry at all, and no link expired before 1970.
+		return 0, invalid("expires_at is before 1970")
+	case !at.After(now) && !f.pastExpiry:
 		return 0, invalid("expires_at is in the past")
 	}
 	if at.Sub(now) > maxExpiry {

@@ -46,6 +46,8 @@ type editFields struct {
 	ExpiresAt   json.RawMessage `json:"expires_at"`
 	ShortCode   *string         `json:"short_code"`
 	optionFields
+	// pastExpiry: as createFields'.
+	pastExpiry bool
 }
 
 // handleEdit changes a link. It runs on the leader (the route forwards
@@ -59,6 +61,7 @@ func (api *linksAPI) handleEdit(ctx *fasthttp.RequestCtx) {
 		writeBadRequest(ctx, err)
 		return
 	}
+	f.pastExpiry = pastExpiryAllowed(ctx)
 	l, ok := api.lookup.findLink(code)
 	if !ok || !seesLink(ctx, fsm.ScopeLinksWrite, &l) {
 		writeProblem(ctx, fasthttp.StatusNotFound, "short link "+code+" does not exist")
@@ -130,7 +133,7 @@ func (li linkInput) editOf(f *editFields, l fsm.Link, now time.Time) (fsm.EditCo
 			if err := json.Unmarshal(f.ExpiresAt, &at); err != nil {
 				return c, "", invalid("expires_at must be an RFC 3339 time, or null to remove the expiry")
 			}
-			if c.ExpiresAt, err = expiry(&createFields{ExpiresAt: &at}, now); err != nil {
+			if c.ExpiresAt, err = expiry(&createFields{ExpiresAt: &at, pastExpiry: f.pastExpiry}, now); err != nil {
 				return c, "", err
 			}
 		}

@@ -123,6 +123,10 @@ func (f *forwarding) toLeader(ctx *fasthttp.RequestCtx, mode forwardMode, prepar
 	forwardedCopy(ctx, &req)
 	// Set, not added: whatever the client sent under the name is replaced.
 	req.Header.Set(wire.ClientHeader, f.proxies.clientIP(ctx).String())
+	req.Header.Del(wire.PastExpiryHeader) // only this node says so
+	if pastExpiryAllowed(ctx) {
+		req.Header.Set(wire.PastExpiryHeader, "1")
+	}
 	if prepare != nil {
 		prepare(&req)
 	}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"io"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/linkraft/linkraft/cluster/wire"
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // TestForwardedCopiesShareTheBody: what a follower forwards, and what it
@@ -59,5 +63,45 @@ func TestForwardedCopiesShareTheBody(t *testing.T) {
 	if got := relayed.Body(); relayed.StatusCode() != fasthttp.StatusCreated || string(relayed.Header.Peek("X-Test")) != "1" ||
 		unsafe.SliceData(got) != unsafe.SliceData(body) {
 		t.Fatalf("relayed answer %d %q, body %q (a copy?)", relayed.StatusCode(), relayed.Header.Peek("X-Test"), got)
+	}
+}
+
+// TestPastExpiryMarkIsTheForwardingNodes: a follower forwards a Shlink
+// edit of validUntil (a past one disables the link) with
+// wire.PastExpiryHeader, so that the leader takes a past expiry; the
+// mark is the follower's alone: a client that sends the header itself,
+// through Shlink's API or linkraft's own, reaches the leader without it.
+func TestPastExpiryMarkIsTheForwardingNodes(t *testing.T) {
+	leader := &leaderElsewhere{answer: func(_ *fasthttp.Request, resp *fasthttp.Response) {
+		resp.SetStatusCode(fasthttp.StatusOK)
+		resp.SetBodyString(`{"short_code":"abc123","original_url":"https://example.com/abc","workspace":"team","created_at":"2026-01-02T03:04:05Z"}`)
+	}}
+	s := followerOf(t, leader)
+	waitRaisedTo(t, s, fsm.LevelDisabled)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite, 0, "team")
+	mustCreate(t, s, `{"url":"https://example.com/abc","custom_code":"abc123","workspace":"team"}`)
+	at := func(d time.Duration) string { return time.Now().Add(d).UTC().Format("2006-01-02T15:04:05+00:00") }
+	for _, c := range []struct {
+		name, uri, body string
+		header          []string
+		marked          bool
+	}{
+		{"Shlink, past validUntil", "/rest/v3/short-urls/abc123", `{"validUntil":"` + at(-time.Hour) + `"}`, nil, true},
+		// A date may pass on its way to the leader.
+		{"Shlink, later validUntil", "/rest/v3/short-urls/abc123", `{"validUntil":"` + at(time.Hour) + `"}`, nil, true},
+		{"Shlink, no validUntil, the client's header", "/rest/v3/short-urls/abc123", `{"title":"t"}`,
+			[]string{wire.PastExpiryHeader, "1"}, false},
+		{"linkraft's own, the client's header", "/api/v1/urls/abc123", `{"expires_at":"` + at(-time.Hour) + `"}`,
+			[]string{wire.PastExpiryHeader, "1"}, false},
+	} {
+		before := len(leader.requests())
+		ctx := do(s, "PATCH", c.uri, "application/json", c.body, append([]string{"X-Api-Key", key}, c.header...)...)
+		sent := leader.requests()
+		if status(ctx) != 200 || len(sent) != before+1 {
+			t.Fatalf("%s: %d %s, %d requests forwarded", c.name, status(ctx), ctx.Response.Body(), len(sent)-before)
+		}
+		if got := sent[len(sent)-1].req.Header.Peek(wire.PastExpiryHeader); (len(got) > 0) != c.marked {
+			t.Errorf("%s: forwarded with %s %q, want marked %v", c.name, wire.PastExpiryHeader, got, c.marked)
+		}
 	}
 }

@@ -72,6 +72,11 @@ const (
 	// request (hashing a password, checking a guess at a link's
 	// password). Believed only from a peer.
 	ClientHeader = "X-Linkraft-Client"
+	// PastExpiryHeader marks, on an edit a node forwards to the leader, a
+	// request of a compatible API that takes an expiry in the past: it
+	// disables the link (Shlink's validUntil), where linkraft's own API
+	// refuses it. Believed only from a peer.
+	PastExpiryHeader = "X-Linkraft-Past-Expiry"
 )
 
 // Version is the "v" of every JSON message. A change that an older node

@@ -301,6 +301,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestDedupeFindsAnyLiveLink$",
 	},
 	{
+		name:      "disabled-kept",
+		guarantee: "a link disabled on purpose (Shlink's past validUntil) outlives the purge of expired links",
+		file:      "fsm/links.go",
+		from:      "r.expiresAt < t && r.flags&flagDisabled == 0 {",
+		to:        "r.expiresAt < t {",
+		pkg:       "./fsm/", run: "^TestDisabledLinksOutliveThePurge$",
+	},
+	{
 		name:      "own-links-only",
 		guarantee: "a key limited to its own links reads no other key's link",
 		file:      "httpd/auth.go",

@@ -116,7 +116,7 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 		{"crawlable", shlinkCreate{LongURL: &long, Crawlable: true}, map[string]any{"crawlable": true}, false},
 	}
 	for _, c := range cases {
-		got, _, err := c.in.nativeCreate("sho.rt")
+		got, _, err := c.in.nativeCreate("sho.rt", false)
 		if (err != nil) != c.err {
 			t.Errorf("%s: error %v", c.name, err)
 			continue
@@ -140,7 +140,7 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 		{`{"validSince":"tomorrow"}`, ``, true},
 	}
 	for _, e := range edits {
-		got, err := nativeEdit([]byte(e.in))
+		got, err := nativeEdit([]byte(e.in), func() bool { return false })
 		if (err != nil) != e.err {
 			t.Errorf("edit %s: error %v", e.in, err)
 			continue
@@ -148,6 +148,35 @@ func TestShlinkCreateAndEditBodies(t *testing.T) {
 		if b, _ := json.Marshal(got); !e.err && string(b) != e.want {
 			t.Errorf("edit %s = %s, want %s", e.in, b, e.want)
 		}
+	}
+}
+
+// TestShlinkPastValidUntil: a past validUntil goes to linkraft's create
+// and edit as their expiry when the cluster keeps disabled links
+// (Native's AllowPastExpiry), as Shlink takes it
+// (CreateShortUrlTest::createsShortUrlWithValidUntil,
+// EditShortUrlTest::metadataCanBeReset); until then it is refused naming
+// validUntil. The edit asks for any validUntil (one may pass on its way to
+// the leader), and a later one goes through either way.
+func TestShlinkPastValidUntil(t *testing.T) {
+	long, past, future := "https://example.com/", "2001-02-03T04:05:06+00:00", "2999-01-01T00:00:00+00:00"
+	for _, pastOK := range []bool{false, true} {
+		body, _, err := (&shlinkCreate{LongURL: &long, ValidUntil: &past}).nativeCreate("sho.rt", pastOK)
+		if pastOK && (err != nil || body["expires_at"] != "2001-02-03T04:05:06Z") {
+			t.Errorf("create taking a past validUntil: %v %v", body, err)
+		}
+		if r, ok := err.(refusal); !pastOK && (!ok || r.field != "validUntil") {
+			t.Errorf("create refusing a past validUntil: %v", err)
+		}
+		asked := false
+		edit, err := nativeEdit([]byte(`{"validUntil":"`+past+`"}`), func() bool { asked = true; return pastOK })
+		if !asked || (err == nil) != pastOK || pastOK && string(edit["expires_at"]) != `"2001-02-03T04:05:06Z"` {
+			t.Errorf("edit to a past validUntil (taken: %v): %s %v", pastOK, edit["expires_at"], err)
+		}
+	}
+	asked := false
+	if _, err := nativeEdit([]byte(`{"validUntil":"`+future+`"}`), func() bool { asked = true; return false }); err != nil || !asked {
+		t.Errorf("edit to a later validUntil: %v, asked %v", err, asked)
 	}
 }
 

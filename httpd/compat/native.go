@@ -39,6 +39,12 @@ type Native interface {
 	// ok is false when no live key's was, busy when the node spent its
 	// budget for such searches.
 	Sign(ctx *fasthttp.RequestCtx, timestamp, signature, algorithm string) (ok, busy bool)
+	// AllowPastExpiry lets the create or edit this request makes next
+	// take an expiry in the past, which disables the link until an edit
+	// enables it (Shlink's past validUntil), and reports whether it
+	// did: not before every server of the cluster keeps such links
+	// (fsm.LevelDisabled). linkraft's own API refuses a past expiry.
+	AllowPastExpiry(ctx *fasthttp.RequestCtx) bool
 	// Version is this build's version.
 	Version() string
 	// DefaultDomain is the host of the default domain's short URLs as the

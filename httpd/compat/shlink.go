@@ -368,8 +368,11 @@ var shlinkEditFields = map[string]string{
 	"validUntil": "expires_at", "maxVisits": "max_visits", "forwardQuery": "forward_query", "crawlable": "crawlable",
 }
 
-// nativeEdit is linkraft's edit body for a Shlink edit body.
-func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
+// nativeEdit is linkraft's edit body for a Shlink edit body; pastOK is
+// asked whether a past validUntil is taken (Native's AllowPastExpiry)
+// when the body sets one, past here or not: a date that passes before
+// the leader reads the edit is taken too.
+func nativeEdit(raw []byte, pastOK func() bool) (map[string]json.RawMessage, error) {
 	var in map[string]json.RawMessage
 	if err := decodeShlink(raw, &in); err != nil {
 		return nil, err
@@ -386,7 +389,7 @@ func nativeEdit(raw []byte) (map[string]json.RawMessage, error) {
 		if !ok {
 			return nil, invalidFields{k} // a field Shlink's edit does not have
 		}
-		native, err := shlinkEditValue(k, v)
+		native, err := shlinkEditValue(k, v, pastOK)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +419,7 @@ func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []b
 // shlinkEditValue is linkraft's value of Shlink edit field k; null
 // clears (linkraft clears a title with "", tags with [], and crawlable
 // is false).
-func shlinkEditValue(k string, v json.RawMessage) (json.RawMessage, error) {
+func shlinkEditValue(k string, v json.RawMessage, pastOK func() bool) (json.RawMessage, error) {
 	if isNull(v) {
 		switch k {
 		case "crawlable":
@@ -430,7 +433,7 @@ func shlinkEditValue(k string, v json.RawMessage) (json.RawMessage, error) {
 	}
 	switch k {
 	case "validSince", "validUntil":
-		return shlinkEditTime(k, v)
+		return shlinkEditTime(k, v, pastOK)
 	case "maxVisits":
 		var n uint64
 		if err := json.Unmarshal(v, &n); err != nil || n == 0 {
@@ -454,8 +457,9 @@ func shlinkEditValue(k string, v json.RawMessage) (json.RawMessage, error) {
 
 // shlinkEditTime is linkraft's time for Shlink's validSince or
 // validUntil: an ISO 8601 date such as 2030-01-02T15:04:05+00:00; a
-// validUntil already past is refused (errPastValidUntil).
-func shlinkEditTime(k string, v json.RawMessage) (json.RawMessage, error) {
+// validUntil already past disables the link, or is refused
+// (errPastValidUntil) unless pastOK.
+func shlinkEditTime(k string, v json.RawMessage, pastOK func() bool) (json.RawMessage, error) {
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return nil, invalidFields{k}
@@ -464,15 +468,17 @@ func shlinkEditTime(k string, v json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, invalidFields{k}
 	}
-	if k == "validUntil" && !at.After(time.Now()) {
-		return nil, errPastValidUntil
+	if k == "validUntil" {
+		if allowed := pastOK(); !allowed && !at.After(time.Now()) {
+			return nil, errPastValidUntil
+		}
 	}
 	return json.Marshal(nativeTime(at))
 }
 
 func (sh shlink) edit(ctx *fasthttp.RequestCtx) {
 	code, domain := sh.codeAndDomain(ctx)
-	body, err := nativeEdit(ctx.PostBody())
+	body, err := nativeEdit(ctx.PostBody(), func() bool { return sh.n.AllowPastExpiry(ctx) })
 	if err != nil {
 		failBody(ctx, err)
 		return

@@ -26,9 +26,17 @@ const shlinkTitleLen = 512
 const shlinkCodeLength = 5
 
 // errPastValidUntil refuses a validUntil in the past, which Shlink takes
-// (the link is disabled from the start) and linkraft's API refuses as a
-// likely mistake (docs/COMPATIBILITY.md).
-var errPastValidUntil = refusal{"validUntil", "validUntil is in the past: linkraft makes no link that is expired from the start"}
+// (the link is disabled from the start), while some server of the cluster
+// runs a build that would purge such a link a day later (Native's
+// AllowPastExpiry; docs/COMPATIBILITY.md).
+var errPastValidUntil = refusal{"validUntil", "validUntil is in the past: this cluster keeps no disabled links until its upgrade is finished"}
+
+// pastValidUntil reports whether a Shlink validUntil is a date already
+// past: the link it makes or edits is disabled.
+func pastValidUntil(s string) bool {
+	at, err := time.Parse(time.RFC3339, s)
+	return err == nil && !at.After(time.Now())
+}
 
 // shlinkCreate is Shlink's create body.
 type shlinkCreate struct {
@@ -98,8 +106,9 @@ func shlinkTitle(t string) string {
 
 // nativeCreate is the body of linkraft's create for a Shlink create, and
 // the code the adapter must make up for it. Its error names every invalid
-// field (invalidFields) or what linkraft cannot do (refusal).
-func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeToMake, error) {
+// field (invalidFields) or what linkraft cannot do (refusal); pastOK says
+// whether a past validUntil is taken (Native's AllowPastExpiry).
+func (c *shlinkCreate) nativeCreate(defaultDomain string, pastOK bool) (map[string]any, codeToMake, error) {
 	var bad invalidFields
 	long := ""
 	if c.LongURL != nil {
@@ -120,7 +129,7 @@ func (c *shlinkCreate) nativeCreate(defaultDomain string) (map[string]any, codeT
 	if len(bad) > 0 {
 		return nil, gen, bad
 	}
-	if err := c.refusal(); err != nil {
+	if err := c.refusal(pastOK); err != nil {
 		return nil, gen, err
 	}
 	c.options(body, defaultDomain)
@@ -180,17 +189,20 @@ func (c *shlinkCreate) dates(body map[string]any, bad *invalidFields) {
 }
 
 // refusal is what a valid Shlink create asks for that linkraft refuses.
-func (c *shlinkCreate) refusal() error {
-	if c.ValidUntil != nil && *c.ValidUntil != "" {
-		if at, _ := time.Parse(time.RFC3339, *c.ValidUntil); !at.After(time.Now()) {
-			return errPastValidUntil
-		}
+func (c *shlinkCreate) refusal(pastOK bool) error {
+	if c.pastValidUntil() && !pastOK {
+		return errPastValidUntil
 	}
 	if slices.ContainsFunc([]*string{c.DeviceLongURLs["android"], c.DeviceLongURLs["ios"], c.DeviceLongURLs["desktop"]},
 		func(s *string) bool { return s != nil && *s != "" }) {
 		return refusal{"deviceLongUrls", "deviceLongUrls are not supported by this API: set linkraft rules with a device condition instead"}
 	}
 	return nil
+}
+
+// pastValidUntil reports whether the create's validUntil is already past.
+func (c *shlinkCreate) pastValidUntil() bool {
+	return c.ValidUntil != nil && pastValidUntil(*c.ValidUntil)
 }
 
 // options adds the rest of the create to body, as linkraft takes it.
@@ -253,7 +265,10 @@ func (sh shlink) shorten(ctx *fasthttp.RequestCtx) {
 
 func (sh shlink) createFrom(ctx *fasthttp.RequestCtx, c *shlinkCreate, text bool) {
 	defaultDomain := sh.n.DefaultDomain(ctx)
-	body, gen, err := c.nativeCreate(defaultDomain)
+	// Asked for any validUntil, not only one past here: a date that passes
+	// before the native create reads it is taken too.
+	pastOK := c.ValidUntil != nil && *c.ValidUntil != "" && sh.n.AllowPastExpiry(ctx)
+	body, gen, err := c.nativeCreate(defaultDomain, pastOK)
 	if err != nil {
 		failInvalid(ctx, err)
 		return
