@@ -249,8 +249,16 @@ func (s *shlinkSuite) run(cases []shlinkCase) {
 // checkShlinkAnswer checks r against a shlinkCase's want.
 func checkShlinkAnswer(t *testing.T, r response, want map[string]string) {
 	t.Helper()
+	for _, p := range answerProblems(r, want) {
+		t.Error(p)
+	}
+}
+
+// answerProblems says how r differs from want (a shlinkCase's want).
+func answerProblems(r response, want map[string]string) []string {
 	var doc any
 	_ = json.Unmarshal(r.body, &doc)
+	var problems []string
 	for k, w := range want {
 		var got any
 		var has bool
@@ -269,9 +277,10 @@ func checkShlinkAnswer(t *testing.T, r response, want map[string]string) {
 		}
 		if !shlinkMatches(got, has, w) {
 			g, _ := json.Marshal(got)
-			t.Errorf("%s = %s (present: %v), want %s; answer %v", k, g, has, w, r)
+			problems = append(problems, fmt.Sprintf("%s = %s (present: %v), want %s; answer %v", k, g, has, w, r))
 		}
 	}
+	return problems
 }
 
 // shlinkMatches says whether got (present or not) is what want says.
