@@ -85,6 +85,16 @@ func TestShlinkTestAPIShortURLs(t *testing.T) {
 		listInvalid("orderBy=invalid", `["orderBy"]`),
 		listInvalid("orderBy=invalid&tagsMode=invalid", `["orderBy","tagsMode"]`),
 	})
+	// ListShortUrlsTest's excludeMaxVisitsReached leaves out the link its
+	// fixture visited past maxVisits; here custom, visited up to its two.
+	maxed := list("excludeMaxVisitsReached", "excludeMaxVisitsReached=true",
+		codes(shlinkCustomDomain, shlinkMeta, shlinkCustomSlugAndDomin, shlinkWithTitle, shlinkDocs))
+	maxed.eventually = true
+	s.run([]shlinkCase{
+		{test: "ListShortUrlsTest (a visit of custom)", key: "-", method: "GET", path: "/custom", status: 302},
+		{test: "ListShortUrlsTest (a second visit of custom)", key: "-", method: "GET", path: "/custom", status: 302},
+		maxed,
+	})
 	s.run(shlinkNotFound("ResolveShortUrlTest::tryingToResolveInvalidUrlReturnsNotFoundError", "GET", ""))
 	s.run(shlinkNotFound("EditShortUrlTest::tryingToEditInvalidUrlReturnsNotFoundError", "PATCH", ""))
 
