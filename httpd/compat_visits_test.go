@@ -173,3 +173,29 @@ func TestShlinkVisitListIsBounded(t *testing.T) {
 		t.Fatalf("a page of them: %d %.200s", page.Response.StatusCode(), page.Response.Body())
 	}
 }
+
+// TestShlinkTagVisitsOfADomain follows Shlink test-api
+// TagVisitsTest::expectedVisitsAreReturned ("foo with specific domain",
+// "foo with default domain"): a tag's visits keep only the rows of the
+// domain asked for, though the tag lookup runs a call of its own first.
+func TestShlinkTagVisitsOfADomain(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite|fsm.ScopeStatsRead, 0, fsm.AllWorkspaces)
+	if ctx := do(s, "POST", "/admin/domains", "application/json", `{"domain":"example.com"}`); status(ctx) != 200 {
+		t.Fatalf("domain: %d %s", status(ctx), ctx.Response.Body())
+	}
+	mustCreate(t, s, `{"url":"https://example.com/a","custom_code":"abc123","tags":["foo"]}`)
+	mustCreate(t, s, `{"url":"https://example.com/b","custom_code":"ghi789","tags":["foo"],"domain":"example.com"}`)
+	if got := status(do(s, "GET", "/abc123", "", "", "User-Agent", chromeWindows)); got != 302 {
+		t.Fatalf("redirect: %d", got)
+	}
+	if err := realNode(s).Clicks().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for query, want := range map[string]float64{"": 1, "?domain=example.com": 0, "?domain=DEFAULT": 1} {
+		ctx := do(s, "GET", "/rest/v3/tags/foo/visits"+query, "", "", "X-Api-Key", key)
+		if n := field(body(t, ctx), "visits.pagination.totalItems"); status(ctx) != 200 || n != want {
+			t.Errorf("tag visits%s: %d, %v rows; want %v", query, status(ctx), n, want)
+		}
+	}
+}

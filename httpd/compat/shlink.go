@@ -541,6 +541,13 @@ func parseShlinkList(args *fasthttp.Args, defaultDomain string) (shlinkListQuery
 		bad = append(bad, "orderBy")
 	}
 	q.readPage(args, &bad)
+	// Shlink names the invalid parameters in the order its ShortUrlsParams
+	// declares them (ListShortUrlsTest::errorIsReturnedWhenProvidingInvalidValues
+	// expects ["orderBy", "tagsMode"]).
+	const order = " page itemsPerPage tags orderBy startDate endDate tagsMode excludeTags excludeTagsMode "
+	slices.SortStableFunc(bad, func(a, b string) int {
+		return strings.Index(order, " "+a+" ") - strings.Index(order, " "+b+" ")
+	})
 	return q, bad.orNil()
 }
 

@@ -340,13 +340,14 @@ func (sh shlink) tagRows(ctx *fasthttp.RequestCtx) (string, url.Values, bool) {
 	if decoded, err := url.PathUnescape(tag); err == nil { // the router hands the segment as sent
 		tag = decoded
 	}
+	// Read before nativeTags: its call replaces the request's query.
+	filters := sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain")))
 	tags, ok := sh.nativeTags(ctx)
 	if !ok {
 		return "", nil, false
 	}
 	for _, t := range tags {
 		if strings.EqualFold(t.Tag, tag) {
-			filters := sh.domainFilter(ctx, string(ctx.QueryArgs().Peek("domain")))
 			if filters == nil {
 				filters = url.Values{}
 			}
