@@ -119,6 +119,7 @@ func TestObservabilityCluster(t *testing.T) {
 		"raft_boltdb_store_logs_seconds_count", // fsync of log appends
 		"raft_state_leader_total",              // leader changes
 		"linkraft_create_batch_size_count",
+		"linkraft_engine_disk_bytes", // the state engine in <data-dir>/engine
 	} {
 		if m[key] <= 0 {
 			t.Errorf("leader /metrics: %s = %v, want > 0", key, m[key])

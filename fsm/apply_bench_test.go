@@ -11,7 +11,18 @@ import (
 // leader's proposer writes them under load: what the state machine spends
 // on each create (ns/op is per create).
 func BenchmarkApplyCreates(b *testing.B) {
-	f := New()
+	for _, keyed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "idempotency-key"}[keyed], func(b *testing.B) {
+			f := onDisk(b)
+			defer f.Close()
+			applyCreates(b, f, keyed)
+		})
+	}
+}
+
+// applyCreates applies b.N counter-code creates in batches of 256, each
+// with a request id when keyed (as every create through a follower).
+func applyCreates(b *testing.B, f *FSM, keyed bool) {
 	writer := testAPIKey("aaaaaaaaaaaa", ScopeLinksWrite, AllWorkspaces)
 	applyAll(b, f, InitCommand{Key: testKey}.Encode(), KeyCreateCommand{Key: writer, By: RootKeyID, Now: 1}.Encode())
 	const batch = 256
@@ -19,7 +30,11 @@ func BenchmarkApplyCreates(b *testing.B) {
 	for i := 0; i < b.N; i += batch {
 		items := make([]CreateRequest, 0, batch)
 		for j := i; j < min(i+batch, b.N); j++ {
-			items = append(items, CreateRequest{URL: fmt.Sprintf("https://example.com/some/long/path?n=%d", j), CodeLength: 7, KeyID: "aaaaaaaaaaaa", Workspace: "default"})
+			r := CreateRequest{URL: fmt.Sprintf("https://example.com/some/long/path?n=%d", j), CodeLength: 7, KeyID: "aaaaaaaaaaaa", Workspace: "default"}
+			if keyed {
+				r.RequestID = fmt.Sprintf("%032x", j)
+			}
+			items = append(items, r)
 		}
 		entries = append(entries, &raft.Log{Index: uint64(len(entries) + 3), Type: raft.LogCommand, Data: CreateBatch{Now: int64(i), Items: items}.Encode()})
 	}

@@ -187,3 +187,12 @@ func (e *engine) retire() {
 	e.retired.Store(true)
 	e.release()
 }
+
+// EngineStats are the engine's counters for /metrics: its block cache's
+// hits, misses and size, and its bytes on disk. A restore opens a new
+// engine, whose counters start again from zero.
+func (f *FSM) EngineStats() store.Stats {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.eng.st.Stats()
+}

@@ -89,6 +89,7 @@ func newMetrics(node Self, clicks Clicks, state *fsm.FSM, registry *prometheus.R
 		gauge("linkraft_links", "Links in the replicated state.", func() float64 { return float64(state.Len()) }),
 		gauge("linkraft_clicks_pending", "Clicks counted on this node and not yet flushed.", func() float64 { return float64(clicks.Pending()) }),
 	)
+	m.registry.MustRegister(engineCollector{state})
 	m.registry.MustRegister(node.Collectors()...)
 	m.redirectRoute = m.route("redirect")
 	return m
@@ -171,4 +172,33 @@ func (m *metrics) instrumentRedirect(ctx *fasthttp.RequestCtx, code []byte, h fu
 
 func (m *metrics) handler() fasthttp.RequestHandler {
 	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+}
+
+// engineCollector reads the state engine's counters once per scrape.
+type engineCollector struct{ state *fsm.FSM }
+
+var (
+	engineCacheHits = prometheus.NewDesc("linkraft_engine_block_cache_hits_total",
+		"Reads of the state engine answered from its block cache (--engine-cache-mb).", nil, nil)
+	engineCacheMisses = prometheus.NewDesc("linkraft_engine_block_cache_misses_total",
+		"Reads of the state engine that went to its files.", nil, nil)
+	engineCacheBytes = prometheus.NewDesc("linkraft_engine_block_cache_bytes",
+		"Bytes in the state engine's block cache.", nil, nil)
+	engineDiskBytes = prometheus.NewDesc("linkraft_engine_disk_bytes",
+		"Bytes of the state engine's files (<data-dir>/engine).", nil, nil)
+)
+
+func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- engineCacheHits
+	ch <- engineCacheMisses
+	ch <- engineCacheBytes
+	ch <- engineDiskBytes
+}
+
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.state.EngineStats()
+	ch <- prometheus.MustNewConstMetric(engineCacheHits, prometheus.CounterValue, float64(st.BlockCacheHits))
+	ch <- prometheus.MustNewConstMetric(engineCacheMisses, prometheus.CounterValue, float64(st.BlockCacheMisses))
+	ch <- prometheus.MustNewConstMetric(engineCacheBytes, prometheus.GaugeValue, float64(st.BlockCacheBytes))
+	ch <- prometheus.MustNewConstMetric(engineDiskBytes, prometheus.GaugeValue, float64(st.DiskBytes))
 }
