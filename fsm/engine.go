@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,9 @@ type Config struct {
 	BlockCacheBytes int64
 	// Logf receives the engine's error messages; nil discards them.
 	Logf func(format string, args ...any)
+	// OptionCache is how many links' decoded Options are kept in memory
+	// (DefaultOptionCache when 0); the rest are read from the engine.
+	OptionCache int
 }
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks
@@ -63,7 +67,7 @@ func (es *engines) open() (*engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the state's engine: %w", err)
 	}
-	e := &engine{st: st, dir: dir, batch: st.NewIndexedBatch()}
+	e := &engine{st: st, dir: dir, batch: st.NewIndexedBatch(), optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache)}
 	e.refs.Store(1)
 	return e, nil
 }
@@ -79,8 +83,13 @@ type engine struct {
 	// its index; otherwise a batch is written whenever it grows past
 	// loadBatchBytes.
 	applying bool
-	err      error  // the first failure: nothing more is written
-	val      []byte // reused by get
+	err      error // the first failure: nothing more is written
+	// published: the state is the FSM's, which readers reach; before,
+	// only the goroutine building it (a restore) reads and writes it.
+	published bool
+	val       []byte // reused by get
+	// optionCache sizes the option cache of the state it holds.
+	optionCache int
 	// refs counts the state and each snapshot view; the last release
 	// closes the engine, and removes its directory once it was replaced.
 	refs    atomic.Int32
@@ -102,6 +111,43 @@ func (e *engine) get(key []byte) ([]byte, bool) {
 	e.fail(err)
 	return e.val, found
 }
+
+// read returns a copy of key's value, for readers and the writer alike:
+// the writer reads through its batch, readers (under the FSM's read lock,
+// concurrently) the committed state. A failure to read is the disk's,
+// and answering as if the key were absent could serve a link without
+// its password: it panics (a reader's request fails; Apply's stops the
+// node).
+func (e *engine) read(key []byte) ([]byte, bool) {
+	var v []byte
+	var found bool
+	var err error
+	if e.writer() {
+		v, found, err = e.batch.Get(key, nil)
+	} else {
+		v, found, err = e.st.Get(key, nil)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("fsm: the state's engine failed a read: %v", err))
+	}
+	return v, found
+}
+
+// scan is read for every key under prefix, in key order, until fn
+// returns false.
+func (e *engine) scan(prefix []byte, fn func(key, value []byte) bool) {
+	var err error
+	if e.writer() {
+		err = e.batch.Scan(prefix, nil, fn)
+	} else {
+		err = e.st.Scan(prefix, nil, fn)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("fsm: the state's engine failed a scan: %v", err))
+	}
+}
+
+func (e *engine) writer() bool { return e.applying || !e.published }
 
 // delete removes key (nothing if absent).
 func (e *engine) delete(key []byte) {

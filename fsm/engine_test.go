@@ -212,3 +212,115 @@ func BenchmarkApplyDeletes(b *testing.B) {
 		applyAll(b, f, cmds...)
 	}
 }
+
+// TestOptionsAreOnDisk: a link's Options live in the engine under its id;
+// with a cache of two slots most reads miss it and read the engine, and
+// every read, edit, removal and restore still sees the Options the log
+// gave the link; a redirect of a link whose Options are cached allocates
+// nothing.
+func TestOptionsAreOnDisk(t *testing.T) {
+	f, err := Open(Config{Dir: filepath.Join(t.TempDir(), "engine"), OptionCache: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
+	const n = 40
+	for i := range n {
+		opts := &Options{Title: fmt.Sprintf("title %d", i), Tags: []string{fmt.Sprintf("t%d", i%3)}, MaxVisits: uint64(i + 1)}
+		if r := createOne(t, f, 1, CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i), CustomCode: fmt.Sprintf("code%02d", i), Options: opts}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	createOne(t, f, 1, CreateRequest{URL: "https://example.com/plain", CustomCode: "plain1"})
+	applyAll(t, f,
+		EditCommand{Code: "code07", Now: 2, Fields: EditTitle, Title: "edited"}.Encode(),
+		EditCommand{Code: "code08", Now: 2, Fields: EditTitle | EditTags | EditMaxVisits}.Encode(), // nothing left: no Options
+		DeleteCommand{Code: "code09", Now: 3}.Encode())
+	want := func(i int) string {
+		switch i {
+		case 7:
+			return "edited"
+		case 8, 9:
+			return ""
+		}
+		return fmt.Sprintf("title %d", i)
+	}
+	check := func(f *FSM, when string) {
+		t.Helper()
+		for i := range n {
+			l, ok := f.Get(fmt.Sprintf("code%02d", i))
+			got := ""
+			if ok && l.Options != nil {
+				got = l.Options.Title
+			}
+			if got != want(i) {
+				t.Errorf("%s: code%02d has title %q, want %q", when, i, got, want(i))
+			}
+		}
+		if l, _ := f.Get("plain1"); l.Options != nil {
+			t.Errorf("%s: a link made without options has %+v", when, l.Options)
+		}
+		if got := f.s.opts.len(); got != n-2 {
+			t.Errorf("%s: %d links with options, want %d", when, got, n-2)
+		}
+	}
+	check(f, "applied")
+	var snap bytes.Buffer
+	if err := f.WriteBackup(&snap); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Open(Config{Dir: filepath.Join(t.TempDir(), "engine"), OptionCache: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	if err := restored.Restore(nopCloser{bytes.NewReader(snap.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	check(restored, "restored")
+
+	code := []byte("code03")
+	if tg, ok := restored.Lookup(code); !ok || tg.Options == nil || tg.Options.MaxVisits != 4 {
+		t.Fatalf("Lookup(code03) = %+v, %v", tg, ok)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { restored.Lookup(code) }); allocs != 0 {
+		t.Errorf("a redirect of a link whose options are cached allocates %v times", allocs)
+	}
+}
+
+// TestOptionReadersRunTogether: readers of options not in the cache read
+// the engine concurrently with each other and between applies (go test
+// -race sees any unguarded sharing).
+func TestOptionReadersRunTogether(t *testing.T) {
+	f, err := Open(Config{Dir: filepath.Join(t.TempDir(), "engine"), OptionCache: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
+	for i := range 20 {
+		createOne(t, f, 1, CreateRequest{URL: "https://example.com/", CustomCode: fmt.Sprintf("code%02d", i), Options: &Options{Title: fmt.Sprint(i)}})
+	}
+	done := make(chan error, 4)
+	for r := range 4 {
+		go func() {
+			for k := range 200 {
+				i := (k*7 + r) % 20
+				if l, ok := f.Get(fmt.Sprintf("code%02d", i)); !ok || l.Options == nil || l.Options.Title != fmt.Sprint(i) {
+					done <- fmt.Errorf("code%02d: %+v", i, l.Options)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for i := range 50 {
+		applyAll(t, f, EditCommand{Code: "code19", Now: int64(i + 2), Fields: EditTitle, Title: "19"}.Encode())
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

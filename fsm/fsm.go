@@ -55,6 +55,7 @@ func Open(cfg Config) (*FSM, error) {
 		return nil, fmt.Errorf("open fsm: %w", err)
 	}
 	f.s = newState(eng)
+	eng.published = true
 	return f, nil
 }
 
@@ -311,6 +312,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	old := f.s
+	s.s.eng.published = true
 	f.s = s.s
 	f.applied.Store(0)
 	f.mu.Unlock()

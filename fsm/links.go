@@ -407,9 +407,9 @@ func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
 			snap.encodeLink(e, r, version)
 			switch {
 			case version >= snapshotV10:
-				encodeOptionsExtended(e, snap.opts.get(p))
+				encodeOptionsExtended(e, snap.optionsOf(r))
 			case version >= snapshotV5:
-				encodeOptions(e, snap.opts.get(p))
+				encodeOptions(e, snap.optionsOf(r))
 			}
 			flush(false)
 		}

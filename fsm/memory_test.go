@@ -23,10 +23,11 @@ const (
 	deduped                  // counter codes with dedupe
 	keyed                    // counter codes with an idempotency key, as every create through a follower has
 	authored                 // custom codes made with an API key at LevelTargets: each records its author
+	titled                   // custom codes with a title and two tags, as a link made in the web UI
 )
 
 func (k linkKind) String() string {
-	return [...]string{"imported", "dedupe", "idempotency-key", "authored"}[k]
+	return [...]string{"imported", "dedupe", "idempotency-key", "authored", "titled"}[k]
 }
 
 // benchAuthor is the key authored links are made with.
@@ -58,6 +59,9 @@ func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 				r.Dedupe = true
 			case keyed:
 				r.RequestID = fmt.Sprintf("%032x", i)
+			case titled:
+				r.CustomCode = fmt.Sprintf("c%07d", i)
+				r.Options = &Options{Title: fmt.Sprintf("Autumn catalogue, item %d", i), Tags: []string{"newsletter", fmt.Sprintf("campaign-%d", i%50)}}
 			}
 			items = append(items, r)
 		}
@@ -88,7 +92,7 @@ func onDisk(tb testing.TB) *FSM {
 // each linkKind. Each iteration loads linksPerRun links.
 func BenchmarkMemoryPerLink(b *testing.B) {
 	const linksPerRun = 200_000
-	for _, kind := range []linkKind{imported, deduped, keyed, authored} {
+	for _, kind := range []linkKind{imported, deduped, keyed, authored, titled} {
 		b.Run(kind.String(), func(b *testing.B) {
 			for range b.N {
 				before := heapInUse()

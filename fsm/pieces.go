@@ -1,10 +1,6 @@
 package fsm
 
-import (
-	"fmt"
-	"iter"
-	"maps"
-)
+import "fmt"
 
 // The small pieces of the state, each behind the few operations Apply,
 // readers and snapshots use, so that one at a time can move to disk
@@ -53,27 +49,6 @@ func (t *tombstoneSet) len() int { return t.n }
 func scanTombstones(scan func(prefix, from []byte, fn func(key, value []byte) bool) error, fn func(code []byte) bool) error {
 	return scan([]byte{tombstonePrefix}, nil, func(key, _ []byte) bool { return fn(key[1:]) })
 }
-
-// optionTable holds the Options of the links that have any (flagOptions),
-// by record position. An Options value never changes once stored, so a
-// clone may share them.
-type optionTable struct{ byPos map[uint32]*Options }
-
-func newOptionTable() optionTable { return optionTable{byPos: map[uint32]*Options{}} }
-
-// get is the link's Options, nil for none.
-func (o *optionTable) get(p uint32) *Options { return o.byPos[p] }
-
-func (o *optionTable) set(p uint32, opts *Options) { o.byPos[p] = opts }
-
-func (o *optionTable) drop(p uint32) { delete(o.byPos, p) }
-
-func (o *optionTable) len() int { return len(o.byPos) }
-
-// all is every link's Options by position, in no order.
-func (o *optionTable) all() iter.Seq2[uint32, *Options] { return maps.All(o.byPos) }
-
-func (o *optionTable) clone() optionTable { return optionTable{byPos: maps.Clone(o.byPos)} }
 
 // clickSeqTable is, per node, the sequence of the last click batch
 // applied from it: a batch not above it is a retry, ignored.

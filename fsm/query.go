@@ -402,7 +402,7 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := Crawlable{Version: f.version()}
-	for p, o := range f.s.opts.all() {
+	for p, o := range f.s.opts.all(f.s.links.positionOf) {
 		r := f.s.links.recs.at(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue

@@ -77,7 +77,6 @@ type snapshot struct {
 	security   []AuditEntry // security actions kept apart
 	raised     int
 	certs      certState
-	opts       optionTable // Options never change once stored: shared
 	domains    []Domain
 	visits     visitTable  // shares pages, links and days: see visitTable
 	orphans    orphanTable // shares days as visits does
@@ -127,7 +126,6 @@ func (s *state) snapshot() (*snapshot, error) {
 	snap.audit, snap.security = s.audit.writes.oldestFirst(), s.audit.security.oldestFirst()
 	snap.raised = s.raised
 	snap.certs = s.certs.clone()
-	snap.opts = s.opts.clone()
 	snap.authors = s.links.authorView()
 	snap.clickSeqs = s.clickSeqs.entries()
 	snap.visits = s.visits.share()
@@ -352,4 +350,21 @@ func (snap *snapshot) version() byte {
 		return snapshotV5
 	}
 	return snapshotV4
+}
+
+// optionsOf is the Options of the link r as the snapshot's engine view
+// holds them, nil for none.
+func (snap *snapshot) optionsOf(r *record) *Options {
+	if r.flags&flagOptions == 0 {
+		return nil
+	}
+	v, found, err := snap.engine.Get(optionKey(nil, r.id), nil)
+	opts, derr := decodeStoredOptions(v)
+	switch {
+	case err != nil:
+		snap.fail(err)
+	case !found || derr != nil:
+		snap.fail(fmt.Errorf("options of link %d (found %v): %v", r.id, found, derr))
+	}
+	return opts
 }

@@ -86,7 +86,7 @@ type state struct {
 	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog            // audit.go
-	opts       optionTable         // options of links flagged flagOptions (pieces.go)
+	opts       optionTable         // options of links flagged flagOptions (optiontable.go); on disk
 	domains    domainTable         // domains.go
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
@@ -99,7 +99,7 @@ type state struct {
 
 func newState(eng *engine) *state {
 	seed := maphash.MakeSeed()
-	return &state{
+	st := &state{
 		eng:        eng,
 		counters:   counterTable{},
 		links:      newLinkTable(seed),
@@ -110,11 +110,12 @@ func newState(eng *engine) *state {
 		requests:   newRequestWindow(eng),
 		keys:       keyTable{},
 		revoked:    map[string]struct{}{},
-		opts:       newOptionTable(),
 		domains:    domainTable{},
 		hooks:      newWebhooks(),
 		certs:      newCertState(),
 	}
+	st.opts = newOptionTable(eng, &st.links.recs, eng.optionCache)
+	return st
 }
 
 // link returns the record at position p as a Link.

@@ -132,7 +132,7 @@ func checkTagName(t string) error {
 // and whether one it may change carries c.NewName as another tag.
 func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
-	for p, o := range s.opts.all() {
+	for p, o := range s.opts.all(s.links.positionOf) {
 		has, hasNew := o.HasTag(c.Tag), rename && o.HasTag(c.NewName)
 		if !has && !hasNew {
 			continue

@@ -40,7 +40,7 @@ type serveConfig struct {
 	codeLength, redirectStatus                                   int
 	writeTimeout, clickFlushInterval, shutdownDrain              time.Duration
 	snapshotThreshold                                            uint64
-	engineCacheMB                                                int
+	engineCacheMB, optionCache                                   int
 	allowPrivateTargets, publicCreate                            bool
 	adminToken, clusterKey, clusterKeyFile                       string
 	leaveOnTerminate, readReplica                                bool
@@ -213,7 +213,7 @@ func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 	if err != nil {
 		return nil, err
 	}
-	state, err := fsm.Open(fsm.Config{Dir: filepath.Join(cfg.dataDir, "engine"), BlockCacheBytes: int64(cfg.engineCacheMB) << 20,
+	state, err := fsm.Open(fsm.Config{Dir: filepath.Join(cfg.dataDir, "engine"), BlockCacheBytes: int64(cfg.engineCacheMB) << 20, OptionCache: cfg.optionCache,
 		Logf: func(format string, args ...any) { log.Error("state engine: " + fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkraft/linkraft/cluster/secure"
+	"github.com/linkraft/linkraft/fsm"
 	"github.com/linkraft/linkraft/fsm/codes"
 	"github.com/linkraft/linkraft/httpd"
 )
@@ -108,6 +109,10 @@ func (c *serveConfig) httpFlags() []flagDef {
 			usage:  "MiB of memory for blocks of the on-disk state read from disk",
 			check:  func() error { return failIf(c.engineCacheMB < 1, "--engine-cache-mb must be at least 1") },
 			readme: "MiB of memory for blocks of the on-disk state (`<data-dir>/engine`) read from disk"},
+		{name: "option-cache", target: flagVar(&c.optionCache, fsm.DefaultOptionCache),
+			usage:  "links whose options (title, tags, rules, limits) are kept decoded in memory; the rest are read from disk",
+			check:  func() error { return failIf(c.optionCache < 1, "--option-cache must be at least 1") },
+			readme: "links whose options (title, tags, rules, limits) are kept decoded in memory; a redirect of one of them reads no disk"},
 		{name: "allow-private-targets", target: flagVar(&c.allowPrivateTargets, false), usage: "allow links to loopback, private and other internal addresses",
 			readme: "allow links to internal addresses"},
 		{name: "admin-token", target: flagVar(&c.adminToken, ""),

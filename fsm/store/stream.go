@@ -77,6 +77,9 @@ func (sn *Snapshot) Scan(prefix, from []byte, fn func(key, value []byte) bool) e
 	return scan(sn.snap, prefix, prefixEnd(prefix), from, fn)
 }
 
+// Get is Store.Get on the view.
+func (sn *Snapshot) Get(key, dst []byte) ([]byte, bool, error) { return get(sn.snap, key, dst) }
+
 // Close releases the view.
 func (sn *Snapshot) Close() error { return sn.snap.Close() }
 
