@@ -146,3 +146,21 @@ func TestShlinkTestAPIDomainsAndRules(t *testing.T) {
 				"redirectRules.3.conditions": "[" + cond("ip-address", "", "1.2.3.4") + "]"}},
 	})
 }
+
+// TestShlinkRobots: Shlink's RobotsTest (module/Core/test-api) on the
+// suite's fixture, whose abc123 and custom are crawlable: every node
+// allows them and disallows the rest. Shlink names no order (its query
+// has none); linkraft lists the codes sorted (docs/API.md, robots.txt).
+func TestShlinkRobots(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	s := newShlinkSuite(t, shlinkFixture{})
+	const want = "# For more information about the robots.txt standard, see:\n# https://www.robotstxt.org/orig.html\n\n" +
+		"User-agent: *\nAllow: /abc123\nAllow: /custom\nDisallow: /\n"
+	for range s.rr.nodes {
+		r := s.rr.call(t, "GET", "/robots.txt", "", nil)
+		if r.status != 200 || string(r.body) != want {
+			t.Errorf("RobotsTest::expectedListOfCrawlableShortCodesIsReturned: %d %q, want %q", r.status, r.body, want)
+		}
+	}
+}
