@@ -25,14 +25,21 @@ type plan struct {
 }
 
 func newPlan(cfg *Config, server string, targets []*target, codes []string, runID string) *plan {
-	// A short head start lets every worker reach its loop before t0.
-	start := time.Now().Add(10 * time.Millisecond)
 	return &plan{
 		cfg: cfg, server: server, targets: targets, codes: codes, runID: runID,
 		createPrefix: "https://bench.example.com/" + runID,
-		start:        start,
-		measureStart: start.Add(cfg.Warmup),
-		end:          start.Add(cfg.Warmup + cfg.Duration),
+	}
+}
+
+// begin sets the run's times from now, once its workers exist (making
+// them, a histogram each, can take longer than a short run on a busy
+// machine); a short head start lets every worker reach its loop first.
+func (p *plan) begin(workers []*worker) {
+	p.start = time.Now().Add(10 * time.Millisecond)
+	p.measureStart = p.start.Add(p.cfg.Warmup)
+	p.end = p.measureStart.Add(p.cfg.Duration)
+	for _, w := range workers {
+		w.rec.measureStart = p.measureStart
 	}
 }
 
@@ -41,6 +48,7 @@ func newPlan(cfg *Config, server string, targets []*target, codes []string, runI
 func load(ctx context.Context, cfg *Config, server string, targets []*target, codes []string, runID string) *Report {
 	p := newPlan(cfg, server, targets, codes, runID)
 	workers := p.newWorkers()
+	p.begin(workers)
 	stopProgress := p.startProgress()
 	var unsent int64
 	if cfg.openLoop() {
