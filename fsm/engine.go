@@ -55,7 +55,8 @@ type engines struct {
 
 // open opens a new, empty engine.
 func (es *engines) open() (*engine, error) {
-	opts := store.Options{BlockCacheBytes: es.cfg.BlockCacheBytes, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == ""}
+	// No log of its own: the engine is rebuilt at every start.
+	opts := store.Options{BlockCacheBytes: es.cfg.BlockCacheBytes, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
 	dir := ""
 	if !opts.InMemory {
 		dir = filepath.Join(es.cfg.Dir, strconv.Itoa(es.next))

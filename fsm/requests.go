@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"strconv"
 )
 
@@ -28,57 +29,85 @@ func fingerprint(r CreateRequest) uint64 {
 	return h.Sum64()
 }
 
-// requestWindow is the idempotency window, on disk: each record under its
-// sequence number in apply order (requestLogPrefix), which purges drop
-// from the front, and under each request id the number of its latest
-// record (requestIDPrefix). A record's value is its snapshot encoding.
+// requestWindow is the idempotency window: the records of recent creates
+// on disk, each under its sequence number in apply order
+// (requestLogPrefix), which purges drop from the front; and in memory an
+// index from request id to the latest record's sequence number, holding
+// 32-bit hashes and sequence numbers only (an 8-byte slot a record, where
+// a record in memory cost ~115 bytes), whose hits are checked against the
+// record on disk. A create's lookup of a new id, the common case, then
+// reads no disk: a seek of a random key in the engine's memtable cost
+// several microseconds on the path every relayed create takes.
 type requestWindow struct {
 	eng         *engine
 	first, next uint64 // the log's sequence numbers are [first, next)
 	oldestAt    int64  // the apply time of the record at first, when there is one
+	index       hashIndex
+	seed        maphash.Seed
 	key, value  []byte // reused
 }
 
-// The engine's tables of the window (store/DESIGN.md, "Keys").
-const (
-	requestIDPrefix  = 'r'
-	requestLogPrefix = 'q'
-)
+// requestLogPrefix is the engine's table of the window's records
+// (store/DESIGN.md, "Keys").
+const requestLogPrefix = 'q'
 
-func newRequestWindow(eng *engine) requestWindow { return requestWindow{eng: eng} }
-
-func (w *requestWindow) idKey(id string) []byte {
-	w.key = append(append(w.key[:0], requestIDPrefix), id...)
-	return w.key
+func newRequestWindow(eng *engine, seed maphash.Seed) requestWindow {
+	return requestWindow{eng: eng, seed: seed}
 }
+
+func (w *requestWindow) hash(id string) uint32 { return uint32(maphash.String(w.seed, id)) }
 
 func logKey(dst []byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst[:0], requestLogPrefix), seq)
 }
 
-// get returns the indexed record for id.
-func (w *requestWindow) get(id string) (requestRecord, bool) {
-	seq, ok := w.eng.get(w.idKey(id))
-	if !ok || len(seq) != 8 {
-		return requestRecord{}, false
-	}
-	v, ok := w.eng.get(logKey(w.key, binary.BigEndian.Uint64(seq)))
-	if !ok {
+// seqOf is the sequence number an index slot's low 32 bits stand for:
+// the window never holds 2^32 records.
+func (w *requestWindow) seqOf(low uint32) uint64 { return w.first + uint64(low-uint32(w.first)) }
+
+// record reads the record at seq.
+func (w *requestWindow) record(seq uint64) (requestRecord, bool) {
+	w.key = logKey(w.key, seq)
+	v, found := w.eng.get(w.key)
+	if !found {
 		return requestRecord{}, false
 	}
 	return decodeRequest(&decoder{buf: v})
 }
 
-// add appends a record and indexes it under its id, in place of an
-// earlier record of the same id, which stays in the log until purged.
+// find returns the sequence number and record indexed for id.
+func (w *requestWindow) find(id string) (uint64, requestRecord, bool) {
+	var rec requestRecord
+	low, ok := w.index.lookup(w.hash(id), func(low uint32) bool {
+		r, found := w.record(w.seqOf(low))
+		if found && r.id == id {
+			rec = r
+			return true
+		}
+		return false
+	})
+	return w.seqOf(low), rec, ok
+}
+
+// get returns the indexed record for id.
+func (w *requestWindow) get(id string) (requestRecord, bool) {
+	_, rec, ok := w.find(id)
+	return rec, ok
+}
+
+// add appends a record; it replaces an earlier record's index entry for
+// the same id, which stays in the log until it is purged.
 func (w *requestWindow) add(r requestRecord) {
+	h := w.hash(r.id)
+	if seq, _, ok := w.find(r.id); ok {
+		w.index.remove(h, uint32(seq))
+	}
 	e := encoder{buf: w.value[:0]}
 	encodeRequest(&e, r)
 	w.value = e.buf
-	w.eng.set(logKey(w.key, w.next), w.value)
-	var seq [8]byte
-	binary.BigEndian.PutUint64(seq[:], w.next)
-	w.eng.set(w.idKey(r.id), seq[:])
+	w.key = logKey(w.key, w.next)
+	w.eng.set(w.key, w.value)
+	w.index.insert(h, uint32(w.next))
 	if w.first == w.next {
 		w.oldestAt = r.at
 	}
@@ -91,27 +120,22 @@ func (w *requestWindow) add(r requestRecord) {
 // node must keep behaving alike.
 func (w *requestWindow) dropBefore(at int64) {
 	for w.first < w.next && w.oldestAt < at {
-		v, ok := w.eng.get(logKey(w.key, w.first))
-		r, valid := decodeRequest(&decoder{buf: v})
-		if !ok || !valid {
+		r, ok := w.record(w.first)
+		if !ok {
 			w.eng.fail(fmt.Errorf("request window: record %d is missing or damaged", w.first))
 			return
 		}
-		w.eng.delete(logKey(w.key, w.first))
-		w.eng.delete(w.idKey(r.id))
+		if seq, _, found := w.find(r.id); found {
+			w.index.remove(w.hash(r.id), uint32(seq))
+		}
+		w.key = logKey(w.key, w.first)
+		w.eng.delete(w.key)
 		w.first++
-		w.oldestAt = w.peekAt()
+		w.oldestAt = 0
+		if next, ok := w.record(w.first); ok && w.first < w.next {
+			w.oldestAt = next.at
+		}
 	}
-}
-
-// peekAt is the apply time of the record at first, 0 for none.
-func (w *requestWindow) peekAt() int64 {
-	if w.first == w.next {
-		return 0
-	}
-	v, _ := w.eng.get(logKey(w.key, w.first))
-	r, _ := decodeRequest(&decoder{buf: v})
-	return r.at
 }
 
 // oldest reports the apply time of the oldest record, if any.

@@ -82,7 +82,7 @@ type state struct {
 	eng        *engine             // the pieces on disk (engine.go)
 	clickSeqs  clickSeqTable       // pieces.go
 	servers    serverTable         // addresses and removal records (command.go, removals.go)
-	requests   requestWindow       // requests.go; on disk
+	requests   requestWindow       // requests.go; records on disk
 	keys       keyTable            // keys.go
 	revoked    map[string]struct{} // ids of revoked keys, never accepted again
 	audit      auditLog            // audit.go
@@ -107,7 +107,7 @@ func newState(eng *engine) *state {
 		tombstones: newTombstoneSet(eng),
 		clickSeqs:  newClickSeqTable(),
 		servers:    newServerTable(),
-		requests:   newRequestWindow(eng),
+		requests:   newRequestWindow(eng, seed),
 		keys:       keyTable{},
 		revoked:    map[string]struct{}{},
 		domains:    domainTable{},

@@ -58,6 +58,10 @@ type Options struct {
 	// disk, such as a backup read to be checked. Checkpoint, Swap and
 	// ReadStream need a directory.
 	InMemory bool
+	// NoLog: the engine writes no log of its own, so a batch committed
+	// since the last flush of its memtable is lost in a crash. For an
+	// engine rebuilt at every start, whose log would never be read.
+	NoLog bool
 }
 
 const (
@@ -74,6 +78,7 @@ type Store struct {
 	mu      sync.Mutex // orders Commit against Checkpoint and Close
 	applied atomic.Uint64
 	closed  bool
+	noLog   bool
 }
 
 // Open opens the engine in dir, creating it if absent, and reads its
@@ -89,7 +94,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir}
+	s := &Store{db: db, dir: dir, noLog: opts.NoLog}
 	if err := s.checkFormat(); err != nil {
 		db.Close()
 		return nil, err
@@ -120,6 +125,7 @@ func pebbleOptions(o Options) *pebble.Options {
 	if o.InMemory {
 		po.FS = vfs.NewMem()
 	}
+	po.DisableWAL = o.NoLog
 	for i := range po.Levels {
 		// Ten bits a key: a lookup of an absent code (a create's collision
 		// check, a 404) reads no data block 99 % of the time.
@@ -171,7 +177,11 @@ func (s *Store) checkFormat() error {
 }
 
 func (s *Store) set(key, value []byte) error {
-	if err := s.db.Set(key, value, pebble.Sync); err != nil {
+	opt := pebble.Sync
+	if s.noLog {
+		opt = pebble.NoSync // nothing to sync: Flush writes it
+	}
+	if err := s.db.Set(key, value, opt); err != nil {
 		return fmt.Errorf("store: write %q: %w", key, err)
 	}
 	return nil
