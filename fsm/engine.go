@@ -103,6 +103,15 @@ func (e *engine) get(key []byte) ([]byte, bool) {
 	return e.val, found
 }
 
+// scan calls fn with each key that begins with prefix, the batch's writes
+// included, in key order until fn returns false; the slices are valid only
+// during the call.
+func (e *engine) scan(prefix []byte, fn func(key, value []byte) bool) {
+	if e.err == nil {
+		e.fail(e.batch.Scan(prefix, nil, fn))
+	}
+}
+
 // delete removes key (nothing if absent).
 func (e *engine) delete(key []byte) {
 	if e.err == nil {
