@@ -118,9 +118,9 @@ func (c *clickHours) add(id uint64, hour uint32, n uint64) {
 	c.eng.set(c.key, c.value[:])
 }
 
-// drop deletes the link id's hours before hour: an hour's key is the
-// link's prefix then the hour, so they are the prefix's first keys. Apply
-// only.
+// drop deletes the link id's hours before the hour before: an hour's key
+// is the link's prefix then the hour, so they are the prefix's first keys.
+// Apply only.
 func (c *clickHours) drop(id uint64, before uint64) {
 	if before == 0 {
 		return
