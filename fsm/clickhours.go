@@ -1,8 +1,9 @@
 package fsm
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
-	"slices"
 )
 
 // Clicks over time are kept per link as counts per hour. A click batch
@@ -13,8 +14,9 @@ import (
 // total across retries and failover.
 //
 // Hours older than ClickRetention before the newest hour any batch has
-// carried are forgotten: dropped from a link when it is next clicked and
-// when a snapshot is written, and never returned in between. Measuring the
+// carried are forgotten: dropped from a link's keys when it is next
+// clicked (in an hour it has no clicks in yet), left out of snapshots, and
+// never returned in between. Measuring the
 // retention from a replicated clock, not the reader's, keeps every node's
 // answer the same.
 
@@ -33,25 +35,40 @@ type hourCount struct {
 	count uint32
 }
 
-// hourPage holds the hourly counts of the links in one record page. Pages
-// exist only where a link has been clicked.
+// clickHours is the per-hour clicks of every link, on disk: one key per
+// link and hour (hourKey), in id order and then hour order, whose value is
+// the hour's count (4 bytes, big-endian). Only newest is in memory.
 //
-// A snapshot shares pages like recordTable does. Sharing a page is not
-// enough here, since a page copy still shares each link's slice: owned
-// marks the slices allocated since the page was last copied, which no
-// snapshot can see and which may change in place. Appending never needs a
-// copy (a snapshot's slice header does not reach the new element);
-// changing a count it can see does.
-type hourPage struct {
-	hours [pageSize][]hourCount
-	owned [pageSize / 64]uint64
+// Apply reads and writes through the apply batch (engine.get, set), so
+// that two entries of one batch clicking the same link add up; readers
+// read the engine's committed state, which is all of it outside Apply.
+type clickHours struct {
+	eng    *engine
+	newest uint32 // the newest hour any click batch carried
+	key    []byte // reused by Apply's writes
+	value  [4]byte
+	stale  []byte // reused by drop: the keys it deletes, back to back
 }
 
-// clickHours is the per-hour clicks of every link, by record position.
-type clickHours struct {
-	pages  []*hourPage // parallel to recordTable.pages; nil: no clicks yet
-	gens   []uint64
-	newest uint32 // the newest hour any click batch carried
+// hourPrefix is the engine's table of click hours (store/DESIGN.md,
+// "Keys").
+const hourPrefix = 'h'
+
+// hourKeyLen is the length of an hour's key: the table, the link's id,
+// the hour.
+const hourKeyLen = 1 + 8 + 4
+
+func newClickHours(eng *engine) clickHours { return clickHours{eng: eng} }
+
+// hourKey is the key of the link id's hour, appended to dst[:0].
+func hourKey(dst []byte, id uint64, hour uint32) []byte {
+	dst = binary.BigEndian.AppendUint64(append(dst[:0], hourPrefix), id)
+	return binary.BigEndian.AppendUint32(dst, hour)
+}
+
+// linkHoursPrefix is the prefix of every hour of the link id.
+func linkHoursPrefix(id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{hourPrefix}, id)
 }
 
 // hourOf is the hour a click batch's clock falls in; false for clocks
@@ -63,88 +80,85 @@ func hourOf(now int64) (uint32, bool) {
 	return uint32(now / hourMillis), true
 }
 
+// observe takes a click batch's clock into newest.
+func (c *clickHours) observe(now int64) {
+	if hour, ok := hourOf(now); ok {
+		c.newest = max(c.newest, hour)
+	}
+}
+
 // oldestKept is the first hour still within retention.
-func (c *clickHours) oldestKept() uint32 {
-	if c.newest < ClickRetentionHours {
+func (c *clickHours) oldestKept() uint32 { return oldestKeptAt(c.newest) }
+
+// oldestKeptAt is the first hour within retention when newest is the
+// newest hour any batch carried.
+func oldestKeptAt(newest uint32) uint32 {
+	if newest < ClickRetentionHours {
 		return 0
 	}
-	return c.newest - ClickRetentionHours + 1
+	return newest - ClickRetentionHours + 1
 }
 
-// at returns the hourly counts of the link at p, oldest first; they may
-// include hours past retention.
-func (c *clickHours) at(p uint32) []hourCount {
-	i := p / pageSize
-	if int(i) >= len(c.pages) || c.pages[i] == nil {
-		return nil
+// add counts n clicks for the link id in hour, which the caller has
+// already taken into newest. The link's first clicks in an hour also drop
+// its hours past retention: a scan costs as much as the get, and a link
+// clicked again within the hour had them dropped at its first click.
+// Apply only.
+func (c *clickHours) add(id uint64, hour uint32, n uint64) {
+	c.key = hourKey(c.key, id, hour)
+	var count uint32
+	v, found := c.eng.get(c.key)
+	if found && len(v) == 4 {
+		count = binary.BigEndian.Uint32(v)
 	}
-	return c.pages[i].hours[p%pageSize]
+	if !found {
+		c.drop(id, uint64(c.oldestKept()))
+	}
+	binary.BigEndian.PutUint32(c.value[:], saturatingAdd(count, n))
+	c.eng.set(c.key, c.value[:])
 }
 
-// add counts n clicks for the link at p in hour, which the caller has
-// already taken into newest. gen and sharing are the record table's: pages
-// copied in the current generation belong to the live state alone.
-func (c *clickHours) add(p, hour uint32, n uint64, gen uint64, sharing bool) {
-	page := c.mutablePage(p/pageSize, gen, sharing)
-	slot := p % pageSize
-	hours := page.hours[slot]
-	if keep := c.oldestKept(); len(hours) > 0 && hours[0].hour < keep {
-		// Reslicing never writes, so a snapshot's view stays intact.
-		hours = hours[firstAtOrAfter(hours, keep):]
+// drop deletes the link id's hours before the hour before: an hour's key
+// is the link's prefix then the hour, so they are the prefix's first keys.
+// Apply only.
+func (c *clickHours) drop(id uint64, before uint64) {
+	if before == 0 {
+		return
 	}
-	i := firstAtOrAfter(hours, hour)
-	switch {
-	case i < len(hours) && hours[i].hour == hour:
-		if sharing && page.owned[slot/64]&(1<<(slot%64)) == 0 {
-			hours = slices.Clone(hours)
-			page.owned[slot/64] |= 1 << (slot % 64)
+	c.stale = c.stale[:0]
+	c.eng.scan(linkHoursPrefix(id), func(key, _ []byte) bool {
+		if len(key) != hourKeyLen || uint64(binary.BigEndian.Uint32(key[9:])) >= before {
+			return false
 		}
-		hours[i].count = saturatingAdd(hours[i].count, n)
-	case i == len(hours):
-		hours = append(hours, hourCount{hour, saturatingAdd(0, n)})
-	default:
-		// An hour before the newest one this link has: a node whose clock
-		// runs behind. Insert into a fresh slice, never shifting in place.
-		hours = slices.Insert(slices.Clip(hours), i, hourCount{hour, saturatingAdd(0, n)})
+		c.stale = append(c.stale, key...)
+		return true
+	})
+	for k := c.stale; len(k) >= hourKeyLen; k = k[hourKeyLen:] {
+		c.eng.delete(k[:hourKeyLen])
 	}
-	page.hours[slot] = hours
 }
 
-// mutablePage returns page i for changing, creating it or copying it first
-// if a snapshot being written may be reading it.
-func (c *clickHours) mutablePage(i uint32, gen uint64, sharing bool) *hourPage {
-	for int(i) >= len(c.pages) {
-		c.pages = append(c.pages, nil)
-		c.gens = append(c.gens, gen)
-	}
-	switch {
-	case c.pages[i] == nil:
-		c.pages[i], c.gens[i] = new(hourPage), gen
-	case c.gens[i] != gen && sharing:
-		cp := &hourPage{hours: c.pages[i].hours}
-		c.pages[i], c.gens[i] = cp, gen
-	}
-	return c.pages[i]
-}
+// forget deletes every hour of the link id. Apply only.
+func (c *clickHours) forget(id uint64) { c.drop(id, 1<<32) }
 
-// share returns a view for a snapshot: the page list, as it is now.
-func (c *clickHours) share() clickHours {
-	return clickHours{pages: slices.Clone(c.pages), newest: c.newest}
-}
-
-// kept returns the hours of the link at p that are within retention.
-func (c *clickHours) kept(p uint32) []hourCount {
-	hours := c.at(p)
-	return hours[firstAtOrAfter(hours, c.oldestKept()):]
-}
-
-func firstAtOrAfter(hours []hourCount, hour uint32) int {
-	// Usually the last hour or just past it: search from the end.
-	i := len(hours)
-	for i > 0 && hours[i-1].hour >= hour {
-		i--
-	}
-	return i
+// read returns the link id's hours in [from, to), oldest first, from the
+// engine's committed state: readers only. A failed read (a damaged
+// engine) ends the list early: readers have no error to return.
+func (c *clickHours) read(id uint64, from uint32, to uint64) []hourCount {
+	var out []hourCount
+	prefix := linkHoursPrefix(id)
+	_ = c.eng.st.Scan(prefix, binary.BigEndian.AppendUint32(bytes.Clone(prefix), from), func(key, value []byte) bool {
+		if len(key) != hourKeyLen || len(value) != 4 {
+			return true
+		}
+		hour := binary.BigEndian.Uint32(key[9:])
+		if uint64(hour) >= to {
+			return false
+		}
+		out = append(out, hourCount{hour, binary.BigEndian.Uint32(value)})
+		return true
+	})
+	return out
 }
 
 func saturatingAdd(a uint32, n uint64) uint32 {
@@ -171,8 +185,9 @@ func (f *FSM) ClickHours(code string, from, to int64) ([]HourClicks, bool) {
 	if !ok {
 		return nil, false
 	}
+	hours := &f.s.links.hours
 	var out []HourClicks
-	for _, h := range f.s.links.recs.hours.kept(p) {
+	for _, h := range hours.read(f.s.links.recs.at(p).id, hours.oldestKept(), 1<<32) {
 		start := int64(h.hour) * hourMillis
 		if start >= from && start < to {
 			out = append(out, HourClicks{Start: start, Clicks: uint64(h.count)})
@@ -181,66 +196,96 @@ func (f *FSM) ClickHours(code string, from, to int64) ([]HourClicks, bool) {
 	return out, true
 }
 
+// keptHours calls fn with each live link of the view that has hours within
+// retention, in id order, and those hours, oldest first; hours is valid
+// only during the call.
+func (snap *snapshot) keptHours(fn func(id uint64, hours []hourCount)) {
+	recs, keep := &snap.records, oldestKeptAt(snap.newestHour)
+	var (
+		hours []hourCount
+		id    uint64
+		p     uint32 // the first record whose id may be id: positions are in id order
+	)
+	flush := func() {
+		for p < recs.n && recs.at(p).id < id {
+			p++
+		}
+		if len(hours) > 0 && p < recs.n && recs.at(p).id == id && recs.at(p).live() {
+			fn(id, hours)
+		}
+		hours = hours[:0]
+	}
+	snap.fail(snap.engine.Scan([]byte{hourPrefix}, nil, func(key, value []byte) bool {
+		if len(key) != hourKeyLen || len(value) != 4 {
+			return true
+		}
+		if next := binary.BigEndian.Uint64(key[1:]); next != id {
+			flush()
+			id = next
+		}
+		if hour := binary.BigEndian.Uint32(key[9:]); hour >= keep {
+			hours = append(hours, hourCount{hour, binary.BigEndian.Uint32(value)})
+		}
+		return true
+	}))
+	flush()
+}
+
 // encodeClickHours writes the newest hour, then for each live link with
 // clicks within retention: its id, the number of hours, and per hour the
 // distance from the previous one (from 0 for the first) and the count.
+// The view is read twice: the number of links comes first.
 func (snap *snapshot) encodeClickHours(e *encoder, flush func(bool)) {
-	recs, hours := &snap.records, &snap.records.hours
-	e.uvarint(uint64(hours.newest))
+	e.uvarint(uint64(snap.newestHour))
 	n := 0
-	for p := range recs.n {
-		if recs.at(p).live() && len(hours.kept(p)) > 0 {
-			n++
-		}
-	}
+	snap.keptHours(func(uint64, []hourCount) { n++ })
 	e.uvarint(uint64(n))
-	for p := range recs.n {
-		kept := hours.kept(p)
-		if !recs.at(p).live() || len(kept) == 0 {
-			continue
-		}
-		e.uvarint(recs.at(p).id)
-		e.uvarint(uint64(len(kept)))
+	snap.keptHours(func(id uint64, hours []hourCount) {
+		e.uvarint(id)
+		e.uvarint(uint64(len(hours)))
 		prev := uint32(0)
-		for _, h := range kept {
+		for _, h := range hours {
 			e.uvarint(uint64(h.hour - prev))
 			e.uvarint(uint64(h.count))
 			prev = h.hour
 		}
 		flush(false)
-	}
+	})
 }
 
-// decodeClickHours reads the clicks per hour. Every entry must name a link,
-// in id order, with hours strictly increasing, within retention and not
-// after the newest hour, and counts above zero.
+// decodeClickHours reads the clicks per hour into the state's engine.
+// Every entry must name a link, in id order, with hours strictly
+// increasing, within retention and not after the newest hour, and counts
+// above zero.
 func (lt *linkTable) decodeClickHours(d *decoder) error {
 	newest := d.uvarint()
 	if d.err == nil && newest > uint64(^uint32(0)) {
 		return fmt.Errorf("newest click hour %d", newest)
 	}
-	hours := &lt.recs.hours
+	hours := &lt.hours
 	hours.newest = uint32(newest)
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := lt.positionOf(id)
-		if d.err == nil && (!ok || id <= prevID) {
+		if _, ok := lt.positionOf(id); d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("click hours for link %d: no such link, or out of order", id)
 		}
 		prevID = id
-		hour := uint64(0)
+		hour, first := uint64(0), true
 		for k := d.count(2); k > 0 && d.err == nil; k-- {
 			step, count := d.uvarint(), d.uvarint()
 			hour += step
 			switch {
 			case d.err != nil:
 				return d.err
-			case step == 0 && len(hours.at(p)) > 0, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
+			case step == 0 && !first, hour > newest, hour < uint64(hours.oldestKept()), count == 0, count > uint64(^uint32(0)):
 				return fmt.Errorf("link %d: click hour %d with %d clicks", id, hour, count)
 			}
-			hours.add(p, uint32(hour), count, lt.recs.gen, false)
+			hours.key = hourKey(hours.key, id, uint32(hour))
+			binary.BigEndian.PutUint32(hours.value[:], uint32(count))
+			hours.eng.set(hours.key, hours.value[:])
+			first = false
 		}
 	}
-	return nil
+	return lt.hours.eng.err
 }

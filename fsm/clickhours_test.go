@@ -169,3 +169,111 @@ func TestOlderSnapshotsStillRestore(t *testing.T) {
 		})
 	}
 }
+
+// engineHours is every hour the engine holds for the link id, retention
+// or not: what is on disk, not what readers are shown.
+func engineHours(f *FSM, id uint64) []hourCount {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.links.hours.read(id, 0, 1<<32)
+}
+
+// TestClickHoursOnDisk follows what the engine holds for a link's hours
+// through the writes that change them: clicks add up within one apply
+// batch, retention drops a link's old hours when it is next clicked, and
+// a removed link or deleted visits leave no hour behind.
+func TestClickHoursOnDisk(t *testing.T) {
+	base := 500_000 * hour
+	setup := func(t *testing.T) (*FSM, map[string]uint64) {
+		f := onDisk(t)
+		t.Cleanup(f.Close)
+		applyAll(t, f, InitCommand{Key: testKey}.Encode(), RaiseCommand{To: LevelVisitRows}.Encode(),
+			create(1000,
+				CreateRequest{URL: "https://example.com/a", CustomCode: "a"},
+				CreateRequest{URL: "https://example.com/b", CustomCode: "b", ExpiresAt: base + 2*hour},
+				CreateRequest{URL: "https://example.com/c", CustomCode: "c"}),
+			clickAt("n1", 1, base, ClickCount{Code: "a", Count: 2}, ClickCount{Code: "b", Count: 5}, ClickCount{Code: "c", Count: 1}),
+			clickAt("n1", 2, base+hour, ClickCount{Code: "a", Count: 1}, ClickCount{Code: "b", Count: 1}))
+		ids := map[string]uint64{}
+		for _, l := range f.Links() {
+			ids[l.Code] = l.ID
+		}
+		return f, ids
+	}
+	tests := []struct {
+		name string
+		// then are entries applied as one Raft apply batch after setup's.
+		then [][]byte
+		want map[string][]hourCount // per code, what the engine holds
+	}{
+		{"two entries of one batch add up", [][]byte{
+			clickAt("n1", 3, base+hour+5, ClickCount{Code: "a", Count: 4}),
+			clickAt("n2", 1, base+hour+9, ClickCount{Code: "a", Count: 3}, ClickCount{Code: "c", Count: 2}),
+			VisitCommand{Code: "a", Now: base + hour + 10}.Encode(),
+		}, map[string][]hourCount{
+			"a": {{500_000, 2}, {500_001, 9}},
+			"b": {{500_000, 5}, {500_001, 1}},
+			"c": {{500_000, 1}, {500_001, 2}},
+		}},
+		{"retention drops the hours of a link clicked again", [][]byte{
+			clickAt("n1", 3, base+ClickRetentionHours*hour, ClickCount{Code: "a", Count: 1}),
+		}, map[string][]hourCount{
+			"a": {{500_001, 1}, {500_000 + ClickRetentionHours, 1}},
+			"b": {{500_000, 5}, {500_001, 1}}, // not clicked since: kept on disk, skipped by readers
+			"c": {{500_000, 1}},
+		}},
+		{"a deleted link's hours go", [][]byte{
+			DeleteCommand{Code: "a", Now: base + 2*hour}.Encode(),
+			clickAt("n1", 3, base+2*hour, ClickCount{Code: "a", Count: 1}), // gone: not counted
+		}, map[string][]hourCount{
+			"b": {{500_000, 5}, {500_001, 1}},
+			"c": {{500_000, 1}},
+		}},
+		{"an expired link's hours go with its purge", [][]byte{
+			PurgeCommand{ExpiredBefore: base + 3*hour}.Encode(),
+		}, map[string][]hourCount{
+			"a": {{500_000, 2}, {500_001, 1}},
+			"c": {{500_000, 1}},
+		}},
+		{"deleted visits take the hours", [][]byte{
+			clickAt("n1", 3, base+2*hour, ClickCount{Code: "c", Count: 1}),
+			VisitsDeleteCommand{Code: "c", Now: base + 2*hour}.Encode(),
+			clickAt("n1", 4, base+3*hour, ClickCount{Code: "c", Count: 6}),
+		}, map[string][]hourCount{
+			"a": {{500_000, 2}, {500_001, 1}},
+			"b": {{500_000, 5}, {500_001, 1}},
+			"c": {{500_003, 6}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, ids := setup(t)
+			for _, res := range applyAll(t, f, tt.then...) {
+				if err, ok := res.(error); ok {
+					t.Fatalf("apply: %v", err)
+				}
+			}
+			for code, id := range ids {
+				if got := engineHours(f, id); !reflect.DeepEqual(got, tt.want[code]) {
+					t.Errorf("the engine holds %v for %s, want %v", got, code, tt.want[code])
+				}
+			}
+			// A restore holds the same within retention, and writes the same bytes.
+			data := snapshotBytes(t, f)
+			restored := onDisk(t)
+			defer restored.Close()
+			if err := restored.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(snapshotBytes(t, restored), data) {
+				t.Error("the restored state's snapshot differs")
+			}
+			for _, l := range f.Links() {
+				want, _ := f.ClickHours(l.Code, 0, 1<<60)
+				if got, _ := restored.ClickHours(l.Code, 0, 1<<60); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s after restore: %v, want %v", l.Code, got, want)
+				}
+			}
+		})
+	}
+}

@@ -199,12 +199,10 @@ func (s *state) visit(c VisitCommand) error {
 		return ErrVisitLimit
 	}
 	hour, timed := hourOf(c.Now)
-	if timed {
-		s.links.recs.hours.newest = max(s.links.recs.hours.newest, hour)
-	}
+	s.links.hours.observe(c.Now)
 	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
-		s.links.countClicks(p, 1, c.Now, hour, timed, sharing)
+		s.links.countClicks(p, 1, c.Now, hour, timed)
 		s.counts.clicked(s.links.counted(p, &s.opts), 1, false)
 	}
 	if c.HasVisitor {
@@ -215,14 +213,14 @@ func (s *state) visit(c VisitCommand) error {
 }
 
 // countClicks adds n clicks at time now to the link at p.
-func (lt *linkTable) countClicks(p uint32, n uint64, now int64, hour uint32, timed, sharing bool) {
+func (lt *linkTable) countClicks(p uint32, n uint64, now int64, hour uint32, timed bool) {
 	r := lt.recs.mutable(p)
 	r.clicks += n
 	if now > r.lastAccess {
 		r.lastAccess = now
 	}
 	if timed && n > 0 {
-		lt.recs.hours.add(p, hour, n, lt.recs.gen, sharing)
+		lt.hours.add(r.id, hour, n)
 	}
 }
 

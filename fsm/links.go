@@ -20,15 +20,16 @@ type linkTable struct {
 	workspaces workspaceTable
 	targets    targetLinks // workspace, domain and canonical target → its live links
 	authors    authorTable // the keys that created live links, and their links (authors.go)
+	hours      clickHours  // clicks per hour, on disk (clickhours.go)
 	seed       maphash.Seed
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
 	domainLinks map[string]int
 }
 
-func newLinkTable(seed maphash.Seed) linkTable {
+func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
 	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
-		seed: seed, domainLinks: map[string]int{}}
+		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.

@@ -244,7 +244,7 @@ const orphanAuditSubject = "orphan visits"
 // day the step from the previous (from 0), its counts as the visitors
 // section has them, and its hours as the tallies section has them.
 func (snap *snapshot) encodeOrphans(e *encoder, flush func(bool)) {
-	oldest := snap.records.hours.oldestKept() / 24
+	oldest := oldestKeptAt(snap.newestHour) / 24
 	o := &snap.orphans
 	kept := func(k orphanKey) []*dayVisits {
 		lv := o.byKey[k]
@@ -269,7 +269,7 @@ func (snap *snapshot) encodeOrphans(e *encoder, flush func(bool)) {
 // days out of order, days out of retention, counts as the visitors
 // section refuses them and tallies as the tallies section does.
 func readOrphans(st *state, d *decoder) error {
-	newest, oldest := st.links.recs.hours.newest/24, st.links.oldestDay()
+	newest, oldest := st.links.hours.newest/24, st.links.oldestDay()
 	var prev *orphanKey
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		k := orphanKey{domain: d.string(), kind: OrphanKind(d.byte())}

@@ -120,7 +120,6 @@ type recordTable struct {
 	gen     uint64
 	sharing *atomic.Int32 // snapshots still being written
 	text    textArena
-	hours   clickHours
 }
 
 func newRecordTable() recordTable { return recordTable{sharing: new(atomic.Int32)} }
@@ -165,7 +164,6 @@ func (t *recordTable) share() (view recordView, release func()) {
 		pages: append([]*page(nil), t.pages...),
 		n:     t.n,
 		text:  textArena{chunks: append([][]byte(nil), t.text.chunks...), fill: t.text.fill},
-		hours: t.hours.share(),
 	}
 	return view, release
 }
@@ -175,7 +173,6 @@ type recordView struct {
 	pages []*page
 	n     uint32
 	text  textArena
-	hours clickHours
 }
 
 func (v *recordView) at(p uint32) *record { return &v.pages[p/pageSize][p%pageSize] }

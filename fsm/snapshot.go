@@ -62,6 +62,7 @@ type snapshot struct {
 	lastID     uint64
 	counters   []counterEntry
 	records    recordView
+	newestHour uint32 // the newest hour any click batch carried: retention's clock
 	workspaces []string
 	live       int
 	tombstones int             // how many: the codes are in engine
@@ -104,6 +105,7 @@ func (s *state) snapshot() (*snapshot, error) {
 		clusterID:  s.clusterID,
 		lastID:     s.lastID,
 		records:    records,
+		newestHour: s.links.hours.newest,
 		workspaces: s.links.workspaceNames(),
 		requests:   s.requests.len(),
 		live:       s.links.live(),

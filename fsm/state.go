@@ -102,7 +102,7 @@ func newState(eng *engine) *state {
 	st := &state{
 		eng:        eng,
 		counters:   counterTable{},
-		links:      newLinkTable(seed),
+		links:      newLinkTable(seed, eng),
 		counts:     newListCounts(),
 		tombstones: newTombstoneSet(eng),
 		clickSeqs:  newClickSeqTable(),
@@ -402,6 +402,10 @@ func (s *state) remove(p uint32) {
 		s.opts.drop(p)
 		r.flags &^= flagOptions
 	}
+	// A link never clicked has no hours (they add to its clicks): no scan.
+	if r := s.links.recs.at(p); r.clicks > 0 {
+		s.links.hours.forget(r.id)
+	}
 	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
 }
 
@@ -411,10 +415,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 		return false
 	}
 	hour, timed := hourOf(c.Now)
-	hours := &s.links.recs.hours
-	if timed {
-		hours.newest = max(hours.newest, hour)
-	}
+	s.links.hours.observe(c.Now)
 	// Only a snapshot taken under the lock Apply holds starts sharing, so
 	// this can only fall during the batch (a snapshot released): a copy
 	// then made is needless, never wrong.
@@ -429,7 +430,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 			continue // an orphan visit, or deleted since the click: nothing to count
 		}
 		if cc.Visitor.Bot == NotBot {
-			s.links.countClicks(p, cc.Count, c.Now, hour, timed, sharing)
+			s.links.countClicks(p, cc.Count, c.Now, hour, timed)
 			s.counts.clicked(s.links.counted(p, &s.opts), cc.Count, false)
 		}
 		if c.Visitors {

@@ -49,7 +49,7 @@ type hourTally struct {
 	overflow uint32       // non-bot clicks past the bound
 	hour     uint8        // of the day, 0–23
 	// owned: tuples was allocated since the day was last copied, so no
-	// snapshot sees it and it may change in place (as hourPage.owned).
+	// snapshot sees it and it may change in place.
 	owned bool
 }
 
@@ -223,18 +223,10 @@ func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 	s.counts.clicked(s.links.counted(p, &s.opts), s.links.recs.at(p).clicks, true)
 	r := s.links.recs.mutable(p)
 	r.clicks, r.lastAccess = 0, 0
-	sharing := s.links.recs.sharing.Load() > 0
-	s.links.recs.hours.forget(p, s.links.recs.gen, sharing)
-	s.visits.forget(p, s.links.recs.gen, sharing)
+	s.links.hours.forget(r.id)
+	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
 	return forgot
-}
-
-// forget drops the hours of the link at p.
-func (c *clickHours) forget(p uint32, gen uint64, sharing bool) {
-	if len(c.at(p)) > 0 {
-		c.mutablePage(p/pageSize, gen, sharing).hours[p%pageSize] = nil
-	}
 }
 
 // encodeTallies writes, for each live link with tallies in its kept days,
@@ -242,7 +234,7 @@ func (c *clickHours) forget(p uint32, gen uint64, sharing bool) {
 // from the previous one, its hours (hour, overflow, tuples by value).
 func (snap *snapshot) encodeTallies(e *encoder, flush func(bool)) {
 	recs, visits := &snap.records, &snap.visits
-	oldest := recs.hours.oldestKept() / 24
+	oldest := oldestKeptAt(snap.newestHour) / 24
 	kept := func(p uint32) []*dayVisits {
 		lv := visits.at(p)
 		if lv == nil || !recs.at(p).live() {

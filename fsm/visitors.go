@@ -426,7 +426,7 @@ func (v *visitTable) add(links *linkTable, p uint32, who *Visitor, n uint64, now
 }
 
 // oldestDay is the first day any of whose hours is within retention.
-func (lt *linkTable) oldestDay() uint32 { return lt.recs.hours.oldestKept() / 24 }
+func (lt *linkTable) oldestDay() uint32 { return lt.hours.oldestKept() / 24 }
 
 // visitsUsed is what a link's visit limit counts: its clicks and its bots.
 func (s *state) visitsUsed(p uint32) uint64 {
@@ -442,7 +442,7 @@ func (s *state) visitsUsed(p uint32) uint64 {
 // the previous one (from 0 for the first) and its counts.
 func (snap *snapshot) encodeVisits(e *encoder, flush func(bool)) {
 	recs, visits := &snap.records, &snap.visits
-	oldest := recs.hours.oldestKept() / 24
+	oldest := oldestKeptAt(snap.newestHour) / 24
 	kept := func(p uint32) (*linkVisits, []*dayVisits) {
 		lv := visits.at(p)
 		if lv == nil || !recs.at(p).live() {
@@ -494,7 +494,7 @@ func encodeDay(e *encoder, d *dayVisits) {
 // could not have made: unknown links, days out of order or out of
 // retention, keys out of order or not what a visitor can carry.
 func readVisits(st *state, d *decoder) error {
-	newest, oldest := st.links.recs.hours.newest/24, st.links.oldestDay()
+	newest, oldest := st.links.hours.newest/24, st.links.oldestDay()
 	var prevID uint64
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()

@@ -197,7 +197,7 @@ func (lt *linkTable) planOf(ld *linkDay) []segment {
 	if ld.orphan != nil {
 		return dayPlan(nil, ld.d)
 	}
-	return dayPlan(lt.recs.hours.at(ld.p), ld.d)
+	return dayPlan(lt.hours.read(lt.recs.at(ld.p).id, ld.d.day*24, uint64(ld.d.day)*24+24), ld.d)
 }
 
 // counts is the day's rows: from its own counts when whole, else from
@@ -292,9 +292,9 @@ func (lt *linkTable) rowOf(ld linkDay, t tuple) VisitRow {
 	return row
 }
 
-// dayPlan expands one day of a link, whose hourly series is hours, into
-// segments, newest hour first: each hour's kept tuples, then the rows
-// paired from the day's counts that fall in it. Paired rows take the
+// dayPlan expands one day of a link, whose hourly series that day is
+// hours, into segments, newest hour first: each hour's kept tuples, then
+// the rows paired from the day's counts that fall in it. Paired rows take the
 // hours whose clicks the tuples do not account for (overflow, or clicks
 // from before the raise, as the hourly series counts them), newest
 // first; what is left, and the bots no tuple holds, take the day's first
@@ -303,11 +303,10 @@ func dayPlan(hours []hourCount, d *dayVisits) []segment {
 	rest := newRemainder(d)
 	z := newZipper(&rest, d)
 	var quota [24]uint64
-	for _, hc := range hours[firstAtOrAfter(hours, d.day*24):] {
-		if hc.hour >= d.day*24+24 {
-			break
+	for _, hc := range hours {
+		if hc.hour/24 == d.day {
+			quota[hc.hour%24] = uint64(hc.count)
 		}
-		quota[hc.hour%24] = uint64(hc.count)
 	}
 	var plan []segment
 	var sorted []tupleCount
