@@ -126,7 +126,7 @@ func (c *clickHours) drop(id uint64, before uint64) {
 		return
 	}
 	c.stale = c.stale[:0]
-	c.eng.scan(linkHoursPrefix(id), func(key, _ []byte) bool {
+	c.eng.scan(linkHoursPrefix(id), nil, func(key, _ []byte) bool {
 		if len(key) != hourKeyLen || uint64(binary.BigEndian.Uint32(key[9:])) >= before {
 			return false
 		}
@@ -141,13 +141,11 @@ func (c *clickHours) drop(id uint64, before uint64) {
 // forget deletes every hour of the link id. Apply only.
 func (c *clickHours) forget(id uint64) { c.drop(id, 1<<32) }
 
-// read returns the link id's hours in [from, to), oldest first, from the
-// engine's committed state: readers only. A failed read (a damaged
-// engine) ends the list early: readers have no error to return.
+// read returns the link id's hours in [from, to), oldest first.
 func (c *clickHours) read(id uint64, from uint32, to uint64) []hourCount {
 	var out []hourCount
 	prefix := linkHoursPrefix(id)
-	_ = c.eng.st.Scan(prefix, binary.BigEndian.AppendUint32(bytes.Clone(prefix), from), func(key, value []byte) bool {
+	c.eng.scan(prefix, binary.BigEndian.AppendUint32(bytes.Clone(prefix), from), func(key, value []byte) bool {
 		if len(key) != hourKeyLen || len(value) != 4 {
 			return true
 		}

@@ -53,8 +53,10 @@ type engines struct {
 	next int // the number of the next engine's directory
 }
 
-// open opens a new, empty engine.
-func (es *engines) open() (*engine, error) {
+// open returns a new, empty engine, which opens its store at its first
+// write or view: a state that never writes a piece on disk (a backup that
+// holds none, most of the unit tests' states) costs no store at all.
+func (es *engines) open() *engine {
 	// No log of its own: the engine is rebuilt at every start.
 	opts := store.Options{BlockCacheBytes: es.cfg.BlockCacheBytes, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
 	dir := ""
@@ -64,22 +66,20 @@ func (es *engines) open() (*engine, error) {
 	} else {
 		opts.BlockCacheBytes = inMemoryCache
 	}
-	st, err := store.Open(dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("open the state's engine: %w", err)
-	}
-	e := &engine{st: st, dir: dir, batch: st.NewIndexedBatch(), optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache)}
+	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache)}
+	e.openStore = func() (*store.Store, error) { return store.Open(dir, opts) }
 	e.refs.Store(1)
-	return e, nil
+	return e
 }
 
-// engine is one open engine and the batch the state writes into. Only
-// the goroutine that changes the state (Apply, a restore) writes, under
-// the FSM's write lock; a snapshot reads a view of it.
+// engine is one engine and the batch the state writes into. Only the
+// goroutine that changes the state (Apply, a restore) writes, under the
+// FSM's write lock; a snapshot reads a view of it.
 type engine struct {
-	st    *store.Store
-	dir   string // "": in memory
-	batch *store.Batch
+	openStore func() (*store.Store, error)
+	st        *store.Store // nil until the first write or view: nothing in it
+	dir       string       // "": in memory
+	batch     *store.Batch
 	// applying: the batch is one Raft apply batch, committed whole with
 	// its index; otherwise a batch is written whenever it grows past
 	// loadBatchBytes.
@@ -97,6 +97,20 @@ type engine struct {
 	retired atomic.Bool
 }
 
+// ready opens the store if it is not open yet; only the writer calls it.
+func (e *engine) ready() bool {
+	if e.st != nil || e.err != nil {
+		return e.err == nil
+	}
+	st, err := e.openStore()
+	if err != nil {
+		e.fail(fmt.Errorf("open the state's engine: %w", err))
+		return false
+	}
+	e.st, e.batch = st, st.NewIndexedBatch()
+	return true
+}
+
 // has reports whether key exists, the batch's writes included.
 func (e *engine) has(key []byte) bool {
 	_, found := e.get(key)
@@ -106,6 +120,9 @@ func (e *engine) has(key []byte) bool {
 // get returns key's value, the batch's writes included; the value is
 // valid until the next get.
 func (e *engine) get(key []byte) ([]byte, bool) {
+	if e.st == nil {
+		return nil, false
+	}
 	var found bool
 	var err error
 	e.val, found, err = e.batch.Get(key, e.val[:0])
@@ -120,6 +137,9 @@ func (e *engine) get(key []byte) ([]byte, bool) {
 // its password: it panics (a reader's request fails; Apply's stops the
 // node).
 func (e *engine) read(key []byte) ([]byte, bool) {
+	if e.st == nil {
+		return nil, false
+	}
 	var v []byte
 	var found bool
 	var err error
@@ -134,32 +154,48 @@ func (e *engine) read(key []byte) ([]byte, bool) {
 	return v, found
 }
 
-// scan is read for every key under prefix, in key order, until fn
-// returns false.
-func (e *engine) scan(prefix []byte, fn func(key, value []byte) bool) {
+// scan is read for every key under prefix from from (nil: the first), in
+// key order, until fn returns false; the slices are valid only during the
+// call.
+func (e *engine) scan(prefix, from []byte, fn func(key, value []byte) bool) {
 	var err error
 	if e.writer() {
-		err = e.batch.Scan(prefix, nil, fn)
+		err = e.scanBatch(prefix, from, fn)
 	} else {
-		err = e.st.Scan(prefix, nil, fn)
+		err = e.scanCommitted(prefix, from, fn)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("fsm: the state's engine failed a scan: %v", err))
 	}
 }
 
+func (e *engine) scanBatch(prefix, from []byte, fn func(key, value []byte) bool) error {
+	if e.st == nil {
+		return nil
+	}
+	return e.batch.Scan(prefix, from, fn)
+}
+
+// scanCommitted is store.Scan of what is committed, for readers.
+func (e *engine) scanCommitted(prefix, from []byte, fn func(key, value []byte) bool) error {
+	if e.st == nil {
+		return nil
+	}
+	return e.st.Scan(prefix, from, fn)
+}
+
 func (e *engine) writer() bool { return e.applying || !e.published }
 
 // delete removes key (nothing if absent).
 func (e *engine) delete(key []byte) {
-	if e.err == nil {
+	if e.err == nil && e.st != nil {
 		e.fail(e.batch.Delete(key))
 	}
 }
 
 // set writes key outside the batch's atomicity only when not applying.
 func (e *engine) set(key, value []byte) {
-	if e.err != nil {
+	if !e.ready() {
 		return
 	}
 	e.fail(e.batch.Set(key, value))
@@ -171,7 +207,7 @@ func (e *engine) set(key, value []byte) {
 // settle writes what a load left in the batch, so that a view sees it,
 // and lets go of the memory the load's batches grew.
 func (e *engine) settle() error {
-	if e.err == nil && !e.applying && e.batch.Len() > 0 {
+	if e.err == nil && e.st != nil && !e.applying && e.batch.Len() > 0 {
 		e.fail(e.st.Load(e.batch))
 		e.renewBatch()
 	}
@@ -181,6 +217,9 @@ func (e *engine) settle() error {
 // commit writes one apply batch with the index of its last entry.
 func (e *engine) commit(index uint64) error {
 	e.applying = false
+	if e.st == nil {
+		return e.err
+	}
 	big := e.batch.Len() > keptBatchBytes
 	if e.err == nil {
 		e.fail(e.st.Commit(e.batch, index))
@@ -203,8 +242,12 @@ func (e *engine) fail(err error) {
 }
 
 // view is a consistent view of the engine as of its last write; the
-// engine stays open until the view is closed.
+// engine stays open until the view is closed. The caller holds the
+// FSM's write lock (or owns the state).
 func (e *engine) view() (*store.Snapshot, func(), error) {
+	if !e.ready() {
+		return nil, nil, e.err
+	}
 	if err := e.settle(); err != nil {
 		return nil, nil, err
 	}
@@ -221,8 +264,10 @@ func (e *engine) release() {
 	if e.refs.Add(-1) != 0 {
 		return
 	}
-	e.batch.Close()
-	e.st.Close()
+	if e.st != nil {
+		e.batch.Close()
+		e.st.Close()
+	}
 	if e.retired.Load() && e.dir != "" {
 		os.RemoveAll(e.dir)
 	}
@@ -241,5 +286,8 @@ func (e *engine) retire() {
 func (f *FSM) EngineStats() store.Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.s.eng.st == nil {
+		return store.Stats{}
+	}
 	return f.s.eng.st.Stats()
 }

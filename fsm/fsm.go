@@ -50,10 +50,7 @@ func Open(cfg Config) (*FSM, error) {
 		}
 	}
 	f := &FSM{engines: engines{cfg: cfg}}
-	eng, err := f.engines.open()
-	if err != nil {
-		return nil, fmt.Errorf("open fsm: %w", err)
-	}
+	eng := f.engines.open()
 	f.s = newState(eng)
 	eng.published = true
 	return f, nil

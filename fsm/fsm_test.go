@@ -380,7 +380,9 @@ func FuzzReadSnapshot(f *testing.F) {
 		if err != nil {
 			return
 		}
+		defer snap.Close()
 		restored := New()
+		defer restored.Close()
 		if err := restored.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
 			t.Fatalf("ReadSnapshot accepted what Restore refused: %v", err)
 		}

@@ -102,7 +102,7 @@ func (o *optionTable) len() int { return o.n }
 // disk (not kept in the cache). positionOf finds a link's position.
 func (o *optionTable) all(positionOf func(id uint64) (uint32, bool)) iter.Seq2[uint32, *Options] {
 	return func(yield func(uint32, *Options) bool) {
-		o.eng.scan([]byte{optionPrefix}, func(key, value []byte) bool {
+		o.eng.scan([]byte{optionPrefix}, nil, func(key, value []byte) bool {
 			p, ok := positionOf(binary.BigEndian.Uint64(key[1:]))
 			opts, err := decodeStoredOptions(value)
 			if !ok || err != nil {

@@ -79,7 +79,7 @@ func keepHandedOut(next, cur *state) {
 	}
 	// A failure to read cur's engine is next's: its next write or view
 	// reports it.
-	next.eng.fail(scanTombstones(cur.eng.st.Scan, func(code []byte) bool {
+	next.eng.fail(scanTombstones(cur.eng.scanCommitted, func(code []byte) bool {
 		next.retire(string(code))
 		return true
 	}))

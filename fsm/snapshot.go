@@ -223,10 +223,7 @@ func ReadSnapshot(r io.Reader) (*Snapshot, error) {
 
 // readSnapshot is ReadSnapshot into a new engine of es.
 func readSnapshot(r io.Reader, es *engines) (*Snapshot, error) {
-	eng, err := es.open()
-	if err != nil {
-		return nil, err
-	}
+	eng := es.open()
 	s, err := decodeSnapshot(newStreamDecoder(r, crc32.New(crcTable)), eng)
 	if err == nil {
 		err = eng.settle()
