@@ -80,7 +80,7 @@ func (p *plan) newWorkers() []*worker {
 			id: i, p: p,
 			rng:  rand.New(rand.NewPCG(seed, uint64(i))),
 			conn: newConn(p.cfg.Timeout, p.cfg.Key, p.cfg.Workspace),
-			rec:  newRecorder(p.measureStart, len(p.targets), &p.series, &p.live),
+			rec:  newRecorder(len(p.targets), &p.series, &p.live),
 		}
 	}
 	return ws

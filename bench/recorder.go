@@ -113,14 +113,15 @@ type recorder struct {
 	live   *live
 }
 
-func newRecorder(measureStart time.Time, targets int, s *series, l *live) *recorder {
+// newRecorder's measureStart is set when the run's clock starts
+// (plan.begin).
+func newRecorder(targets int, s *series, l *live) *recorder {
 	return &recorder{
-		measureStart: measureStart,
-		tally:        newTally(targets),
-		cur:          second{hist: newHistogram(secondDigits)},
-		curIdx:       -1,
-		series:       s,
-		live:         l,
+		tally:  newTally(targets),
+		cur:    second{hist: newHistogram(secondDigits)},
+		curIdx: -1,
+		series: s,
+		live:   l,
 	}
 }
 

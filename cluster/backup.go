@@ -347,6 +347,7 @@ func (n *Node) RestoreFrom(backup *io.SectionReader, opts RestoreOptions) error 
 	if err != nil {
 		return err
 	}
+	defer snap.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Writes.Timeout)
 	defer cancel()
 	if err := n.leadership.waitReady(ctx, false); err != nil {
@@ -385,9 +386,8 @@ func readBackup(cfg Config, backup *io.SectionReader, foreign bool) (*fsm.Snapsh
 }
 
 // install has the cluster take snap, once every server's build reads it,
-// and records the restore as record says. It closes snap.
+// and records the restore as record says.
 func install(ctx context.Context, n *Node, snap *fsm.Snapshot, record fsm.RestoreRecord) error {
-	defer snap.Close()
 	if err := n.levels.require(ctx, max(fsm.LevelRestoreAudit, snap.Level())); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

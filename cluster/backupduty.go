@@ -84,6 +84,7 @@ func restoreAtStart(n *Node, stop <-chan struct{}) error {
 		if err != nil {
 			return err
 		}
+		defer snap.Close()
 		return install(ctx, n, snap, fsm.RestoreRecord{KeyID: fsm.RootKeyID, Backup: vouched, NewClusterID: newID})
 	}
 	refused := func(err error) bool {

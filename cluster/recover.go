@@ -113,6 +113,7 @@ func Recover(dataDir, peersFile string) (Recovery, error) {
 	rc.LocalID = conf.Servers[0].ID
 	rc.Logger = hlog
 	f := fsm.New()
+	defer f.Close()
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
 	if err := raft.RecoverCluster(rc, f, store, store, snaps, trans, conf); err != nil {

@@ -54,8 +54,9 @@ type engines struct {
 }
 
 // open returns a new, empty engine, which opens its store at its first
-// write or view: a state that never writes a piece on disk (a backup that
-// holds none, most of the unit tests' states) costs no store at all.
+// write or snapshot: a state that never writes a piece on disk and is
+// never snapshotted (a fuzzed snapshot refused, most of the unit tests'
+// states) costs no store at all.
 func (es *engines) open() *engine {
 	// No log of its own: the engine is rebuilt at every start.
 	opts := store.Options{BlockCacheBytes: es.cfg.BlockCacheBytes, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
@@ -73,8 +74,9 @@ func (es *engines) open() *engine {
 }
 
 // engine is one engine and the batch the state writes into. Only the
-// goroutine that changes the state (Apply, a restore) writes, under the
-// FSM's write lock; a snapshot reads a view of it.
+// goroutine that changes the state writes: Apply under the FSM's write
+// lock, a restore to a state no reader reaches yet. A snapshot reads a
+// view of it.
 type engine struct {
 	openStore func() (*store.Store, error)
 	st        *store.Store // nil until the first write or view: nothing in it
@@ -111,14 +113,16 @@ func (e *engine) ready() bool {
 	return true
 }
 
-// has reports whether key exists, the batch's writes included.
+// has reports whether key exists, the batch's writes included. Writer
+// only (Apply, a restore), as get: readers use read.
 func (e *engine) has(key []byte) bool {
 	_, found := e.get(key)
 	return found
 }
 
 // get returns key's value, the batch's writes included; the value is
-// valid until the next get.
+// valid until the next get. Writer only: it reads the batch and reuses
+// one buffer.
 func (e *engine) get(key []byte) ([]byte, bool) {
 	if e.st == nil {
 		return nil, false
@@ -158,25 +162,22 @@ func (e *engine) read(key []byte) ([]byte, bool) {
 // key order, until fn returns false; the slices are valid only during the
 // call.
 func (e *engine) scan(prefix, from []byte, fn func(key, value []byte) bool) {
+	if e.st == nil {
+		return
+	}
 	var err error
 	if e.writer() {
-		err = e.scanBatch(prefix, from, fn)
+		err = e.batch.Scan(prefix, from, fn)
 	} else {
-		err = e.scanCommitted(prefix, from, fn)
+		err = e.st.Scan(prefix, from, fn)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("fsm: the state's engine failed a scan: %v", err))
 	}
 }
 
-func (e *engine) scanBatch(prefix, from []byte, fn func(key, value []byte) bool) error {
-	if e.st == nil {
-		return nil
-	}
-	return e.batch.Scan(prefix, from, fn)
-}
-
-// scanCommitted is store.Scan of what is committed, for readers.
+// scanCommitted is store.Scan of what is committed, for a reader that
+// wants the error (a restore merging the state it replaces).
 func (e *engine) scanCommitted(prefix, from []byte, fn func(key, value []byte) bool) error {
 	if e.st == nil {
 		return nil

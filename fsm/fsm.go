@@ -27,6 +27,7 @@ type FSM struct {
 	applied atomic.Uint64
 
 	engines engines // where each restore's engine goes (engine.go)
+	closed  sync.Once
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -51,17 +52,24 @@ func Open(cfg Config) (*FSM, error) {
 	}
 	f := &FSM{engines: engines{cfg: cfg}}
 	eng := f.engines.open()
+	// A node's engine opens now, so that a directory it cannot use stops
+	// the start with its error rather than the first entry applied.
+	if cfg.Dir != "" && !eng.ready() {
+		return nil, fmt.Errorf("open fsm: %w", eng.err)
+	}
 	f.s = newState(eng)
 	eng.published = true
 	return f, nil
 }
 
-// Close closes the engine once no snapshot reads it. Nothing may be
-// applied or read after it.
+// Close closes the engine once no snapshot reads it; a second Close does
+// nothing. Nothing may be applied or read after it.
 func (f *FSM) Close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.s.eng.release()
+	f.closed.Do(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.s.eng.release()
+	})
 }
 
 // Apply applies one committed log entry.
@@ -118,13 +126,13 @@ type Target struct {
 }
 
 // Lookup finds the redirect target of code in the default domain. It does
-// not allocate.
+// not allocate, but for the options of a link not in the option cache.
 func (f *FSM) Lookup(code []byte) (Target, bool) { return f.Resolve(nil, code) }
 
 // Resolve finds the redirect target of code as a request for host asks
 // for it: in the registered domain host names, and then (as Shlink does)
 // in the default domain, whose links every host serves. It does not
-// allocate.
+// allocate, but for the options of a link not in the option cache.
 func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -296,7 +304,11 @@ func (f *FSM) ClickSeq(node string) uint64 {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.s.snapshot()
+	snap, err := f.s.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
 }
 
 // Restore replaces the whole state with a snapshot. The new state is built

@@ -241,8 +241,8 @@ func (lt *linkTable) markDisabled(p uint32, now int64) {
 	r.flags &^= flagDisabled
 }
 
-// positionOf finds a live link by id. Only for a state rebuilt from a
-// snapshot, where every record is live and positions are in id order.
+// positionOf finds a link by id: positions are in id order (records are
+// only appended, ids only grow), dead links' records included.
 func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
 	n := int(lt.recs.n)
 	i := sort.Search(n, func(i int) bool { return lt.recs.at(uint32(i)).id >= id })

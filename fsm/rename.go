@@ -98,8 +98,8 @@ func (lt *linkTable) renameRefusal(old, next string, tombstones *tombstoneSet) e
 // rename moves the live link at p to code, in the same domain, and
 // returns its old code. The code index moves; the workspace list, the
 // dedupe index (keyed by workspace, domain and canonical URL) and every
-// piece kept by position (options, clicks per hour, visitors, tallies)
-// stay as they are. The texts are written anew, as retarget does: the
+// piece kept by position or link id (options, clicks per hour, visitors,
+// tallies) stay as they are. The texts are written anew, as retarget does: the
 // old ones stay where readers may still hold them.
 func (lt *linkTable) rename(p uint32, code string) string {
 	r := lt.recs.mutable(p)

@@ -119,23 +119,26 @@ func (w *requestWindow) add(r requestRecord) {
 // still in the log: that is how the window has always behaved, and every
 // node must keep behaving alike.
 func (w *requestWindow) dropBefore(at int64) {
-	for w.first < w.next && w.oldestAt < at {
-		r, ok := w.record(w.first)
-		if !ok {
-			w.eng.fail(fmt.Errorf("request window: record %d is missing or damaged", w.first))
-			return
-		}
+	if w.first == w.next || w.oldestAt >= at {
+		return
+	}
+	r, ok := w.record(w.first)
+	for ok && r.at < at {
 		if seq, _, found := w.find(r.id); found {
 			w.index.remove(w.hash(r.id), uint32(seq))
 		}
 		w.key = logKey(w.key, w.first)
 		w.eng.delete(w.key)
-		w.first++
-		w.oldestAt = 0
-		if next, ok := w.record(w.first); ok && w.first < w.next {
-			w.oldestAt = next.at
+		if w.first++; w.first == w.next {
+			return
 		}
+		r, ok = w.record(w.first)
 	}
+	if !ok {
+		w.eng.fail(fmt.Errorf("request window: record %d is missing or damaged", w.first))
+		return
+	}
+	w.oldestAt = r.at
 }
 
 // oldest reports the apply time of the oldest record, if any.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/hashicorp/raft"
 
@@ -248,10 +249,13 @@ func HasSnapshotMagic(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) 
 func NewSnapshotChecksum() hash.Hash32 { return crc32.New(crcTable) }
 
 // Snapshot is a decoded, verified snapshot ready to become an FSM's state.
-type Snapshot struct{ s *state }
+type Snapshot struct {
+	s      *state
+	closed sync.Once
+}
 
-// Close releases the snapshot's engine.
-func (s *Snapshot) Close() { s.s.eng.retire() }
+// Close releases the snapshot's engine; a second Close does nothing.
+func (s *Snapshot) Close() { s.closed.Do(s.s.eng.retire) }
 
 // Links is the number of links in the snapshot.
 func (s *Snapshot) Links() int { return s.s.links.live() }

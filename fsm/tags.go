@@ -149,7 +149,6 @@ func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 			matched = append(matched, p)
 		}
 	}
-	slices.Sort(matched) // map order differs between nodes; the result must not
 	return matched, conflict
 }
 

@@ -179,7 +179,7 @@ func (s *Store) checkFormat() error {
 func (s *Store) set(key, value []byte) error {
 	opt := pebble.Sync
 	if s.noLog {
-		opt = pebble.NoSync // nothing to sync: Flush writes it
+		opt = pebble.NoSync // no log to sync: the engine is rebuilt at every start
 	}
 	if err := s.db.Set(key, value, opt); err != nil {
 		return fmt.Errorf("store: write %q: %w", key, err)
@@ -241,28 +241,32 @@ type reader interface {
 }
 
 // scan walks the keys in [lower, upper) (nil upper: no end) from the
-// later of lower and from.
-func scan(r reader, lower, upper, from []byte, fn func(key, value []byte) bool) error {
+// later of lower and from. The iterator is closed however the walk ends,
+// a panic in fn included: an open one pins the engine's files.
+func scan(r reader, lower, upper, from []byte, fn func(key, value []byte) bool) (err error) {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("store: scan %q: %w", lower, err)
 	}
-	ok := it.First()
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("store: scan %q: %w", lower, cerr)
+		}
+	}()
+	var ok bool
 	if bytes.Compare(from, lower) > 0 {
 		ok = it.SeekGE(from)
+	} else {
+		ok = it.First()
 	}
 	for ; ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return fmt.Errorf("store: scan %q at %q: %w", lower, it.Key(), err)
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			return fmt.Errorf("store: scan %q at %q: %w", lower, it.Key(), verr)
 		}
 		if !fn(it.Key(), v) {
 			break
 		}
-	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("store: scan %q: %w", lower, err)
 	}
 	return nil
 }
@@ -299,9 +303,9 @@ func (s *Store) Stats() Stats {
 }
 
 // Close flushes nothing: what the engine has not written to its files is
-// in its log, and what is not in its log is in Raft's. No read may start
-// after it (Pebble panics on a closed database): fsm closes an engine only
-// under its write lock.
+// in its log (none with NoLog: then in nothing), and what is not in its
+// log is in Raft's. No read may start after it (Pebble panics on a closed
+// database): fsm closes an engine once no state or view refers to it.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
