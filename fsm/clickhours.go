@@ -100,22 +100,17 @@ func oldestKeptAt(newest uint32) uint32 {
 }
 
 // add counts n clicks for the link id in hour, which the caller has
-// already taken into newest. The link's first clicks in an hour also drop
-// its hours past retention: a scan costs as much as the get, and a link
-// clicked again within the hour had them dropped at its first click.
-// Apply only.
-func (c *clickHours) add(id uint64, hour uint32, n uint64) {
-	c.key = hourKey(c.key, id, hour)
-	var count uint32
-	v, found := c.eng.get(c.key)
-	if found && len(v) == 4 {
-		count = binary.BigEndian.Uint32(v)
-	}
-	if !found {
+// already taken into newest, without reading the hour's count (the engine
+// sums the additions: store.Batch.AddCount). The link's first clicks in an
+// hour (first: its last access was in an earlier hour) also drop its
+// hours past retention; a link clicked again within the hour had them
+// dropped then. Apply only.
+func (c *clickHours) add(id uint64, hour uint32, n uint64, first bool) {
+	if first {
 		c.drop(id, uint64(c.oldestKept()))
 	}
-	binary.BigEndian.PutUint32(c.value[:], saturatingAdd(count, n))
-	c.eng.set(c.key, c.value[:])
+	c.key = hourKey(c.key, id, hour)
+	c.eng.addCount(c.key, n)
 }
 
 // drop deletes the link id's hours before the hour before: an hour's key

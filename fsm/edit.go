@@ -215,12 +215,14 @@ func (s *state) visit(c VisitCommand) error {
 // countClicks adds n clicks at time now to the link at p.
 func (lt *linkTable) countClicks(p uint32, n uint64, now int64, hour uint32, timed bool) {
 	r := lt.recs.mutable(p)
+	last, clicked := hourOf(r.lastAccess)
+	first := r.lastAccess == 0 || !clicked || last < hour
 	r.clicks += n
 	if now > r.lastAccess {
 		r.lastAccess = now
 	}
 	if timed && n > 0 {
-		lt.hours.add(r.id, hour, n)
+		lt.hours.add(r.id, hour, n, first)
 	}
 }
 

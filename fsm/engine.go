@@ -187,6 +187,13 @@ func (e *engine) scanCommitted(prefix, from []byte, fn func(key, value []byte) b
 
 func (e *engine) writer() bool { return e.applying || !e.published }
 
+// addCount adds n to the count under key (store.Batch.AddCount).
+func (e *engine) addCount(key []byte, n uint64) {
+	if e.ready() {
+		e.fail(e.batch.AddCount(key, n))
+	}
+}
+
 // delete removes key (nothing if absent).
 func (e *engine) delete(key []byte) {
 	if e.err == nil && e.st != nil {

@@ -121,6 +121,7 @@ func pebbleOptions(o Options) *pebble.Options {
 		MemTableStopWritesThreshold: memTables,
 		FormatMajorVersion:          engineFormat,
 		Logger:                      logger{o.Logf},
+		Merger:                      countMerger(),
 	}
 	if o.InMemory {
 		po.FS = vfs.NewMem()
