@@ -21,8 +21,9 @@ import (
 type Config struct {
 	// Dir is the engine's directory; "" keeps the engine in memory.
 	Dir string
-	// BlockCacheBytes bounds the engine's cache of blocks read from disk
-	// (fsm/store's default when 0).
+	// BlockCacheBytes bounds the cache of blocks read from disk (fsm/store's
+	// default when 0), one for the engine and, during a restore, the one
+	// that replaces it.
 	BlockCacheBytes int64
 	// Logf receives the engine's error messages; nil discards them.
 	Logf func(format string, args ...any)
@@ -49,8 +50,9 @@ const keptBatchBytes = 1 << 20
 // a directory of its own, and the one it replaces is removed once no
 // snapshot reads it any more.
 type engines struct {
-	cfg  Config
-	next int // the number of the next engine's directory
+	cfg   Config
+	next  int          // the number of the next engine's directory
+	cache *store.Cache // the block cache every engine on disk shares; nil in memory
 }
 
 // open returns a new, empty engine, which opens its store at its first
@@ -59,7 +61,7 @@ type engines struct {
 // states) costs no store at all.
 func (es *engines) open() *engine {
 	// No log of its own: the engine is rebuilt at every start.
-	opts := store.Options{BlockCacheBytes: es.cfg.BlockCacheBytes, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
+	opts := store.Options{Cache: es.cache, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
 	dir := ""
 	if !opts.InMemory {
 		dir = filepath.Join(es.cfg.Dir, strconv.Itoa(es.next))

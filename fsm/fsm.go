@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm/store"
 )
 
 // FSM is the Raft state machine. Raft calls Apply, ApplyBatch, Snapshot and
@@ -51,10 +53,14 @@ func Open(cfg Config) (*FSM, error) {
 		}
 	}
 	f := &FSM{engines: engines{cfg: cfg}}
+	if cfg.Dir != "" {
+		f.engines.cache = store.NewCache(cfg.BlockCacheBytes)
+	}
 	eng := f.engines.open()
 	// A node's engine opens now, so that a directory it cannot use stops
 	// the start with its error rather than the first entry applied.
 	if cfg.Dir != "" && !eng.ready() {
+		f.engines.cache.Release()
 		return nil, fmt.Errorf("open fsm: %w", eng.err)
 	}
 	f.s = newState(eng)
@@ -69,6 +75,9 @@ func (f *FSM) Close() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.s.eng.release()
+		if f.engines.cache != nil {
+			f.engines.cache.Release()
+		}
 	})
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// BlockCacheBytes bounds Pebble's cache of uncompressed blocks
 	// (default 64 MiB). With cgo it lives outside the Go heap.
 	BlockCacheBytes int64
+	// Cache, when set, is the block cache instead (BlockCacheBytes is
+	// then unused): engines that share one are bounded by it together.
+	Cache *Cache
 	// MemTableBytes is the size of one memtable (default 8 MiB); at most
 	// memTables of them are held before writes wait for a flush.
 	MemTableBytes int64
@@ -115,8 +118,12 @@ func pebbleOptions(o Options) *pebble.Options {
 	if o.MemTableBytes <= 0 {
 		o.MemTableBytes = defaultMemTable
 	}
+	cache := o.Cache.ref()
+	if cache == nil {
+		cache = pebble.NewCache(o.BlockCacheBytes)
+	}
 	po := &pebble.Options{
-		Cache:                       pebble.NewCache(o.BlockCacheBytes),
+		Cache:                       cache,
 		MemTableSize:                uint64(o.MemTableBytes),
 		MemTableStopWritesThreshold: memTables,
 		FormatMajorVersion:          engineFormat,
@@ -319,3 +326,30 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// Cache is a block cache that several engines share (Options.Cache): a
+// node's engines of before and after a restore hold one cache's bytes, not
+// two.
+type Cache struct{ c *pebble.Cache }
+
+// NewCache makes a cache of at most bytes (64 MiB when 0 or less); its
+// memory is taken as blocks are read.
+func NewCache(bytes int64) *Cache {
+	if bytes <= 0 {
+		bytes = defaultBlockCache
+	}
+	return &Cache{c: pebble.NewCache(bytes)}
+}
+
+// ref takes a reference for a database about to open with the cache.
+func (c *Cache) ref() *pebble.Cache {
+	if c == nil {
+		return nil
+	}
+	c.c.Ref()
+	return c.c
+}
+
+// Release drops the maker's reference: the memory goes once every engine
+// that uses the cache is closed too.
+func (c *Cache) Release() { c.c.Unref() }
