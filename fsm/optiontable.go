@@ -27,7 +27,7 @@ type optionTable struct {
 const optionPrefix = 'o'
 
 // DefaultOptionCache is the number of links whose decoded Options a
-// state keeps when Config.OptionCache is 0: a few MiB of slots, and the
+// state keeps when Config.OptionCache is 0: 512 KiB of slots, and the
 // Options of the links read most.
 const DefaultOptionCache = 1 << 16
 
