@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -103,5 +104,30 @@ func TestPastExpiryMarkIsTheForwardingNodes(t *testing.T) {
 		if got := sent[len(sent)-1].req.Header.Peek(wire.PastExpiryHeader); (len(got) > 0) != c.marked {
 			t.Errorf("%s: forwarded with %s %q, want marked %v", c.name, wire.PastExpiryHeader, got, c.marked)
 		}
+	}
+}
+
+// TestClientsPastExpiryMarkIsIgnored: a client that sends the peers'
+// past-expiry mark to linkraft's own API, on a leader's public port,
+// gets the refusal every past expires_at gets, and the link is unchanged:
+// the mark is believed only from a peer on the cluster port.
+func TestClientsPastExpiryMarkIsIgnored(t *testing.T) {
+	s := newTestServer(t, nil)
+	waitRaisedTo(t, s, fsm.LevelDisabled)
+	_, key := addKey(t, s, fsm.ScopeLinksRead|fsm.ScopeLinksWrite, 0, "team")
+	mustCreate(t, s, `{"url":"https://example.com/abc","custom_code":"abc123","workspace":"team"}`)
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for _, method := range []string{"PATCH", "POST"} {
+		uri, body := "/api/v1/urls/abc123", `{"expires_at":"`+past+`"}`
+		if method == "POST" {
+			uri, body = "/api/v1/urls", `{"url":"https://example.com/new","workspace":"team","expires_at":"`+past+`"}`
+		}
+		ctx := do(s, method, uri, "application/json", body, "Authorization", "Bearer "+key, wire.PastExpiryHeader, "1")
+		if status(ctx) != 400 || !strings.Contains(string(ctx.Response.Body()), "past") {
+			t.Errorf("%s %s with the mark: %d %s, want 400 for a past expiry", method, uri, status(ctx), ctx.Response.Body())
+		}
+	}
+	if l, _ := s.fsm.Get("abc123"); l.ExpiresAt != 0 || s.fsm.Len() != 1 {
+		t.Errorf("the state changed: abc123 expires at %d, %d links", l.ExpiresAt, s.fsm.Len())
 	}
 }

@@ -196,6 +196,8 @@ func TestServeFlagChecks(t *testing.T) {
 		{[]string{"--click-flush-interval=0"}, "--write-timeout and --click-flush-interval must be positive"},
 		{[]string{"--shutdown-drain=-1s"}, "--shutdown-drain must be >= 0 (0: no drain)"},
 		{[]string{"--snapshot-threshold=15"}, "--snapshot-threshold must be at least 16"},
+		{[]string{"--engine-cache-mb=0"}, "--engine-cache-mb must be at least 1"},
+		{[]string{"--option-cache=0"}, "--option-cache must be at least 1"},
 		{[]string{"--create-burst=0"}, "--create-rate must be >= 0 and --create-burst >= 1"},
 		{[]string{"--max-conns-per-ip=-1"}, "--max-conns-per-ip must be >= 0 (0: no cap)"},
 		{[]string{"--base-url=ftp://s.example"}, "--base-url must start with http:// or https://"},
