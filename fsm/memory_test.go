@@ -201,19 +201,19 @@ func talliedLinks(f *FSM, links, hours, visitorsPerHour int, plain bool) {
 
 // TestTalliesAreBounded: a flood of distinct visitors keeps at most
 // MaxTuplesPerHour tuples (and the two bot kinds) an hour, and what a day
-// of such hours adds to a link's heap is their packed size and little
-// more.
+// of such hours holds on the heap is their packed size and little more.
+// The heap is measured with the tallies and again with them dropped, the
+// engine untouched in between: two states measured apart would differ
+// by when each engine last flushed a memtable, which is noise here; the
+// runtime's own drift between two readings (about 150 KB) is spread over
+// enough links to stay a few percent.
 func TestTalliesAreBounded(t *testing.T) {
-	const links, hours = 200, 24
-	heapOf := func(plain bool) (*FSM, float64) {
-		f := New()
-		loadLinks(t, f, links, imported)
-		before := heapInUse()
-		talliedLinks(f, links, hours, 500, plain)
-		return f, float64(heapInUse()-before) / links
-	}
-	_, plain := heapOf(true)
-	f, tallied := heapOf(false)
+	const links, hours, visitorsPerHour = 1000, 24, 100
+	f := onDisk(t)
+	defer f.Close()
+	loadLinks(t, f, links, imported)
+	talliedLinks(f, links, hours, visitorsPerHour, false)
+	var days []*dayVisits
 	for p := range uint32(links) {
 		for _, d := range f.s.visits.at(p).days {
 			for _, h := range d.tallies {
@@ -221,13 +221,20 @@ func TestTalliesAreBounded(t *testing.T) {
 					t.Fatalf("link %d hour %d keeps %d tuples, %d past the bound", p, h.hour, len(h.tuples), h.overflow)
 				}
 			}
+			days = append(days, d)
 		}
 	}
-	packed := float64(hours * maxTuples * 8)
-	t.Logf("a day of flooded hours: %.0f bytes a link with tallies, %.0f without", tallied, plain)
-	if added := tallied - plain; added > 1.25*packed {
-		t.Errorf("a day of flooded hours adds %.0f bytes a link, want at most 1.25 × %.0f", added, packed)
+	with := heapInUse()
+	for _, d := range days {
+		d.tallies = nil
 	}
+	held := float64(with-heapInUse()) / links
+	packed := float64(hours * maxTuples * 8)
+	t.Logf("a day of flooded hours holds %.0f bytes a link, packed %.0f", held, packed)
+	if held < packed || held > 1.25*packed {
+		t.Errorf("a day of flooded hours holds %.0f bytes a link, want between %.0f and 1.25 × that", held, packed)
+	}
+	runtime.KeepAlive(days)
 }
 
 // BenchmarkMemoryPerTalliedLink reports what a day of visitors adds to a
