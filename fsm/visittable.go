@@ -1,8 +1,11 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"unsafe"
 )
 
 // visitTable is every link's visitors, on disk (store/DESIGN.md, "Keys"):
@@ -29,12 +32,19 @@ type visitTable struct {
 	value   []byte
 	codec   dayCodec
 	stale   []byte // reused by drop: the keys it deletes, back to back
+	// arena holds the values the pending days were decoded from: their
+	// keys view it. spare is the days of earlier commands, reused.
+	arena []byte
+	spare []*dayVisits
 }
 
 // pendingVisits is one link's visitors a command changed.
 type pendingVisits struct {
-	id     uint64
+	id uint64
+	// bots is read from the totals only when needed (loaded): a visitor
+	// who is no bot, on a day the link already has, changes no totals.
 	bots   [botCount]uint64
+	loaded bool
 	change bool         // bots changed, or the link has its first visitor
 	days   []*dayVisits // the days changed, decoded
 }
@@ -48,6 +58,10 @@ const (
 	visitTotalsKeyLen = 1 + 8
 	visitDayKeyLen    = visitTotalsKeyLen + 4
 )
+
+// maxSpareDays bounds the days kept for reuse, and what they hold: a
+// few hundred kilobytes.
+const maxSpareDays = 256
 
 func newVisitTable(eng *engine) visitTable { return visitTable{eng: eng} }
 
@@ -95,7 +109,7 @@ func (v *visitTable) days(id uint64, from, to uint32, countsOnly bool, fn func(*
 		if day >= to {
 			return false
 		}
-		return fn(decodeStoredDay(id, day, value, countsOnly))
+		return fn(decodeStoredDay(id, day, bytes.Clone(value), countsOnly))
 	})
 }
 
@@ -110,12 +124,14 @@ func (v *visitTable) add(lt *linkTable, p uint32, who *Visitor, n uint64, now in
 	}
 	pv := v.pendingOf(lt.recs.at(p).id)
 	if who.Bot != NotBot {
+		v.loadTotals(pv)
 		pv.bots[who.Bot] += n
 		pv.change = true
 	}
 	oldest := lt.oldestDay()
 	if hour/24 < oldest {
-		return // a day past retention is not stored
+		v.loadTotals(pv) // the link has had a visitor, if never before
+		return           // a day past retention is not stored
 	}
 	d := v.pendingDay(pv, hour/24, oldest)
 	slot, inserted := d.add(who, n)
@@ -124,8 +140,7 @@ func (v *visitTable) add(lt *linkTable, p uint32, who *Visitor, n uint64, now in
 	}
 }
 
-// pendingOf is the link id's pending changes, begun from its totals on
-// disk; a link without any has its first visitor.
+// pendingOf is the link id's pending changes.
 func (v *visitTable) pendingOf(id uint64) *pendingVisits {
 	if i, ok := v.byID[id]; ok {
 		return v.pending[i]
@@ -134,14 +149,23 @@ func (v *visitTable) pendingOf(id uint64) *pendingVisits {
 		v.byID = map[uint64]int{}
 	}
 	pv := &pendingVisits{id: id}
-	var known bool
-	if pv.bots, known = v.totals(id); !known {
-		pv.change = true
-		v.links++
-	}
 	v.byID[id] = len(v.pending)
 	v.pending = append(v.pending, pv)
 	return pv
+}
+
+// loadTotals reads the link's totals into pv once; a link without any
+// has its first visitor.
+func (v *visitTable) loadTotals(pv *pendingVisits) {
+	if pv.loaded {
+		return
+	}
+	var known bool
+	if pv.bots, known = v.totals(pv.id); !known {
+		pv.change = true
+		v.links++
+	}
+	pv.loaded = true
 }
 
 // pendingDay is the link's day for changing: decoded from disk, or new.
@@ -154,12 +178,18 @@ func (v *visitTable) pendingDay(pv *pendingVisits, day, oldest uint32) *dayVisit
 			return d
 		}
 	}
-	var d *dayVisits
-	if value, found := v.eng.read(visitDayKey(v.key, pv.id, day)); found {
-		d = decodeStoredDay(pv.id, day, value, false)
+	d := &dayVisits{}
+	if n := len(v.spare); n > 0 {
+		d, v.spare = v.spare[n-1], v.spare[:n-1]
+	}
+	if value, found := v.eng.get(visitDayKey(v.key, pv.id, day)); found {
+		start := len(v.arena)
+		v.arena = append(v.arena, value...)
+		decodeStoredDayInto(d, pv.id, day, v.arena[start:], false) // a day implies totals
 	} else {
+		v.loadTotals(pv)
 		v.drop(pv.id, uint64(oldest))
-		d = &dayVisits{day: day}
+		*d = dayVisits{day: day, countries: d.countries[:0], referrers: d.referrers[:0], tallies: d.tallies[:0]}
 	}
 	pv.days = append(pv.days, d)
 	return d
@@ -175,9 +205,10 @@ func (v *visitTable) flush() {
 		for _, d := range pv.days {
 			v.setDay(pv.id, d)
 		}
+		v.spare = append(v.spare, pv.days[:min(len(pv.days), maxSpareDays-len(v.spare))]...)
 	}
 	clear(v.pending)
-	v.pending = v.pending[:0]
+	v.pending, v.arena = v.pending[:0], v.arena[:0]
 	clear(v.byID)
 }
 
@@ -261,48 +292,121 @@ func storedDayParts(value []byte) (counts, tallies []byte, ok bool) {
 }
 
 // decodeStoredDay decodes the link id's day from its stored value,
-// without its tallies when countsOnly. The value is the state's own: a
-// damaged one is the disk's, and answering without the day would change
-// what nodes agree on, so it panics (a reader's request fails; Apply's
-// stops the node).
+// without its tallies when countsOnly. The day's keys view value, which
+// the caller hands over. The value is the state's own, so it is read
+// without a snapshot's checks; a damaged one is the disk's, and answering
+// without the day would change what nodes agree on, so it panics (a
+// reader's request fails; Apply's stops the node).
 func decodeStoredDay(id uint64, day uint32, value []byte, countsOnly bool) *dayVisits {
-	d := &dayVisits{day: day}
-	counts, tallies, ok := storedDayParts(value)
-	var err error
-	if ok {
-		cd := decoder{buf: counts}
-		err = decodeDay(&cd, d)
-		if err == nil && !countsOnly {
-			err = decodeStoredTallies(tallies, d)
-		}
-	}
-	if !ok || err != nil {
-		panic(fmt.Sprintf("fsm: the engine holds a damaged day %d of link %d's visitors: %v", day, id, err))
-	}
-	return d
+	dv := &dayVisits{}
+	decodeStoredDayInto(dv, id, day, value, countsOnly)
+	return dv
 }
 
-// decodeStoredTallies reads what encodeDayTallies wrote, without the
-// checks a snapshot's tallies get (the state wrote them).
-func decodeStoredTallies(b []byte, dv *dayVisits) error {
-	d := decoder{buf: b}
-	hours := d.count(3)
-	if hours > 0 {
-		dv.tallies = make([]hourTally, 0, hours)
+// decodeStoredDayInto is decodeStoredDay into dv, whose slices it reuses.
+func decodeStoredDayInto(dv *dayVisits, id uint64, day uint32, value []byte, countsOnly bool) {
+	*dv = dayVisits{day: day, countries: dv.countries[:0], referrers: dv.referrers[:0], tallies: dv.tallies[:0]}
+	counts, tallies, ok := storedDayParts(value)
+	if ok {
+		r := storedReader{b: counts}
+		decodeStoredCounts(&r, dv)
+		ok = !r.bad && len(r.b) == 0
 	}
-	for range hours {
-		h := hourTally{hour: d.byte(), overflow: uint32(d.uvarint()), owned: true}
-		n := d.count(2)
-		h.tuples = make([]tupleCount, 0, n)
-		for range n {
-			h.tuples = append(h.tuples, tupleCount{tuple(d.uvarint()), uint32(d.uvarint())})
+	if ok && !countsOnly {
+		r := storedReader{b: tallies}
+		decodeStoredTallies(&r, dv)
+		ok = !r.bad && len(r.b) == 0
+	}
+	if !ok {
+		panic(fmt.Sprintf("fsm: the engine holds a damaged day %d of link %d's visitors", day, id))
+	}
+}
+
+// decodeStoredCounts reads what encodeDay wrote; keys view r's input.
+func decodeStoredCounts(r *storedReader, dv *dayVisits) {
+	for _, counts := range [...][]uint32{dv.browsers[:], dv.systems[:], dv.devices[:], dv.bots[Crawler:]} {
+		for i := range counts {
+			counts[i] = uint32(r.uvarint())
 		}
-		dv.tallies = append(dv.tallies, h)
 	}
-	if d.err == nil && len(d.buf) != 0 {
-		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
+	for _, list := range [...]*[]keyCount{&dv.countries, &dv.referrers} {
+		n := r.count()
+		*list = slices.Grow((*list)[:0], n)[:n]
+		for i := range *list {
+			(*list)[i] = keyCount{r.stringView(), uint32(r.uvarint())}
+		}
 	}
-	return d.err
+	dv.others = uint32(r.uvarint())
+}
+
+// decodeStoredTallies reads what encodeDayTallies wrote. The hours'
+// tuples share one array, each hour's capped at its length: a tuple
+// added to an hour moves that hour's tuples to an array of their own.
+func decodeStoredTallies(r *storedReader, dv *dayVisits) {
+	hours := r.count()
+	if hours == 0 {
+		return
+	}
+	dv.tallies = slices.Grow(dv.tallies[:0], hours)[:hours]
+	all := make([]tupleCount, 0, len(r.b)/5+1) // a tuple and its count take 5 bytes or so
+	for k := range dv.tallies {
+		h := &dv.tallies[k]
+		*h = hourTally{hour: r.byte(), overflow: uint32(r.uvarint()), owned: true}
+		start := len(all)
+		for range r.count() {
+			all = append(all, tupleCount{tuple(r.uvarint()), uint32(r.uvarint())})
+		}
+		h.tuples = all[start:len(all):len(all)]
+	}
+}
+
+// storedReader reads a stored day's varints and strings: the decoder's
+// work without its stream, checks and errors, on the stack of Apply's
+// hot path. bad: something ran past the input.
+type storedReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *storedReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.b, r.bad = nil, true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *storedReader) byte() byte {
+	if len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// count is a number of things each at least a byte long.
+func (r *storedReader) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.b, r.bad = nil, true
+		return 0
+	}
+	return int(n)
+}
+
+// stringView is a string of the input, not a copy.
+func (r *storedReader) stringView() string {
+	n := r.count()
+	if n == 0 {
+		return ""
+	}
+	s := unsafe.String(&r.b[0], n)
+	r.b = r.b[n:]
+	return s
 }
 
 // storedVisitDay is one day of a link as a snapshot's view holds it:
