@@ -59,9 +59,10 @@ const (
 	visitDayKeyLen    = visitTotalsKeyLen + 4
 )
 
-// maxSpareDays bounds the days kept for reuse, and what they hold: a
-// few hundred kilobytes.
-const maxSpareDays = 256
+// maxSpareDays bounds the days kept for reuse (a click batch's worth of
+// links), which keep their lists (24 bytes a country or referrer host)
+// but not their hours' tuples.
+const maxSpareDays = 1024
 
 func newVisitTable(eng *engine) visitTable { return visitTable{eng: eng} }
 
@@ -205,7 +206,13 @@ func (v *visitTable) flush() {
 		for _, d := range pv.days {
 			v.setDay(pv.id, d)
 		}
-		v.spare = append(v.spare, pv.days[:min(len(pv.days), maxSpareDays-len(v.spare))]...)
+		for _, d := range pv.days[:min(len(pv.days), maxSpareDays-len(v.spare))] {
+			hours := d.tallies[:cap(d.tallies)]
+			for i := range hours {
+				hours[i].tuples = nil // the hours' arrays go; the day's lists stay
+			}
+			v.spare = append(v.spare, d)
+		}
 	}
 	clear(v.pending)
 	v.pending, v.arena = v.pending[:0], v.arena[:0]
