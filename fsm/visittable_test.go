@@ -198,3 +198,42 @@ func TestVisitsOnDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestVisitorsLevelFollowsTheirLinks: the links with visitors, counted in
+// memory while their visitors are on disk, decide the level (and so the
+// snapshot's version) as before: a link's first visitor raises it, even
+// on a day past retention; a restore counts the links the snapshot holds
+// (those with kept days or bots); the last such link's removal lowers it.
+func TestVisitorsLevelFollowsTheirLinks(t *testing.T) {
+	base := 500_000 * hour
+	f := New()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), create(1000,
+		CreateRequest{URL: "https://example.com/a", CustomCode: "a"}, CreateRequest{URL: "https://example.com/b", CustomCode: "b"}))
+	if f.Level() != LevelKeys {
+		t.Fatalf("level %d before any visitor", f.Level())
+	}
+	applyAll(t, f, visitorsAt("n1", 1, base, ClickCount{Code: "a", Count: 1, Visitor: chromeDE}),
+		visitorsAt("n1", 2, base+ClickRetentionHours*hour+dayMillis, ClickCount{Code: "a", Count: 1, Visitor: chromeDE}),
+		visitorsAt("n2", 1, base, ClickCount{Code: "b", Count: 1, Visitor: safariUS})) // b's day is past retention
+	restored := New()
+	if err := restored.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		f    *FSM
+		want int
+	}{{"applied", f, 2}, {"restored", restored, 1}} {
+		if tt.f.Level() != LevelVisits || tt.f.s.visits.links != tt.want {
+			t.Errorf("%s: level %d with %d links with visitors, want %d and %d", tt.name, tt.f.Level(), tt.f.s.visits.links, LevelVisits, tt.want)
+		}
+	}
+	applyAll(t, f, DeleteCommand{Code: "a", Now: base}.Encode())
+	if f.Level() != LevelVisits {
+		t.Errorf("level %d with b's visitors left", f.Level())
+	}
+	applyAll(t, f, DeleteCommand{Code: "b", Now: base}.Encode())
+	if f.Level() != LevelKeys || f.s.visits.links != 0 {
+		t.Errorf("level %d with %d links with visitors once both are gone", f.Level(), f.s.visits.links)
+	}
+}
