@@ -12,7 +12,7 @@ import (
 // per link a totals key (visitPrefix, id), its bots in all, present from
 // its first visitor on; and per day a key (visitPrefix, id, day) whose
 // value is the day's counts and hourly tallies, encoded as snapshots
-// encode them (storedDay). Only the number of links with visitors is in
+// encode them (dayCodec). Only the number of links with visitors is in
 // memory: a link costs no heap for its visitors.
 //
 // Apply reads and writes through the apply batch. A command gathers what
@@ -216,6 +216,9 @@ func (v *visitTable) flush() {
 	}
 	clear(v.pending)
 	v.pending, v.arena = v.pending[:0], v.arena[:0]
+	if cap(v.arena) > keptBatchBytes {
+		v.arena = nil // a command that read many large days: not kept for every later one
+	}
 	clear(v.byID)
 }
 
