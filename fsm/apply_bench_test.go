@@ -50,32 +50,39 @@ func applyCreates(b *testing.B, f *FSM, keyed bool) {
 }
 
 // BenchmarkApplyClicks applies click batches of 1000 counts with varied
-// visitors over 1000 links, in a cluster raised to LevelCerts (day
-// counts only) and to LevelVisitRows (with joint tallies): what one
-// count of a batch costs (ns/op is per count).
+// visitors over 1000 links (each count of a batch another link's: every
+// count reads and writes its link's day) and over 10 links (100 counts a
+// link in each batch: a hot link's day is read and written once a batch),
+// in a cluster raised to LevelCerts (day counts only) and to
+// LevelVisitRows (with joint tallies): what one count of a batch costs
+// (ns/op is per count).
 func BenchmarkApplyClicks(b *testing.B) {
-	for _, level := range []int{LevelCerts, LevelVisitRows} {
-		b.Run(fmt.Sprintf("level-%d", level), func(b *testing.B) {
-			const links, batch = 1000, 1000
-			f := New()
-			loadLinks(b, f, links, imported)
-			applyFrom(f, 10_000, RaiseCommand{To: level}.Encode())
-			entries := make([]*raft.Log, 0, b.N/batch+1)
-			for i := 0; i < b.N; i += batch {
-				counts := make([]ClickCount, 0, batch)
-				for j := i; j < min(i+batch, b.N); j++ {
-					counts = append(counts, ClickCount{Code: fmt.Sprintf("c%07d", j%links), Count: 1, Visitor: variedVisitor(j / links)})
-				}
-				cmd := ClickBatch{Node: "n1", Seq: uint64(len(entries) + 1), Now: (480_000 + int64(i/100_000)) * hourMillis, Counts: counts, Visitors: true}
-				entries = append(entries, &raft.Log{Index: uint64(len(entries) + 10_001), Type: raft.LogCommand, Data: cmd.Encode()})
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for _, e := range entries {
-				if applied, _ := f.ApplyBatch([]*raft.Log{e})[0].(bool); !applied {
-					b.Fatal("a batch was not applied")
-				}
-			}
-		})
+	for _, links := range []int{1000, 10} {
+		for _, level := range []int{LevelCerts, LevelVisitRows} {
+			b.Run(fmt.Sprintf("links-%d/level-%d", links, level), func(b *testing.B) { benchmarkApplyClicks(b, links, level) })
+		}
+	}
+}
+
+func benchmarkApplyClicks(b *testing.B, links, level int) {
+	const batch = 1000
+	f := New()
+	loadLinks(b, f, max(links, 1000), imported)
+	applyFrom(f, 10_000, RaiseCommand{To: level}.Encode())
+	entries := make([]*raft.Log, 0, b.N/batch+1)
+	for i := 0; i < b.N; i += batch {
+		counts := make([]ClickCount, 0, batch)
+		for j := i; j < min(i+batch, b.N); j++ {
+			counts = append(counts, ClickCount{Code: fmt.Sprintf("c%07d", j%links), Count: 1, Visitor: variedVisitor(j / links)})
+		}
+		cmd := ClickBatch{Node: "n1", Seq: uint64(len(entries) + 1), Now: (480_000 + int64(i/100_000)) * hourMillis, Counts: counts, Visitors: true}
+		entries = append(entries, &raft.Log{Index: uint64(len(entries) + 10_001), Type: raft.LogCommand, Data: cmd.Encode()})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, e := range entries {
+		if applied, _ := f.ApplyBatch([]*raft.Log{e})[0].(bool); !applied {
+			b.Fatal("a batch was not applied")
+		}
 	}
 }

@@ -200,13 +200,13 @@ func (s *state) visit(c VisitCommand) error {
 	}
 	hour, timed := hourOf(c.Now)
 	s.links.hours.observe(c.Now)
-	sharing := s.links.recs.sharing.Load() > 0
 	if !c.HasVisitor || c.Visitor.Bot == NotBot {
 		s.links.countClicks(p, 1, c.Now, hour, timed)
 		s.counts.clicked(s.links.counted(p, &s.opts), 1, false)
 	}
 	if c.HasVisitor {
-		s.visits.add(&s.links, p, &c.Visitor, 1, c.Now, s.raised >= LevelVisitRows, sharing)
+		s.visits.add(&s.links, p, &c.Visitor, 1, c.Now, s.raised >= LevelVisitRows)
+		s.visits.flush()
 	}
 	s.hooks.clicks(ClickBatch{Now: c.Now, Counts: []ClickCount{{Code: c.Code, Count: 1, Visitor: c.Visitor}}}, &s.links, s.bounded())
 	return nil

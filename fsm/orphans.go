@@ -101,7 +101,7 @@ func compareOrphanKeys(a, b orphanKey) int {
 // orphanTable holds orphan visits by domain and kind, each as a link's
 // visitors are held. A snapshot copies the map and shares the values,
 // which are copied before a change while it may read them, as
-// visitTable's links are.
+// a link's days once were (linkVisits).
 type orphanTable struct {
 	byKey map[orphanKey]*linkVisits
 }
@@ -181,10 +181,10 @@ func (f *FSM) OrphanVisitRows(filter OrphanFilter, q RowQuery) VisitRows {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.s
-	return s.links.pageRows(q, func(add func(*linkVisits, linkDay)) {
+	return s.links.pageRows(q, func(from, to uint32, add func(linkDay)) {
 		for _, k := range s.orphans.sortedKeys() {
 			if filter.keeps(k) {
-				add(s.orphans.byKey[k], linkDay{orphan: &k})
+				s.orphans.byKey[k].each(from, to, func(d *dayVisits) { add(linkDay{orphan: &k, d: d}) })
 			}
 		}
 	})

@@ -7,7 +7,7 @@ import "fmt"
 // without the others knowing: the tombstones, the links' options and the
 // click batches' sequences. The larger pieces have files of their own:
 // linkTable (links.go), requestWindow (requests.go), visitTable
-// (visitors.go).
+// (visittable.go).
 
 // tombstoneSet is every code ever deleted or purged, never handed out
 // again: on disk, one key per code (tombstoneKey), with their count in

@@ -80,7 +80,6 @@ type snapshot struct {
 	raised     int
 	certs      certState
 	domains    []Domain
-	visits     visitTable  // shares pages, links and days: see visitTable
 	orphans    orphanTable // shares days as visits does
 	hooks      []hookState // copies; their events are never changed (webhooks.go)
 	authors    []string    // key ids by author number (authors.go): a copy
@@ -131,7 +130,6 @@ func (s *state) snapshot() (*snapshot, error) {
 	snap.certs = s.certs.clone()
 	snap.authors = s.links.authorView()
 	snap.clickSeqs = s.clickSeqs.entries()
-	snap.visits = s.visits.share()
 	snap.orphans = s.orphans.share()
 	snap.level = s.level()
 	snap.domains = slices.Collect(maps.Values(s.domains))

@@ -90,7 +90,7 @@ type state struct {
 	domains    domainTable         // domains.go
 	// defaultDomain is the default domain's redirects (domains.go).
 	defaultDomain Domain
-	visits        visitTable  // per link and day: who clicked (visitors.go)
+	visits        visitTable  // per link and day: who clicked (visittable.go); on disk
 	orphans       orphanTable // visits that found no link (orphans.go)
 	hooks         webhooks    // webhooks.go
 	raised        int         // the level the cluster was raised to (raise.go)
@@ -105,6 +105,7 @@ func newState(eng *engine) *state {
 		links:      newLinkTable(seed, eng),
 		counts:     newListCounts(),
 		tombstones: newTombstoneSet(eng),
+		visits:     newVisitTable(eng),
 		clickSeqs:  newClickSeqTable(),
 		servers:    newServerTable(),
 		requests:   newRequestWindow(eng, seed),
@@ -406,7 +407,7 @@ func (s *state) remove(p uint32) {
 	if r := s.links.recs.at(p); r.clicks > 0 {
 		s.links.hours.forget(r.id)
 	}
-	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
+	s.visits.forget(s.links.recs.at(p).id)
 }
 
 // addClicks applies a click batch once; it reports whether it was applied.
@@ -434,9 +435,10 @@ func (s *state) addClicks(c ClickBatch) bool {
 			s.counts.clicked(s.links.counted(p, &s.opts), cc.Count, false)
 		}
 		if c.Visitors {
-			s.visits.add(&s.links, p, &cc.Visitor, cc.Count, c.Now, s.raised >= LevelVisitRows, sharing)
+			s.visits.add(&s.links, p, &cc.Visitor, cc.Count, c.Now, s.raised >= LevelVisitRows)
 		}
 	}
+	s.visits.flush()
 	s.hooks.clicks(c, &s.links, s.bounded())
 	return true
 }

@@ -224,47 +224,41 @@ func (s *state) deleteVisits(c VisitsDeleteCommand) any {
 	r := s.links.recs.mutable(p)
 	r.clicks, r.lastAccess = 0, 0
 	s.links.hours.forget(r.id)
-	s.visits.forget(p, s.links.recs.gen, s.links.recs.sharing.Load() > 0)
+	s.visits.forget(r.id)
 	s.audit.add(AuditEntry{At: c.Now, KeyID: c.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.Code})
 	return forgot
 }
 
 // encodeTallies writes, for each live link with tallies in its kept days,
 // in id order: its id and its days with tallies, each as the distance
-// from the previous one, its hours (hour, overflow, tuples by value).
+// from the previous one, its hours (hour, overflow, tuples by value), as
+// stored. The view is read twice: the number of links comes first.
 func (snap *snapshot) encodeTallies(e *encoder, flush func(bool)) {
-	recs, visits := &snap.records, &snap.visits
-	oldest := oldestKeptAt(snap.newestHour) / 24
-	kept := func(p uint32) []*dayVisits {
-		lv := visits.at(p)
-		if lv == nil || !recs.at(p).live() {
-			return nil
-		}
-		var days []*dayVisits
-		for _, d := range lv.days[firstDayAtOrAfter(lv.days, oldest):] {
-			if len(d.tallies) > 0 {
-				days = append(days, d)
+	var tallied []storedVisitDay
+	kept := func(days []storedVisitDay) []storedVisitDay {
+		tallied = tallied[:0]
+		for _, d := range days {
+			if len(d.tallies) > 0 && d.tallies[0] != 0 { // a number of hours, not 0
+				tallied = append(tallied, d)
 			}
 		}
-		return days
+		return tallied
 	}
 	n := 0
-	for p := range recs.n {
-		if len(kept(p)) > 0 {
+	snap.keptVisits(func(_ uint64, _ [botCount]uint64, days []storedVisitDay) {
+		if len(kept(days)) > 0 {
 			n++
 		}
-	}
+	})
 	e.uvarint(uint64(n))
-	var sorted []tupleCount
-	for p := range recs.n {
-		days := kept(p)
-		if len(days) == 0 {
-			continue
+	snap.keptVisits(func(id uint64, _ [botCount]uint64, days []storedVisitDay) {
+		if days = kept(days); len(days) == 0 {
+			return
 		}
-		e.uvarint(recs.at(p).id)
-		encodeDays(e, days, func(d *dayVisits) { sorted = encodeDayTallies(e, d, sorted) })
+		e.uvarint(id)
+		encodeStoredDays(e, days, func(d *storedVisitDay) { e.fixed(d.tallies) })
 		flush(false)
-	}
+	})
 }
 
 // encodeDayTallies writes a day's hours: number of hours, per hour its
@@ -287,36 +281,48 @@ func encodeDayTallies(e *encoder, d *dayVisits, sorted []tupleCount) []tupleCoun
 }
 
 // readTallies reads what encodeTallies wrote into the days the visitors
-// section made, refusing what the state could not have made: unknown
+// section stored, refusing what the state could not have made: unknown
 // links or days, hours or tuples out of order, tuples past the bound or
 // not a visitor's, and tallies that count more than their day.
 func readTallies(st *state, d *decoder) error {
+	v := &st.visits
 	var prevID uint64
 	for n := d.count(3); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.links.positionOf(id)
-		lv := st.visits.at(p)
-		if d.err == nil && (!ok || id <= prevID || lv == nil) {
+		_, ok := st.links.positionOf(id)
+		if d.err == nil && ok {
+			_, ok = v.totals(id)
+		}
+		if d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("tallies of link %d: no such link with visitors, or out of order", id)
 		}
 		prevID = id
-		day, next := uint64(0), 0 // next: the first of lv.days not read yet
+		day, next := uint64(0), uint64(0) // next: the first day not read yet
 		for k := d.count(2); k > 0 && d.err == nil; k-- {
 			day += d.uvarint()
-			i := next + slices.IndexFunc(lv.days[next:], func(dv *dayVisits) bool { return uint64(dv.day) == day })
-			if i < next {
+			var value []byte
+			found := false
+			if d.err == nil && day >= next && day <= uint64(^uint32(0)) {
+				value, found = v.eng.read(visitDayKey(nil, id, uint32(day)))
+			}
+			if !found {
 				if d.err != nil {
 					return d.err
 				}
 				return fmt.Errorf("tallies of link %d: day %d has no visitors, or is out of order", id, day)
 			}
-			next = i + 1
-			if err := decodeDayTallies(d, lv.days[i]); err != nil {
+			next = day + 1
+			dv := decodeStoredDay(id, uint32(day), value, true)
+			if err := decodeDayTallies(d, dv); err != nil {
 				return fmt.Errorf("tallies of link %d, day %d: %w", id, day, err)
 			}
+			v.setDay(id, dv)
 		}
 	}
-	return d.err
+	if d.err != nil {
+		return d.err
+	}
+	return v.eng.err
 }
 
 // decodeTuples reads an hour's n tuples, in increasing order, each valid

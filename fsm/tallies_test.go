@@ -219,8 +219,11 @@ func TestRowsOfTheCurrentHourAreNotInTheFuture(t *testing.T) {
 
 func TestTalliesOnlyOnceRaised(t *testing.T) {
 	f, _ := tallied(t)
-	p, _ := f.s.links.lookup("t")
-	days := f.s.visits.at(p).days
+	l, _ := f.Get("t")
+	var days []*dayVisits
+	for _, d := range engineVisitDays(f, l.ID) {
+		days = append(days, d.day)
+	}
 	tallies := func(d *dayVisits) map[uint8]int {
 		out := map[uint8]int{}
 		for _, h := range d.tallies {
@@ -334,8 +337,10 @@ func TestSnapshotRefusesBadTallies(t *testing.T) {
 	for name, corrupt := range tests {
 		t.Run(name, func(t *testing.T) {
 			f, _ := tallied(t)
-			p, _ := f.s.links.lookup("t")
-			corrupt(f.s.visits.at(p).days[1])
+			l, _ := f.Get("t")
+			d := engineVisitDays(f, l.ID)[1].day
+			corrupt(d)
+			setEngineVisitDay(f, l.ID, d)
 			_, err := ReadSnapshot(bytes.NewReader(snapshotBytes(t, f)))
 			if !errors.Is(err, ErrCorruptSnapshot) {
 				t.Errorf("ReadSnapshot = %v, want ErrCorruptSnapshot", err)

@@ -256,80 +256,21 @@ type dayVisits struct {
 	tallies   []hourTally      // by hour, once raised to LevelVisitRows (tallies.go)
 }
 
-// linkVisits is one link's visitors: its bots in all, and its days.
+// linkVisits is the days of one domain's orphan visits of one kind
+// (orphans.go), in memory; a link's are on disk (visitTable).
 type linkVisits struct {
 	gen  uint64
-	bots [botCount]uint64
 	days []*dayVisits // oldest first
 }
 
-type visitPage [pageSize]*linkVisits
-
-// visitTable holds linkVisits by record position. It is shared with
-// snapshots the way the record table is (records.go): pages, links and
-// days made in the current generation are the table's own and change in
-// place; older ones are copied before changing while a snapshot may be
-// reading them.
-type visitTable struct {
-	pages []*visitPage
-	gens  []uint64
-	links int // links with visitors: the state is at LevelVisits
-}
-
-func (v *visitTable) active() bool { return v.links > 0 }
-
-func (v *visitTable) at(p uint32) *linkVisits {
-	i := p / pageSize
-	if int(i) >= len(v.pages) || v.pages[i] == nil {
-		return nil
+// each calls fn with the days in [from, to), oldest first.
+func (lv *linkVisits) each(from, to uint32, fn func(*dayVisits)) {
+	for _, d := range lv.days[firstDayAtOrAfter(lv.days, from):] {
+		if d.day >= to {
+			return
+		}
+		fn(d)
 	}
-	return v.pages[i][p%pageSize]
-}
-
-// share returns a view for a snapshot.
-func (v *visitTable) share() visitTable {
-	return visitTable{pages: slices.Clone(v.pages), links: v.links}
-}
-
-// mutable returns the link at p for changing, made or copied as needed.
-func (v *visitTable) mutable(p uint32, gen uint64, sharing bool) *linkVisits {
-	i := p / pageSize
-	for int(i) >= len(v.pages) {
-		v.pages = append(v.pages, nil)
-		v.gens = append(v.gens, gen)
-	}
-	switch {
-	case v.pages[i] == nil:
-		v.pages[i], v.gens[i] = new(visitPage), gen
-	case v.gens[i] != gen && sharing:
-		cp := *v.pages[i]
-		v.pages[i], v.gens[i] = &cp, gen
-	}
-	slot := &v.pages[i][p%pageSize]
-	switch lv := *slot; {
-	case lv == nil:
-		*slot = &linkVisits{gen: gen}
-		v.links++
-	case lv.gen != gen && sharing:
-		cp := *lv
-		cp.gen, cp.days = gen, slices.Clone(lv.days)
-		*slot = &cp
-	}
-	return *slot
-}
-
-// forget drops a removed link's visitors.
-func (v *visitTable) forget(p uint32, gen uint64, sharing bool) {
-	if v.at(p) == nil {
-		return
-	}
-	i := p / pageSize
-	if v.gens[i] != gen && sharing {
-		cp := *v.pages[i]
-		v.pages[i], v.gens[i] = &cp, gen
-	}
-	v.pages[i][p%pageSize] = nil
-	v.links--
 }
 
 // mutableDay returns lv's day for changing, adding it in order when new;
@@ -405,72 +346,54 @@ func addKey(list []keyCount, key string, n uint64) []keyCount {
 
 func compareKey(k keyCount, key string) int { return strings.Compare(k.key, key) }
 
-// add counts n clicks of visitor who to the link at p on the day of now
-// and, with tally (a state raised to LevelVisitRows), in its hour's
-// tallies. The caller has already moved the newest hour.
-func (v *visitTable) add(links *linkTable, p uint32, who *Visitor, n uint64, now int64, tally, sharing bool) {
-	hour, timed := hourOf(now)
-	if !timed || n == 0 {
-		return
-	}
-	lv := v.mutable(p, links.recs.gen, sharing)
-	if who.Bot != NotBot {
-		lv.bots[who.Bot] += n
-	}
-	if d := lv.mutableDay(hour/24, links.oldestDay(), links.recs.gen, sharing); d != nil {
-		slot, inserted := d.add(who, n)
-		if tally {
-			d.tally(uint8(hour%24), who, n, slot, inserted, sharing)
-		}
-	}
-}
-
 // oldestDay is the first day any of whose hours is within retention.
 func (lt *linkTable) oldestDay() uint32 { return lt.hours.oldestKept() / 24 }
 
 // visitsUsed is what a link's visit limit counts: its clicks and its bots.
 func (s *state) visitsUsed(p uint32) uint64 {
-	used := s.links.recs.at(p).clicks
-	if lv := s.visits.at(p); lv != nil {
-		used += lv.bots[Crawler] + lv.bots[Preview]
+	r := s.links.recs.at(p)
+	used := r.clicks
+	if bots, ok := s.visits.totals(r.id); ok {
+		used += bots[Crawler] + bots[Preview]
 	}
 	return used
 }
 
 // encodeVisits writes, for each live link with bots or kept days, in id
 // order: its id, its bots in all, and its days, each as the distance from
-// the previous one (from 0 for the first) and its counts.
+// the previous one (from 0 for the first) and its counts, as stored. The
+// view is read twice: the number of links comes first.
 func (snap *snapshot) encodeVisits(e *encoder, flush func(bool)) {
-	recs, visits := &snap.records, &snap.visits
-	oldest := oldestKeptAt(snap.newestHour) / 24
-	kept := func(p uint32) (*linkVisits, []*dayVisits) {
-		lv := visits.at(p)
-		if lv == nil || !recs.at(p).live() {
-			return nil, nil
-		}
-		days := lv.days[firstDayAtOrAfter(lv.days, oldest):]
-		if len(days) == 0 && lv.bots == [botCount]uint64{} {
-			return nil, nil
-		}
-		return lv, days
+	kept := func(bots [botCount]uint64, days []storedVisitDay) bool {
+		return len(days) > 0 || bots != [botCount]uint64{}
 	}
 	n := 0
-	for p := range recs.n {
-		if lv, _ := kept(p); lv != nil {
+	snap.keptVisits(func(_ uint64, bots [botCount]uint64, days []storedVisitDay) {
+		if kept(bots, days) {
 			n++
 		}
-	}
+	})
 	e.uvarint(uint64(n))
-	for p := range recs.n {
-		lv, days := kept(p)
-		if lv == nil {
-			continue
+	snap.keptVisits(func(id uint64, bots [botCount]uint64, days []storedVisitDay) {
+		if !kept(bots, days) {
+			return
 		}
-		e.uvarint(recs.at(p).id)
-		e.uvarint(lv.bots[Crawler])
-		e.uvarint(lv.bots[Preview])
-		encodeDays(e, days, func(d *dayVisits) { encodeDay(e, d) })
+		e.uvarint(id)
+		e.uvarint(bots[Crawler])
+		e.uvarint(bots[Preview])
+		encodeStoredDays(e, days, func(d *storedVisitDay) { e.fixed(d.counts) })
 		flush(false)
+	})
+}
+
+// encodeStoredDays is encodeDays of days as stored.
+func encodeStoredDays(e *encoder, days []storedVisitDay, each func(*storedVisitDay)) {
+	e.uvarint(uint64(len(days)))
+	prev := uint32(0)
+	for i := range days {
+		e.uvarint(uint64(days[i].day - prev))
+		prev = days[i].day
+		each(&days[i])
 	}
 }
 
@@ -490,35 +413,41 @@ func encodeDay(e *encoder, d *dayVisits) {
 	e.uvarint(uint64(d.others))
 }
 
-// readVisits reads what encodeVisits wrote, refusing anything the state
-// could not have made: unknown links, days out of order or out of
-// retention, keys out of order or not what a visitor can carry.
+// readVisits reads what encodeVisits wrote into the state's engine,
+// refusing anything the state could not have made: unknown links, days
+// out of order or out of retention, keys out of order or not what a
+// visitor can carry.
 func readVisits(st *state, d *decoder) error {
 	newest, oldest := st.links.hours.newest/24, st.links.oldestDay()
+	v := &st.visits
 	var prevID uint64
 	for n := d.count(4); n > 0 && d.err == nil; n-- {
 		id := d.uvarint()
-		p, ok := st.links.positionOf(id)
-		if d.err == nil && (!ok || id <= prevID) {
+		if _, ok := st.links.positionOf(id); d.err == nil && (!ok || id <= prevID) {
 			return fmt.Errorf("visitors of link %d: no such link, or out of order", id)
 		}
 		prevID = id
-		lv := st.visits.mutable(p, st.links.recs.gen, false)
-		lv.bots[Crawler], lv.bots[Preview] = d.uvarint(), d.uvarint()
+		var bots [botCount]uint64
+		bots[Crawler], bots[Preview] = d.uvarint(), d.uvarint()
+		v.setTotals(id, bots)
+		v.links++
 		day := uint64(0)
-		for k := d.count(20); k > 0 && d.err == nil; k-- {
+		for k, first := d.count(20), true; k > 0 && d.err == nil; k, first = k-1, false {
 			var ok bool
-			if day, ok = stepDay(day, d.uvarint(), len(lv.days) == 0, oldest, newest); d.err == nil && !ok {
+			if day, ok = stepDay(day, d.uvarint(), first, oldest, newest); d.err == nil && !ok {
 				return fmt.Errorf("visitors of link %d: day %d", id, day)
 			}
-			dv := &dayVisits{day: uint32(day), gen: st.links.recs.gen}
-			if err := decodeDay(d, dv); err != nil {
+			dv := dayVisits{day: uint32(day)}
+			if err := decodeDay(d, &dv); err != nil {
 				return fmt.Errorf("visitors of link %d, day %d: %w", id, day, err)
 			}
-			lv.days = append(lv.days, dv)
+			v.setDay(id, &dv)
 		}
 	}
-	return d.err
+	if d.err != nil {
+		return d.err
+	}
+	return v.eng.err
 }
 
 // encodeDays writes days, oldest first, as their number and each as the

@@ -207,7 +207,7 @@ func TestBotsUseUpALimitedLink(t *testing.T) {
 	applyAll(t, f, InitCommand{Key: testKey}.Encode(),
 		create(1000, CreateRequest{URL: "https://example.com/once", CustomCode: "once", Options: &Options{MaxVisits: 2}}))
 	visit := func(v Visitor) any {
-		return f.s.apply(VisitCommand{Code: "once", Now: 2000, HasVisitor: true, Visitor: v}.Encode())
+		return applyAll(t, f, VisitCommand{Code: "once", Now: 2000, HasVisitor: true, Visitor: v}.Encode())[0]
 	}
 	if err := visit(slackbot); err != nil {
 		t.Fatalf("first visit, a previewer: %v", err)

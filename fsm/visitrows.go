@@ -127,16 +127,19 @@ func hoursOf(from, to int64) (uint32, uint32) {
 // from the newest, expanding only the days that hold a listed row or that
 // the range cuts.
 func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
-	return s.links.pageRows(q, func(add func(*linkVisits, linkDay)) {
+	return s.links.pageRows(q, func(from, to uint32, add func(linkDay)) {
 		for _, p := range ps {
-			add(s.visits.at(p), linkDay{p: p})
+			s.visits.days(s.links.recs.at(p).id, from, to, false, func(d *dayVisits) bool {
+				add(linkDay{p: p, d: d})
+				return true
+			})
 		}
 	})
 }
 
-// pageRows lists the rows of the days each calls add with, in the order
-// given within a day.
-func (lt *linkTable) pageRows(q RowQuery, each func(add func(*linkVisits, linkDay))) VisitRows {
+// pageRows lists the rows of the days each calls add with (those in
+// [from, to)), in the order given within a day.
+func (lt *linkTable) pageRows(q RowQuery, each func(from, to uint32, add func(linkDay))) VisitRows {
 	var out VisitRows
 	hFrom, hTo := hoursOf(q.From, q.To)
 	if hFrom >= hTo {
@@ -144,18 +147,7 @@ func (lt *linkTable) pageRows(q RowQuery, each func(add func(*linkVisits, linkDa
 	}
 	dFrom, dTo := max(hFrom/24, lt.oldestDay()), uint32((uint64(hTo)+23)/24)
 	byDay := map[uint32][]linkDay{}
-	each(func(lv *linkVisits, ld linkDay) {
-		if lv == nil {
-			return
-		}
-		for _, d := range lv.days[firstDayAtOrAfter(lv.days, dFrom):] {
-			if d.day >= dTo {
-				break
-			}
-			ld.d = d
-			byDay[d.day] = append(byDay[d.day], ld)
-		}
-	})
+	each(dFrom, dTo, func(ld linkDay) { byDay[ld.d.day] = append(byDay[ld.d.day], ld) })
 	days := slices.Sorted(maps.Keys(byDay))
 	offset := q.Offset
 	for _, day := range slices.Backward(days) {

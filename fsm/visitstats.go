@@ -82,17 +82,10 @@ func newVisitQuery(from, to int64, by Dimension) *visitQuery {
 
 // add sums the visitors of the link at p into q.
 func (q *visitQuery) add(s *state, p uint32) {
+	r := s.links.recs.at(p)
 	q.out.Links++
-	q.out.LinkTotal += s.links.recs.at(p).clicks
-	lv := s.visits.at(p)
-	if lv == nil {
-		return
-	}
-	oldest := max(q.from, s.links.oldestDay())
-	for _, d := range lv.days[firstDayAtOrAfter(lv.days, oldest):] {
-		if d.day >= q.to {
-			break
-		}
+	q.out.LinkTotal += r.clicks
+	s.visits.days(r.id, max(q.from, s.links.oldestDay()), q.to, true, func(d *dayVisits) bool {
 		day := q.days[d.day]
 		if day == nil {
 			day = &DayClicks{Start: int64(d.day) * dayMillis}
@@ -109,7 +102,8 @@ func (q *visitQuery) add(s *state, p uint32) {
 		day.Clicks += clicks
 		q.out.Clicks += clicks
 		q.addGroups(d)
-	}
+		return true
+	})
 }
 
 func (q *visitQuery) addGroups(d *dayVisits) {
@@ -181,9 +175,8 @@ func (f *FSM) BotsInAll(code string) (crawlers, previews uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if p, ok := f.s.links.lookup(code); ok {
-		if lv := f.s.visits.at(p); lv != nil {
-			return lv.bots[Crawler], lv.bots[Preview]
-		}
+		bots, _ := f.s.visits.totals(f.s.links.recs.at(p).id)
+		return bots[Crawler], bots[Preview]
 	}
 	return 0, 0
 }
