@@ -56,8 +56,8 @@ var ErrVisitLimit = errors.New("the link has reached its maximum number of visit
 
 // edit applies an EditCommand and returns the link as it left it (its
 // proposer answers with that, not with what a later edit made of it). A
-// new target is appended to the text arena (the old bytes stay where
-// readers may still hold them) and recorded in the link's history; every
+// new target is written to a new copy of the record (the old one stays
+// as readers may hold it) and recorded in the link's history; every
 // other field replaces the link's Options as a whole, so an Options value
 // a reader holds never changes under it.
 func (s *state) edit(c EditCommand) (Link, error) {

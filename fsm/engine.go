@@ -95,6 +95,9 @@ type engine struct {
 	val       []byte // reused by get
 	// optionCache sizes the option cache of the state it holds.
 	optionCache int
+	// writeBack writes what the state's pieces hold back until the end
+	// of a batch (the records a batch changed) before a commit or a view.
+	writeBack func()
 	// refs counts the state and each snapshot view; the last release
 	// closes the engine, and removes its directory once it was replaced.
 	refs    atomic.Int32
@@ -217,6 +220,7 @@ func (e *engine) set(key, value []byte) {
 // settle writes what a load left in the batch, so that a view sees it,
 // and lets go of the memory the load's batches grew.
 func (e *engine) settle() error {
+	e.flushPieces()
 	if e.err == nil && e.st != nil && !e.applying && e.batch.Len() > 0 {
 		e.fail(e.st.Load(e.batch))
 		e.renewBatch()
@@ -226,6 +230,7 @@ func (e *engine) settle() error {
 
 // commit writes one apply batch with the index of its last entry.
 func (e *engine) commit(index uint64) error {
+	e.flushPieces()
 	e.applying = false
 	if e.st == nil {
 		return e.err
@@ -238,6 +243,12 @@ func (e *engine) commit(index uint64) error {
 		e.renewBatch()
 	}
 	return e.err
+}
+
+func (e *engine) flushPieces() {
+	if e.writeBack != nil {
+		e.writeBack()
+	}
 }
 
 func (e *engine) renewBatch() {

@@ -193,7 +193,7 @@ func (c *listCounts) link(ws uint32, domain string, ch change) {
 	}
 	t, ok := w.domains[domain]
 	if !ok {
-		domain = strings.Clone(domain) // a view of the text arena
+		domain = strings.Clone(domain) // a view of a record's code
 	}
 	t.apply(ch)
 	if t.Links <= 0 {

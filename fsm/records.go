@@ -1,30 +1,25 @@
 package fsm
 
 import (
+	"strings"
 	"sync/atomic"
-	"unsafe"
 )
 
-// The links are kept in a form the garbage collector need not look into:
-// fixed-size records without pointers, in pages, and every code, URL and
-// canonical URL once, packed into large byte chunks (the text arena). A
-// million links are then a few hundred chunks and pages instead of
-// millions of small objects, and strings handed to readers point into the
-// chunks instead of being copies.
-
-// record is one link. Its code, URL and (when it differs from the URL) its
-// canonical URL are stored back to back in the text arena at text.
+// record is one link as readers get it: its fixed fields and its texts.
+// A record a reader holds is never changed: the writer changes a copy
+// (recordTable.mutable) and puts it in place at the end of the apply
+// batch, so its strings are safe to keep and to use as map keys.
 type record struct {
 	id         uint64
 	createdAt  int64
 	expiresAt  int64 // 0: never
 	clicks     uint64
-	lastAccess int64 // 0: never clicked
-	text       textPos
-	urlLen     uint32
-	canonLen   uint32 // 0: the canonical URL is the URL, or there is none
+	lastAccess int64  // 0: never clicked
+	code       string // qualified
+	url        string
+	canon      string // "": the canonical URL is the URL, or there is none
 	workspace  uint32 // index into workspaceTable.names
-	codeLen    uint8
+	pos        uint32 // its position in the table
 	flags      uint8
 	author     uint16 // the key that created it: index into authorTable.ids; 0: none
 }
@@ -46,95 +41,93 @@ func (r *record) dedupe() bool { return r.flags&flagDedupe != 0 }
 // expired reports whether the link is past its expiry at time now.
 func (r *record) expired(now int64) bool { return r.expiresAt != 0 && now >= r.expiresAt }
 
-// textPos locates bytes in the text arena: chunk index and offset.
-type textPos struct{ chunk, off uint32 }
-
-const (
-	chunkSize = 1 << 20
-	// Texts longer than this get a chunk of their own, so a chunk is never
-	// mostly wasted by one long URL arriving when it is nearly full.
-	ownChunkAbove = chunkSize / 8
-)
-
-// textArena stores immutable bytes. Bytes once written are never changed
-// or moved, which is what makes strings pointing into them safe to hand
-// out and to use as map keys: a chunk stays alive as long as any string
-// points into it.
-type textArena struct {
-	chunks [][]byte
-	fill   int // the chunk new texts go to while they fit
-}
-
-// add appends the parts back to back and returns where they start.
-func (a *textArena) add(parts ...string) textPos {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	if n > ownChunkAbove {
-		a.chunks = append(a.chunks, make([]byte, 0, n))
-		return a.write(len(a.chunks)-1, parts)
-	}
-	if a.fill >= len(a.chunks) || cap(a.chunks[a.fill])-len(a.chunks[a.fill]) < n {
-		a.chunks = append(a.chunks, make([]byte, 0, chunkSize))
-		a.fill = len(a.chunks) - 1
-	}
-	return a.write(a.fill, parts)
-}
-
-func (a *textArena) write(chunk int, parts []string) textPos {
-	pos := textPos{chunk: uint32(chunk), off: uint32(len(a.chunks[chunk]))}
-	for _, p := range parts {
-		a.chunks[chunk] = append(a.chunks[chunk], p...)
-	}
-	return pos
-}
-
-// str returns n bytes at skip bytes past pos as a string, without copying.
-func (a *textArena) str(pos textPos, skip, n int) string {
-	if n == 0 {
+// canonical is the canonical URL a dedupe link was stored with; "" for a
+// link that does not take part in dedupe.
+func (r *record) canonical() string {
+	switch {
+	case !r.dedupe():
 		return ""
+	case r.canon == "":
+		return r.url
 	}
-	c := a.chunks[pos.chunk]
-	return unsafe.String(&c[int(pos.off)+skip], n)
+	return r.canon
 }
+
+// setTexts gives r its code, URL and stored canonical URL, copied into
+// one string: the arguments may be views of a buffer.
+func (r *record) setTexts(code, url, canon string) {
+	var b strings.Builder
+	b.Grow(len(code) + len(url) + len(canon))
+	b.WriteString(code)
+	b.WriteString(url)
+	b.WriteString(canon)
+	s := b.String()
+	r.code, r.url, r.canon = s[:len(code)], s[len(code):len(code)+len(url)], s[len(code)+len(url):]
+}
+
+// recordTexts reads a record's strings as the text arena once did; the
+// strings are the record's own now. Kept for the files that still name
+// it (visitors and their rows).
+type recordTexts struct{}
+
+func (recordTexts) code(r *record) string      { return r.code }
+func (recordTexts) url(r *record) string       { return r.url }
+func (recordTexts) canonical(r *record) string { return r.canonical() }
 
 const pageSize = 1024
 
-// page holds pageSize records: exactly 64 KiB, a size the allocator
-// wastes nothing on.
-type page [pageSize]record
+// page holds pageSize records.
+type page [pageSize]*record
 
 // recordTable is every link ever created since the state was built, dead
 // ones included, in id order: a link's position never changes, and deleted
 // links keep their slot until the state is rebuilt from a snapshot.
 //
+// The writer changes records through dirty: at(p) of a changed record is
+// its copy there, and writeBack puts the copies in place once the apply
+// batch is done. Changing a record in place would change it under a
+// reader that holds it; a copy per change and per batch, not per field,
+// is what a click batch that counts one link many times costs once.
+//
 // Snapshots share pages with the live table instead of copying them. While
 // a snapshot is being written (sharing > 0), the first change to a page it
 // may be reading copies the page; pages copied after the snapshot was taken
 // (gen == the current generation) are the table's own and change in place.
+// Visitors share their pages by the same generation (visitors.go).
 type recordTable struct {
 	pages   []*page
 	gens    []uint64 // per page: the generation it was last copied in
 	n       uint32   // records in use
 	gen     uint64
 	sharing *atomic.Int32 // snapshots still being written
-	text    textArena
+	text    recordTexts
+	dirty   map[uint32]*record // the writer's changed records, by position
 }
 
-func newRecordTable() recordTable { return recordTable{sharing: new(atomic.Int32)} }
+func newRecordTable() recordTable {
+	return recordTable{sharing: new(atomic.Int32), dirty: map[uint32]*record{}}
+}
 
-func (t *recordTable) at(p uint32) *record { return &t.pages[p/pageSize][p%pageSize] }
-
-// mutable returns the record at p for changing, first copying its page if
-// a snapshot being written may be reading it.
-func (t *recordTable) mutable(p uint32) *record {
-	i := p / pageSize
-	if t.gens[i] != t.gen && t.sharing.Load() > 0 {
-		cp := *t.pages[i]
-		t.pages[i], t.gens[i] = &cp, t.gen
+// at is the record at p: the writer's own change of it if it has one.
+// It is never changed once returned.
+func (t *recordTable) at(p uint32) *record {
+	if len(t.dirty) > 0 {
+		if r, ok := t.dirty[p]; ok {
+			return r
+		}
 	}
-	return &t.pages[i][p%pageSize]
+	return t.pages[p/pageSize][p%pageSize]
+}
+
+// mutable returns the record at p for changing: a copy, which writeBack
+// puts in place.
+func (t *recordTable) mutable(p uint32) *record {
+	if r, ok := t.dirty[p]; ok {
+		return r
+	}
+	cp := *t.pages[p/pageSize][p%pageSize]
+	t.dirty[p] = &cp
+	return &cp
 }
 
 // append adds a record and returns its position.
@@ -145,13 +138,29 @@ func (t *recordTable) append(r record) uint32 {
 		t.gens = append(t.gens, t.gen)
 	}
 	t.n++
-	*t.mutable(p) = r
+	r.pos = p
+	t.dirty[p] = &r
 	return p
+}
+
+// writeBack puts the changed records in place, first copying a page a
+// snapshot being written may be reading.
+func (t *recordTable) writeBack() {
+	for p, r := range t.dirty {
+		i := p / pageSize
+		if t.gens[i] != t.gen && t.sharing.Load() > 0 {
+			cp := *t.pages[i]
+			t.pages[i], t.gens[i] = &cp, t.gen
+		}
+		t.pages[i][p%pageSize] = r
+	}
+	clear(t.dirty)
 }
 
 // share returns a view of the table for a snapshot and marks every current
 // page shared. release must be called once the snapshot is written.
 func (t *recordTable) share() (view recordView, release func()) {
+	t.writeBack()
 	t.gen++
 	t.sharing.Add(1)
 	var once atomic.Bool
@@ -160,35 +169,13 @@ func (t *recordTable) share() (view recordView, release func()) {
 			t.sharing.Add(-1)
 		}
 	}
-	view = recordView{
-		pages: append([]*page(nil), t.pages...),
-		n:     t.n,
-		text:  textArena{chunks: append([][]byte(nil), t.text.chunks...), fill: t.text.fill},
-	}
-	return view, release
+	return recordView{pages: append([]*page(nil), t.pages...), n: t.n}, release
 }
 
 // recordView is a read-only view of a record table at one point in time.
 type recordView struct {
 	pages []*page
 	n     uint32
-	text  textArena
 }
 
-func (v *recordView) at(p uint32) *record { return &v.pages[p/pageSize][p%pageSize] }
-
-// Strings of a record, pointing into the arena.
-func (a *textArena) code(r *record) string { return a.str(r.text, 0, int(r.codeLen)) }
-func (a *textArena) url(r *record) string  { return a.str(r.text, int(r.codeLen), int(r.urlLen)) }
-
-// canonical is the canonical URL a dedupe link was stored with; "" for a
-// link that does not take part in dedupe.
-func (a *textArena) canonical(r *record) string {
-	switch {
-	case !r.dedupe():
-		return ""
-	case r.canonLen == 0:
-		return a.url(r)
-	}
-	return a.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen))
-}
+func (v *recordView) at(p uint32) *record { return v.pages[p/pageSize][p%pageSize] }
