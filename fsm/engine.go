@@ -30,6 +30,9 @@ type Config struct {
 	// OptionCache is how many links' decoded Options are kept in memory
 	// (DefaultOptionCache when 0); the rest are read from the engine.
 	OptionCache int
+	// RecordCache is how many links' decoded records are kept in memory
+	// (DefaultRecordCache when 0); the rest are read from the engine.
+	RecordCache int
 }
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks
@@ -69,7 +72,8 @@ func (es *engines) open() *engine {
 	} else {
 		opts.BlockCacheBytes = inMemoryCache
 	}
-	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache)}
+	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache),
+		recordCache: cmp.Or(es.cfg.RecordCache, DefaultRecordCache)}
 	e.openStore = func() (*store.Store, error) { return store.Open(dir, opts) }
 	e.refs.Store(1)
 	return e
@@ -93,8 +97,8 @@ type engine struct {
 	// only the goroutine building it (a restore) reads and writes it.
 	published bool
 	val       []byte // reused by get
-	// optionCache sizes the option cache of the state it holds.
-	optionCache int
+	// optionCache and recordCache size the caches of the state it holds.
+	optionCache, recordCache int
 	// writeBack writes what the state's pieces hold back until the end
 	// of a batch (the records a batch changed) before a commit or a view.
 	writeBack func()

@@ -161,9 +161,9 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 		fallback = onHost
 	}
 	r := f.s.links.recs.at(p)
-	t := Target{Code: f.s.links.recs.text.code(r), URL: f.s.links.recs.text.url(r), ExpiresAt: r.expiresAt}
+	t := Target{Code: r.code, URL: r.url, ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
-		t.Options = f.s.opts.get(p)
+		t.Options = f.s.opts.of(r)
 	}
 	t.Fallback, t.Domain = fallback, d
 	return t, true
@@ -248,11 +248,14 @@ func (f *FSM) Links() []Link {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	links := make([]Link, 0, f.s.links.live())
-	for p := range f.s.links.recs.n {
-		if f.s.links.recs.at(p).live() {
-			links = append(links, f.s.link(p))
+	f.s.links.recs.scan(true, func(r *record) bool {
+		if r.live() {
+			l := f.s.links.linkOf(r)
+			l.Options = f.s.opts.of(r)
+			links = append(links, l)
 		}
-	}
+		return true
+	})
 	return links
 }
 

@@ -28,7 +28,7 @@ type linkTable struct {
 }
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
-	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
+	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
 		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
@@ -56,13 +56,13 @@ func (w *workspaceTable) intern(name string) uint32 {
 }
 
 // linkOf is the record as a Link, without its Options (which only the
-// state, not a snapshot's view, can look up).
+// state can look up).
 func (lt *linkTable) linkOf(r *record) Link {
 	domain, code := SplitCode(r.code)
 	return Link{
 		ID: r.id, Code: code, Domain: domain, URL: r.url, Workspace: lt.workspaces.names[r.workspace],
 		Canonical: r.canonical(), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
-		Clicks: r.clicks, LastAccess: r.lastAccess,
+		Clicks: r.clicks, LastAccess: r.lastAccess, Author: lt.authors.ids[r.author],
 	}
 }
 
@@ -218,11 +218,12 @@ func (lt *linkTable) index(p uint32, now int64) {
 // disabled on purpose: their owner means to enable them again.
 func (lt *linkTable) expiredBefore(t int64) []uint32 {
 	var expired []uint32
-	for p := range lt.recs.n {
-		if r := lt.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t && r.flags&flagDisabled == 0 {
-			expired = append(expired, p)
+	lt.recs.scan(false, func(r *record) bool {
+		if r.live() && r.expiresAt != 0 && r.expiresAt < t && r.flags&flagDisabled == 0 {
+			expired = append(expired, r.pos)
 		}
-	}
+		return true
+	})
 	return expired
 }
 
@@ -241,11 +242,18 @@ func (lt *linkTable) markDisabled(p uint32, now int64) {
 }
 
 // positionOf finds a link by id: positions are in id order (records are
-// only appended, ids only grow), dead links' records included.
+// only appended, ids only grow), dead links' records included. It reads
+// at most log2(idsEvery) records, and fills no cache with them.
 func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
-	n := int(lt.recs.n)
-	i := sort.Search(n, func(i int) bool { return lt.recs.at(uint32(i)).id >= id })
-	return uint32(i), i < n && lt.recs.at(uint32(i)).id == id
+	t := &lt.recs
+	block := sort.Search(len(t.firstIDs), func(i int) bool { return t.firstIDs[i] > id }) - 1
+	if block < 0 {
+		return 0, false
+	}
+	lo := block * idsEvery
+	n := min(idsEvery, int(t.n)-lo)
+	i := lo + sort.Search(n, func(i int) bool { return t.walked(uint32(lo+i)).id >= id })
+	return uint32(i), i < int(t.n) && t.walked(uint32(i)).id == id
 }
 
 // restoreIndexed makes the link at p the one dedupe returns for its URL.

@@ -403,11 +403,11 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	defer f.mu.RUnlock()
 	out := Crawlable{Version: f.version()}
 	for p, o := range f.s.opts.all(f.s.links.positionOf) {
-		r := f.s.links.recs.at(p)
+		r := f.s.links.recs.walked(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue
 		}
-		d, code := SplitCode(f.s.links.recs.text.code(r))
+		d, code := SplitCode(r.code)
 		if d != domain {
 			continue
 		}

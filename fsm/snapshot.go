@@ -99,7 +99,7 @@ func (s *state) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	records, release := s.links.recs.share()
+	records, release := s.links.recs.share(view)
 	snap := &snapshot{
 		hasKey:     s.hasKey,
 		key:        s.key,
@@ -195,6 +195,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		}
 	}
 	flush(true)
+	snap.fail(snap.records.err)
 	if snap.err != nil {
 		return fmt.Errorf("write snapshot: %w", snap.err)
 	}

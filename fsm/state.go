@@ -122,10 +122,7 @@ func newState(eng *engine) *state {
 func (s *state) link(p uint32) Link {
 	r := s.links.recs.at(p)
 	l := s.links.linkOf(r)
-	l.Author = s.links.authors.ids[r.author]
-	if r.flags&flagOptions != 0 {
-		l.Options = s.opts.get(p)
-	}
+	l.Options = s.opts.of(r)
 	return l
 }
 
@@ -444,6 +441,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 func (s *state) purge(c PurgeCommand) error {
 	for _, p := range s.links.expiredBefore(c.ExpiredBefore) {
 		s.remove(p)
+		s.links.recs.bound()
 	}
 	s.requests.dropBefore(c.RequestsBefore)
 	return nil
