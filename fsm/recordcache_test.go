@@ -104,6 +104,11 @@ func checkRestoredRecords(t *testing.T, restored *FSM, want []byte, links []Link
 	if _, m := restored.RecordCacheStats(); m <= misses {
 		t.Errorf("lookups of links not in a cache of 2: misses %d → %d", misses, m)
 	}
+	restored.Lookup(code)
+	applyFrom(restored, 1, EditCommand{Code: "imp1", Now: 4000, KeyID: RootKeyID, Fields: EditURL, URL: "https://example.com/again"}.Encode())
+	if tg, _ := restored.Lookup(code); tg.URL != "https://example.com/again" {
+		t.Errorf("a cached record after an edit: %+v", tg)
+	}
 }
 
 // TestRecordCacheIsBounded: the cache holds its slots' records and no

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/linkraft/linkraft/fsm/store"
 )
@@ -71,14 +72,12 @@ func (r *record) setTexts(code, url, canon string) {
 	r.code, r.url, r.canon = s[:len(code)], s[len(code):len(code)+len(url)], s[len(code)+len(url):]
 }
 
-// recordTexts reads a record's strings as the text arena once did; the
+// recordTexts reads a record's code as the text arena once did; the
 // strings are the record's own now. Kept for the files that still name
-// it (visitors and their rows).
+// it (visit rows: visitrows.go), until they read r.code.
 type recordTexts struct{}
 
-func (recordTexts) code(r *record) string      { return r.code }
-func (recordTexts) url(r *record) string       { return r.url }
-func (recordTexts) canonical(r *record) string { return r.canonical() }
+func (recordTexts) code(r *record) string { return r.code }
 
 // recordPrefix is the engine's table of link records by position
 // (store/DESIGN.md, "Keys"): the key is the prefix and the position,
@@ -114,6 +113,21 @@ var errRecordValue = errors.New("damaged record value")
 // decodeRecord reads encodeRecord's value into r; with texts false it
 // leaves the strings empty and allocates nothing.
 func decodeRecord(v []byte, p uint32, r *record, texts bool) error {
+	codeLen, urlLen, text, err := decodeFixed(v, p, r)
+	if err == nil && texts {
+		r.sliceTexts(string(text), codeLen, urlLen)
+	}
+	return err
+}
+
+// sliceTexts sets r's strings from s, its texts back to back.
+func (r *record) sliceTexts(s string, codeLen, urlLen int) {
+	r.code, r.url, r.canon = s[:codeLen], s[codeLen:codeLen+urlLen], s[codeLen+urlLen:]
+}
+
+// decodeFixed reads the fixed fields of encodeRecord's value into r and
+// returns the lengths of the code and URL and the texts, back to back.
+func decodeFixed(v []byte, p uint32, r *record) (codeLen, urlLen int, text []byte, err error) {
 	d := recordReader{v: v}
 	*r = record{id: d.uvarint(), createdAt: d.varint(), expiresAt: d.varint(), clicks: d.uvarint(),
 		lastAccess: d.varint(), workspace: uint32(d.uvarint()), author: uint16(d.uvarint()), pos: p}
@@ -122,15 +136,11 @@ func decodeRecord(v []byte, p uint32, r *record, texts bool) error {
 	} else {
 		d.bad = true
 	}
-	codeLen, urlLen := d.uvarint(), d.uvarint()
-	if d.bad || codeLen > uint64(len(d.v)) || urlLen > uint64(len(d.v))-codeLen {
-		return fmt.Errorf("record %d: %w", p, errRecordValue)
+	cl, ul := d.uvarint(), d.uvarint()
+	if d.bad || cl > uint64(len(d.v)) || ul > uint64(len(d.v))-cl {
+		return 0, 0, nil, fmt.Errorf("record %d: %w", p, errRecordValue)
 	}
-	if texts {
-		s := string(d.v)
-		r.code, r.url, r.canon = s[:codeLen], s[codeLen:codeLen+urlLen], s[codeLen+urlLen:]
-	}
-	return nil
+	return int(cl), int(ul), d.v, nil
 }
 
 // recordReader reads a record's varints; bad: one did not decode.
@@ -203,7 +213,8 @@ func newRecordTable(eng *engine) recordTable {
 // at is the record at p: the writer's own change of it if it has one.
 // It is never changed once returned. Readers call it under the FSM's read
 // lock, the writer under its write lock; a miss reads the engine and
-// fills the cache.
+// fills the cache, but for a restore building a state: a cache filled by
+// a restore would start full of the links restored last.
 func (t *recordTable) at(p uint32) *record {
 	if len(t.dirty) > 0 {
 		if r, ok := t.dirty[p]; ok {
@@ -214,7 +225,9 @@ func (t *recordTable) at(p uint32) *record {
 		return r
 	}
 	r := t.read(p)
-	t.cache.put(r)
+	if t.eng.published {
+		t.cache.put(r)
+	}
 	return r
 }
 
@@ -268,14 +281,17 @@ func (t *recordTable) bound() {
 	}
 }
 
-// writeBack writes the changed records to the engine's batch and the
-// cache. No reader runs: the writer holds the write lock, or builds a
-// state no reader reaches yet.
+// writeBack writes the changed records to the engine's batch, and to the
+// cache those it holds: a new record waits for its first read, so an
+// import does not push the links read most out. No reader runs: the
+// writer holds the write lock, or builds a state no reader reaches yet.
 func (t *recordTable) writeBack() {
 	for p, r := range t.dirty {
 		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
 		t.eng.set(t.key, t.value)
-		t.cache.put(r)
+		if t.cache.peek(p) != nil {
+			t.cache.put(r)
+		}
 	}
 	clear(t.dirty)
 }
@@ -339,13 +355,15 @@ const viewWindow = 256
 // recordView is a read-only view of a record table at one point in time:
 // the records of an engine view. It reads a window of records at a time:
 // a walk in position order (every snapshot section) reads the table once.
-// A record it returns stays valid after the window moves.
+// A record it returns is valid until the next at, which may reuse it; its
+// strings stay valid.
 type recordView struct {
-	sn  *store.Snapshot
-	n   uint32
-	lo  uint32   // the window's first position
-	win []record // the records from lo
-	err error    // the first failure to read the view
+	sn   *store.Snapshot
+	n    uint32
+	lo   uint32   // the window's first position
+	win  []record // the records from lo
+	ends []int    // reused by at
+	err  error    // the first failure to read the view
 }
 
 // at is the record at p < n. A failure is kept in err (the snapshot
@@ -358,8 +376,15 @@ func (v *recordView) at(p uint32) *record {
 	if p == v.lo+uint32(len(v.win)) {
 		size = viewWindow // the next record: a walk
 	}
-	win := make([]record, 0, size)
-	var derr error
+	win := v.win[:0]
+	if cap(win) < size {
+		win = make([]record, 0, size)
+	}
+	var (
+		derr  error
+		texts = make([]byte, 0, size*128) // the window's texts: one allocation, not one a record
+		ends  = v.ends[:0]                // per record: code's and URL's lengths, end of its texts
+	)
 	err := v.sn.Scan([]byte{recordPrefix}, recordKey(nil, p), func(key, value []byte) bool {
 		q := binary.BigEndian.Uint32(key[1:])
 		if q != p+uint32(len(win)) {
@@ -367,10 +392,20 @@ func (v *recordView) at(p uint32) *record {
 			return false
 		}
 		win = append(win, record{})
-		derr = decodeRecord(value, q, &win[len(win)-1], true)
+		codeLen, urlLen, text, ferr := decodeFixed(value, q, &win[len(win)-1])
+		texts = append(texts, text...)
+		ends, derr = append(ends, codeLen, urlLen, len(texts)), ferr
 		return derr == nil && len(win) < size
 	})
-	v.lo, v.win = p, win
+	if len(texts) > 0 {
+		// Never written again: the strings may share it.
+		all, start := unsafe.String(unsafe.SliceData(texts), len(texts)), 0
+		for i := range win {
+			win[i].sliceTexts(all[start:ends[3*i+2]], ends[3*i], ends[3*i+1])
+			start = ends[3*i+2]
+		}
+	}
+	v.lo, v.win, v.ends = p, win, ends
 	if err = errors.Join(err, derr); err != nil || len(win) == 0 {
 		if v.err == nil {
 			v.err = fmt.Errorf("read the records of a snapshot: %w", errors.Join(err, errors.New("no record")))
@@ -384,8 +419,9 @@ func (v *recordView) at(p uint32) *record {
 // recordCache keeps decoded records by position in a fixed number of
 // slots (a position's slot is its low bits), as optionCache does Options:
 // readers fill it under the FSM's read lock, concurrently, hence the
-// atomic slots; the writer replaces slots under the write lock, when no
-// reader runs, so a reader never puts back a record the writer replaced.
+// atomic slots; the writer replaces a position's record under the write
+// lock, when no reader runs, so a reader never puts back a record the
+// writer replaced.
 type recordCache struct {
 	slots        []atomic.Pointer[record]
 	mask         uint32
