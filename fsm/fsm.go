@@ -220,7 +220,7 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 	for i, list := range lists {
 		heads[i] = len(list) - 1
 		if before != 0 {
-			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.at(list[j]).id >= before }) - 1
+			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.walked(list[j]).id >= before }) - 1
 		}
 	}
 	for len(links) <= limit {

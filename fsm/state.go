@@ -126,6 +126,15 @@ func (s *state) link(p uint32) Link {
 	return l
 }
 
+// walkedLink is state.link for a walk over many links (a filtered list,
+// the most clicked): it fills no record cache slot (recordTable.walked).
+func walkedLink(s *state, p uint32) Link {
+	r := s.links.recs.walked(p)
+	l := s.links.linkOf(r)
+	l.Options = s.opts.of(r)
+	return l
+}
+
 // createBatch applies a batch's creates in order, one result each.
 func (s *state) createBatch(c CreateBatch) []CreateResult {
 	results := make([]CreateResult, len(c.Items))
