@@ -146,21 +146,20 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var (
-		p             uint32
+		r             *record
 		d             Domain
 		found, onHost bool
 	)
 	if len(f.s.domains) > 0 {
-		p, d, onHost, found = f.s.lookupOnHost(host, code)
+		r, d, onHost, found = f.s.lookupOnHost(host, code)
 	}
 	fallback := false
 	if !found {
-		if p, found = f.s.links.lookup(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
+		if r, found = f.s.links.find(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
 			return Target{Domain: d}, false
 		}
 		fallback = onHost
 	}
-	r := f.s.links.recs.at(p)
 	t := Target{Code: r.code, URL: r.url, ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
 		t.Options = f.s.opts.of(r)
@@ -171,18 +170,18 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 
 // lookupOnHost finds code in the registered domain d that host names;
 // onHost reports whether host names one at all.
-func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, found bool) {
+func (s *state) lookupOnHost(host, code []byte) (r *record, d Domain, onHost, found bool) {
 	d, ok := s.domains.ofHost(host)
 	if !ok {
-		return 0, Domain{}, false, false
+		return nil, Domain{}, false, false
 	}
 	var qualified [maxCodeLen]byte
 	n := copy(qualified[:], d.Name)
 	qualified[n] = '/'
 	if m := copy(qualified[n+1:], code); m == len(code) {
-		p, found = s.links.lookup(unsafe.String(&qualified[0], n+1+m))
+		r, found = s.links.find(unsafe.String(&qualified[0], n+1+m))
 	}
-	return p, d, true, found
+	return r, d, true, found
 }
 
 // VisitsUsed is what the visit limit of the link with this qualified code

@@ -101,9 +101,25 @@ const maxReserve = 1 << 16
 
 // lookup returns the position of the live link with this code.
 func (lt *linkTable) lookup(code string) (uint32, bool) {
-	return lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
-		return lt.recs.at(p).code == code
+	r, ok := lt.find(code)
+	if !ok {
+		return 0, false
+	}
+	return r.pos, true
+}
+
+// find is lookup that returns the link's record: a redirect reads it
+// once (once from the record cache: a hit allocates nothing).
+func (lt *linkTable) find(code string) (*record, bool) {
+	var found *record
+	_, ok := lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
+		if r := lt.recs.at(p); r.code == code {
+			found = r
+			return true
+		}
+		return false
 	})
+	return found, ok
 }
 
 // targetOf is the canonical target URL a link is found under: the
