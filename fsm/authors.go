@@ -123,6 +123,12 @@ func writeAuthors(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 		}
 	}
 	encodeStrings(e, own)
+	if !slices.ContainsFunc(snap.authors, func(id string) bool { return id != "" }) {
+		// No key authors a link: no walk of every record to find none.
+		e.uvarint(0)
+		e.uvarint(0)
+		return
+	}
 	used := make([]bool, len(snap.authors))
 	authored := 0
 	for p := range snap.records.n {

@@ -36,7 +36,7 @@ func (c *codeChoice) found() (uint32, bool) {
 // link's target.
 func (lt *linkTable) dedupeTarget(r *record, raised int) string {
 	if raised < LevelTargets {
-		return lt.recs.text.canonical(r)
+		return r.canonical()
 	}
 	return lt.targetOf(r)
 }

@@ -56,8 +56,8 @@ var ErrVisitLimit = errors.New("the link has reached its maximum number of visit
 
 // edit applies an EditCommand and returns the link as it left it (its
 // proposer answers with that, not with what a later edit made of it). A
-// new target is appended to the text arena (the old bytes stay where
-// readers may still hold them) and recorded in the link's history; every
+// new target is written to a new copy of the record (the old one stays
+// as readers may hold it) and recorded in the link's history; every
 // other field replaces the link's Options as a whole, so an Options value
 // a reader holds never changes under it.
 func (s *state) edit(c EditCommand) (Link, error) {
@@ -72,7 +72,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 	if c.Level() >= LevelVisitRows && s.raised < LevelVisitRows {
 		return Link{}, ErrNotRaised
 	}
-	changeURL := c.Fields&EditURL != 0 && c.URL != s.links.recs.text.url(r)
+	changeURL := c.Fields&EditURL != 0 && c.URL != r.url
 	if changeURL {
 		if err := checkTarget(c.URL, s.raised); err != nil {
 			return Link{}, err
@@ -140,7 +140,7 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 		r := s.links.recs.at(p)
 		history := slices.Clip(o.History) // appending must not write into the old value's array
 		if len(history) == 0 {
-			history = append(history, Version{URL: s.links.recs.text.url(r), ChangedAt: r.createdAt})
+			history = append(history, Version{URL: r.url, ChangedAt: r.createdAt})
 		}
 		history = append(history, Version{URL: c.URL, ChangedAt: c.Now, KeyID: c.KeyID})
 		if s.bounded() && len(history) > MaxHistory {

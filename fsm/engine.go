@@ -30,6 +30,9 @@ type Config struct {
 	// OptionCache is how many links' decoded Options are kept in memory
 	// (DefaultOptionCache when 0); the rest are read from the engine.
 	OptionCache int
+	// RecordCache is how many links' decoded records are kept in memory
+	// (DefaultRecordCache when 0); the rest are read from the engine.
+	RecordCache int
 }
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks
@@ -69,7 +72,8 @@ func (es *engines) open() *engine {
 	} else {
 		opts.BlockCacheBytes = inMemoryCache
 	}
-	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache)}
+	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache),
+		recordCache: cmp.Or(es.cfg.RecordCache, DefaultRecordCache)}
 	e.openStore = func() (*store.Store, error) { return store.Open(dir, opts) }
 	e.refs.Store(1)
 	return e
@@ -93,8 +97,11 @@ type engine struct {
 	// only the goroutine building it (a restore) reads and writes it.
 	published bool
 	val       []byte // reused by get
-	// optionCache sizes the option cache of the state it holds.
-	optionCache int
+	// optionCache and recordCache size the caches of the state it holds.
+	optionCache, recordCache int
+	// writeBack writes what the state's pieces hold back until the end
+	// of a batch (the records a batch changed) before a commit or a view.
+	writeBack func()
 	// refs counts the state and each snapshot view; the last release
 	// closes the engine, and removes its directory once it was replaced.
 	refs    atomic.Int32
@@ -217,6 +224,7 @@ func (e *engine) set(key, value []byte) {
 // settle writes what a load left in the batch, so that a view sees it,
 // and lets go of the memory the load's batches grew.
 func (e *engine) settle() error {
+	e.flushPieces()
 	if e.err == nil && e.st != nil && !e.applying && e.batch.Len() > 0 {
 		e.fail(e.st.Load(e.batch))
 		e.renewBatch()
@@ -226,6 +234,7 @@ func (e *engine) settle() error {
 
 // commit writes one apply batch with the index of its last entry.
 func (e *engine) commit(index uint64) error {
+	e.flushPieces()
 	e.applying = false
 	if e.st == nil {
 		return e.err
@@ -238,6 +247,12 @@ func (e *engine) commit(index uint64) error {
 		e.renewBatch()
 	}
 	return e.err
+}
+
+func (e *engine) flushPieces() {
+	if e.writeBack != nil {
+		e.writeBack()
+	}
 }
 
 func (e *engine) renewBatch() {

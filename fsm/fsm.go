@@ -146,24 +146,23 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var (
-		p             uint32
+		r             *record
 		d             Domain
 		found, onHost bool
 	)
 	if len(f.s.domains) > 0 {
-		p, d, onHost, found = f.s.lookupOnHost(host, code)
+		r, d, onHost, found = f.s.lookupOnHost(host, code)
 	}
 	fallback := false
 	if !found {
-		if p, found = f.s.links.lookup(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
+		if r, found = f.s.links.find(unsafe.String(unsafe.SliceData(code), len(code))); !found { // only compared, never kept
 			return Target{Domain: d}, false
 		}
 		fallback = onHost
 	}
-	r := f.s.links.recs.at(p)
-	t := Target{Code: f.s.links.recs.text.code(r), URL: f.s.links.recs.text.url(r), ExpiresAt: r.expiresAt}
+	t := Target{Code: r.code, URL: r.url, ExpiresAt: r.expiresAt}
 	if r.flags&flagOptions != 0 {
-		t.Options = f.s.opts.get(p)
+		t.Options = f.s.opts.of(r)
 	}
 	t.Fallback, t.Domain = fallback, d
 	return t, true
@@ -171,18 +170,18 @@ func (f *FSM) Resolve(host, code []byte) (Target, bool) {
 
 // lookupOnHost finds code in the registered domain d that host names;
 // onHost reports whether host names one at all.
-func (s *state) lookupOnHost(host, code []byte) (p uint32, d Domain, onHost, found bool) {
+func (s *state) lookupOnHost(host, code []byte) (r *record, d Domain, onHost, found bool) {
 	d, ok := s.domains.ofHost(host)
 	if !ok {
-		return 0, Domain{}, false, false
+		return nil, Domain{}, false, false
 	}
 	var qualified [maxCodeLen]byte
 	n := copy(qualified[:], d.Name)
 	qualified[n] = '/'
 	if m := copy(qualified[n+1:], code); m == len(code) {
-		p, found = s.links.lookup(unsafe.String(&qualified[0], n+1+m))
+		r, found = s.links.find(unsafe.String(&qualified[0], n+1+m))
 	}
-	return p, d, true, found
+	return r, d, true, found
 }
 
 // VisitsUsed is what the visit limit of the link with this qualified code
@@ -220,7 +219,7 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 	for i, list := range lists {
 		heads[i] = len(list) - 1
 		if before != 0 {
-			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.at(list[j]).id >= before }) - 1
+			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.walked(list[j]).id >= before }) - 1
 		}
 	}
 	for len(links) <= limit {
@@ -248,11 +247,14 @@ func (f *FSM) Links() []Link {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	links := make([]Link, 0, f.s.links.live())
-	for p := range f.s.links.recs.n {
-		if f.s.links.recs.at(p).live() {
-			links = append(links, f.s.link(p))
+	f.s.links.recs.scan(true, func(r *record) bool {
+		if r.live() {
+			l := f.s.links.linkOf(r)
+			l.Options = f.s.opts.of(r)
+			links = append(links, l)
 		}
-	}
+		return true
+	})
 	return links
 }
 
@@ -308,8 +310,10 @@ func (f *FSM) ClickSeq(node string) uint64 {
 }
 
 // Snapshot takes a view of the state that Persist encodes while Apply goes
-// on. It shares the link records instead of copying them (see
-// recordTable), so it changes sharing bookkeeping and takes the write lock.
+// on. It reads the link records from a view of the engine and shares the
+// visitors' pages instead of copying them (see recordTable), so it writes
+// back the apply's changes, changes sharing bookkeeping and takes the
+// write lock.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -193,7 +193,7 @@ func (c *listCounts) link(ws uint32, domain string, ch change) {
 	}
 	t, ok := w.domains[domain]
 	if !ok {
-		domain = strings.Clone(domain) // a view of the text arena
+		domain = strings.Clone(domain) // a view of a record's code
 	}
 	t.apply(ch)
 	if t.Links <= 0 {
@@ -292,10 +292,14 @@ type countedLink struct {
 // counted is what the counts know of the live link at p, its tags in
 // opts.
 func (lt *linkTable) counted(p uint32, opts *optionTable) countedLink {
-	r := lt.recs.at(p)
-	l := countedLink{ws: r.workspace, domain: lt.domainIndex(lt.recs.text.code(r)), clicks: r.clicks}
+	return lt.countedOf(lt.recs.at(p), opts)
+}
+
+// countedOf is counted of the link whose record the caller has read.
+func (lt *linkTable) countedOf(r *record, opts *optionTable) countedLink {
+	l := countedLink{ws: r.workspace, domain: lt.domainIndex(r.code), clicks: r.clicks}
 	if r.flags&flagOptions != 0 {
-		if o := opts.get(p); o != nil {
+		if o := opts.of(r); o != nil {
 			l.tags = o.Tags
 		}
 	}
@@ -330,10 +334,11 @@ func (c *listCounts) change(l countedLink, tags []string, ch change) {
 // countsOf derives the counts of every live link of st: after a restore.
 func countsOf(st *state) listCounts {
 	c := newListCounts()
-	for p := range st.links.recs.n {
-		if st.links.recs.at(p).live() {
-			c.add(st.links.counted(p, &st.opts))
+	st.links.recs.scan(true, func(r *record) bool {
+		if r.live() {
+			c.add(st.links.countedOf(r, &st.opts))
 		}
-	}
+		return true
+	})
 	return c
 }

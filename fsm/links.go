@@ -28,7 +28,7 @@ type linkTable struct {
 }
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
-	return linkTable{recs: newRecordTable(), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
+	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
 		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
@@ -56,13 +56,13 @@ func (w *workspaceTable) intern(name string) uint32 {
 }
 
 // linkOf is the record as a Link, without its Options (which only the
-// state, not a snapshot's view, can look up).
-func (lt *linkTable) linkOf(r *record, text *textArena) Link {
-	domain, code := SplitCode(text.code(r))
+// state can look up).
+func (lt *linkTable) linkOf(r *record) Link {
+	domain, code := SplitCode(r.code)
 	return Link{
-		ID: r.id, Code: code, Domain: domain, URL: text.url(r), Workspace: lt.workspaces.names[r.workspace],
-		Canonical: text.canonical(r), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
-		Clicks: r.clicks, LastAccess: r.lastAccess,
+		ID: r.id, Code: code, Domain: domain, URL: r.url, Workspace: lt.workspaces.names[r.workspace],
+		Canonical: r.canonical(), CreatedAt: r.createdAt, ExpiresAt: r.expiresAt,
+		Clicks: r.clicks, LastAccess: r.lastAccess, Author: lt.authors.ids[r.author],
 	}
 }
 
@@ -101,9 +101,25 @@ const maxReserve = 1 << 16
 
 // lookup returns the position of the live link with this code.
 func (lt *linkTable) lookup(code string) (uint32, bool) {
-	return lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
-		return lt.recs.text.code(lt.recs.at(p)) == code
+	r, ok := lt.find(code)
+	if !ok {
+		return 0, false
+	}
+	return r.pos, true
+}
+
+// find is lookup that returns the link's record: a redirect reads it
+// once (once from the record cache: a hit allocates nothing).
+func (lt *linkTable) find(code string) (*record, bool) {
+	var found *record
+	_, ok := lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
+		if r := lt.recs.at(p); r.code == code {
+			found = r
+			return true
+		}
+		return false
 	})
+	return found, ok
 }
 
 // targetOf is the canonical target URL a link is found under: the
@@ -112,19 +128,19 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 // key on every node and at every restore.
 func (lt *linkTable) targetOf(r *record) string {
 	if r.dedupe() {
-		return lt.recs.text.canonical(r)
+		return r.canonical()
 	}
-	return canonicalTarget(lt.recs.text.url(r))
+	return canonicalTarget(r.url)
 }
 
 // holdsTarget reports whether the link at p is in workspace and domain
 // with this canonical target.
 func (lt *linkTable) holdsTarget(p, workspace uint32, domain, canonical string) bool {
 	r := lt.recs.at(p)
-	if r.workspace != workspace || lt.domainIndex(lt.recs.text.code(r)) != domain {
+	if r.workspace != workspace || lt.domainIndex(r.code) != domain {
 		return false
 	}
-	if !r.dedupe() && lt.recs.text.url(r) == canonical {
+	if !r.dedupe() && r.url == canonical {
 		return true // a canonical form canonicalises to itself
 	}
 	return lt.targetOf(r) == canonical
@@ -134,7 +150,7 @@ func (lt *linkTable) holdsTarget(p, workspace uint32, domain, canonical string) 
 // link at p.
 func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical string) {
 	r := lt.recs.at(p)
-	return r.workspace, lt.domainIndex(lt.recs.text.code(r)), lt.targetOf(r)
+	return r.workspace, lt.domainIndex(r.code), lt.targetOf(r)
 }
 
 // withTarget lists the live links of a canonical target in a workspace
@@ -173,9 +189,8 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 			stored = canonical
 		}
 	}
-	r.codeLen, r.urlLen, r.canonLen = uint8(len(code)), uint32(len(url)), uint32(len(stored))
+	r.setTexts(code, url, stored)
 	r.workspace = lt.workspaces.intern(workspace)
-	r.text = lt.recs.text.add(code, url, stored)
 	p := lt.recs.append(r)
 	lt.byCode.insert(lt.codeHash(code), p)
 	lt.addTarget(p)
@@ -205,7 +220,7 @@ func (lt *linkTable) index(p uint32, now int64) {
 	if !r.dedupe() {
 		return
 	}
-	canonical, domain := lt.recs.text.canonical(r), lt.domainIndex(lt.recs.text.code(r))
+	canonical, domain := r.canonical(), lt.domainIndex(r.code)
 	if cur, ok := lt.dedupeLookup(r.workspace, domain, canonical); ok {
 		if !lt.recs.at(cur).expired(now) {
 			return
@@ -219,11 +234,12 @@ func (lt *linkTable) index(p uint32, now int64) {
 // disabled on purpose: their owner means to enable them again.
 func (lt *linkTable) expiredBefore(t int64) []uint32 {
 	var expired []uint32
-	for p := range lt.recs.n {
-		if r := lt.recs.at(p); r.live() && r.expiresAt != 0 && r.expiresAt < t && r.flags&flagDisabled == 0 {
-			expired = append(expired, p)
+	lt.recs.scan(false, func(r *record) bool {
+		if r.live() && r.expiresAt != 0 && r.expiresAt < t && r.flags&flagDisabled == 0 {
+			expired = append(expired, r.pos)
 		}
-	}
+		return true
+	})
 	return expired
 }
 
@@ -242,17 +258,24 @@ func (lt *linkTable) markDisabled(p uint32, now int64) {
 }
 
 // positionOf finds a link by id: positions are in id order (records are
-// only appended, ids only grow), dead links' records included.
+// only appended, ids only grow), dead links' records included. It reads
+// at most log2(idsEvery) records, and fills no cache with them.
 func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
-	n := int(lt.recs.n)
-	i := sort.Search(n, func(i int) bool { return lt.recs.at(uint32(i)).id >= id })
-	return uint32(i), i < n && lt.recs.at(uint32(i)).id == id
+	t := &lt.recs
+	block := sort.Search(len(t.firstIDs), func(i int) bool { return t.firstIDs[i] > id }) - 1
+	if block < 0 {
+		return 0, false
+	}
+	lo := block * idsEvery
+	n := min(idsEvery, int(t.n)-lo)
+	i := lo + sort.Search(n, func(i int) bool { return t.walked(uint32(lo+i)).id >= id })
+	return uint32(i), i < int(t.n) && t.walked(uint32(i)).id == id
 }
 
 // restoreIndexed makes the link at p the one dedupe returns for its URL.
 func (lt *linkTable) restoreIndexed(p uint32) error {
 	r := lt.recs.mutable(p)
-	canonical, domain := lt.recs.text.canonical(r), lt.domainIndex(lt.recs.text.code(r))
+	canonical, domain := r.canonical(), lt.domainIndex(r.code)
 	if _, dup := lt.dedupeLookup(r.workspace, domain, canonical); dup {
 		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
 	}
@@ -275,7 +298,7 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 			return fmt.Errorf("dedupe entry for missing code %q", code)
 		}
 		r := lt.recs.at(p)
-		if lt.workspaces.names[r.workspace] != ws || lt.recs.text.canonical(r) != canonical {
+		if lt.workspaces.names[r.workspace] != ws || r.canonical() != canonical {
 			return fmt.Errorf("dedupe entry %q does not match link %q", key, code)
 		}
 		if err := lt.restoreIndexed(p); err != nil {
@@ -292,7 +315,7 @@ func (lt *linkTable) remove(p uint32) string {
 	lt.unauthor(p)
 	r := lt.recs.mutable(p)
 	r.flags &^= flagLive | flagIndexed
-	code := lt.recs.text.code(r)
+	code := r.code
 	lt.byCode.remove(lt.codeHash(code), p)
 	list := lt.workspaces.links[r.workspace]
 	if i, ok := slices.BinarySearch(list, p); ok {
@@ -351,13 +374,11 @@ func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
 	lt.removeTarget(p)
 	r := lt.recs.mutable(p)
 	r.flags &^= flagIndexed
-	code := lt.recs.text.code(r)
 	stored := ""
 	if r.dedupe() && canonical != url {
 		stored = canonical
 	}
-	r.text = lt.recs.text.add(code, url, stored)
-	r.urlLen, r.canonLen = uint32(len(url)), uint32(len(stored))
+	r.setTexts(r.code, url, stored)
 	lt.addTarget(p)
 	lt.index(p, now)
 }
@@ -421,7 +442,6 @@ func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
 // when it differs from the URL; from version 13 on, its flags say whether
 // it was disabled on purpose.
 func (snap *snapshot) encodeLink(e *encoder, r *record, version byte) {
-	text := &snap.records.text
 	var flags byte
 	if r.dedupe() {
 		flags |= snapDedupe
@@ -433,10 +453,10 @@ func (snap *snapshot) encodeLink(e *encoder, r *record, version byte) {
 		flags |= snapDisabled
 	}
 	e.uvarint(r.id)
-	e.string(text.code(r))
-	e.string(text.url(r))
+	e.string(r.code)
+	e.string(r.url)
 	e.string(snap.workspaces[r.workspace])
-	e.string(text.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen)))
+	e.string(r.canon)
 	e.byte(flags)
 	e.varint(r.createdAt)
 	e.varint(r.expiresAt)

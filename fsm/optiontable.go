@@ -41,8 +41,11 @@ func optionKey(dst []byte, id uint64) []byte {
 
 // get is the Options of the link at p, nil for none. Readers call it
 // under the FSM's read lock, the writer under its write lock.
-func (o *optionTable) get(p uint32) *Options {
-	r := o.recs.at(p)
+func (o *optionTable) get(p uint32) *Options { return o.of(o.recs.at(p)) }
+
+// of is get of the link whose record the caller has read.
+func (o *optionTable) of(r *record) *Options {
+	p := r.pos
 	if r.flags&flagOptions == 0 {
 		return nil
 	}

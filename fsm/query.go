@@ -118,7 +118,7 @@ func (f *FSM) ListPage(workspaces []string, q Filter, before uint64, offset, lim
 	}
 	limit = max(limit, 1)
 	for p, ok := w.next(); ok; p, ok = w.next() {
-		l := f.s.link(p)
+		l := walkedLink(f.s, p)
 		if !q.keeps(&l) {
 			continue
 		}
@@ -209,7 +209,7 @@ func (f *FSM) newestFirst(workspaces []string, author string, before uint64) *me
 	for i, list := range lists {
 		w.heads[i] = len(list) - 1
 		if before != 0 {
-			w.heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.at(list[j]).id >= before }) - 1
+			w.heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.walked(list[j]).id >= before }) - 1
 		}
 	}
 	return w
@@ -285,7 +285,7 @@ func (f *FSM) ClickedPage(workspaces []string, q Filter, offset, limit int, coun
 	var all []Link
 	w := f.newestFirst(workspaces, q.Author, 0)
 	for p, ok := w.next(); ok; p, ok = w.next() {
-		if l := f.s.link(p); q.keeps(&l) {
+		if l := walkedLink(f.s, p); q.keeps(&l) {
 			all = append(all, l)
 			page.Total.Links++
 			page.Total.Clicks += l.Clicks
@@ -403,11 +403,11 @@ func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	defer f.mu.RUnlock()
 	out := Crawlable{Version: f.version()}
 	for p, o := range f.s.opts.all(f.s.links.positionOf) {
-		r := f.s.links.recs.at(p)
+		r := f.s.links.recs.walked(p)
 		if !o.Crawlable || !r.live() || r.expired(now) {
 			continue
 		}
-		d, code := SplitCode(f.s.links.recs.text.code(r))
+		d, code := SplitCode(r.code)
 		if d != domain {
 			continue
 		}

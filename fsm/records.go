@@ -1,30 +1,32 @@
 package fsm
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/linkraft/linkraft/fsm/store"
 )
 
-// The links are kept in a form the garbage collector need not look into:
-// fixed-size records without pointers, in pages, and every code, URL and
-// canonical URL once, packed into large byte chunks (the text arena). A
-// million links are then a few hundred chunks and pages instead of
-// millions of small objects, and strings handed to readers point into the
-// chunks instead of being copies.
-
-// record is one link. Its code, URL and (when it differs from the URL) its
-// canonical URL are stored back to back in the text arena at text.
+// record is one link as readers get it: its fixed fields and its texts,
+// decoded from the engine (recordPrefix). A record a reader holds is never
+// changed: the writer changes a copy (recordTable.mutable) and writes it
+// at the end of the apply batch, so its strings are safe to keep and to
+// use as map keys.
 type record struct {
 	id         uint64
 	createdAt  int64
 	expiresAt  int64 // 0: never
 	clicks     uint64
-	lastAccess int64 // 0: never clicked
-	text       textPos
-	urlLen     uint32
-	canonLen   uint32 // 0: the canonical URL is the URL, or there is none
+	lastAccess int64  // 0: never clicked
+	code       string // qualified
+	url        string
+	canon      string // "": the canonical URL is the URL, or there is none
 	workspace  uint32 // index into workspaceTable.names
-	codeLen    uint8
+	pos        uint32 // its position in the table
 	flags      uint8
 	author     uint16 // the key that created it: index into authorTable.ids; 0: none
 }
@@ -46,112 +48,295 @@ func (r *record) dedupe() bool { return r.flags&flagDedupe != 0 }
 // expired reports whether the link is past its expiry at time now.
 func (r *record) expired(now int64) bool { return r.expiresAt != 0 && now >= r.expiresAt }
 
-// textPos locates bytes in the text arena: chunk index and offset.
-type textPos struct{ chunk, off uint32 }
-
-const (
-	chunkSize = 1 << 20
-	// Texts longer than this get a chunk of their own, so a chunk is never
-	// mostly wasted by one long URL arriving when it is nearly full.
-	ownChunkAbove = chunkSize / 8
-)
-
-// textArena stores immutable bytes. Bytes once written are never changed
-// or moved, which is what makes strings pointing into them safe to hand
-// out and to use as map keys: a chunk stays alive as long as any string
-// points into it.
-type textArena struct {
-	chunks [][]byte
-	fill   int // the chunk new texts go to while they fit
-}
-
-// add appends the parts back to back and returns where they start.
-func (a *textArena) add(parts ...string) textPos {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	if n > ownChunkAbove {
-		a.chunks = append(a.chunks, make([]byte, 0, n))
-		return a.write(len(a.chunks)-1, parts)
-	}
-	if a.fill >= len(a.chunks) || cap(a.chunks[a.fill])-len(a.chunks[a.fill]) < n {
-		a.chunks = append(a.chunks, make([]byte, 0, chunkSize))
-		a.fill = len(a.chunks) - 1
-	}
-	return a.write(a.fill, parts)
-}
-
-func (a *textArena) write(chunk int, parts []string) textPos {
-	pos := textPos{chunk: uint32(chunk), off: uint32(len(a.chunks[chunk]))}
-	for _, p := range parts {
-		a.chunks[chunk] = append(a.chunks[chunk], p...)
-	}
-	return pos
-}
-
-// str returns n bytes at skip bytes past pos as a string, without copying.
-func (a *textArena) str(pos textPos, skip, n int) string {
-	if n == 0 {
+// canonical is the canonical URL a dedupe link was stored with; "" for a
+// link that does not take part in dedupe.
+func (r *record) canonical() string {
+	switch {
+	case !r.dedupe():
 		return ""
+	case r.canon == "":
+		return r.url
 	}
-	c := a.chunks[pos.chunk]
-	return unsafe.String(&c[int(pos.off)+skip], n)
+	return r.canon
 }
 
+// setTexts gives r its code, URL and stored canonical URL, copied into
+// one string: the arguments may be views of a buffer.
+func (r *record) setTexts(code, url, canon string) {
+	var b strings.Builder
+	b.Grow(len(code) + len(url) + len(canon))
+	b.WriteString(code)
+	b.WriteString(url)
+	b.WriteString(canon)
+	s := b.String()
+	r.code, r.url, r.canon = s[:len(code)], s[len(code):len(code)+len(url)], s[len(code)+len(url):]
+}
+
+// recordTexts reads a record's code as the text arena once did; the
+// strings are the record's own now. Kept for the files that still name
+// it (visit rows: visitrows.go), until they read r.code.
+type recordTexts struct{}
+
+func (recordTexts) code(r *record) string { return r.code }
+
+// recordPrefix is the engine's table of link records by position
+// (store/DESIGN.md, "Keys"): the key is the prefix and the position,
+// big-endian, so a walk of the table is a walk in id order.
+const recordPrefix = 'l'
+
+func recordKey(dst []byte, p uint32) []byte {
+	return binary.BigEndian.AppendUint32(append(dst[:0], recordPrefix), p)
+}
+
+// encodeRecord appends r's value: id, created, expires, clicks, last
+// access, workspace, author (varints), flags (a byte), the lengths of the
+// code and URL (uvarints), then the code, the URL and the stored
+// canonical URL, which runs to the end.
+func encodeRecord(dst []byte, r *record) []byte {
+	dst = binary.AppendUvarint(dst, r.id)
+	dst = binary.AppendVarint(dst, r.createdAt)
+	dst = binary.AppendVarint(dst, r.expiresAt)
+	dst = binary.AppendUvarint(dst, r.clicks)
+	dst = binary.AppendVarint(dst, r.lastAccess)
+	dst = binary.AppendUvarint(dst, uint64(r.workspace))
+	dst = binary.AppendUvarint(dst, uint64(r.author))
+	dst = append(dst, r.flags)
+	dst = binary.AppendUvarint(dst, uint64(len(r.code)))
+	dst = binary.AppendUvarint(dst, uint64(len(r.url)))
+	dst = append(dst, r.code...)
+	dst = append(dst, r.url...)
+	return append(dst, r.canon...)
+}
+
+var errRecordValue = errors.New("damaged record value")
+
+// decodeRecord reads encodeRecord's value into r; with texts false it
+// leaves the strings empty and allocates nothing.
+func decodeRecord(v []byte, p uint32, r *record, texts bool) error {
+	codeLen, urlLen, text, err := decodeFixed(v, p, r)
+	if err == nil && texts {
+		r.sliceTexts(string(text), codeLen, urlLen)
+	}
+	return err
+}
+
+// sliceTexts sets r's strings from s, its texts back to back.
+func (r *record) sliceTexts(s string, codeLen, urlLen int) {
+	r.code, r.url, r.canon = s[:codeLen], s[codeLen:codeLen+urlLen], s[codeLen+urlLen:]
+}
+
+// decodeFixed reads the fixed fields of encodeRecord's value into r and
+// returns the lengths of the code and URL and the texts, back to back.
+func decodeFixed(v []byte, p uint32, r *record) (codeLen, urlLen int, text []byte, err error) {
+	d := recordReader{v: v}
+	*r = record{id: d.uvarint(), createdAt: d.varint(), expiresAt: d.varint(), clicks: d.uvarint(),
+		lastAccess: d.varint(), workspace: uint32(d.uvarint()), author: uint16(d.uvarint()), pos: p}
+	if len(d.v) > 0 {
+		r.flags, d.v = d.v[0], d.v[1:]
+	} else {
+		d.bad = true
+	}
+	cl, ul := d.uvarint(), d.uvarint()
+	if d.bad || cl > uint64(len(d.v)) || ul > uint64(len(d.v))-cl {
+		return 0, 0, nil, fmt.Errorf("record %d: %w", p, errRecordValue)
+	}
+	return int(cl), int(ul), d.v, nil
+}
+
+// recordReader reads a record's varints; bad: one did not decode.
+type recordReader struct {
+	v   []byte
+	bad bool
+}
+
+func (d *recordReader) uvarint() uint64 {
+	x, n := binary.Uvarint(d.v)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.v = d.v[n:]
+	return x
+}
+
+func (d *recordReader) varint() int64 {
+	x, n := binary.Varint(d.v)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.v = d.v[n:]
+	return x
+}
+
+// pageSize is the records a page of the pieces kept by position holds
+// (targets.go, visitors.go).
 const pageSize = 1024
 
-// page holds pageSize records: exactly 64 KiB, a size the allocator
-// wastes nothing on.
-type page [pageSize]record
+// idsEvery: the table keeps the id of every idsEvery-th record in memory,
+// so that positionOf reads at most log2(idsEvery) records.
+const idsEvery = 1024
 
 // recordTable is every link ever created since the state was built, dead
 // ones included, in id order: a link's position never changes, and deleted
-// links keep their slot until the state is rebuilt from a snapshot.
+// links keep their record until the state is rebuilt from a snapshot.
+// The records are in the engine; a cache of decoded ones (recordCache)
+// serves the links read most without reading it.
 //
-// Snapshots share pages with the live table instead of copying them. While
-// a snapshot is being written (sharing > 0), the first change to a page it
-// may be reading copies the page; pages copied after the snapshot was taken
-// (gen == the current generation) are the table's own and change in place.
+// The writer changes records through dirty: at(p) of a changed record is
+// its copy there, and writeBack writes the copies to the engine's batch and
+// the cache once the apply batch is done (engine.commit). Writing each
+// change at once would encode a record per field and a click batch's
+// link once per click; a copy per record and batch costs one encoding.
+//
+// gen and sharing count the snapshots being written, for the pieces still
+// in memory that share their pages with them (visitors.go): records are
+// read from the engine's view instead.
 type recordTable struct {
-	pages   []*page
-	gens    []uint64 // per page: the generation it was last copied in
-	n       uint32   // records in use
-	gen     uint64
-	sharing *atomic.Int32 // snapshots still being written
-	text    textArena
+	eng      *engine
+	n        uint32 // records in use
+	firstIDs []uint64
+	cache    recordCache
+	dirty    map[uint32]*record // the writer's changed records, by position
+	gen      uint64
+	sharing  *atomic.Int32 // snapshots still being written
+	text     recordTexts
+	key      []byte // reused by the writer
+	value    []byte
 }
 
-func newRecordTable() recordTable { return recordTable{sharing: new(atomic.Int32)} }
+func newRecordTable(eng *engine) recordTable {
+	return recordTable{eng: eng, sharing: new(atomic.Int32), dirty: map[uint32]*record{},
+		cache: newRecordCache(eng.recordCache)}
+}
 
-func (t *recordTable) at(p uint32) *record { return &t.pages[p/pageSize][p%pageSize] }
-
-// mutable returns the record at p for changing, first copying its page if
-// a snapshot being written may be reading it.
-func (t *recordTable) mutable(p uint32) *record {
-	i := p / pageSize
-	if t.gens[i] != t.gen && t.sharing.Load() > 0 {
-		cp := *t.pages[i]
-		t.pages[i], t.gens[i] = &cp, t.gen
+// at is the record at p: the writer's own change of it if it has one.
+// It is never changed once returned. Readers call it under the FSM's read
+// lock, the writer under its write lock; a miss reads the engine and
+// fills the cache, but for a restore building a state: a cache filled by
+// a restore would start full of the links restored last.
+func (t *recordTable) at(p uint32) *record {
+	if len(t.dirty) > 0 {
+		if r, ok := t.dirty[p]; ok {
+			return r
+		}
 	}
-	return &t.pages[i][p%pageSize]
+	if r := t.cache.get(p); r != nil {
+		return r
+	}
+	r := t.read(p)
+	if t.eng.published {
+		t.cache.put(r)
+	}
+	return r
+}
+
+// read decodes the record at p from the engine, the writer's batch
+// included. A record missing or damaged is the disk's failure: serving
+// a link without it would be wrong, so the request fails (a reader's) or
+// the node stops (the writer's), as engine.read does.
+func (t *recordTable) read(p uint32) *record {
+	v, found := t.eng.read(recordKey(nil, p))
+	r := new(record)
+	err := decodeRecord(v, p, r, true)
+	if !found || err != nil {
+		panic(fmt.Sprintf("fsm: the engine lost the record at %d of %d (found %v): %v", p, t.n, found, err))
+	}
+	return r
+}
+
+// mutable returns the record at p for changing: a copy, which writeBack
+// writes.
+func (t *recordTable) mutable(p uint32) *record {
+	if r, ok := t.dirty[p]; ok {
+		return r
+	}
+	cp := *t.at(p)
+	t.dirty[p] = &cp
+	return &cp
 }
 
 // append adds a record and returns its position.
 func (t *recordTable) append(r record) uint32 {
+	t.bound()
 	p := t.n
-	if p%pageSize == 0 {
-		t.pages = append(t.pages, new(page))
-		t.gens = append(t.gens, t.gen)
+	if p%idsEvery == 0 {
+		t.firstIDs = append(t.firstIDs, r.id)
 	}
 	t.n++
-	*t.mutable(p) = r
+	r.pos = p
+	t.dirty[p] = &r
 	return p
 }
 
-// share returns a view of the table for a snapshot and marks every current
-// page shared. release must be called once the snapshot is written.
-func (t *recordTable) share() (view recordView, release func()) {
+// maxDirty bounds the changed records the writer holds: a restore or an
+// import writes them back in pieces instead of holding every record twice.
+const maxDirty = 4096
+
+// bound writes back the changed records when they are many. Only where no
+// caller holds a record from mutable (append, between a purge's removes).
+func (t *recordTable) bound() {
+	if len(t.dirty) >= maxDirty {
+		t.writeBack()
+	}
+}
+
+// writeBack writes the changed records to the engine's batch, and to the
+// cache those it holds: a new record waits for its first read, so an
+// import does not push the links read most out. No reader runs: the
+// writer holds the write lock, or builds a state no reader reaches yet.
+func (t *recordTable) writeBack() {
+	for p, r := range t.dirty {
+		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
+		t.eng.set(t.key, t.value)
+		if t.cache.peek(p) != nil {
+			t.cache.put(r)
+		}
+	}
+	clear(t.dirty)
+}
+
+// walked is at for a walk over many links (robots.txt, a tag rename, a
+// search by id): it fills no cache slot, so the walk does not push the
+// links read most out of the cache.
+func (t *recordTable) walked(p uint32) *record {
+	if r, ok := t.dirty[p]; ok {
+		return r
+	}
+	if r := t.cache.peek(p); r != nil {
+		return r
+	}
+	return t.read(p)
+}
+
+// scan calls fn with each record, in position order, until fn returns
+// false: from the engine, without filling the cache (a walk of every link
+// must not push the hot ones out). With texts, fn gets a new record each
+// time, which it may keep; without, one record without its strings, valid
+// during the call, and the walk allocates nothing per record. The
+// writer's changes are written back first.
+func (t *recordTable) scan(texts bool, fn func(r *record) bool) {
+	if len(t.dirty) > 0 {
+		t.writeBack()
+	}
+	var reused record
+	t.eng.scan([]byte{recordPrefix}, nil, func(key, value []byte) bool {
+		r := &reused
+		if texts {
+			r = new(record)
+		}
+		p := binary.BigEndian.Uint32(key[1:])
+		if err := decodeRecord(value, p, r, texts); err != nil || len(key) != 5 {
+			panic(fmt.Sprintf("fsm: the engine holds a damaged record at %x: %v", key, err))
+		}
+		return fn(r)
+	})
+}
+
+// share returns a view of the table for a snapshot, which reads the
+// engine's view sn, and counts a snapshot being written for the pieces
+// that share pages. release must be called once the snapshot is written.
+func (t *recordTable) share(sn *store.Snapshot) (view recordView, release func()) {
 	t.gen++
 	t.sharing.Add(1)
 	var once atomic.Bool
@@ -160,35 +345,132 @@ func (t *recordTable) share() (view recordView, release func()) {
 			t.sharing.Add(-1)
 		}
 	}
-	view = recordView{
-		pages: append([]*page(nil), t.pages...),
-		n:     t.n,
-		text:  textArena{chunks: append([][]byte(nil), t.text.chunks...), fill: t.text.fill},
-	}
-	return view, release
+	return recordView{sn: sn, n: t.n}, release
 }
 
-// recordView is a read-only view of a record table at one point in time.
+// viewWindow is how many records a view reads at once when walked in
+// order: one scan instead of as many reads.
+const viewWindow = 256
+
+// recordView is a read-only view of a record table at one point in time:
+// the records of an engine view. It reads a window of records at a time:
+// a walk in position order (every snapshot section) reads the table once.
+// A record it returns is valid until the next at, which may reuse it; its
+// strings stay valid.
 type recordView struct {
-	pages []*page
-	n     uint32
-	text  textArena
+	sn   *store.Snapshot
+	n    uint32
+	lo   uint32   // the window's first position
+	win  []record // the records from lo
+	ends []int    // reused by at
+	err  error    // the first failure to read the view
 }
 
-func (v *recordView) at(p uint32) *record { return &v.pages[p/pageSize][p%pageSize] }
-
-// Strings of a record, pointing into the arena.
-func (a *textArena) code(r *record) string { return a.str(r.text, 0, int(r.codeLen)) }
-func (a *textArena) url(r *record) string  { return a.str(r.text, int(r.codeLen), int(r.urlLen)) }
-
-// canonical is the canonical URL a dedupe link was stored with; "" for a
-// link that does not take part in dedupe.
-func (a *textArena) canonical(r *record) string {
-	switch {
-	case !r.dedupe():
-		return ""
-	case r.canonLen == 0:
-		return a.url(r)
+// at is the record at p < n. A failure is kept in err (the snapshot
+// fails) and a dead record stands in.
+func (v *recordView) at(p uint32) *record {
+	if p-v.lo < uint32(len(v.win)) && p >= v.lo {
+		return &v.win[p-v.lo]
 	}
-	return a.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen))
+	size := 1
+	if p == v.lo+uint32(len(v.win)) {
+		size = viewWindow // the next record: a walk
+	}
+	win := v.win[:0]
+	if cap(win) < size {
+		win = make([]record, 0, size)
+	}
+	var (
+		derr  error
+		texts = make([]byte, 0, size*128) // the window's texts: one allocation, not one a record
+		ends  = v.ends[:0]                // per record: code's and URL's lengths, end of its texts
+	)
+	err := v.sn.Scan([]byte{recordPrefix}, recordKey(nil, p), func(key, value []byte) bool {
+		q := binary.BigEndian.Uint32(key[1:])
+		if q != p+uint32(len(win)) {
+			derr = fmt.Errorf("record %d: missing", p+uint32(len(win)))
+			return false
+		}
+		win = append(win, record{})
+		codeLen, urlLen, text, ferr := decodeFixed(value, q, &win[len(win)-1])
+		texts = append(texts, text...)
+		ends, derr = append(ends, codeLen, urlLen, len(texts)), ferr
+		return derr == nil && len(win) < size
+	})
+	if len(texts) > 0 {
+		// Never written again: the strings may share it.
+		all, start := unsafe.String(unsafe.SliceData(texts), len(texts)), 0
+		for i := range win {
+			win[i].sliceTexts(all[start:ends[3*i+2]], ends[3*i], ends[3*i+1])
+			start = ends[3*i+2]
+		}
+	}
+	v.lo, v.win, v.ends = p, win, ends
+	if err = errors.Join(err, derr); err != nil || len(win) == 0 {
+		if v.err == nil {
+			v.err = fmt.Errorf("read the records of a snapshot: %w", errors.Join(err, errors.New("no record")))
+		}
+		v.win = nil
+		return &record{pos: p}
+	}
+	return &v.win[0]
+}
+
+// recordCache keeps decoded records by position in a fixed number of
+// slots (a position's slot is its low bits), as optionCache does Options:
+// readers fill it under the FSM's read lock, concurrently, hence the
+// atomic slots; the writer replaces a position's record under the write
+// lock, when no reader runs, so a reader never puts back a record the
+// writer replaced.
+type recordCache struct {
+	slots        []atomic.Pointer[record]
+	mask         uint32
+	hits, misses *atomic.Uint64
+}
+
+// DefaultRecordCache is the number of decoded link records a state keeps
+// when Config.RecordCache is 0: 1 MiB of slots and, full, about 28 MiB of
+// records (a record of 112 bytes and its texts, ~96 for a 60–90-byte URL):
+// the links read most, for a node whose other memory per link is its
+// indexes.
+const DefaultRecordCache = 1 << 17
+
+// newRecordCache has at least slots slots, a power of two.
+func newRecordCache(slots int) recordCache {
+	n := 1
+	for n < slots {
+		n <<= 1
+	}
+	return recordCache{slots: make([]atomic.Pointer[record], n), mask: uint32(n - 1),
+		hits: new(atomic.Uint64), misses: new(atomic.Uint64)}
+}
+
+func (c *recordCache) get(p uint32) *record {
+	if r := c.slots[p&c.mask].Load(); r != nil && r.pos == p {
+		c.hits.Add(1)
+		return r
+	}
+	c.misses.Add(1)
+	return nil
+}
+
+// peek is get without counting.
+func (c *recordCache) peek(p uint32) *record {
+	if r := c.slots[p&c.mask].Load(); r != nil && r.pos == p {
+		return r
+	}
+	return nil
+}
+
+func (c *recordCache) put(r *record) { c.slots[r.pos&c.mask].Store(r) }
+
+// RecordCacheStats are the record cache's hits and misses since the
+// state was built, for /metrics: reads of a link's record answered from
+// memory, and reads that went to the engine. A restore builds a new
+// state, whose counters start again from zero.
+func (f *FSM) RecordCacheStats() (hits, misses uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	c := &f.s.links.recs.cache
+	return c.hits.Load(), c.misses.Load()
 }

@@ -103,11 +103,9 @@ func (lt *linkTable) renameRefusal(old, next string, tombstones *tombstoneSet) e
 // old ones stay where readers may still hold them.
 func (lt *linkTable) rename(p uint32, code string) string {
 	r := lt.recs.mutable(p)
-	old, url := lt.recs.text.code(r), lt.recs.text.url(r)
-	stored := lt.recs.text.str(r.text, int(r.codeLen)+int(r.urlLen), int(r.canonLen))
+	old := r.code
 	lt.byCode.remove(lt.codeHash(old), p)
-	r.text = lt.recs.text.add(code, url, stored)
-	r.codeLen = uint8(len(code))
+	r.setTexts(code, r.url, r.canon)
 	lt.byCode.insert(lt.codeHash(code), p)
 	return old
 }

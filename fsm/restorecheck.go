@@ -51,14 +51,17 @@ type InputRules interface {
 // It changes nothing, and reads only the snapshot.
 func (s *Snapshot) CheckRecords(rules InputRules) error {
 	st := s.s
-	for p := range st.links.recs.n {
-		r := st.links.recs.at(p)
-		if !r.live() {
-			continue
+	var err error
+	st.links.recs.scan(true, func(r *record) bool {
+		if r.live() {
+			if lerr := st.checkLink(r, rules); lerr != nil {
+				err = fmt.Errorf("%w: link %q: %v", ErrRefusedRecord, r.code, lerr)
+			}
 		}
-		if err := st.checkLink(p, rules); err != nil {
-			return fmt.Errorf("%w: link %q: %v", ErrRefusedRecord, st.links.recs.text.code(r), err)
-		}
+		return err == nil
+	})
+	if err != nil {
+		return err
 	}
 	domains := []Domain{st.defaultDomain}
 	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
@@ -93,12 +96,12 @@ func (s *Snapshot) CheckRecords(rules InputRules) error {
 	return nil
 }
 
-// checkLink checks the targets of the link at position p.
-func (st *state) checkLink(p uint32, rules InputRules) error {
-	if err := st.checkStored(st.links.recs.text.url(st.links.recs.at(p)), rules); err != nil {
+// checkLink checks the targets of the link r.
+func (st *state) checkLink(r *record, rules InputRules) error {
+	if err := st.checkStored(r.url, rules); err != nil {
 		return err
 	}
-	o := st.opts.get(p)
+	o := st.opts.of(r)
 	if o == nil {
 		return nil
 	}

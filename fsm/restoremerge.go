@@ -72,11 +72,12 @@ func keepHandedOut(next, cur *state) {
 	if !next.hasKey && cur.hasKey {
 		next.hasKey, next.key = true, cur.key
 	}
-	for p := range cur.links.recs.n {
-		if r := cur.links.recs.at(p); r.live() {
-			next.retire(cur.links.recs.text.code(r))
+	cur.links.recs.scan(true, func(r *record) bool {
+		if r.live() {
+			next.retire(r.code)
 		}
-	}
+		return true
+	})
 	// A failure to read cur's engine is next's: its next write or view
 	// reports it.
 	next.eng.fail(scanTombstones(cur.eng.scanCommitted, func(code []byte) bool {

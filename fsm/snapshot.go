@@ -55,7 +55,8 @@ const (
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // snapshot is a point-in-time view of state that Apply does not change:
-// small collections are copied, link records are shared (recordTable).
+// small collections are copied, link records are read from the engine's
+// view (recordView), visitors' pages are shared.
 type snapshot struct {
 	hasKey     bool
 	key        codes.Key
@@ -98,7 +99,7 @@ func (s *state) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	records, release := s.links.recs.share()
+	records, release := s.links.recs.share(view)
 	snap := &snapshot{
 		hasKey:     s.hasKey,
 		key:        s.key,
@@ -164,8 +165,8 @@ func (snap *snapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-// Release lets the state change the records this snapshot shared in place
-// again.
+// Release lets the state change the pages this snapshot shared in place
+// again, and closes its view of the engine.
 func (snap *snapshot) Release() { snap.release() }
 
 // flushSize is how much encoded data is buffered before a write.
@@ -193,6 +194,7 @@ func (snap *snapshot) writeTo(w io.Writer) error {
 		}
 	}
 	flush(true)
+	snap.fail(snap.records.err)
 	if snap.err != nil {
 		return fmt.Errorf("write snapshot: %w", snap.err)
 	}

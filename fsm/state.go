@@ -24,8 +24,7 @@ var (
 )
 
 // Link is one short link as readers see it. Times are unix milliseconds.
-// Its strings may point into the state's text arena: they are immutable
-// and safe to keep.
+// Its strings are a record's (records.go): immutable and safe to keep.
 type Link struct {
 	ID         uint64
 	Code       string
@@ -116,17 +115,24 @@ func newState(eng *engine) *state {
 		certs:      newCertState(),
 	}
 	st.opts = newOptionTable(eng, &st.links.recs, eng.optionCache)
+	eng.writeBack = st.links.recs.writeBack
 	return st
 }
 
 // link returns the record at position p as a Link.
 func (s *state) link(p uint32) Link {
 	r := s.links.recs.at(p)
-	l := s.links.linkOf(r, &s.links.recs.text)
-	l.Author = s.links.authors.ids[r.author]
-	if r.flags&flagOptions != 0 {
-		l.Options = s.opts.get(p)
-	}
+	l := s.links.linkOf(r)
+	l.Options = s.opts.of(r)
+	return l
+}
+
+// walkedLink is state.link for a walk over many links (a filtered list,
+// the most clicked): it fills no record cache slot (recordTable.walked).
+func walkedLink(s *state, p uint32) Link {
+	r := s.links.recs.walked(p)
+	l := s.links.linkOf(r)
+	l.Options = s.opts.of(r)
 	return l
 }
 
@@ -446,6 +452,7 @@ func (s *state) addClicks(c ClickBatch) bool {
 func (s *state) purge(c PurgeCommand) error {
 	for _, p := range s.links.expiredBefore(c.ExpiredBefore) {
 		s.remove(p)
+		s.links.recs.bound()
 	}
 	s.requests.dropBefore(c.RequestsBefore)
 	return nil

@@ -137,11 +137,11 @@ func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
 		if !has && !hasNew {
 			continue
 		}
-		r := s.links.recs.at(p)
-		ws := s.links.workspaceOf(p)
+		r := s.links.recs.walked(p)
+		ws := s.links.workspaces.names[r.workspace]
 		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
-			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(s.links.recs.text.code(r)), c.Now) ||
-			!s.keys.seesAuthor(c.KeyID, s.links.authorOf(p)) {
+			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(r.code), c.Now) ||
+			!s.keys.seesAuthor(c.KeyID, s.links.authors.ids[r.author]) {
 			continue
 		}
 		conflict = conflict || hasNew

@@ -407,7 +407,7 @@ func (w *webhooks) clicks(c ClickBatch, links *linkTable, bounded bool) {
 		if !ok {
 			continue
 		}
-		domain, code := SplitCode(links.recs.text.code(links.recs.at(p)))
+		domain, code := SplitCode(links.recs.at(p).code)
 		if n := len(hits); n > 0 && hits[n-1].Code == code && hits[n-1].Domain == domain {
 			hits[n-1].Clicks += cc.Count
 			continue

@@ -186,6 +186,10 @@ var (
 		"Bytes in the state engine's block cache.", nil, nil)
 	engineDiskBytes = prometheus.NewDesc("linkraft_engine_disk_bytes",
 		"Bytes of the state engine's files (<data-dir>/engine).", nil, nil)
+	recordCacheHits = prometheus.NewDesc("linkraft_record_cache_hits_total",
+		"Reads of a link's record answered from the record cache (--record-cache).", nil, nil)
+	recordCacheMisses = prometheus.NewDesc("linkraft_record_cache_misses_total",
+		"Reads of a link's record that went to the state engine.", nil, nil)
 )
 
 func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -193,6 +197,8 @@ func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- engineCacheMisses
 	ch <- engineCacheBytes
 	ch <- engineDiskBytes
+	ch <- recordCacheHits
+	ch <- recordCacheMisses
 }
 
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -201,4 +207,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(engineCacheMisses, prometheus.CounterValue, float64(st.BlockCacheMisses))
 	ch <- prometheus.MustNewConstMetric(engineCacheBytes, prometheus.GaugeValue, float64(st.BlockCacheBytes))
 	ch <- prometheus.MustNewConstMetric(engineDiskBytes, prometheus.GaugeValue, float64(st.DiskBytes))
+	hits, misses := c.state.RecordCacheStats()
+	ch <- prometheus.MustNewConstMetric(recordCacheHits, prometheus.CounterValue, float64(hits))
+	ch <- prometheus.MustNewConstMetric(recordCacheMisses, prometheus.CounterValue, float64(misses))
 }

@@ -198,6 +198,7 @@ func TestServeFlagChecks(t *testing.T) {
 		{[]string{"--snapshot-threshold=15"}, "--snapshot-threshold must be at least 16"},
 		{[]string{"--engine-cache-mb=0"}, "--engine-cache-mb must be at least 1"},
 		{[]string{"--option-cache=0"}, "--option-cache must be at least 1"},
+		{[]string{"--record-cache=0"}, "--record-cache must be at least 1"},
 		{[]string{"--create-burst=0"}, "--create-rate must be >= 0 and --create-burst >= 1"},
 		{[]string{"--max-conns-per-ip=-1"}, "--max-conns-per-ip must be >= 0 (0: no cap)"},
 		{[]string{"--base-url=ftp://s.example"}, "--base-url must start with http:// or https://"},

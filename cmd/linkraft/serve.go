@@ -40,7 +40,7 @@ type serveConfig struct {
 	codeLength, redirectStatus                                   int
 	writeTimeout, clickFlushInterval, shutdownDrain              time.Duration
 	snapshotThreshold                                            uint64
-	engineCacheMB, optionCache                                   int
+	engineCacheMB, optionCache, recordCache                      int
 	allowPrivateTargets, publicCreate                            bool
 	adminToken, clusterKey, clusterKeyFile                       string
 	leaveOnTerminate, readReplica                                bool
@@ -214,7 +214,8 @@ func openNode(cfg *serveConfig, log *slog.Logger) (_ *openedNode, err error) {
 		return nil, err
 	}
 	state, err := fsm.Open(fsm.Config{Dir: filepath.Join(cfg.dataDir, "engine"), BlockCacheBytes: int64(cfg.engineCacheMB) << 20, OptionCache: cfg.optionCache,
-		Logf: func(format string, args ...any) { log.Error("state engine: " + fmt.Sprintf(format, args...)) }})
+		RecordCache: cfg.recordCache,
+		Logf:        func(format string, args ...any) { log.Error("state engine: " + fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return nil, err
 	}
