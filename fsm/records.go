@@ -72,13 +72,6 @@ func (r *record) setTexts(code, url, canon string) {
 	r.code, r.url, r.canon = s[:len(code)], s[len(code):len(code)+len(url)], s[len(code)+len(url):]
 }
 
-// recordTexts reads a record's code as the text arena once did; the
-// strings are the record's own now. Kept for the files that still name
-// it (visit rows: visitrows.go), until they read r.code.
-type recordTexts struct{}
-
-func (recordTexts) code(r *record) string { return r.code }
-
 // recordPrefix is the engine's table of link records by position
 // (store/DESIGN.md, "Keys"): the key is the prefix and the position,
 // big-endian, so a walk of the table is a walk in id order.
@@ -170,7 +163,7 @@ func (d *recordReader) varint() int64 {
 }
 
 // pageSize is the records a page of the pieces kept by position holds
-// (targets.go, visitors.go).
+// (targets.go).
 const pageSize = 1024
 
 // idsEvery: the table keeps the id of every idsEvery-th record in memory,
@@ -190,7 +183,7 @@ const idsEvery = 1024
 // link once per click; a copy per record and batch costs one encoding.
 //
 // gen and sharing count the snapshots being written, for the pieces still
-// in memory that share their pages with them (visitors.go): records are
+// in memory that share their pages with them (orphans.go): records are
 // read from the engine's view instead.
 type recordTable struct {
 	eng      *engine
@@ -200,8 +193,7 @@ type recordTable struct {
 	dirty    map[uint32]*record // the writer's changed records, by position
 	gen      uint64
 	sharing  *atomic.Int32 // snapshots still being written
-	text     recordTexts
-	key      []byte // reused by the writer
+	key      []byte        // reused by the writer
 	value    []byte
 }
 

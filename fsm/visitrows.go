@@ -271,7 +271,7 @@ func (lt *linkTable) rowOf(ld linkDay, t tuple) VisitRow {
 	if ld.orphan != nil {
 		row.Kind, row.Domain = ld.orphan.kind, ld.orphan.domain
 	} else {
-		row.Code = lt.recs.text.code(lt.recs.at(ld.p))
+		row.Code = lt.recs.at(ld.p).code
 	}
 	if row.Bot != NotBot {
 		return row
