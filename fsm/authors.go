@@ -97,6 +97,7 @@ func (lt *linkTable) forgetAuthor(id string) {
 	}
 	for _, p := range lt.authors.links[n] {
 		lt.recs.mutable(p).author = 0
+		lt.recs.bound() // a key's links may be millions: written in pieces
 	}
 	delete(lt.authors.nums, id)
 	lt.authors.ids[n], lt.authors.links[n] = "", nil

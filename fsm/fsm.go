@@ -310,10 +310,10 @@ func (f *FSM) ClickSeq(node string) uint64 {
 }
 
 // Snapshot takes a view of the state that Persist encodes while Apply goes
-// on. It reads the link records from a view of the engine and shares the
-// visitors' pages instead of copying them (see recordTable), so it writes
-// back the apply's changes, changes sharing bookkeeping and takes the
-// write lock.
+// on. It reads what is on disk from a view of the engine and shares the
+// orphan visits' pages instead of copying them (see recordTable), so it
+// writes back the apply's changes, changes sharing bookkeeping and takes
+// the write lock.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -132,10 +132,11 @@ type cachedOptions struct {
 	opts *Options
 }
 
-// newOptionCache has at least slots slots, a power of two.
+// newOptionCache has at least slots slots, a power of two, at most
+// MaxCacheSlots.
 func newOptionCache(slots int) optionCache {
 	n := 1
-	for n < slots {
+	for n < min(slots, MaxCacheSlots) {
 		n <<= 1
 	}
 	return optionCache{slots: make([]atomic.Pointer[cachedOptions], n), mask: uint32(n - 1)}

@@ -267,3 +267,42 @@ func BenchmarkRedirectLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestWriterPushesNoHotLinkOut: what Apply reads or changes (a delete, a
+// click counted for a link another node served, a create) never takes
+// the slot of a link a reader cached, and a deleted link's slot is freed.
+// With 2 slots, even positions share slot 0 and odd ones slot 1.
+func TestWriterPushesNoHotLinkOut(t *testing.T) {
+	f, err := Open(Config{Dir: filepath.Join(t.TempDir(), "engine"), RecordCache: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
+	for i := range 6 {
+		createOne(t, f, 1, CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i), CustomCode: fmt.Sprintf("code%02d", i)})
+	}
+	f.Lookup([]byte("code00")) // position 0: slot 0
+	f.Lookup([]byte("code01")) // position 1: slot 1
+	applyAll(t, f,
+		DeleteCommand{Code: "code02", Now: 2, KeyID: RootKeyID}.Encode(),
+		ClickBatch{Node: "n2", Seq: 1, Now: 3, Counts: []ClickCount{{Code: "code04", Count: 5}}}.Encode(),
+		create(4, CreateRequest{URL: "https://example.com/6", CustomCode: "code06"}),
+		DeleteCommand{Code: "code01", Now: 5, KeyID: RootKeyID}.Encode())
+	_, misses := f.RecordCacheStats()
+	if tg, ok := f.Lookup([]byte("code00")); !ok || tg.Code != "code00" {
+		t.Fatalf("Lookup(code00) = %+v, %v", tg, ok)
+	}
+	if _, m := f.RecordCacheStats(); m != misses {
+		t.Errorf("the link a reader cached was pushed out by Apply: misses %d → %d", misses, m)
+	}
+	if r := f.s.links.recs.cache.slots[1].Load(); r != nil {
+		t.Errorf("the deleted link's slot still holds position %d", r.pos)
+	}
+	if l, ok := f.Get("code04"); !ok || l.Clicks != 5 {
+		t.Errorf("the clicked link: %+v, %v", l, ok)
+	}
+	if _, ok := f.Get("code01"); ok {
+		t.Error("the deleted link is still found")
+	}
+}

@@ -204,9 +204,10 @@ func newRecordTable(eng *engine) recordTable {
 
 // at is the record at p: the writer's own change of it if it has one.
 // It is never changed once returned. Readers call it under the FSM's read
-// lock, the writer under its write lock; a miss reads the engine and
-// fills the cache, but for a restore building a state: a cache filled by
-// a restore would start full of the links restored last.
+// lock, the writer under its write lock; a reader's miss reads the engine
+// and fills the cache. The writer's fills no slot: a purge, a revocation
+// or a restore reads many links once, and would push out the ones
+// redirects read (writeBack places what it changed).
 func (t *recordTable) at(p uint32) *record {
 	if len(t.dirty) > 0 {
 		if r, ok := t.dirty[p]; ok {
@@ -217,7 +218,7 @@ func (t *recordTable) at(p uint32) *record {
 		return r
 	}
 	r := t.read(p)
-	if t.eng.published {
+	if !t.eng.writer() {
 		t.cache.put(r)
 	}
 	return r
@@ -274,16 +275,24 @@ func (t *recordTable) bound() {
 }
 
 // writeBack writes the changed records to the engine's batch, and to the
-// cache those it holds: a new record waits for its first read, so an
-// import does not push the links read most out. No reader runs: the
-// writer holds the write lock, or builds a state no reader reaches yet.
+// cache those whose slot holds them or is empty: a changed record never
+// pushes another link out (an import, a purge, clicks counted for links
+// this node does not serve), and a removed link's slot is freed. No
+// reader runs: the writer holds the write lock, or builds a state no
+// reader reaches yet.
 func (t *recordTable) writeBack() {
 	for p, r := range t.dirty {
 		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
 		t.eng.set(t.key, t.value)
-		if t.cache.peek(p) != nil {
+		switch slot := t.cache.slots[p&t.cache.mask].Load(); {
+		case slot != nil && slot.pos == p && !r.live():
+			t.cache.slots[p&t.cache.mask].Store(nil)
+		case t.eng.published && r.live() && (slot == nil || slot.pos == p):
 			t.cache.put(r)
 		}
+	}
+	if len(t.dirty) > maxDirty {
+		t.dirty = map[uint32]*record{} // a batch that changed many: not kept for every later one
 	}
 	clear(t.dirty)
 }
@@ -308,7 +317,7 @@ func (t *recordTable) walked(p uint32) *record {
 // during the call, and the walk allocates nothing per record. The
 // writer's changes are written back first.
 func (t *recordTable) scan(texts bool, fn func(r *record) bool) {
-	if len(t.dirty) > 0 {
+	if len(t.dirty) > 0 && t.eng.writer() {
 		t.writeBack()
 	}
 	var reused record
@@ -427,10 +436,15 @@ type recordCache struct {
 // indexes.
 const DefaultRecordCache = 1 << 17
 
-// newRecordCache has at least slots slots, a power of two.
+// MaxCacheSlots bounds Config.RecordCache and Config.OptionCache: the
+// caches find a slot by a position's low bits, and positions are 32-bit.
+const MaxCacheSlots = 1 << 30
+
+// newRecordCache has at least slots slots, a power of two, at most
+// MaxCacheSlots.
 func newRecordCache(slots int) recordCache {
 	n := 1
-	for n < slots {
+	for n < min(slots, MaxCacheSlots) {
 		n <<= 1
 	}
 	return recordCache{slots: make([]atomic.Pointer[record], n), mask: uint32(n - 1),

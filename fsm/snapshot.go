@@ -56,7 +56,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // snapshot is a point-in-time view of state that Apply does not change:
 // small collections are copied, link records are read from the engine's
-// view (recordView), visitors' pages are shared.
+// view (recordView), orphan visits' pages are shared.
 type snapshot struct {
 	hasKey     bool
 	key        codes.Key

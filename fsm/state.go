@@ -115,7 +115,10 @@ func newState(eng *engine) *state {
 		certs:      newCertState(),
 	}
 	st.opts = newOptionTable(eng, &st.links.recs, eng.optionCache)
-	eng.writeBack = st.links.recs.writeBack
+	eng.writeBack = func() {
+		st.visits.flush() // every command that adds visitors flushes; this one catches any that would not
+		st.links.recs.writeBack()
+	}
 	return st
 }
 

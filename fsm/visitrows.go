@@ -91,7 +91,7 @@ func (f *FSM) WorkspaceVisitRows(workspaces []string, filter Filter, q RowQuery)
 	defer f.mu.RUnlock()
 	var ps []uint32
 	for _, p := range f.s.links.positionsNewestFirst(workspaces, filter.Author) {
-		if l := f.s.link(p); filter.keeps(&l) {
+		if l := walkedLink(f.s, p); filter.keeps(&l) {
 			ps = append(ps, p)
 		}
 	}
@@ -129,7 +129,7 @@ func hoursOf(from, to int64) (uint32, uint32) {
 func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
 	return s.links.pageRows(q, func(from, to uint32, add func(linkDay)) {
 		for _, p := range ps {
-			s.visits.days(s.links.recs.at(p).id, from, to, false, func(d *dayVisits) bool {
+			s.visits.days(s.links.recs.walked(p).id, from, to, false, func(d *dayVisits) bool {
 				add(linkDay{p: p, d: d})
 				return true
 			})

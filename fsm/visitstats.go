@@ -82,7 +82,7 @@ func newVisitQuery(from, to int64, by Dimension) *visitQuery {
 
 // add sums the visitors of the link at p into q.
 func (q *visitQuery) add(s *state, p uint32) {
-	r := s.links.recs.at(p)
+	r := s.links.recs.walked(p) // one link or a workspace's: no slot filled
 	q.out.Links++
 	q.out.LinkTotal += r.clicks
 	s.visits.days(r.id, max(q.from, s.links.oldestDay()), q.to, true, func(d *dayVisits) bool {
@@ -188,7 +188,7 @@ func (f *FSM) WorkspaceVisits(workspaces []string, filter Filter, from, to int64
 	defer f.mu.RUnlock()
 	q := newVisitQuery(from, to, by)
 	for _, p := range f.s.links.positionsNewestFirst(workspaces, filter.Author) {
-		if l := f.s.link(p); filter.keeps(&l) {
+		if l := walkedLink(f.s, p); filter.keeps(&l) {
 			q.add(f.s, p)
 		}
 	}

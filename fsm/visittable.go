@@ -85,16 +85,20 @@ func (v *visitTable) totals(id uint64) (bots [botCount]uint64, ok bool) {
 	if !found {
 		return bots, false
 	}
-	return decodeVisitTotals(id, value), true
+	bots, err := decodeVisitTotals(id, value)
+	if err != nil {
+		panic("fsm: the engine holds " + err.Error()) // a reader's request fails; Apply's stops the node
+	}
+	return bots, true
 }
 
-func decodeVisitTotals(id uint64, value []byte) (bots [botCount]uint64) {
+func decodeVisitTotals(id uint64, value []byte) (bots [botCount]uint64, err error) {
 	d := decoder{buf: value}
 	bots[Crawler], bots[Preview] = d.uvarint(), d.uvarint()
 	if d.err != nil || len(d.buf) != 0 {
-		panic(fmt.Sprintf("fsm: the engine holds damaged visitor totals for link %d: %v", id, d.err))
+		return bots, fmt.Errorf("damaged visitor totals for link %d: %v", id, d.err)
 	}
-	return bots
+	return bots, nil
 }
 
 // days calls fn with each of the link id's days in [from, to), oldest
@@ -461,7 +465,12 @@ func (snap *snapshot) keptVisits(fn func(id uint64, bots [botCount]uint64, days 
 			id = next
 		}
 		if len(key) == visitTotalsKeyLen {
-			bots, known = decodeVisitTotals(id, value), true
+			var err error
+			if bots, err = decodeVisitTotals(id, value); err != nil {
+				snap.fail(err) // the snapshot fails; the node goes on
+				return false
+			}
+			known = true
 			return true
 		}
 		day := binary.BigEndian.Uint32(key[visitTotalsKeyLen:])

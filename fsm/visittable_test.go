@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -235,5 +236,28 @@ func TestVisitorsLevelFollowsTheirLinks(t *testing.T) {
 	applyAll(t, f, DeleteCommand{Code: "b", Now: base}.Encode())
 	if f.Level() != LevelKeys || f.s.visits.links != 0 {
 		t.Errorf("level %d with %d links with visitors once both are gone", f.Level(), f.s.visits.links)
+	}
+}
+
+// TestDamagedVisitTotalsFailTheSnapshot: a link's visitor totals damaged
+// on disk fail the snapshot or backup being written, with an error, as a
+// damaged day does; the node goes on (nothing panics on the goroutine
+// that persists snapshots, where nothing would recover).
+func TestDamagedVisitTotalsFailTheSnapshot(t *testing.T) {
+	f := onDisk(t)
+	defer f.Close()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(),
+		create(1000, CreateRequest{URL: "https://example.com/a", CustomCode: "a"}),
+		visitorsAt("n1", 1, 500_000*hour, ClickCount{Code: "a", Count: 1, Visitor: googlebot}))
+	l, _ := f.Get("a")
+	f.mu.Lock()
+	f.s.eng.set(visitKey(nil, l.ID), []byte{0xff}) // a varint that never ends
+	f.mu.Unlock()
+	var buf bytes.Buffer
+	if err := f.WriteBackup(&buf); err == nil || !strings.Contains(err.Error(), "damaged visitor totals") {
+		t.Fatalf("a backup over damaged visitor totals: %v", err)
+	}
+	if got, ok := f.Get("a"); !ok || got.URL != "https://example.com/a" {
+		t.Fatalf("the link after the failed backup: %+v, %v", got, ok)
 	}
 }

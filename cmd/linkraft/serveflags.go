@@ -110,12 +110,16 @@ func (c *serveConfig) httpFlags() []flagDef {
 			check:  func() error { return failIf(c.engineCacheMB < 1, "--engine-cache-mb must be at least 1") },
 			readme: "MiB of memory for blocks of the on-disk state (`<data-dir>/engine`) read from disk"},
 		{name: "option-cache", target: flagVar(&c.optionCache, fsm.DefaultOptionCache),
-			usage:  "links whose options (title, tags, rules, limits) are kept decoded in memory; the rest are read from disk",
-			check:  func() error { return failIf(c.optionCache < 1, "--option-cache must be at least 1") },
+			usage: "links whose options (title, tags, rules, limits) are kept decoded in memory; the rest are read from disk",
+			check: func() error {
+				return failIf(c.optionCache < 1 || c.optionCache > fsm.MaxCacheSlots, fmt.Sprintf("--option-cache must be between 1 and %d", fsm.MaxCacheSlots))
+			},
 			readme: "links whose options (title, tags, rules, limits) are kept decoded in memory; a redirect of one of them reads no disk"},
 		{name: "record-cache", target: flagVar(&c.recordCache, fsm.DefaultRecordCache),
-			usage:  "links whose records (code, URL, times, clicks) are kept decoded in memory; the rest are read from disk",
-			check:  func() error { return failIf(c.recordCache < 1, "--record-cache must be at least 1") },
+			usage: "links whose records (code, URL, times, clicks) are kept decoded in memory; the rest are read from disk",
+			check: func() error {
+				return failIf(c.recordCache < 1 || c.recordCache > fsm.MaxCacheSlots, fmt.Sprintf("--record-cache must be between 1 and %d", fsm.MaxCacheSlots))
+			},
 			readme: "links whose records (code, URL, times, clicks) are kept decoded in memory, about 220 bytes each; a redirect of one of them reads no disk"},
 		{name: "allow-private-targets", target: flagVar(&c.allowPrivateTargets, false), usage: "allow links to loopback, private and other internal addresses",
 			readme: "allow links to internal addresses"},
