@@ -18,7 +18,7 @@ type linkTable struct {
 	recs       recordTable
 	byCode     hashIndex // live code → record position
 	workspaces workspaceTable
-	targets    targetLinks // workspace, domain and canonical target → its live links
+	targets    targetIndex // workspace, domain and canonical target → its live links, on disk
 	authors    authorTable // the keys that created live links, and their links (authors.go)
 	hours      clickHours  // clicks per hour, on disk (clickhours.go)
 	seed       maphash.Seed
@@ -29,7 +29,8 @@ type linkTable struct {
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
 	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
-		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
+		targets: newTargetIndex(eng),
+		hours:   newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.
@@ -66,26 +67,18 @@ func (lt *linkTable) linkOf(r *record) Link {
 	}
 }
 
-// The indexes hash with a seed of their own, so no one can choose codes
-// or URLs that collide. They are local to this node: nothing replicated or
+// The code index hashes with a seed of its own, so no one can choose
+// codes that collide. They are local to this node: nothing replicated or
 // written to a snapshot depends on the seed.
 func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
 
-func (lt *linkTable) targetHash(workspace uint32, domain, canonical string) uint32 {
-	h := uint32(maphash.String(lt.seed, canonical)) ^ workspace*0x9e3779b1
-	if domain != "" {
-		h ^= uint32(maphash.String(lt.seed, domain))
-	}
-	return h
-}
-
-// domainIndex is the domain part of a qualified code, as targetHash takes it.
+// domainIndex is the domain part of a qualified code, as a target's key takes it.
 func (lt *linkTable) domainIndex(qualified string) string {
 	domain, _ := SplitCode(qualified)
 	return domain
 }
 
-// reserve sizes the code and target indexes for n more links, so that a
+// reserve sizes the code index for n more links, so that a
 // restore does not grow them step by step: for at most maxReserve, since
 // a streamed snapshot's count is read before the links it claims (a
 // count of 2³¹ in a few bytes must not allocate gigabytes); beyond it the
@@ -93,7 +86,6 @@ func (lt *linkTable) domainIndex(qualified string) string {
 func (lt *linkTable) reserve(n int) {
 	n = min(n, maxReserve)
 	lt.byCode.reserve(n)
-	lt.targets.heads.reserve(n)
 }
 
 // maxReserve bounds reserve: 2 MiB of index slots up front.
@@ -133,19 +125,6 @@ func (lt *linkTable) targetOf(r *record) string {
 	return canonicalTarget(r.url)
 }
 
-// holdsTarget reports whether the link at p is in workspace and domain
-// with this canonical target.
-func (lt *linkTable) holdsTarget(p, workspace uint32, domain, canonical string) bool {
-	r := lt.recs.at(p)
-	if r.workspace != workspace || lt.domainIndex(r.code) != domain {
-		return false
-	}
-	if !r.dedupe() && r.url == canonical {
-		return true // a canonical form canonicalises to itself
-	}
-	return lt.targetOf(r) == canonical
-}
-
 // targetKey is the workspace, domain and canonical target of the live
 // link at p.
 func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical string) {
@@ -156,13 +135,7 @@ func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical st
 // withTarget lists the live links of a canonical target in a workspace
 // and domain, oldest first.
 func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq[uint32] {
-	head, ok := lt.targets.head(lt.targetHash(workspace, domain, canonical), func(p uint32) bool {
-		return lt.holdsTarget(p, workspace, domain, canonical)
-	})
-	if !ok {
-		return func(func(uint32) bool) {}
-	}
-	return lt.targets.links(head)
+	return lt.targets.links(workspace, domain, canonical)
 }
 
 // dedupeLookup returns the position of the link that dedupe returns
@@ -203,13 +176,12 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 
 func (lt *linkTable) addTarget(p uint32) {
 	ws, domain, canonical := lt.targetKey(p)
-	lt.targets.add(p, lt.targetHash(ws, domain, canonical), func(q uint32) bool {
-		return lt.holdsTarget(q, ws, domain, canonical)
-	})
+	lt.targets.add(p, ws, domain, canonical)
 }
 
 func (lt *linkTable) removeTarget(p uint32) {
-	lt.targets.remove(p, lt.targetHash(lt.targetKey(p)))
+	ws, domain, canonical := lt.targetKey(p)
+	lt.targets.remove(p, ws, domain, canonical)
 }
 
 // index makes a new dedupe link the one dedupe returns, unless a live,

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm/store"
 )
 
 // benchURL is a realistic ~110-byte target, distinct per i.
@@ -90,7 +95,9 @@ func onDisk(tb testing.TB) *FSM {
 }
 
 // BenchmarkMemoryPerLink reports the Go heap one stored link costs, for
-// each linkKind. Each iteration loads linksPerRun links.
+// each linkKind, and for links imported or made with dedupe what the
+// engine holds per link on disk, in all and in the target index. Each
+// iteration loads linksPerRun links.
 func BenchmarkMemoryPerLink(b *testing.B) {
 	const linksPerRun = 200_000
 	for _, kind := range []linkKind{imported, deduped, keyed, authored, titled} {
@@ -102,6 +109,10 @@ func BenchmarkMemoryPerLink(b *testing.B) {
 				after := heapInUse()
 				b.ReportMetric(float64(after-before)/linksPerRun, "heap-B/link")
 				runtime.KeepAlive(f)
+				if kind == imported || kind == deduped {
+					b.ReportMetric(float64(tableBytesOnDisk(b, f, nil))/linksPerRun, "engine-B/link")
+					b.ReportMetric(float64(tableBytesOnDisk(b, f, []byte{targetPrefix}))/linksPerRun, "targets-B/link")
+				}
 				f.Close()
 			}
 		})
@@ -254,4 +265,64 @@ func BenchmarkMemoryPerTalliedLink(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tableBytesOnDisk is what the keys of f's engine under prefix (nil:
+// every table) take on disk once flushed: copied into an engine of their
+// own and streamed into a directory as a follower installs the state
+// (store.ReadStream: one flush, no compaction); its tables' files only.
+// Measured so rather than in f's directory, whose memtables are not yet
+// on disk.
+func tableBytesOnDisk(tb testing.TB, f *FSM, prefix []byte) int64 {
+	tb.Helper()
+	src, err := store.Open("", store.Options{InMemory: true, NoLog: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer src.Close()
+	batch := src.NewBatch()
+	defer batch.Close()
+	err = f.s.eng.scanCommitted(prefix, nil, func(key, value []byte) bool {
+		if key[0] == 0 {
+			return true // the store's own keys
+		}
+		if err := batch.Set(key, value); err != nil {
+			tb.Fatal(err)
+		}
+		if batch.Len() >= loadBatchBytes {
+			if err := src.Load(batch); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = src.Load(batch)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var stream bytes.Buffer
+	if _, _, err := src.WriteStream(&stream); err != nil {
+		tb.Fatal(err)
+	}
+	dir := filepath.Join(tb.TempDir(), "engine")
+	if _, err := store.ReadStream(&stream, dir, store.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	var size int64
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, ".sst") {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return size
 }
