@@ -299,8 +299,9 @@ func findLink(f *FSM, url, workspace string) (Link, bool) {
 	return Link{}, false
 }
 
-// TestTargetKeysStayInOrder: whatever the order of adds and removes, a
-// target's scan lists exactly its links, oldest first, and never a link
+// TestTargetKeysStayInOrder: whatever the order of adds, removes and
+// marks, a target's scan lists exactly its links, oldest first, with
+// their marks, and never a link
 // of a target whose key starts the same way (a longer URL, another
 // domain or workspace, a domain and URL split elsewhere).
 func TestTargetKeysStayInOrder(t *testing.T) {
@@ -320,34 +321,47 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 	eng := es.open()
 	defer eng.release()
 	ti := newTargetIndex(eng)
-	in := map[uint32]int{} // position → its target
+	type entry struct {
+		target  int
+		indexed bool
+	}
+	in := map[uint32]entry{}
 	// A fixed pseudo-random walk over 300 positions (keys of a position
-	// 255 and 256 differ in two bytes), each with a target of its own.
+	// 255 and 256 differ in two bytes), each with a target of its own,
+	// marked indexed or not.
 	x := uint32(1)
 	for step := range 5000 {
 		x ^= x << 13
 		x ^= x >> 17
 		x ^= x << 5
 		p := x % 300
-		if k, ok := in[p]; ok {
-			ti.remove(p, targets[k].ws, targets[k].domain, targets[k].canonical)
+		if e, ok := in[p]; ok && x&(1<<20) == 0 {
+			tg := targets[e.target]
+			ti.remove(p, tg.ws, tg.domain, tg.canonical)
 			delete(in, p)
 		} else {
-			k := int(x>>9) % len(targets)
-			ti.add(p, targets[k].ws, targets[k].domain, targets[k].canonical)
-			in[p] = k
+			if !ok {
+				e.target = int(x>>9) % len(targets)
+			}
+			e.indexed = x&(1<<21) != 0
+			tg := targets[e.target]
+			ti.add(p, tg.ws, tg.domain, tg.canonical, e.indexed)
+			in[p] = e
 		}
 		if step%50 != 0 {
 			continue
 		}
 		for k, tg := range targets {
-			var want []uint32
+			var want, got []entry
 			for q := range uint32(300) {
-				if j, ok := in[q]; ok && j == k {
-					want = append(want, q)
+				if e, ok := in[q]; ok && e.target == k {
+					want = append(want, entry{int(q), e.indexed})
 				}
 			}
-			if got := slices.Collect(ti.links(tg.ws, tg.domain, tg.canonical)); !slices.Equal(got, want) {
+			for q, indexed := range ti.links(tg.ws, tg.domain, tg.canonical) {
+				got = append(got, entry{int(q), indexed})
+			}
+			if !slices.Equal(got, want) {
 				t.Fatalf("step %d, target %+v: links %v, want %v", step, tg, got, want)
 			}
 		}
@@ -401,6 +415,58 @@ func targetKeys(t *testing.T, f *FSM) int {
 		return true
 	})
 	return n
+}
+
+// TestRestoreRefusesTwoIndexedLinksOfATarget: a links section may mark
+// one dedupe link per workspace, domain and canonical URL as the one
+// dedupe returns (the rule before LevelTargets), as Apply keeps it; a
+// restore refuses two, which it checks once the links are in.
+func TestRestoreRefusesTwoIndexedLinksOfATarget(t *testing.T) {
+	type link struct {
+		code, url, ws string
+		flags         byte
+	}
+	const dedupe, indexed = snapDedupe, snapDedupe | snapIndexed
+	section := func(links ...link) []byte {
+		var e encoder
+		e.uvarint(uint64(len(links)))
+		for i, l := range links {
+			e.uvarint(uint64(i + 1))
+			e.string(l.code)
+			e.string(l.url)
+			e.string(l.ws)
+			e.string("")
+			e.byte(l.flags)
+			e.varint(1)
+			e.varint(0)
+			e.uvarint(0)
+			e.varint(0)
+		}
+		return e.buf
+	}
+	const a, b = "https://example.com/a", "https://example.com/b"
+	for _, c := range []struct {
+		name  string
+		links []link
+		ok    bool
+	}{
+		{"one indexed link a URL", []link{{"x", a, "w", indexed}, {"y", b, "w", indexed}, {"z", a, "w", dedupe}}, true},
+		{"one a workspace", []link{{"x", a, "w", indexed}, {"y", a, "v", indexed}}, true},
+		{"one a domain", []link{{"x", a, "w", indexed}, {"d.example/y", a, "w", indexed}}, true},
+		{"two of a URL", []link{{"x", a, "w", indexed}, {"y", b, "w", indexed}, {"z", a, "w", indexed}}, false},
+		{"two of a URL, later links between", []link{{"x", b, "w", indexed}, {"y", a, "w", indexed}, {"z", a, "v", indexed}, {"q", b, "w", indexed}}, false},
+	} {
+		es := engines{}
+		eng := es.open()
+		st := newState(eng) // as a restore builds it: reads see its batch
+		st.lastID = 10
+		d := decoder{buf: section(c.links...)}
+		err := readLinks(st, &d, snapshotV2)
+		eng.release()
+		if (err == nil && d.err == nil) != c.ok {
+			t.Errorf("%s: %v, %v, want ok %v", c.name, err, d.err, c.ok)
+		}
+	}
 }
 
 // TestPlainlyCanonicalAgrees: the URLs the fast path takes are exactly

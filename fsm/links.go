@@ -133,8 +133,8 @@ func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical st
 }
 
 // withTarget lists the live links of a canonical target in a workspace
-// and domain, oldest first.
-func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq[uint32] {
+// and domain, oldest first, each with whether it is marked indexed.
+func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq2[uint32, bool] {
 	return lt.targets.links(workspace, domain, canonical)
 }
 
@@ -142,8 +142,8 @@ func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter
 // before the cluster is raised to LevelTargets: the one dedupe link of
 // a canonical URL in a workspace and domain marked indexed.
 func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
-	for p := range lt.withTarget(workspace, domain, canonical) {
-		if lt.recs.at(p).flags&flagIndexed != 0 {
+	for p, indexed := range lt.withTarget(workspace, domain, canonical) {
+		if indexed {
 			return p, true
 		}
 	}
@@ -174,9 +174,23 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	return p
 }
 
+// addTarget puts the live link at p under its target, or sets its mark
+// there to its flagIndexed.
 func (lt *linkTable) addTarget(p uint32) {
 	ws, domain, canonical := lt.targetKey(p)
-	lt.targets.add(p, ws, domain, canonical)
+	lt.targets.add(p, ws, domain, canonical, lt.recs.at(p).flags&flagIndexed != 0)
+}
+
+// setIndexed marks the live link at p as its URL's dedupe link or not,
+// in its record and under its target.
+func (lt *linkTable) setIndexed(p uint32, indexed bool) {
+	r := lt.recs.mutable(p)
+	if indexed {
+		r.flags |= flagIndexed
+	} else {
+		r.flags &^= flagIndexed
+	}
+	lt.addTarget(p)
 }
 
 func (lt *linkTable) removeTarget(p uint32) {
@@ -197,9 +211,9 @@ func (lt *linkTable) index(p uint32, now int64) {
 		if !lt.recs.at(cur).expired(now) {
 			return
 		}
-		lt.recs.mutable(cur).flags &^= flagIndexed
+		lt.setIndexed(cur, false)
 	}
-	lt.recs.mutable(p).flags |= flagIndexed
+	lt.setIndexed(p, true)
 }
 
 // expiredBefore lists the live links that expired before t, less those
@@ -245,13 +259,23 @@ func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
 }
 
 // restoreIndexed makes the link at p the one dedupe returns for its URL.
+// That no other link is, checkIndexed checks once the links are in.
 func (lt *linkTable) restoreIndexed(p uint32) error {
-	r := lt.recs.mutable(p)
-	canonical, domain := r.canonical(), lt.domainIndex(r.code)
-	if _, dup := lt.dedupeLookup(r.workspace, domain, canonical); dup {
-		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
+	if lt.recs.at(p).flags&flagIndexed != 0 {
+		return fmt.Errorf("two links hold the dedupe entry of %q", lt.recs.at(p).canonical())
 	}
-	r.flags |= flagIndexed
+	lt.setIndexed(p, true)
+	return nil
+}
+
+// checkIndexed refuses a restored state in which two links of a target
+// are marked its dedupe link: one walk of the target index, not a lookup
+// for each link marked (which made restoring a state of dedupe links
+// twice as slow).
+func (lt *linkTable) checkIndexed() error {
+	if p, twice := lt.targets.indexedTwice(); twice {
+		return fmt.Errorf("two links hold the dedupe entry of %q", lt.recs.at(p).canonical())
+	}
 	return nil
 }
 
@@ -277,7 +301,10 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 			return err
 		}
 	}
-	return nil
+	if d.err != nil {
+		return nil // the caller reports d.err
+	}
+	return lt.checkIndexed()
 }
 
 // remove takes the live link at p out of the indexes and its workspace's
@@ -439,6 +466,7 @@ func (snap *snapshot) encodeLink(e *encoder, r *record, version byte) {
 // readLinks inserts the links section, checking each link as it goes.
 func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
+	indexed := 0
 	n := d.count(minLinkSize)
 	st.links.reserve(n)
 	for ; n > 0 && d.err == nil; n-- {
@@ -466,9 +494,13 @@ func readLinks(st *state, d *decoder, version byte) error {
 			if err := st.links.restoreIndexed(p); err != nil {
 				return err
 			}
+			indexed++
 		}
 	}
-	return nil
+	if d.err != nil || indexed < 2 {
+		return nil // the caller reports d.err
+	}
+	return st.links.checkIndexed()
 }
 
 // snapLink is a link as the links section holds it. Its strings are views

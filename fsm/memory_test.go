@@ -120,30 +120,36 @@ func BenchmarkMemoryPerLink(b *testing.B) {
 }
 
 // BenchmarkSnapshotRestore measures writing and restoring a snapshot of
-// linksPerRun links: the restart path of a node.
+// linksPerRun links, imported or made with dedupe (each then marked as
+// its URL's dedupe link, which a restore checks): the restart path of a
+// node.
 func BenchmarkSnapshotRestore(b *testing.B) {
 	const linksPerRun = 200_000
-	src := New()
-	loadLinks(b, src, linksPerRun, imported)
-	var buf bytes.Buffer
-	if err := src.WriteBackup(&buf); err != nil {
-		b.Fatal(err)
+	for _, kind := range []linkKind{imported, deduped} {
+		b.Run(kind.String(), func(b *testing.B) {
+			src := New()
+			loadLinks(b, src, linksPerRun, kind)
+			var buf bytes.Buffer
+			if err := src.WriteBackup(&buf); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("write", func(b *testing.B) {
+				for range b.N {
+					if err := src.WriteBackup(io.Discard); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(buf.Len())/linksPerRun, "B/link")
+			})
+			b.Run("restore", func(b *testing.B) {
+				for range b.N {
+					if err := New().Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
-	b.Run("write", func(b *testing.B) {
-		for range b.N {
-			if err := src.WriteBackup(io.Discard); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(buf.Len())/linksPerRun, "B/link")
-	})
-	b.Run("restore", func(b *testing.B) {
-		for range b.N {
-			if err := New().Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // BenchmarkMemoryPerClickedLink reports what clicks per hour add to a

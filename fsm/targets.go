@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"iter"
@@ -13,9 +14,12 @@ import (
 // workspace, a domain and a canonical target URL. It is what lets a
 // dedupe create find a link whatever made it (DESIGN.md, "Dedupe").
 //
-// It is the engine's `t` table (store/DESIGN.md, "Keys"): one empty key
-// per live link, the target's prefix (targetPrefixKey) and the link's
-// position, big-endian. A target's links are the keys of its prefix, in
+// It is the engine's `t` table (store/DESIGN.md, "Keys"): one key per
+// live link, the target's prefix (targetPrefixKey) and the link's
+// position, big-endian; the value is empty but for the target's dedupe
+// link marked indexed (flagIndexed, the rule before LevelTargets), whose
+// value is indexedValue, so that rule's lookup and a restore's check of
+// it read the keys alone, no record. A target's links are the keys of its prefix, in
 // position (= id) order, so the oldest is the first key: dedupe's scan
 // stops at the first link that redirects, and nothing per link or per
 // target is in memory. A create is a set and a removal a delete through
@@ -52,9 +56,17 @@ func (t *targetIndex) keyOf(p, workspace uint32, domain, canonical string) []byt
 	return t.key
 }
 
-// add puts the live link at p under its target.
-func (t *targetIndex) add(p, workspace uint32, domain, canonical string) {
-	t.eng.set(t.keyOf(p, workspace, domain, canonical), nil)
+// indexedValue is the value of the key of a target's indexed link.
+var indexedValue = []byte{1}
+
+// add puts the live link at p under its target, marked indexed or not;
+// for a link already there, it sets the mark.
+func (t *targetIndex) add(p, workspace uint32, domain, canonical string, indexed bool) {
+	var v []byte
+	if indexed {
+		v = indexedValue
+	}
+	t.eng.set(t.keyOf(p, workspace, domain, canonical), v)
 }
 
 // remove takes the link at p from under its target.
@@ -62,19 +74,53 @@ func (t *targetIndex) remove(p, workspace uint32, domain, canonical string) {
 	t.eng.delete(t.keyOf(p, workspace, domain, canonical))
 }
 
-// links lists the live links of a target, oldest first: a scan of its
-// prefix, through the writer's batch (only the writer looks targets up).
-// The caller may read the state while it walks, but not change it.
-func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq[uint32] {
-	return func(yield func(uint32) bool) {
+// links lists the live links of a target, oldest first, each with its
+// mark: a scan of its prefix, through the writer's batch (only the writer
+// looks targets up). The caller may read the state while it walks, but
+// not change it.
+func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq2[uint32, bool] {
+	return func(yield func(uint32, bool) bool) {
 		prefix := targetPrefixKey(nil, workspace, domain, canonical)
-		t.eng.scan(prefix, nil, func(key, _ []byte) bool {
-			if len(key) != len(prefix)+4 {
-				panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x", key))
-			}
-			return yield(binary.BigEndian.Uint32(key[len(prefix):]))
+		t.eng.scan(prefix, nil, func(key, value []byte) bool {
+			p, indexed := targetEntry(key, value, len(prefix))
+			return yield(p, indexed)
 		})
 	}
+}
+
+// targetEntry is the position and the mark of a key of the table whose
+// target prefix is n bytes long.
+func targetEntry(key, value []byte, n int) (p uint32, indexed bool) {
+	if len(key) != n+4 || len(value) > 1 || len(value) == 1 && value[0] != indexedValue[0] {
+		panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x (value %x)", key, value))
+	}
+	return binary.BigEndian.Uint32(key[n:]), len(value) == 1
+}
+
+// indexedTwice is the position of a link marked indexed under the same
+// target as another, if any: a walk of the whole table, which a restore
+// makes once instead of a lookup for each indexed link.
+func (t *targetIndex) indexedTwice() (uint32, bool) {
+	var prev []byte // the last indexed key's target prefix
+	var twice uint32
+	found := false
+	t.eng.scan([]byte{targetPrefix}, nil, func(key, value []byte) bool {
+		if len(key) < 9 {
+			panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x", key))
+		}
+		p, indexed := targetEntry(key, value, len(key)-4)
+		if !indexed {
+			return true
+		}
+		target := key[:len(key)-4]
+		if bytes.Equal(target, prev) {
+			twice, found = p, true
+			return false
+		}
+		prev = append(prev[:0], target...)
+		return true
+	})
+	return twice, found
 }
 
 // canonicalTarget is codes.Canonicalize of url, or url where that fails
