@@ -301,9 +301,9 @@ func findLink(f *FSM, url, workspace string) (Link, bool) {
 
 // TestTargetKeysStayInOrder: whatever the order of adds, removes and
 // marks, a target's scan lists exactly its links, oldest first, with
-// their marks, and never a link
-// of a target whose key starts the same way (a longer URL, another
-// domain or workspace, a domain and URL split elsewhere).
+// their marks, and never a link of a target whose key starts the same
+// way (a longer URL, another domain or workspace, a domain and URL split
+// elsewhere); its first marked link is found, from the memo or not.
 func TestTargetKeysStayInOrder(t *testing.T) {
 	type target struct {
 		ws                uint32
@@ -347,6 +347,21 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 			tg := targets[e.target]
 			ti.add(p, tg.ws, tg.domain, tg.canonical, e.indexed)
 			in[p] = e
+		}
+		// The first link marked, looked up at every step: the memo of
+		// the last lookup must follow every add, mark and remove.
+		k := step / 10 % len(targets) // ten steps each: the memo is hit
+		var want uint32
+		found := false
+		for q := range uint32(300) {
+			if e, ok := in[q]; ok && e.target == k && e.indexed {
+				want, found = q, true
+				break
+			}
+		}
+		tg := targets[k]
+		if got, ok := ti.indexedOf(tg.ws, tg.domain, tg.canonical); got != want || ok != found {
+			t.Fatalf("step %d, target %+v: indexed %d %v, want %d %v", step, tg, got, ok, want, found)
 		}
 		if step%50 != 0 {
 			continue

@@ -142,12 +142,7 @@ func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter
 // before the cluster is raised to LevelTargets: the one dedupe link of
 // a canonical URL in a workspace and domain marked indexed.
 func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
-	for p, indexed := range lt.withTarget(workspace, domain, canonical) {
-		if indexed {
-			return p, true
-		}
-	}
-	return 0, false
+	return lt.targets.indexedOf(workspace, domain, canonical)
 }
 
 // insert stores a new live link: r with its texts. The canonical URL is

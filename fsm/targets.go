@@ -32,8 +32,21 @@ import (
 // Nothing here is written to a snapshot: a restore writes the keys as it
 // inserts the links, so snapshots of every version restore with it.
 type targetIndex struct {
-	eng *engine
-	key []byte // reused by the writer's sets and deletes
+	eng  *engine
+	key  []byte // reused by the writer's sets and deletes
+	memo indexedMemo
+}
+
+// indexedMemo is the last answer of indexedOf (or of a walk that noted
+// it): a new dedupe link's create looks up its target's indexed link
+// before the link is made (to return it) and again after (to take its
+// mark), with nothing in between that can change it but what add and
+// remove see. It saves the second scan.
+type indexedMemo struct {
+	valid  bool
+	target []byte // the target's prefix
+	p      uint32
+	ok     bool
 }
 
 // targetPrefix is the engine's table of links by target.
@@ -66,11 +79,15 @@ func (t *targetIndex) add(p, workspace uint32, domain, canonical string, indexed
 	if indexed {
 		v = indexedValue
 	}
+	if indexed || t.memo.ok && t.memo.p == p {
+		t.memo.valid = false
+	}
 	t.eng.set(t.keyOf(p, workspace, domain, canonical), v)
 }
 
 // remove takes the link at p from under its target.
 func (t *targetIndex) remove(p, workspace uint32, domain, canonical string) {
+	t.memo.valid = false
 	t.eng.delete(t.keyOf(p, workspace, domain, canonical))
 }
 
@@ -86,6 +103,28 @@ func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq
 			return yield(p, indexed)
 		})
 	}
+}
+
+// indexedOf is the target's link marked indexed, if any.
+func (t *targetIndex) indexedOf(workspace uint32, domain, canonical string) (uint32, bool) {
+	m := &t.memo
+	if m.valid && bytes.Equal(m.target, targetPrefixKey(t.key[:0], workspace, domain, canonical)) {
+		return m.p, m.ok
+	}
+	for p, indexed := range t.links(workspace, domain, canonical) {
+		if indexed {
+			t.note(workspace, domain, canonical, p, true)
+			return p, true
+		}
+	}
+	t.note(workspace, domain, canonical, 0, false)
+	return 0, false
+}
+
+// note records the target's indexed link, found by a walk of all its
+// links (or none), for indexedOf.
+func (t *targetIndex) note(workspace uint32, domain, canonical string, p uint32, ok bool) {
+	t.memo = indexedMemo{valid: true, target: targetPrefixKey(t.memo.target[:0], workspace, domain, canonical), p: p, ok: ok}
 }
 
 // targetEntry is the position and the mark of a key of the table whose
