@@ -29,8 +29,7 @@ type linkTable struct {
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
 	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
-		targets: newTargetIndex(eng),
-		hours:   newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
+		targets: newTargetIndex(eng), hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.
@@ -68,7 +67,7 @@ func (lt *linkTable) linkOf(r *record) Link {
 }
 
 // The code index hashes with a seed of its own, so no one can choose
-// codes that collide. They are local to this node: nothing replicated or
+// codes that collide. It is local to this node: nothing replicated or
 // written to a snapshot depends on the seed.
 func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
 
@@ -79,10 +78,10 @@ func (lt *linkTable) domainIndex(qualified string) string {
 }
 
 // reserve sizes the code index for n more links, so that a
-// restore does not grow them step by step: for at most maxReserve, since
+// restore does not grow it step by step: for at most maxReserve, since
 // a streamed snapshot's count is read before the links it claims (a
 // count of 2³¹ in a few bytes must not allocate gigabytes); beyond it the
-// indexes grow as links arrive.
+// index grows as links arrive.
 func (lt *linkTable) reserve(n int) {
 	n = min(n, maxReserve)
 	lt.byCode.reserve(n)

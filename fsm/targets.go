@@ -18,9 +18,10 @@ import (
 // live link, the target's prefix (targetPrefixKey) and the link's
 // position, big-endian; the value is empty but for the target's dedupe
 // link marked indexed (flagIndexed, the rule before LevelTargets), whose
-// value is indexedValue, so that rule's lookup and a restore's check of
-// it read the keys alone, no record. A target's links are the keys of its prefix, in
-// position (= id) order, so the oldest is the first key: dedupe's scan
+// value is the byte indexedMark, so that rule's lookup and a restore's
+// check of it read the keys alone, no record. A target's links are the
+// keys of its prefix, in position (= id) order, so the oldest is the
+// first key: dedupe's scan
 // stops at the first link that redirects, and nothing per link or per
 // target is in memory. A create is a set and a removal a delete through
 // the apply batch, whatever the number of links of the target; the
@@ -32,9 +33,10 @@ import (
 // Nothing here is written to a snapshot: a restore writes the keys as it
 // inserts the links, so snapshots of every version restore with it.
 type targetIndex struct {
-	eng  *engine
-	key  []byte // reused by the writer's sets and deletes
-	memo indexedMemo
+	eng    *engine
+	key    []byte // reused by the writer's sets, deletes and lookups
+	marked []byte // the value of an indexed link's key: indexedMark
+	memo   indexedMemo
 }
 
 // indexedMemo is the last answer of indexedOf (or of a walk that noted
@@ -52,7 +54,9 @@ type indexedMemo struct {
 // targetPrefix is the engine's table of links by target.
 const targetPrefix = 't'
 
-func newTargetIndex(eng *engine) targetIndex { return targetIndex{eng: eng} }
+func newTargetIndex(eng *engine) targetIndex {
+	return targetIndex{eng: eng, marked: []byte{indexedMark}}
+}
 
 // targetPrefixKey appends the prefix of a target's keys: the table byte,
 // the workspace (4 bytes, big-endian), then the domain and the canonical
@@ -69,15 +73,15 @@ func (t *targetIndex) keyOf(p, workspace uint32, domain, canonical string) []byt
 	return t.key
 }
 
-// indexedValue is the value of the key of a target's indexed link.
-var indexedValue = []byte{1}
+// indexedMark is the value of the key of a target's indexed link.
+const indexedMark = 1
 
 // add puts the live link at p under its target, marked indexed or not;
 // for a link already there, it sets the mark.
 func (t *targetIndex) add(p, workspace uint32, domain, canonical string, indexed bool) {
 	var v []byte
 	if indexed {
-		v = indexedValue
+		v = t.marked
 	}
 	if indexed || t.memo.ok && t.memo.p == p {
 		t.memo.valid = false
@@ -108,7 +112,7 @@ func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq
 // indexedOf is the target's link marked indexed, if any.
 func (t *targetIndex) indexedOf(workspace uint32, domain, canonical string) (uint32, bool) {
 	m := &t.memo
-	if m.valid && bytes.Equal(m.target, targetPrefixKey(t.key[:0], workspace, domain, canonical)) {
+	if t.key = targetPrefixKey(t.key[:0], workspace, domain, canonical); m.valid && bytes.Equal(m.target, t.key) {
 		return m.p, m.ok
 	}
 	for p, indexed := range t.links(workspace, domain, canonical) {
@@ -130,7 +134,7 @@ func (t *targetIndex) note(workspace uint32, domain, canonical string, p uint32,
 // targetEntry is the position and the mark of a key of the table whose
 // target prefix is n bytes long.
 func targetEntry(key, value []byte, n int) (p uint32, indexed bool) {
-	if len(key) != n+4 || len(value) > 1 || len(value) == 1 && value[0] != indexedValue[0] {
+	if len(key) != n+4 || len(value) > 1 || len(value) == 1 && value[0] != indexedMark {
 		panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x (value %x)", key, value))
 	}
 	return binary.BigEndian.Uint32(key[n:]), len(value) == 1
@@ -144,7 +148,7 @@ func (t *targetIndex) indexedTwice() (uint32, bool) {
 	var twice uint32
 	found := false
 	t.eng.scan([]byte{targetPrefix}, nil, func(key, value []byte) bool {
-		if len(key) < 9 {
+		if len(key) < 11 { // the table, a workspace, two empty strings, a position
 			panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x", key))
 		}
 		p, indexed := targetEntry(key, value, len(key)-4)
