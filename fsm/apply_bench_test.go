@@ -7,45 +7,67 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// BenchmarkApplyCreates applies batches of 256 keyed creates, as the
-// leader's proposer writes them under load: what the state machine spends
-// on each create (ns/op is per create).
+// BenchmarkApplyCreates applies batches of 256 creates, as the leader's
+// proposer writes them under load: what the state machine spends on each
+// create (ns/op is per create). plain: counter codes; idempotency-key:
+// each with a request id (every create through a follower); dedupe: each
+// with dedupe and a URL of its own (a lookup of its target that finds
+// nothing, then a new link); dedupe-hit: with dedupe, each URL's link
+// made before the timer starts (the lookup returns it).
 func BenchmarkApplyCreates(b *testing.B) {
-	for _, keyed := range []bool{false, true} {
-		b.Run(map[bool]string{false: "plain", true: "idempotency-key"}[keyed], func(b *testing.B) {
+	for _, kind := range []string{"plain", "idempotency-key", "dedupe", "dedupe-hit"} {
+		b.Run(kind, func(b *testing.B) {
 			f := onDisk(b)
 			defer f.Close()
-			applyCreates(b, f, keyed)
+			applyCreates(b, f, kind)
 		})
 	}
 }
 
-// applyCreates applies b.N counter-code creates in batches of 256, each
-// with a request id when keyed (as every create through a follower).
-func applyCreates(b *testing.B, f *FSM, keyed bool) {
+// applyCreates applies b.N counter-code creates of a kind (as
+// BenchmarkApplyCreates names them) in batches of 256.
+func applyCreates(b *testing.B, f *FSM, kind string) {
 	writer := testAPIKey("aaaaaaaaaaaa", ScopeLinksWrite, AllWorkspaces)
 	applyAll(b, f, InitCommand{Key: testKey}.Encode(), KeyCreateCommand{Key: writer, By: RootKeyID, Now: 1}.Encode())
 	const batch = 256
-	entries := make([]*raft.Log, 0, b.N/batch+1)
-	for i := 0; i < b.N; i += batch {
-		items := make([]CreateRequest, 0, batch)
-		for j := i; j < min(i+batch, b.N); j++ {
-			r := CreateRequest{URL: fmt.Sprintf("https://example.com/some/long/path?n=%d", j), CodeLength: 7, KeyID: "aaaaaaaaaaaa", Workspace: "default"}
-			if keyed {
-				r.RequestID = fmt.Sprintf("%032x", j)
+	batches := func(dedupe, keyed bool) [][]byte {
+		var out [][]byte
+		for i := 0; i < b.N; i += batch {
+			items := make([]CreateRequest, 0, batch)
+			for j := i; j < min(i+batch, b.N); j++ {
+				url := fmt.Sprintf("https://example.com/some/long/path?n=%d", j)
+				r := CreateRequest{URL: url, CodeLength: 7, KeyID: "aaaaaaaaaaaa", Workspace: "default"}
+				if keyed {
+					r.RequestID = fmt.Sprintf("%032x", j)
+				}
+				if dedupe {
+					r.Dedupe, r.Canonical = true, url
+				}
+				items = append(items, r)
 			}
-			items = append(items, r)
+			out = append(out, CreateBatch{Now: int64(i), Items: items}.Encode())
 		}
-		entries = append(entries, &raft.Log{Index: uint64(len(entries) + 3), Type: raft.LogCommand, Data: CreateBatch{Now: int64(i), Items: items}.Encode()})
+		return out
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for _, e := range entries {
-		for _, r := range f.ApplyBatch([]*raft.Log{e})[0].([]CreateResult) {
+	index := uint64(3)
+	apply := func(cmd []byte) {
+		for _, r := range f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: cmd}})[0].([]CreateResult) {
 			if r.Err != nil {
 				b.Fatal(r.Err)
 			}
 		}
+		index++
+	}
+	cmds := batches(kind == "dedupe" || kind == "dedupe-hit", kind == "idempotency-key")
+	if kind == "dedupe-hit" {
+		for _, cmd := range cmds {
+			apply(cmd)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, cmd := range cmds {
+		apply(cmd)
 	}
 }
 

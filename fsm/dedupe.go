@@ -22,11 +22,19 @@ func (c *codeChoice) found() (uint32, bool) {
 	if s.raised < LevelTargets {
 		return s.links.dedupeLookup(c.ws, c.r.Domain, c.canonical)
 	}
-	for p := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
+	var indexedAt uint32
+	indexed := false
+	for p, marked := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
 		if c.redirects(p) && s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) {
 			return p, true
 		}
+		if marked {
+			indexedAt, indexed = p, true
+		}
 	}
+	// The walk saw every link of the target: the new link's index will
+	// not look again (linkTable.index).
+	s.links.targets.note(c.ws, c.r.Domain, c.canonical, indexedAt, indexed)
 	return 0, false
 }
 

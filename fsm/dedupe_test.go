@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -212,8 +213,8 @@ func dedupeAnswers(t *testing.T, f *FSM, now int64) []string {
 }
 
 // TestDedupeTargetsAreDeterministic: the workload applied at once, one
-// entry at a time, or restored from a snapshot of it gives the same state
-// and the same dedupe answers afterwards.
+// entry at a time, or restored from a snapshot of it gives the same state,
+// a target key for each live link and the same dedupe answers afterwards.
 func TestDedupeTargetsAreDeterministic(t *testing.T) {
 	a, b := New(), New()
 	applyAll(t, a, targetsWorkload()...)
@@ -223,6 +224,11 @@ func TestDedupeTargetsAreDeterministic(t *testing.T) {
 	c := roundTrip(t, a)
 	if !bytes.Equal(snapshotBytes(t, a), snapshotBytes(t, b)) {
 		t.Fatal("snapshots differ")
+	}
+	for name, f := range map[string]*FSM{"at once": a, "one at a time": b, "restored": c} {
+		if keys, live := targetKeys(t, f), f.s.links.live(); keys != live {
+			t.Fatalf("%s: %d target keys for %d live links", name, keys, live)
+		}
 	}
 	want := dedupeAnswers(t, a, 100)
 	if got := dedupeAnswers(t, b, 100); !slices.Equal(got, want) {
@@ -293,44 +299,187 @@ func findLink(f *FSM, url, workspace string) (Link, bool) {
 	return Link{}, false
 }
 
-// TestTargetListsStayInOrder: whatever the order of adds and removes, a
-// target's list holds exactly its links, oldest first, and its head is
-// the oldest.
-func TestTargetListsStayInOrder(t *testing.T) {
-	var tl targetLinks
-	in := map[uint32]bool{}
-	match := func(p uint32) bool { return in[p] }
-	// A fixed pseudo-random walk over 64 positions: adds before the head,
-	// after the tail and between, removes of the head, the tail and the
-	// middle, and emptying the list.
+// TestTargetKeysStayInOrder: whatever the order of adds, removes and
+// marks, a target's scan lists exactly its links, oldest first, with
+// their marks, and never a link of a target whose key starts the same
+// way (a longer URL, another domain or workspace, a domain and URL split
+// elsewhere); its first marked link is found, from the memo or not.
+func TestTargetKeysStayInOrder(t *testing.T) {
+	type target struct {
+		ws                uint32
+		domain, canonical string
+	}
+	targets := []target{
+		{0, "", "https://example.com/x"},
+		{0, "", "https://example.com/xy"},
+		{0, "a.example", "https://example.com/x"},
+		{1, "", "https://example.com/x"},
+		{0, "a", "b"},
+		{0, "ab", ""},
+	}
+	es := engines{}
+	eng := es.open()
+	defer eng.release()
+	ti := newTargetIndex(eng)
+	type entry struct {
+		target  int
+		indexed bool
+	}
+	in := map[uint32]entry{}
+	// A fixed pseudo-random walk over 300 positions (keys of a position
+	// 255 and 256 differ in two bytes), each with a target of its own,
+	// marked indexed or not.
 	x := uint32(1)
 	for step := range 5000 {
 		x ^= x << 13
 		x ^= x >> 17
 		x ^= x << 5
-		p := x % 64
-		if in[p] {
-			tl.remove(p, 7)
+		p := x % 300
+		if e, ok := in[p]; ok && x&(1<<20) == 0 {
+			tg := targets[e.target]
+			ti.remove(p, tg.ws, tg.domain, tg.canonical)
 			delete(in, p)
 		} else {
-			tl.add(p, 7, match)
-			in[p] = true
+			if !ok {
+				e.target = int(x>>9) % len(targets)
+			}
+			e.indexed = x&(1<<21) != 0
+			tg := targets[e.target]
+			ti.add(p, tg.ws, tg.domain, tg.canonical, e.indexed)
+			in[p] = e
 		}
-		var want []uint32
-		for q := range uint32(64) {
-			if in[q] {
-				want = append(want, q)
+		// The first link marked, looked up at every step: the memo of
+		// the last lookup must follow every add, mark and remove.
+		k := step / 10 % len(targets) // ten steps each: the memo is hit
+		var want uint32
+		found := false
+		for q := range uint32(300) {
+			if e, ok := in[q]; ok && e.target == k && e.indexed {
+				want, found = q, true
+				break
 			}
 		}
-		var got []uint32
-		if head, ok := tl.head(7, match); ok {
-			got = slices.Collect(tl.links(head))
+		tg := targets[k]
+		if got, ok := ti.indexedOf(tg.ws, tg.domain, tg.canonical); got != want || ok != found {
+			t.Fatalf("step %d, target %+v: indexed %d %v, want %d %v", step, tg, got, ok, want, found)
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("step %d (position %d): list %v, want %v", step, p, got, want)
+		if step%50 != 0 {
+			continue
 		}
-		if keys := tl.keys(); keys != min(len(want), 1) {
-			t.Fatalf("step %d: %d keys for %d links", step, keys, len(want))
+		for k, tg := range targets {
+			var want, got []entry
+			for q := range uint32(300) {
+				if e, ok := in[q]; ok && e.target == k {
+					want = append(want, entry{int(q), e.indexed})
+				}
+			}
+			for q, indexed := range ti.links(tg.ws, tg.domain, tg.canonical) {
+				got = append(got, entry{int(q), indexed})
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, target %+v: links %v, want %v", step, tg, got, want)
+			}
+		}
+	}
+	if eng.err != nil {
+		t.Fatal(eng.err)
+	}
+}
+
+// TestDedupeFindsALinkOfTheSameBatch: the target index is written through
+// the apply batch, so a dedupe create finds a link an earlier entry of
+// the same Raft batch created, or an earlier item of the same create
+// batch, and a later entry no longer finds a link deleted before it.
+func TestDedupeFindsALinkOfTheSameBatch(t *testing.T) {
+	const url = "https://example.com/same-batch"
+	f := raisedToTargets(t)
+	logs := []*raft.Log{
+		{Index: 10, Type: raft.LogCommand, Data: create(2, CreateRequest{URL: url, CustomCode: "first"})},
+		{Index: 11, Type: raft.LogCommand, Data: create(3, CreateRequest{URL: url, CustomCode: "second"},
+			CreateRequest{URL: url, Dedupe: true})},
+		{Index: 12, Type: raft.LogCommand, Data: DeleteCommand{Code: "first", Now: 4}.Encode()},
+		{Index: 13, Type: raft.LogCommand, Data: create(5, CreateRequest{URL: url, Dedupe: true})},
+	}
+	res := f.ApplyBatch(logs)
+	if got := res[1].([]CreateResult)[1]; !got.Existing || got.Link.Code != "first" {
+		t.Fatalf("dedupe in the batch that created the link: %+v, want the existing \"first\"", got)
+	}
+	if got := res[3].([]CreateResult)[0]; !got.Existing || got.Link.Code != "second" {
+		t.Fatalf("dedupe after the delete in the same batch: %+v, want the existing \"second\"", got)
+	}
+	if n := targetKeys(t, f); n != 1 {
+		t.Fatalf("%d target keys for one live link", n)
+	}
+}
+
+// targetKeys counts the engine's target keys, checking that each is one
+// of a live link under its target.
+func targetKeys(t *testing.T, f *FSM) int {
+	t.Helper()
+	n := 0
+	f.s.eng.scan([]byte{targetPrefix}, nil, func(key, _ []byte) bool {
+		p := binary.BigEndian.Uint32(key[len(key)-4:])
+		if r := f.s.links.recs.at(p); !r.live() {
+			t.Fatalf("target key %x of the dead link at %d", key, p)
+		}
+		ws, domain, canonical := f.s.links.targetKey(p)
+		if want := binary.BigEndian.AppendUint32(targetPrefixKey(nil, ws, domain, canonical), p); !bytes.Equal(key, want) {
+			t.Fatalf("target key %x of the link at %d, want %x", key, p, want)
+		}
+		n++
+		return true
+	})
+	return n
+}
+
+// TestRestoreRefusesTwoIndexedLinksOfATarget: a links section may mark
+// one dedupe link per workspace, domain and canonical URL as the one
+// dedupe returns (the rule before LevelTargets), as Apply keeps it; a
+// restore refuses two, which it checks once the links are in.
+func TestRestoreRefusesTwoIndexedLinksOfATarget(t *testing.T) {
+	type link struct {
+		code, url, ws string
+		flags         byte
+	}
+	const dedupe, indexed = snapDedupe, snapDedupe | snapIndexed
+	section := func(links ...link) []byte {
+		var e encoder
+		e.uvarint(uint64(len(links)))
+		for i, l := range links {
+			e.uvarint(uint64(i + 1))
+			e.string(l.code)
+			e.string(l.url)
+			e.string(l.ws)
+			e.string("")
+			e.byte(l.flags)
+			e.varint(1)
+			e.varint(0)
+			e.uvarint(0)
+			e.varint(0)
+		}
+		return e.buf
+	}
+	const a, b = "https://example.com/a", "https://example.com/b"
+	for _, c := range []struct {
+		name  string
+		links []link
+		ok    bool
+	}{
+		{"one indexed link a URL", []link{{"x", a, "w", indexed}, {"y", b, "w", indexed}, {"z", a, "w", dedupe}}, true},
+		{"one a workspace", []link{{"x", a, "w", indexed}, {"y", a, "v", indexed}}, true},
+		{"one a domain", []link{{"x", a, "w", indexed}, {"d.example/y", a, "w", indexed}}, true},
+		{"two of a URL", []link{{"x", a, "w", indexed}, {"y", b, "w", indexed}, {"z", a, "w", indexed}}, false},
+		{"two of a URL, later links between", []link{{"x", b, "w", indexed}, {"y", a, "w", indexed}, {"z", a, "v", indexed}, {"q", b, "w", indexed}}, false},
+	} {
+		es := engines{}
+		eng := es.open()
+		st := newState(eng) // as a restore builds it: reads see its batch
+		st.lastID = 10
+		d := decoder{buf: section(c.links...)}
+		err := readLinks(st, &d, snapshotV2)
+		eng.release()
+		if (err == nil && d.err == nil) != c.ok {
+			t.Errorf("%s: %v, %v, want ok %v", c.name, err, d.err, c.ok)
 		}
 	}
 }

@@ -18,7 +18,7 @@ type linkTable struct {
 	recs       recordTable
 	byCode     hashIndex // live code → record position
 	workspaces workspaceTable
-	targets    targetLinks // workspace, domain and canonical target → its live links
+	targets    targetIndex // workspace, domain and canonical target → its live links, on disk
 	authors    authorTable // the keys that created live links, and their links (authors.go)
 	hours      clickHours  // clicks per hour, on disk (clickhours.go)
 	seed       maphash.Seed
@@ -29,7 +29,7 @@ type linkTable struct {
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
 	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
-		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
+		targets: newTargetIndex(eng), hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.
@@ -66,34 +66,25 @@ func (lt *linkTable) linkOf(r *record) Link {
 	}
 }
 
-// The indexes hash with a seed of their own, so no one can choose codes
-// or URLs that collide. They are local to this node: nothing replicated or
+// The code index hashes with a seed of its own, so no one can choose
+// codes that collide. It is local to this node: nothing replicated or
 // written to a snapshot depends on the seed.
 func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
 
-func (lt *linkTable) targetHash(workspace uint32, domain, canonical string) uint32 {
-	h := uint32(maphash.String(lt.seed, canonical)) ^ workspace*0x9e3779b1
-	if domain != "" {
-		h ^= uint32(maphash.String(lt.seed, domain))
-	}
-	return h
-}
-
-// domainIndex is the domain part of a qualified code, as targetHash takes it.
+// domainIndex is the domain part of a qualified code, as a target's key takes it.
 func (lt *linkTable) domainIndex(qualified string) string {
 	domain, _ := SplitCode(qualified)
 	return domain
 }
 
-// reserve sizes the code and target indexes for n more links, so that a
-// restore does not grow them step by step: for at most maxReserve, since
+// reserve sizes the code index for n more links, so that a
+// restore does not grow it step by step: for at most maxReserve, since
 // a streamed snapshot's count is read before the links it claims (a
 // count of 2³¹ in a few bytes must not allocate gigabytes); beyond it the
-// indexes grow as links arrive.
+// index grows as links arrive.
 func (lt *linkTable) reserve(n int) {
 	n = min(n, maxReserve)
 	lt.byCode.reserve(n)
-	lt.targets.heads.reserve(n)
 }
 
 // maxReserve bounds reserve: 2 MiB of index slots up front.
@@ -133,19 +124,6 @@ func (lt *linkTable) targetOf(r *record) string {
 	return canonicalTarget(r.url)
 }
 
-// holdsTarget reports whether the link at p is in workspace and domain
-// with this canonical target.
-func (lt *linkTable) holdsTarget(p, workspace uint32, domain, canonical string) bool {
-	r := lt.recs.at(p)
-	if r.workspace != workspace || lt.domainIndex(r.code) != domain {
-		return false
-	}
-	if !r.dedupe() && r.url == canonical {
-		return true // a canonical form canonicalises to itself
-	}
-	return lt.targetOf(r) == canonical
-}
-
 // targetKey is the workspace, domain and canonical target of the live
 // link at p.
 func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical string) {
@@ -154,27 +132,16 @@ func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical st
 }
 
 // withTarget lists the live links of a canonical target in a workspace
-// and domain, oldest first.
-func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq[uint32] {
-	head, ok := lt.targets.head(lt.targetHash(workspace, domain, canonical), func(p uint32) bool {
-		return lt.holdsTarget(p, workspace, domain, canonical)
-	})
-	if !ok {
-		return func(func(uint32) bool) {}
-	}
-	return lt.targets.links(head)
+// and domain, oldest first, each with whether it is marked indexed.
+func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq2[uint32, bool] {
+	return lt.targets.links(workspace, domain, canonical)
 }
 
 // dedupeLookup returns the position of the link that dedupe returns
 // before the cluster is raised to LevelTargets: the one dedupe link of
 // a canonical URL in a workspace and domain marked indexed.
 func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
-	for p := range lt.withTarget(workspace, domain, canonical) {
-		if lt.recs.at(p).flags&flagIndexed != 0 {
-			return p, true
-		}
-	}
-	return 0, false
+	return lt.targets.indexedOf(workspace, domain, canonical)
 }
 
 // insert stores a new live link: r with its texts. The canonical URL is
@@ -201,15 +168,28 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	return p
 }
 
+// addTarget puts the live link at p under its target, or sets its mark
+// there to its flagIndexed.
 func (lt *linkTable) addTarget(p uint32) {
 	ws, domain, canonical := lt.targetKey(p)
-	lt.targets.add(p, lt.targetHash(ws, domain, canonical), func(q uint32) bool {
-		return lt.holdsTarget(q, ws, domain, canonical)
-	})
+	lt.targets.add(p, ws, domain, canonical, lt.recs.at(p).flags&flagIndexed != 0)
+}
+
+// setIndexed marks the live link at p as its URL's dedupe link or not,
+// in its record and under its target.
+func (lt *linkTable) setIndexed(p uint32, indexed bool) {
+	r := lt.recs.mutable(p)
+	if indexed {
+		r.flags |= flagIndexed
+	} else {
+		r.flags &^= flagIndexed
+	}
+	lt.addTarget(p)
 }
 
 func (lt *linkTable) removeTarget(p uint32) {
-	lt.targets.remove(p, lt.targetHash(lt.targetKey(p)))
+	ws, domain, canonical := lt.targetKey(p)
+	lt.targets.remove(p, ws, domain, canonical)
 }
 
 // index makes a new dedupe link the one dedupe returns, unless a live,
@@ -225,9 +205,9 @@ func (lt *linkTable) index(p uint32, now int64) {
 		if !lt.recs.at(cur).expired(now) {
 			return
 		}
-		lt.recs.mutable(cur).flags &^= flagIndexed
+		lt.setIndexed(cur, false)
 	}
-	lt.recs.mutable(p).flags |= flagIndexed
+	lt.setIndexed(p, true)
 }
 
 // expiredBefore lists the live links that expired before t, less those
@@ -273,13 +253,23 @@ func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
 }
 
 // restoreIndexed makes the link at p the one dedupe returns for its URL.
+// That no other link is, checkIndexed checks once the links are in.
 func (lt *linkTable) restoreIndexed(p uint32) error {
-	r := lt.recs.mutable(p)
-	canonical, domain := r.canonical(), lt.domainIndex(r.code)
-	if _, dup := lt.dedupeLookup(r.workspace, domain, canonical); dup {
-		return fmt.Errorf("two links hold the dedupe entry of %q", canonical)
+	if lt.recs.at(p).flags&flagIndexed != 0 {
+		return fmt.Errorf("two links hold the dedupe entry of %q", lt.recs.at(p).canonical())
 	}
-	r.flags |= flagIndexed
+	lt.setIndexed(p, true)
+	return nil
+}
+
+// checkIndexed refuses a restored state in which two links of a target
+// are marked its dedupe link: one walk of the target index, not a lookup
+// for each link marked (which made restoring a state of dedupe links
+// twice as slow).
+func (lt *linkTable) checkIndexed() error {
+	if p, twice := lt.targets.indexedTwice(); twice {
+		return fmt.Errorf("two links hold the dedupe entry of %q", lt.recs.at(p).canonical())
+	}
 	return nil
 }
 
@@ -305,7 +295,10 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 			return err
 		}
 	}
-	return nil
+	if d.err != nil {
+		return nil // the caller reports d.err
+	}
+	return lt.checkIndexed()
 }
 
 // remove takes the live link at p out of the indexes and its workspace's
@@ -467,6 +460,7 @@ func (snap *snapshot) encodeLink(e *encoder, r *record, version byte) {
 // readLinks inserts the links section, checking each link as it goes.
 func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
+	indexed := 0
 	n := d.count(minLinkSize)
 	st.links.reserve(n)
 	for ; n > 0 && d.err == nil; n-- {
@@ -494,9 +488,13 @@ func readLinks(st *state, d *decoder, version byte) error {
 			if err := st.links.restoreIndexed(p); err != nil {
 				return err
 			}
+			indexed++
 		}
 	}
-	return nil
+	if d.err != nil || indexed < 2 {
+		return nil // the caller reports d.err
+	}
+	return st.links.checkIndexed()
 }
 
 // snapLink is a link as the links section holds it. Its strings are views

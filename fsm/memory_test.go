@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm/store"
 )
 
 // benchURL is a realistic ~110-byte target, distinct per i.
@@ -90,7 +96,9 @@ func onDisk(tb testing.TB) *FSM {
 }
 
 // BenchmarkMemoryPerLink reports the Go heap one stored link costs, for
-// each linkKind. Each iteration loads linksPerRun links.
+// each linkKind, and for links imported or made with dedupe what the
+// engine holds per link on disk, in all and in the target index. Each
+// iteration loads linksPerRun links.
 func BenchmarkMemoryPerLink(b *testing.B) {
 	const linksPerRun = 200_000
 	for _, kind := range []linkKind{imported, deduped, keyed, authored, titled} {
@@ -102,6 +110,10 @@ func BenchmarkMemoryPerLink(b *testing.B) {
 				after := heapInUse()
 				b.ReportMetric(float64(after-before)/linksPerRun, "heap-B/link")
 				runtime.KeepAlive(f)
+				if kind == imported || kind == deduped {
+					b.ReportMetric(float64(tableBytesOnDisk(b, f, nil))/linksPerRun, "engine-B/link")
+					b.ReportMetric(float64(tableBytesOnDisk(b, f, []byte{targetPrefix}))/linksPerRun, "targets-B/link")
+				}
 				f.Close()
 			}
 		})
@@ -109,30 +121,36 @@ func BenchmarkMemoryPerLink(b *testing.B) {
 }
 
 // BenchmarkSnapshotRestore measures writing and restoring a snapshot of
-// linksPerRun links: the restart path of a node.
+// linksPerRun links, imported or made with dedupe (each then marked as
+// its URL's dedupe link, which a restore checks): the restart path of a
+// node.
 func BenchmarkSnapshotRestore(b *testing.B) {
 	const linksPerRun = 200_000
-	src := New()
-	loadLinks(b, src, linksPerRun, imported)
-	var buf bytes.Buffer
-	if err := src.WriteBackup(&buf); err != nil {
-		b.Fatal(err)
+	for _, kind := range []linkKind{imported, deduped} {
+		b.Run(kind.String(), func(b *testing.B) {
+			src := New()
+			loadLinks(b, src, linksPerRun, kind)
+			var buf bytes.Buffer
+			if err := src.WriteBackup(&buf); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("write", func(b *testing.B) {
+				for range b.N {
+					if err := src.WriteBackup(io.Discard); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(buf.Len())/linksPerRun, "B/link")
+			})
+			b.Run("restore", func(b *testing.B) {
+				for range b.N {
+					if err := New().Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
-	b.Run("write", func(b *testing.B) {
-		for range b.N {
-			if err := src.WriteBackup(io.Discard); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(buf.Len())/linksPerRun, "B/link")
-	})
-	b.Run("restore", func(b *testing.B) {
-		for range b.N {
-			if err := New().Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // BenchmarkMemoryPerClickedLink reports what clicks per hour add to a
@@ -254,4 +272,97 @@ func BenchmarkMemoryPerTalliedLink(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDiskPerLink reports what the engine holds on disk per link
+// for URLs that compress as real ones do, not as benchURL's (which differ
+// in a few digits): 200k imported links to 60–90-byte URLs of 5000 hosts,
+// with random path tokens. In all, and its records' and targets' tables.
+func BenchmarkDiskPerLink(b *testing.B) {
+	const linksPerRun = 200_000
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	for range b.N {
+		rng := rand.New(rand.NewPCG(1, 2))
+		token := func(n int) string {
+			t := make([]byte, n)
+			for i := range t {
+				t[i] = alnum[rng.IntN(len(alnum))]
+			}
+			return string(t)
+		}
+		f := onDisk(b)
+		applyAll(b, f, InitCommand{Key: testKey}.Encode())
+		for start := 0; start < linksPerRun; start += 1000 {
+			items := make([]CreateRequest, 0, 1000)
+			for i := start; i < start+1000; i++ {
+				url := fmt.Sprintf("https://www.site-%d.example.com/%s/%s", rng.IntN(5000), token(8+rng.IntN(10)), token(20+rng.IntN(20)))
+				items = append(items, CreateRequest{URL: url, CustomCode: fmt.Sprintf("c%07d", i)})
+			}
+			applyAll(b, f, create(int64(start), items...))
+		}
+		b.ReportMetric(float64(tableBytesOnDisk(b, f, nil))/linksPerRun, "engine-B/link")
+		b.ReportMetric(float64(tableBytesOnDisk(b, f, []byte{recordPrefix}))/linksPerRun, "records-B/link")
+		b.ReportMetric(float64(tableBytesOnDisk(b, f, []byte{targetPrefix}))/linksPerRun, "targets-B/link")
+		f.Close()
+	}
+}
+
+// tableBytesOnDisk is what the keys of f's engine under prefix (nil:
+// every table) take on disk once flushed: copied into an engine of their
+// own and streamed into a directory as a follower installs the state
+// (store.ReadStream: one flush, no compaction); its tables' files only.
+// Measured so rather than in f's directory, whose memtables are not yet
+// on disk.
+func tableBytesOnDisk(tb testing.TB, f *FSM, prefix []byte) int64 {
+	tb.Helper()
+	src, err := store.Open("", store.Options{InMemory: true, NoLog: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer src.Close()
+	batch := src.NewBatch()
+	defer batch.Close()
+	err = f.s.eng.scanCommitted(prefix, nil, func(key, value []byte) bool {
+		if key[0] == 0 {
+			return true // the store's own keys
+		}
+		if err := batch.Set(key, value); err != nil {
+			tb.Fatal(err)
+		}
+		if batch.Len() >= loadBatchBytes {
+			if err := src.Load(batch); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = src.Load(batch)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var stream bytes.Buffer
+	if _, _, err := src.WriteStream(&stream); err != nil {
+		tb.Fatal(err)
+	}
+	dir := filepath.Join(tb.TempDir(), "engine")
+	if _, err := store.ReadStream(&stream, dir, store.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	var size int64
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, ".sst") {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return size
 }

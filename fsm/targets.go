@@ -1,111 +1,170 @@
 package fsm
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"iter"
 	"strings"
 
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
-// targetLinks finds every live link of a target: the links that share a
-// workspace, a domain and a canonical target URL (a target key). It is
-// what lets a dedupe create find a link whatever made it (DESIGN.md,
-// "Dedupe").
+// targetIndex finds every live link of a target: the links that share a
+// workspace, a domain and a canonical target URL. It is what lets a
+// dedupe create find a link whatever made it (DESIGN.md, "Dedupe").
 //
-// heads maps each target key to its oldest live link; the links of one
-// key form a circular list in position (= id) order, kept per position
-// in ring. So a key costs one index slot whatever its number of links, a
-// new link joins its list at the tail in constant time (it has the
-// highest position), and a removal unlinks in constant time: thousands
-// of links to one URL never make a create or a purge walk them. Only an
-// edit that moves an older link to another target walks that target's
-// list to keep it in order.
+// It is the engine's `t` table (store/DESIGN.md, "Keys"): one key per
+// live link, the target's prefix (targetPrefixKey) and the link's
+// position, big-endian; the value is empty but for the target's dedupe
+// link marked indexed (flagIndexed, the rule before LevelTargets), whose
+// value is the byte indexedMark, so that rule's lookup and a restore's
+// check of it read the keys alone, no record. A target's links are the
+// keys of its prefix, in position (= id) order, so the oldest is the
+// first key: dedupe's scan
+// stops at the first link that redirects, and nothing per link or per
+// target is in memory. A create is a set and a removal a delete through
+// the apply batch, whatever the number of links of the target; the
+// entries after it in the same batch read them (the batch is indexed).
+// The key holds the canonical URL's exact bytes, not a hash of them: a
+// hash would either take a seed of each node's own, and keys could no
+// longer travel to a follower, or let chosen URLs collide.
 //
-// Nothing here is written to a snapshot: restore rebuilds it as it
+// Nothing here is written to a snapshot: a restore writes the keys as it
 // inserts the links, so snapshots of every version restore with it.
-type targetLinks struct {
-	heads hashIndex
-	ring  []*ringPage // by record position; slots of dead links are unused
+type targetIndex struct {
+	eng    *engine
+	key    []byte // reused by the writer's sets, deletes and lookups
+	marked []byte // the value of an indexed link's key: indexedMark
+	memo   indexedMemo
 }
 
-// ringLinks is a link's neighbours in its target's list; a link alone in
-// its list is its own neighbour.
-type ringLinks struct{ prev, next uint32 }
+// indexedMemo is the last answer of indexedOf (or of a walk that noted
+// it): a new dedupe link's create looks up its target's indexed link
+// before the link is made (to return it) and again after (to take its
+// mark), with nothing in between that can change it but what add and
+// remove see. It saves the second scan.
+type indexedMemo struct {
+	valid  bool
+	target []byte // the target's prefix
+	p      uint32
+	ok     bool
+}
 
-// ringPage holds the neighbours of pageSize positions: 8 KiB, no
-// pointers.
-type ringPage [pageSize]ringLinks
+// targetPrefix is the engine's table of links by target.
+const targetPrefix = 't'
 
-func (t *targetLinks) at(p uint32) *ringLinks {
-	for int(p/pageSize) >= len(t.ring) {
-		t.ring = append(t.ring, new(ringPage))
+func newTargetIndex(eng *engine) targetIndex {
+	return targetIndex{eng: eng, marked: []byte{indexedMark}}
+}
+
+// targetPrefixKey appends the prefix of a target's keys: the table byte,
+// the workspace (4 bytes, big-endian), then the domain and the canonical
+// URL, each after its length (uvarint), so that no target's prefix is
+// the start of another's.
+func targetPrefixKey(dst []byte, workspace uint32, domain, canonical string) []byte {
+	dst = binary.BigEndian.AppendUint32(append(dst, targetPrefix), workspace)
+	dst = append(binary.AppendUvarint(dst, uint64(len(domain))), domain...)
+	return append(binary.AppendUvarint(dst, uint64(len(canonical))), canonical...)
+}
+
+func (t *targetIndex) keyOf(p, workspace uint32, domain, canonical string) []byte {
+	t.key = binary.BigEndian.AppendUint32(targetPrefixKey(t.key[:0], workspace, domain, canonical), p)
+	return t.key
+}
+
+// indexedMark is the value of the key of a target's indexed link.
+const indexedMark = 1
+
+// add puts the live link at p under its target, marked indexed or not;
+// for a link already there, it sets the mark.
+func (t *targetIndex) add(p, workspace uint32, domain, canonical string, indexed bool) {
+	var v []byte
+	if indexed {
+		v = t.marked
 	}
-	return &t.ring[p/pageSize][p%pageSize]
-}
-
-// head is the oldest link of the key with hash h that match confirms.
-func (t *targetLinks) head(h uint32, match func(p uint32) bool) (uint32, bool) {
-	return t.heads.lookup(h, match)
-}
-
-// add puts the live link at p in the list of its key (hash h; match
-// confirms a position holds the key).
-func (t *targetLinks) add(p, h uint32, match func(p uint32) bool) {
-	head, ok := t.head(h, match)
-	if !ok {
-		*t.at(p) = ringLinks{prev: p, next: p}
-		t.heads.insert(h, p)
-		return
+	if indexed || t.memo.ok && t.memo.p == p {
+		t.memo.valid = false
 	}
-	// The first link after p in position order, or head when p is the
-	// newest (its place is then at the tail, before the head).
-	after := head
-	if tail := t.at(head).prev; p < tail {
-		for after = head; after < p; after = t.at(after).next {
+	t.eng.set(t.keyOf(p, workspace, domain, canonical), v)
+}
+
+// remove takes the link at p from under its target.
+func (t *targetIndex) remove(p, workspace uint32, domain, canonical string) {
+	t.memo.valid = false
+	t.eng.delete(t.keyOf(p, workspace, domain, canonical))
+}
+
+// links lists the live links of a target, oldest first, each with its
+// mark: a scan of its prefix, through the writer's batch (only the writer
+// looks targets up). The caller may read the state while it walks, but
+// not change it.
+func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq2[uint32, bool] {
+	return func(yield func(uint32, bool) bool) {
+		prefix := targetPrefixKey(nil, workspace, domain, canonical)
+		t.eng.scan(prefix, nil, func(key, value []byte) bool {
+			p, indexed := targetEntry(key, value, len(prefix))
+			return yield(p, indexed)
+		})
+	}
+}
+
+// indexedOf is the target's link marked indexed, if any.
+func (t *targetIndex) indexedOf(workspace uint32, domain, canonical string) (uint32, bool) {
+	m := &t.memo
+	if t.key = targetPrefixKey(t.key[:0], workspace, domain, canonical); m.valid && bytes.Equal(m.target, t.key) {
+		return m.p, m.ok
+	}
+	for p, indexed := range t.links(workspace, domain, canonical) {
+		if indexed {
+			t.note(workspace, domain, canonical, p, true)
+			return p, true
 		}
 	}
-	before := t.at(after).prev
-	*t.at(p) = ringLinks{prev: before, next: after}
-	t.at(before).next, t.at(after).prev = p, p
-	if p < head {
-		t.heads.remove(h, head)
-		t.heads.insert(h, p)
-	}
+	t.note(workspace, domain, canonical, 0, false)
+	return 0, false
 }
 
-// remove takes the link at p out of the list of its key (hash h).
-func (t *targetLinks) remove(p, h uint32) {
-	n := t.at(p)
-	if n.next == p {
-		t.heads.remove(h, p)
-		return
-	}
-	t.at(n.prev).next, t.at(n.next).prev = n.next, n.prev
-	// In a list in position order the head is the one link whose
-	// predecessor (the tail) comes after it.
-	if n.prev > p {
-		t.heads.remove(h, p)
-		t.heads.insert(h, n.next)
-	}
+// note records the target's indexed link, found by a walk of all its
+// links (or none), for indexedOf.
+func (t *targetIndex) note(workspace uint32, domain, canonical string, p uint32, ok bool) {
+	t.memo = indexedMemo{valid: true, target: targetPrefixKey(t.memo.target[:0], workspace, domain, canonical), p: p, ok: ok}
 }
 
-// links lists the links of the key whose oldest link is head, oldest
-// first.
-func (t *targetLinks) links(head uint32) iter.Seq[uint32] {
-	return func(yield func(uint32) bool) {
-		for p := head; ; {
-			if !yield(p) {
-				return
-			}
-			if p = t.at(p).next; p == head {
-				return
-			}
+// targetEntry is the position and the mark of a key of the table whose
+// target prefix is n bytes long.
+func targetEntry(key, value []byte, n int) (p uint32, indexed bool) {
+	if len(key) != n+4 || len(value) > 1 || len(value) == 1 && value[0] != indexedMark {
+		panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x (value %x)", key, value))
+	}
+	return binary.BigEndian.Uint32(key[n:]), len(value) == 1
+}
+
+// indexedTwice is the position of a link marked indexed under the same
+// target as another, if any: a walk of the whole table, which a restore
+// makes once instead of a lookup for each indexed link.
+func (t *targetIndex) indexedTwice() (uint32, bool) {
+	var prev []byte // the last indexed key's target prefix
+	var twice uint32
+	found := false
+	t.eng.scan([]byte{targetPrefix}, nil, func(key, value []byte) bool {
+		if len(key) < 11 { // the table, a workspace, two empty strings, a position
+			panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x", key))
 		}
-	}
+		p, indexed := targetEntry(key, value, len(key)-4)
+		if !indexed {
+			return true
+		}
+		target := key[:len(key)-4]
+		if bytes.Equal(target, prev) {
+			twice, found = p, true
+			return false
+		}
+		prev = append(prev[:0], target...)
+		return true
+	})
+	return twice, found
 }
-
-// keys is the number of target keys held.
-func (t *targetLinks) keys() int { return t.heads.len() }
 
 // canonicalTarget is codes.Canonicalize of url, or url where that fails
 // (no create can ask for such a URL: its proposer could not canonicalise
