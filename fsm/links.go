@@ -16,7 +16,7 @@ import (
 // state keeps those beside it, by record position.
 type linkTable struct {
 	recs       recordTable
-	byCode     hashIndex // live code → record position
+	codes      codeIndex // live code → record position, on disk (codeindex.go)
 	workspaces workspaceTable
 	targets    targetLinks // workspace, domain and canonical target → its live links
 	authors    authorTable // the keys that created live links, and their links (authors.go)
@@ -28,7 +28,7 @@ type linkTable struct {
 }
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
-	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
+	return linkTable{recs: newRecordTable(eng), codes: newCodeIndex(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
 		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
@@ -85,14 +85,13 @@ func (lt *linkTable) domainIndex(qualified string) string {
 	return domain
 }
 
-// reserve sizes the code and target indexes for n more links, so that a
-// restore does not grow them step by step: for at most maxReserve, since
+// reserve sizes the target index for n more links, so that a restore
+// does not grow it step by step: for at most maxReserve, since
 // a streamed snapshot's count is read before the links it claims (a
 // count of 2³¹ in a few bytes must not allocate gigabytes); beyond it the
 // indexes grow as links arrive.
 func (lt *linkTable) reserve(n int) {
 	n = min(n, maxReserve)
-	lt.byCode.reserve(n)
 	lt.targets.heads.reserve(n)
 }
 
@@ -109,17 +108,29 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 }
 
 // find is lookup that returns the link's record: a redirect reads it
-// once (once from the record cache: a hit allocates nothing).
+// once. A code cache hit whose record is in the record cache reads no
+// disk and allocates nothing; a slot is only a candidate, taken when its
+// record is live and holds this code, else the engine answers.
 func (lt *linkTable) find(code string) (*record, bool) {
-	var found *record
-	_, ok := lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
-		if r := lt.recs.at(p); r.code == code {
-			found = r
-			return true
+	h := lt.codeHash(code)
+	if p, ok := lt.codes.cache.get(h); ok && p < lt.recs.n {
+		if r := lt.recs.at(p); r.live() && r.code == code {
+			return r, true
 		}
-		return false
-	})
-	return found, ok
+	}
+	p, ok := lt.codes.position(code)
+	if !ok {
+		return nil, false
+	}
+	r := lt.recs.at(p)
+	if !r.live() || r.code != code {
+		// A clone: code may be a view of a caller's stack array, which must not escape.
+		panic(fmt.Sprintf("fsm: the code index holds %q at %d, whose record holds %q (live %v)", strings.Clone(code), p, r.code, r.live()))
+	}
+	if lt.recs.eng.published {
+		lt.codes.cache.put(h, p) // as the record cache: not while a restore builds the state
+	}
+	return r, true
 }
 
 // targetOf is the canonical target URL a link is found under: the
@@ -192,7 +203,7 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	r.setTexts(code, url, stored)
 	r.workspace = lt.workspaces.intern(workspace)
 	p := lt.recs.append(r)
-	lt.byCode.insert(lt.codeHash(code), p)
+	lt.codes.insert(r.code, p)
 	lt.addTarget(p)
 	lt.workspaces.links[r.workspace] = append(lt.workspaces.links[r.workspace], p)
 	if domain := lt.domainIndex(code); domain != "" {
@@ -316,7 +327,7 @@ func (lt *linkTable) remove(p uint32) string {
 	r := lt.recs.mutable(p)
 	r.flags &^= flagLive | flagIndexed
 	code := r.code
-	lt.byCode.remove(lt.codeHash(code), p)
+	lt.codes.remove(code)
 	list := lt.workspaces.links[r.workspace]
 	if i, ok := slices.BinarySearch(list, p); ok {
 		lt.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
@@ -328,7 +339,7 @@ func (lt *linkTable) remove(p uint32) string {
 }
 
 // live is the number of live links.
-func (lt *linkTable) live() int { return lt.byCode.len() }
+func (lt *linkTable) live() int { return lt.codes.live }
 
 // linksIn is the number of live links in a registered domain.
 func (lt *linkTable) linksIn(domain string) int { return lt.domainLinks[domain] }
