@@ -7,22 +7,23 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// BenchmarkApplyCreates applies batches of 256 keyed creates, as the
-// leader's proposer writes them under load: what the state machine spends
-// on each create (ns/op is per create).
+// BenchmarkApplyCreates applies batches of 256 creates, as the leader's
+// proposer writes them under load: what the state machine spends on each
+// create (ns/op is per create): counter codes, with a request id (every
+// create through a follower), and custom codes (each checked free).
 func BenchmarkApplyCreates(b *testing.B) {
-	for _, keyed := range []bool{false, true} {
-		b.Run(map[bool]string{false: "plain", true: "idempotency-key"}[keyed], func(b *testing.B) {
+	for _, kind := range []string{"plain", "idempotency-key", "custom-code"} {
+		b.Run(kind, func(b *testing.B) {
 			f := onDisk(b)
 			defer f.Close()
-			applyCreates(b, f, keyed)
+			applyCreates(b, f, kind)
 		})
 	}
 }
 
-// applyCreates applies b.N counter-code creates in batches of 256, each
-// with a request id when keyed (as every create through a follower).
-func applyCreates(b *testing.B, f *FSM, keyed bool) {
+// applyCreates applies b.N creates of kind (BenchmarkApplyCreates) in
+// batches of 256.
+func applyCreates(b *testing.B, f *FSM, kind string) {
 	writer := testAPIKey("aaaaaaaaaaaa", ScopeLinksWrite, AllWorkspaces)
 	applyAll(b, f, InitCommand{Key: testKey}.Encode(), KeyCreateCommand{Key: writer, By: RootKeyID, Now: 1}.Encode())
 	const batch = 256
@@ -31,8 +32,11 @@ func applyCreates(b *testing.B, f *FSM, keyed bool) {
 		items := make([]CreateRequest, 0, batch)
 		for j := i; j < min(i+batch, b.N); j++ {
 			r := CreateRequest{URL: fmt.Sprintf("https://example.com/some/long/path?n=%d", j), CodeLength: 7, KeyID: "aaaaaaaaaaaa", Workspace: "default"}
-			if keyed {
+			switch kind {
+			case "idempotency-key":
 				r.RequestID = fmt.Sprintf("%032x", j)
+			case "custom-code":
+				r.CustomCode = fmt.Sprintf("k%07d", j*7919%10_000_000)
 			}
 			items = append(items, r)
 		}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 )
@@ -73,34 +74,75 @@ func (x *codeIndex) position(code string) (uint32, bool) {
 	return binary.BigEndian.Uint32(v), true
 }
 
-// codeCache remembers where codes were last found: a slot per hash (the
-// low bits of a code's 32-bit hash with the state's seed choose the slot),
-// holding the whole hash and the position, 8 bytes and no pointer. It is
-// lossy (a code found later takes the slot) and never cleared: a hit is
-// only a candidate, which the caller checks against the record (its code
-// is the one asked for and it is live), so a slot left by a deleted,
-// purged or renamed link, or by a code a newer link took over, falls back
-// to the engine instead of answering. Readers fill it under the FSM's read
-// lock, concurrently, hence the atomic slots.
+// codeCache remembers where codes were last found: buckets of codeWays
+// slots (the low bits of a code's 32-bit hash with the state's seed choose
+// the bucket, 32 bytes, one cache line), each slot the whole hash and the
+// position, 8 bytes and no pointer. It is lossy (a code found later may
+// take a slot) and never cleared: a hit is only a candidate, which the
+// caller checks against the record (its code is the one asked for and it
+// is live), so a slot left by a deleted, purged or renamed link, or by a
+// code a newer link took over, falls back to the engine instead of
+// answering. Readers fill it under the FSM's read lock, concurrently,
+// hence the atomic slots: two readers may fill two slots with one hash,
+// and get takes the first, which a fallback then overwrites.
+//
+// Sized at codeSlotsPerRecord slots a record cache slot: the record cache
+// holds consecutive positions without conflict, but codes land in buckets
+// by hash; at one slot a record, 4 ways leave ~6 % of a full record
+// cache's codes out (each such redirect reads the engine), at two <1 %.
 type codeCache struct {
 	slots []atomic.Uint64 // hash << 32 | position; 0 holds nothing useful
-	mask  uint32
+	mask  uint32          // of the bucket numbers
 }
 
-// newCodeCache has at least slots slots, a power of two: as many as the
-// record cache, whose records its hits read, at 8 bytes a slot.
-func newCodeCache(slots int) codeCache {
-	n := 1
-	for n < slots {
+const (
+	codeWays           = 4
+	codeSlotsPerRecord = 2
+)
+
+// newCodeCache has at least codeSlotsPerRecord × records slots, a power
+// of two.
+func newCodeCache(records int) codeCache {
+	n := codeWays
+	for n < codeSlotsPerRecord*records {
 		n <<= 1
 	}
-	return codeCache{slots: make([]atomic.Uint64, n), mask: uint32(n - 1)}
+	return codeCache{slots: make([]atomic.Uint64, n), mask: uint32(n/codeWays - 1)}
 }
 
-// get is the position last put under hash h, if its slot holds h.
+func (c *codeCache) bucket(h uint32) []atomic.Uint64 {
+	b := int(h&c.mask) * codeWays
+	return c.slots[b : b+codeWays : b+codeWays]
+}
+
+// get is the position last put under hash h, if its bucket holds h.
 func (c *codeCache) get(h uint32) (uint32, bool) {
-	s := c.slots[h&c.mask].Load()
-	return uint32(s), s != 0 && uint32(s>>32) == h
+	b := c.bucket(h)
+	for i := range b {
+		if s := b[i].Load(); s != 0 && uint32(s>>32) == h {
+			return uint32(s), true
+		}
+	}
+	return 0, false
 }
 
-func (c *codeCache) put(h, p uint32) { c.slots[h&c.mask].Store(uint64(h)<<32 | uint64(p)) }
+// put remembers p under h: in the slot that holds h already, else an
+// empty one, else one at random (no order to keep, and a pair of hot codes
+// cannot evict each other on every lookup as a fixed choice could).
+func (c *codeCache) put(h, p uint32) {
+	b, victim := c.bucket(h), -1
+	for i := range codeWays {
+		s := b[i].Load()
+		if s != 0 && uint32(s>>32) == h {
+			victim = i
+			break
+		}
+		if s == 0 && victim < 0 {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		victim = int(rand.Uint32() % codeWays)
+	}
+	b[victim].Store(uint64(h)<<32 | uint64(p))
+}

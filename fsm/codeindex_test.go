@@ -2,8 +2,11 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -206,6 +209,32 @@ func TestCodeIndexIsOnDisk(t *testing.T) {
 		if _, ok := got[code]; !ok {
 			t.Errorf("restored state lacks the key of %s", code)
 		}
+	}
+}
+
+// TestRestoreRefusesACodeTwice: a snapshot whose links section holds one
+// code twice does not restore, and names the code; the restore checks it
+// once the links are in, by the code keys' count, not a seek per link.
+func TestRestoreRefusesACodeTwice(t *testing.T) {
+	f := New()
+	defer f.Close()
+	applyAll(t, f, InitCommand{Key: testKey}.Encode(), create(1,
+		CreateRequest{URL: "https://example.com/1", CustomCode: "first1"},
+		CreateRequest{URL: "https://example.com/2", CustomCode: "twice1"},
+		CreateRequest{URL: "https://example.com/3", CustomCode: "third1"},
+		CreateRequest{URL: "https://example.com/4", CustomCode: "twice2"}))
+	good := snapshotBytes(t, f)
+	if err := New().Restore(nopCloser{bytes.NewReader(good)}); err != nil {
+		t.Fatalf("the snapshot before the change: %v", err)
+	}
+	bad := bytes.Replace(bytes.Clone(good), []byte("twice2"), []byte("twice1"), 1)
+	if bytes.Equal(bad, good) {
+		t.Fatal("the code is not in the snapshot as written")
+	}
+	binary.BigEndian.PutUint32(bad[len(bad)-4:], crc32.Checksum(bad[:len(bad)-4], crcTable))
+	err := New().Restore(nopCloser{bytes.NewReader(bad)})
+	if err == nil || !strings.Contains(err.Error(), `code "twice1" appears twice`) {
+		t.Fatalf("a snapshot with a code twice: %v", err)
 	}
 }
 

@@ -488,9 +488,6 @@ func readLinks(st *state, d *decoder, version byte) error {
 		if err := l.check(prevID, st.lastID, st.raised); err != nil {
 			return err
 		}
-		if _, dup := st.links.lookup(l.code); dup {
-			return fmt.Errorf("code %q appears twice", l.code)
-		}
 		prevID = l.r.id
 		dedupe := l.flags&snapDedupe != 0
 		if dedupe && l.canonical == "" {
@@ -507,7 +504,33 @@ func readLinks(st *state, d *decoder, version byte) error {
 			}
 		}
 	}
-	return nil
+	if d.err != nil {
+		return d.err
+	}
+	return st.links.uniqueCodes()
+}
+
+// uniqueCodes refuses a restored links section that holds a code twice:
+// the second link's code key replaced the first's, so the index holds
+// fewer keys than live links. Counting them is one walk of the table,
+// where a lookup of each code as it arrived cost a seek per link.
+func (lt *linkTable) uniqueCodes() error {
+	keys := 0
+	lt.recs.eng.scan([]byte{codePrefix}, nil, func(_, _ []byte) bool {
+		keys++
+		return true
+	})
+	if keys == lt.codes.live {
+		return nil
+	}
+	var dup string
+	lt.recs.scan(true, func(r *record) bool {
+		if p, ok := lt.codes.position(r.code); r.live() && (!ok || p != r.pos) {
+			dup = r.code
+		}
+		return dup == ""
+	})
+	return fmt.Errorf("code %q appears twice", dup)
 }
 
 // snapLink is a link as the links section holds it. Its strings are views
