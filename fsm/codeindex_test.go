@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,7 +71,7 @@ func TestStaleCodeCacheSlotsNeverAnswer(t *testing.T) {
 			if _, ok := f.Lookup([]byte("a")); !ok {
 				t.Fatal("a is not found before the change")
 			}
-			h := f.s.links.codeHash("a")
+			h := uint32(f.s.links.codes.hash("a"))
 			before, cached := f.s.links.codes.cache.get(h)
 			if !cached {
 				t.Fatal("a redirect did not fill the code cache")
@@ -235,6 +237,30 @@ func TestRestoreRefusesACodeTwice(t *testing.T) {
 	err := New().Restore(nopCloser{bytes.NewReader(bad)})
 	if err == nil || !strings.Contains(err.Error(), `code "twice1" appears twice`) {
 		t.Fatalf("a snapshot with a code twice: %v", err)
+	}
+}
+
+// TestCodeFilterNeverMissesATakenCode: every code added is held, and at
+// 6 codes a word most codes never added are answered without the engine.
+func TestCodeFilterNeverMissesATakenCode(t *testing.T) {
+	x := newCodeIndex(&engine{recordCache: 1 << 10}, maphash.MakeSeed())
+	const added = 6 << 10
+	for i := range added {
+		x.filter.add(x.hash(fmt.Sprintf("code%d", i)))
+	}
+	for i := range added {
+		if !x.filter.mayHold(x.hash(fmt.Sprintf("code%d", i))) {
+			t.Fatalf("code%d was added and is not held", i)
+		}
+	}
+	held := 0
+	for i := range 100_000 {
+		if x.filter.mayHold(x.hash(fmt.Sprintf("other%d", i))) {
+			held++
+		}
+	}
+	if held > 3_000 {
+		t.Errorf("%d of 100,000 codes never added may be held, want about 1.5 %%", held)
 	}
 }
 

@@ -28,7 +28,7 @@ type linkTable struct {
 }
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
-	return linkTable{recs: newRecordTable(eng), codes: newCodeIndex(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
+	return linkTable{recs: newRecordTable(eng), codes: newCodeIndex(eng, seed), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
 		hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
 }
 
@@ -69,8 +69,6 @@ func (lt *linkTable) linkOf(r *record) Link {
 // The indexes hash with a seed of their own, so no one can choose codes
 // or URLs that collide. They are local to this node: nothing replicated or
 // written to a snapshot depends on the seed.
-func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
-
 func (lt *linkTable) targetHash(workspace uint32, domain, canonical string) uint32 {
 	h := uint32(maphash.String(lt.seed, canonical)) ^ workspace*0x9e3779b1
 	if domain != "" {
@@ -110,13 +108,18 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 // find is lookup that returns the link's record: a redirect reads it
 // once. A code cache hit whose record is in the record cache reads no
 // disk and allocates nothing; a slot is only a candidate, taken when its
-// record is live and holds this code, else the engine answers.
+// record is live and holds this code, else the filter or the engine
+// answers.
 func (lt *linkTable) find(code string) (*record, bool) {
-	h := lt.codeHash(code)
+	h64 := lt.codes.hash(code)
+	h := uint32(h64)
 	if p, ok := lt.codes.cache.get(h); ok && p < lt.recs.n {
 		if r := lt.recs.at(p); r.live() && r.code == code {
 			return r, true
 		}
+	}
+	if !lt.codes.filter.mayHold(h64) {
+		return nil, false
 	}
 	p, ok := lt.codes.position(code)
 	if !ok {
