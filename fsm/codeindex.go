@@ -10,10 +10,10 @@ import (
 )
 
 // codeIndex is the live links by qualified code: on disk, one key per
-// live code (codeKey) holding its record's position, written through the
-// apply batch, so the writer sees a code taken earlier in its own batch;
-// and in memory the live count, a code cache in front of the engine and a
-// filter that answers most codes never taken without it.
+// live code (codePrefix, the code) holding its record's position, written
+// through the apply batch, so the writer sees a code taken earlier in its
+// own batch; and in memory the live count, a code cache in front of the
+// engine and a filter that answers most codes never taken without it.
 //
 // Positions stay 32-bit, as the record table's are: 4 bytes a value.
 // Nothing in the index limits the number of codes (the in-memory table
