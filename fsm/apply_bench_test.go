@@ -10,12 +10,13 @@ import (
 // BenchmarkApplyCreates applies batches of 256 creates, as the leader's
 // proposer writes them under load: what the state machine spends on each
 // create (ns/op is per create). plain: counter codes; idempotency-key:
-// each with a request id (every create through a follower); dedupe: each
-// with dedupe and a URL of its own (a lookup of its target that finds
-// nothing, then a new link); dedupe-hit: with dedupe, each URL's link
-// made before the timer starts (the lookup returns it).
+// each with a request id (every create through a follower); custom-code:
+// each a custom code, checked free; dedupe: each with dedupe and a URL of
+// its own (a lookup of its target that finds nothing, then a new link);
+// dedupe-hit: with dedupe, each URL's link made before the timer starts
+// (the lookup returns it).
 func BenchmarkApplyCreates(b *testing.B) {
-	for _, kind := range []string{"plain", "idempotency-key", "dedupe", "dedupe-hit"} {
+	for _, kind := range []string{"plain", "idempotency-key", "custom-code", "dedupe", "dedupe-hit"} {
 		b.Run(kind, func(b *testing.B) {
 			f := onDisk(b)
 			defer f.Close()
@@ -42,6 +43,9 @@ func applyCreates(b *testing.B, f *FSM, kind string) {
 				}
 				if dedupe {
 					r.Dedupe, r.Canonical = true, url
+				}
+				if kind == "custom-code" {
+					r.CustomCode = fmt.Sprintf("k%07d", j*7919%10_000_000)
 				}
 				items = append(items, r)
 			}

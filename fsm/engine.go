@@ -31,7 +31,8 @@ type Config struct {
 	// (DefaultOptionCache when 0); the rest are read from the engine.
 	OptionCache int
 	// RecordCache is how many links' decoded records are kept in memory
-	// (DefaultRecordCache when 0); the rest are read from the engine.
+	// (DefaultRecordCache when 0); the rest are read from the engine. It
+	// sizes the code cache too: two 8-byte slots a record (codeindex.go).
 	RecordCache int
 }
 

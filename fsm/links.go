@@ -16,20 +16,20 @@ import (
 // state keeps those beside it, by record position.
 type linkTable struct {
 	recs       recordTable
-	byCode     hashIndex // live code → record position
+	codes      codeIndex // live code → record position, on disk (codeindex.go)
 	workspaces workspaceTable
 	targets    targetIndex // workspace, domain and canonical target → its live links, on disk
 	authors    authorTable // the keys that created live links, and their links (authors.go)
 	hours      clickHours  // clicks per hour, on disk (clickhours.go)
-	seed       maphash.Seed
 	// domainLinks counts each registered domain's live links, so a domain
 	// is removed only once it has none.
 	domainLinks map[string]int
 }
 
 func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
-	return linkTable{recs: newRecordTable(eng), workspaces: newWorkspaceTable(), authors: newAuthorTable(),
-		targets: newTargetIndex(eng), hours: newClickHours(eng), seed: seed, domainLinks: map[string]int{}}
+	return linkTable{recs: newRecordTable(eng), codes: newCodeIndex(eng, seed), workspaces: newWorkspaceTable(),
+		authors: newAuthorTable(), targets: newTargetIndex(eng), hours: newClickHours(eng),
+		domainLinks: map[string]int{}}
 }
 
 // workspaceTable interns workspace names and lists each one's live links.
@@ -66,29 +66,11 @@ func (lt *linkTable) linkOf(r *record) Link {
 	}
 }
 
-// The code index hashes with a seed of its own, so no one can choose
-// codes that collide. It is local to this node: nothing replicated or
-// written to a snapshot depends on the seed.
-func (lt *linkTable) codeHash(code string) uint32 { return uint32(maphash.String(lt.seed, code)) }
-
 // domainIndex is the domain part of a qualified code, as a target's key takes it.
 func (lt *linkTable) domainIndex(qualified string) string {
 	domain, _ := SplitCode(qualified)
 	return domain
 }
-
-// reserve sizes the code index for n more links, so that a
-// restore does not grow it step by step: for at most maxReserve, since
-// a streamed snapshot's count is read before the links it claims (a
-// count of 2³¹ in a few bytes must not allocate gigabytes); beyond it the
-// index grows as links arrive.
-func (lt *linkTable) reserve(n int) {
-	n = min(n, maxReserve)
-	lt.byCode.reserve(n)
-}
-
-// maxReserve bounds reserve: 2 MiB of index slots up front.
-const maxReserve = 1 << 16
 
 // lookup returns the position of the live link with this code.
 func (lt *linkTable) lookup(code string) (uint32, bool) {
@@ -100,17 +82,34 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 }
 
 // find is lookup that returns the link's record: a redirect reads it
-// once (once from the record cache: a hit allocates nothing).
+// once. A code cache hit whose record is in the record cache reads no
+// disk and allocates nothing; a slot is only a candidate, taken when its
+// record is live and holds this code, else the filter or the engine
+// answers.
 func (lt *linkTable) find(code string) (*record, bool) {
-	var found *record
-	_, ok := lt.byCode.lookup(lt.codeHash(code), func(p uint32) bool {
-		if r := lt.recs.at(p); r.code == code {
-			found = r
-			return true
+	h64 := lt.codes.hash(code)
+	h := uint32(h64)
+	if p, ok := lt.codes.cache.get(h); ok && p < lt.recs.n {
+		if r := lt.recs.at(p); r.live() && r.code == code {
+			return r, true
 		}
-		return false
-	})
-	return found, ok
+	}
+	if !lt.codes.filter.mayHold(h64) {
+		return nil, false
+	}
+	p, ok := lt.codes.position(code)
+	if !ok {
+		return nil, false
+	}
+	r := lt.recs.at(p)
+	if !r.live() || r.code != code {
+		// A clone: code may be a view of a caller's stack array, which must not escape.
+		panic(fmt.Sprintf("fsm: the code index holds %q at %d, whose record holds %q (live %v)", strings.Clone(code), p, r.code, r.live()))
+	}
+	if lt.recs.eng.published {
+		lt.codes.cache.put(h, p) // as the record cache: not while a restore builds the state
+	}
+	return r, true
 }
 
 // targetOf is the canonical target URL a link is found under: the
@@ -159,7 +158,7 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	r.setTexts(code, url, stored)
 	r.workspace = lt.workspaces.intern(workspace)
 	p := lt.recs.append(r)
-	lt.byCode.insert(lt.codeHash(code), p)
+	lt.codes.insert(r.code, p)
 	lt.addTarget(p)
 	lt.workspaces.links[r.workspace] = append(lt.workspaces.links[r.workspace], p)
 	if domain := lt.domainIndex(code); domain != "" {
@@ -309,7 +308,7 @@ func (lt *linkTable) remove(p uint32) string {
 	r := lt.recs.mutable(p)
 	r.flags &^= flagLive | flagIndexed
 	code := r.code
-	lt.byCode.remove(lt.codeHash(code), p)
+	lt.codes.remove(code)
 	list := lt.workspaces.links[r.workspace]
 	if i, ok := slices.BinarySearch(list, p); ok {
 		lt.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
@@ -321,7 +320,7 @@ func (lt *linkTable) remove(p uint32) string {
 }
 
 // live is the number of live links.
-func (lt *linkTable) live() int { return lt.byCode.len() }
+func (lt *linkTable) live() int { return lt.codes.live }
 
 // linksIn is the number of live links in a registered domain.
 func (lt *linkTable) linksIn(domain string) int { return lt.domainLinks[domain] }
@@ -462,7 +461,6 @@ func readLinks(st *state, d *decoder, version byte) error {
 	var prevID uint64
 	indexed := 0
 	n := d.count(minLinkSize)
-	st.links.reserve(n)
 	for ; n > 0 && d.err == nil; n-- {
 		l := decodeSnapLink(d, version)
 		if d.err != nil {
@@ -470,9 +468,6 @@ func readLinks(st *state, d *decoder, version byte) error {
 		}
 		if err := l.check(prevID, st.lastID, st.raised); err != nil {
 			return err
-		}
-		if _, dup := st.links.lookup(l.code); dup {
-			return fmt.Errorf("code %q appears twice", l.code)
 		}
 		prevID = l.r.id
 		dedupe := l.flags&snapDedupe != 0
@@ -491,10 +486,38 @@ func readLinks(st *state, d *decoder, version byte) error {
 			indexed++
 		}
 	}
-	if d.err != nil || indexed < 2 {
+	if d.err != nil {
 		return nil // the caller reports d.err
 	}
-	return st.links.checkIndexed()
+	if indexed >= 2 {
+		if err := st.links.checkIndexed(); err != nil {
+			return err
+		}
+	}
+	return st.links.uniqueCodes()
+}
+
+// uniqueCodes refuses a restored links section that holds a code twice:
+// the second link's code key replaced the first's, so the index holds
+// fewer keys than live links. Counting them is one walk of the table,
+// where a lookup of each code as it arrived cost a seek per link.
+func (lt *linkTable) uniqueCodes() error {
+	keys := 0
+	lt.recs.eng.scan([]byte{codePrefix}, nil, func(_, _ []byte) bool {
+		keys++
+		return true
+	})
+	if keys == lt.codes.live {
+		return nil
+	}
+	var dup string
+	lt.recs.scan(true, func(r *record) bool {
+		if p, ok := lt.codes.position(r.code); r.live() && (!ok || p != r.pos) {
+			dup = r.code
+		}
+		return dup == ""
+	})
+	return fmt.Errorf("code %q appears twice", dup)
 }
 
 // snapLink is a link as the links section holds it. Its strings are views

@@ -104,8 +104,8 @@ func (lt *linkTable) renameRefusal(old, next string, tombstones *tombstoneSet) e
 func (lt *linkTable) rename(p uint32, code string) string {
 	r := lt.recs.mutable(p)
 	old := r.code
-	lt.byCode.remove(lt.codeHash(old), p)
+	lt.codes.remove(old)
 	r.setTexts(code, r.url, r.canon)
-	lt.byCode.insert(lt.codeHash(code), p)
+	lt.codes.insert(r.code, p)
 	return old
 }

@@ -1,0 +1,201 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+)
+
+// codeIndex is the live links by qualified code: on disk, one key per
+// live code (codePrefix, the code) holding its record's position, written
+// through the apply batch, so the writer sees a code taken earlier in its
+// own batch; and in memory the live count, a code cache in front of the
+// engine and a filter that answers most codes never taken without it.
+//
+// Positions stay 32-bit, as the record table's are: 4 bytes a value.
+// Nothing in the index limits the number of codes (the in-memory table
+// it replaces kept 31 bits of hash a slot and degraded past ~1.6B).
+type codeIndex struct {
+	eng    *engine
+	seed   maphash.Seed // the state's: node-local, nothing replicated depends on it
+	live   int          // live links: keys under codePrefix
+	cache  codeCache
+	filter codeFilter
+	key    []byte // reused by the writer
+	value  [4]byte
+}
+
+// codePrefix is the engine's table of live links by qualified code
+// (store/DESIGN.md, "Keys").
+const codePrefix = 'c'
+
+func newCodeIndex(eng *engine, seed maphash.Seed) codeIndex {
+	return codeIndex{eng: eng, seed: seed, cache: newCodeCache(eng.recordCache), filter: newCodeFilter(eng.recordCache)}
+}
+
+// hash is code's hash with the state's seed, so no one can choose codes
+// that collide: its low 32 bits for the cache, all of it for the filter.
+func (x *codeIndex) hash(code string) uint64 { return maphash.String(x.seed, code) }
+
+// keyOf is code's key in a buffer of the writer's.
+func (x *codeIndex) keyOf(code string) []byte {
+	x.key = append(append(x.key[:0], codePrefix), code...)
+	return x.key
+}
+
+// insert indexes code at position p; the caller made sure no live link
+// holds it.
+func (x *codeIndex) insert(code string, p uint32) {
+	x.filter.add(x.hash(code))
+	binary.BigEndian.PutUint32(x.value[:], p)
+	x.eng.set(x.keyOf(code), x.value[:])
+	x.live++
+}
+
+// remove takes code out. A cache slot that still names it is left: a hit
+// is checked against the record, whose code or liveness no longer match.
+func (x *codeIndex) remove(code string) {
+	x.eng.delete(x.keyOf(code))
+	x.live--
+}
+
+// position reads code's position from the engine: the writer through its
+// batch, readers (concurrently, under the FSM's read lock) what is
+// committed, each with a key of its own.
+func (x *codeIndex) position(code string) (uint32, bool) {
+	var v []byte
+	var found bool
+	if x.eng.writer() {
+		v, found = x.eng.get(x.keyOf(code))
+	} else {
+		key := make([]byte, 0, 1+len(code))
+		v, found = x.eng.read(append(append(key, codePrefix), code...))
+	}
+	if !found {
+		return 0, false
+	}
+	if len(v) != 4 {
+		panic(fmt.Sprintf("fsm: the engine holds a damaged code index entry for %q: %x", strings.Clone(code), v))
+	}
+	return binary.BigEndian.Uint32(v), true
+}
+
+// codeCache remembers where codes were last found: buckets of codeWays
+// slots (the low bits of a code's 32-bit hash with the state's seed choose
+// the bucket, 32 bytes, one cache line), each slot the whole hash and the
+// position, 8 bytes and no pointer. It is lossy (a code found later may
+// take a slot) and never cleared: a hit is only a candidate, which the
+// caller checks against the record (its code is the one asked for and it
+// is live), so a slot left by a deleted, purged or renamed link, or by a
+// code a newer link took over, falls back to the engine instead of
+// answering. Readers fill it under the FSM's read lock, concurrently,
+// hence the atomic slots: two readers may fill two slots with one hash,
+// and get takes the first, which a fallback then overwrites.
+//
+// Sized at codeSlotsPerRecord slots a record cache slot: the record cache
+// holds consecutive positions without conflict, but codes land in buckets
+// by hash; at one slot a record, 4 ways leave ~6 % of a full record
+// cache's codes out (each such redirect reads the engine), at two <1 %.
+type codeCache struct {
+	slots []atomic.Uint64 // hash << 32 | position; 0 holds nothing useful
+	mask  uint32          // of the bucket numbers
+}
+
+const (
+	codeWays           = 4
+	codeSlotsPerRecord = 2
+)
+
+// newCodeCache has at least codeSlotsPerRecord × records slots, a power
+// of two.
+func newCodeCache(records int) codeCache {
+	n := codeWays
+	for n < codeSlotsPerRecord*records {
+		n <<= 1
+	}
+	return codeCache{slots: make([]atomic.Uint64, n), mask: uint32(n/codeWays - 1)}
+}
+
+func (c *codeCache) bucket(h uint32) []atomic.Uint64 {
+	b := int(h&c.mask) * codeWays
+	return c.slots[b : b+codeWays : b+codeWays]
+}
+
+// get is the position last put under hash h, if its bucket holds h.
+func (c *codeCache) get(h uint32) (uint32, bool) {
+	b := c.bucket(h)
+	for i := range b {
+		if s := b[i].Load(); s != 0 && uint32(s>>32) == h {
+			return uint32(s), true
+		}
+	}
+	return 0, false
+}
+
+// put remembers p under h: in the slot that holds h already, else an
+// empty one, else one at random (no order to keep, and a pair of hot codes
+// cannot evict each other on every lookup as a fixed choice could).
+func (c *codeCache) put(h, p uint32) {
+	b, victim := c.bucket(h), -1
+	for i := range codeWays {
+		s := b[i].Load()
+		if s != 0 && uint32(s>>32) == h {
+			victim = i
+			break
+		}
+		if s == 0 && victim < 0 {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		victim = int(rand.Uint32() % codeWays)
+	}
+	b[victim].Store(uint64(h)<<32 | uint64(p))
+}
+
+// codeFilter is a Bloom filter of every code the index took since the
+// state was built (blocked: a code's 4 bits are in one 64-bit word, one
+// memory read), so that a lookup of a code never taken, what every create
+// makes of the code it draws and a redirect of an unknown code, reads no
+// disk: a seek of the engine for it cost ~2 µs of a create's ~4. A code
+// whose bits are all set may be taken: the engine answers. Only insert
+// sets bits and nothing clears them (a deleted code's stay), so "absent"
+// is never wrong; a restore builds a new one. One word a record cache
+// slot (1 MiB by default): false positives ~1.5 % at 6 codes a word (786k
+// codes by default), ~13 % at 14, half at 30; a full filter costs what no
+// filter would: a read of the engine a lookup. The writer sets bits under the FSM's write lock, readers
+// read them under its read lock: no atomics.
+type codeFilter struct {
+	words []uint64
+	mask  uint32
+}
+
+func newCodeFilter(words int) codeFilter {
+	n := 1
+	for n < words {
+		n <<= 1
+	}
+	return codeFilter{words: make([]uint64, n), mask: uint32(n - 1)}
+}
+
+// at is h's word and its 4 bits, from bits of h the word's index does
+// not use (a multiply mixes them).
+func (f *codeFilter) at(h uint64) (*uint64, uint64) {
+	m := h * 0x9e3779b97f4a7c15
+	bits := uint64(1)<<(m>>58) | uint64(1)<<(m>>52&63) | uint64(1)<<(m>>46&63) | uint64(1)<<(m>>40&63)
+	return &f.words[uint32(h>>32)&f.mask], bits
+}
+
+func (f *codeFilter) add(h uint64) {
+	w, bits := f.at(h)
+	*w |= bits
+}
+
+// mayHold is false for a code never added.
+func (f *codeFilter) mayHold(h uint64) bool {
+	w, bits := f.at(h)
+	return *w&bits == bits
+}
