@@ -33,7 +33,8 @@ type codeIndex struct {
 const codePrefix = 'c'
 
 func newCodeIndex(eng *engine, seed maphash.Seed) codeIndex {
-	return codeIndex{eng: eng, seed: seed, cache: newCodeCache(eng.recordCache), filter: newCodeFilter(eng.recordCache)}
+	records := min(eng.recordCache, MaxCacheSlots)
+	return codeIndex{eng: eng, seed: seed, cache: newCodeCache(records), filter: newCodeFilter(records)}
 }
 
 // hash is code's hash with the state's seed, so no one can choose codes

@@ -106,8 +106,8 @@ func (lt *linkTable) find(code string) (*record, bool) {
 		// A clone: code may be a view of a caller's stack array, which must not escape.
 		panic(fmt.Sprintf("fsm: the code index holds %q at %d, whose record holds %q (live %v)", strings.Clone(code), p, r.code, r.live()))
 	}
-	if lt.recs.eng.published {
-		lt.codes.cache.put(h, p) // as the record cache: not while a restore builds the state
+	if !lt.recs.eng.writer() {
+		lt.codes.cache.put(h, p) // as the record cache: readers fill it, so Apply pushes nothing out
 	}
 	return r, true
 }
@@ -507,6 +507,9 @@ func (lt *linkTable) uniqueCodes() error {
 		keys++
 		return true
 	})
+	if err := lt.recs.eng.err; err != nil {
+		return err // a write that failed is not a code twice
+	}
 	if keys == lt.codes.live {
 		return nil
 	}

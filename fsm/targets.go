@@ -27,8 +27,9 @@ import (
 // the apply batch, whatever the number of links of the target; the
 // entries after it in the same batch read them (the batch is indexed).
 // The key holds the canonical URL's exact bytes, not a hash of them: a
-// hash would either take a seed of each node's own, and keys could no
-// longer travel to a follower, or let chosen URLs collide.
+// hash with a seed of each node's own would tie the keys to this node's
+// state (as positions and workspace numbers are tied to its records), and
+// one without a secret would let chosen URLs collide.
 //
 // Nothing here is written to a snapshot: a restore writes the keys as it
 // inserts the links, so snapshots of every version restore with it.
