@@ -40,6 +40,12 @@ type Config struct {
 // are in memory already.
 const inMemoryCache = 1 << 20
 
+// inMemoryCacheSlots sizes the record and option caches of a state whose
+// engine is in memory unless Config says otherwise: a backup read to be
+// checked and merged, or a test's state, is walked rather than served, and
+// each such state would otherwise allocate ~5 MiB of empty slots.
+const inMemoryCacheSlots = 1 << 10
+
 // loadBatchBytes bounds a batch that fills an engine outside Apply (a
 // restore), so that a large snapshot is written in pieces.
 const loadBatchBytes = 256 << 10
@@ -67,14 +73,16 @@ func (es *engines) open() *engine {
 	// No log of its own: the engine is rebuilt at every start.
 	opts := store.Options{Cache: es.cache, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
 	dir := ""
+	options, records := DefaultOptionCache, DefaultRecordCache
 	if !opts.InMemory {
 		dir = filepath.Join(es.cfg.Dir, strconv.Itoa(es.next))
 		es.next++
 	} else {
 		opts.BlockCacheBytes = inMemoryCache
+		options, records = inMemoryCacheSlots, inMemoryCacheSlots
 	}
-	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, DefaultOptionCache),
-		recordCache: cmp.Or(es.cfg.RecordCache, DefaultRecordCache)}
+	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, options),
+		recordCache: cmp.Or(es.cfg.RecordCache, records)}
 	e.openStore = func() (*store.Store, error) { return store.Open(dir, opts) }
 	e.refs.Store(1)
 	return e
