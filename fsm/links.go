@@ -106,8 +106,12 @@ func (lt *linkTable) find(code string) (*record, bool) {
 		// A clone: code may be a view of a caller's stack array, which must not escape.
 		panic(fmt.Sprintf("fsm: the code index holds %q at %d, whose record holds %q (live %v)", strings.Clone(code), p, r.code, r.live()))
 	}
-	if !lt.recs.eng.writer() {
-		lt.codes.cache.put(h, p) // as the record cache: readers fill it, so Apply pushes nothing out
+	if lt.recs.eng.published {
+		// Apply fills it too: it finds only live links (a click's, an
+		// edit's), and a click batch names the codes of every node's
+		// redirects, which would read the engine each time; not while a
+		// restore builds the state.
+		lt.codes.cache.put(h, p)
 	}
 	return r, true
 }

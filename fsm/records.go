@@ -191,6 +191,7 @@ type recordTable struct {
 	firstIDs []uint64
 	cache    recordCache
 	dirty    map[uint32]*record // the writer's changed records, by position
+	written  uint32             // n at the last writeBack: positions from it on are new
 	gen      uint64
 	sharing  *atomic.Int32 // snapshots still being written
 	key      []byte        // reused by the writer
@@ -275,11 +276,13 @@ func (t *recordTable) bound() {
 }
 
 // writeBack writes the changed records to the engine's batch, and to the
-// cache those whose slot holds them or is empty: a changed record never
-// pushes another link out (an import, a purge, clicks counted for links
-// this node does not serve), and a removed link's slot is freed. No
-// reader runs: the writer holds the write lock, or builds a state no
-// reader reaches yet.
+// cache those whose slot holds them or, for links made before this batch
+// (a click's), is empty: a changed record never pushes another link out
+// (a purge, clicks counted for links this node does not serve), a new
+// one waits for its first read (an import does not fill the cache with
+// links nobody asked for), and a removed link's slot is freed. No reader
+// runs: the writer holds the write lock, or builds a state no reader
+// reaches yet.
 func (t *recordTable) writeBack() {
 	for p, r := range t.dirty {
 		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
@@ -287,10 +290,11 @@ func (t *recordTable) writeBack() {
 		switch slot := t.cache.slots[p&t.cache.mask].Load(); {
 		case slot != nil && slot.pos == p && !r.live():
 			t.cache.slots[p&t.cache.mask].Store(nil)
-		case t.eng.published && r.live() && (slot == nil || slot.pos == p):
+		case t.eng.published && r.live() && (slot == nil && p < t.written || slot != nil && slot.pos == p):
 			t.cache.put(r)
 		}
 	}
+	t.written = t.n
 	if len(t.dirty) > maxDirty {
 		t.dirty = map[uint32]*record{} // a batch that changed many: not kept for every later one
 	}
