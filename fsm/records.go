@@ -121,45 +121,15 @@ func (r *record) sliceTexts(s string, codeLen, urlLen int) {
 // decodeFixed reads the fixed fields of encodeRecord's value into r and
 // returns the lengths of the code and URL and the texts, back to back.
 func decodeFixed(v []byte, p uint32, r *record) (codeLen, urlLen int, text []byte, err error) {
-	d := recordReader{v: v}
+	d := storedReader{b: v}
 	*r = record{id: d.uvarint(), createdAt: d.varint(), expiresAt: d.varint(), clicks: d.uvarint(),
 		lastAccess: d.varint(), workspace: uint32(d.uvarint()), author: uint16(d.uvarint()), pos: p}
-	if len(d.v) > 0 {
-		r.flags, d.v = d.v[0], d.v[1:]
-	} else {
-		d.bad = true
-	}
+	r.flags = d.byte()
 	cl, ul := d.uvarint(), d.uvarint()
-	if d.bad || cl > uint64(len(d.v)) || ul > uint64(len(d.v))-cl {
+	if d.bad || cl > uint64(len(d.b)) || ul > uint64(len(d.b))-cl {
 		return 0, 0, nil, fmt.Errorf("record %d: %w", p, errRecordValue)
 	}
-	return int(cl), int(ul), d.v, nil
-}
-
-// recordReader reads a record's varints; bad: one did not decode.
-type recordReader struct {
-	v   []byte
-	bad bool
-}
-
-func (d *recordReader) uvarint() uint64 {
-	x, n := binary.Uvarint(d.v)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.v = d.v[n:]
-	return x
-}
-
-func (d *recordReader) varint() int64 {
-	x, n := binary.Varint(d.v)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.v = d.v[n:]
-	return x
+	return int(cl), int(ul), d.b, nil
 }
 
 // pageSize is the records a page of the pieces kept by position holds

@@ -374,9 +374,9 @@ func decodeStoredTallies(r *storedReader, dv *dayVisits) {
 	}
 }
 
-// storedReader reads a stored day's varints and strings: the decoder's
-// work without its stream, checks and errors, on the stack of Apply's
-// hot path. bad: something ran past the input.
+// storedReader reads the engine's values (a stored day, a link record):
+// the decoder's work without its stream, checks and errors, on the stack
+// of the hot paths. bad: something ran past the input.
 type storedReader struct {
 	b   []byte
 	bad bool
@@ -384,6 +384,16 @@ type storedReader struct {
 
 func (r *storedReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.b, r.bad = nil, true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *storedReader) varint() int64 {
+	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.b, r.bad = nil, true
 		return 0
