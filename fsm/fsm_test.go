@@ -67,6 +67,22 @@ func workload() [][]byte {
 	return cmds
 }
 
+// restoredOnDisk restores f's snapshot into a new FSM whose engine is in
+// a directory, as a node's is, and checks that it writes the same bytes.
+func restoredOnDisk(t *testing.T, f *FSM) *FSM {
+	t.Helper()
+	data := snapshotBytes(t, f)
+	restored := onDisk(t)
+	t.Cleanup(restored.Close)
+	if err := restored.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, restored), data) {
+		t.Error("the restored state's snapshot differs")
+	}
+	return restored
+}
+
 func snapshotBytes(t testing.TB, f *FSM) []byte {
 	t.Helper()
 	var buf bytes.Buffer

@@ -392,13 +392,13 @@ func (r *storedReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads what binary.AppendVarint wrote: a zigzag uvarint.
 func (r *storedReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.b, r.bad = nil, true
-		return 0
+	u := r.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	r.b = r.b[n:]
 	return v
 }
 
