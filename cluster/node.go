@@ -416,6 +416,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 		return false, err
 	}
 	rc := raftConfig(n.cfg, hlog)
+	rc.NoSnapshotRestoreOnStart = resumeState(n.fsm, snaps, logs, n.log)
 	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
 	if err != nil {
 		// A snapshot Raft could not restore is damage an operator repairs.
@@ -646,6 +647,7 @@ func (n *Node) Close() error {
 			}
 		}
 		err = n.shutdownRaft()
+		keepState(n.fsm, n.log)
 	})
 	return err
 }

@@ -117,13 +117,7 @@ func (lt *linkTable) authorView() []string { return slices.Clone(lt.authors.ids)
 // and its author's place in that list. It holds what the state is, not how
 // numbers were handed out, so equal states give equal bytes.
 func writeAuthors(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
-	var own []string
-	for _, k := range snap.keys {
-		if k.OwnLinksOnly {
-			own = append(own, k.ID)
-		}
-	}
-	encodeStrings(e, own)
+	encodeStrings(e, ownKeys(snap.keys))
 	if !slices.ContainsFunc(snap.authors, func(id string) bool { return id != "" }) {
 		// No key authors a link: no walk of every record to find none.
 		e.uvarint(0)
@@ -166,19 +160,8 @@ func writeAuthors(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 // readAuthors reads what writeAuthors wrote: every key it names must
 // exist, every link be live, in increasing id order.
 func readAuthors(st *state, d *decoder, _ byte) error {
-	prev := ""
-	for _, id := range decodeStrings(d) {
-		k, ok := st.keys[id]
-		if d.err != nil {
-			return d.err
-		}
-		if !ok || k.Scopes&ScopeAdmin != 0 || id <= prev {
-			return fmt.Errorf("key %q limited to its own links: no such key, an admin key or out of order", id)
-		}
-		prev = id
-		own := *k
-		own.OwnLinksOnly = true
-		st.keys[id] = &own
+	if err := readOwnKeys(st, d); err != nil {
+		return err
 	}
 	var authors []string
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
@@ -200,6 +183,26 @@ func readAuthors(st *state, d *decoder, _ byte) error {
 			return fmt.Errorf("authored link %d: no such link or author", id)
 		}
 		st.links.setAuthor(p, authors[i])
+	}
+	return d.err
+}
+
+// readOwnKeys marks the keys limited to their own links: every one named
+// must exist and be no admin key, in increasing id order.
+func readOwnKeys(st *state, d *decoder) error {
+	prev := ""
+	for _, id := range decodeStrings(d) {
+		k, ok := st.keys[id]
+		if d.err != nil {
+			return d.err
+		}
+		if !ok || k.Scopes&ScopeAdmin != 0 || id <= prev {
+			return fmt.Errorf("key %q limited to its own links: no such key, an admin key or out of order", id)
+		}
+		prev = id
+		own := *k
+		own.OwnLinksOnly = true
+		st.keys[id] = &own
 	}
 	return d.err
 }

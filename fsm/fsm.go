@@ -2,9 +2,11 @@ package fsm
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -27,6 +29,13 @@ type FSM struct {
 	// ahead of the FSM (it counts entries handed to the FSM goroutine), so
 	// read-after-write must wait on this one.
 	applied atomic.Uint64
+	// appliedTerm is the term of the entry at applied: with it, a kept
+	// state names its log position (kept.go).
+	appliedTerm uint64
+	// skipThrough is the index a resumed state was kept at: Raft hands
+	// the entries up to it to the FSM again, which has them already.
+	// delivered is the last index Raft handed over, skipped or applied.
+	skipThrough, delivered uint64
 
 	engines engines // where each restore's engine goes (engine.go)
 	closed  sync.Once
@@ -44,11 +53,12 @@ func New() *FSM {
 }
 
 // Open returns an empty FSM whose engine is in cfg.Dir. What the
-// directory holds is removed first: the state is rebuilt from Raft's
-// snapshot and log at every start (engine.go).
+// directory holds is removed first, but for a state the last stop kept
+// (Resume takes it or removes it): a start after a crash rebuilds the
+// state from Raft's snapshot and log (engine.go).
 func Open(cfg Config) (*FSM, error) {
 	if cfg.Dir != "" {
-		if err := os.RemoveAll(cfg.Dir); err != nil {
+		if err := emptyBut(cfg.Dir, keptDir); err != nil {
 			return nil, fmt.Errorf("open fsm: %w", err)
 		}
 	}
@@ -75,10 +85,34 @@ func (f *FSM) Close() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.s.eng.release()
-		if f.engines.cache != nil {
-			f.engines.cache.Release()
-		}
+		f.releaseCache()
 	})
+}
+
+func (f *FSM) releaseCache() {
+	if f.engines.cache != nil {
+		f.engines.cache.Release()
+	}
+}
+
+// emptyBut removes what dir holds but the entry named keep, creating dir
+// if it is missing.
+func emptyBut(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != keep {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Apply applies one committed log entry.
@@ -94,20 +128,25 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	last := logs[len(logs)-1]
+	f.delivered = last.Index
+	if last.Index <= f.skipThrough {
+		return results // a resumed state has them all
+	}
 	f.s.eng.applying = true
 	for i, l := range logs {
-		if l.Type == raft.LogCommand {
+		if l.Type == raft.LogCommand && l.Index > f.skipThrough {
 			results[i] = f.s.apply(l.Data)
 		}
 	}
-	last := logs[len(logs)-1].Index
-	if err := f.s.eng.commit(last); err != nil {
+	if err := f.s.eng.commit(last.Index); err != nil {
 		// The state in memory has the batch and the engine does not: no
 		// later entry could be applied the same way as on the other nodes.
 		// Stopping keeps the log, which a restart applies again.
-		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", last, err))
+		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", last.Index, err))
 	}
-	f.applied.Store(last)
+	f.applied.Store(last.Index)
+	f.appliedTerm = last.Term
 	return results
 }
 
@@ -317,6 +356,12 @@ func (f *FSM) ClickSeq(node string) uint64 {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.delivered < f.skipThrough {
+		// Raft would label it with the last index it handed over, and the
+		// state is further on: whoever restored it would apply the
+		// entries between twice.
+		return nil, fmt.Errorf("snapshot: the state was kept at index %d, and Raft has replayed the log to %d", f.skipThrough, f.delivered)
+	}
 	snap, err := f.s.snapshot()
 	if err != nil {
 		return nil, err
@@ -337,6 +382,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	s.s.eng.published = true
 	f.s = s.s
 	f.applied.Store(0)
+	f.appliedTerm, f.skipThrough = 0, 0
 	f.mu.Unlock()
 	old.eng.retire()
 	return nil

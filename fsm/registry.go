@@ -36,6 +36,9 @@ type section struct {
 	until byte // the last one; 0: every version from since on
 	write writeFunc
 	read  readFunc
+	// memory: the state holds the section in memory, not in the engine,
+	// so a kept state's file copies it (kept.go).
+	memory bool
 }
 
 // writeFunc encodes a section of a snapshot in the given version; flush
@@ -103,13 +106,13 @@ var features = []feature{
 	{name: "raised level", entries: []entry{
 		handles(anyType(decodeRaise), (*state).raise, cmdRaise),
 	}, sections: []section{
-		{name: "raised level", at: 10, since: snapshotV8, write: writeRaised, read: readRaised},
+		{name: "raised level", memory: true, at: 10, since: snapshotV8, write: writeRaised, read: readRaised},
 	}},
 	{name: "code key", entries: []entry{
 		handles(anyType(decodeInit), (*state).init, cmdInit),
 	}, sections: []section{
-		{name: "key", at: 20, since: snapshotV1, write: writeKey, read: readKey},
-		{name: "counters", at: 30, since: snapshotV1, write: writeCounters, read: readCounters},
+		{name: "key", memory: true, at: 20, since: snapshotV1, write: writeKey, read: readKey},
+		{name: "counters", memory: true, at: 30, since: snapshotV1, write: writeCounters, read: readCounters},
 	}},
 	{name: "links", entries: []entry{
 		handles(decodeCreate, (*state).createBatch,
@@ -133,7 +136,7 @@ var features = []feature{
 		handles(anyType(decodeVisitsDelete), (*state).deleteVisits, cmdVisitsDelete),
 		handles(anyType(decodeOrphanVisitsDelete), (*state).deleteOrphanVisits, cmdOrphanVisitsDelete),
 	}, sections: []section{
-		{name: "click sequences", at: 60, since: snapshotV1, write: writeClickSeqs, read: readClickSeqs},
+		{name: "click sequences", memory: true, at: 60, since: snapshotV1, write: writeClickSeqs, read: readClickSeqs},
 		{name: "clicks per hour", at: 90, since: snapshotV3,
 			write: flushed((*snapshot).encodeClickHours),
 			read:  func(st *state, d *decoder, _ byte) error { return st.links.decodeClickHours(d) }},
@@ -141,7 +144,7 @@ var features = []feature{
 			write: flushed((*snapshot).encodeVisits), read: decodes(readVisits)},
 		{name: "tallies", at: 170, since: snapshotV10,
 			write: flushed((*snapshot).encodeTallies), read: decodes(readTallies)},
-		{name: "orphan visits", at: 175, since: snapshotV10,
+		{name: "orphan visits", memory: true, at: 175, since: snapshotV10,
 			write: flushed((*snapshot).encodeOrphans), read: decodes(readOrphans)},
 	}},
 	{name: "servers", entries: []entry{
@@ -152,8 +155,8 @@ var features = []feature{
 			return s.servers.applyRemoval(c, s.raised)
 		}, cmdServerRemoval),
 	}, sections: []section{
-		{name: "servers", at: 70, since: snapshotV1, write: writeServers, read: readServers},
-		{name: "removed servers", at: 75, since: snapshotV11,
+		{name: "servers", memory: true, at: 70, since: snapshotV1, write: writeServers, read: readServers},
+		{name: "removed servers", memory: true, at: 75, since: snapshotV11,
 			write: encodes((*snapshot).encodeRemovals), read: decodes(readRemovals)},
 	}},
 	{name: "idempotency records", sections: []section{
@@ -163,9 +166,9 @@ var features = []feature{
 		handles(decodeKeyCreate, (*state).createKey, cmdKeyCreate, cmdKeyCreateDomains, cmdKeyCreateOwn),
 		handles(anyType(decodeKeyRevoke), (*state).revokeKey, cmdKeyRevoke),
 	}, sections: []section{
-		{name: "keys", at: 100, since: snapshotV4,
+		{name: "keys", memory: true, at: 100, since: snapshotV4,
 			write: encodes((*snapshot).encodeKeys), read: decodes(readKeys)},
-		{name: "key domains", at: 125, since: snapshotV5,
+		{name: "key domains", memory: true, at: 125, since: snapshotV5,
 			write: encodes((*snapshot).encodeKeyDomains), read: decodes(readKeyDomains)},
 		{name: "authors", at: 127, since: snapshotV12, write: writeAuthors, read: readAuthors},
 	}},
@@ -174,24 +177,24 @@ var features = []feature{
 			return s.audit.note(c, s.bounded())
 		}, cmdAuditNote),
 	}, sections: []section{
-		{name: "audit", at: 110, since: snapshotV4,
+		{name: "audit", memory: true, at: 110, since: snapshotV4,
 			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.audit, flush) },
 			read:  func(st *state, d *decoder, version byte) error { return st.audit.decode(d, version, false) }},
-		{name: "security audit", at: 150, since: snapshotV8,
+		{name: "security audit", memory: true, at: 150, since: snapshotV8,
 			write: func(snap *snapshot, e *encoder, _ byte, flush func(bool)) { encodeAudit(e, snap.security, flush) },
 			read:  func(st *state, d *decoder, version byte) error { return st.audit.decode(d, version, true) }},
 	}},
 	{name: "domains", entries: []entry{
 		handles(decodeDomain, (*state).setDomain, cmdDomain, cmdDomainExtended),
 	}, sections: []section{
-		{name: "domains", at: 120, since: snapshotV5, write: writeDomains, read: readDomains},
+		{name: "domains", memory: true, at: 120, since: snapshotV5, write: writeDomains, read: readDomains},
 	}},
 	{name: "webhooks", entries: []entry{
 		handles(anyType(decodeWebhookSet), (*state).setWebhook, cmdWebhookSet),
 		handles(anyType(decodeWebhookDelete), (*state).deleteWebhook, cmdWebhookDelete),
 		handles(anyType(decodeWebhookAck), (*state).ackWebhook, cmdWebhookAck),
 	}, sections: []section{
-		{name: "webhooks", at: 140, since: snapshotV6,
+		{name: "webhooks", memory: true, at: 140, since: snapshotV6,
 			write: flushed((*snapshot).encodeWebhooks), read: decodes(readWebhooks)},
 	}},
 	{name: "certificates", entries: []entry{
@@ -199,7 +202,7 @@ var features = []feature{
 			return s.certs.apply(c, s.raised)
 		}, cmdCert),
 	}, sections: []section{
-		{name: "certificates", at: 160, since: snapshotV9,
+		{name: "certificates", memory: true, at: 160, since: snapshotV9,
 			write: encodes((*snapshot).encodeCerts),
 			read:  func(st *state, d *decoder, _ byte) error { return st.certs.decode(d) }},
 	}},

@@ -310,6 +310,15 @@ func (s *Store) Stats() Stats {
 	}
 }
 
+// Flush writes what the memtables hold to the engine's files and waits
+// for it: an engine without a log (NoLog) is whole on disk only after it.
+func (s *Store) Flush() error {
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("store: flush %s: %w", s.dir, err)
+	}
+	return nil
+}
+
 // Close flushes nothing: what the engine has not written to its files is
 // in its log (none with NoLog: then in nothing), and what is not in its
 // log is in Raft's. No read may start after it (Pebble panics on a closed

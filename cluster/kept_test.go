@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
+)
+
+// keptAt leaves in dir a state kept at the given index and term, as a
+// node's clean stop does.
+func keptAt(t *testing.T, dir string, index, term uint64) {
+	t.Helper()
+	f, err := fsm.Open(fsm.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := make([]*raft.Log, index)
+	for i := range logs {
+		logs[i] = &raft.Log{Index: uint64(i) + 1, Term: term, Type: raft.LogCommand,
+			Data: fsm.ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:" + strconv.Itoa(i+1)}.Encode()}
+	}
+	f.ApplyBatch(logs)
+	if got, err := f.Keep(); err != nil || got != index {
+		t.Fatalf("keep: index %d, want %d: %v", got, index, err)
+	}
+}
+
+// TestResumeNeedsTheKeptEntry: a start resumes the kept state only when
+// this node's Raft state holds the entry it was kept at, and its latest
+// snapshot reads back whole; otherwise it rebuilds (Raft restores).
+func TestResumeNeedsTheKeptEntry(t *testing.T) {
+	const index, term = 5, 2
+	type snap struct {
+		index, term uint64
+		damaged     bool
+	}
+	for _, c := range []struct {
+		name    string
+		logTerm uint64 // the term of the log's entry at index; 0: no entry
+		snap    *snap
+		want    bool
+	}{
+		{"the log holds it", term, nil, true},
+		{"the log holds another term there", term + 1, nil, false},
+		{"nothing holds it (raft.db removed)", 0, nil, false},
+		{"the latest snapshot is it", 0, &snap{index, term, false}, true},
+		{"the latest snapshot is another term's", 0, &snap{index, term + 1, false}, false},
+		{"the latest snapshot is past it", term, &snap{index + 3, term, false}, false},
+		{"a snapshot before it, the log holds it", term, &snap{index - 2, term, false}, true},
+		{"the latest snapshot is damaged", term, &snap{index - 2, term, true}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			engine := filepath.Join(dir, "engine")
+			keptAt(t, engine, index, term)
+			logs := raft.NewInmemStore()
+			if c.logTerm != 0 {
+				for i := uint64(1); i <= index; i++ {
+					if err := logs.StoreLog(&raft.Log{Index: i, Term: c.logTerm, Type: raft.LogNoop}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.snap != nil {
+				sink, err := snaps.Create(raft.SnapshotVersionMax, c.snap.index, c.snap.term, raft.Configuration{}, 1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink.Write([]byte("a snapshot's bytes"))
+				if err := sink.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if c.snap.damaged {
+					damage(t, filepath.Join(dir, "snapshots", sink.ID(), "state.bin"))
+				}
+			}
+			f, err := fsm.Open(fsm.Config{Dir: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if got := resumeState(f, snaps, logs, slog.New(slog.NewTextHandler(io.Discard, nil))); got != c.want {
+				t.Fatalf("resumed %v, want %v", got, c.want)
+			}
+			if applied, _ := f.Applied(); c.want && applied != index {
+				t.Errorf("resumed at %d, want %d", applied, index)
+			}
+		})
+	}
+}
+
+func damage(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,499 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"unsafe"
+)
+
+// A clean stop keeps the state (Keep) and the next start resumes it
+// (Resume): the engine stays as it is, and what the state holds in
+// memory beside it goes into a file in the engine's directory, so a start
+// reads that file instead of rebuilding the engine from Raft's snapshot.
+// The kept state is tied to a position of the Raft log, the index and term
+// of the last entry it applied: whoever resumes it checks that its log
+// holds that entry, and Raft then hands the FSM only the entries after it
+// (ApplyBatch skips the ones it already has). A start after a crash finds
+// no kept state and rebuilds, as before: the engine writes no log of its
+// own, so only a closed engine is whole (DESIGN.md, "On disk").
+
+// keptDir is where Keep leaves the engine, beside the numbered ones.
+// Only a closed engine with its state file is ever there: Resume renames
+// it before it opens it, so a crash after that leaves no kept state.
+const keptDir = "kept"
+
+// keptFile is the state file inside the kept engine's directory.
+const keptFile = "linkraft-state"
+
+// keptMagic opens a state file; keptVersion is its layout.
+var keptMagic = []byte("LKKEPT")
+
+const keptVersion = 1
+
+// Keep closes the FSM and keeps its state in Config.Dir for the next
+// start's Resume, returning the index it was kept at. When it cannot
+// keep it (a restore it applied nothing after, a failure) it closes the
+// FSM anyway and says why: the next start rebuilds the state from Raft's
+// snapshot and log. An FSM in memory has nothing to keep: Keep returns 0
+// and leaves it open.
+func (f *FSM) Keep() (uint64, error) {
+	if f.engines.cfg.Dir == "" {
+		return 0, nil
+	}
+	var index uint64
+	err := errors.New("fsm: already closed")
+	f.closed.Do(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		defer f.releaseCache()
+		index = f.applied.Load()
+		if err = f.keep(index); err != nil {
+			f.s.eng.release()
+		}
+	})
+	return index, err
+}
+
+func (f *FSM) keep(index uint64) error {
+	e := f.s.eng
+	switch {
+	case index == 0:
+		return errors.New("nothing was applied since the state was restored: the log position it is at is not known")
+	case e.refs.Load() != 1:
+		return errors.New("a snapshot still reads the state")
+	}
+	if err := e.settle(); err != nil {
+		return err
+	}
+	if e.st.AppliedIndex() != index {
+		return fmt.Errorf("the engine is at index %d, the state at %d", e.st.AppliedIndex(), index)
+	}
+	if err := writeKeptFile(filepath.Join(e.dir, keptFile), f.s, index, f.appliedTerm); err != nil {
+		return err
+	}
+	if err := e.st.Flush(); err != nil {
+		return err
+	}
+	e.refs.Store(0)
+	e.batch.Close()
+	if err := e.st.Close(); err != nil {
+		return err
+	}
+	kept := filepath.Join(f.engines.cfg.Dir, keptDir)
+	if err := os.Rename(e.dir, kept); err != nil {
+		return fmt.Errorf("keep the state: %w", err)
+	}
+	return syncDir(f.engines.cfg.Dir)
+}
+
+// Resume takes the state the last Keep left in Config.Dir, if there is
+// one and accept takes its log position (the index and term of the last
+// entry it applied); the FSM then skips the entries up to that index
+// when Raft hands them to it again. It returns the index resumed at and
+// whether it resumed. A kept state it does not take is removed: a start
+// then rebuilds the state from Raft's snapshot and log. Call it once,
+// before Raft starts.
+func (f *FSM) Resume(accept func(index, term uint64) bool) (uint64, bool, error) {
+	if f.engines.cfg.Dir == "" {
+		return 0, false, nil
+	}
+	kept := filepath.Join(f.engines.cfg.Dir, keptDir)
+	index, term, err := readKeptPosition(filepath.Join(kept, keptFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, false, nil
+	case err == nil && !accept(index, term):
+		err = fmt.Errorf("this node's log does not hold the entry it was kept at (index %d, term %d)", index, term)
+	}
+	if err != nil {
+		return 0, false, errors.Join(fmt.Errorf("resume: %w", err), os.RemoveAll(kept))
+	}
+	s, err := f.resume(kept, index)
+	if err != nil {
+		return 0, false, fmt.Errorf("resume: %w", err)
+	}
+	f.mu.Lock()
+	old := f.s
+	s.eng.published = true
+	f.s = s
+	f.applied.Store(index)
+	f.appliedTerm, f.skipThrough = term, index
+	f.mu.Unlock()
+	old.eng.retire()
+	return index, true, nil
+}
+
+// resume moves the kept engine to a numbered directory, so that from now
+// on it is not a kept state, and builds the state of it and its file.
+func (f *FSM) resume(kept string, index uint64) (*state, error) {
+	eng := f.engines.open()
+	if err := os.Rename(kept, eng.dir); err != nil {
+		return nil, err
+	}
+	if err := syncDir(f.engines.cfg.Dir); err != nil {
+		return nil, err
+	}
+	s, err := readKeptFile(filepath.Join(eng.dir, keptFile), eng)
+	if err == nil && eng.st.AppliedIndex() != index {
+		err = fmt.Errorf("the engine is at index %d, its state file at %d", eng.st.AppliedIndex(), index)
+	}
+	if err != nil {
+		eng.retire()
+		return nil, err
+	}
+	return s, os.Remove(filepath.Join(eng.dir, keptFile))
+}
+
+// The state file: keptMagic, the version byte, the index and term, the
+// state's version byte (the snapshot version its sections are written
+// in), the link tables, the sections, the keys limited to their own
+// links, and a CRC-32C of everything before it, big-endian.
+func writeKeptFile(path string, s *state, index, term uint64) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	defer snap.Release()
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("keep the state: %w", err)
+	}
+	defer file.Close()
+	crc := crc32.New(crcTable)
+	w := bufio.NewWriterSize(io.MultiWriter(file, crc), flushSize)
+	e := encoder{buf: make([]byte, 0, 2*flushSize)}
+	var werr error
+	flush := func(force bool) {
+		if werr == nil && (force || len(e.buf) >= flushSize) {
+			_, werr = w.Write(e.buf)
+			e.buf = e.buf[:0]
+		}
+	}
+	snap.sort()
+	version := snap.version()
+	e.fixed(keptMagic)
+	e.byte(keptVersion)
+	e.uvarint(index)
+	e.uvarint(term)
+	e.byte(version)
+	s.links.keep(&e, flush)
+	s.counts.keep(&e, flush)
+	// The other counts the state keeps of what is in the engine.
+	for _, n := range []uint64{uint64(s.tombstones.n), uint64(s.opts.n), uint64(s.visits.links),
+		s.requests.first, s.requests.next} {
+		e.uvarint(n)
+	}
+	for _, sec := range registry.sections {
+		if sec.memory && sec.holds(version) {
+			sec.write(snap, &e, version, flush)
+		}
+	}
+	encodeStrings(&e, ownKeys(snap.keys))
+	flush(true)
+	if werr == nil {
+		werr = w.Flush()
+	}
+	if werr == nil {
+		_, werr = file.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
+	}
+	if werr == nil {
+		werr = file.Sync()
+	}
+	if werr != nil {
+		return fmt.Errorf("keep the state: %w", werr)
+	}
+	return file.Close()
+}
+
+// readKeptPosition reads the index and term at the head of a state file.
+func readKeptPosition(path string) (index, term uint64, err error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer file.Close()
+	d := newStreamDecoder(file, crc32.New(crcTable))
+	index, term, _ = readKeptHead(d)
+	return index, term, d.err
+}
+
+func readKeptHead(d *decoder) (index, term uint64, version byte) {
+	magic := make([]byte, len(keptMagic))
+	d.fixed(magic)
+	if d.err == nil && (!bytes.Equal(magic, keptMagic) || d.byte() != keptVersion) {
+		d.fail(errors.New("not a kept state of this build"))
+	}
+	index, term, version = d.uvarint(), d.uvarint(), d.byte()
+	if d.err == nil && (version < snapshotV1 || version > snapshotVersion) {
+		d.fail(fmt.Errorf("unsupported state version %d", version))
+	}
+	return index, term, version
+}
+
+// readKeptFile builds the state of a kept engine and its state file.
+func readKeptFile(path string, eng *engine) (*state, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	if !eng.ready() {
+		return nil, eng.err
+	}
+	d := newStreamDecoder(bufio.NewReaderSize(file, flushSize), crc32.New(crcTable))
+	_, _, version := readKeptHead(d)
+	st := newState(eng)
+	if d.err == nil {
+		st.links.resume(d)
+		st.counts.resume(d)
+		st.tombstones.n, st.opts.n, st.visits.links = int(d.uvarint()), int(d.uvarint()), int(d.uvarint())
+		st.requests.first, st.requests.next = d.uvarint(), d.uvarint()
+	}
+	for _, sec := range registry.sections {
+		if d.err != nil {
+			break
+		}
+		if sec.memory && sec.holds(version) {
+			d.fail(sec.read(st, d, version))
+		}
+	}
+	if d.err == nil {
+		d.fail(readOwnKeys(st, d))
+	}
+	sum, ok := d.trailer()
+	switch {
+	case d.err != nil:
+		return nil, fmt.Errorf("state file: %w", d.err)
+	case !ok || binary.BigEndian.Uint32(sum) != d.sum.Sum32():
+		return nil, errors.New("state file: checksum mismatch")
+	}
+	st.links.codes.refill()
+	st.requests.reindex()
+	return st, eng.err
+}
+
+// keep writes what the link table holds in memory: what the engine's
+// keys alone would take a walk of every record to rebuild.
+func (lt *linkTable) keep(e *encoder, flush func(bool)) {
+	e.uvarint(uint64(lt.recs.n))
+	encodeUints(e, lt.recs.firstIDs, flush)
+	e.uvarint(uint64(lt.codes.live))
+	e.uvarint(uint64(lt.hours.newest))
+	encodeStrings(e, lt.workspaces.names)
+	for _, list := range lt.workspaces.links {
+		encodePositions(e, list, flush)
+	}
+	encodeStrings(e, lt.authors.ids)
+	for _, list := range lt.authors.links {
+		encodePositions(e, list, flush)
+	}
+	e.uvarint(uint64(len(lt.authors.free)))
+	for _, n := range lt.authors.free {
+		e.uvarint(uint64(n))
+	}
+	domains := slices.Sorted(maps.Keys(lt.domainLinks))
+	e.uvarint(uint64(len(domains)))
+	for _, name := range domains {
+		e.string(name)
+		e.uvarint(uint64(lt.domainLinks[name]))
+	}
+}
+
+func (lt *linkTable) resume(d *decoder) {
+	lt.recs.n = uint32(d.uvarint())
+	lt.recs.written = lt.recs.n
+	lt.recs.firstIDs = decodeUints(d)
+	lt.codes.live = int(d.uvarint())
+	lt.hours.newest = uint32(d.uvarint())
+	for _, name := range decodeStrings(d) {
+		lt.workspaces.intern(name)
+	}
+	for i := range lt.workspaces.links {
+		lt.workspaces.links[i] = decodePositions(d)
+	}
+	lt.authors.ids = decodeStrings(d)
+	lt.authors.links = make([][]uint32, len(lt.authors.ids))
+	for n, id := range lt.authors.ids {
+		lt.authors.links[n] = decodePositions(d)
+		if id != "" {
+			lt.authors.nums[id] = uint16(n)
+		}
+	}
+	for n := d.count(1); n > 0 && d.err == nil; n-- {
+		lt.authors.free = append(lt.authors.free, uint16(d.uvarint()))
+	}
+	for n := d.count(2); n > 0 && d.err == nil; n-- {
+		name := d.string()
+		lt.domainLinks[name] = int(d.uvarint())
+	}
+	if d.err == nil && (len(lt.authors.ids) == 0 || lt.authors.ids[0] != "") {
+		d.fail(errors.New("author numbers do not start at 1"))
+	}
+}
+
+// keep writes the list totals.
+func (c *listCounts) keep(e *encoder, flush func(bool)) {
+	e.uvarint(uint64(len(c.ws)))
+	for _, w := range c.ws {
+		encodeTotal(e, w.all)
+		encodeTotal(e, w.home)
+		domains := slices.Sorted(maps.Keys(w.domains))
+		e.uvarint(uint64(len(domains)))
+		for _, name := range domains {
+			e.string(name)
+			encodeTotal(e, w.domains[name])
+		}
+		flush(false)
+	}
+	e.uvarint(uint64(len(c.tags)))
+	for k, t := range c.tags {
+		e.uvarint(uint64(k.ws))
+		e.string(k.domain)
+		e.string(k.tag)
+		e.bool(k.anyDomain)
+		encodeTotal(e, t)
+		flush(false)
+	}
+}
+
+func (c *listCounts) resume(d *decoder) {
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		c.ws = append(c.ws, wsCounts{all: decodeTotal(d), home: decodeTotal(d)})
+		w := &c.ws[len(c.ws)-1]
+		for m := d.count(3); m > 0 && d.err == nil; m-- {
+			if w.domains == nil {
+				w.domains = map[string]ListTotal{}
+			}
+			name := d.string()
+			w.domains[name] = decodeTotal(d)
+		}
+	}
+	for n := d.count(6); n > 0 && d.err == nil; n-- {
+		k := tagKey{ws: uint32(d.uvarint()), domain: d.string(), tag: d.string(), anyDomain: d.bool()}
+		c.tags[k] = decodeTotal(d)
+	}
+}
+
+func encodeTotal(e *encoder, t ListTotal) { e.uvarint(uint64(t.Links)); e.uvarint(t.Clicks) }
+
+func decodeTotal(d *decoder) ListTotal {
+	return ListTotal{Links: int(d.uvarint()), Clicks: d.uvarint()}
+}
+
+func encodeUints(e *encoder, vs []uint64, flush func(bool)) {
+	e.uvarint(uint64(len(vs)))
+	for _, v := range vs {
+		e.uvarint(v)
+		flush(false)
+	}
+}
+
+func decodeUints(d *decoder) []uint64 {
+	n := d.count(1)
+	vs := make([]uint64, 0, min(n, maxPrealloc))
+	for range n {
+		vs = append(vs, d.uvarint())
+	}
+	return vs
+}
+
+// maxPrealloc bounds what a count read from a file reserves before the
+// elements it counts arrive: a damaged count fails on the bytes, not on
+// an allocation.
+const maxPrealloc = 1 << 16
+
+// encodePositions writes an ascending list of positions as steps.
+func encodePositions(e *encoder, list []uint32, flush func(bool)) {
+	e.uvarint(uint64(len(list)))
+	prev := uint32(0)
+	for _, p := range list {
+		e.uvarint(uint64(p - prev))
+		prev = p
+		flush(false)
+	}
+}
+
+func decodePositions(d *decoder) []uint32 {
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	list := make([]uint32, 0, min(n, maxPrealloc))
+	p := uint32(0)
+	for range n {
+		p += uint32(d.uvarint())
+		list = append(list, p)
+	}
+	return list
+}
+
+// refill sets the filter's bits of every code the index holds: a filter
+// is the state's own (its hashes are seeded per state), so a resumed
+// state builds one. Codes of links removed before are not in it, which
+// only makes it answer "absent" for them sooner.
+func (x *codeIndex) refill() {
+	x.eng.scan([]byte{codePrefix}, nil, func(key, _ []byte) bool {
+		code := key[1:]
+		x.filter.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
+		return true
+	})
+}
+
+// reindex rebuilds the window's index from its records on disk, as add
+// built it: each id names its latest record.
+func (w *requestWindow) reindex() {
+	first := true
+	w.eng.scan([]byte{requestLogPrefix}, nil, func(key, value []byte) bool {
+		seq := binary.BigEndian.Uint64(key[1:])
+		r, ok := decodeRequest(&decoder{buf: value})
+		if !ok || seq < w.first || seq >= w.next {
+			w.eng.fail(fmt.Errorf("request window: record %d of [%d, %d) is damaged or out of place", seq, w.first, w.next))
+			return false
+		}
+		if first {
+			w.oldestAt, first = r.at, false
+		}
+		h := w.hash(r.id)
+		if old, _, found := w.find(r.id); found {
+			w.index.remove(h, uint32(old))
+		}
+		w.index.insert(h, uint32(seq))
+		return true
+	})
+}
+
+// syncDir makes the renames in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ownKeys is the ids of the keys limited to their own links, sorted: the
+// keys section does not hold that mark (the authors section does).
+func ownKeys(keys []*APIKey) []string {
+	var own []string
+	for _, k := range keys {
+		if k.OwnLinksOnly {
+			own = append(own, k.ID)
+		}
+	}
+	slices.SortFunc(own, cmp.Compare[string])
+	return own
+}

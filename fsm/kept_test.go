@@ -1,0 +1,263 @@
+package fsm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// keptWorkloads are the states a kept state must bring back whole: every
+// workload of the package's tests, each on an engine in a directory.
+func keptWorkloads() map[string][][]byte {
+	return map[string][][]byte{
+		"workload": workload(), "keys": keyWorkload(), "options": optionsWorkload(),
+		"targets": targetsWorkload(), "records": recordWorkload(), "renames": renameWorkload(),
+		"webhooks": webhookWorkload(),
+	}
+}
+
+// keepAndResume keeps f's state and resumes it in a new FSM of the same
+// directory, as a node's stop and start do.
+func keepAndResume(t *testing.T, f *FSM, dir string) *FSM {
+	t.Helper()
+	index, err := f.Keep()
+	if err != nil {
+		t.Fatalf("keep: %v", err)
+	}
+	g, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	got, ok, err := g.Resume(func(i, _ uint64) bool { return i == index })
+	if err != nil || !ok || got != index {
+		t.Fatalf("resume: index %d (kept at %d), resumed %v: %v", got, index, ok, err)
+	}
+	return g
+}
+
+// TestKeptStateResumes: a state kept at a stop and resumed at the next
+// start is the state it was, to the byte, with every count and index it
+// derives from its links as a restore derives them, and it goes on
+// applying as a state that never stopped.
+func TestKeptStateResumes(t *testing.T) {
+	for name, cmds := range keptWorkloads() {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, err := Open(Config{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			twin := New()
+			applyAll(t, f, cmds...)
+			applyAll(t, twin, cmds...)
+			want := snapshotBytes(t, f)
+
+			g := keepAndResume(t, f, dir)
+			if !bytes.Equal(snapshotBytes(t, g), want) {
+				t.Fatal("the resumed state's snapshot differs from the kept one's")
+			}
+			checkLists(t, "resumed", g)
+			if got, want := derivedOf(g.s), derivedOf(restoredOnDisk(t, g).s); !reflect.DeepEqual(got, want) {
+				t.Errorf("resumed state derives\n%+v\na restore derives\n%+v", got, want)
+			}
+			more := append(workload(), keyWorkload()...)
+			if a, b := applyAll(t, g, more...), applyAll(t, twin, more...); !reflect.DeepEqual(a, b) {
+				t.Errorf("after the resume the same commands answer\n%v\nand without a stop\n%v", a, b)
+			}
+			if !bytes.Equal(snapshotBytes(t, g), snapshotBytes(t, twin)) {
+				t.Error("after the resume the same commands leave another state than without a stop")
+			}
+		})
+	}
+}
+
+// TestKeptOwnKeysResume: the mark of a key limited to its own links is
+// kept, and so is every link's author.
+func TestKeptOwnKeysResume(t *testing.T) {
+	authored, _ := authoredState(t, LevelTargets, true)
+	dir := t.TempDir()
+	f, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, authored))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Keep(); err == nil {
+		t.Fatal("a state restored and not applied to since was kept: its log position is not known")
+	}
+	f, err = Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := f.Resume(func(uint64, uint64) bool { return true }); ok {
+		t.Fatal("resumed a state that was not kept")
+	}
+	if err := f.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, authored))}); err != nil {
+		t.Fatal(err)
+	}
+	f.ApplyBatch([]*raft.Log{{Index: 7, Term: 2, Type: raft.LogCommand,
+		Data: create(300, CreateRequest{URL: "https://example.com/c", CustomCode: "byaagain", KeyID: authorA})}})
+	want := snapshotBytes(t, f)
+	g := keepAndResume(t, f, dir)
+	if !bytes.Equal(snapshotBytes(t, g), want) {
+		t.Fatal("the resumed state's snapshot differs from the kept one's")
+	}
+	if !g.s.keys[authorA].OwnLinksOnly {
+		t.Error("the key limited to its own links lost the mark")
+	}
+}
+
+// TestResumedStateSkipsWhatItHas: Raft hands a resumed state the entries
+// since its latest snapshot again; those up to the kept index change
+// nothing, the rest apply, and no snapshot is taken while the state is
+// ahead of what Raft handed over (Raft would label it with the lower
+// index, and a restore of it would apply the entries between twice).
+func TestResumedStateSkipsWhatItHas(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := workload()
+	logs := make([]*raft.Log, len(cmds))
+	for i, c := range cmds {
+		logs[i] = &raft.Log{Index: uint64(i + 1), Term: 3, Type: raft.LogCommand, Data: c}
+	}
+	f.ApplyBatch(logs)
+	want := snapshotBytes(t, f)
+	g := keepAndResume(t, f, dir)
+	half := len(logs) / 2
+	if res := g.ApplyBatch(logs[:half]); slices.ContainsFunc(res, func(r any) bool { return r != nil }) {
+		t.Errorf("entries the state had answered %v", res)
+	}
+	if _, err := g.Snapshot(); err == nil {
+		t.Error("a snapshot was taken while Raft had handed over less than the state holds")
+	}
+	g.ApplyBatch(logs[half:])
+	if !bytes.Equal(snapshotBytes(t, g), want) {
+		t.Error("entries the kept state had changed it when handed over again")
+	}
+	extra := &raft.Log{Index: uint64(len(logs) + 1), Term: 4, Type: raft.LogCommand,
+		Data: create(9000, CreateRequest{URL: "https://example.com/after", CustomCode: "after"})}
+	if res := g.ApplyBatch([]*raft.Log{extra}); res[0].([]CreateResult)[0].Err != nil {
+		t.Fatalf("the entry after the kept ones: %v", res[0])
+	}
+	if _, ok := g.Get("after"); !ok {
+		t.Error("the entry after the kept ones was not applied")
+	}
+	snap, err := g.Snapshot()
+	if err != nil {
+		t.Fatalf("snapshot once the log caught up: %v", err)
+	}
+	snap.Release()
+}
+
+// TestKeptStateRefused: a kept state the node's log does not hold (accept
+// says no) or whose file is damaged is removed, and the FSM starts empty:
+// the node rebuilds from Raft's snapshot and log.
+func TestKeptStateRefused(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(dir string)
+		accept bool
+	}{
+		{"not in the log", func(string) {}, false},
+		{"damaged", func(dir string) {
+			path := filepath.Join(dir, keptDir, keptFile)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 0x40
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"engine gone", func(dir string) {
+			entries, _ := os.ReadDir(filepath.Join(dir, keptDir))
+			for _, e := range entries {
+				if e.Name() != keptFile {
+					os.RemoveAll(filepath.Join(dir, keptDir, e.Name()))
+				}
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, err := Open(Config{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyAll(t, f, workload()...)
+			if _, err := f.Keep(); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(dir)
+			g, err := Open(Config{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if _, ok, _ := g.Resume(func(uint64, uint64) bool { return c.accept }); ok {
+				t.Fatal("resumed")
+			}
+			if g.Len() != 0 {
+				t.Errorf("an FSM that did not resume holds %d links", g.Len())
+			}
+			if _, err := os.Stat(filepath.Join(dir, keptDir)); !os.IsNotExist(err) {
+				t.Errorf("the refused state is still kept: %v", err)
+			}
+		})
+	}
+}
+
+// derived is what a state holds in memory about its links, by name and
+// link id: a restore numbers records and request records afresh (a
+// removed link leaves no hole), which no reader sees.
+type derived struct {
+	Live, Tombstones, Options int
+	Visited                   int
+	Newest                    uint32
+	Workspaces, Authors       map[string][]uint64
+	Domains                   map[string]int
+	Requests, Indexed         int
+	OldestAt                  int64
+}
+
+func derivedOf(s *state) derived {
+	lt := &s.links
+	d := derived{Live: lt.codes.live, Tombstones: s.tombstones.n, Options: s.opts.n, Visited: s.visits.links,
+		Newest: lt.hours.newest, Workspaces: map[string][]uint64{}, Authors: map[string][]uint64{},
+		Domains: map[string]int{}, Requests: s.requests.len(), Indexed: s.requests.index.used,
+		OldestAt: s.requests.oldestAt}
+	ids := func(list []uint32) []uint64 {
+		var out []uint64
+		for _, p := range list {
+			out = append(out, lt.recs.at(p).id)
+		}
+		return out
+	}
+	for i, name := range lt.workspaces.names {
+		if len(lt.workspaces.links[i]) > 0 {
+			d.Workspaces[name] = ids(lt.workspaces.links[i])
+		}
+	}
+	for i, id := range lt.authors.ids {
+		if len(lt.authors.links[i]) > 0 {
+			d.Authors[id] = ids(lt.authors.links[i])
+		}
+	}
+	for name, n := range lt.domainLinks {
+		if n != 0 {
+			d.Domains[name] = n
+		}
+	}
+	return d
+}
