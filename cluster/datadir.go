@@ -1,14 +1,18 @@
 package cluster
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/linkraft/linkraft/fsm"
 )
 
 // The data directory is the operator's alone: it holds every link, the
@@ -76,10 +80,66 @@ func ownerOnly(path string) (left []openPath, err error) {
 }
 
 // ownerOnlySnapshots is a snapshot store whose finished snapshots are
-// their owner's alone.
+// their owner's alone. A snapshot the FSM took here is a reference to a
+// checkpoint in its directory (fsm/snapref.go); Open hands out the
+// snapshot stream it refers to, which is what followers and restores read.
 type ownerOnlySnapshots struct {
 	*raft.FileSnapshotStore
 	dir string // the store's snapshots directory
+}
+
+// Open returns the snapshot's stream: the file's as it is, or the one a
+// reference refers to, written into a nameless file of the data dir so
+// that its size is known (Raft sends it with a follower's install).
+func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := s.FileSnapshotStore.Open(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	head := bufio.NewReader(rc)
+	first, _ := head.Peek(fsm.ReferenceLen)
+	if !fsm.IsReference(first) {
+		return meta, struct {
+			io.Reader
+			io.Closer
+		}{head, rc}, nil
+	}
+	rc.Close()
+	file, size, err := spool(filepath.Dir(s.dir), func(w io.Writer) error {
+		return fsm.WriteReferred(s.path(id), w)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
+	}
+	meta.Size = size
+	return meta, file, nil
+}
+
+// path is the directory of the snapshot id.
+func (s ownerOnlySnapshots) path(id string) string { return filepath.Join(s.dir, id) }
+
+// reads reports whether the snapshot's file reads back with its checksum
+// (the store's Open reads it whole): a reference's few bytes, or the
+// stream of a snapshot installed from a leader.
+func (s ownerOnlySnapshots) reads(id string) bool {
+	_, rc, err := s.FileSnapshotStore.Open(id)
+	if err != nil {
+		return false
+	}
+	rc.Close()
+	return true
+}
+
+// isReference reports whether the snapshot id refers to a checkpoint.
+func (s ownerOnlySnapshots) isReference(id string) bool {
+	_, rc, err := s.FileSnapshotStore.Open(id)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	first := make([]byte, fsm.ReferenceLen)
+	_, err = io.ReadFull(rc, first)
+	return err == nil && fsm.IsReference(first)
 }
 
 func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
@@ -88,7 +148,7 @@ func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uin
 	if err != nil {
 		return nil, err
 	}
-	return ownerOnlySink{SnapshotSink: sink, path: filepath.Join(s.dir, sink.ID())}, nil
+	return ownerOnlySink{SnapshotSink: sink, path: s.path(sink.ID())}, nil
 }
 
 // ownerOnlySink tightens its snapshot once the store has put it in place.
@@ -96,6 +156,10 @@ type ownerOnlySink struct {
 	raft.SnapshotSink
 	path string
 }
+
+// Dir is the snapshot's directory while it is written (the file store
+// renames it into place at Close): the FSM puts its checkpoint there.
+func (s ownerOnlySink) Dir() string { return s.path + ".tmp" }
 
 func (s ownerOnlySink) Close() error {
 	if err := s.SnapshotSink.Close(); err != nil {

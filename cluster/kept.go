@@ -21,20 +21,25 @@ import (
 // or one of the log after it with the same term (an entry's index and
 // term name the whole log before it). A state kept at an index below the
 // latest snapshot, or of a log that is gone (raft.db removed, a log a
-// recovery replaced) or next to a damaged snapshot, is dropped. It reports
-// whether it resumed.
-func resumeState(f *fsm.FSM, snaps raft.SnapshotStore, logs raft.LogStore, log *slog.Logger) bool {
+// recovery replaced), or next to a damaged snapshot, is dropped. With
+// nothing kept (a crash), it resumes the latest snapshot's checkpoint
+// when the snapshot refers to one. It reports whether it resumed.
+func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *slog.Logger) bool {
 	list, err := snaps.List()
 	if err != nil {
 		log.Warn("the kept state was not resumed: the snapshots could not be listed", "err", err)
 		return false
 	}
+	var latest *raft.SnapshotMeta
+	if len(list) > 0 {
+		latest = list[0]
+	}
 	accept := func(index, term uint64) bool {
-		if len(list) > 0 && (index < list[0].Index || !snapshotReads(snaps, list[0].ID)) {
+		if latest != nil && (index < latest.Index || !snaps.reads(latest.ID)) {
 			return false
 		}
-		if len(list) > 0 && index == list[0].Index {
-			return term == list[0].Term
+		if latest != nil && index == latest.Index {
+			return term == latest.Term
 		}
 		var entry raft.Log
 		return logs.GetLog(index, &entry) == nil && entry.Term == term
@@ -45,24 +50,28 @@ func resumeState(f *fsm.FSM, snaps raft.SnapshotStore, logs raft.LogStore, log *
 	case err != nil:
 		log.Warn("the state kept at the last stop was not resumed: rebuilding it from the snapshot and log", "err", err)
 	case ok:
-		log.Info("resumed the state kept at the last stop", "index", index, "took", time.Since(start).Round(time.Millisecond))
+		log.Info(resumedKept, "index", index, "took", time.Since(start).Round(time.Millisecond))
+		return true
 	}
-	return ok
-}
-
-// snapshotReads reports whether the snapshot's checksum holds (the
-// store's Open reads it whole). A node that resumes never reads its
-// latest snapshot otherwise, until it sends it to a follower; a damaged
-// one is found now, and the start takes Raft's way, which falls back to
-// an older snapshot or names the damage (checkSnapshots).
-func snapshotReads(snaps raft.SnapshotStore, id string) bool {
-	_, rc, err := snaps.Open(id)
-	if err != nil {
+	if latest == nil || !snaps.isReference(latest.ID) {
 		return false
 	}
-	rc.Close()
+	index, err = f.ResumeFrom(snaps.path(latest.ID), func(index, term uint64) bool {
+		return index == latest.Index && term == latest.Term
+	})
+	if err != nil {
+		log.Warn("the latest snapshot's checkpoint was not resumed: restoring its stream", "err", err)
+		return false
+	}
+	log.Info(resumedSnapshot, "index", index, "took", time.Since(start).Round(time.Millisecond))
 	return true
 }
+
+// What a start logs when it resumes rather than rebuilds.
+const (
+	resumedKept     = "resumed the state kept at the last stop"
+	resumedSnapshot = "resumed the state of the latest snapshot"
+)
 
 // keepState keeps the state machine's state for the next start, once Raft
 // is shut down and applies nothing more.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/linkraft/linkraft/fsm"
@@ -68,7 +70,7 @@ func TestResumeNeedsTheKeptEntry(t *testing.T) {
 					}
 				}
 			}
-			snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+			snaps, err := openSnapshots(dir, hclog.NewNullLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,5 +111,88 @@ func damage(t *testing.T, path string) {
 	b[len(b)/2] ^= 0x10
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResumeFromTheLatestSnapshot: a start that finds nothing kept (after
+// a crash) resumes the checkpoint its latest snapshot refers to, when the
+// snapshot's entry is the checkpoint's; its stream, as a follower reads
+// it, is the state's.
+func TestResumeFromTheLatestSnapshot(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		label uint64 // the index the snapshot is labelled with
+		want  bool
+	}{
+		{"the snapshot's entry", 5, true},
+		{"labelled with another entry", 4, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			engine := filepath.Join(dir, "engine")
+			f, err := fsm.Open(fsm.Config{Dir: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs := raft.NewInmemStore()
+			for i := uint64(1); i <= 5; i++ {
+				l := &raft.Log{Index: i, Term: 2, Type: raft.LogCommand,
+					Data: fsm.ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:" + strconv.Itoa(int(i))}.Encode()}
+				f.ApplyBatch([]*raft.Log{l})
+				if err := logs.StoreLog(l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var want bytes.Buffer
+			if err := f.WriteBackup(&want); err != nil {
+				t.Fatal(err)
+			}
+			snaps, err := openSnapshots(dir, hclog.NewNullLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := f.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink, err := snaps.Create(raft.SnapshotVersionMax, c.label, 2, raft.Configuration{}, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := snap.Persist(sink); err != nil {
+				t.Fatal(err)
+			}
+			snap.Release()
+			f.Close() // as a crash leaves it: nothing kept
+
+			_, rc, err := snaps.Open(sink.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("the referred snapshot's stream (%d bytes, %v) is not the state's (%d bytes)", len(got), err, want.Len())
+			}
+
+			g, err := fsm.Open(fsm.Config{Dir: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if got := resumeState(g, snaps, logs, slog.New(slog.NewTextHandler(io.Discard, nil))); got != c.want {
+				t.Fatalf("resumed %v, want %v", got, c.want)
+			}
+			if !c.want {
+				return
+			}
+			var resumed bytes.Buffer
+			if err := g.WriteBackup(&resumed); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(resumed.Bytes(), want.Bytes()) {
+				t.Error("the state resumed from the snapshot differs from the one it was taken of")
+			}
+		})
 	}
 }

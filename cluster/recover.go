@@ -95,9 +95,9 @@ func Recover(dataDir, peersFile string) (Recovery, error) {
 	// Recover runs offline, outside a node: its few Raft lines go to the
 	// process's default logger.
 	hlog := NewHCLogger(slog.Default(), "raft", hclog.Warn)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 2, hlog)
+	snaps, err := openSnapshots(dataDir, hlog)
 	if err != nil {
-		return Recovery{}, fmt.Errorf("open snapshot store: %w", err)
+		return Recovery{}, err
 	}
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {

@@ -19,7 +19,12 @@ import (
 // waits for it (DESIGN.md, "No single call over a large body"). The
 // answer is then sent from the file with its length known.
 func (n *Node) Spool(write func(io.Writer) error) (*os.File, int64, error) {
-	f, err := os.CreateTemp(n.cfg.DataDir, "spool-*")
+	return spool(n.cfg.DataDir, write)
+}
+
+// spool is Spool into a file of dir.
+func spool(dir string, write func(io.Writer) error) (*os.File, int64, error) {
+	f, err := os.CreateTemp(dir, "spool-*")
 	if err != nil {
 		return nil, 0, fmt.Errorf("spool: %w", err)
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,10 @@ import (
 // resumedLine is what a node logs when it starts from the state its last
 // clean stop kept instead of rebuilding it from Raft's snapshot and log.
 const resumedLine = "resumed the state kept at the last stop"
+
+// resumedSnapshotLine is what it logs when it starts from the checkpoint
+// its latest snapshot refers to (after a crash, nothing kept).
+const resumedSnapshotLine = "resumed the state of the latest snapshot"
 
 // resumeHistory is the writes of a test of clean stops, and what every
 // node must show of them.
@@ -85,7 +91,7 @@ func (h *resumeHistory) check(t *testing.T, step string, nodes ...*node) {
 // awkward orders: a follower, the leader, then the whole cluster with the
 // leader first; snapshots are taken often, so each start replays a log
 // that begins at a snapshot below the state it resumes. A node killed
-// with SIGKILL has nothing kept and rebuilds, as before.
+// with SIGKILL has nothing kept and resumes its latest snapshot.
 func TestCleanStopsResume(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
@@ -137,13 +143,24 @@ func TestCleanStopsResume(t *testing.T) {
 	h.write(t, 3, nodes...)
 	h.check(t, "the whole cluster stopped and resumed", nodes...)
 
+	// A crash keeps nothing: the start resumes the checkpoint the latest
+	// snapshot refers to and replays the log after it.
 	crashed := nodes[1]
+	if !eventually(30*time.Second, func() bool {
+		found, _ := filepath.Glob(filepath.Join(crashed.dataDir, "snapshots", "*", "engine"))
+		return slices.ContainsFunc(found, func(f string) bool { return !strings.Contains(f, ".tmp") })
+	}) {
+		t.Fatalf("%s took no snapshot referring to a checkpoint within 30 s", crashed.id)
+	}
 	crashed.kill9()
 	h.write(t, 4, nodes[0], nodes[2])
-	n := resumed(crashed)
+	kept, fromSnapshot := resumed(crashed), strings.Count(crashed.out.String(), resumedSnapshotLine)
 	crashed.restartUntil(leaderKnown)
-	if resumed(crashed) != n {
-		t.Errorf("%s resumed a state after SIGKILL, when nothing was kept", crashed.id)
+	if resumed(crashed) != kept {
+		t.Errorf("%s resumed a kept state after SIGKILL, when nothing was kept", crashed.id)
 	}
-	h.check(t, "a node killed and rebuilt", nodes...)
+	if strings.Count(crashed.out.String(), resumedSnapshotLine) != fromSnapshot+1 {
+		t.Errorf("%s did not resume its latest snapshot's checkpoint after SIGKILL", crashed.id)
+	}
+	h.check(t, "a node killed and resumed from its snapshot", nodes...)
 }

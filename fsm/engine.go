@@ -60,9 +60,12 @@ const keptBatchBytes = 1 << 20
 // a directory of its own, and the one it replaces is removed once no
 // snapshot reads it any more.
 type engines struct {
-	cfg   Config
-	next  int          // the number of the next engine's directory
-	cache *store.Cache // the block cache every engine on disk shares; nil in memory
+	cfg  Config
+	next int // the number of the next engine's directory
+	// checkpoints numbers the directories snapshots' checkpoints are
+	// taken into (snapref.go).
+	checkpoints int
+	cache       *store.Cache // the block cache every engine on disk shares; nil in memory
 }
 
 // open returns a new, empty engine, which opens its store at its first
@@ -234,7 +237,7 @@ func (e *engine) set(key, value []byte) {
 // and lets go of the memory the load's batches grew.
 func (e *engine) settle() error {
 	e.flushPieces()
-	if e.err == nil && e.st != nil && !e.applying && e.batch.Len() > 0 {
+	if e.err == nil && e.st != nil && !e.applying && !e.batch.Empty() {
 		e.fail(e.st.Load(e.batch))
 		e.renewBatch()
 	}

@@ -366,6 +366,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if snap.checkpoint, err = f.checkpoint(); err != nil {
+		snap.Release()
+		return nil, err
+	}
+	snap.index, snap.term = f.applied.Load(), f.appliedTerm
 	return snap, nil
 }
 

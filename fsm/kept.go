@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"unsafe"
+
+	"github.com/linkraft/linkraft/fsm/store"
 )
 
 // A clean stop keeps the state (Keep) and the next start resumes it
@@ -93,7 +95,7 @@ func (f *FSM) keep(index uint64) error {
 	if err := os.Rename(e.dir, kept); err != nil {
 		return fmt.Errorf("keep the state: %w", err)
 	}
-	return syncDir(f.engines.cfg.Dir)
+	return store.SyncDir(f.engines.cfg.Dir)
 }
 
 // Resume takes the state the last Keep left in Config.Dir, if there is
@@ -118,10 +120,42 @@ func (f *FSM) Resume(accept func(index, term uint64) bool) (uint64, bool, error)
 	if err != nil {
 		return 0, false, errors.Join(fmt.Errorf("resume: %w", err), os.RemoveAll(kept))
 	}
-	s, err := f.resume(kept, index)
+	eng := f.engines.open()
+	if err := os.Rename(kept, eng.dir); err != nil {
+		return 0, false, fmt.Errorf("resume: %w", err)
+	}
+	if err := store.SyncDir(f.engines.cfg.Dir); err != nil {
+		return 0, false, fmt.Errorf("resume: %w", err)
+	}
+	s, err := readKept(eng, index)
 	if err != nil {
 		return 0, false, fmt.Errorf("resume: %w", err)
 	}
+	f.install(s, index, term)
+	return index, true, nil
+}
+
+// readKept builds the state of an engine that holds a state file at
+// index, and removes the file: from now on the engine is not a kept
+// state but the FSM's. An engine it cannot read is removed.
+func readKept(eng *engine, index uint64) (*state, error) {
+	path := filepath.Join(eng.dir, keptFile)
+	s, err := readKeptFile(path, eng)
+	if err == nil && eng.st.AppliedIndex() != index {
+		err = fmt.Errorf("the engine is at index %d, its state file at %d", eng.st.AppliedIndex(), index)
+	}
+	if err == nil {
+		err = os.Remove(path)
+	}
+	if err != nil {
+		eng.retire()
+		return nil, err
+	}
+	return s, nil
+}
+
+// install makes s the FSM's state, at the log position it was kept at.
+func (f *FSM) install(s *state, index, term uint64) {
 	f.mu.Lock()
 	old := f.s
 	s.eng.published = true
@@ -130,28 +164,6 @@ func (f *FSM) Resume(accept func(index, term uint64) bool) (uint64, bool, error)
 	f.appliedTerm, f.skipThrough = term, index
 	f.mu.Unlock()
 	old.eng.retire()
-	return index, true, nil
-}
-
-// resume moves the kept engine to a numbered directory, so that from now
-// on it is not a kept state, and builds the state of it and its file.
-func (f *FSM) resume(kept string, index uint64) (*state, error) {
-	eng := f.engines.open()
-	if err := os.Rename(kept, eng.dir); err != nil {
-		return nil, err
-	}
-	if err := syncDir(f.engines.cfg.Dir); err != nil {
-		return nil, err
-	}
-	s, err := readKeptFile(filepath.Join(eng.dir, keptFile), eng)
-	if err == nil && eng.st.AppliedIndex() != index {
-		err = fmt.Errorf("the engine is at index %d, its state file at %d", eng.st.AppliedIndex(), index)
-	}
-	if err != nil {
-		eng.retire()
-		return nil, err
-	}
-	return s, os.Remove(filepath.Join(eng.dir, keptFile))
 }
 
 // The state file: keptMagic, the version byte, the index and term, the
@@ -470,19 +482,6 @@ func (w *requestWindow) reindex() {
 		w.index.insert(h, uint32(seq))
 		return true
 	})
-}
-
-// syncDir makes the renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // ownKeys is the ids of the keys limited to their own links, sorted: the

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 
@@ -86,6 +87,11 @@ type snapshot struct {
 	authors    []string    // key ids by author number (authors.go): a copy
 	level      int         // the state's entry level: which version holds it
 	release    func()
+	// checkpoint is the directory of the engine's checkpoint and state
+	// file at index and term, which Persist refers to when the sink has a
+	// directory (snapref.go); "": the snapshot is a copy.
+	checkpoint  string
+	index, term uint64
 
 	defaultDomain Domain // the default domain's redirects (version 10)
 }
@@ -158,6 +164,13 @@ func (snap *snapshot) sort() {
 
 // Persist writes the snapshot to the Raft snapshot sink.
 func (snap *snapshot) Persist(sink raft.SnapshotSink) error {
+	if d, ok := sink.(DirSink); ok && snap.checkpoint != "" {
+		if err := snap.persistReference(d); err != nil {
+			_ = sink.Cancel()
+			return fmt.Errorf("persist snapshot: %w", err)
+		}
+		return sink.Close()
+	}
 	if err := snap.writeTo(sink); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
@@ -167,7 +180,12 @@ func (snap *snapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release lets the state change the pages this snapshot shared in place
 // again, and closes its view of the engine.
-func (snap *snapshot) Release() { snap.release() }
+func (snap *snapshot) Release() {
+	snap.release()
+	if snap.checkpoint != "" {
+		os.RemoveAll(snap.checkpoint) // what Persist did not move
+	}
+}
 
 // flushSize is how much encoded data is buffered before a write.
 const flushSize = 64 << 10

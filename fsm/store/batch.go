@@ -65,6 +65,9 @@ func (b *Batch) Delete(key []byte) error {
 // Len is the batch's size in bytes, for a caller that bounds its batches.
 func (b *Batch) Len() int { return b.pb.Len() }
 
+// Empty reports whether the batch holds no write (Len counts a header).
+func (b *Batch) Empty() bool { return b.pb.Empty() }
+
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.pb.Reset() }
 

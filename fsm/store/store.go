@@ -65,6 +65,9 @@ type Options struct {
 	// since the last flush of its memtable is lost in a crash. For an
 	// engine rebuilt at every start, whose log would never be read.
 	NoLog bool
+	// ReadOnly opens an existing engine to read it only (a checkpoint
+	// whose files are shared with the engine it was taken of).
+	ReadOnly bool
 }
 
 const (
@@ -88,7 +91,7 @@ type Store struct {
 // applied index. A swap of directories left half done by a crash
 // (Install) is finished first.
 func Open(dir string, opts Options) (*Store, error) {
-	if !opts.InMemory {
+	if !opts.InMemory && !opts.ReadOnly {
 		if err := finishSwap(dir); err != nil {
 			return nil, err
 		}
@@ -98,7 +101,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, noLog: opts.NoLog}
-	if err := s.checkFormat(); err != nil {
+	if err := s.checkFormat(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -134,6 +137,7 @@ func pebbleOptions(o Options) *pebble.Options {
 		po.FS = vfs.NewMem()
 	}
 	po.DisableWAL = o.NoLog
+	po.ReadOnly = o.ReadOnly
 	for i := range po.Levels {
 		// Ten bits a key: a lookup of an absent code (a create's collision
 		// check, a 404) reads no data block 99 % of the time.
@@ -169,12 +173,14 @@ func (l logger) Fatalf(format string, args ...any) {
 
 // checkFormat writes the format version into a new database and refuses
 // one written by a newer build.
-func (s *Store) checkFormat() error {
+func (s *Store) checkFormat(readOnly bool) error {
 	v, found, err := s.getUint(formatKey)
 	if err != nil {
 		return err
 	}
 	switch {
+	case !found && readOnly:
+		return fmt.Errorf("store: %s holds no engine", s.dir)
 	case !found:
 		var b [8]byte
 		return s.set(formatKey, binary.BigEndian.AppendUint64(b[:0], formatVersion))

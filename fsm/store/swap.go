@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,10 +20,67 @@ func (s *Store) Checkpoint(dir string) (uint64, error) {
 	if s.closed {
 		return 0, fmt.Errorf("store: checkpoint into %s: closed", dir)
 	}
+	if s.noLog {
+		// A checkpoint copies the log for what the memtables hold; with
+		// no log they must be in files first.
+		if err := s.db.Flush(); err != nil {
+			return 0, fmt.Errorf("store: checkpoint into %s: %w", dir, err)
+		}
+	}
 	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return 0, fmt.Errorf("store: checkpoint into %s: %w", dir, err)
 	}
 	return s.applied.Load(), nil
+}
+
+// CloneCheckpoint makes dst (which must not exist) an engine of its own
+// with what the checkpoint in src holds: its tables hard-linked (Pebble
+// never changes one once written), every other file copied, since the
+// engine opened in dst rewrites its manifest and markers.
+func CloneCheckpoint(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("store: clone %s: %w", src, err)
+	}
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return fmt.Errorf("store: clone %s: %w", src, err)
+	}
+	for _, e := range entries {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		if filepath.Ext(e.Name()) == ".sst" {
+			err = os.Link(from, to)
+		} else {
+			err = copyFile(from, to)
+		}
+		if err != nil {
+			return fmt.Errorf("store: clone %s: %w", src, err)
+		}
+	}
+	if err := SyncDir(dst); err != nil {
+		return err
+	}
+	return syncParent(dst)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // InstallDir is where a stream for the engine in dir is read into
@@ -106,14 +164,17 @@ func finishSwap(dir string) error {
 }
 
 // syncParent makes the renames in dir's parent durable.
-func syncParent(dir string) error {
-	parent, err := os.Open(filepath.Dir(dir))
+func syncParent(dir string) error { return SyncDir(filepath.Dir(dir)) }
+
+// SyncDir makes what was created, renamed or removed in dir durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("store: sync %s: %w", filepath.Dir(dir), err)
+		return fmt.Errorf("store: sync %s: %w", dir, err)
 	}
-	defer parent.Close()
-	if err := parent.Sync(); err != nil {
-		return fmt.Errorf("store: sync %s: %w", filepath.Dir(dir), err)
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", dir, err)
 	}
 	return nil
 }
