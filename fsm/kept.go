@@ -26,8 +26,9 @@ import (
 // of the last entry it applied: whoever resumes it checks that its log
 // holds that entry, and Raft then hands the FSM only the entries after it
 // (ApplyBatch skips the ones it already has). A start after a crash finds
-// no kept state and rebuilds, as before: the engine writes no log of its
-// own, so only a closed engine is whole (DESIGN.md, "On disk").
+// no kept state: the engine writes no log of its own, so only a closed
+// engine is whole, and the start resumes the checkpoint of its latest
+// snapshot instead (snapref.go; DESIGN.md, "Memory and disk").
 
 // keptDir is where Keep leaves the engine, beside the numbered ones.
 // Only a closed engine with its state file is ever there: Resume renames
@@ -59,14 +60,32 @@ func (f *FSM) Keep() (uint64, error) {
 		defer f.mu.Unlock()
 		defer f.releaseCache()
 		index = f.applied.Load()
-		if err = f.keep(index); err != nil {
-			f.s.eng.release()
-		}
+		err = f.keep(index)
 	})
 	return index, err
 }
 
+// keep writes the state file and flushes the engine, then closes it and
+// moves it to keptDir; whatever fails, the engine is closed.
 func (f *FSM) keep(index uint64) error {
+	e := f.s.eng
+	if err := f.writeKept(index); err != nil {
+		e.release()
+		return err
+	}
+	e.refs.Store(0)
+	e.batch.Close()
+	if err := e.st.Close(); err != nil {
+		return err
+	}
+	kept := filepath.Join(f.engines.cfg.Dir, keptDir)
+	if err := os.Rename(e.dir, kept); err != nil {
+		return fmt.Errorf("keep the state: %w", err)
+	}
+	return store.SyncDir(f.engines.cfg.Dir)
+}
+
+func (f *FSM) writeKept(index uint64) error {
 	e := f.s.eng
 	switch {
 	case index == 0:
@@ -83,19 +102,7 @@ func (f *FSM) keep(index uint64) error {
 	if err := writeKeptFile(filepath.Join(e.dir, keptFile), f.s, index, f.appliedTerm); err != nil {
 		return err
 	}
-	if err := e.st.Flush(); err != nil {
-		return err
-	}
-	e.refs.Store(0)
-	e.batch.Close()
-	if err := e.st.Close(); err != nil {
-		return err
-	}
-	kept := filepath.Join(f.engines.cfg.Dir, keptDir)
-	if err := os.Rename(e.dir, kept); err != nil {
-		return fmt.Errorf("keep the state: %w", err)
-	}
-	return store.SyncDir(f.engines.cfg.Dir)
+	return e.st.Flush()
 }
 
 // Resume takes the state the last Keep left in Config.Dir, if there is

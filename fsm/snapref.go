@@ -84,12 +84,16 @@ func (f *FSM) writeCheckpoint(dir string, index uint64) error {
 	return writeKeptFile(filepath.Join(engineDir, keptFile), f.s, index, f.appliedTerm)
 }
 
-// persistReference moves the checkpoint into the sink's directory and
-// writes the reference: the index and term it holds.
-func (snap *snapshot) persistReference(sink DirSink) error {
-	if err := os.Rename(filepath.Join(snap.checkpoint, referredDir), filepath.Join(sink.Dir(), referredDir)); err != nil {
-		return err
-	}
+// moveCheckpoint moves the checkpoint into the sink's directory. It fails
+// when the two are on different file systems (a data dir split by hand):
+// the snapshot is then a copy.
+func (snap *snapshot) moveCheckpoint(sink DirSink) bool {
+	return os.Rename(filepath.Join(snap.checkpoint, referredDir), filepath.Join(sink.Dir(), referredDir)) == nil
+}
+
+// writeReference writes the reference: the index and term the
+// checkpoint holds.
+func (snap *snapshot) writeReference(sink raft.SnapshotSink) error {
 	e := encoder{}
 	e.fixed(referenceMagic)
 	e.byte(referenceVersion)

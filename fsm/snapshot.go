@@ -164,8 +164,8 @@ func (snap *snapshot) sort() {
 
 // Persist writes the snapshot to the Raft snapshot sink.
 func (snap *snapshot) Persist(sink raft.SnapshotSink) error {
-	if d, ok := sink.(DirSink); ok && snap.checkpoint != "" {
-		if err := snap.persistReference(d); err != nil {
+	if d, ok := sink.(DirSink); ok && snap.checkpoint != "" && snap.moveCheckpoint(d) {
+		if err := snap.writeReference(sink); err != nil {
 			_ = sink.Cancel()
 			return fmt.Errorf("persist snapshot: %w", err)
 		}
