@@ -106,7 +106,7 @@ func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, 
 	}
 	rc.Close()
 	file, size, err := spool(filepath.Dir(s.dir), func(w io.Writer) error {
-		return fsm.WriteReferred(s.path(id), w)
+		return fsm.WriteReferred(s.path(id), filepath.Dir(s.dir), w)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
@@ -118,28 +118,18 @@ func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, 
 // path is the directory of the snapshot id.
 func (s ownerOnlySnapshots) path(id string) string { return filepath.Join(s.dir, id) }
 
-// reads reports whether the snapshot's file reads back with its checksum
-// (the store's Open reads it whole): a reference's few bytes, or the
-// stream of a snapshot installed from a leader.
-func (s ownerOnlySnapshots) reads(id string) bool {
+// inspect reads the snapshot's file back with its checksum (the store's
+// Open reads it whole) and reports whether it is whole and whether it is
+// a reference to a checkpoint.
+func (s ownerOnlySnapshots) inspect(id string) (readable, reference bool) {
 	_, rc, err := s.FileSnapshotStore.Open(id)
 	if err != nil {
-		return false
-	}
-	rc.Close()
-	return true
-}
-
-// isReference reports whether the snapshot id refers to a checkpoint.
-func (s ownerOnlySnapshots) isReference(id string) bool {
-	_, rc, err := s.FileSnapshotStore.Open(id)
-	if err != nil {
-		return false
+		return false, false
 	}
 	defer rc.Close()
 	first := make([]byte, fsm.ReferenceLen)
 	_, err = io.ReadFull(rc, first)
-	return err == nil && fsm.IsReference(first)
+	return true, err == nil && fsm.IsReference(first)
 }
 
 func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,

@@ -13,8 +13,10 @@ import (
 // next start resumes it instead of restoring Raft's latest snapshot: Raft
 // then starts with NoSnapshotRestoreOnStart and hands the FSM the log after
 // that snapshot, whose entries up to the kept index the FSM skips. A start
-// after a crash finds nothing kept and restores the snapshot, as Raft
-// always did (DESIGN.md, "Start-up").
+// after a crash finds nothing kept and resumes the checkpoint the latest
+// snapshot refers to (fsm.ResumeFrom); one whose latest snapshot is a
+// stream (installed from a leader, or written by an older build) has Raft
+// restore it, as before (DESIGN.md, "Start-up").
 
 // resumeState resumes the state the last stop kept when this node's Raft
 // state holds the entry it was kept at: the latest snapshot's own entry,
@@ -22,8 +24,9 @@ import (
 // term name the whole log before it). A state kept at an index below the
 // latest snapshot, or of a log that is gone (raft.db removed, a log a
 // recovery replaced), or next to a damaged snapshot, is dropped. With
-// nothing kept (a crash), it resumes the latest snapshot's checkpoint
-// when the snapshot refers to one. It reports whether it resumed.
+// nothing kept (a crash) or a state kept before the latest snapshot, it
+// resumes the latest snapshot's checkpoint when the snapshot refers to
+// one. It reports whether it resumed.
 func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *slog.Logger) bool {
 	list, err := snaps.List()
 	if err != nil {
@@ -31,11 +34,13 @@ func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *
 		return false
 	}
 	var latest *raft.SnapshotMeta
+	var readable, reference bool
 	if len(list) > 0 {
 		latest = list[0]
+		readable, reference = snaps.inspect(latest.ID)
 	}
 	accept := func(index, term uint64) bool {
-		if latest != nil && (index < latest.Index || !snaps.reads(latest.ID)) {
+		if latest != nil && (index < latest.Index || !readable) {
 			return false
 		}
 		if latest != nil && index == latest.Index {
@@ -53,17 +58,14 @@ func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *
 		log.Info(resumedKept, "index", index, "took", time.Since(start).Round(time.Millisecond))
 		return true
 	}
-	if latest == nil || !snaps.isReference(latest.ID) {
+	if !reference {
 		return false
 	}
-	index, err = f.ResumeFrom(snaps.path(latest.ID), func(index, term uint64) bool {
-		return index == latest.Index && term == latest.Term
-	})
-	if err != nil {
+	if err := f.ResumeFrom(snaps.path(latest.ID), latest.Index, latest.Term); err != nil {
 		log.Warn("the latest snapshot's checkpoint was not resumed: restoring its stream", "err", err)
 		return false
 	}
-	log.Info(resumedSnapshot, "index", index, "took", time.Since(start).Round(time.Millisecond))
+	log.Info(resumedSnapshot, "index", latest.Index, "took", time.Since(start).Round(time.Millisecond))
 	return true
 }
 

@@ -125,12 +125,13 @@ func TestResumeFromTheLatestSnapshot(t *testing.T) {
 		want  bool
 	}{
 		{"the snapshot's entry", 5, true},
-		{"labelled with another entry", 4, false},
+		{"labelled past it (barriers, no-ops)", 7, true},
+		{"labelled before it", 4, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			engine := filepath.Join(dir, "engine")
-			f, err := fsm.Open(fsm.Config{Dir: engine})
+			f, err := fsm.Open(fsm.Config{Dir: engine, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -476,6 +477,17 @@ func openSnapshots(dir string, hlog hclog.Logger) (ownerOnlySnapshots, error) {
 	snapsDir := filepath.Join(dir, "snapshots") // where the store keeps them
 	if _, err := ownerOnly(snapsDir); err != nil {
 		return ownerOnlySnapshots{}, fmt.Errorf("open snapshot store: %w", err)
+	}
+	// What a stop cut short holds hard links to engine files, which would
+	// stay on disk for good: snapshots never finished, copies of
+	// checkpoints being read (ownerOnlySnapshots.Open).
+	for _, pattern := range []string{filepath.Join(snapsDir, "*.tmp"), filepath.Join(dir, "referred-*")} {
+		left, _ := filepath.Glob(pattern)
+		for _, p := range left {
+			if err := os.RemoveAll(p); err != nil {
+				return ownerOnlySnapshots{}, fmt.Errorf("open snapshot store: %w", err)
+			}
+		}
 	}
 	return ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}, nil
 }

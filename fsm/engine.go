@@ -69,11 +69,12 @@ type engines struct {
 }
 
 // open returns a new, empty engine, which opens its store at its first
-// write or snapshot: a state that never writes a piece on disk and is
-// never snapshotted (a fuzzed snapshot refused, most of the unit tests'
-// states) costs no store at all.
+// write, commit or snapshot: a state in memory that never writes a piece
+// on disk and is never snapshotted (a fuzzed snapshot refused, most of
+// the unit tests' states) costs no store at all.
 func (es *engines) open() *engine {
-	// No log of its own: the engine is rebuilt at every start.
+	// No log of its own: only a closed engine or a checkpoint is trusted
+	// at a start (kept.go, snapref.go).
 	opts := store.Options{Cache: es.cache, Logf: es.cfg.Logf, InMemory: es.cfg.Dir == "", NoLog: true}
 	dir := ""
 	options, records := DefaultOptionCache, DefaultRecordCache
@@ -248,7 +249,9 @@ func (e *engine) settle() error {
 func (e *engine) commit(index uint64) error {
 	e.flushPieces()
 	e.applying = false
-	if e.st == nil {
+	// An engine on disk records the index of every batch, with keys or
+	// none: a kept state and a checkpoint are named by it (kept.go).
+	if e.st == nil && (e.dir == "" || !e.ready()) {
 		return e.err
 	}
 	big := e.batch.Len() > keptBatchBytes

@@ -353,24 +353,28 @@ func (f *FSM) ClickSeq(node string) uint64 {
 // orphan visits' pages instead of copying them (see recordTable), so it
 // writes back the apply's changes, changes sharing bookkeeping and takes
 // the write lock.
+//
+// On disk it also takes the engine's checkpoint (snapref.go) after the
+// lock is let go: Raft calls Snapshot where it calls ApplyBatch, so nothing
+// changes the state until it returns, and redirects go on meanwhile.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.delivered < f.skipThrough {
+		f.mu.Unlock()
 		// Raft would label it with the last index it handed over, and the
 		// state is further on: whoever restored it would apply the
 		// entries between twice.
 		return nil, fmt.Errorf("snapshot: the state was kept at index %d, and Raft has replayed the log to %d", f.skipThrough, f.delivered)
 	}
 	snap, err := f.s.snapshot()
+	f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if snap.checkpoint, err = f.checkpoint(); err != nil {
-		snap.Release()
-		return nil, err
-	}
 	snap.index, snap.term = f.applied.Load(), f.appliedTerm
+	if snap.checkpoint, err = f.checkpoint(snap); err != nil && f.engines.cfg.Logf != nil {
+		f.engines.cfg.Logf("snapshot: no checkpoint, the snapshot copies the state: %v", err)
+	}
 	return snap, nil
 }
 

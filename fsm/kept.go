@@ -79,6 +79,9 @@ func (f *FSM) keep(index uint64) error {
 		return err
 	}
 	kept := filepath.Join(f.engines.cfg.Dir, keptDir)
+	if err := os.RemoveAll(kept); err != nil { // one a start did not take
+		return fmt.Errorf("keep the state: %w", err)
+	}
 	if err := os.Rename(e.dir, kept); err != nil {
 		return fmt.Errorf("keep the state: %w", err)
 	}
@@ -93,13 +96,19 @@ func (f *FSM) writeKept(index uint64) error {
 	case e.refs.Load() != 1:
 		return errors.New("a snapshot still reads the state")
 	}
-	if err := e.settle(); err != nil {
-		return err
+	if !e.ready() {
+		return e.err
 	}
 	if e.st.AppliedIndex() != index {
 		return fmt.Errorf("the engine is at index %d, the state at %d", e.st.AppliedIndex(), index)
 	}
-	if err := writeKeptFile(filepath.Join(e.dir, keptFile), f.s, index, f.appliedTerm); err != nil {
+	snap, err := f.s.snapshot()
+	if err != nil {
+		return err
+	}
+	defer snap.Release()
+	snap.index, snap.term = index, f.appliedTerm
+	if err := writeKeptFile(filepath.Join(e.dir, keptFile), f.s, snap); err != nil {
 		return err
 	}
 	return e.st.Flush()
@@ -145,20 +154,28 @@ func (f *FSM) Resume(accept func(index, term uint64) bool) (uint64, bool, error)
 // readKept builds the state of an engine that holds a state file at
 // index, and removes the file: from now on the engine is not a kept
 // state but the FSM's. An engine it cannot read is removed.
-func readKept(eng *engine, index uint64) (*state, error) {
+func readKept(eng *engine, index uint64) (s *state, err error) {
 	path := filepath.Join(eng.dir, keptFile)
-	s, err := readKeptFile(path, eng)
+	defer func() {
+		if err != nil {
+			eng.retire()
+		}
+	}()
+	defer recoverRead(&err)
+	s, err = readKeptFile(path, eng)
+	if err == nil {
+		// What the state hashes with a seed of its own is rebuilt.
+		s.links.codes.refill()
+		s.requests.reindex()
+		err = eng.err
+	}
 	if err == nil && eng.st.AppliedIndex() != index {
 		err = fmt.Errorf("the engine is at index %d, its state file at %d", eng.st.AppliedIndex(), index)
 	}
 	if err == nil {
 		err = os.Remove(path)
 	}
-	if err != nil {
-		eng.retire()
-		return nil, err
-	}
-	return s, nil
+	return s, err
 }
 
 // install makes s the FSM's state, at the log position it was kept at.
@@ -177,12 +194,7 @@ func (f *FSM) install(s *state, index, term uint64) {
 // state's version byte (the snapshot version its sections are written
 // in), the link tables, the sections, the keys limited to their own
 // links, and a CRC-32C of everything before it, big-endian.
-func writeKeptFile(path string, s *state, index, term uint64) error {
-	snap, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	defer snap.Release()
+func writeKeptFile(path string, s *state, snap *snapshot) error {
 	file, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("keep the state: %w", err)
@@ -202,8 +214,8 @@ func writeKeptFile(path string, s *state, index, term uint64) error {
 	version := snap.version()
 	e.fixed(keptMagic)
 	e.byte(keptVersion)
-	e.uvarint(index)
-	e.uvarint(term)
+	e.uvarint(snap.index)
+	e.uvarint(snap.term)
 	e.byte(version)
 	s.links.keep(&e, flush)
 	s.counts.keep(&e, flush)
@@ -296,8 +308,6 @@ func readKeptFile(path string, eng *engine) (*state, error) {
 	case !ok || binary.BigEndian.Uint32(sum) != d.sum.Sum32():
 		return nil, errors.New("state file: checksum mismatch")
 	}
-	st.links.codes.refill()
-	st.requests.reindex()
 	return st, eng.err
 }
 

@@ -45,54 +45,57 @@ type DirSink interface {
 func IsReference(head []byte) bool { return bytes.HasPrefix(head, referenceMagic) }
 
 // ReferenceLen is how many first bytes IsReference needs.
-var ReferenceLen = len(referenceMagic)
+const ReferenceLen = len("LKREF")
 
-// checkpoint takes the engine's checkpoint and the state file into a new
-// directory of cfg.Dir, at the state's index; "" when the state is in
-// memory or its index is unknown (a restore applied nothing since), and
-// the snapshot is then a copy, as before.
-func (f *FSM) checkpoint() (string, error) {
-	index := f.applied.Load()
-	if f.engines.cfg.Dir == "" || index == 0 {
+// checkpoint takes the engine's checkpoint and the state file of snap
+// into a new directory of cfg.Dir, at the state's index; "" when the
+// state is in memory or its index is unknown (a restore applied nothing
+// since), and the snapshot is then a copy, as before.
+func (f *FSM) checkpoint(snap *snapshot) (string, error) {
+	if f.engines.cfg.Dir == "" || snap.index == 0 {
 		return "", nil
 	}
 	f.engines.checkpoints++
 	dir := filepath.Join(f.engines.cfg.Dir, "snapshot-"+strconv.Itoa(f.engines.checkpoints))
-	if err := f.writeCheckpoint(dir, index); err != nil {
+	if err := f.writeCheckpoint(dir, snap); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	return dir, nil
 }
 
-func (f *FSM) writeCheckpoint(dir string, index uint64) error {
+func (f *FSM) writeCheckpoint(dir string, snap *snapshot) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	e := f.s.eng
-	if err := e.settle(); err != nil {
-		return err
-	}
 	engineDir := filepath.Join(dir, referredDir)
-	at, err := e.st.Checkpoint(engineDir)
+	at, err := f.s.eng.st.Checkpoint(engineDir)
 	if err != nil {
 		return err
 	}
-	if at != index {
-		return fmt.Errorf("the engine is at index %d, the state at %d", at, index)
+	if at != snap.index {
+		return fmt.Errorf("the engine is at index %d, the state at %d", at, snap.index)
 	}
-	return writeKeptFile(filepath.Join(engineDir, keptFile), f.s, index, f.appliedTerm)
+	if err := writeKeptFile(filepath.Join(engineDir, keptFile), f.s, snap); err != nil {
+		return err
+	}
+	return store.SyncDir(engineDir)
 }
 
 // moveCheckpoint moves the checkpoint into the sink's directory. It fails
 // when the two are on different file systems (a data dir split by hand):
 // the snapshot is then a copy.
 func (snap *snapshot) moveCheckpoint(sink DirSink) bool {
-	return os.Rename(filepath.Join(snap.checkpoint, referredDir), filepath.Join(sink.Dir(), referredDir)) == nil
+	to := filepath.Join(sink.Dir(), referredDir)
+	if os.Rename(filepath.Join(snap.checkpoint, referredDir), to) != nil {
+		return false
+	}
+	return store.SyncDir(sink.Dir()) == nil && store.SyncDir(snap.checkpoint) == nil
 }
 
 // writeReference writes the reference: the index and term the
-// checkpoint holds.
+// checkpoint holds (the snapshot's label may be further on, past entries
+// the FSM is not handed: barriers, no-ops).
 func (snap *snapshot) writeReference(sink raft.SnapshotSink) error {
 	e := encoder{}
 	e.fixed(referenceMagic)
@@ -104,17 +107,28 @@ func (snap *snapshot) writeReference(sink raft.SnapshotSink) error {
 }
 
 // WriteReferred writes the snapshot stream of the state a referential
-// snapshot holds: dir is the snapshot's directory. It opens the
-// checkpoint to read it only, and holds what the state keeps in memory
-// (its link tables) while it writes.
-func WriteReferred(dir string, w io.Writer) error {
-	engineDir := filepath.Join(dir, referredDir)
+// snapshot holds: dir is the snapshot's directory, scratch a directory of
+// the same file system where it links a private copy of the checkpoint
+// (so that reads of one snapshot run side by side, and Raft may remove the
+// snapshot meanwhile). It holds what the state keeps in memory (its link
+// tables) while it writes. A damaged checkpoint is an error, not a crash.
+func WriteReferred(dir, scratch string, w io.Writer) (err error) {
+	tmp, err := os.MkdirTemp(scratch, "referred-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	engineDir := filepath.Join(tmp, referredDir)
+	if err := store.CloneCheckpoint(filepath.Join(dir, referredDir), engineDir); err != nil {
+		return err
+	}
 	eng := &engine{dir: engineDir, optionCache: inMemoryCacheSlots, recordCache: inMemoryCacheSlots}
 	eng.openStore = func() (*store.Store, error) {
 		return store.Open(engineDir, store.Options{ReadOnly: true, NoLog: true, BlockCacheBytes: inMemoryCache})
 	}
 	eng.refs.Store(1)
 	defer eng.release()
+	defer recoverRead(&err)
 	s, err := readKeptFile(filepath.Join(engineDir, keptFile), eng)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", dir, err)
@@ -128,33 +142,43 @@ func WriteReferred(dir string, w io.Writer) error {
 	return snap.writeTo(w)
 }
 
+// recoverRead turns the panic of a failed engine read (engine.read) into
+// the function's error: outside Apply, a damaged file must not stop the
+// node.
+func recoverRead(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("the engine failed a read: %v", r)
+	}
+}
+
 // ResumeFrom takes the state a referential snapshot holds (dir is the
-// snapshot's directory) if accept takes its log position, as Resume
-// takes a kept one: a start after a
-// crash, which kept nothing, begins at its latest snapshot without
-// reading the stream. The checkpoint's files are linked into a new
-// engine of the FSM's, not changed. Call it once, before Raft starts.
-func (f *FSM) ResumeFrom(dir string, accept func(index, term uint64) bool) (uint64, error) {
+// snapshot's directory, labelled index and term by Raft), as Resume takes
+// a kept one: a start after a crash, which kept nothing, begins at its
+// latest snapshot without reading the stream. The checkpoint's files are
+// linked into a new engine of the FSM's, not changed. Its own index may be
+// below the label, never above: Raft counts entries it does not hand the
+// FSM. Call it once, before Raft starts.
+func (f *FSM) ResumeFrom(dir string, index, term uint64) error {
 	if f.engines.cfg.Dir == "" {
-		return 0, errors.New("resume: the state is in memory")
+		return errors.New("resume: the state is in memory")
 	}
 	eng := f.engines.open()
 	if err := store.CloneCheckpoint(filepath.Join(dir, referredDir), eng.dir); err != nil {
-		return 0, fmt.Errorf("resume: %w", err)
+		os.RemoveAll(eng.dir)
+		return fmt.Errorf("resume: %w", err)
 	}
-	path := filepath.Join(eng.dir, keptFile)
-	index, term, err := readKeptPosition(path)
-	if err == nil && !accept(index, term) {
-		err = fmt.Errorf("the checkpoint is at index %d, term %d: not the snapshot's entry", index, term)
+	at, _, err := readKeptPosition(filepath.Join(eng.dir, keptFile))
+	if err == nil && at > index {
+		err = fmt.Errorf("the checkpoint is at index %d, past the snapshot's %d", at, index)
 	}
 	if err != nil {
 		os.RemoveAll(eng.dir)
-		return 0, fmt.Errorf("resume: %w", err)
+		return fmt.Errorf("resume: %w", err)
 	}
-	s, err := readKept(eng, index)
+	s, err := readKept(eng, at)
 	if err != nil {
-		return 0, fmt.Errorf("resume: %w", err)
+		return fmt.Errorf("resume: %w", err)
 	}
 	f.install(s, index, term)
-	return index, nil
+	return nil
 }

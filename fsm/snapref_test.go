@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // dirSink is a snapshot sink with a directory, as cluster's store has.
@@ -41,6 +44,7 @@ func TestSnapshotsReferToACheckpoint(t *testing.T) {
 	defer f.Close()
 	applyAll(t, f, workload()...)
 	want := snapshotBytes(t, f)
+	at, _ := f.Applied()
 
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -56,11 +60,24 @@ func TestSnapshotsReferToACheckpoint(t *testing.T) {
 		t.Fatalf("a snapshot on disk wrote %d bytes, not a reference", sink.Len())
 	}
 	var stream bytes.Buffer
-	if err := WriteReferred(sink.dir, &stream); err != nil {
+	if err := WriteReferred(sink.dir, t.TempDir(), &stream); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(stream.Bytes(), want) {
 		t.Fatal("the referred stream is not the state the snapshot was taken of")
+	}
+	// Followers may be sent one snapshot at once: each read has its own copy.
+	var wg sync.WaitGroup
+	streams := make([]bytes.Buffer, 4)
+	errs := make([]error, len(streams))
+	for i := range streams {
+		wg.Go(func() { errs[i] = WriteReferred(sink.dir, t.TempDir(), &streams[i]) })
+	}
+	wg.Wait()
+	for i := range streams {
+		if errs[i] != nil || !bytes.Equal(streams[i].Bytes(), want) {
+			t.Errorf("read %d of the snapshot side by side with others: %v", i, errs[i])
+		}
 	}
 
 	g, err := Open(Config{Dir: t.TempDir()})
@@ -68,15 +85,19 @@ func TestSnapshotsReferToACheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	index, _ := f.Applied()
-	if _, err := g.ResumeFrom(sink.dir, func(uint64, uint64) bool { return true }); err != nil {
+	if err := g.ResumeFrom(sink.dir, at-1, 1); err == nil {
+		t.Fatal("resumed a checkpoint past the index its snapshot is labelled with")
+	}
+	// Raft labels a snapshot with the last entry it handed over or not:
+	// barriers and no-ops after the state's last command.
+	if err := g.ResumeFrom(sink.dir, at+2, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(snapshotBytes(t, g), want) {
 		t.Error("the state resumed from the checkpoint is not the one the snapshot was taken of")
 	}
-	if at, _ := g.Applied(); at >= index {
-		t.Errorf("resumed at %d, which is not before the later writes (%d)", at, index)
+	if got, _ := g.Applied(); got != at+2 {
+		t.Errorf("resumed at %d, want the snapshot's label %d", got, at+2)
 	}
 
 	unused, err := f.Snapshot()
@@ -96,5 +117,37 @@ func TestSnapshotsReferToACheckpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sink.dir, referredDir, keptFile)); err != nil {
 		t.Errorf("the persisted checkpoint lost its state file: %v", err)
+	}
+}
+
+// TestKeepAfterARestoreWithoutLinks: a state restored from a snapshot that
+// holds nothing on disk, then changed only in memory (servers here), is
+// kept, snapshotted and resumed like any other: the engine records the
+// index of every batch it is handed.
+func TestKeepAfterARestoreWithoutLinks(t *testing.T) {
+	source := New()
+	applyAll(t, source, ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode())
+	dir := t.TempDir()
+	f, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, source))}); err != nil {
+		t.Fatal(err)
+	}
+	f.ApplyBatch([]*raft.Log{{Index: 9, Term: 2, Type: raft.LogCommand,
+		Data: ServerCommand{ID: "n2", HTTPAddr: "10.0.0.2:8080"}.Encode()}})
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.(*snapshot).checkpoint == "" {
+		t.Error("no checkpoint of a state with nothing on disk")
+	}
+	snap.Release()
+	want := snapshotBytes(t, f)
+	g := keepAndResume(t, f, dir)
+	if !bytes.Equal(snapshotBytes(t, g), want) {
+		t.Error("the resumed state differs from the kept one")
 	}
 }
