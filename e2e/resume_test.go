@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -163,4 +164,85 @@ func TestCleanStopsResume(t *testing.T) {
 		t.Errorf("%s did not resume its latest snapshot's checkpoint after SIGKILL", crashed.id)
 	}
 	h.check(t, "a node killed and resumed from its snapshot", nodes...)
+}
+
+// TestKill9DuringImportAndInstall: SIGKILL in the middle of an import,
+// while snapshots are taken as it goes, and again in the middle of a new
+// node's install of the state. Each node starts again (from its latest
+// snapshot's checkpoint, or with the install to do again) and holds a
+// whole state: every link it holds redirects, its export agrees with its
+// count, the import run again completes it, and the new node ends up with
+// every link.
+func TestKill9DuringImportAndInstall(t *testing.T) {
+	skipIfShort(t)
+	t.Parallel()
+	leader := startNode(t, nodeOptions{Settings: map[string]string{"snapshot-threshold": "16", "cluster-key": newClusterKey(t)}})
+	const links = 60_000
+	target := func(i int) string { return "https://example.com/k9/" + itoa(i) }
+	var b strings.Builder
+	for i := range links {
+		fmt.Fprintf(&b, `{"short_code":"k9%06d","original_url":"%s"}`+"\n", i, target(i))
+	}
+	body := []byte(b.String())
+	ndjson := http.Header{"Content-Type": {"application/x-ndjson"}}
+	// A first import ends with a snapshot; the second is cut by the kill.
+	first := bytes.SplitAfterN(body, []byte("\n"), links/3+1)
+	if r := leader.request(t, http.MethodPost, "/admin/import", ndjson, bytes.Join(first[:links/3], nil)); r.status != http.StatusOK {
+		t.Fatalf("the first import: %v", r)
+	}
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+leader.httpAddr+"/admin/import", bytes.NewReader(first[links/3]))
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		req.Header.Set("Authorization", "Bearer "+e2eToken)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	if !eventuallyEvery(60*time.Second, 5*time.Millisecond, func() bool {
+		h, err := leader.tryHealth()
+		return err == nil && h.Links >= links/2 && snapshotAt(leader.dataDir) > 0
+	}) {
+		t.Fatalf("the imports did not reach %d links and a snapshot in 60 s", links/2)
+	}
+	leader.kill9()
+	leader.restart()
+	if !strings.Contains(leader.out.String(), resumedSnapshotLine) {
+		t.Errorf("%s had a snapshot when it was killed and did not resume its checkpoint", leader.id)
+	}
+	held := leader.health(t).Links
+	if held < links/2 || held > links {
+		t.Fatalf("after SIGKILL in the import %s holds %d links, want %d to %d", leader.id, held, links/2, links)
+	}
+	if got := len(exportSet(t, leader)); int64(got) != held {
+		t.Errorf("after SIGKILL in the import the export has %d links, /health counts %d", got, held)
+	}
+	for _, i := range []int{0, int(held) / 2, int(held) - 1} {
+		leader.requireRedirect(t, fmt.Sprintf("k9%06d", i), target(i))
+	}
+	r := leader.request(t, http.MethodPost, "/admin/import", ndjson, body)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), fmt.Sprintf(`"created":%d,"skipped":%d`, links-held, held)) {
+		t.Fatalf("the import run again: want %d created and %d skipped, got %v", links-held, held, r)
+	}
+
+	joiner := startWaitingNode(t, "node2", leader.clusterKey, nil)
+	if r := leader.postJSON(t, "/admin/join", map[string]any{"id": joiner.id, "raft_addr": joiner.raftAddr, "http_addr": joiner.httpAddr}); r.status != http.StatusOK {
+		t.Fatalf("POST /admin/join: want 200, got %v", r)
+	}
+	eventuallyEvery(10*time.Second, 5*time.Millisecond, func() bool { return len(snapshotDirs(joiner.dataDir)) > 0 })
+	joiner.kill9()
+	joiner.restartUntil(leaderKnown)
+	if !eventually(60*time.Second, func() bool { h, err := joiner.tryHealth(); return err == nil && h.Links == links }) {
+		h, _ := joiner.tryHealth()
+		t.Fatalf("after SIGKILL in its install %s holds %d links, want %d", joiner.id, h.Links, links)
+	}
+	for _, i := range []int{0, links / 2, links - 1} {
+		joiner.requireRedirect(t, fmt.Sprintf("k9%06d", i), target(i))
+	}
+}
+
+// snapshotDirs lists what the data dir's snapshot store holds, finished
+// or being written.
+func snapshotDirs(dataDir string) []string {
+	found, _ := filepath.Glob(filepath.Join(dataDir, "snapshots", "*"))
+	return found
 }
