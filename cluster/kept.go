@@ -53,7 +53,7 @@ func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *
 	index, ok, err := f.Resume(accept)
 	switch {
 	case err != nil:
-		log.Warn("the state kept at the last stop was not resumed: rebuilding it from the snapshot and log", "err", err)
+		log.Warn("the state kept at the last stop was not resumed: starting from the latest snapshot", "err", err)
 	case ok:
 		log.Info(resumedKept, "index", index, "took", time.Since(start).Round(time.Millisecond))
 		return true
@@ -81,7 +81,7 @@ func keepState(f *fsm.FSM, log *slog.Logger) {
 	index, err := f.Keep()
 	switch {
 	case err != nil:
-		log.Info("the state was not kept: the next start rebuilds it from the snapshot and log", "reason", err)
+		log.Info("the state was not kept: the next start begins at the latest snapshot and replays the log", "reason", err)
 	case index != 0:
 		log.Info("kept the state for the next start", "index", index)
 	}

@@ -209,7 +209,16 @@ func TestKill9DuringImportAndInstall(t *testing.T) {
 	if !strings.Contains(leader.out.String(), resumedSnapshotLine) {
 		t.Errorf("%s had a snapshot when it was killed and did not resume its checkpoint", leader.id)
 	}
-	held := leader.health(t).Links
+	// The log after the snapshot is applied once the node has elected
+	// itself and committed an entry of its term: wait until the count
+	// holds still.
+	var held int64
+	eventually(20*time.Second, func() bool {
+		before := leader.health(t).Links
+		time.Sleep(200 * time.Millisecond)
+		held = leader.health(t).Links
+		return held == before && held >= links/2
+	})
 	if held < links/2 || held > links {
 		t.Fatalf("after SIGKILL in the import %s holds %d links, want %d to %d", leader.id, held, links/2, links)
 	}
