@@ -12,10 +12,10 @@ import (
 	"github.com/linkraft/linkraft/fsm/store"
 )
 
-// The state's pieces move into the on-disk engine (fsm/store) one at a
-// time (DESIGN.md, "On disk"). Until all of them are there, the engine is
-// not the state's record: Raft's snapshots and log are, as before, and a
-// start rebuilds the engine from them (Config.Dir is emptied at Open).
+// The state's pieces on disk live in an engine (fsm/store), one per
+// state. It keeps no log of its own: a start trusts only an engine a clean
+// stop closed (kept.go) or a snapshot's checkpoint (snapref.go), and Open
+// empties Config.Dir of anything else (DESIGN.md, "Memory and disk").
 
 // Config says where an FSM keeps the part of its state that is on disk.
 type Config struct {

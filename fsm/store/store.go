@@ -63,7 +63,8 @@ type Options struct {
 	InMemory bool
 	// NoLog: the engine writes no log of its own, so a batch committed
 	// since the last flush of its memtable is lost in a crash. For an
-	// engine rebuilt at every start, whose log would never be read.
+	// engine that is trusted only once flushed and closed, or checkpointed
+	// after a flush, whose log would never be read.
 	NoLog bool
 	// ReadOnly opens an existing engine to read it only (a checkpoint
 	// whose files are shared with the engine it was taken of).
@@ -193,7 +194,7 @@ func (s *Store) checkFormat(readOnly bool) error {
 func (s *Store) set(key, value []byte) error {
 	opt := pebble.Sync
 	if s.noLog {
-		opt = pebble.NoSync // no log to sync: the engine is rebuilt at every start
+		opt = pebble.NoSync // no log to sync: the engine is trusted only once flushed
 	}
 	if err := s.db.Set(key, value, opt); err != nil {
 		return fmt.Errorf("store: write %q: %w", key, err)
