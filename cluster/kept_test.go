@@ -197,3 +197,40 @@ func TestResumeFromTheLatestSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSnapshotsRemovesLeftovers: what a stop cut short leaves (a
+// snapshot never finished, a copy of a checkpoint being read) holds hard
+// links to engine files; the next start removes it, and keeps the
+// snapshots that were finished.
+func TestOpenSnapshotsRemovesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	snaps, err := openSnapshots(dir, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := snaps.Create(raft.SnapshotVersionMax, 3, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.Write([]byte("a finished snapshot"))
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left := []string{filepath.Join(dir, "snapshots", "2-9-123.tmp", "engine"), filepath.Join(dir, "referred-42", "engine")}
+	for _, p := range left {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if snaps, err = openSnapshots(dir, hclog.NewNullLogger()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", filepath.Dir(p), err)
+		}
+	}
+	if list, err := snaps.List(); err != nil || len(list) != 1 {
+		t.Errorf("the finished snapshot: %v, %v", list, err)
+	}
+}

@@ -85,8 +85,13 @@ func (es *engines) open() *engine {
 		opts.BlockCacheBytes = inMemoryCache
 		options, records = inMemoryCacheSlots, inMemoryCacheSlots
 	}
-	e := &engine{dir: dir, optionCache: cmp.Or(es.cfg.OptionCache, options),
-		recordCache: cmp.Or(es.cfg.RecordCache, records)}
+	return newEngine(dir, opts, cmp.Or(es.cfg.OptionCache, options), cmp.Or(es.cfg.RecordCache, records))
+}
+
+// newEngine is an engine in dir ("": in memory) whose store opens with
+// opts at its first use, for a state with caches of the sizes given.
+func newEngine(dir string, opts store.Options, optionCache, recordCache int) *engine {
+	e := &engine{dir: dir, optionCache: optionCache, recordCache: recordCache}
 	e.openStore = func() (*store.Store, error) { return store.Open(dir, opts) }
 	e.refs.Store(1)
 	return e

@@ -201,15 +201,8 @@ func writeKeptFile(path string, s *state, snap *snapshot) error {
 	}
 	defer file.Close()
 	crc := crc32.New(crcTable)
-	w := bufio.NewWriterSize(io.MultiWriter(file, crc), flushSize)
-	e := encoder{buf: make([]byte, 0, 2*flushSize)}
-	var werr error
-	flush := func(force bool) {
-		if werr == nil && (force || len(e.buf) >= flushSize) {
-			_, werr = w.Write(e.buf)
-			e.buf = e.buf[:0]
-		}
-	}
+	c := newChunked(io.MultiWriter(file, crc))
+	e, flush := &c.e, c.flush
 	snap.sort()
 	version := snap.version()
 	e.fixed(keptMagic)
@@ -217,8 +210,8 @@ func writeKeptFile(path string, s *state, snap *snapshot) error {
 	e.uvarint(snap.index)
 	e.uvarint(snap.term)
 	e.byte(version)
-	s.links.keep(&e, flush)
-	s.counts.keep(&e, flush)
+	s.links.keep(e, flush)
+	s.counts.keep(e, flush)
 	// The other counts the state keeps of what is in the engine.
 	for _, n := range []uint64{uint64(s.tombstones.n), uint64(s.opts.n), uint64(s.visits.links),
 		s.requests.first, s.requests.next} {
@@ -226,14 +219,12 @@ func writeKeptFile(path string, s *state, snap *snapshot) error {
 	}
 	for _, sec := range registry.sections {
 		if sec.memory && sec.holds(version) {
-			sec.write(snap, &e, version, flush)
+			sec.write(snap, e, version, flush)
 		}
 	}
-	encodeStrings(&e, ownKeys(snap.keys))
+	encodeStrings(e, ownKeys(snap.keys))
 	flush(true)
-	if werr == nil {
-		werr = w.Flush()
-	}
+	werr := c.err
 	if werr == nil {
 		_, werr = file.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
 	}

@@ -26,7 +26,9 @@ import (
 
 // referenceMagic opens a reference; the snapshot stream opens with
 // snapshotMagic, so a reader tells them apart by their first bytes.
-var referenceMagic = []byte("LKREF")
+var referenceMagic = []byte(referenceMagicText)
+
+const referenceMagicText = "LKREF"
 
 const referenceVersion = 1
 
@@ -45,7 +47,7 @@ type DirSink interface {
 func IsReference(head []byte) bool { return bytes.HasPrefix(head, referenceMagic) }
 
 // ReferenceLen is how many first bytes IsReference needs.
-const ReferenceLen = len("LKREF")
+const ReferenceLen = len(referenceMagicText)
 
 // checkpoint takes the engine's checkpoint and the state file of snap
 // into a new directory of cfg.Dir, at the state's index; "" when the
@@ -122,11 +124,8 @@ func WriteReferred(dir, scratch string, w io.Writer) (err error) {
 	if err := store.CloneCheckpoint(filepath.Join(dir, referredDir), engineDir); err != nil {
 		return err
 	}
-	eng := &engine{dir: engineDir, optionCache: inMemoryCacheSlots, recordCache: inMemoryCacheSlots}
-	eng.openStore = func() (*store.Store, error) {
-		return store.Open(engineDir, store.Options{ReadOnly: true, NoLog: true, BlockCacheBytes: inMemoryCache})
-	}
-	eng.refs.Store(1)
+	eng := newEngine(engineDir, store.Options{ReadOnly: true, NoLog: true, BlockCacheBytes: inMemoryCache},
+		inMemoryCacheSlots, inMemoryCacheSlots)
 	defer eng.release()
 	defer recoverRead(&err)
 	s, err := readKeptFile(filepath.Join(engineDir, keptFile), eng)

@@ -190,34 +190,47 @@ func (snap *snapshot) Release() {
 // flushSize is how much encoded data is buffered before a write.
 const flushSize = 64 << 10
 
+// chunked is an encoder whose bytes go to out about flushSize at a time:
+// a snapshot or a state file (kept.go) of any size is never held whole.
+type chunked struct {
+	e   encoder
+	out io.Writer
+	err error // the first write's
+}
+
+func newChunked(out io.Writer) *chunked {
+	return &chunked{e: encoder{buf: make([]byte, 0, 2*flushSize)}, out: out}
+}
+
+// flush writes what is encoded once flushSize of it is, or when forced.
+func (c *chunked) flush(force bool) {
+	if c.err == nil && (force || len(c.e.buf) >= flushSize) {
+		_, c.err = c.out.Write(c.e.buf)
+		c.e.buf = c.e.buf[:0]
+	}
+}
+
 func (snap *snapshot) writeTo(w io.Writer) error {
 	snap.sort()
 	crc := crc32.New(crcTable)
-	out := io.MultiWriter(w, crc)
-	e := encoder{buf: make([]byte, 0, 2*flushSize)}
-	var werr error
-	flush := func(force bool) {
-		if werr == nil && (force || len(e.buf) >= flushSize) {
-			_, werr = out.Write(e.buf)
-			e.buf = e.buf[:0]
-		}
-	}
+	c := newChunked(io.MultiWriter(w, crc))
+	e := &c.e
 
 	version := snap.version()
 	e.fixed(snapshotMagic)
 	e.byte(version)
 	for _, sec := range registry.sections {
 		if sec.write != nil && sec.holds(version) {
-			sec.write(snap, &e, version, flush)
+			sec.write(snap, e, version, c.flush)
 		}
 	}
-	flush(true)
+	c.flush(true)
 	snap.fail(snap.records.err)
 	if snap.err != nil {
 		return fmt.Errorf("write snapshot: %w", snap.err)
 	}
-	if werr != nil {
-		return fmt.Errorf("write snapshot: %w", werr)
+	if c.err != nil {
+		return fmt.Errorf("write snapshot: %w", c.err)
 	}
 	if _, err := w.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
 		return fmt.Errorf("write snapshot checksum: %w", err)
