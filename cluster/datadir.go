@@ -80,17 +80,24 @@ func ownerOnly(path string) (left []openPath, err error) {
 }
 
 // ownerOnlySnapshots is a snapshot store whose finished snapshots are
-// their owner's alone. A snapshot the FSM took here is a reference to a
-// checkpoint in its directory (fsm/snapref.go); Open hands out the
-// snapshot stream it refers to, which is what followers and restores read.
+// their owner's alone. A snapshot the FSM took here, or one a leader sent
+// as its checkpoint's files (snapfiles.go), is a reference to a checkpoint
+// in its directory (fsm/snapref.go); Open hands out what it refers to.
 type ownerOnlySnapshots struct {
 	*raft.FileSnapshotStore
 	dir string // the store's snapshots directory
+	// sendFiles reports whether every server reads a snapshot sent as its
+	// checkpoint's files (nil: none does); received is the last one a
+	// leader sent so, for the restore that follows.
+	sendFiles func() bool
+	received  *receivedFiles
 }
 
-// Open returns the snapshot's stream: the file's as it is, or the one a
-// reference refers to, written into a nameless file of the data dir so
-// that its size is known (Raft sends it with a follower's install).
+// Open returns the snapshot's stream: the file's as it is, or for a
+// reference the checkpoint's files when every server reads them, else the
+// snapshot stream of the state it holds, written into a nameless file of
+// the data dir so that its size is known (Raft sends it with a
+// follower's install).
 func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	meta, rc, err := s.FileSnapshotStore.Open(id)
 	if err != nil {
@@ -105,6 +112,12 @@ func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, 
 		}{head, rc}, nil
 	}
 	rc.Close()
+	if s.sendFiles != nil && s.sendFiles() {
+		if files, err := fsm.OpenCheckpoint(s.path(id)); err == nil {
+			meta.Size = files.Size()
+			return meta, checkpointStream(files), nil
+		}
+	}
 	file, size, err := spool(filepath.Dir(s.dir), func(w io.Writer) error {
 		return fsm.WriteReferred(s.path(id), filepath.Dir(s.dir), w)
 	})
@@ -138,25 +151,46 @@ func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uin
 	if err != nil {
 		return nil, err
 	}
-	return ownerOnlySink{SnapshotSink: sink, path: s.path(sink.ID())}, nil
+	s.received.take()
+	return &ownerOnlySink{SnapshotSink: sink, path: s.path(sink.ID()), received: s.received}, nil
 }
 
 // ownerOnlySink tightens its snapshot once the store has put it in place.
+// A leader's checkpoint files written to it become a checkpoint in its
+// directory and a reference to it (snapfiles.go).
 type ownerOnlySink struct {
 	raft.SnapshotSink
-	path string
+	path     string
+	received *receivedFiles
+	head     []byte // the first bytes, until there are enough to tell the files from a stream
+	decided  bool
+	files    *filesReceiver
 }
 
 // Dir is the snapshot's directory while it is written (the file store
 // renames it into place at Close): the FSM puts its checkpoint there.
-func (s ownerOnlySink) Dir() string { return s.path + ".tmp" }
+func (s *ownerOnlySink) Dir() string { return s.path + ".tmp" }
 
-func (s ownerOnlySink) Close() error {
+func (s *ownerOnlySink) Close() error {
+	if err := s.closeFiles(); err != nil {
+		s.SnapshotSink.Cancel()
+		return err
+	}
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
 	}
 	if _, err := ownerOnly(s.path); err != nil {
 		return fmt.Errorf("snapshot %s: %w", s.path, err)
 	}
+	if s.files != nil {
+		s.received.put(s.path)
+	}
 	return nil
+}
+
+func (s *ownerOnlySink) Cancel() error {
+	if s.files != nil {
+		s.files.cancel()
+	}
+	return s.SnapshotSink.Cancel()
 }

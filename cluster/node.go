@@ -416,6 +416,8 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	snaps.sendFiles = filesGate(n.levels, &n.addrs.raft, n.stopping)
+	n.machine.received = snaps.received
 	rc := raftConfig(n.cfg, hlog)
 	rc.NoSnapshotRestoreOnStart = resumeState(n.fsm, snaps, logs, n.log)
 	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
@@ -489,7 +491,7 @@ func openSnapshots(dir string, hlog hclog.Logger) (ownerOnlySnapshots, error) {
 			}
 		}
 	}
-	return ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir}, nil
+	return ownerOnlySnapshots{FileSnapshotStore: files, dir: snapsDir, received: &receivedFiles{}}, nil
 }
 
 // openTransport opens the stream layer on the Raft address and Raft's

@@ -48,6 +48,9 @@ type appliedFSM struct {
 	applied  broadcast // after every applied batch and restore
 	restored broadcast // after every restore
 	volume   *logVolume
+	// received is the snapshot a leader sent as its checkpoint's files,
+	// which the restore after the install takes (snapfiles.go).
+	received *receivedFiles
 	// raftApplied is Raft's own applied index (set once Raft runs).
 	raftApplied func() uint64
 	// leaderIndex is the highest index the leader told this node it has
@@ -80,7 +83,12 @@ func (a *appliedFSM) Snapshot() (raft.FSMSnapshot, error) {
 // operating system at once rather than kept until the heap grows into them.
 func (a *appliedFSM) Restore(rc io.ReadCloser) error {
 	a.wait()
-	err := a.FSM.Restore(rc)
+	var err error
+	if dir := a.received.take(); dir != "" {
+		err = a.FSM.RestoreFrom(dir)
+	} else {
+		err = a.FSM.Restore(rc)
+	}
 	a.volume.snapshotted()
 	a.applied.notify()
 	a.restored.notify()

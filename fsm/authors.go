@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // Once the cluster is raised to LevelTargets, each link made with an API
@@ -24,12 +26,12 @@ import (
 type authorTable struct {
 	ids   []string // by number; ids[0] and freed numbers are ""
 	nums  map[string]uint16
-	links [][]uint32 // per number: positions of its live links, ascending (= id order)
-	free  []uint16   // numbers freed by revocations, reused first
+	links []*roaring.Bitmap // per number: positions of its live links (positions.go)
+	free  []uint16          // numbers freed by revocations, reused first
 }
 
 func newAuthorTable() authorTable {
-	return authorTable{ids: []string{""}, nums: map[string]uint16{}, links: [][]uint32{nil}}
+	return authorTable{ids: []string{""}, nums: map[string]uint16{}, links: []*roaring.Bitmap{roaring.New()}}
 }
 
 // maxAuthors is what 16 bits number; MaxKeys live keys stay well below it.
@@ -48,7 +50,7 @@ func (a *authorTable) intern(id string) (uint16, bool) {
 		a.ids[n] = strings.Clone(id)
 	case len(a.ids) <= maxAuthors:
 		n = uint16(len(a.ids))
-		a.ids, a.links = append(a.ids, strings.Clone(id)), append(a.links, nil)
+		a.ids, a.links = append(a.ids, strings.Clone(id)), append(a.links, roaring.New())
 	default:
 		return 0, false
 	}
@@ -56,13 +58,13 @@ func (a *authorTable) intern(id string) (uint16, bool) {
 	return n, true
 }
 
-// linksOf is the positions of key id's live links, ascending; the table's
-// own slice, only to be read.
-func (a *authorTable) linksOf(id string) []uint32 {
+// linksOf is the positions of key id's live links; the table's own list,
+// only to be read.
+func (a *authorTable) linksOf(id string) *roaring.Bitmap {
 	if n, ok := a.nums[id]; ok {
 		return a.links[n]
 	}
-	return nil
+	return roaring.New()
 }
 
 // setAuthor makes key id the author of the live link at p, the newest
@@ -73,7 +75,7 @@ func (lt *linkTable) setAuthor(p uint32, id string) {
 		return
 	}
 	lt.recs.mutable(p).author = n
-	lt.authors.links[n] = append(lt.authors.links[n], p)
+	lt.authors.links[n].Add(p)
 }
 
 // unauthor takes the link at p, being removed, out of its author's list.
@@ -82,10 +84,7 @@ func (lt *linkTable) unauthor(p uint32) {
 	if n == 0 {
 		return
 	}
-	list := lt.authors.links[n]
-	if i, ok := slices.BinarySearch(list, p); ok {
-		lt.authors.links[n] = slices.Delete(list, i, i+1)
-	}
+	lt.authors.links[n].Remove(p)
 }
 
 // forgetAuthor takes key id's authorship away from its links, for its
@@ -95,12 +94,12 @@ func (lt *linkTable) forgetAuthor(id string) {
 	if !ok {
 		return
 	}
-	for _, p := range lt.authors.links[n] {
+	for p := range roaring.Values(lt.authors.links[n]) {
 		lt.recs.mutable(p).author = 0
 		lt.recs.bound() // a key's links may be millions: written in pieces
 	}
 	delete(lt.authors.nums, id)
-	lt.authors.ids[n], lt.authors.links[n] = "", nil
+	lt.authors.ids[n], lt.authors.links[n] = "", roaring.New()
 	lt.authors.free = append(lt.authors.free, n)
 }
 

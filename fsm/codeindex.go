@@ -172,6 +172,9 @@ func (c *codeCache) put(h, p uint32) {
 type codeFilter struct {
 	words []uint64
 	mask  uint32
+	// partial: the bits of a resumed state's codes are still being set
+	// (FSM.fillFilter), and every code may be held.
+	partial bool
 }
 
 func newCodeFilter(words int) codeFilter {
@@ -197,6 +200,9 @@ func (f *codeFilter) add(h uint64) {
 
 // mayHold is false for a code never added.
 func (f *codeFilter) mayHold(h uint64) bool {
+	if f.partial {
+		return true
+	}
 	w, bits := f.at(h)
 	return *w&bits == bits
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -39,6 +38,10 @@ type FSM struct {
 
 	engines engines // where each restore's engine goes (engine.go)
 	closed  sync.Once
+	// filling counts the code filters being filled for resumed states;
+	// stopFill stops them (kept.go).
+	filling  sync.WaitGroup
+	stopFill atomic.Bool
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -82,6 +85,7 @@ func Open(cfg Config) (*FSM, error) {
 // nothing. Nothing may be applied or read after it.
 func (f *FSM) Close() {
 	f.closed.Do(func() {
+		f.stopFilling()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.s.eng.release()
@@ -251,32 +255,13 @@ func (f *FSM) Get(code string) (Link, bool) {
 func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link, next uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	// Each workspace's list is in id order: merge their tails, newest
-	// first, one link at a time (heads[i] is the next candidate of lists[i]).
-	lists := f.s.links.workspaceLists(workspaces)
-	heads := make([]int, len(lists))
-	for i, list := range lists {
-		heads[i] = len(list) - 1
-		if before != 0 {
-			heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.walked(list[j]).id >= before }) - 1
-		}
-	}
-	for len(links) <= limit {
-		best := -1
-		for i, h := range heads {
-			if h >= 0 && (best < 0 || lists[i][h] > lists[best][heads[best]]) {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
+	w := f.newestFirst(workspaces, "", before)
+	for p, ok := w.next(); ok; p, ok = w.next() {
 		if len(links) == limit {
 			next = links[limit-1].ID // another link follows the page
 			break
 		}
-		links = append(links, f.s.link(lists[best][heads[best]]))
-		heads[best]--
+		links = append(links, f.s.link(p))
 	}
 	return links, next
 }
@@ -386,15 +371,20 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	f.replace(s.s)
+	return nil
+}
+
+// replace makes s the FSM's state; Raft sets the index it is at.
+func (f *FSM) replace(s *state) {
 	f.mu.Lock()
 	old := f.s
-	s.s.eng.published = true
-	f.s = s.s
+	s.eng.published = true
+	f.s = s
 	f.applied.Store(0)
 	f.appliedTerm, f.skipThrough = 0, 0
 	f.mu.Unlock()
 	old.eng.retire()
-	return nil
 }
 
 // WriteBackup writes a consistent snapshot of the current state to w: what

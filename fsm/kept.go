@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"github.com/linkraft/linkraft/fsm/store"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // A clean stop keeps the state (Keep) and the next start resumes it
@@ -41,7 +43,10 @@ const keptFile = "linkraft-state"
 // keptMagic opens a state file; keptVersion is its layout.
 var keptMagic = []byte("LKKEPT")
 
-const keptVersion = 1
+// keptVersion is the layout this build writes; it reads every layout
+// from 1 on (1: the lists of positions as steps, 2: as runs), so that a
+// snapshot's checkpoint an older build wrote is read.
+const keptVersion = 2
 
 // Keep closes the FSM and keeps its state in Config.Dir for the next
 // start's Resume, returning the index it was kept at. When it cannot
@@ -56,6 +61,7 @@ func (f *FSM) Keep() (uint64, error) {
 	var index uint64
 	err := errors.New("fsm: already closed")
 	f.closed.Do(func() {
+		f.stopFilling()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		defer f.releaseCache()
@@ -148,6 +154,7 @@ func (f *FSM) Resume(accept func(index, term uint64) bool) (uint64, bool, error)
 		return 0, false, fmt.Errorf("resume: %w", err)
 	}
 	f.install(s, index, term)
+	f.fillFilter(s)
 	return index, true, nil
 }
 
@@ -164,8 +171,9 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 	defer recoverRead(&err)
 	s, err = readKeptFile(path, eng)
 	if err == nil {
-		// What the state hashes with a seed of its own is rebuilt.
-		s.links.codes.refill()
+		// What the state hashes with a seed of its own is rebuilt: the
+		// code filter once the state is installed (fillFilter).
+		s.links.codes.filter.partial = true
 		s.requests.reindex()
 		err = eng.err
 	}
@@ -245,21 +253,24 @@ func readKeptPosition(path string) (index, term uint64, err error) {
 	}
 	defer file.Close()
 	d := newStreamDecoder(file, crc32.New(crcTable))
-	index, term, _ = readKeptHead(d)
+	index, term, _, _ = readKeptHead(d)
 	return index, term, d.err
 }
 
-func readKeptHead(d *decoder) (index, term uint64, version byte) {
+func readKeptHead(d *decoder) (index, term uint64, version, layout byte) {
 	magic := make([]byte, len(keptMagic))
 	d.fixed(magic)
-	if d.err == nil && (!bytes.Equal(magic, keptMagic) || d.byte() != keptVersion) {
-		d.fail(errors.New("not a kept state of this build"))
+	if d.err != nil || !bytes.Equal(magic, keptMagic) {
+		d.fail(errors.New("not a kept state"))
+	}
+	if layout = d.byte(); d.err == nil && (layout < 1 || layout > keptVersion) {
+		d.fail(fmt.Errorf("a kept state of layout %d, newer than this build", layout))
 	}
 	index, term, version = d.uvarint(), d.uvarint(), d.byte()
 	if d.err == nil && (version < snapshotV1 || version > snapshotVersion) {
 		d.fail(fmt.Errorf("unsupported state version %d", version))
 	}
-	return index, term, version
+	return index, term, version, layout
 }
 
 // readKeptFile builds the state of a kept engine and its state file.
@@ -273,10 +284,10 @@ func readKeptFile(path string, eng *engine) (*state, error) {
 		return nil, eng.err
 	}
 	d := newStreamDecoder(bufio.NewReaderSize(file, flushSize), crc32.New(crcTable))
-	_, _, version := readKeptHead(d)
+	_, _, version, layout := readKeptHead(d)
 	st := newState(eng)
 	if d.err == nil {
-		st.links.resume(d)
+		st.links.resume(d, layout)
 		st.counts.resume(d)
 		st.tombstones.n, st.opts.n, st.visits.links = int(d.uvarint()), int(d.uvarint()), int(d.uvarint())
 		st.requests.first, st.requests.next = d.uvarint(), d.uvarint()
@@ -329,7 +340,11 @@ func (lt *linkTable) keep(e *encoder, flush func(bool)) {
 	}
 }
 
-func (lt *linkTable) resume(d *decoder) {
+func (lt *linkTable) resume(d *decoder, layout byte) {
+	positions := decodePositions
+	if layout == 1 {
+		positions = decodePositionSteps
+	}
 	lt.recs.n = uint32(d.uvarint())
 	lt.recs.written = lt.recs.n
 	lt.recs.firstIDs = decodeUints(d)
@@ -339,12 +354,12 @@ func (lt *linkTable) resume(d *decoder) {
 		lt.workspaces.intern(name)
 	}
 	for i := range lt.workspaces.links {
-		lt.workspaces.links[i] = decodePositions(d)
+		lt.workspaces.links[i] = positions(d)
 	}
 	lt.authors.ids = decodeStrings(d)
-	lt.authors.links = make([][]uint32, len(lt.authors.ids))
+	lt.authors.links = make([]*roaring.Bitmap, len(lt.authors.ids))
 	for n, id := range lt.authors.ids {
-		lt.authors.links[n] = decodePositions(d)
+		lt.authors.links[n] = positions(d)
 		if id != "" {
 			lt.authors.nums[id] = uint16(n)
 		}
@@ -432,41 +447,49 @@ func decodeUints(d *decoder) []uint64 {
 // an allocation.
 const maxPrealloc = 1 << 16
 
-// encodePositions writes an ascending list of positions as steps.
-func encodePositions(e *encoder, list []uint32, flush func(bool)) {
-	e.uvarint(uint64(len(list)))
-	prev := uint32(0)
-	for _, p := range list {
-		e.uvarint(uint64(p - prev))
-		prev = p
-		flush(false)
+// fillFilter sets, off the FSM's lock, the filter bits of every code the
+// index of a resumed state s holds: a filter is the state's own (its
+// hashes are seeded per state), so a resumed state builds one, and a
+// scan of every code would hold up the start by a second at 10M links.
+// Until it is done the filter is partial and answers "may hold" to every
+// code, so lookups read the engine as they would without a filter; bits
+// the writer sets meanwhile are kept. Codes of links removed before are
+// not in it, which only makes it answer "absent" for them sooner.
+func (f *FSM) fillFilter(s *state) {
+	x := &s.links.codes
+	f.mu.Lock()
+	view, release, err := s.eng.view()
+	f.mu.Unlock()
+	if err != nil {
+		return // the filter stays partial: lookups read the engine
 	}
+	f.filling.Add(1)
+	go func() {
+		defer f.filling.Done()
+		defer release()
+		filled := codeFilter{words: make([]uint64, len(x.filter.words)), mask: x.filter.mask}
+		err := view.Scan([]byte{codePrefix}, nil, func(key, _ []byte) bool {
+			code := key[1:]
+			filled.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
+			return !f.stopFill.Load()
+		})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if err != nil || f.stopFill.Load() || f.s != s {
+			return
+		}
+		for i, w := range filled.words {
+			x.filter.words[i] |= w
+		}
+		x.filter.partial = false
+	}()
 }
 
-func decodePositions(d *decoder) []uint32 {
-	n := d.count(1)
-	if n == 0 {
-		return nil
-	}
-	list := make([]uint32, 0, min(n, maxPrealloc))
-	p := uint32(0)
-	for range n {
-		p += uint32(d.uvarint())
-		list = append(list, p)
-	}
-	return list
-}
-
-// refill sets the filter's bits of every code the index holds: a filter
-// is the state's own (its hashes are seeded per state), so a resumed
-// state builds one. Codes of links removed before are not in it, which
-// only makes it answer "absent" for them sooner.
-func (x *codeIndex) refill() {
-	x.eng.scan([]byte{codePrefix}, nil, func(key, _ []byte) bool {
-		code := key[1:]
-		x.filter.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
-		return true
-	})
+// stopFilling stops a filter's fill and waits for it: Keep closes the
+// engine under it.
+func (f *FSM) stopFilling() {
+	f.stopFill.Store(true)
+	f.filling.Wait()
 }
 
 // reindex rebuilds the window's index from its records on disk, as add

@@ -2,13 +2,17 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // keptWorkloads are the states a kept state must bring back whole: every
@@ -237,20 +241,20 @@ func derivedOf(s *state) derived {
 		Newest: lt.hours.newest, Workspaces: map[string][]uint64{}, Authors: map[string][]uint64{},
 		Domains: map[string]int{}, Requests: s.requests.len(), Indexed: s.requests.index.used,
 		OldestAt: s.requests.oldestAt}
-	ids := func(list []uint32) []uint64 {
+	ids := func(list *roaring.Bitmap) []uint64 {
 		var out []uint64
-		for _, p := range list {
+		for p := range roaring.Values(list) {
 			out = append(out, lt.recs.at(p).id)
 		}
 		return out
 	}
 	for i, name := range lt.workspaces.names {
-		if len(lt.workspaces.links[i]) > 0 {
+		if !lt.workspaces.links[i].IsEmpty() {
 			d.Workspaces[name] = ids(lt.workspaces.links[i])
 		}
 	}
 	for i, id := range lt.authors.ids {
-		if len(lt.authors.links[i]) > 0 {
+		if !lt.authors.links[i].IsEmpty() {
 			d.Authors[id] = ids(lt.authors.links[i])
 		}
 	}
@@ -260,4 +264,57 @@ func derivedOf(s *state) derived {
 		}
 	}
 	return d
+}
+
+// TestResumedFilterFills: a resumed state's code filter is filled after
+// the start, off its lock; until then it lets every lookup through to the
+// engine, so every link redirects and an unknown code is a miss
+// throughout, codes created meanwhile included; once filled it answers
+// "absent" for most codes never taken, without the engine.
+func TestResumedFilterFills(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
+	items := make([]CreateRequest, 2000)
+	for i := range items {
+		items[i] = CreateRequest{URL: benchURL(i), CustomCode: fmt.Sprintf("k%d", i), Workspace: "default"}
+	}
+	applyAll(t, f, CreateBatch{Now: 1e12, Items: items}.Encode())
+	g := keepAndResume(t, f, dir)
+	applyAll(t, g, CreateBatch{Now: 1e12, Items: []CreateRequest{{URL: benchURL(9999), CustomCode: "during", Workspace: "default"}}}.Encode())
+	for _, code := range []string{"k0", "k1999", "during"} {
+		if _, ok := g.Lookup([]byte(code)); !ok {
+			t.Errorf("%s is not found while the filter fills", code)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for filled := false; !filled; {
+		g.mu.RLock()
+		filled = !g.s.links.codes.filter.partial
+		g.mu.RUnlock()
+		if !filled && time.Now().After(deadline) {
+			t.Fatal("the filter of the resumed state is still partial after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	x := &g.s.links.codes
+	for _, code := range []string{"k0", "k777", "k1999", "during"} {
+		if !x.filter.mayHold(x.hash(code)) {
+			t.Errorf("the filled filter says %s was never taken", code)
+		}
+	}
+	held := 0
+	for i := range 1000 {
+		if x.filter.mayHold(x.hash(fmt.Sprintf("absent%d", i))) {
+			held++
+		}
+	}
+	if held > 100 {
+		t.Errorf("the filled filter may hold %d of 1000 codes never taken", held)
+	}
 }

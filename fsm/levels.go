@@ -81,8 +81,13 @@ const (
 	// purges such a link a retention after its expiry, as any other.
 	// Snapshots of such a state are version 13: the flag among the links'.
 	LevelDisabled = 13
+	// LevelCheckpoints: no new entry type. A build at this level installs
+	// a snapshot sent as its checkpoint's files (snapfiles.go), which a
+	// leader sends only while every server reports it, the snapshot
+	// stream otherwise; RequiredLevel never returns it.
+	LevelCheckpoints = 14
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelDisabled
+	EntryLevel = LevelCheckpoints
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

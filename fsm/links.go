@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // linkTable is the links and their indexes: the records and texts, the
@@ -36,7 +38,7 @@ func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
 type workspaceTable struct {
 	names []string
 	ids   map[string]uint32
-	links [][]uint32 // per workspace: positions of its live links, ascending (= id order)
+	links []*roaring.Bitmap // per workspace: positions of its live links (positions.go)
 }
 
 func newWorkspaceTable() workspaceTable { return workspaceTable{ids: map[string]uint32{}} }
@@ -51,7 +53,7 @@ func (w *workspaceTable) intern(name string) uint32 {
 	id := uint32(len(w.names))
 	w.names = append(w.names, name)
 	w.ids[name] = id
-	w.links = append(w.links, nil)
+	w.links = append(w.links, roaring.New())
 	return id
 }
 
@@ -164,7 +166,7 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	p := lt.recs.append(r)
 	lt.codes.insert(r.code, p)
 	lt.addTarget(p)
-	lt.workspaces.links[r.workspace] = append(lt.workspaces.links[r.workspace], p)
+	lt.workspaces.links[r.workspace].Add(p)
 	if domain := lt.domainIndex(code); domain != "" {
 		lt.domainLinks[domain]++
 	}
@@ -313,10 +315,7 @@ func (lt *linkTable) remove(p uint32) string {
 	r.flags &^= flagLive | flagIndexed
 	code := r.code
 	lt.codes.remove(code)
-	list := lt.workspaces.links[r.workspace]
-	if i, ok := slices.BinarySearch(list, p); ok {
-		lt.workspaces.links[r.workspace] = slices.Delete(list, i, i+1)
-	}
+	lt.workspaces.links[r.workspace].Remove(p)
 	if domain := lt.domainIndex(code); domain != "" {
 		lt.domainLinks[domain]--
 	}
@@ -349,13 +348,13 @@ func (lt *linkTable) workspaceOf(p uint32) string {
 func (lt *linkTable) workspaceNames() []string { return slices.Clip(lt.workspaces.names) }
 
 // workspaceLists is the live links of the named workspaces (nil: every
-// workspace), one list each in id order, unknown names left out. The lists
-// are the table's own: callers only read them.
-func (lt *linkTable) workspaceLists(names []string) [][]uint32 {
+// workspace), one list each, unknown names left out. The lists are the
+// table's own: callers only read them.
+func (lt *linkTable) workspaceLists(names []string) []*roaring.Bitmap {
 	if names == nil {
 		return lt.workspaces.links
 	}
-	var lists [][]uint32
+	var lists []*roaring.Bitmap
 	for _, name := range names {
 		if ws, ok := lt.workspaces.ids[name]; ok {
 			lists = append(lists, lt.workspaces.links[ws])
@@ -381,13 +380,13 @@ func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
 
 // listsOf is workspaceLists, or with an author ("": any) the one list of
 // the links it created in those workspaces: then the cost is its links'.
-func (lt *linkTable) listsOf(names []string, author string) [][]uint32 {
+func (lt *linkTable) listsOf(names []string, author string) []*roaring.Bitmap {
 	if author == "" {
 		return lt.workspaceLists(names)
 	}
 	list := lt.authors.linksOf(author)
 	if names == nil {
-		return [][]uint32{list}
+		return []*roaring.Bitmap{list}
 	}
 	var wss []uint32
 	for _, name := range names {
@@ -395,24 +394,20 @@ func (lt *linkTable) listsOf(names []string, author string) [][]uint32 {
 			wss = append(wss, ws)
 		}
 	}
-	var in []uint32
-	for _, p := range list {
+	in := roaring.New()
+	for p := range roaring.Values(list) {
 		if slices.Contains(wss, lt.recs.at(p).workspace) {
-			in = append(in, p)
+			in.Add(p)
 		}
 	}
-	return [][]uint32{in}
+	return []*roaring.Bitmap{in}
 }
 
 // positionsNewestFirst lists the live links of the workspaces (nil: all),
 // with an author ("": any) those it created, newest first.
 func (lt *linkTable) positionsNewestFirst(workspaces []string, author string) []uint32 {
-	var out []uint32
-	for _, list := range lt.listsOf(workspaces, author) {
-		out = append(out, list...)
-	}
-	slices.Sort(out) // positions are in id order
-	slices.Reverse(out)
+	out := roaring.FastOr(lt.listsOf(workspaces, author)...).ToArray()
+	slices.Reverse(out) // positions are in id order
 	return out
 }
 

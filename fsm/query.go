@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"iter"
 	"slices"
-	"sort"
 	"strings"
 	"weak"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // Filter narrows a link list. The zero Filter keeps every link.
@@ -201,82 +202,6 @@ func (f *FSM) keepsEvery(workspaces []string, q *Filter) bool {
 	return f.s.counts.total(ids, q.domainSet(), "").Links == f.s.counts.total(ids, nil, "").Links
 }
 
-// newestFirst walks the live links of the workspaces below the id before
-// (0: all of them), newest first; with an author, only those it created.
-func (f *FSM) newestFirst(workspaces []string, author string, before uint64) *mergeWalk {
-	lists := f.s.links.listsOf(workspaces, author)
-	w := &mergeWalk{lists: lists, heads: make([]int, len(lists))}
-	for i, list := range lists {
-		w.heads[i] = len(list) - 1
-		if before != 0 {
-			w.heads[i] = sort.Search(len(list), func(j int) bool { return f.s.links.recs.walked(list[j]).id >= before }) - 1
-		}
-	}
-	return w
-}
-
-// mergeWalk merges lists of positions, each ascending, largest first:
-// heads[i] is the index of lists[i]'s next candidate, -1 once it is spent.
-type mergeWalk struct {
-	lists [][]uint32
-	heads []int
-}
-
-// next is the largest position not walked yet.
-func (w *mergeWalk) next() (uint32, bool) {
-	best := -1
-	for i, h := range w.heads {
-		if h >= 0 && (best < 0 || w.lists[i][h] > w.lists[best][w.heads[best]]) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return 0, false
-	}
-	p := w.lists[best][w.heads[best]]
-	w.heads[best]--
-	return p, true
-}
-
-// skip passes over the next k positions without reading them. Positions
-// are unique across the lists, so the smallest v with exactly k of the
-// remaining positions above it is found by binary search on v, each step
-// a binary search in every list: the cost is logarithmic in the lists'
-// lengths, not k.
-func (w *mergeWalk) skip(k int) {
-	if k <= 0 {
-		return
-	}
-	remaining, top := 0, uint32(0)
-	for i, h := range w.heads {
-		remaining += h + 1
-		if h >= 0 {
-			top = max(top, w.lists[i][h])
-		}
-	}
-	if k >= remaining {
-		for i := range w.heads {
-			w.heads[i] = -1
-		}
-		return
-	}
-	// atMost[i](v) is how many of lists[i]'s remaining positions are <= v.
-	atMost := func(i int, v uint32) int {
-		return sort.Search(w.heads[i]+1, func(j int) bool { return w.lists[i][j] > v })
-	}
-	above := func(v uint32) int {
-		n := remaining
-		for i := range w.heads {
-			n -= atMost(i, v)
-		}
-		return n
-	}
-	v := uint32(sort.Search(int(top)+1, func(v int) bool { return above(uint32(v)) <= k }))
-	for i := range w.heads {
-		w.heads[i] = atMost(i, v) - 1
-	}
-}
-
 // ClickedPage is MostClicked with, when count, the page's Total.
 func (f *FSM) ClickedPage(workspaces []string, q Filter, offset, limit int, count bool) (page Page, next int) {
 	workspaces = uniqueNames(workspaces)
@@ -432,7 +357,7 @@ func (f *FSM) CrawlableCodes(domain string, limit int, now int64) []string {
 func (f *FSM) authorTagCounts(workspaces, domains []string, author string) iter.Seq2[string, ListTotal] {
 	return func(yield func(string, ListTotal) bool) {
 		for _, list := range f.s.links.listsOf(workspaces, author) {
-			for _, p := range list {
+			for p := range roaring.Values(list) {
 				l := f.s.links.counted(p, &f.s.opts)
 				if domains != nil && !slices.Contains(domains, l.domain) {
 					continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,16 +96,16 @@ func (snap *snapshot) moveCheckpoint(sink DirSink) bool {
 	return store.SyncDir(sink.Dir()) == nil && store.SyncDir(snap.checkpoint) == nil
 }
 
-// writeReference writes the reference: the index and term the
-// checkpoint holds (the snapshot's label may be further on, past entries
-// the FSM is not handed: barriers, no-ops).
-func (snap *snapshot) writeReference(sink raft.SnapshotSink) error {
+// WriteReference writes a reference to the checkpoint beside it, at the
+// index and term the checkpoint holds (the snapshot's label may be
+// further on, past entries the FSM is not handed: barriers, no-ops).
+func WriteReference(w io.Writer, index, term uint64) error {
 	e := encoder{}
 	e.fixed(referenceMagic)
 	e.byte(referenceVersion)
-	e.uvarint(snap.index)
-	e.uvarint(snap.term)
-	_, err := sink.Write(e.buf)
+	e.uvarint(index)
+	e.uvarint(term)
+	_, err := w.Write(e.buf)
 	return err
 }
 
@@ -158,13 +159,39 @@ func recoverRead(err *error) {
 // below the label, never above: Raft counts entries it does not hand the
 // FSM. Call it once, before Raft starts.
 func (f *FSM) ResumeFrom(dir string, index, term uint64) error {
+	s, err := f.referred(dir, index)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	f.install(s, index, term)
+	f.fillFilter(s)
+	return nil
+}
+
+// RestoreFrom replaces the state with the one a referential snapshot
+// holds, as Restore does with a stream: Raft's install of a snapshot a
+// leader sent as its checkpoint's files (ReceiveCheckpoint wrote them
+// into dir).
+func (f *FSM) RestoreFrom(dir string) error {
+	s, err := f.referred(dir, math.MaxUint64)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	f.replace(s)
+	f.fillFilter(s)
+	return nil
+}
+
+// referred builds the state of the checkpoint in dir, which must not be
+// past index, in a new engine of the FSM's.
+func (f *FSM) referred(dir string, index uint64) (*state, error) {
 	if f.engines.cfg.Dir == "" {
-		return errors.New("resume: the state is in memory")
+		return nil, errors.New("the state is in memory")
 	}
 	eng := f.engines.open()
 	if err := store.CloneCheckpoint(filepath.Join(dir, referredDir), eng.dir); err != nil {
 		os.RemoveAll(eng.dir)
-		return fmt.Errorf("resume: %w", err)
+		return nil, err
 	}
 	at, _, err := readKeptPosition(filepath.Join(eng.dir, keptFile))
 	if err == nil && at > index {
@@ -172,12 +199,7 @@ func (f *FSM) ResumeFrom(dir string, index, term uint64) error {
 	}
 	if err != nil {
 		os.RemoveAll(eng.dir)
-		return fmt.Errorf("resume: %w", err)
+		return nil, err
 	}
-	s, err := readKept(eng, at)
-	if err != nil {
-		return fmt.Errorf("resume: %w", err)
-	}
-	f.install(s, index, term)
-	return nil
+	return readKept(eng, at)
 }

@@ -165,7 +165,7 @@ func (snap *snapshot) sort() {
 // Persist writes the snapshot to the Raft snapshot sink.
 func (snap *snapshot) Persist(sink raft.SnapshotSink) error {
 	if d, ok := sink.(DirSink); ok && snap.checkpoint != "" && snap.moveCheckpoint(d) {
-		if err := snap.writeReference(sink); err != nil {
+		if err := WriteReference(sink, snap.index, snap.term); err != nil {
 			_ = sink.Cancel()
 			return fmt.Errorf("persist snapshot: %w", err)
 		}
@@ -264,6 +264,7 @@ func readSnapshot(r io.Reader, es *engines) (*Snapshot, error) {
 		eng.retire()
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
+	s.links.compactLists()
 	return &Snapshot{s: s}, nil
 }
 
