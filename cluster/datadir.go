@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/raft"
 
@@ -112,6 +113,11 @@ func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, 
 		}{head, rc}, nil
 	}
 	rc.Close()
+	if s.received.holds(s.path(id)) {
+		// The install's restore, which resumes the files it received
+		// (appliedFSM.Restore) and reads nothing.
+		return meta, io.NopCloser(strings.NewReader("")), nil
+	}
 	if s.sendFiles != nil && s.sendFiles() {
 		if files, err := fsm.OpenCheckpoint(s.path(id)); err == nil {
 			meta.Size = files.Size()
@@ -152,7 +158,7 @@ func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uin
 		return nil, err
 	}
 	s.received.take()
-	return &ownerOnlySink{SnapshotSink: sink, path: s.path(sink.ID()), received: s.received}, nil
+	return &ownerOnlySink{SnapshotSink: sink, path: s.path(sink.ID()), index: index, received: s.received}, nil
 }
 
 // ownerOnlySink tightens its snapshot once the store has put it in place.
@@ -161,6 +167,7 @@ func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uin
 type ownerOnlySink struct {
 	raft.SnapshotSink
 	path     string
+	index    uint64 // the snapshot's label
 	received *receivedFiles
 	head     []byte // the first bytes, until there are enough to tell the files from a stream
 	decided  bool

@@ -67,6 +67,13 @@ func (r *receivedFiles) put(dir string) {
 	r.dir = dir
 }
 
+// holds reports whether dir is the directory put last, not taken yet.
+func (r *receivedFiles) holds(dir string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dir == dir
+}
+
 // take returns the directory put last, once; "" for none.
 func (r *receivedFiles) take() string {
 	if r == nil {
@@ -150,6 +157,9 @@ func (s *ownerOnlySink) closeFiles() error {
 		return err
 	}
 	index, term, err := s.files.finish()
+	if err == nil && index > s.index {
+		err = fmt.Errorf("the checkpoint is at index %d, past the snapshot's %d", index, s.index)
+	}
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", s.ID(), err)
 	}

@@ -39,9 +39,9 @@ type FSM struct {
 	engines engines // where each restore's engine goes (engine.go)
 	closed  sync.Once
 	// filling counts the code filters being filled for resumed states;
-	// stopFill stops them (kept.go).
-	filling  sync.WaitGroup
-	stopFill atomic.Bool
+	// each fill runs while fills holds the number it took (kept.go).
+	filling sync.WaitGroup
+	fills   atomic.Uint64
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -377,6 +377,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 // replace makes s the FSM's state; Raft sets the index it is at.
 func (f *FSM) replace(s *state) {
+	f.fills.Add(1) // a fill of the state replaced stops
 	f.mu.Lock()
 	old := f.s
 	s.eng.published = true

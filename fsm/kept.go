@@ -44,9 +44,13 @@ const keptFile = "linkraft-state"
 var keptMagic = []byte("LKKEPT")
 
 // keptVersion is the layout this build writes; it reads every layout
-// from 1 on (1: the lists of positions as steps, 2: as runs), so that a
-// snapshot's checkpoint an older build wrote is read.
-const keptVersion = 2
+// from 1 on (1: the lists of positions as steps; 2: as runs; 3: the
+// engine holds the expiry index, expiries.go), so that a snapshot's
+// checkpoint an older build wrote is read.
+const keptVersion = 3
+
+// keptExpiries is the first layout whose engine holds the expiry index.
+const keptExpiries = 3
 
 // Keep closes the FSM and keeps its state in Config.Dir for the next
 // start's Resume, returning the index it was kept at. When it cannot
@@ -169,7 +173,11 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 		}
 	}()
 	defer recoverRead(&err)
-	s, err = readKeptFile(path, eng)
+	s, layout, err := readKeptFile(path, eng)
+	if err == nil && layout < keptExpiries {
+		s.links.indexExpiries()
+		err = eng.settle()
+	}
 	if err == nil {
 		// What the state hashes with a seed of its own is rebuilt: the
 		// code filter once the state is installed (fillFilter).
@@ -274,14 +282,14 @@ func readKeptHead(d *decoder) (index, term uint64, version, layout byte) {
 }
 
 // readKeptFile builds the state of a kept engine and its state file.
-func readKeptFile(path string, eng *engine) (*state, error) {
+func readKeptFile(path string, eng *engine) (*state, byte, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer file.Close()
 	if !eng.ready() {
-		return nil, eng.err
+		return nil, 0, eng.err
 	}
 	d := newStreamDecoder(bufio.NewReaderSize(file, flushSize), crc32.New(crcTable))
 	_, _, version, layout := readKeptHead(d)
@@ -306,11 +314,11 @@ func readKeptFile(path string, eng *engine) (*state, error) {
 	sum, ok := d.trailer()
 	switch {
 	case d.err != nil:
-		return nil, fmt.Errorf("state file: %w", d.err)
+		return nil, 0, fmt.Errorf("state file: %w", d.err)
 	case !ok || binary.BigEndian.Uint32(sum) != d.sum.Sum32():
-		return nil, errors.New("state file: checksum mismatch")
+		return nil, 0, errors.New("state file: checksum mismatch")
 	}
-	return st, eng.err
+	return st, layout, eng.err
 }
 
 // keep writes what the link table holds in memory: what the engine's
@@ -464,6 +472,7 @@ func (f *FSM) fillFilter(s *state) {
 		return // the filter stays partial: lookups read the engine
 	}
 	f.filling.Add(1)
+	fill := f.fills.Add(1) // a later state's fill, or a restore, ends this one
 	go func() {
 		defer f.filling.Done()
 		defer release()
@@ -471,11 +480,11 @@ func (f *FSM) fillFilter(s *state) {
 		err := view.Scan([]byte{codePrefix}, nil, func(key, _ []byte) bool {
 			code := key[1:]
 			filled.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
-			return !f.stopFill.Load()
+			return f.fills.Load() == fill
 		})
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if err != nil || f.stopFill.Load() || f.s != s {
+		if err != nil || f.fills.Load() != fill || f.s != s {
 			return
 		}
 		for i, w := range filled.words {
@@ -488,7 +497,7 @@ func (f *FSM) fillFilter(s *state) {
 // stopFilling stops a filter's fill and waits for it: Keep closes the
 // engine under it.
 func (f *FSM) stopFilling() {
-	f.stopFill.Store(true)
+	f.fills.Add(1)
 	f.filling.Wait()
 }
 

@@ -21,7 +21,7 @@ func keptWorkloads() map[string][][]byte {
 	return map[string][][]byte{
 		"workload": workload(), "keys": keyWorkload(), "options": optionsWorkload(),
 		"targets": targetsWorkload(), "records": recordWorkload(), "renames": renameWorkload(),
-		"webhooks": webhookWorkload(),
+		"webhooks": webhookWorkload(), "expiries": expiryWorkload(),
 	}
 }
 
@@ -233,6 +233,7 @@ type derived struct {
 	Domains                   map[string]int
 	Requests, Indexed         int
 	OldestAt                  int64
+	Expiring                  map[uint64]int64
 }
 
 func derivedOf(s *state) derived {
@@ -240,7 +241,7 @@ func derivedOf(s *state) derived {
 	d := derived{Live: lt.codes.live, Tombstones: s.tombstones.n, Options: s.opts.n, Visited: s.visits.links,
 		Newest: lt.hours.newest, Workspaces: map[string][]uint64{}, Authors: map[string][]uint64{},
 		Domains: map[string]int{}, Requests: s.requests.len(), Indexed: s.requests.index.used,
-		OldestAt: s.requests.oldestAt}
+		OldestAt: s.requests.oldestAt, Expiring: expiriesOf(s)}
 	ids := func(list *roaring.Bitmap) []uint64 {
 		var out []uint64
 		for p := range roaring.Values(list) {

@@ -215,19 +215,6 @@ func (lt *linkTable) index(p uint32, now int64) {
 	lt.setIndexed(p, true)
 }
 
-// expiredBefore lists the live links that expired before t, less those
-// disabled on purpose: their owner means to enable them again.
-func (lt *linkTable) expiredBefore(t int64) []uint32 {
-	var expired []uint32
-	lt.recs.scan(false, func(r *record) bool {
-		if r.live() && r.expiresAt != 0 && r.expiresAt < t && r.flags&flagDisabled == 0 {
-			expired = append(expired, r.pos)
-		}
-		return true
-	})
-	return expired
-}
-
 // markDisabled records whether the link at p is disabled on purpose:
 // whether its expiry, just set by an entry of time now, is at or before
 // now. An expiry that time reaches later is no choice of its owner's, and

@@ -137,9 +137,10 @@ func decodePositions(d *decoder) *roaring.Bitmap {
 	list := roaring.New()
 	end := uint64(0)
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
-		start := end + d.uvarint()
-		end = start + d.uvarint()
-		if end > 1<<32 || end <= start {
+		gap, length := d.uvarint(), d.uvarint()
+		start := end + gap
+		end = start + length
+		if gap > 1<<32 || length > 1<<32 || end > 1<<32 || end <= start {
 			d.fail(errors.New("a list of positions is out of order"))
 			return list
 		}

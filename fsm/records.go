@@ -156,20 +156,22 @@ const idsEvery = 1024
 // in memory that share their pages with them (orphans.go): records are
 // read from the engine's view instead.
 type recordTable struct {
-	eng      *engine
-	n        uint32 // records in use
-	firstIDs []uint64
-	cache    recordCache
-	dirty    map[uint32]*record // the writer's changed records, by position
-	written  uint32             // n at the last writeBack: positions from it on are new
-	gen      uint64
-	sharing  *atomic.Int32 // snapshots still being written
-	key      []byte        // reused by the writer
-	value    []byte
+	eng       *engine
+	n         uint32 // records in use
+	firstIDs  []uint64
+	cache     recordCache
+	dirty     map[uint32]*record // the writer's changed records, by position
+	was       map[uint32]int64   // of each changed record made before, its expiry index entry (expiries.go)
+	written   uint32             // n at the last writeBack: positions from it on are new
+	gen       uint64
+	sharing   *atomic.Int32 // snapshots still being written
+	key       []byte        // reused by the writer
+	value     []byte
+	expiryKey []byte
 }
 
 func newRecordTable(eng *engine) recordTable {
-	return recordTable{eng: eng, sharing: new(atomic.Int32), dirty: map[uint32]*record{},
+	return recordTable{eng: eng, sharing: new(atomic.Int32), dirty: map[uint32]*record{}, was: map[uint32]int64{},
 		cache: newRecordCache(eng.recordCache)}
 }
 
@@ -217,6 +219,7 @@ func (t *recordTable) mutable(p uint32) *record {
 	}
 	cp := *t.at(p)
 	t.dirty[p] = &cp
+	t.was[p] = expiryOf(&cp)
 	return &cp
 }
 
@@ -257,6 +260,7 @@ func (t *recordTable) writeBack() {
 	for p, r := range t.dirty {
 		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
 		t.eng.set(t.key, t.value)
+		t.indexExpiry(p, t.was[p], expiryOf(r))
 		switch slot := t.cache.slots[p&t.cache.mask].Load(); {
 		case slot != nil && slot.pos == p && !r.live():
 			t.cache.slots[p&t.cache.mask].Store(nil)
@@ -266,9 +270,10 @@ func (t *recordTable) writeBack() {
 	}
 	t.written = t.n
 	if len(t.dirty) > maxDirty {
-		t.dirty = map[uint32]*record{} // a batch that changed many: not kept for every later one
+		t.dirty, t.was = map[uint32]*record{}, map[uint32]int64{} // a batch that changed many: not kept for every later one
 	}
 	clear(t.dirty)
+	clear(t.was)
 }
 
 // walked is at for a walk over many links (robots.txt, a tag rename, a

@@ -182,7 +182,17 @@ func ReceiveCheckpoint(r io.Reader, dir string) (index, term uint64, err error) 
 	case !seen[keptFile]:
 		return 0, 0, errors.New("receive checkpoint: no state file")
 	}
-	return index, term, store.SyncDir(engineDir)
+	at, atTerm, err := readKeptPosition(filepath.Join(engineDir, keptFile))
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("receive checkpoint: %w", err)
+	case at != index || atTerm != term:
+		return 0, 0, fmt.Errorf("receive checkpoint: its state file is at %d (term %d), the stream says %d (term %d)", at, atTerm, index, term)
+	}
+	if err := store.SyncDir(engineDir); err != nil {
+		return 0, 0, err
+	}
+	return index, term, store.SyncDir(dir)
 }
 
 // receiveFile writes the next size bytes of d into a new file at path.

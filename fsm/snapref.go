@@ -129,7 +129,7 @@ func WriteReferred(dir, scratch string, w io.Writer) (err error) {
 		inMemoryCacheSlots, inMemoryCacheSlots)
 	defer eng.release()
 	defer recoverRead(&err)
-	s, err := readKeptFile(filepath.Join(engineDir, keptFile), eng)
+	s, _, err := readKeptFile(filepath.Join(engineDir, keptFile), eng)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", dir, err)
 	}
