@@ -167,7 +167,7 @@ func ReceiveCheckpoint(r io.Reader, dir string) (index, term uint64, err error) 
 	seen := map[string]bool{}
 	for ; files > 0 && d.err == nil; files-- {
 		name := d.string()
-		if d.err == nil && (name == "" || name == "." || name == ".." || filepath.Base(name) != name || seen[name]) {
+		if d.err == nil && (!plainName(name) || seen[name]) {
 			d.fail(fmt.Errorf("a checkpoint file named %q", name))
 		}
 		seen[name] = true
@@ -179,20 +179,34 @@ func ReceiveCheckpoint(r io.Reader, dir string) (index, term uint64, err error) 
 		return 0, 0, fmt.Errorf("receive checkpoint: %w", d.err)
 	case !ok || binary.BigEndian.Uint32(sum) != d.sum.Sum32():
 		return 0, 0, errors.New("receive checkpoint: checksum mismatch")
-	case !seen[keptFile]:
-		return 0, 0, errors.New("receive checkpoint: no state file")
 	}
-	at, atTerm, err := readKeptPosition(filepath.Join(engineDir, keptFile))
-	switch {
-	case err != nil:
+	if err := checkReceived(engineDir, index, term); err != nil {
 		return 0, 0, fmt.Errorf("receive checkpoint: %w", err)
-	case at != index || atTerm != term:
-		return 0, 0, fmt.Errorf("receive checkpoint: its state file is at %d (term %d), the stream says %d (term %d)", at, atTerm, index, term)
 	}
 	if err := store.SyncDir(engineDir); err != nil {
 		return 0, 0, err
 	}
 	return index, term, store.SyncDir(dir)
+}
+
+// plainName reports whether name is a file's own name, not a path.
+func plainName(name string) bool {
+	return name != "" && name != "." && name != ".." && filepath.Base(name) == name
+}
+
+// checkReceived checks that a received checkpoint holds a state file at
+// the index and term its stream named.
+func checkReceived(engineDir string, index, term uint64) error {
+	at, atTerm, err := readKeptPosition(filepath.Join(engineDir, keptFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("no state file")
+	case err != nil:
+		return err
+	case at != index || atTerm != term:
+		return fmt.Errorf("its state file is at %d (term %d), the stream says %d (term %d)", at, atTerm, index, term)
+	}
+	return nil
 }
 
 // receiveFile writes the next size bytes of d into a new file at path.
