@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 )
 
@@ -39,10 +40,12 @@ func (t *recordTable) indexExpiry(p uint32, was, now int64) {
 		return
 	}
 	if was != 0 {
-		t.eng.delete(expiryKey(t.expiryKey[:0], was, p))
+		t.expiryKey = expiryKey(t.expiryKey, was, p)
+		t.eng.delete(t.expiryKey)
 	}
 	if now != 0 {
-		t.eng.set(expiryKey(t.expiryKey[:0], now, p), nil)
+		t.expiryKey = expiryKey(t.expiryKey, now, p)
+		t.eng.set(t.expiryKey, nil)
 	}
 }
 
@@ -50,30 +53,64 @@ func (t *recordTable) indexExpiry(p uint32, was, now int64) {
 // that are not disabled on purpose (their owner means to enable them
 // again), in position order as a walk of every record gave them (a purge
 // applies them in that order on every build): a walk of the index up to
-// t, after the writer's changes are written back.
+// t, after the writer's changes are written back. The index names
+// candidates; each is taken only if its record agrees, so that an entry
+// left behind by damage never removes a link.
 func (lt *linkTable) expiredBefore(t int64) []uint32 {
+	expired := lt.expired(t, 0)
+	slices.Sort(expired)
+	return expired
+}
+
+// anyExpiredBefore reports whether expiredBefore(t) has a link.
+func (lt *linkTable) anyExpiredBefore(t int64) bool { return len(lt.expired(t, 1)) > 0 }
+
+// expired is expiredBefore's links in expiry order, at most limit (0:
+// all of them).
+func (lt *linkTable) expired(t int64, limit int) []uint32 {
 	if len(lt.recs.dirty) > 0 && lt.recs.eng.writer() {
 		lt.recs.writeBack()
 	}
 	var expired []uint32
 	lt.recs.eng.scan([]byte{expiryPrefix}, nil, func(key, _ []byte) bool {
-		if len(key) != 13 || int64(binary.BigEndian.Uint64(key[1:])^(1<<63)) >= t {
+		if len(key) != 13 {
+			panic(fmt.Sprintf("fsm: the engine holds a damaged expiry key %x", key))
+		}
+		if int64(binary.BigEndian.Uint64(key[1:])^(1<<63)) >= t {
 			return false
 		}
-		expired = append(expired, binary.BigEndian.Uint32(key[9:]))
-		return true
+		p := binary.BigEndian.Uint32(key[9:])
+		if at := expiryOf(lt.recs.walked(p)); at != 0 && at < t {
+			expired = append(expired, p)
+		}
+		return limit == 0 || len(expired) < limit
 	})
-	slices.Sort(expired)
 	return expired
 }
 
 // indexExpiries writes the expiry index of a resumed state whose engine
-// a build before the index wrote: one walk of the records.
+// a build before the index wrote: one walk of the records, in pieces of
+// maxDirty keys, each written once the walk has let go of the batch.
 func (lt *linkTable) indexExpiries() {
-	lt.recs.scan(false, func(r *record) bool {
-		if at := expiryOf(r); at != 0 {
-			lt.recs.eng.set(expiryKey(nil, at, r.pos), nil)
+	type entry struct {
+		at int64
+		p  uint32
+	}
+	for from, done := uint32(0), false; !done; {
+		var found []entry
+		done = true
+		lt.recs.scanFrom(from, false, func(r *record) bool {
+			if len(found) == maxDirty {
+				from, done = r.pos, false
+				return false
+			}
+			if at := expiryOf(r); at != 0 {
+				found = append(found, entry{at, r.pos})
+			}
+			return true
+		})
+		for _, e := range found {
+			lt.recs.eng.set(expiryKey(nil, e.at, e.p), nil)
 		}
-		return true
-	})
+	}
 }

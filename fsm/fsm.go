@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bufio"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -315,7 +316,7 @@ func (f *FSM) NeedsPurge(c PurgeCommand) bool {
 	if at, ok := f.s.requests.oldest(); ok && at < c.RequestsBefore {
 		return true
 	}
-	return len(f.s.links.expiredBefore(c.ExpiredBefore)) > 0
+	return f.s.links.anyExpiredBefore(c.ExpiredBefore)
 }
 
 // ServerHTTP is the HTTP address recorded for a cluster member.
@@ -367,7 +368,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // aside and swapped in at once, so readers never see a partial state.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, err := readSnapshot(rc, &f.engines)
+	r := bufio.NewReader(rc)
+	if head, _ := r.Peek(CheckpointMagicLen); IsCheckpointStream(head) {
+		return f.restoreFiles(r)
+	}
+	s, err := readSnapshot(r, &f.engines)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

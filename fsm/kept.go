@@ -467,12 +467,14 @@ func (f *FSM) fillFilter(s *state) {
 	x := &s.links.codes
 	f.mu.Lock()
 	view, release, err := s.eng.view()
+	fill := f.fills.Add(1) // a later state's fill, a restore or a stop ends this one
+	if err == nil {
+		f.filling.Add(1)
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return // the filter stays partial: lookups read the engine
 	}
-	f.filling.Add(1)
-	fill := f.fills.Add(1) // a later state's fill, or a restore, ends this one
 	go func() {
 		defer f.filling.Done()
 		defer release()

@@ -295,12 +295,15 @@ func (t *recordTable) walked(p uint32) *record {
 // time, which it may keep; without, one record without its strings, valid
 // during the call, and the walk allocates nothing per record. The
 // writer's changes are written back first.
-func (t *recordTable) scan(texts bool, fn func(r *record) bool) {
+func (t *recordTable) scan(texts bool, fn func(r *record) bool) { t.scanFrom(0, texts, fn) }
+
+// scanFrom is scan from position from on.
+func (t *recordTable) scanFrom(from uint32, texts bool, fn func(r *record) bool) {
 	if len(t.dirty) > 0 && t.eng.writer() {
 		t.writeBack()
 	}
 	var reused record
-	t.eng.scan([]byte{recordPrefix}, nil, func(key, value []byte) bool {
+	t.eng.scan([]byte{recordPrefix}, recordKey(nil, from), func(key, value []byte) bool {
 		r := &reused
 		if texts {
 			r = new(record)

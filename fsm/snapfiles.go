@@ -237,3 +237,21 @@ func receiveFile(d *decoder, path string, size uint64) error {
 	}
 	return file.Close()
 }
+
+// restoreFiles is Restore of a files stream that no sink kept (cluster's
+// store keeps one and restores it with RestoreFrom): the files are
+// received into a directory of the FSM's, whose engine links them.
+func (f *FSM) restoreFiles(r io.Reader) error {
+	if f.engines.cfg.Dir == "" {
+		return errors.New("restore: a checkpoint's files need a state on disk")
+	}
+	dir, err := os.MkdirTemp(f.engines.cfg.Dir, "received-")
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if _, _, err := ReceiveCheckpoint(r, dir); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return f.RestoreFrom(dir)
+}

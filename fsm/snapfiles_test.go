@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,24 @@ func TestCheckpointFilesInstall(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(received, referredDir, keptFile)); err != nil {
 		t.Errorf("the install changed the received checkpoint: %v", err)
+	}
+	// The stream itself restores too, where no sink kept it.
+	h, err := Open(Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Restore(io.NopCloser(bytes.NewReader(stream.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, h), want) {
+		t.Error("the state restored from the files stream is not the one the snapshot was taken of")
+	}
+	if left, _ := filepath.Glob(filepath.Join(h.engines.cfg.Dir, "received-*")); len(left) != 0 {
+		t.Errorf("the restore left %v", left)
+	}
+	if err := New().Restore(io.NopCloser(bytes.NewReader(stream.Bytes()))); err == nil {
+		t.Error("a state in memory restored a checkpoint's files")
 	}
 
 	nameAt := bytes.Index(stream.Bytes(), []byte(keptFile))

@@ -303,9 +303,9 @@ var mutations = []mutation{
 	{
 		name:      "disabled-kept",
 		guarantee: "a link disabled on purpose (Shlink's past validUntil) outlives the purge of expired links",
-		file:      "fsm/links.go",
-		from:      "r.expiresAt < t && r.flags&flagDisabled == 0 {",
-		to:        "r.expiresAt < t {",
+		file:      "fsm/expiries.go",
+		from:      "if !r.live() || r.expiresAt == 0 || r.flags&flagDisabled != 0 {",
+		to:        "if !r.live() || r.expiresAt == 0 {",
 		pkg:       "./fsm/", run: "^TestDisabledLinksOutliveThePurge$",
 	},
 	{
