@@ -68,9 +68,7 @@ func (lt *linkTable) anyExpiredBefore(t int64) bool { return len(lt.expired(t, 1
 // expired is expiredBefore's links in expiry order, at most limit (0:
 // all of them).
 func (lt *linkTable) expired(t int64, limit int) []uint32 {
-	if len(lt.recs.dirty) > 0 && lt.recs.eng.writer() {
-		lt.recs.writeBack()
-	}
+	lt.recs.beforeWalk()
 	var expired []uint32
 	lt.recs.eng.scan([]byte{expiryPrefix}, nil, func(key, _ []byte) bool {
 		if len(key) != 13 {

@@ -161,7 +161,7 @@ type recordTable struct {
 	firstIDs  []uint64
 	cache     recordCache
 	dirty     map[uint32]*record // the writer's changed records, by position
-	was       map[uint32]int64   // of each changed record made before, its expiry index entry (expiries.go)
+	was       map[uint32]int64   // of each changed record made before, its expiry index entry if any (expiries.go)
 	written   uint32             // n at the last writeBack: positions from it on are new
 	gen       uint64
 	sharing   *atomic.Int32 // snapshots still being written
@@ -219,7 +219,9 @@ func (t *recordTable) mutable(p uint32) *record {
 	}
 	cp := *t.at(p)
 	t.dirty[p] = &cp
-	t.was[p] = expiryOf(&cp)
+	if at := expiryOf(&cp); at != 0 { // most links have no index entry: a click batch writes no map
+		t.was[p] = at
+	}
 	return &cp
 }
 
@@ -289,6 +291,14 @@ func (t *recordTable) walked(p uint32) *record {
 	return t.read(p)
 }
 
+// beforeWalk writes the writer's changes back, so that a walk of the
+// engine (the records, an index writeBack keeps) sees them.
+func (t *recordTable) beforeWalk() {
+	if len(t.dirty) > 0 && t.eng.writer() {
+		t.writeBack()
+	}
+}
+
 // scan calls fn with each record, in position order, until fn returns
 // false: from the engine, without filling the cache (a walk of every link
 // must not push the hot ones out). With texts, fn gets a new record each
@@ -299,9 +309,7 @@ func (t *recordTable) scan(texts bool, fn func(r *record) bool) { t.scanFrom(0, 
 
 // scanFrom is scan from position from on.
 func (t *recordTable) scanFrom(from uint32, texts bool, fn func(r *record) bool) {
-	if len(t.dirty) > 0 && t.eng.writer() {
-		t.writeBack()
-	}
+	t.beforeWalk()
 	var reused record
 	t.eng.scan([]byte{recordPrefix}, recordKey(nil, from), func(key, value []byte) bool {
 		r := &reused
