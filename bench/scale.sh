@@ -24,7 +24,7 @@
 # Usage: bench/scale.sh [links (1000000)]. Needs go, curl and awk. Only
 # 127.0.0.1 is used; both nodes are stopped on exit (LINKRAFT_BIN: a
 # prebuilt binary instead of building ./cmd/linkraft). Every wait has a
-# limit (bench/nodes.sh), the import one of 30 minutes per 5M links.
+# limit (bench/nodes.sh), the import one of 30 minutes per 1M-link part.
 # Credentials: both nodes get the same random --admin-token, which the two
 # admin calls (POST /admin/import, POST /admin/join) carry; nothing here
 # creates links one by one, and redirects, /health and /metrics need none.
@@ -48,8 +48,9 @@ gb() { awk -v k="$1" 'BEGIN { printf "%.2f GB", k * 1024 / 1e9 }'; }
 start node1 28581 28591 28571
 node1=$pid
 wait_for "node1" 200 healthy "$n1"
-# An import body is at most 1 GiB: parts of 5M links (~700 MB) each.
-split -l 5000000 -d "$tmp/links.jsonl" "$tmp/part."
+# An import body must arrive within 5 minutes (and be at most 1 GiB): parts
+# of 1M links (~140 MB), which a node with small caches takes in time too.
+split -l 1000000 -d -a 4 "$tmp/links.jsonl" "$tmp/part."
 t0=$(now)
 for part in "$tmp"/part.*; do
 	# -T streams the file (--data-binary reads it whole, and fails at 10M links).
