@@ -56,6 +56,9 @@ func (x *codeIndex) insert(code string, p uint32) {
 	x.live++
 }
 
+// mayHold is false for a code the index never took, nor its filter met.
+func (x *codeIndex) mayHold(code string) bool { return x.filter.mayHold(x.hash(code)) }
+
 // remove takes code out. A cache slot that still names it is left: a hit
 // is checked against the record, whose code or liveness no longer match.
 func (x *codeIndex) remove(code string) {
@@ -157,18 +160,19 @@ func (c *codeCache) put(h, p uint32) {
 	b[victim].Store(uint64(h)<<32 | uint64(p))
 }
 
-// codeFilter is a Bloom filter of every code the index took since the
-// state was built (blocked: a code's 4 bits are in one 64-bit word, one
-// memory read), so that a lookup of a code never taken, what every create
-// makes of the code it draws and a redirect of an unknown code, reads no
-// disk: a seek of the engine for it cost ~2 µs of a create's ~4. A code
-// whose bits are all set may be taken: the engine answers. Only insert
-// sets bits and nothing clears them (a deleted code's stay), so "absent"
-// is never wrong; a restore builds a new one. One word a record cache
+// codeFilter is a Bloom filter of every code the state holds, live or
+// tombstoned (blocked: a code's 4 bits are in one 64-bit word, one memory
+// read), so that a lookup of a code never taken, what every create makes
+// of the code it draws and a redirect of an unknown code, reads no disk:
+// a seek of the engine for it cost ~2 µs of a create's ~4, and the
+// tombstone's as much. A code whose bits are all set may be taken: the
+// engine answers. insert and state.retireCode set bits and nothing clears
+// them, so "absent" is never wrong; a restore or a resume builds a new
+// one from the live and the tombstoned codes. One word a record cache
 // slot (1 MiB by default): false positives ~1.5 % at 6 codes a word (786k
 // codes by default), ~13 % at 14, half at 30; a full filter costs what no
-// filter would: a read of the engine a lookup. The writer sets bits under the FSM's write lock, readers
-// read them under its read lock: no atomics.
+// filter would: a read of the engine a lookup. The writer sets bits under
+// the FSM's write lock, readers read them under its read lock: no atomics.
 type codeFilter struct {
 	words []uint64
 	mask  uint32

@@ -455,14 +455,13 @@ func decodeUints(d *decoder) []uint64 {
 // an allocation.
 const maxPrealloc = 1 << 16
 
-// fillFilter sets, off the FSM's lock, the filter bits of every code the
-// index of a resumed state s holds: a filter is the state's own (its
-// hashes are seeded per state), so a resumed state builds one, and a
+// fillFilter sets, off the FSM's lock, the filter bits of every code a
+// resumed state s holds, live or tombstoned: a filter is the state's own
+// (its hashes are seeded per state), so a resumed state builds one, and a
 // scan of every code would hold up the start by a second at 10M links.
 // Until it is done the filter is partial and answers "may hold" to every
 // code, so lookups read the engine as they would without a filter; bits
-// the writer sets meanwhile are kept. Codes of links removed before are
-// not in it, which only makes it answer "absent" for them sooner.
+// the writer sets meanwhile are kept.
 func (f *FSM) fillFilter(s *state) {
 	x := &s.links.codes
 	f.mu.Lock()
@@ -479,11 +478,17 @@ func (f *FSM) fillFilter(s *state) {
 		defer f.filling.Done()
 		defer release()
 		filled := codeFilter{words: make([]uint64, len(x.filter.words)), mask: x.filter.mask}
-		err := view.Scan([]byte{codePrefix}, nil, func(key, _ []byte) bool {
-			code := key[1:]
-			filled.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
-			return f.fills.Load() == fill
-		})
+		var err error
+		for _, prefix := range []byte{codePrefix, tombstonePrefix} { // live and retired codes
+			err = view.Scan([]byte{prefix}, nil, func(key, _ []byte) bool {
+				code := key[1:]
+				filled.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
+				return f.fills.Load() == fill
+			})
+			if err != nil {
+				break
+			}
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if err != nil || f.fills.Load() != fill || f.s != s {

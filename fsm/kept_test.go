@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/linkraft/linkraft/fsm/codes"
 )
 
 // keptWorkloads are the states a kept state must bring back whole: every
@@ -291,16 +294,7 @@ func TestResumedFilterFills(t *testing.T) {
 			t.Errorf("%s is not found while the filter fills", code)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for filled := false; !filled; {
-		g.mu.RLock()
-		filled = !g.s.links.codes.filter.partial
-		g.mu.RUnlock()
-		if !filled && time.Now().After(deadline) {
-			t.Fatal("the filter of the resumed state is still partial after 10 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFilterFilled(t, g)
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	x := &g.s.links.codes
@@ -317,5 +311,67 @@ func TestResumedFilterFills(t *testing.T) {
 	}
 	if held > 100 {
 		t.Errorf("the filled filter may hold %d of 1000 codes never taken", held)
+	}
+}
+
+// waitFilterFilled waits (10 s at most) until g's code filter is no
+// longer partial.
+func waitFilterFilled(t *testing.T, g *FSM) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for filled := false; !filled; {
+		g.mu.RLock()
+		filled = !g.s.links.codes.filter.partial
+		g.mu.RUnlock()
+		if !filled && time.Now().After(deadline) {
+			t.Fatal("the filter of the resumed state is still partial after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCounterSkipsTombstonesAfterARebuild: the code filter a restore or a
+// resume builds holds the tombstoned codes as well as the live ones, so
+// the counter, which asks the filter before it reads a tombstone, still
+// skips a deleted code it would draw next.
+func TestCounterSkipsTombstonesAfterARebuild(t *testing.T) {
+	next, _ := codes.CounterCode(testKey, 0, 7)
+	after, _ := codes.CounterCode(testKey, 1, 7)
+	for name, rebuild := range map[string]func(t *testing.T, f *FSM, dir string) *FSM{
+		"restored from a backup": func(t *testing.T, f *FSM, _ string) *FSM {
+			var backup bytes.Buffer
+			if err := f.WriteBackup(&backup); err != nil {
+				t.Fatal(err)
+			}
+			g, err := Open(Config{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(g.Close)
+			if err := g.Restore(io.NopCloser(&backup)); err != nil {
+				t.Fatal(err)
+			}
+			return g
+		},
+		"resumed, its filter filled": func(t *testing.T, f *FSM, dir string) *FSM {
+			g := keepAndResume(t, f, dir)
+			waitFilterFilled(t, g)
+			return g
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, err := Open(Config{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			applyAll(t, f, InitCommand{Key: testKey}.Encode(), create(1, CreateRequest{URL: "https://example.com/a", CustomCode: next}))
+			deleteAll(t, f, []string{next})
+			g := rebuild(t, f, dir)
+			if r := createOne(t, g, 2, CreateRequest{URL: "https://example.com/b"}); r.Err != nil || r.Link.Code != after {
+				t.Fatalf("counter create = %q, %v; want %q (%q is deleted)", r.Link.Code, r.Err, after, next)
+			}
+		})
 	}
 }

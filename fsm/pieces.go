@@ -99,7 +99,7 @@ func writeTombstones(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 
 func readTombstones(st *state, d *decoder, _ byte) error {
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		st.tombstones.add(d.string())
+		st.retireCode(d.string())
 	}
 	return st.eng.err
 }

@@ -353,10 +353,20 @@ func (s *state) taken(code string) bool {
 	if _, ok := s.links.lookup(code); ok {
 		return true
 	}
-	if s.tombstones.has(code) {
+	// The code filter met every tombstoned code (retireCode): a code it
+	// never met is none, and a drawn code costs no read of the engine.
+	if s.links.codes.mayHold(code) && s.tombstones.has(code) {
 		return true
 	}
 	return codes.IsReserved(code)
+}
+
+// retireCode tombstones code for good, and adds it to the code filter:
+// a code removed before a restore or a resume is not among the live
+// codes the new filter is built from.
+func (s *state) retireCode(code string) {
+	s.tombstones.add(code)
+	s.links.codes.filter.add(s.links.codes.hash(code))
 }
 
 // counterTable is the next counter value per code length.
@@ -406,8 +416,7 @@ func (s *state) delete(c DeleteCommand) error {
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
 	s.counts.remove(s.links.counted(p, &s.opts))
-	code := s.links.remove(p)
-	s.tombstones.add(code)
+	s.retireCode(s.links.remove(p))
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
 		s.opts.drop(p)
 		r.flags &^= flagOptions
