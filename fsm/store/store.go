@@ -50,7 +50,7 @@ type Options struct {
 	// Cache, when set, is the block cache instead (BlockCacheBytes is
 	// then unused): engines that share one are bounded by it together.
 	Cache *Cache
-	// MemTableBytes is the size of one memtable (default 8 MiB); at most
+	// MemTableBytes is the size of one memtable (default 16 MiB); at most
 	// memTables of them are held before writes wait for a flush.
 	MemTableBytes int64
 	// Logf receives Pebble's error messages; nil discards them. Pebble's
@@ -73,8 +73,10 @@ type Options struct {
 
 const (
 	defaultBlockCache = 64 << 20
-	defaultMemTable   = 8 << 20
+	defaultMemTable   = 16 << 20
 	memTables         = 4
+	// l0CompactionThreshold: see pebbleOptions.
+	l0CompactionThreshold = 8
 )
 
 // Store is one open engine. Reads may run concurrently with each other
@@ -86,6 +88,7 @@ type Store struct {
 	applied atomic.Uint64
 	closed  bool
 	noLog   bool
+	sorted  sortedWrites // Commit's, under mu
 }
 
 // Open opens the engine in dir, creating it if absent, and reads its
@@ -144,6 +147,13 @@ func pebbleOptions(o Options) *pebble.Options {
 		// check, a 404) reads no data block 99 % of the time.
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	// Twice Pebble's 4 sublevels before L0 is compacted into Lbase: every
+	// flush holds keys across the whole key space (a create's code and
+	// target keys land anywhere), so each L0 compaction rewrites much of
+	// Lbase, and fewer, larger ones (with memtables twice Pebble's size)
+	// rewrite it less often: less CPU a create (docs/BENCHMARKS.md,
+	// "Creates on disk"). Lookups check up to 8 L0 files' bloom filters.
+	po.L0CompactionThreshold = l0CompactionThreshold
 	po.EnsureDefaults()
 	return po
 }
@@ -337,6 +347,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.sorted.batch != nil {
+		s.sorted.batch.Close()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.dir, err)
 	}
