@@ -50,6 +50,11 @@ const inMemoryCacheSlots = 1 << 10
 // restore), so that a large snapshot is written in pieces.
 const loadBatchBytes = 256 << 10
 
+// applyBatchBytes: an apply batch of many entries is committed after the
+// entry that grows the engine's batch past it (FSM.ApplyBatch), so a node
+// catching up holds a few MiB of writes, not all of them.
+const applyBatchBytes = 4 << 20
+
 // keptBatchBytes: a batch that grew past it (a purge of many links, a
 // restore) is replaced by a new one after it is written, since a batch
 // keeps its index's memory across writes (~4 bytes of index per byte of

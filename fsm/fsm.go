@@ -123,7 +123,8 @@ func emptyBut(dir, keep string) error {
 // Apply applies one committed log entry.
 func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
-// ApplyBatch applies committed entries under one lock acquisition. Results
+// ApplyBatch applies committed entries under the FSM's write lock, let go
+// only between the pieces of a batch too large for one engine batch. Results
 // are []CreateResult for a create batch, error for a delete, bool for a
 // click batch, and an error for an entry that does not decode.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
@@ -140,19 +141,41 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.s.eng.applying = true
 	for i, l := range logs {
-		if l.Type == raft.LogCommand && l.Index > f.skipThrough {
-			results[i] = f.s.apply(l.Data)
+		if l.Type != raft.LogCommand || l.Index <= f.skipThrough {
+			continue
+		}
+		results[i] = f.s.apply(l.Data)
+		if l != last && f.s.pendingFull() {
+			// A node catching up is handed hundreds of entries at once: the
+			// engine takes them in pieces, as if Raft had handed fewer, so
+			// its batch and the changed records stay bounded, and readers
+			// waiting meanwhile read the state up to l.
+			f.commit(l.Index)
+			f.mu.Unlock()
+			f.mu.Lock()
+			f.s.eng.applying = true
 		}
 	}
-	if err := f.s.eng.commit(last.Index); err != nil {
-		// The state in memory has the batch and the engine does not: no
-		// later entry could be applied the same way as on the other nodes.
-		// Stopping keeps the log, which a restart applies again.
-		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", last.Index, err))
-	}
+	f.commit(last.Index)
 	f.applied.Store(last.Index)
 	f.appliedTerm = last.Term
 	return results
+}
+
+// commit writes what was applied up to index into the engine.
+func (f *FSM) commit(index uint64) {
+	if err := f.s.eng.commit(index); err != nil {
+		// The state in memory has the batch and the engine does not: no
+		// later entry could be applied the same way as on the other nodes.
+		// Stopping keeps the log, which a restart applies again.
+		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", index, err))
+	}
+}
+
+// pendingFull reports whether the writes since the last commit are many:
+// the engine's batch, or the changed records not yet written to it.
+func (s *state) pendingFull() bool {
+	return len(s.links.recs.dirty) >= maxDirty || s.eng.batch != nil && s.eng.batch.Len() >= applyBatchBytes
 }
 
 // Applied returns the index of the last log entry this FSM applied, and
