@@ -331,7 +331,8 @@ func TestOptionReadersRunTogether(t *testing.T) {
 // heap holds a few MiB of pending writes, not every entry's, and the state
 // is the one the entries give. The heap still holds the results Raft hands
 // back (a Link a create) and garbage until a collection: it grew by ~180
-// MiB here with the pieces, ~635 MiB without them.
+// MiB here with the pieces, ~635 MiB without them. Readers are served
+// between the pieces, not only once the whole batch is applied.
 func TestCatchingUpHoldsBoundedMemory(t *testing.T) {
 	f := onDisk(t)
 	defer f.Close()
@@ -364,9 +365,34 @@ func TestCatchingUpHoldsBoundedMemory(t *testing.T) {
 		}
 		peak <- most
 	}()
+	reads := make(chan []time.Time)
+	go func() {
+		var at []time.Time
+		for stop := false; !stop; {
+			select {
+			case <-done:
+				stop = true
+			default:
+				f.Get("c0")
+				at = append(at, time.Now())
+			}
+		}
+		reads <- at
+	}()
+	start := time.Now()
 	f.ApplyBatch(logs)
+	took := time.Since(start)
 	close(done)
 	grew := int64(<-peak) - int64(before.HeapAlloc)
+	between := 0
+	for _, at := range <-reads {
+		if d := at.Sub(start); d > took/4 && d < took*3/4 {
+			between++
+		}
+	}
+	if between == 0 {
+		t.Errorf("no read was served in the middle half of the %v the apply batch took", took)
+	}
 	if grew > 320<<20 {
 		t.Errorf("the heap grew by %d MiB while one apply batch of %d entries was applied", grew>>20, entries)
 	}
