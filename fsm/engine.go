@@ -51,8 +51,10 @@ const inMemoryCacheSlots = 1 << 10
 const loadBatchBytes = 256 << 10
 
 // applyBatchBytes: an apply batch of many entries is committed after the
-// entry that grows the engine's batch past it (FSM.ApplyBatch), so a node
-// catching up holds a few MiB of writes, not all of them.
+// entry that grows the engine's batch past it in a memtable's terms
+// (store.Batch.MemSize; FSM.ApplyBatch), so a node catching up holds a
+// few MiB of writes, not all of them, and each piece stays a quarter of a
+// memtable.
 const applyBatchBytes = 4 << 20
 
 // keptBatchBytes: a batch that grew past it (a purge of many links, a

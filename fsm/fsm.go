@@ -151,6 +151,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			// its batch and the changed records stay bounded, and readers
 			// waiting meanwhile read the state up to l.
 			f.commit(l.Index)
+			f.applied.Store(l.Index)
+			f.appliedTerm = l.Term
 			f.mu.Unlock()
 			f.mu.Lock()
 			f.s.eng.applying = true
@@ -175,7 +177,7 @@ func (f *FSM) commit(index uint64) {
 // pendingFull reports whether the writes since the last commit are many:
 // the engine's batch, or the changed records not yet written to it.
 func (s *state) pendingFull() bool {
-	return len(s.links.recs.dirty) >= maxDirty || s.eng.batch != nil && s.eng.batch.Len() >= applyBatchBytes
+	return len(s.links.recs.dirty) >= maxDirty || s.eng.batch != nil && s.eng.batch.MemSize() >= applyBatchBytes
 }
 
 // Applied returns the index of the last log entry this FSM applied, and

@@ -68,6 +68,15 @@ func (b *Batch) Delete(key []byte) error {
 // Len is the batch's size in bytes, for a caller that bounds its batches.
 func (b *Batch) Len() int { return b.pb.Len() }
 
+// MemSize is about what the batch takes of a memtable: its bytes and a
+// skiplist node a write. Pebble hands a batch over half a memtable to a
+// flush of its own, so an apply batch is cut well below that.
+func (b *Batch) MemSize() int { return b.pb.Len() + int(b.pb.Count())*memWriteOverhead }
+
+// memWriteOverhead is a memtable's cost a write beyond its key and value
+// (Pebble's skiplist node and the key's trailer).
+const memWriteOverhead = 200
+
 // Empty reports whether the batch holds no write (Len counts a header).
 func (b *Batch) Empty() bool { return b.pb.Empty() }
 
@@ -102,7 +111,12 @@ func (s *Store) Commit(b *Batch, index uint64) error {
 	if err := b.pb.Set(appliedKey, binary.BigEndian.AppendUint64(v[:0], index), nil); err != nil {
 		return fmt.Errorf("store: commit of index %d: %w", index, err)
 	}
-	if err := s.db.Apply(s.inKeyOrder(b.pb), pebble.NoSync); err != nil {
+	sorted := s.inKeyOrder(b.pb)
+	err := s.db.Apply(sorted, pebble.NoSync)
+	if sorted != b.pb {
+		sorted.Reset() // its copy of the writes is not kept until the next commit
+	}
+	if err != nil {
 		return fmt.Errorf("store: commit of index %d: %w", index, err)
 	}
 	s.applied.Store(index)
@@ -134,7 +148,9 @@ type batchWrite struct {
 // copy (none of this package's writes) is returned as it is.
 func (s *Store) inKeyOrder(b *pebble.Batch) *pebble.Batch {
 	w := &s.sorted
-	w.writes, w.order = w.writes[:0], w.order[:0]
+	// No reference into b's buffer outlives the commit, nor a large
+	// batch's list of writes.
+	defer w.release()
 	for r := b.Reader(); ; {
 		kind, key, value, ok, err := r.Next()
 		if !ok || err != nil {
@@ -176,13 +192,15 @@ func (s *Store) inKeyOrder(b *pebble.Batch) *pebble.Batch {
 			return b
 		}
 	}
-	// No reference into b's buffer outlives the commit, nor a large
-	// batch's list of writes.
+	return w.batch
+}
+
+func (w *sortedWrites) release() {
 	clear(w.writes)
+	w.writes, w.order = w.writes[:0], w.order[:0]
 	if cap(w.writes) > maxKeptWrites {
 		w.writes, w.order = nil, nil
 	}
-	return w.batch
 }
 
 // maxKeptWrites bounds the list of writes inKeyOrder keeps between

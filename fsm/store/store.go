@@ -147,12 +147,13 @@ func pebbleOptions(o Options) *pebble.Options {
 		// check, a 404) reads no data block 99 % of the time.
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	// Twice Pebble's 4 sublevels before L0 is compacted into Lbase: every
-	// flush holds keys across the whole key space (a create's code and
-	// target keys land anywhere), so each L0 compaction rewrites much of
-	// Lbase, and fewer, larger ones (with memtables twice Pebble's size)
-	// rewrite it less often: less CPU a create (docs/BENCHMARKS.md,
-	// "Creates on disk"). Lookups check up to 8 L0 files' bloom filters.
+	// Twice Pebble's L0 compaction threshold, so L0 is compacted into Lbase
+	// at twice as many sublevels: every flush holds keys across the whole
+	// key space (a create's code and target keys land anywhere), so each
+	// L0 compaction rewrites much of Lbase, and fewer, larger ones (with
+	// memtables twice Pebble's size) rewrite it less often: less CPU a
+	// create (docs/BENCHMARKS.md, "Creates on disk"). Lookups may check a
+	// few more L0 files' bloom filters.
 	po.L0CompactionThreshold = l0CompactionThreshold
 	po.EnsureDefaults()
 	return po
