@@ -19,8 +19,8 @@ var mutations = []mutation{
 		name:      "tombstone",
 		guarantee: "codes are never reused",
 		file:      "fsm/state.go",
-		from:      "\tcode := s.links.remove(p)\n\ts.tombstones.add(code)\n",
-		to:        "\tcode := s.links.remove(p)\n\t_ = code\n",
+		from:      "\ts.retireCode(s.links.remove(p))\n",
+		to:        "\ts.links.remove(p)\n",
 		pkg:       "./fsm/", run: "^TestCreateRules$",
 	},
 	{
