@@ -361,9 +361,9 @@ func (s *state) taken(code string) bool {
 	return codes.IsReserved(code)
 }
 
-// retireCode tombstones code for good, and adds it to the code filter:
-// a code removed before a restore or a resume is not among the live
-// codes the new filter is built from.
+// retireCode tombstones code for good and adds it to the code filter,
+// which taken asks before the tombstones: every tombstone comes through
+// here (a restore's too), and a resume's fill reads them.
 func (s *state) retireCode(code string) {
 	s.tombstones.add(code)
 	s.links.codes.filter.add(s.links.codes.hash(code))
