@@ -166,7 +166,7 @@ func (c *codeCache) put(h, p uint32) {
 // of the code it draws and a redirect of an unknown code, reads no disk:
 // a seek of the engine for it cost ~2 µs of a create's ~4, and the
 // tombstone's as much. A code whose bits are all set may be taken: the
-// engine answers. insert and state.retireCode set bits and nothing clears
+// engine answers. insert and tombstoneSet.add set bits and nothing clears
 // them, so "absent" is never wrong; a restore or a resume builds a new
 // one from the live and the tombstoned codes. One word a record cache
 // slot (1 MiB by default): false positives ~1.5 % at 6 codes a word (786k

@@ -276,6 +276,9 @@ func (e *engine) commit(index uint64) error {
 	return e.err
 }
 
+// batchFull reports whether the batch takes applyBatchBytes of a memtable.
+func (e *engine) batchFull() bool { return e.batch != nil && e.batch.MemSize() >= applyBatchBytes }
+
 func (e *engine) flushPieces() {
 	if e.writeBack != nil {
 		e.writeBack()

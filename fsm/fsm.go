@@ -145,7 +145,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			continue
 		}
 		results[i] = f.s.apply(l.Data)
-		if l != last && f.s.pendingFull() {
+		if l != last && (f.s.eng.batchFull() || f.s.links.recs.manyChanged()) {
 			// A node catching up is handed hundreds of entries at once: the
 			// engine takes them in pieces, as if Raft had handed fewer, so
 			// its batch and the changed records stay bounded, and readers
@@ -172,12 +172,6 @@ func (f *FSM) commit(index uint64) {
 		// Stopping keeps the log, which a restart applies again.
 		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", index, err))
 	}
-}
-
-// pendingFull reports whether the writes since the last commit are many:
-// the engine's batch, or the changed records not yet written to it.
-func (s *state) pendingFull() bool {
-	return len(s.links.recs.dirty) >= maxDirty || s.eng.batch != nil && s.eng.batch.MemSize() >= applyBatchBytes
 }
 
 // Applied returns the index of the last log entry this FSM applied, and

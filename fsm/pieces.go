@@ -11,18 +11,25 @@ import "fmt"
 
 // tombstoneSet is every code ever deleted or purged, never handed out
 // again: on disk, one key per code (tombstoneKey), with their count in
-// memory for the snapshot, which writes the count first.
+// memory for the snapshot, which writes the count first. Each is added to
+// the state's code filter too, which then holds every code live or
+// tombstoned: a code the filter never met is no tombstone, and has reads
+// no disk for it (a restore's tombstones come through add, a resume's
+// fill reads them).
 type tombstoneSet struct {
-	eng *engine
-	n   int
-	key []byte // reused by keyOf
+	eng   *engine
+	codes *codeIndex
+	n     int
+	key   []byte // reused by keyOf
 }
 
 // tombstonePrefix is the engine's table of tombstones (store/DESIGN.md,
 // "Keys").
 const tombstonePrefix = 'x'
 
-func newTombstoneSet(eng *engine) tombstoneSet { return tombstoneSet{eng: eng} }
+func newTombstoneSet(eng *engine, codes *codeIndex) tombstoneSet {
+	return tombstoneSet{eng: eng, codes: codes}
+}
 
 func (t *tombstoneSet) keyOf(code string) []byte {
 	t.key = append(append(t.key[:0], tombstonePrefix), code...)
@@ -35,10 +42,13 @@ func (t *tombstoneSet) add(code string) {
 		return
 	}
 	t.eng.set(t.keyOf(code), nil)
+	t.codes.filter.add(t.codes.hash(code))
 	t.n++
 }
 
-func (t *tombstoneSet) has(code string) bool { return t.eng.has(t.keyOf(code)) }
+func (t *tombstoneSet) has(code string) bool {
+	return t.codes.mayHold(code) && t.eng.has(t.keyOf(code))
+}
 
 // len is the number of tombstoned codes.
 func (t *tombstoneSet) len() int { return t.n }
@@ -99,7 +109,7 @@ func writeTombstones(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 
 func readTombstones(st *state, d *decoder, _ byte) error {
 	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		st.retireCode(d.string())
+		st.tombstones.add(d.string())
 	}
 	return st.eng.err
 }

@@ -245,10 +245,13 @@ const maxDirty = 4096
 // bound writes back the changed records when they are many. Only where no
 // caller holds a record from mutable (append, between a purge's removes).
 func (t *recordTable) bound() {
-	if len(t.dirty) >= maxDirty {
+	if t.manyChanged() {
 		t.writeBack()
 	}
 }
+
+// manyChanged reports whether the writer holds maxDirty changed records.
+func (t *recordTable) manyChanged() bool { return len(t.dirty) >= maxDirty }
 
 // writeBack writes the changed records to the engine's batch, and to the
 // cache those whose slot holds them or, for links made before this batch

@@ -65,7 +65,7 @@ func (s *state) rename(c RenameCommand) (Link, error) {
 		}
 	}
 	old := s.links.rename(p, c.NewCode)
-	s.retireCode(old)
+	s.tombstones.add(old)
 	s.audit.add(AuditEntry{At: e.Now, KeyID: e.KeyID, Action: AuditLinkEdit, Workspace: ws, Subject: c.NewCode})
 	l := s.link(p)
 	s.hooks.renamed(e.Now, s.bounded(), l, old)

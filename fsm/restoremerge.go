@@ -180,7 +180,7 @@ func (s *state) retire(code string) {
 	if _, live := s.links.lookup(code); live {
 		return
 	}
-	s.retireCode(code)
+	s.tombstones.add(code)
 }
 
 // WriteTo encodes the snapshot in the snapshot format and returns the bytes

@@ -99,22 +99,22 @@ type state struct {
 func newState(eng *engine) *state {
 	seed := maphash.MakeSeed()
 	st := &state{
-		eng:        eng,
-		counters:   counterTable{},
-		links:      newLinkTable(seed, eng),
-		counts:     newListCounts(),
-		tombstones: newTombstoneSet(eng),
-		visits:     newVisitTable(eng),
-		clickSeqs:  newClickSeqTable(),
-		servers:    newServerTable(),
-		requests:   newRequestWindow(eng, seed),
-		keys:       keyTable{},
-		revoked:    map[string]struct{}{},
-		domains:    domainTable{},
-		hooks:      newWebhooks(),
-		certs:      newCertState(),
+		eng:       eng,
+		counters:  counterTable{},
+		links:     newLinkTable(seed, eng),
+		counts:    newListCounts(),
+		visits:    newVisitTable(eng),
+		clickSeqs: newClickSeqTable(),
+		servers:   newServerTable(),
+		requests:  newRequestWindow(eng, seed),
+		keys:      keyTable{},
+		revoked:   map[string]struct{}{},
+		domains:   domainTable{},
+		hooks:     newWebhooks(),
+		certs:     newCertState(),
 	}
 	st.opts = newOptionTable(eng, &st.links.recs, eng.optionCache)
+	st.tombstones = newTombstoneSet(eng, &st.links.codes)
 	eng.writeBack = func() {
 		st.visits.flush() // every command that adds visitors flushes; this one catches any that would not
 		st.links.recs.writeBack()
@@ -353,20 +353,10 @@ func (s *state) taken(code string) bool {
 	if _, ok := s.links.lookup(code); ok {
 		return true
 	}
-	// The code filter met every tombstoned code (retireCode): a code it
-	// never met is none, and a drawn code costs no read of the engine.
-	if s.links.codes.mayHold(code) && s.tombstones.has(code) {
+	if s.tombstones.has(code) {
 		return true
 	}
 	return codes.IsReserved(code)
-}
-
-// retireCode tombstones code for good and adds it to the code filter,
-// which taken asks before the tombstones: every tombstone comes through
-// here (a restore's too), and a resume's fill reads them.
-func (s *state) retireCode(code string) {
-	s.tombstones.add(code)
-	s.links.codes.filter.add(s.links.codes.hash(code))
 }
 
 // counterTable is the next counter value per code length.
@@ -416,7 +406,7 @@ func (s *state) delete(c DeleteCommand) error {
 // Its record and texts stay until the state is rebuilt from a snapshot.
 func (s *state) remove(p uint32) {
 	s.counts.remove(s.links.counted(p, &s.opts))
-	s.retireCode(s.links.remove(p))
+	s.tombstones.add(s.links.remove(p))
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
 		s.opts.drop(p)
 		r.flags &^= flagOptions

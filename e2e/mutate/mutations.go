@@ -19,7 +19,7 @@ var mutations = []mutation{
 		name:      "tombstone",
 		guarantee: "codes are never reused",
 		file:      "fsm/state.go",
-		from:      "\ts.retireCode(s.links.remove(p))\n",
+		from:      "\ts.tombstones.add(s.links.remove(p))\n",
 		to:        "\ts.links.remove(p)\n",
 		pkg:       "./fsm/", run: "^TestCreateRules$",
 	},
