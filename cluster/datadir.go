@@ -138,17 +138,24 @@ func (s ownerOnlySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, 
 func (s ownerOnlySnapshots) path(id string) string { return filepath.Join(s.dir, id) }
 
 // inspect reads the snapshot's file back with its checksum (the store's
-// Open reads it whole) and reports whether it is whole and whether it is
-// a reference to a checkpoint.
-func (s ownerOnlySnapshots) inspect(id string) (readable, reference bool) {
+// Open reads it whole) and reports whether it is whole and, for a
+// reference, where the checkpoint it refers to stands.
+func (s ownerOnlySnapshots) inspect(id string) (readable bool, ref checkpointAt) {
 	_, rc, err := s.FileSnapshotStore.Open(id)
 	if err != nil {
-		return false, false
+		return false, ref
 	}
 	defer rc.Close()
-	first := make([]byte, fsm.ReferenceLen)
-	_, err = io.ReadFull(rc, first)
-	return true, err == nil && fsm.IsReference(first)
+	ref.index, ref.term, ref.ok = fsm.ReadReference(rc)
+	return true, ref
+}
+
+// checkpointAt is the index and term of a referential snapshot's
+// checkpoint, which may be below the snapshot's label (entries the FSM is
+// not handed); ok is false for a snapshot stream.
+type checkpointAt struct {
+	index, term uint64
+	ok          bool
 }
 
 func (s ownerOnlySnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,

@@ -20,12 +20,14 @@ import (
 
 // resumeState resumes the state the last stop kept when this node's Raft
 // state holds the entry it was kept at: the latest snapshot's own entry,
-// or one of the log after it with the same term (an entry's index and
-// term name the whole log before it). A state kept at an index below the
-// latest snapshot, or of a log that is gone (raft.db removed, a log a
-// recovery replaced), or next to a damaged snapshot, is dropped. With
-// nothing kept (a crash) or a state kept before the latest snapshot, it
-// resumes the latest snapshot's checkpoint when the snapshot refers to
+// the entry of the checkpoint that snapshot refers to (a snapshot may be
+// labelled past it, by entries the FSM is not handed: no-ops, barriers,
+// configurations), or one of the log after it with the same term (an
+// entry's index and term name the whole log before it). A state kept at
+// another index below the latest snapshot, or of a log that is gone
+// (raft.db removed, a log a recovery replaced), or next to a damaged
+// snapshot, is dropped. With nothing kept (a crash) or a state dropped,
+// it resumes the latest snapshot's checkpoint when the snapshot refers to
 // one. It reports whether it resumed.
 func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *slog.Logger) bool {
 	list, err := snaps.List()
@@ -34,17 +36,21 @@ func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *
 		return false
 	}
 	var latest *raft.SnapshotMeta
-	var readable, reference bool
+	var readable bool
+	var ref checkpointAt
 	if len(list) > 0 {
 		latest = list[0]
-		readable, reference = snaps.inspect(latest.ID)
+		readable, ref = snaps.inspect(latest.ID)
 	}
 	accept := func(index, term uint64) bool {
-		if latest != nil && (index < latest.Index || !readable) {
+		switch {
+		case latest == nil:
+		case !readable:
 			return false
-		}
-		if latest != nil && index == latest.Index {
+		case index == latest.Index:
 			return term == latest.Term
+		case index < latest.Index:
+			return ref.ok && index == ref.index && term == ref.term
 		}
 		var entry raft.Log
 		return logs.GetLog(index, &entry) == nil && entry.Term == term
@@ -58,7 +64,7 @@ func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *
 		log.Info(resumedKept, "index", index, "took", time.Since(start).Round(time.Millisecond))
 		return true
 	}
-	if !reference {
+	if !ref.ok {
 		return false
 	}
 	if err := f.ResumeFrom(snaps.path(latest.ID), latest.Index, latest.Term); err != nil {

@@ -198,6 +198,80 @@ func TestResumeFromTheLatestSnapshot(t *testing.T) {
 	}
 }
 
+// TestResumeKeptBelowTheSnapshotsLabel: Raft labels a snapshot with its
+// last applied entry, which may be past the FSM's (a no-op or a
+// configuration as a leader stops). A state kept at the entry of the
+// checkpoint the snapshot refers to is that checkpoint's state, and a
+// start resumes it as kept; one kept elsewhere below the label is dropped
+// for the checkpoint.
+func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
+	const kept, label, term = 5, 7, 2
+	for _, c := range []struct {
+		name       string
+		checkpoint uint64 // the FSM's applied index when the snapshot was taken
+		want       string
+		applied    uint64
+	}{
+		{"the checkpoint is the kept state", kept, resumedKept, kept},
+		{"the checkpoint is before the kept state", kept - 1, resumedSnapshot, label},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			engine := filepath.Join(dir, "engine")
+			f, err := fsm.Open(fsm.Config{Dir: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			apply := func(from, to uint64) {
+				for i := from; i <= to; i++ {
+					f.ApplyBatch([]*raft.Log{{Index: i, Term: term, Type: raft.LogCommand,
+						Data: fsm.ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:" + strconv.Itoa(int(i))}.Encode()}})
+				}
+			}
+			apply(1, c.checkpoint)
+			snaps, err := openSnapshots(dir, hclog.NewNullLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := f.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink, err := snaps.Create(raft.SnapshotVersionMax, label, term, raft.Configuration{}, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := snap.Persist(sink); err != nil {
+				t.Fatal(err)
+			}
+			snap.Release()
+			apply(c.checkpoint+1, kept)
+			if got, err := f.Keep(); err != nil || got != kept {
+				t.Fatalf("keep: index %d, want %d: %v", got, kept, err)
+			}
+			f.Close()
+
+			g, err := fsm.Open(fsm.Config{Dir: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			var out bytes.Buffer
+			// The log before the label is compacted away: only the
+			// snapshot names the kept entry.
+			if !resumeState(g, snaps, raft.NewInmemStore(), slog.New(slog.NewTextHandler(&out, nil))) {
+				t.Fatalf("nothing resumed: %s", out.String())
+			}
+			if !bytes.Contains(out.Bytes(), []byte(c.want)) {
+				t.Errorf("the start logged %q, want %q", out.String(), c.want)
+			}
+			if applied, _ := g.Applied(); applied != c.applied {
+				t.Errorf("resumed at %d, want %d", applied, c.applied)
+			}
+		})
+	}
+}
+
 // TestOpenSnapshotsRemovesLeftovers: what a stop cut short leaves (a
 // snapshot never finished, a copy of a checkpoint being read) holds hard
 // links to engine files; the next start removes it, and keeps the

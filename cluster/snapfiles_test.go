@@ -147,8 +147,8 @@ func TestSnapshotsGoAsFiles(t *testing.T) {
 			if err != nil || len(list) != 1 {
 				t.Fatalf("install: %v, snapshots %v", err, list)
 			}
-			if readable, reference := follower.inspect(list[0].ID); !readable || reference != c.reference {
-				t.Fatalf("the follower keeps a readable %v, reference %v; want a reference: %v", readable, reference, c.reference)
+			if readable, ref := follower.inspect(list[0].ID); !readable || ref.ok != c.reference {
+				t.Fatalf("the follower keeps a readable %v, reference %v; want a reference: %v", readable, ref.ok, c.reference)
 			}
 			g, err := fsm.Open(fsm.Config{Dir: filepath.Join(dir, "engine")})
 			if err != nil {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,24 @@ type DirSink interface {
 // IsReference reports whether a snapshot's first bytes are a reference
 // to a checkpoint beside it rather than the snapshot stream.
 func IsReference(head []byte) bool { return bytes.HasPrefix(head, referenceMagic) }
+
+// ReadReference reads the index and term of the checkpoint a reference
+// refers to; ok is false when r holds something else (a snapshot stream).
+func ReadReference(r io.Reader) (index, term uint64, ok bool) {
+	head, err := io.ReadAll(io.LimitReader(r, int64(referenceMaxLen)))
+	if err != nil || !IsReference(head) {
+		return 0, 0, false
+	}
+	d := &decoder{buf: head[len(referenceMagic):]}
+	if d.byte() != referenceVersion {
+		return 0, 0, false
+	}
+	index, term = d.uvarint(), d.uvarint()
+	return index, term, d.err == nil
+}
+
+// referenceMaxLen bounds a reference: its magic, version and two uvarints.
+const referenceMaxLen = len(referenceMagicText) + 1 + 2*binary.MaxVarintLen64
 
 // ReferenceLen is how many first bytes IsReference needs.
 const ReferenceLen = len(referenceMagicText)

@@ -60,6 +60,14 @@ func TestSnapshotsReferToACheckpoint(t *testing.T) {
 	if !IsReference(sink.Bytes()) || sink.Len() > 32 {
 		t.Fatalf("a snapshot on disk wrote %d bytes, not a reference", sink.Len())
 	}
+	if index, _, ok := ReadReference(bytes.NewReader(sink.Bytes())); !ok || index != at {
+		t.Fatalf("the reference names index %d (%v), want the checkpoint's %d", index, ok, at)
+	}
+	for n := range sink.Len() {
+		if _, _, ok := ReadReference(bytes.NewReader(sink.Bytes()[:n])); ok {
+			t.Fatalf("a reference cut to %d bytes was read", n)
+		}
+	}
 	var stream bytes.Buffer
 	if err := WriteReferred(sink.dir, t.TempDir(), &stream); err != nil {
 		t.Fatal(err)
