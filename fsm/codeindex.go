@@ -177,7 +177,7 @@ type codeFilter struct {
 	words []uint64
 	mask  uint32
 	// partial: the bits of a resumed state's codes are still being set
-	// (FSM.fillFilter), and every code may be held.
+	// (FSM.fillIndexes), and every code may be held.
 	partial bool
 }
 

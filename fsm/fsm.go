@@ -132,8 +132,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if len(logs) == 0 {
 		return results
 	}
+	f.s.requests.awaitFill() // a resumed state's index, built while readers go on
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.s.requests.settle()
 	last := logs[len(logs)-1]
 	f.delivered = last.Index
 	if last.Index <= f.skipThrough {

@@ -158,7 +158,7 @@ func (f *FSM) Resume(accept func(index, term uint64) bool) (uint64, bool, error)
 		return 0, false, fmt.Errorf("resume: %w", err)
 	}
 	f.install(s, index, term)
-	f.fillFilter(s)
+	f.fillIndexes(s)
 	return index, true, nil
 }
 
@@ -179,10 +179,11 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 		err = eng.settle()
 	}
 	if err == nil {
-		// What the state hashes with a seed of its own is rebuilt: the
-		// code filter once the state is installed (fillFilter).
+		// What the state hashes with a seed of its own is rebuilt once
+		// the state is installed (fillIndexes): the code filter and the
+		// request window's index.
 		s.links.codes.filter.partial = true
-		s.requests.reindex()
+		s.requests.startFill()
 		err = eng.err
 	}
 	if err == nil && eng.st.AppliedIndex() != index {
@@ -455,15 +456,19 @@ func decodeUints(d *decoder) []uint64 {
 // an allocation.
 const maxPrealloc = 1 << 16
 
-// fillFilter sets, off the FSM's lock, the filter bits of every code a
-// resumed state s holds, live or tombstoned: a filter is the state's own
-// (its hashes are seeded per state), so a resumed state builds one, and a
-// scan of every code would hold up the start by a second at 10M links.
-// Until it is done the filter is partial and answers "may hold" to every
-// code, so lookups read the engine as they would without a filter; bits
-// the writer sets meanwhile are kept.
-func (f *FSM) fillFilter(s *state) {
-	x := &s.links.codes
+// fillIndexes builds, off the FSM's lock, what a resumed state s hashes
+// with a seed of its own: a scan of every record would hold up the start
+// (by a second at 10M links, or a million idempotency records).
+//
+// First the request window's index, which Apply waits for
+// (requestWindow.settle): readers go on meanwhile. Then the filter bits
+// of every code s holds, live or tombstoned: until they are set the
+// filter is partial and answers "may hold" to every code, so lookups read
+// the engine as they would without a filter; bits the writer sets
+// meanwhile are kept.
+func (f *FSM) fillIndexes(s *state) {
+	x, w := &s.links.codes, &s.requests
+	requests := w.fill != nil // the index is to be built (startFill)
 	f.mu.Lock()
 	view, release, err := s.eng.view()
 	fill := f.fills.Add(1) // a later state's fill, a restore or a stop ends this one
@@ -472,18 +477,25 @@ func (f *FSM) fillFilter(s *state) {
 	}
 	f.mu.Unlock()
 	if err != nil {
+		if requests {
+			close(w.fill.done) // Apply builds the index itself
+		}
 		return // the filter stays partial: lookups read the engine
 	}
+	going := func() bool { return f.fills.Load() == fill }
 	go func() {
 		defer f.filling.Done()
 		defer release()
+		if requests {
+			w.fillFrom(view, going)
+		}
 		filled := codeFilter{words: make([]uint64, len(x.filter.words)), mask: x.filter.mask}
 		var err error
 		for _, prefix := range []byte{codePrefix, tombstonePrefix} { // live and retired codes
 			err = view.Scan([]byte{prefix}, nil, func(key, _ []byte) bool {
 				code := key[1:]
 				filled.add(x.hash(unsafe.String(unsafe.SliceData(code), len(code)))) // hashed, not kept
-				return f.fills.Load() == fill
+				return going()
 			})
 			if err != nil {
 				break
@@ -491,7 +503,7 @@ func (f *FSM) fillFilter(s *state) {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if err != nil || f.fills.Load() != fill || f.s != s {
+		if err != nil || !going() || f.s != s {
 			return
 		}
 		for i, w := range filled.words {
@@ -506,29 +518,6 @@ func (f *FSM) fillFilter(s *state) {
 func (f *FSM) stopFilling() {
 	f.fills.Add(1)
 	f.filling.Wait()
-}
-
-// reindex rebuilds the window's index from its records on disk, as add
-// built it: each id names its latest record.
-func (w *requestWindow) reindex() {
-	first := true
-	w.eng.scan([]byte{requestLogPrefix}, nil, func(key, value []byte) bool {
-		seq := binary.BigEndian.Uint64(key[1:])
-		r, ok := decodeRequest(&decoder{buf: value})
-		if !ok || seq < w.first || seq >= w.next {
-			w.eng.fail(fmt.Errorf("request window: record %d of [%d, %d) is damaged or out of place", seq, w.first, w.next))
-			return false
-		}
-		if first {
-			w.oldestAt, first = r.at, false
-		}
-		h := w.hash(r.id)
-		if old, _, found := w.find(r.id); found {
-			w.index.remove(h, uint32(old))
-		}
-		w.index.insert(h, uint32(seq))
-		return true
-	})
 }
 
 // ownKeys is the ids of the keys limited to their own links, sorted: the

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -240,6 +241,7 @@ type derived struct {
 }
 
 func derivedOf(s *state) derived {
+	s.requests.settle() // the request index as Apply finds it, once a resume's fill is over
 	lt := &s.links
 	d := derived{Live: lt.codes.live, Tombstones: s.tombstones.n, Options: s.opts.n, Visited: s.visits.links,
 		Newest: lt.hours.newest, Workspaces: map[string][]uint64{}, Authors: map[string][]uint64{},
@@ -374,4 +376,106 @@ func TestCounterSkipsTombstonesAfterARebuild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumedRequestsAnswerResends: a resumed state's request index is
+// built after the start, while readers are served; a create resent with
+// its request id right after the start still gets its first link, the
+// window's oldest record and newest alike, and a reused id for another
+// URL is still refused.
+func TestResumedRequestsAnswerResends(t *testing.T) {
+	const n = 20_000
+	dir := t.TempDir()
+	f, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := [][]byte{InitCommand{Key: testKey}.Encode()}
+	req := func(i int) CreateRequest {
+		return CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i), RequestID: fmt.Sprintf("req-%d", i)}
+	}
+	for i := 0; i < n; i += 500 {
+		items := make([]CreateRequest, 0, 500)
+		for j := i; j < i+500; j++ {
+			items = append(items, req(j))
+		}
+		cmds = append(cmds, create(int64(1000+i), items...))
+	}
+	results := applyAll(t, f, cmds...)
+	first, last := results[1].([]CreateResult)[0].Link, results[len(results)-1].([]CreateResult)[499].Link
+
+	g := keepAndResume(t, f, dir)
+	again := applyAll(t, g, create(50_000, req(0), req(n-1)))[0].([]CreateResult)
+	if again[0].Link != first || again[1].Link != last || g.Len() != n {
+		t.Fatalf("resends after the start answered %+v and %+v (%d links), want %+v and %+v (%d links)",
+			again[0].Link, again[1].Link, g.Len(), first, last, n)
+	}
+	other := req(7)
+	other.URL = "https://example.com/another"
+	if r := createOne(t, g, 50_001, other); !errors.Is(r.Err, ErrRequestIDReused) {
+		t.Fatalf("a request id reused for another URL after the start: %v, want ErrRequestIDReused", r.Err)
+	}
+}
+
+// TestRequestIndexIsBuiltWhenTheFillFails: a state whose index fill did
+// not finish (no view of the engine, a failed read) builds the index in
+// Apply, from the engine, as the fill would have.
+func TestRequestIndexIsBuiltWhenTheFillFails(t *testing.T) {
+	f := onDisk(t)
+	defer f.Close()
+	applyAll(t, f, workload()...)
+	w := &f.s.requests
+	want := w.index
+	w.index = hashIndex{}
+	w.fill = &requestFill{done: make(chan struct{})}
+	close(w.fill.done)
+	applyAll(t, f, PurgeCommand{}.Encode()) // an entry Apply handles: it settles the window first
+	if w.fill != nil || !reflect.DeepEqual(w.index, want) {
+		t.Fatalf("the index built in Apply holds %d entries, the one built by creates %d", w.index.used, want.used)
+	}
+}
+
+// BenchmarkResumeWithRequests reports a start's resume of a kept state
+// whose idempotency window holds a million records (ten minutes of
+// creates at ~1700 a second): until it serves reads (ns/op), and until
+// Apply takes the next entry, the window's index built (ms-to-apply).
+func BenchmarkResumeWithRequests(b *testing.B) {
+	const records, batch = 1_000_000, 1000
+	dir := b.TempDir()
+	f, err := Open(Config{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	applyAll(b, f, InitCommand{Key: testKey}.Encode())
+	for i := 0; i < records; i += batch {
+		items := make([]CreateRequest, 0, batch)
+		for j := i; j < i+batch; j++ {
+			items = append(items, CreateRequest{URL: fmt.Sprintf("https://example.com/%d", j), RequestID: fmt.Sprintf("%032x", j)})
+		}
+		applyAll(b, f, create(int64(1000+i), items...))
+	}
+	var toApply time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		index, err := f.Keep()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if f, err = Open(Config{Dir: dir}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, ok, err := f.Resume(func(i, _ uint64) bool { return i == index }); !ok || err != nil {
+			b.Fatalf("resume: %v", err)
+		}
+		b.StopTimer()
+		f.ApplyBatch([]*raft.Log{{Index: index + 1, Type: raft.LogNoop}})
+		toApply += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	f.Close()
+	b.ReportMetric(float64(toApply.Milliseconds())/float64(b.N), "ms-to-apply")
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -45,6 +46,18 @@ type requestWindow struct {
 	index       hashIndex
 	seed        maphash.Seed
 	key, value  []byte // reused
+	// fill is the index a resumed state builds off the FSM's lock
+	// (FSM.fillIndexes); nil once index is whole. Only Apply reads the
+	// index, and it waits for the fill first (awaitFill, settle).
+	fill *requestFill
+}
+
+// requestFill is an index being built from a view of the engine. done is
+// closed when it is over: index is then whole if ok.
+type requestFill struct {
+	done  chan struct{}
+	index hashIndex
+	ok    bool
 }
 
 // requestLogPrefix is the engine's table of the window's records
@@ -64,6 +77,97 @@ func logKey(dst []byte, seq uint64) []byte {
 // seqOf is the sequence number an index slot's low 32 bits stand for:
 // the window never holds 2^32 records.
 func (w *requestWindow) seqOf(low uint32) uint64 { return w.first + uint64(low-uint32(w.first)) }
+
+// startFill marks the index as built elsewhere: a resume reads the
+// window's bounds and its oldest record, and leaves its index to
+// FSM.fillIndexes, which would otherwise hold up the start (~0.4 s a
+// million records).
+func (w *requestWindow) startFill() {
+	w.fill = &requestFill{done: make(chan struct{})}
+	if w.first < w.next {
+		r, ok := w.record(w.first)
+		if !ok {
+			w.eng.fail(fmt.Errorf("request window: record %d is missing or damaged", w.first))
+		}
+		w.oldestAt = r.at
+	}
+}
+
+// fillFrom builds the index from a view of the engine, off the FSM's
+// lock, while going is true; Apply waits for it. The window's bounds do
+// not move meanwhile: only Apply moves them.
+func (w *requestWindow) fillFrom(view requestSource, going func() bool) {
+	defer close(w.fill.done)
+	index, err := w.indexFrom(view, going)
+	w.fill.index, w.fill.ok = index, err == nil && going()
+}
+
+// awaitFill waits for the index's fill, if one runs: Apply calls it
+// before it takes the FSM's lock, so readers go on meanwhile.
+func (w *requestWindow) awaitFill() {
+	if w.fill != nil {
+		<-w.fill.done
+	}
+}
+
+// settle takes the filled index, under the FSM's write lock, once the
+// fill is over; a fill that did not finish (no view of the engine, a
+// failed read) is done again here, from the writer's batch.
+func (w *requestWindow) settle() {
+	if w.fill == nil {
+		return
+	}
+	<-w.fill.done
+	fill := w.fill
+	w.fill = nil
+	if fill.ok {
+		w.index = fill.index
+		return
+	}
+	index, err := w.indexFrom(w.eng.batch, func() bool { return true })
+	w.eng.fail(err)
+	w.index = index
+}
+
+// requestSource is what an index is built from: a view of the engine, or
+// the writer's batch.
+type requestSource interface {
+	Scan(prefix, from []byte, fn func(key, value []byte) bool) error
+	Get(key, dst []byte) ([]byte, bool, error)
+}
+
+// indexFrom builds the index of the window's records in src, as add
+// builds it: each id names its latest record.
+func (w *requestWindow) indexFrom(src requestSource, going func() bool) (hashIndex, error) {
+	var index hashIndex
+	var key, value []byte
+	var failed error
+	idAt := func(seq uint64) string { // the id of the record at seq, "" if unreadable
+		key = logKey(key, seq)
+		v, found, err := src.Get(key, value[:0])
+		value = v
+		id, ok := requestIDOf(v)
+		if err != nil || !found || !ok {
+			failed = cmp.Or(err, fmt.Errorf("request window: record %d is missing or damaged", seq))
+		}
+		return id
+	}
+	err := src.Scan([]byte{requestLogPrefix}, nil, func(k, v []byte) bool {
+		seq := binary.BigEndian.Uint64(k[1:])
+		id, ok := requestIDOf(v)
+		if !ok || seq < w.first || seq >= w.next {
+			failed = fmt.Errorf("request window: record %d of [%d, %d) is damaged or out of place", seq, w.first, w.next)
+			return false
+		}
+		h := w.hash(id)
+		if low, found := index.lookup(h, func(low uint32) bool { return idAt(w.seqOf(low)) == id }); found {
+			index.remove(h, low)
+		}
+		index.insert(h, uint32(seq))
+		return failed == nil && going()
+	})
+	return index, cmp.Or(err, failed)
+}
 
 // record reads the record at seq.
 func (w *requestWindow) record(seq uint64) (requestRecord, bool) {
@@ -152,6 +256,18 @@ func encodeRequest(e *encoder, r requestRecord) {
 	e.bool(r.existing)
 	e.varint(r.at)
 	e.uvarint(r.fingerprint)
+}
+
+// requestIDOf is the id of an encoded record, a view of v, if the whole
+// record decodes.
+func requestIDOf(v []byte) (string, bool) {
+	d := decoder{buf: v}
+	id := d.stringView()
+	d.stringView()
+	d.bool()
+	d.varint()
+	d.uvarint()
+	return id, d.err == nil
 }
 
 func decodeRequest(d *decoder) (requestRecord, bool) {

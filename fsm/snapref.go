@@ -183,7 +183,7 @@ func (f *FSM) ResumeFrom(dir string, index, term uint64) error {
 		return fmt.Errorf("resume: %w", err)
 	}
 	f.install(s, index, term)
-	f.fillFilter(s)
+	f.fillIndexes(s)
 	return nil
 }
 
@@ -197,7 +197,7 @@ func (f *FSM) RestoreFrom(dir string) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	f.replace(s)
-	f.fillFilter(s)
+	f.fillIndexes(s)
 	return nil
 }
 

@@ -48,6 +48,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestRequestIDMakesCreateIdempotent$",
 	},
 	{
+		name:      "resumed-requests",
+		guarantee: "a resent create returns its first outcome, after a restart too",
+		file:      "fsm/fsm.go",
+		from:      "\tf.s.requests.settle()\n",
+		to:        "\n",
+		pkg:       "./fsm/", run: "^TestResumedRequestsAnswerResends$",
+	},
+	{
 		name:      "clicks-once",
 		guarantee: "clicks are counted exactly once",
 		file:      "fsm/pieces.go",
