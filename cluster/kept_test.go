@@ -209,11 +209,13 @@ func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		checkpoint uint64 // the FSM's applied index when the snapshot was taken
+		keptTerm   uint64 // the term of the entries the kept state applied after it
 		want       string
 		applied    uint64
 	}{
-		{"the checkpoint is the kept state", kept, resumedKept, kept},
-		{"the checkpoint is before the kept state", kept - 1, resumedSnapshot, label},
+		{"the checkpoint is the kept state", kept, term, resumedKept, kept},
+		{"the checkpoint is before the kept state", kept - 1, term, resumedSnapshot, label},
+		{"the checkpoint's entry is of another term", kept, term + 1, resumedSnapshot, label},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -222,13 +224,13 @@ func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			apply := func(from, to uint64) {
+			apply := func(from, to, term uint64) {
 				for i := from; i <= to; i++ {
 					f.ApplyBatch([]*raft.Log{{Index: i, Term: term, Type: raft.LogCommand,
 						Data: fsm.ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:" + strconv.Itoa(int(i))}.Encode()}})
 				}
 			}
-			apply(1, c.checkpoint)
+			apply(1, c.checkpoint, term)
 			snaps, err := openSnapshots(dir, hclog.NewNullLogger())
 			if err != nil {
 				t.Fatal(err)
@@ -245,7 +247,17 @@ func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap.Release()
-			apply(c.checkpoint+1, kept)
+			if c.keptTerm != term {
+				// Another log from the start: the state is rebuilt in a
+				// new FSM, its entries of another term.
+				f.Close()
+				if f, err = fsm.Open(fsm.Config{Dir: engine}); err != nil {
+					t.Fatal(err)
+				}
+				apply(1, kept, c.keptTerm)
+			} else {
+				apply(c.checkpoint+1, kept, term)
+			}
 			if got, err := f.Keep(); err != nil || got != kept {
 				t.Fatalf("keep: index %d, want %d: %v", got, kept, err)
 			}

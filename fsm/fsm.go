@@ -132,15 +132,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if len(logs) == 0 {
 		return results
 	}
-	f.s.requests.awaitFill() // a resumed state's index, built while readers go on
+	last := logs[len(logs)-1]
+	if last.Index > f.skipThrough {
+		f.s.requests.awaitFill() // a resumed state's index, built while readers go on
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.s.requests.settle()
-	last := logs[len(logs)-1]
 	f.delivered = last.Index
 	if last.Index <= f.skipThrough {
 		return results // a resumed state has them all
 	}
+	f.s.requests.settle()
 	f.s.eng.applying = true
 	for i, l := range logs {
 		if l.Type != raft.LogCommand || l.Index <= f.skipThrough {

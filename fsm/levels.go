@@ -86,8 +86,17 @@ const (
 	// leader sends only while every server reports it, the snapshot
 	// stream otherwise; RequiredLevel never returns it.
 	LevelCheckpoints = 14
+	// LevelRequests: no new entry type. Once the cluster is raised to it,
+	// a purge that drops an idempotency record forgets its request id
+	// only when that record is the id's latest (a create resent after its
+	// link was deleted records the id again); before, it forgot the id
+	// altogether, which a node that rebuilt its index from the records
+	// (a restore, a restart) did not, and that node answered a later
+	// resend with the newer record's link where the others made another
+	// (requests.go). RequiredLevel never returns it.
+	LevelRequests = 15
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelCheckpoints
+	EntryLevel = LevelRequests
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

@@ -166,40 +166,41 @@ func TestSnapshotStreamsInPieces(t *testing.T) {
 }
 
 // TestRequestWindowPurges fills and purges the idempotency window on disk:
-// a purge drops the records before its time from the front, and dropping
-// a record forgets its id, as the window always has.
+// a purge drops the records before its time from the front. Dropping a
+// record that a later record of its id replaced forgets the id before
+// LevelRequests, and keeps the later record from it on.
 func TestRequestWindowPurges(t *testing.T) {
-	f := New()
-	defer f.Close()
-	w := &f.s.requests
-	for i := range 20 {
-		w.add(requestRecord{id: fmt.Sprint("req-", i), code: fmt.Sprint("c", i), at: int64(i)})
-	}
-	w.dropBefore(8)
-	for i := range 20 {
-		rec, ok := w.get(fmt.Sprint("req-", i))
-		if want := i >= 8; ok != want || (ok && rec.code != fmt.Sprint("c", i)) {
-			t.Fatalf("req-%d: %+v, %v; want present %v", i, rec, ok, want)
+	for _, latestOnly := range []bool{false, true} {
+		f := New()
+		defer f.Close()
+		w := &f.s.requests
+		for i := range 20 {
+			w.add(requestRecord{id: fmt.Sprint("req-", i), code: fmt.Sprint("c", i), at: int64(i)})
 		}
-	}
-	// A later record for an id replaces the index entry; purging the
-	// earlier record forgets the id, as the window always has.
-	w.add(requestRecord{id: "req-9", code: "again", at: 30})
-	if rec, _ := w.get("req-9"); rec.code != "again" {
-		t.Fatalf("req-9 after a second record: %+v", rec)
-	}
-	w.dropBefore(10)
-	if _, ok := w.get("req-9"); ok {
-		t.Fatal("req-9 still known after its first record was purged")
-	}
-	if rec, ok := w.get("req-10"); !ok || rec.code != "c10" {
-		t.Fatalf("req-10: %+v, %v", rec, ok)
-	}
-	if at, ok := w.oldest(); !ok || at != 10 || w.len() != 11 {
-		t.Fatalf("oldest %d, %v, %d records; want 10, true, 11", at, ok, w.len())
-	}
-	w.dropBefore(31)
-	if _, ok := w.oldest(); ok || w.len() != 0 {
-		t.Fatalf("a purge of everything left %d records", w.len())
+		w.dropBefore(8, latestOnly)
+		for i := range 20 {
+			rec, ok := w.get(fmt.Sprint("req-", i))
+			if want := i >= 8; ok != want || (ok && rec.code != fmt.Sprint("c", i)) {
+				t.Fatalf("req-%d: %+v, %v; want present %v", i, rec, ok, want)
+			}
+		}
+		w.add(requestRecord{id: "req-9", code: "again", at: 30})
+		if rec, _ := w.get("req-9"); rec.code != "again" {
+			t.Fatalf("req-9 after a second record: %+v", rec)
+		}
+		w.dropBefore(10, latestOnly)
+		if rec, ok := w.get("req-9"); ok != latestOnly || (ok && rec.code != "again") {
+			t.Fatalf("latest only %v: req-9 after its first record was purged: %+v, %v", latestOnly, rec, ok)
+		}
+		if rec, ok := w.get("req-10"); !ok || rec.code != "c10" {
+			t.Fatalf("req-10: %+v, %v", rec, ok)
+		}
+		if at, ok := w.oldest(); !ok || at != 10 || w.len() != 11 {
+			t.Fatalf("oldest %d, %v, %d records; want 10, true, 11", at, ok, w.len())
+		}
+		w.dropBefore(31, latestOnly)
+		if _, ok := w.oldest(); ok || w.len() != 0 {
+			t.Fatalf("a purge of everything left %d records", w.len())
+		}
 	}
 }

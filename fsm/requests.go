@@ -218,17 +218,18 @@ func (w *requestWindow) add(r requestRecord) {
 	w.next++
 }
 
-// dropBefore forgets the records applied before at. Dropping a record
-// forgets its id altogether, even if a later record with the same id is
-// still in the log: that is how the window has always behaved, and every
-// node must keep behaving alike.
-func (w *requestWindow) dropBefore(at int64) {
+// dropBefore forgets the records applied before at. With latestOnly (a
+// cluster raised to LevelRequests) a dropped record's id is forgotten
+// only if the record is the id's latest, as an index rebuilt from the
+// records that stay finds it; before, every node forgot the id
+// altogether, even with a later record of it in the log.
+func (w *requestWindow) dropBefore(at int64, latestOnly bool) {
 	if w.first == w.next || w.oldestAt >= at {
 		return
 	}
 	r, ok := w.record(w.first)
 	for ok && r.at < at {
-		if seq, _, found := w.find(r.id); found {
+		if seq, _, found := w.find(r.id); found && (!latestOnly || seq == w.first) {
 			w.index.remove(w.hash(r.id), uint32(seq))
 		}
 		w.key = logKey(w.key, w.first)

@@ -456,7 +456,7 @@ func (s *state) purge(c PurgeCommand) error {
 		s.remove(p)
 		s.links.recs.bound()
 	}
-	s.requests.dropBefore(c.RequestsBefore)
+	s.requests.dropBefore(c.RequestsBefore, s.raised >= LevelRequests)
 	return nil
 }
 

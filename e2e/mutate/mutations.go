@@ -56,6 +56,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestResumedRequestsAnswerResends$",
 	},
 	{
+		name:      "purged-request-id",
+		guarantee: "a resent create returns its first outcome, after a restart too",
+		file:      "fsm/requests.go",
+		from:      "found && (!latestOnly || seq == w.first) {",
+		to:        "found {",
+		pkg:       "./fsm/", run: "^TestResentCreatesAfterARebuild$",
+	},
+	{
 		name:      "clicks-once",
 		guarantee: "clicks are counted exactly once",
 		file:      "fsm/pieces.go",
