@@ -27,6 +27,7 @@ type resumeHistory struct {
 	live    []link
 	deleted []string
 	clicks  map[string]int64
+	keyed   map[string]link // the first answer to a create sent with an Idempotency-Key, by key
 }
 
 // write makes a round of writes through the nodes given: creates of each
@@ -60,6 +61,13 @@ func (h *resumeHistory) write(t *testing.T, round int, through ...*node) {
 			h.clicks[l.ShortCode]++
 		}
 	}
+	key := "resume-key-" + itoa(round)
+	a, err := postCreate(through[len(through)-1], map[string]any{"original_url": "https://example.com/resume/keyed/" + itoa(round)}, key)
+	if err != nil || a.status != http.StatusCreated {
+		t.Fatalf("create with Idempotency-Key %s: %v %d %s", key, err, a.status, a.body)
+	}
+	h.live = append(h.live, a.link)
+	h.keyed[key] = a.link
 }
 
 // check fails unless every node serves exactly the history: every live
@@ -71,6 +79,14 @@ func (h *resumeHistory) check(t *testing.T, step string, nodes ...*node) {
 	}
 	want := exportSet(t, nodes[0])
 	for _, n := range nodes {
+		// A resend answers with the first link (the leader's window, which
+		// a restarted leader rebuilt after it started), and adds none.
+		for key, first := range h.keyed {
+			a, err := postCreate(n, map[string]any{"original_url": first.OriginalURL}, key)
+			if err != nil || a.status != http.StatusCreated || a.link.ShortCode != first.ShortCode {
+				t.Errorf("%s: a resend with Idempotency-Key %s through %s answered %v %d %s, want %s", step, key, n.id, err, a.status, a.body, first.ShortCode)
+			}
+		}
 		checkRedirectsHead(t, n, h.live)
 		for _, code := range h.deleted {
 			r := n.request(t, http.MethodGet, "/"+code, http.Header{"Accept": {"application/json"}}, nil)
@@ -98,7 +114,7 @@ func TestCleanStopsResume(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3, map[string]string{"snapshot-threshold": "16"})
 	leader, followers := waitOneLeader(t, leaderWaitTimeout, nodes...)
-	h := &resumeHistory{clicks: map[string]int64{}}
+	h := &resumeHistory{clicks: map[string]int64{}, keyed: map[string]link{}}
 	h.write(t, 0, nodes...)
 
 	resumed := func(n *node) int { return strings.Count(n.out.String(), resumedLine) }
