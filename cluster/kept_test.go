@@ -114,6 +114,30 @@ func damage(t *testing.T, path string) {
 	}
 }
 
+// persistSnapshot takes f's snapshot into the snapshot store of dir,
+// labelled index and term, as Raft does; it returns the store and the
+// snapshot's id.
+func persistSnapshot(t *testing.T, f *fsm.FSM, dir string, index, term uint64) (ownerOnlySnapshots, string) {
+	t.Helper()
+	snaps, err := openSnapshots(dir, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	sink, err := snaps.Create(raft.SnapshotVersionMax, index, term, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	return snaps, sink.ID()
+}
+
 // TestResumeFromTheLatestSnapshot: a start that finds nothing kept (after
 // a crash) resumes the checkpoint its latest snapshot refers to, when the
 // snapshot's entry is the checkpoint's; its stream, as a follower reads
@@ -148,25 +172,10 @@ func TestResumeFromTheLatestSnapshot(t *testing.T) {
 			if err := f.WriteBackup(&want); err != nil {
 				t.Fatal(err)
 			}
-			snaps, err := openSnapshots(dir, hclog.NewNullLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := f.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink, err := snaps.Create(raft.SnapshotVersionMax, c.label, 2, raft.Configuration{}, 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := snap.Persist(sink); err != nil {
-				t.Fatal(err)
-			}
-			snap.Release()
+			snaps, id := persistSnapshot(t, f, dir, c.label, 2)
 			f.Close() // as a crash leaves it: nothing kept
 
-			_, rc, err := snaps.Open(sink.ID())
+			_, rc, err := snaps.Open(id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,22 +240,7 @@ func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
 				}
 			}
 			apply(1, c.checkpoint, term)
-			snaps, err := openSnapshots(dir, hclog.NewNullLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := f.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink, err := snaps.Create(raft.SnapshotVersionMax, label, term, raft.Configuration{}, 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := snap.Persist(sink); err != nil {
-				t.Fatal(err)
-			}
-			snap.Release()
+			snaps, _ := persistSnapshot(t, f, dir, label, term)
 			if c.keptTerm != term {
 				// Another log from the start: the state is rebuilt in a
 				// new FSM, its entries of another term.
