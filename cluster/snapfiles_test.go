@@ -34,22 +34,7 @@ func snapshotOnDisk(t *testing.T) (ownerOnlySnapshots, *raft.SnapshotMeta, []byt
 	if err := f.WriteBackup(&want); err != nil {
 		t.Fatal(err)
 	}
-	snaps, err := openSnapshots(dir, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Release()
-	sink, err := snaps.Create(raft.SnapshotVersionMax, uint64(len(logs)), 1, raft.Configuration{}, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
+	snaps, _ := persistSnapshot(t, f, dir, uint64(len(logs)), 1)
 	list, err := snaps.List()
 	if err != nil || len(list) != 1 {
 		t.Fatalf("snapshots %v: %v", list, err)

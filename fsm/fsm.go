@@ -154,28 +154,27 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			// engine takes them in pieces, as if Raft had handed fewer, so
 			// its batch and the changed records stay bounded, and readers
 			// waiting meanwhile read the state up to l.
-			f.commit(l.Index)
-			f.applied.Store(l.Index)
-			f.appliedTerm = l.Term
+			f.commit(l)
 			f.mu.Unlock()
 			f.mu.Lock()
 			f.s.eng.applying = true
 		}
 	}
-	f.commit(last.Index)
-	f.applied.Store(last.Index)
-	f.appliedTerm = last.Term
+	f.commit(last)
 	return results
 }
 
-// commit writes what was applied up to index into the engine.
-func (f *FSM) commit(index uint64) {
-	if err := f.s.eng.commit(index); err != nil {
+// commit writes what was applied up to l into the engine, and makes l
+// the last entry applied.
+func (f *FSM) commit(l *raft.Log) {
+	if err := f.s.eng.commit(l.Index); err != nil {
 		// The state in memory has the batch and the engine does not: no
 		// later entry could be applied the same way as on the other nodes.
 		// Stopping keeps the log, which a restart applies again.
-		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", index, err))
+		panic(fmt.Sprintf("fsm: the engine did not take entries up to %d: %v", l.Index, err))
 	}
+	f.applied.Store(l.Index)
+	f.appliedTerm = l.Term
 }
 
 // Applied returns the index of the last log entry this FSM applied, and
