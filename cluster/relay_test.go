@@ -345,6 +345,7 @@ func TestRelayedErrorsKeepTheirIdentity(t *testing.T) {
 		{fsm.ErrHashCollision, wire.KindHashCollision, fsm.ErrHashCollision},
 		{fsm.ErrRequestIDReused, wire.KindRequestIDReused, fsm.ErrRequestIDReused},
 		{fsm.ErrCodeSpaceExhausted, wire.KindCodeSpaceExhausted, fsm.ErrCodeSpaceExhausted},
+		{fsm.ErrStateFull, wire.KindStateFull, fsm.ErrStateFull},
 		{fsm.ErrInvalidRequest, wire.KindInvalid, fsm.ErrInvalidRequest},
 		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), wire.KindInvalid, fsm.ErrInvalidRequest},
 		{fsm.ErrNotInitialized, wire.KindNotInitialized, fsm.ErrNotInitialized},

@@ -34,7 +34,17 @@ type Config struct {
 	// (DefaultRecordCache when 0); the rest are read from the engine. It
 	// sizes the code cache too: two 8-byte slots a record (codeindex.go).
 	RecordCache int
+	// maxRecords, when set, is MaxRecords for the states of this FSM: a
+	// test's few positions stand for four billion.
+	maxRecords uint32
 }
+
+// MaxRecords is how many links a state can hold a position for: created,
+// imported or restored, live or not. Positions are 32-bit, and the last
+// one is kept free (a longer position would need a mark, and its key
+// must sort after every 4-byte one). A deleted or expired link keeps its
+// position until a restore rebuilds the state, which packs the live ones.
+const MaxRecords = 1<<32 - 1
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks
 // are in memory already.
@@ -92,13 +102,15 @@ func (es *engines) open() *engine {
 		opts.BlockCacheBytes = inMemoryCache
 		options, records = inMemoryCacheSlots, inMemoryCacheSlots
 	}
-	return newEngine(dir, opts, cmp.Or(es.cfg.OptionCache, options), cmp.Or(es.cfg.RecordCache, records))
+	e := newEngine(dir, opts, cmp.Or(es.cfg.OptionCache, options), cmp.Or(es.cfg.RecordCache, records))
+	e.maxRecords = cmp.Or(es.cfg.maxRecords, e.maxRecords)
+	return e
 }
 
 // newEngine is an engine in dir ("": in memory) whose store opens with
 // opts at its first use, for a state with caches of the sizes given.
 func newEngine(dir string, opts store.Options, optionCache, recordCache int) *engine {
-	e := &engine{dir: dir, optionCache: optionCache, recordCache: recordCache}
+	e := &engine{dir: dir, optionCache: optionCache, recordCache: recordCache, maxRecords: MaxRecords}
 	e.openStore = func() (*store.Store, error) { return store.Open(dir, opts) }
 	e.refs.Store(1)
 	return e
@@ -124,6 +136,7 @@ type engine struct {
 	val       []byte // reused by get
 	// optionCache and recordCache size the caches of the state it holds.
 	optionCache, recordCache int
+	maxRecords               uint32 // MaxRecords, or a test's
 	// writeBack writes what the state's pieces hold back until the end
 	// of a batch (the records a batch changed) before a commit or a view.
 	writeBack func()

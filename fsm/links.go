@@ -456,6 +456,9 @@ func readLinks(st *state, d *decoder, version byte) error {
 			return err
 		}
 		prevID = l.r.id
+		if st.links.recs.full() {
+			return ErrStateFull
+		}
 		dedupe := l.flags&snapDedupe != 0
 		if dedupe && l.canonical == "" {
 			l.canonical = l.url

@@ -225,6 +225,10 @@ func (t *recordTable) mutable(p uint32) *record {
 	return &cp
 }
 
+// full reports whether every position is taken: append must not be
+// called (the next position would wrap to 0 and overwrite a record).
+func (t *recordTable) full() bool { return t.n >= t.eng.maxRecords }
+
 // append adds a record and returns its position.
 func (t *recordTable) append(r record) uint32 {
 	t.bound()

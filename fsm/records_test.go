@@ -204,3 +204,78 @@ func TestRequestWindowPurges(t *testing.T) {
 		}
 	}
 }
+
+// withMaxRecords is an empty FSM in memory whose states hold positions
+// for at most n links.
+func withMaxRecords(t *testing.T, n uint32) *FSM {
+	t.Helper()
+	f, err := Open(Config{maxRecords: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	applyAll(t, f, InitCommand{Key: testKey}.Encode())
+	return f
+}
+
+// TestStateFullRefusesCreates: once every record position is taken, a
+// create that needs a new one is refused (the next position would wrap to
+// 0 and overwrite the first link), whatever its code; what needs no new
+// position still works, a delete frees none, and a restore packs the
+// live links so that creates go on. A snapshot holding more links than
+// the positions is refused and the state kept.
+func TestStateFullRefusesCreates(t *testing.T) {
+	const deduped = "https://example.com/dedupe"
+	f := withMaxRecords(t, 3)
+	first := mustCreate(t, f, 10, CreateRequest{URL: "https://example.com/a"})
+	gone := mustCreate(t, f, 11, CreateRequest{URL: "https://example.com/b", CustomCode: "gone"})
+	kept := mustCreate(t, f, 12, CreateRequest{URL: deduped, Dedupe: true})
+
+	refused := []struct {
+		name string
+		r    CreateRequest
+	}{
+		{"a counter code", CreateRequest{URL: "https://example.com/c"}},
+		{"a custom code", CreateRequest{URL: "https://example.com/c", CustomCode: "mine"}},
+		{"a hash code", CreateRequest{URL: "https://example.com/c", Strategy: StrategyHash}},
+		{"a dedupe create of a new URL", CreateRequest{URL: "https://example.com/c", Dedupe: true}},
+		{"an import", CreateRequest{URL: "https://example.com/c", CustomCode: "old", CreatedAt: 5}},
+	}
+	for _, tc := range refused {
+		if res := createOne(t, f, 20, tc.r); !errors.Is(res.Err, ErrStateFull) {
+			t.Errorf("%s when full: %+v, want ErrStateFull", tc.name, res)
+		}
+	}
+	if got := mustCreate(t, f, 21, CreateRequest{URL: deduped, Dedupe: true}); got.ID != kept.ID {
+		t.Errorf("a dedupe create of a link's URL when full made or found %+v, want link %d", got, kept.ID)
+	}
+	applyAll(t, f, DeleteCommand{Code: gone.Code, Now: 22}.Encode())
+	if res := createOne(t, f, 23, CreateRequest{URL: "https://example.com/c"}); !errors.Is(res.Err, ErrStateFull) {
+		t.Errorf("a create after a delete: %+v, want ErrStateFull (a deleted link keeps its position)", res)
+	}
+	if l, ok := f.Get(first.Code); !ok || l.URL != first.URL {
+		t.Errorf("the first link after the refusals: %+v, %v", l, ok)
+	}
+
+	packed := withMaxRecords(t, 3)
+	if err := packed.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
+		t.Fatalf("restore of 2 live links into 3 positions: %v", err)
+	}
+	next := mustCreate(t, packed, 30, CreateRequest{URL: "https://example.com/c"})
+	if next.Code == first.Code || next.Code == gone.Code || next.Code == kept.Code {
+		t.Errorf("the create after the restore took code %q again", next.Code)
+	}
+	if res := createOne(t, packed, 31, CreateRequest{URL: "https://example.com/d"}); !errors.Is(res.Err, ErrStateFull) {
+		t.Errorf("a fourth position after the restore: %+v, want ErrStateFull", res)
+	}
+
+	small := withMaxRecords(t, 2)
+	before := snapshotBytes(t, small)
+	err := small.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, packed))})
+	if !errors.Is(err, ErrStateFull) {
+		t.Fatalf("restore of 3 links into 2 positions: %v, want ErrStateFull", err)
+	}
+	if !bytes.Equal(snapshotBytes(t, small), before) {
+		t.Error("a refused restore changed the state")
+	}
+}

@@ -262,6 +262,9 @@ func readSnapshot(r io.Reader, es *engines) (*Snapshot, error) {
 	}
 	if err != nil {
 		eng.retire()
+		if errors.Is(err, ErrStateFull) { // sound, and larger than this state can be
+			return nil, fmt.Errorf("read snapshot: %w", err)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	s.links.compactLists()

@@ -19,6 +19,8 @@ var (
 	ErrHashCollision      = errors.New("hash code collides with other links after every retry")
 	ErrInvalidRequest     = errors.New("invalid create request")
 	ErrRequestIDReused    = errors.New("idempotency key already used for a different request")
+	ErrStateFull          = fmt.Errorf("every record position is taken (%d links created since "+
+		"the state was last restored); restore a backup to pack the live ones", uint64(MaxRecords))
 	// ErrCodeDeleted is ErrCodeTaken for a code whose link was deleted.
 	ErrCodeDeleted = fmt.Errorf("%w: it belonged to a deleted link, and deleted codes are never reused", ErrCodeTaken)
 )
@@ -204,6 +206,9 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	code, res, done := choice.choose()
 	if done {
 		return res
+	}
+	if s.links.recs.full() { // a dedupe create above needed no position
+		return CreateResult{Err: ErrStateFull}
 	}
 
 	// An imported link keeps its creation time and starts at the clicks it

@@ -158,6 +158,7 @@ var wantStatuses = []struct {
 	{fsm.ErrReserved, 409},
 	{fsm.ErrHashCollision, 503},
 	{fsm.ErrCodeSpaceExhausted, 503},
+	{fsm.ErrStateFull, 507},
 	{fsm.ErrNotInitialized, 503},
 	{fsm.ErrRequestIDReused, 422},
 	{fsm.ErrTooManyWebhooks, 409},

@@ -17,6 +17,7 @@ const (
 	KindHashCollision      = "hash_collision"
 	KindRequestIDReused    = "request_id_reused"
 	KindCodeSpaceExhausted = "code_space_exhausted"
+	KindStateFull          = "state_full"
 	KindInvalid            = "invalid"
 	KindNotInitialized     = "not_initialized"
 	KindUnauthorized       = "unauthorized"
@@ -45,6 +46,7 @@ var Refusals = [...]struct {
 	{fsm.ErrReserved, KindReserved},
 	{fsm.ErrHashCollision, KindHashCollision},
 	{fsm.ErrCodeSpaceExhausted, KindCodeSpaceExhausted},
+	{fsm.ErrStateFull, KindStateFull},
 	{fsm.ErrNotInitialized, KindNotInitialized},
 	{fsm.ErrRequestIDReused, KindRequestIDReused},
 	{fsm.ErrInvalidRequest, KindInvalid},

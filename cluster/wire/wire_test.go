@@ -48,6 +48,7 @@ func TestRefusalsKeepTheirIdentity(t *testing.T) {
 		{fsm.ErrHashCollision, KindHashCollision},
 		{fsm.ErrRequestIDReused, KindRequestIDReused},
 		{fsm.ErrCodeSpaceExhausted, KindCodeSpaceExhausted},
+		{fsm.ErrStateFull, KindStateFull},
 		{fsm.ErrInvalidRequest, KindInvalid},
 		{fmt.Errorf("%w: code length 12", fsm.ErrInvalidRequest), KindInvalid},
 		{fsm.ErrNotInitialized, KindNotInitialized},

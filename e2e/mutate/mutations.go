@@ -64,6 +64,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestResentCreatesAfterARebuild$",
 	},
 	{
+		name:      "state-full",
+		guarantee: "no create overwrites a link: past the last record position creates are refused",
+		file:      "fsm/state.go",
+		from:      "if s.links.recs.full() {",
+		to:        "if false {",
+		pkg:       "./fsm/", run: "^TestStateFullRefusesCreates$",
+	},
+	{
 		name:      "clicks-once",
 		guarantee: "clicks are counted exactly once",
 		file:      "fsm/pieces.go",
