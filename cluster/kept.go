@@ -28,8 +28,10 @@ import (
 // (raft.db removed, a log a recovery replaced), or next to a damaged
 // snapshot, is dropped. With nothing kept (a crash) or a state dropped,
 // it resumes the latest snapshot's checkpoint when the snapshot refers to
-// one. It reports whether it resumed.
-func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *slog.Logger) bool {
+// one. It reports whether it resumed; m then reports the latest
+// snapshot's label as applied at least (appliedFSM.resumedAt).
+func resumeState(m *appliedFSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *slog.Logger) bool {
+	f := m.FSM
 	list, err := snaps.List()
 	if err != nil {
 		log.Warn("the kept state was not resumed: the snapshots could not be listed", "err", err)
@@ -61,6 +63,9 @@ func resumeState(f *fsm.FSM, snaps ownerOnlySnapshots, logs raft.LogStore, log *
 	case err != nil:
 		log.Warn("the state kept at the last stop was not resumed: starting from the latest snapshot", "err", err)
 	case ok:
+		if latest != nil {
+			m.resumedAt.Store(latest.Index)
+		}
 		log.Info(resumedKept, "index", index, "took", time.Since(start).Round(time.Millisecond))
 		return true
 	}

@@ -92,7 +92,7 @@ func TestResumeNeedsTheKeptEntry(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if got := resumeState(f, snaps, logs, slog.New(slog.NewTextHandler(io.Discard, nil))); got != c.want {
+			if got := resumeState(&appliedFSM{FSM: f}, snaps, logs, slog.New(slog.NewTextHandler(io.Discard, nil))); got != c.want {
 				t.Fatalf("resumed %v, want %v", got, c.want)
 			}
 			if applied, _ := f.Applied(); c.want && applied != index {
@@ -190,7 +190,7 @@ func TestResumeFromTheLatestSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			if got := resumeState(g, snaps, logs, slog.New(slog.NewTextHandler(io.Discard, nil))); got != c.want {
+			if got := resumeState(&appliedFSM{FSM: g}, snaps, logs, slog.New(slog.NewTextHandler(io.Discard, nil))); got != c.want {
 				t.Fatalf("resumed %v, want %v", got, c.want)
 			}
 			if !c.want {
@@ -265,7 +265,8 @@ func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
 			var out bytes.Buffer
 			// The log before the label is compacted away: only the
 			// snapshot names the kept entry.
-			if !resumeState(g, snaps, raft.NewInmemStore(), slog.New(slog.NewTextHandler(&out, nil))) {
+			m := &appliedFSM{FSM: g}
+			if !resumeState(m, snaps, raft.NewInmemStore(), slog.New(slog.NewTextHandler(&out, nil))) {
 				t.Fatalf("nothing resumed: %s", out.String())
 			}
 			if !bytes.Contains(out.Bytes(), []byte(c.want)) {
@@ -273,6 +274,13 @@ func TestResumeKeptBelowTheSnapshotsLabel(t *testing.T) {
 			}
 			if applied, _ := g.Applied(); applied != c.applied {
 				t.Errorf("resumed at %d, want %d", applied, c.applied)
+			}
+			// Every entry up to the label is in the state: a leader that
+			// reports the label finds this node caught up, not behind
+			// until the next write.
+			m.noteLeaderIndex(label)
+			if got := m.appliedIndex(); got != label || m.behind() {
+				t.Errorf("the node reports %d applied (behind: %v), want the label %d", got, m.behind(), label)
 			}
 		})
 	}

@@ -419,7 +419,7 @@ func (n *Node) openRaft() (hasState bool, err error) {
 	snaps.sendFiles = filesGate(n.levels, &n.addrs.raft, n.stopping)
 	n.machine.received = snaps.received
 	rc := raftConfig(n.cfg, hlog)
-	rc.NoSnapshotRestoreOnStart = resumeState(n.fsm, snaps, logs, n.log)
+	rc.NoSnapshotRestoreOnStart = resumeState(n.machine, snaps, logs, n.log)
 	r, err := raft.NewRaft(rc, n.machine, logs, stable, snaps, checkedTransport{transport})
 	if err != nil {
 		// A snapshot Raft could not restore is damage an operator repairs.

@@ -53,6 +53,13 @@ type appliedFSM struct {
 	received *receivedFiles
 	// raftApplied is Raft's own applied index (set once Raft runs).
 	raftApplied func() uint64
+	// resumedAt is the label of the snapshot a state resumed at the start
+	// was accepted beside: every entry up to it is in the state, though
+	// the FSM reports its last command, which may be lower (the label can
+	// be a no-op or a configuration after it: kept.go). Without it, a
+	// node whose leader reports the label would wait for the next write
+	// to catch up, and ask the leader for every read until then.
+	resumedAt atomic.Uint64
 	// leaderIndex is the highest index the leader told this node it has
 	// applied (see behind).
 	leaderIndex atomic.Uint64
@@ -103,12 +110,13 @@ func (a *appliedFSM) wait() {
 	}
 }
 
-// appliedIndex is the index of the last entry the FSM has applied. Raft's
+// appliedIndex is the index of the last entry the FSM has applied, or the
+// label of the snapshot its state was resumed beside when higher. Raft's
 // own applied index is used only when the FSM has applied nothing since it
 // started or was restored; then it is the restored snapshot's index.
 func (a *appliedFSM) appliedIndex() uint64 {
 	if i, ok := a.Applied(); ok {
-		return i
+		return max(i, a.resumedAt.Load())
 	}
 	return a.raftApplied()
 }
