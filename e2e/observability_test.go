@@ -113,6 +113,10 @@ func TestObservabilityCluster(t *testing.T) {
 	}
 
 	m := scrape(t, leader)
+	// 32-bit record positions, the last one never given (docs/MONITORING.md).
+	if used, limit := m["linkraft_link_ids_used"], m["linkraft_link_ids_limit"]; used < 40 || limit != 1<<32-1 {
+		t.Errorf("leader /metrics: link ids used %v of %v, want at least 40 of 4294967295", used, limit)
+	}
 	for _, key := range []string{
 		"raft_commit_time_seconds_count",       // commit time
 		"raft_fsm_apply_batch_seconds_count",   // FSM apply latency (the FSM applies in batches)

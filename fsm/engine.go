@@ -39,11 +39,11 @@ type Config struct {
 	maxRecords uint32
 }
 
-// MaxRecords is how many links a state can hold a position for: created,
-// imported or restored, live or not. Positions are 32-bit, and the last
-// one is kept free (a longer position would need a mark, and its key
-// must sort after every 4-byte one). A deleted or expired link keeps its
-// position until a restore rebuilds the state, which packs the live ones.
+// MaxRecords is how many links a cluster can create (imports included):
+// a state holds a record by 32-bit position for each, live or not, until
+// a restore from a stream packs the live ones, and the last position is
+// kept free (a longer position would need a mark, and its key must sort
+// after every 4-byte one). Creates are refused past it (state.full).
 const MaxRecords = 1<<32 - 1
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks

@@ -312,6 +312,15 @@ func (f *FSM) Len() int {
 	return f.s.links.live()
 }
 
+// LinkIDs is how many link ids the cluster has given (every link created
+// or imported; a restore keeps the highest) and how many it can: once
+// they are equal, creates are refused (ErrStateFull).
+func (f *FSM) LinkIDs() (used, limit uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.lastID, uint64(f.s.eng.maxRecords)
+}
+
 // Initialized reports whether the code key has been applied.
 func (f *FSM) Initialized() bool {
 	f.mu.RLock()

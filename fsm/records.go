@@ -227,6 +227,7 @@ func (t *recordTable) mutable(p uint32) *record {
 
 // full reports whether every position is taken: append must not be
 // called (the next position would wrap to 0 and overwrite a record).
+// Creates never get here (state.full); a restore's snapshot could.
 func (t *recordTable) full() bool { return t.n >= t.eng.maxRecords }
 
 // append adds a record and returns its position.

@@ -218,18 +218,26 @@ func withMaxRecords(t *testing.T, n uint32) *FSM {
 	return f
 }
 
-// TestStateFullRefusesCreates: once every record position is taken, a
-// create that needs a new one is refused (the next position would wrap to
-// 0 and overwrite the first link), whatever its code; what needs no new
-// position still works, a delete frees none, and a restore packs the
-// live links so that creates go on. A snapshot holding more links than
-// the positions is refused and the state kept.
+// TestStateFullRefusesCreates: once the cluster has given as many link
+// ids as a state has record positions, a create is refused whatever its
+// code (the next position would wrap to 0 and overwrite the first link),
+// on every node alike and changing nothing, while what needs no new
+// position still works; a delete frees none. A node whose state was
+// rebuilt from a stream, its live links packed into fewer positions,
+// refuses alike. A snapshot holding more links than a state's positions
+// is refused and the state kept.
 func TestStateFullRefusesCreates(t *testing.T) {
 	const deduped = "https://example.com/dedupe"
 	f := withMaxRecords(t, 3)
 	first := mustCreate(t, f, 10, CreateRequest{URL: "https://example.com/a"})
 	gone := mustCreate(t, f, 11, CreateRequest{URL: "https://example.com/b", CustomCode: "gone"})
 	kept := mustCreate(t, f, 12, CreateRequest{URL: deduped, Dedupe: true})
+	applyAll(t, f, DeleteCommand{Code: gone.Code, Now: 13}.Encode())
+	// A follower that installed the state as a stream: two positions used.
+	packed := withMaxRecords(t, 3)
+	if err := packed.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
+		t.Fatal(err)
+	}
 
 	refused := []struct {
 		name string
@@ -241,39 +249,35 @@ func TestStateFullRefusesCreates(t *testing.T) {
 		{"a dedupe create of a new URL", CreateRequest{URL: "https://example.com/c", Dedupe: true}},
 		{"an import", CreateRequest{URL: "https://example.com/c", CustomCode: "old", CreatedAt: 5}},
 	}
-	for _, tc := range refused {
-		if res := createOne(t, f, 20, tc.r); !errors.Is(res.Err, ErrStateFull) {
-			t.Errorf("%s when full: %+v, want ErrStateFull", tc.name, res)
+	for _, node := range []struct {
+		name string
+		f    *FSM
+	}{{"the node that made them", f}, {"a node that installed them", packed}} {
+		before := snapshotBytes(t, node.f)
+		for _, tc := range refused {
+			if res := createOne(t, node.f, 20, tc.r); !errors.Is(res.Err, ErrStateFull) {
+				t.Errorf("%s: %s when full: %+v, want ErrStateFull", node.name, tc.name, res)
+			}
+		}
+		if !bytes.Equal(snapshotBytes(t, node.f), before) {
+			t.Errorf("%s: refused creates changed the state", node.name)
+		}
+		if got := mustCreate(t, node.f, 21, CreateRequest{URL: deduped, Dedupe: true}); got.ID != kept.ID {
+			t.Errorf("%s: a dedupe create of a link's URL when full made or found %+v, want link %d", node.name, got, kept.ID)
+		}
+		if used, limit := node.f.LinkIDs(); used != 3 || limit != 3 {
+			t.Errorf("%s: link ids %d used of %d, want 3 of 3", node.name, used, limit)
+		}
+		if l, ok := node.f.Get(first.Code); !ok || l.URL != first.URL {
+			t.Errorf("%s: the first link after the refusals: %+v, %v", node.name, l, ok)
 		}
 	}
-	if got := mustCreate(t, f, 21, CreateRequest{URL: deduped, Dedupe: true}); got.ID != kept.ID {
-		t.Errorf("a dedupe create of a link's URL when full made or found %+v, want link %d", got, kept.ID)
-	}
-	applyAll(t, f, DeleteCommand{Code: gone.Code, Now: 22}.Encode())
-	if res := createOne(t, f, 23, CreateRequest{URL: "https://example.com/c"}); !errors.Is(res.Err, ErrStateFull) {
-		t.Errorf("a create after a delete: %+v, want ErrStateFull (a deleted link keeps its position)", res)
-	}
-	if l, ok := f.Get(first.Code); !ok || l.URL != first.URL {
-		t.Errorf("the first link after the refusals: %+v, %v", l, ok)
-	}
 
-	packed := withMaxRecords(t, 3)
-	if err := packed.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
-		t.Fatalf("restore of 2 live links into 3 positions: %v", err)
-	}
-	next := mustCreate(t, packed, 30, CreateRequest{URL: "https://example.com/c"})
-	if next.Code == first.Code || next.Code == gone.Code || next.Code == kept.Code {
-		t.Errorf("the create after the restore took code %q again", next.Code)
-	}
-	if res := createOne(t, packed, 31, CreateRequest{URL: "https://example.com/d"}); !errors.Is(res.Err, ErrStateFull) {
-		t.Errorf("a fourth position after the restore: %+v, want ErrStateFull", res)
-	}
-
-	small := withMaxRecords(t, 2)
+	small := withMaxRecords(t, 1)
 	before := snapshotBytes(t, small)
-	err := small.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, packed))})
+	err := small.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))})
 	if !errors.Is(err, ErrStateFull) {
-		t.Fatalf("restore of 3 links into 2 positions: %v, want ErrStateFull", err)
+		t.Fatalf("restore of 2 links into 1 position: %v, want ErrStateFull", err)
 	}
 	if !bytes.Equal(snapshotBytes(t, small), before) {
 		t.Error("a refused restore changed the state")

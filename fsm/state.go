@@ -19,8 +19,8 @@ var (
 	ErrHashCollision      = errors.New("hash code collides with other links after every retry")
 	ErrInvalidRequest     = errors.New("invalid create request")
 	ErrRequestIDReused    = errors.New("idempotency key already used for a different request")
-	ErrStateFull          = fmt.Errorf("every record position is taken (%d links created since "+
-		"the state was last restored); restore a backup to pack the live ones", uint64(MaxRecords))
+	ErrStateFull          = fmt.Errorf("the cluster has created %d links, as many as the state's "+
+		"32-bit record positions hold: no more can be created", uint64(MaxRecords))
 	// ErrCodeDeleted is ErrCodeTaken for a code whose link was deleted.
 	ErrCodeDeleted = fmt.Errorf("%w: it belonged to a deleted link, and deleted codes are never reused", ErrCodeTaken)
 )
@@ -207,7 +207,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if done {
 		return res
 	}
-	if s.links.recs.full() { // a dedupe create above needed no position
+	if s.full() { // the counter's code was checked before it was drawn
 		return CreateResult{Err: ErrStateFull}
 	}
 
@@ -310,12 +310,23 @@ func (c *codeChoice) counter() (string, CreateResult, bool) {
 			return "", res, true
 		}
 	}
+	if s.full() { // before the counter moves: a refusal changes nothing
+		return "", CreateResult{Err: ErrStateFull}, true
+	}
 	code, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
 	if err != nil {
 		return "", CreateResult{Err: err}, true
 	}
 	return code, CreateResult{}, false
 }
+
+// full reports whether a create must be refused for want of a record
+// position. It asks the last link id, which every node holds alike, and
+// not this node's count of positions: a node whose state was rebuilt from
+// a stream packed the live links into fewer positions than another
+// holds. Every record holds an id of its own, none above the last, so no
+// node holds more records than the last id; a restore keeps the highest.
+func (s *state) full() bool { return s.lastID >= uint64(s.eng.maxRecords) }
 
 // checkCreate is Apply's floor for a create (see DESIGN.md): it reads only
 // the request, the entry's clock and the registered domains, before any

@@ -190,6 +190,10 @@ var (
 		"Reads of a link's record answered from the record cache (--record-cache).", nil, nil)
 	recordCacheMisses = prometheus.NewDesc("linkraft_record_cache_misses_total",
 		"Reads of a link's record that went to the state engine.", nil, nil)
+	linkIDsUsed = prometheus.NewDesc("linkraft_link_ids_used",
+		"Link ids the cluster has given: every link created or imported, deleted ones included.", nil, nil)
+	linkIDsLimit = prometheus.NewDesc("linkraft_link_ids_limit",
+		"Link ids the cluster can give (32-bit record positions); at the limit creates are refused (507).", nil, nil)
 )
 
 func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -199,6 +203,8 @@ func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- engineDiskBytes
 	ch <- recordCacheHits
 	ch <- recordCacheMisses
+	ch <- linkIDsUsed
+	ch <- linkIDsLimit
 }
 
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -210,4 +216,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	hits, misses := c.state.RecordCacheStats()
 	ch <- prometheus.MustNewConstMetric(recordCacheHits, prometheus.CounterValue, float64(hits))
 	ch <- prometheus.MustNewConstMetric(recordCacheMisses, prometheus.CounterValue, float64(misses))
+	used, limit := c.state.LinkIDs()
+	ch <- prometheus.MustNewConstMetric(linkIDsUsed, prometheus.GaugeValue, float64(used))
+	ch <- prometheus.MustNewConstMetric(linkIDsLimit, prometheus.GaugeValue, float64(limit))
 }

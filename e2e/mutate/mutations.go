@@ -65,10 +65,10 @@ var mutations = []mutation{
 	},
 	{
 		name:      "state-full",
-		guarantee: "no create overwrites a link: past the last record position creates are refused",
+		guarantee: "no create overwrites a link: past the last record position creates are refused, by every node alike",
 		file:      "fsm/state.go",
-		from:      "if s.links.recs.full() {",
-		to:        "if false {",
+		from:      "func (s *state) full() bool { return s.lastID >= uint64(s.eng.maxRecords) }",
+		to:        "func (s *state) full() bool { return s.links.recs.full() }",
 		pkg:       "./fsm/", run: "^TestStateFullRefusesCreates$",
 	},
 	{
