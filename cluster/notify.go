@@ -96,7 +96,9 @@ func (a *appliedFSM) Restore(rc io.ReadCloser) error {
 	} else {
 		err = a.FSM.Restore(rc)
 	}
-	a.resumedAt.Store(0) // the state is the snapshot's now
+	if err == nil {
+		a.resumedAt.Store(0) // the state is the snapshot's now
+	}
 	a.volume.snapshotted()
 	a.applied.notify()
 	a.restored.notify()

@@ -229,6 +229,7 @@ func withMaxRecords(t *testing.T, n uint32) *FSM {
 func TestStateFullRefusesCreates(t *testing.T) {
 	const deduped = "https://example.com/dedupe"
 	f := withMaxRecords(t, 3)
+	applyAll(t, f, setHook(hookA, "https://hooks.example/a", allEvents()))
 	first := mustCreate(t, f, 10, CreateRequest{URL: "https://example.com/a"})
 	gone := mustCreate(t, f, 11, CreateRequest{URL: "https://example.com/b", CustomCode: "gone"})
 	kept := mustCreate(t, f, 12, CreateRequest{URL: deduped, Dedupe: true})
@@ -237,6 +238,9 @@ func TestStateFullRefusesCreates(t *testing.T) {
 	packed := withMaxRecords(t, 3)
 	if err := packed.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, f))}); err != nil {
 		t.Fatal(err)
+	}
+	if n := packed.s.links.recs.n; n != 2 {
+		t.Fatalf("the installed state holds %d positions, want its 2 live links packed", n)
 	}
 
 	refused := []struct {
@@ -248,6 +252,9 @@ func TestStateFullRefusesCreates(t *testing.T) {
 		{"a hash code", CreateRequest{URL: "https://example.com/c", Strategy: StrategyHash}},
 		{"a dedupe create of a new URL", CreateRequest{URL: "https://example.com/c", Dedupe: true}},
 		{"an import", CreateRequest{URL: "https://example.com/c", CustomCode: "old", CreatedAt: 5}},
+		// What a create records besides its link: its request id, an
+		// audit entry for its key, a webhook event.
+		{"a keyed create with a request id", CreateRequest{URL: "https://example.com/c", RequestID: "req-full", KeyID: RootKeyID}},
 	}
 	for _, node := range []struct {
 		name string
