@@ -38,7 +38,7 @@ var errorStatuses = [...]errorStatus{
 	// counter's next length, may be free by then.
 	{fsm.ErrHashCollision, fasthttp.StatusServiceUnavailable, ""},
 	{fsm.ErrCodeSpaceExhausted, fasthttp.StatusServiceUnavailable, ""},
-	// Not a retry: an operator must restore a backup (fsm.MaxRecords).
+	// Not a retry: the cluster can create no more links (fsm.MaxRecords).
 	{fsm.ErrStateFull, fasthttp.StatusInsufficientStorage, ""},
 	{fsm.ErrNotInitialized, fasthttp.StatusServiceUnavailable, ""},
 	{fsm.ErrRequestIDReused, fasthttp.StatusUnprocessableEntity, ""},
