@@ -305,7 +305,7 @@ var mutations = []mutation{
 		file:      "httpd/stats.go",
 		from:      "\t\tapi.lookup.catchUp(ctx)\n\t\tscope :=",
 		to:        "\t\tscope :=",
-		pkg:       "./e2e/", run: "^TestCountsOnlyGoForwardAcrossNodes$",
+		pkg:       "./httpd/", run: "^TestCountReadsCatchUpFirst$",
 	},
 	{
 		name:      "link-count-forward",
@@ -313,7 +313,7 @@ var mutations = []mutation{
 		file:      "httpd/links.go",
 		from:      "\tapi.lookup.catchUp(ctx) // its click count\n",
 		to:        "",
-		pkg:       "./e2e/", run: "^TestCountsOnlyGoForwardAcrossNodes$",
+		pkg:       "./httpd/", run: "^TestCountReadsCatchUpFirst$",
 	},
 
 	{
