@@ -43,7 +43,7 @@ type Config struct {
 // a state holds a record by 32-bit position for each, live or not, until
 // a restore from a stream packs the live ones, and the last position is
 // kept free (a longer position would need a mark, and its key must sort
-// after every 4-byte one). Creates are refused past it (state.full).
+// after every 4-byte one). Creates are refused past it (recordTable.spent).
 const MaxRecords = 1<<32 - 1
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks

@@ -98,10 +98,7 @@ func TestRestoreReplacesTheEngine(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "leftover"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	defer f.Close()
 	if _, err := os.Stat(filepath.Join(dir, "leftover")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Open kept what the directory held: %v", err)

@@ -108,10 +108,7 @@ func TestExpiryIndex(t *testing.T) {
 // nodes' remove.
 func TestResumeIndexesAnOlderLayout(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	cmds := expiryWorkload()
 	applyAll(t, f, cmds[:len(cmds)-3]...) // before the purges: three links indexed
 	want := expiriesOf(f.s)
@@ -155,10 +152,7 @@ func TestResumeIndexesAnOlderLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	g, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := openIn(t, dir)
 	defer g.Close()
 	if _, ok, err := g.Resume(func(i, _ uint64) bool { return i == index }); !ok || err != nil {
 		t.Fatalf("resume: %v, %v", ok, err)

@@ -37,10 +37,7 @@ func keepAndResume(t *testing.T, f *FSM, dir string) *FSM {
 	if err != nil {
 		t.Fatalf("keep: %v", err)
 	}
-	g, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := openIn(t, dir)
 	t.Cleanup(g.Close)
 	got, ok, err := g.Resume(func(i, _ uint64) bool { return i == index })
 	if err != nil || !ok || got != index {
@@ -57,10 +54,7 @@ func TestKeptStateResumes(t *testing.T) {
 	for name, cmds := range keptWorkloads() {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			f, err := Open(Config{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openIn(t, dir)
 			twin := New()
 			applyAll(t, f, cmds...)
 			applyAll(t, twin, cmds...)
@@ -129,10 +123,7 @@ func TestKeptOwnKeysResume(t *testing.T) {
 // index, and a restore of it would apply the entries between twice).
 func TestResumedStateSkipsWhatItHas(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	cmds := workload()
 	logs := make([]*raft.Log, len(cmds))
 	for i, c := range cmds {
@@ -199,19 +190,13 @@ func TestKeptStateRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			f, err := Open(Config{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openIn(t, dir)
 			applyAll(t, f, workload()...)
 			if _, err := f.Keep(); err != nil {
 				t.Fatal(err)
 			}
 			c.damage(dir)
-			g, err := Open(Config{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := openIn(t, dir)
 			defer g.Close()
 			if _, ok, _ := g.Resume(func(uint64, uint64) bool { return c.accept }); ok {
 				t.Fatal("resumed")
@@ -279,10 +264,7 @@ func derivedOf(s *state) derived {
 // "absent" for most codes never taken, without the engine.
 func TestResumedFilterFills(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	applyAll(t, f, InitCommand{Key: testKey}.Encode())
 	items := make([]CreateRequest, 2000)
 	for i := range items {
@@ -363,10 +345,7 @@ func TestCounterSkipsTombstonesAfterARebuild(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			f, err := Open(Config{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openIn(t, dir)
 			defer f.Close()
 			applyAll(t, f, InitCommand{Key: testKey}.Encode(), create(1, CreateRequest{URL: "https://example.com/a", CustomCode: next}))
 			deleteAll(t, f, []string{next})
@@ -386,10 +365,7 @@ func TestCounterSkipsTombstonesAfterARebuild(t *testing.T) {
 func TestResumedRequestsAnswerResends(t *testing.T) {
 	const n = 20_000
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	cmds := [][]byte{InitCommand{Key: testKey}.Encode()}
 	req := func(i int) CreateRequest {
 		return CreateRequest{URL: fmt.Sprintf("https://example.com/%d", i), RequestID: fmt.Sprintf("req-%d", i)}
@@ -499,10 +475,7 @@ func BenchmarkResumeWithRequests(b *testing.B) {
 // and after a purge drops the first record (from LevelRequests on).
 func TestResentCreatesAfterARebuild(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	live := New()
 	defer live.Close()
 	both := func(cmds ...[]byte) {

@@ -88,7 +88,14 @@ func heapInUse() uint64 {
 // engine in memory would count its files as heap.
 func onDisk(tb testing.TB) *FSM {
 	tb.Helper()
-	f, err := Open(Config{Dir: tb.TempDir()})
+	return openIn(tb, tb.TempDir())
+}
+
+// openIn is Open of an FSM whose engine is in dir, failing the test on
+// an error.
+func openIn(tb testing.TB, dir string) *FSM {
+	tb.Helper()
+	f, err := Open(Config{Dir: dir})
 	if err != nil {
 		tb.Fatal(err)
 	}

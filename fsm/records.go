@@ -227,8 +227,16 @@ func (t *recordTable) mutable(p uint32) *record {
 
 // full reports whether every position is taken: append must not be
 // called (the next position would wrap to 0 and overwrite a record).
-// Creates never get here (state.full); a restore's snapshot could.
+// Creates never get here (spent); a restore's snapshot could.
 func (t *recordTable) full() bool { return t.n >= t.eng.maxRecords }
+
+// spent reports whether a create must be refused for want of a position,
+// given the last link id. It asks the id, which every node holds alike,
+// and not this table's count: a node whose state was rebuilt from a
+// stream packed the live links into fewer positions than another holds.
+// Every record holds an id of its own, none above the last, so no node
+// holds more records than the last id; a restore keeps the highest.
+func (t *recordTable) spent(lastID uint64) bool { return lastID >= uint64(t.eng.maxRecords) }
 
 // append adds a record and returns its position.
 func (t *recordTable) append(r record) uint32 {

@@ -38,10 +38,7 @@ func (bufferSink) Close() error  { return nil }
 // stream itself.
 func TestSnapshotsReferToACheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	defer f.Close()
 	applyAll(t, f, workload()...)
 	want := snapshotBytes(t, f)
@@ -137,10 +134,7 @@ func TestKeepAfterARestoreWithoutLinks(t *testing.T) {
 	source := New()
 	applyAll(t, source, ServerCommand{ID: "n1", HTTPAddr: "10.0.0.1:8080"}.Encode())
 	dir := t.TempDir()
-	f, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openIn(t, dir)
 	if err := f.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, source))}); err != nil {
 		t.Fatal(err)
 	}

@@ -207,7 +207,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if done {
 		return res
 	}
-	if s.full() { // the counter's code was checked before it was drawn
+	if s.links.recs.spent(s.lastID) { // the counter's code was checked before it was drawn
 		return CreateResult{Err: ErrStateFull}
 	}
 
@@ -310,7 +310,7 @@ func (c *codeChoice) counter() (string, CreateResult, bool) {
 			return "", res, true
 		}
 	}
-	if s.full() { // before the counter moves: a refusal changes nothing
+	if s.links.recs.spent(s.lastID) { // before the counter moves: a refusal changes nothing
 		return "", CreateResult{Err: ErrStateFull}, true
 	}
 	code, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
@@ -319,14 +319,6 @@ func (c *codeChoice) counter() (string, CreateResult, bool) {
 	}
 	return code, CreateResult{}, false
 }
-
-// full reports whether a create must be refused for want of a record
-// position. It asks the last link id, which every node holds alike, and
-// not this node's count of positions: a node whose state was rebuilt from
-// a stream packed the live links into fewer positions than another
-// holds. Every record holds an id of its own, none above the last, so no
-// node holds more records than the last id; a restore keeps the highest.
-func (s *state) full() bool { return s.lastID >= uint64(s.eng.maxRecords) }
 
 // checkCreate is Apply's floor for a create (see DESIGN.md): it reads only
 // the request, the entry's clock and the registered domains, before any

@@ -66,9 +66,9 @@ var mutations = []mutation{
 	{
 		name:      "state-full",
 		guarantee: "no create overwrites a link: past the last record position creates are refused, by every node alike",
-		file:      "fsm/state.go",
-		from:      "func (s *state) full() bool { return s.lastID >= uint64(s.eng.maxRecords) }",
-		to:        "func (s *state) full() bool { return s.links.recs.full() }",
+		file:      "fsm/records.go",
+		from:      "func (t *recordTable) spent(lastID uint64) bool { return lastID >= uint64(t.eng.maxRecords) }",
+		to:        "func (t *recordTable) spent(lastID uint64) bool { return t.full() }",
 		pkg:       "./fsm/", run: "^TestStateFullRefusesCreates$",
 	},
 	{
