@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -176,33 +177,61 @@ func freePort(t *testing.T, udpToo bool) int {
 
 // freePortOn returns a port of the loopback address ip that is free for
 // TCP and, when udpToo is set, also for UDP; no port is handed out twice
-// in one test run.
+// in one test run. The ports are drawn from below the kernel's ephemeral
+// range: a port a listener on :0 was given can be taken, between its close
+// and the node's bind, as the source port of an outgoing connection (the
+// tests make thousands), and the node then fails to listen.
 func freePortOn(t *testing.T, ip string, udpToo bool) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			t.Fatalf("listen on %s for a free port: %v", ip, err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if udpToo {
-			u, err := net.ListenPacket("udp", net.JoinHostPort(ip, itoa(port)))
-			if err != nil {
-				continue
-			}
-			u.Close()
-		}
+	first, end := 10000, ephemeralStart()
+	for range 500 {
+		port := first + rand.IntN(end-first)
 		portRegistry.mu.Lock()
 		taken := portRegistry.used[port]
 		portRegistry.used[port] = true
 		portRegistry.mu.Unlock()
-		if !taken {
+		if !taken && portFree(ip, port, udpToo) {
 			return port
 		}
 	}
-	t.Fatalf("no free port on %s found in 50 attempts", ip)
+	t.Fatalf("no free port on %s below %d found in 500 attempts", ip, end)
 	return 0
+}
+
+// portFree reports whether ip:port can be listened on for TCP and, with
+// udpToo, for UDP.
+func portFree(ip string, port int, udpToo bool) bool {
+	addr := net.JoinHostPort(ip, itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	l.Close()
+	if udpToo {
+		u, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return false
+		}
+		u.Close()
+	}
+	return true
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range
+// (Linux's default when it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 32768
+	}
+	if n, err := strconv.Atoi(fields[0]); err == nil && n > 11000 {
+		return n
+	}
+	return 32768
 }
 
 // nodeOptions configures one linkraft serve process.
