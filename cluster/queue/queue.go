@@ -78,9 +78,11 @@ func (q *Queue[T]) Put(ctx context.Context, items ...T) error {
 // slot: a batch is about to be handled.
 func (q *Queue[T]) Busy() bool { return len(q.in) > 0 || q.forming.Load() > 0 }
 
-// Run takes batches and handles them until stop is closed. Then it hands
-// what is still queued, and what waits for a slot, to Drop, waits for the
-// handlers in flight and returns. A queue runs once.
+// Run takes batches and handles them until stop is closed. It takes a
+// batch once a handler's slot is free, so that what is put while every
+// handler is busy goes in one batch. Once stopped, it hands what is still
+// queued, and pieces of a batch that wait for a slot, to Drop, waits for
+// the handlers in flight and returns. A queue runs once.
 func (q *Queue[T]) Run(stop <-chan struct{}) {
 	slots := make(chan struct{}, q.cfg.InFlight)
 	var running sync.WaitGroup
@@ -90,31 +92,51 @@ func (q *Queue[T]) Run(stop <-chan struct{}) {
 		running.Wait()
 	}()
 	for {
+		// A slot first, then the batch: what is put while every handler is
+		// busy stays queued, and is taken together once one is free.
+		select {
+		case slots <- struct{}{}:
+		case <-stop:
+			return
+		}
 		batch, ok := q.take(stop)
 		if !ok {
 			return
 		}
+		held := true // the slot taken above, for the first piece
 		pieces := q.cfg.Split(batch)
 		for i, b := range pieces {
 			if len(b) == 0 {
 				continue
 			}
-			q.forming.Add(1)
-			select {
-			case slots <- struct{}{}:
-			case <-stop:
-				q.forming.Add(-1)
+			if !held && !q.waitSlot(slots, stop) {
 				for _, rest := range pieces[i:] {
 					q.dropBatch(rest)
 				}
 				return
 			}
-			q.forming.Add(-1)
+			held = false
 			running.Go(func() {
 				defer func() { <-slots }()
 				q.cfg.Handle(b)
 			})
 		}
+		if held {
+			<-slots
+		}
+	}
+}
+
+// waitSlot takes an in-flight slot for a batch taken, counted as forming
+// meanwhile; false once stop is closed.
+func (q *Queue[T]) waitSlot(slots chan struct{}, stop <-chan struct{}) bool {
+	q.forming.Add(1)
+	defer q.forming.Add(-1)
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-stop:
+		return false
 	}
 }
 

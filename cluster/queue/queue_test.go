@@ -139,9 +139,8 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// TestStop: what is queued or waits for a slot when the queue stops goes
-// to Drop, handlers in flight finish before Run returns, and later puts
-// are refused.
+// TestStop: what is queued when the queue stops goes to Drop, handlers
+// in flight finish before Run returns, and later puts are refused.
 func TestStop(t *testing.T) {
 	r := &recorder{release: make(chan struct{}), started: make(chan struct{}, 16)}
 	var dropped []int
@@ -153,11 +152,10 @@ func TestStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-r.started
-	if err := q.Put(ctx, 2); err != nil { // taken and waiting for the slot
+	if err := q.Put(ctx, 2); err != nil { // queued: the one slot is busy
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(q.in) == 0 })
-	if err := q.Put(ctx, 3, 4); err != nil { // still queued
+	if err := q.Put(ctx, 3, 4); err != nil {
 		t.Fatal(err)
 	}
 	stopped := make(chan struct{})
@@ -177,6 +175,33 @@ func TestStop(t *testing.T) {
 	}
 	if err := q.Put(ctx, 5); !errors.Is(err, ErrStopped) {
 		t.Fatalf("put after stop: %v, want ErrStopped", err)
+	}
+}
+
+// TestStopDropsPiecesWaiting: a piece Split cut that waits for its slot
+// when the queue stops goes to Drop, and counts as busy until then.
+func TestStopDropsPiecesWaiting(t *testing.T) {
+	r := &recorder{release: make(chan struct{}), started: make(chan struct{}, 16)}
+	var dropped []int
+	halves := func(batch []int) [][]int { return Pieces(batch, 2) }
+	q := New(Config[int]{MaxBatch: 10, InFlight: 1, Capacity: 16, Split: halves, Handle: r.handle,
+		Drop: func(b []int) { dropped = append(dropped, b...) }})
+	stop := run(t, q)
+	if err := q.Put(context.Background(), 1, 2, 3, 4, 5); err != nil {
+		t.Fatal(err)
+	}
+	<-r.started
+	waitFor(t, func() bool { return len(q.in) == 0 && q.Busy() })
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	<-q.stopped // Run has let go of the pieces; its handler still runs
+	close(r.release)
+	<-stopped
+	if got := r.got(); len(got) != 1 || !slices.Equal(got[0], []int{1, 2}) {
+		t.Fatalf("handled %v, want only [1 2]", got)
+	}
+	if !slices.Equal(dropped, []int{3, 4, 5}) {
+		t.Fatalf("dropped %v, want [3 4 5]", dropped)
 	}
 }
 
