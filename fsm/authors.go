@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // Once the cluster is raised to LevelTargets, each link made with an API
@@ -26,12 +24,12 @@ import (
 type authorTable struct {
 	ids   []string // by number; ids[0] and freed numbers are ""
 	nums  map[string]uint16
-	links []*roaring.Bitmap // per number: positions of its live links (positions.go)
-	free  []uint16          // numbers freed by revocations, reused first
+	links []*positionList // per number: positions of its live links (positions.go)
+	free  []uint16        // numbers freed by revocations, reused first
 }
 
 func newAuthorTable() authorTable {
-	return authorTable{ids: []string{""}, nums: map[string]uint16{}, links: []*roaring.Bitmap{roaring.New()}}
+	return authorTable{ids: []string{""}, nums: map[string]uint16{}, links: []*positionList{newPositionList()}}
 }
 
 // maxAuthors is what 16 bits number; MaxKeys live keys stay well below it.
@@ -50,7 +48,7 @@ func (a *authorTable) intern(id string) (uint16, bool) {
 		a.ids[n] = strings.Clone(id)
 	case len(a.ids) <= maxAuthors:
 		n = uint16(len(a.ids))
-		a.ids, a.links = append(a.ids, strings.Clone(id)), append(a.links, roaring.New())
+		a.ids, a.links = append(a.ids, strings.Clone(id)), append(a.links, newPositionList())
 	default:
 		return 0, false
 	}
@@ -60,31 +58,31 @@ func (a *authorTable) intern(id string) (uint16, bool) {
 
 // linksOf is the positions of key id's live links; the table's own list,
 // only to be read.
-func (a *authorTable) linksOf(id string) *roaring.Bitmap {
+func (a *authorTable) linksOf(id string) *positionList {
 	if n, ok := a.nums[id]; ok {
 		return a.links[n]
 	}
-	return roaring.New()
+	return newPositionList()
 }
 
 // setAuthor makes key id the author of the live link at p, the newest
 // link: positions are appended in order.
-func (lt *linkTable) setAuthor(p uint32, id string) {
+func (lt *linkTable) setAuthor(p uint64, id string) {
 	n, ok := lt.authors.intern(id)
 	if !ok {
 		return
 	}
 	lt.recs.mutable(p).author = n
-	lt.authors.links[n].Add(p)
+	lt.authors.links[n].add(p)
 }
 
 // unauthor takes the link at p, being removed, out of its author's list.
-func (lt *linkTable) unauthor(p uint32) {
+func (lt *linkTable) unauthor(p uint64) {
 	n := lt.recs.at(p).author
 	if n == 0 {
 		return
 	}
-	lt.authors.links[n].Remove(p)
+	lt.authors.links[n].remove(p)
 }
 
 // forgetAuthor takes key id's authorship away from its links, for its
@@ -94,17 +92,17 @@ func (lt *linkTable) forgetAuthor(id string) {
 	if !ok {
 		return
 	}
-	for p := range roaring.Values(lt.authors.links[n]) {
+	for p := range lt.authors.links[n].values() {
 		lt.recs.mutable(p).author = 0
 		lt.recs.bound() // a key's links may be millions: written in pieces
 	}
 	delete(lt.authors.nums, id)
-	lt.authors.ids[n], lt.authors.links[n] = "", roaring.New()
+	lt.authors.ids[n], lt.authors.links[n] = "", newPositionList()
 	lt.authors.free = append(lt.authors.free, n)
 }
 
 // authorOf is the id of the key that created the link at p; "" for none.
-func (lt *linkTable) authorOf(p uint32) string { return lt.authors.ids[lt.recs.at(p).author] }
+func (lt *linkTable) authorOf(p uint64) string { return lt.authors.ids[lt.recs.at(p).author] }
 
 // authorView is what a snapshot keeps of the authors: a copy of the ids by
 // number (a revocation frees a number in place).
@@ -125,7 +123,7 @@ func writeAuthors(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 	}
 	used := make([]bool, len(snap.authors))
 	authored := 0
-	for p := range snap.records.n {
+	for p := snap.records.first; p < snap.records.n; p++ {
 		if r := snap.records.at(p); r.live() && r.author != 0 {
 			used[r.author] = true
 			authored++
@@ -146,7 +144,7 @@ func writeAuthors(snap *snapshot, e *encoder, _ byte, flush func(bool)) {
 	}
 	e.uvarint(uint64(authored))
 	var prev uint64
-	for p := range snap.records.n {
+	for p := snap.records.first; p < snap.records.n; p++ {
 		if r := snap.records.at(p); r.live() && r.author != 0 {
 			e.uvarint(r.id - prev)
 			e.uvarint(place[r.author])

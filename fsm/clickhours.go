@@ -197,7 +197,7 @@ func (snap *snapshot) keptHours(fn func(id uint64, hours []hourCount)) {
 	var (
 		hours []hourCount
 		id    uint64
-		p     uint32 // the first record whose id may be id: positions are in id order
+		p     = recs.first // the first record whose id may be id: positions are in id order
 	)
 	flush := func() {
 		for p < recs.n && recs.at(p).id < id {

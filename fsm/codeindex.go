@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
@@ -15,9 +14,9 @@ import (
 // own batch; and in memory the live count, a code cache in front of the
 // engine and a filter that answers most codes never taken without it.
 //
-// Positions stay 32-bit, as the record table's are: 4 bytes a value.
-// Nothing in the index limits the number of codes (the in-memory table
-// it replaces kept 31 bits of hash a slot and degraded past ~1.6B).
+// A value is a position as a key holds it (appendPosition). Nothing in
+// the index limits the number of codes (the in-memory table it replaced
+// kept 31 bits of hash a slot and degraded past ~1.6B).
 type codeIndex struct {
 	eng    *engine
 	seed   maphash.Seed // the state's: node-local, nothing replicated depends on it
@@ -25,7 +24,7 @@ type codeIndex struct {
 	cache  codeCache
 	filter codeFilter
 	key    []byte // reused by the writer
-	value  [4]byte
+	value  []byte
 }
 
 // codePrefix is the engine's table of live links by qualified code
@@ -38,7 +37,7 @@ func newCodeIndex(eng *engine, seed maphash.Seed) codeIndex {
 }
 
 // hash is code's hash with the state's seed, so no one can choose codes
-// that collide: its low 32 bits for the cache, all of it for the filter.
+// that collide; the cache and the filter each take their bits of it.
 func (x *codeIndex) hash(code string) uint64 { return maphash.String(x.seed, code) }
 
 // keyOf is code's key in a buffer of the writer's.
@@ -49,10 +48,10 @@ func (x *codeIndex) keyOf(code string) []byte {
 
 // insert indexes code at position p; the caller made sure no live link
 // holds it.
-func (x *codeIndex) insert(code string, p uint32) {
+func (x *codeIndex) insert(code string, p uint64) {
 	x.filter.add(x.hash(code))
-	binary.BigEndian.PutUint32(x.value[:], p)
-	x.eng.set(x.keyOf(code), x.value[:])
+	x.value = appendPosition(x.value[:0], p)
+	x.eng.set(x.keyOf(code), x.value)
 	x.live++
 }
 
@@ -69,7 +68,7 @@ func (x *codeIndex) remove(code string) {
 // position reads code's position from the engine: the writer through its
 // batch, readers (concurrently, under the FSM's read lock) what is
 // committed, each with a key of its own.
-func (x *codeIndex) position(code string) (uint32, bool) {
+func (x *codeIndex) position(code string) (uint64, bool) {
 	var v []byte
 	var found bool
 	if x.eng.writer() {
@@ -81,22 +80,24 @@ func (x *codeIndex) position(code string) (uint32, bool) {
 	if !found {
 		return 0, false
 	}
-	if len(v) != 4 {
+	p, ok := positionFrom(v)
+	if !ok {
 		panic(fmt.Sprintf("fsm: the engine holds a damaged code index entry for %q: %x", strings.Clone(code), v))
 	}
-	return binary.BigEndian.Uint32(v), true
+	return p, true
 }
 
 // codeCache remembers where codes were last found: buckets of codeWays
-// slots (the low bits of a code's 32-bit hash with the state's seed choose
-// the bucket, 32 bytes, one cache line), each slot the whole hash and the
-// position, 8 bytes and no pointer. It is lossy (a code found later may
+// slots (the low bits of a code's hash with the state's seed choose the
+// bucket, 32 bytes, one cache line), each slot the hash's top 24 bits and
+// the position, 8 bytes and no pointer (positions past 40 bits, a
+// trillion links, are not kept: the engine answers). It is lossy (a code found later may
 // take a slot) and never cleared: a hit is only a candidate, which the
 // caller checks against the record (its code is the one asked for and it
 // is live), so a slot left by a deleted, purged or renamed link, or by a
 // code a newer link took over, falls back to the engine instead of
 // answering. Readers fill it under the FSM's read lock, concurrently,
-// hence the atomic slots: two readers may fill two slots with one hash,
+// hence the atomic slots: two readers may fill two slots with one tag,
 // and get takes the first, which a fallback then overwrites.
 //
 // Sized at codeSlotsPerRecord slots a record cache slot: the record cache
@@ -104,14 +105,20 @@ func (x *codeIndex) position(code string) (uint32, bool) {
 // by hash; at one slot a record, 4 ways leave ~6 % of a full record
 // cache's codes out (each such redirect reads the engine), at two <1 %.
 type codeCache struct {
-	slots []atomic.Uint64 // hash << 32 | position; 0 holds nothing useful
+	slots []atomic.Uint64 // tag << slotPositionBits | position; 0 holds nothing useful
 	mask  uint32          // of the bucket numbers
 }
 
 const (
 	codeWays           = 4
 	codeSlotsPerRecord = 2
+	slotPositionBits   = 40
+	slotPositions      = 1<<slotPositionBits - 1
 )
+
+// tagOf is the part of a code's hash a slot keeps: its top bits, which
+// no bucket number takes.
+func tagOf(h uint64) uint64 { return h >> slotPositionBits }
 
 // newCodeCache has at least codeSlotsPerRecord × records slots, a power
 // of two.
@@ -123,30 +130,33 @@ func newCodeCache(records int) codeCache {
 	return codeCache{slots: make([]atomic.Uint64, n), mask: uint32(n/codeWays - 1)}
 }
 
-func (c *codeCache) bucket(h uint32) []atomic.Uint64 {
-	b := int(h&c.mask) * codeWays
+func (c *codeCache) bucket(h uint64) []atomic.Uint64 {
+	b := int(uint32(h)&c.mask) * codeWays
 	return c.slots[b : b+codeWays : b+codeWays]
 }
 
-// get is the position last put under hash h, if its bucket holds h.
-func (c *codeCache) get(h uint32) (uint32, bool) {
-	b := c.bucket(h)
+// get is the position last put under hash h, if its bucket holds h's tag.
+func (c *codeCache) get(h uint64) (uint64, bool) {
+	b, tag := c.bucket(h), tagOf(h)
 	for i := range b {
-		if s := b[i].Load(); s != 0 && uint32(s>>32) == h {
-			return uint32(s), true
+		if s := b[i].Load(); s != 0 && s>>slotPositionBits == tag {
+			return s & slotPositions, true
 		}
 	}
 	return 0, false
 }
 
-// put remembers p under h: in the slot that holds h already, else an
-// empty one, else one at random (no order to keep, and a pair of hot codes
-// cannot evict each other on every lookup as a fixed choice could).
-func (c *codeCache) put(h, p uint32) {
-	b, victim := c.bucket(h), -1
+// put remembers p under h: in the slot that holds h's tag already, else
+// an empty one, else one at random (no order to keep, and a pair of hot
+// codes cannot evict each other on every lookup as a fixed choice could).
+func (c *codeCache) put(h, p uint64) {
+	if p > slotPositions {
+		return
+	}
+	b, tag, victim := c.bucket(h), tagOf(h), -1
 	for i := range codeWays {
 		s := b[i].Load()
-		if s != 0 && uint32(s>>32) == h {
+		if s != 0 && s>>slotPositionBits == tag {
 			victim = i
 			break
 		}
@@ -157,7 +167,7 @@ func (c *codeCache) put(h, p uint32) {
 	if victim < 0 {
 		victim = int(rand.Uint32() % codeWays)
 	}
-	b[victim].Store(uint64(h)<<32 | uint64(p))
+	b[victim].Store(tag<<slotPositionBits | p)
 }
 
 // codeFilter is a Bloom filter of every code the state holds, live or

@@ -71,7 +71,7 @@ func TestStaleCodeCacheSlotsNeverAnswer(t *testing.T) {
 			if _, ok := f.Lookup([]byte("a")); !ok {
 				t.Fatal("a is not found before the change")
 			}
-			h := uint32(f.s.links.codes.hash("a"))
+			h := f.s.links.codes.hash("a")
 			before, cached := f.s.links.codes.cache.get(h)
 			if !cached {
 				t.Fatal("a redirect did not fill the code cache")
@@ -265,14 +265,15 @@ func TestCodeFilterNeverMissesATakenCode(t *testing.T) {
 }
 
 // codeKeys is the engine's code index: code → position.
-func codeKeys(t *testing.T, f *FSM) map[string]uint32 {
+func codeKeys(t *testing.T, f *FSM) map[string]uint64 {
 	t.Helper()
-	out := map[string]uint32{}
+	out := map[string]uint64{}
 	err := f.s.eng.st.Scan([]byte{codePrefix}, nil, func(key, value []byte) bool {
-		if len(value) != 4 {
+		p, ok := positionFrom(value)
+		if !ok {
 			t.Errorf("%q holds %x", key, value)
 		}
-		out[string(key[1:])] = uint32(value[0])<<24 | uint32(value[1])<<16 | uint32(value[2])<<8 | uint32(value[3])
+		out[string(key[1:])] = p
 		return true
 	})
 	if err != nil {

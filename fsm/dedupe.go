@@ -17,12 +17,12 @@ package fsm
 
 // found is the position of the link a dedupe create through the counter
 // returns, if any.
-func (c *codeChoice) found() (uint32, bool) {
+func (c *codeChoice) found() (uint64, bool) {
 	s := c.s
 	if s.raised < LevelTargets {
 		return s.links.dedupeLookup(c.ws, c.r.Domain, c.canonical)
 	}
-	var indexedAt uint32
+	var indexedAt uint64
 	indexed := false
 	for p, marked := range s.links.withTarget(c.ws, c.r.Domain, c.canonical) {
 		if c.redirects(p) && s.keys.seesAuthor(c.r.KeyID, s.links.authorOf(p)) {
@@ -52,7 +52,7 @@ func (lt *linkTable) dedupeTarget(r *record, raised int) string {
 // redirects reports whether the link at p would redirect a visit at the
 // create's time: not expired, valid since, and short of its visit limit.
 // A dedupe that returned one that does not would hand out a dead link.
-func (c *codeChoice) redirects(p uint32) bool {
+func (c *codeChoice) redirects(p uint64) bool {
 	s := c.s
 	if s.links.recs.at(p).expired(c.now) {
 		return false

@@ -2,9 +2,9 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -327,8 +327,15 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 	}
 	in := map[uint32]entry{}
 	// A fixed pseudo-random walk over 300 positions (keys of a position
-	// 255 and 256 differ in two bytes), each with a target of its own,
-	// marked indexed or not.
+	// 255 and 256 differ in two bytes; from the 150th on they are past 32
+	// bits, and longer), each with a target of its own, marked indexed or
+	// not.
+	at := func(i uint32) uint64 {
+		if i < 150 {
+			return uint64(i)
+		}
+		return longPosition - 150 + uint64(i)
+	}
 	x := uint32(1)
 	for step := range 5000 {
 		x ^= x << 13
@@ -337,7 +344,7 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 		p := x % 300
 		if e, ok := in[p]; ok && x&(1<<20) == 0 {
 			tg := targets[e.target]
-			ti.remove(p, tg.ws, tg.domain, tg.canonical)
+			ti.remove(at(p), tg.ws, tg.domain, tg.canonical)
 			delete(in, p)
 		} else {
 			if !ok {
@@ -345,17 +352,17 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 			}
 			e.indexed = x&(1<<21) != 0
 			tg := targets[e.target]
-			ti.add(p, tg.ws, tg.domain, tg.canonical, e.indexed)
+			ti.add(at(p), tg.ws, tg.domain, tg.canonical, e.indexed)
 			in[p] = e
 		}
 		// The first link marked, looked up at every step: the memo of
 		// the last lookup must follow every add, mark and remove.
 		k := step / 10 % len(targets) // ten steps each: the memo is hit
-		var want uint32
+		var want uint64
 		found := false
 		for q := range uint32(300) {
 			if e, ok := in[q]; ok && e.target == k && e.indexed {
-				want, found = q, true
+				want, found = at(q), true
 				break
 			}
 		}
@@ -370,7 +377,7 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 			var want, got []entry
 			for q := range uint32(300) {
 				if e, ok := in[q]; ok && e.target == k {
-					want = append(want, entry{int(q), e.indexed})
+					want = append(want, entry{int(at(q)), e.indexed})
 				}
 			}
 			for q, indexed := range ti.links(tg.ws, tg.domain, tg.canonical) {
@@ -380,9 +387,36 @@ func TestTargetKeysStayInOrder(t *testing.T) {
 				t.Fatalf("step %d, target %+v: links %v, want %v", step, tg, got, want)
 			}
 		}
+		// A walk of the whole table splits each key at its lengths: a
+		// link marked twice under one target is found, whatever its
+		// position's length.
+		marked := map[int][]uint64{}
+		for q, e := range in {
+			if e.indexed {
+				marked[e.target] = append(marked[e.target], at(q))
+			}
+		}
+		twice, found := ti.indexedTwice()
+		foundTwice := false
+		for _, ps := range marked {
+			foundTwice = foundTwice || len(ps) > 1 && found && slices.Contains(ps, twice)
+		}
+		if wanted := slices.ContainsFunc(slices.Collect(maps.Values(marked)), func(ps []uint64) bool { return len(ps) > 1 }); found != wanted || found && !foundTwice {
+			t.Fatalf("step %d: indexedTwice = %d, %v; marked %v", step, twice, found, marked)
+		}
 	}
 	if eng.err != nil {
 		t.Fatal(eng.err)
+	}
+	// Two links marked under one target, both past 32 bits: the walk of
+	// the whole table finds the second.
+	other := es.open()
+	defer other.release()
+	long := newTargetIndex(other)
+	long.add(longPosition+5, 0, "", "https://example.com/long", true)
+	long.add(longPosition+9, 0, "", "https://example.com/long", true)
+	if p, ok := long.indexedTwice(); !ok || p != longPosition+9 {
+		t.Fatalf("indexedTwice of two long positions under one target: %d, %v", p, ok)
 	}
 }
 
@@ -418,12 +452,15 @@ func targetKeys(t *testing.T, f *FSM) int {
 	t.Helper()
 	n := 0
 	f.s.eng.scan([]byte{targetPrefix}, nil, func(key, _ []byte) bool {
-		p := binary.BigEndian.Uint32(key[len(key)-4:])
+		p, ok := positionFrom(key[max(targetPrefixLen(key), 0):])
+		if !ok {
+			t.Fatalf("target key %x holds no position", key)
+		}
 		if r := f.s.links.recs.at(p); !r.live() {
 			t.Fatalf("target key %x of the dead link at %d", key, p)
 		}
 		ws, domain, canonical := f.s.links.targetKey(p)
-		if want := binary.BigEndian.AppendUint32(targetPrefixKey(nil, ws, domain, canonical), p); !bytes.Equal(key, want) {
+		if want := appendPosition(targetPrefixKey(nil, ws, domain, canonical), p); !bytes.Equal(key, want) {
 			t.Fatalf("target key %x of the link at %d, want %x", key, p, want)
 		}
 		n++

@@ -103,7 +103,7 @@ func (s *state) edit(c EditCommand) (Link, error) {
 
 // editedOptions is the link's Options with the command's fields applied,
 // as a new value.
-func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options {
+func (s *state) editedOptions(p uint64, c EditCommand, changeURL bool) *Options {
 	var o Options
 	if cur := s.opts.get(p); cur != nil {
 		o = *cur
@@ -158,7 +158,7 @@ func (s *state) editedOptions(p uint32, c EditCommand, changeURL bool) *Options 
 const MaxHistory = 50
 
 // setOptions stores o as the link's Options, or none when o holds nothing.
-func (s *state) setOptions(p uint32, o *Options) {
+func (s *state) setOptions(p uint64, o *Options) {
 	var tags []string
 	if o != nil {
 		tags = o.Tags
@@ -213,7 +213,7 @@ func (s *state) visit(c VisitCommand) error {
 }
 
 // countClicks adds n clicks at time now to the link at p.
-func (lt *linkTable) countClicks(p uint32, n uint64, now int64, hour uint32, timed bool) {
+func (lt *linkTable) countClicks(p uint64, n uint64, now int64, hour uint32, timed bool) {
 	r := lt.recs.mutable(p)
 	last, clicked := hourOf(r.lastAccess)
 	first := r.lastAccess == 0 || !clicked || last < hour

@@ -36,15 +36,19 @@ type Config struct {
 	RecordCache int
 	// maxRecords, when set, is MaxRecords for the states of this FSM: a
 	// test's few positions stand for four billion.
-	maxRecords uint32
+	maxRecords uint64
+	// firstPosition, when set, is the position of a state's first record:
+	// a test's few links then take positions past 32 bits.
+	firstPosition uint64
 }
 
-// MaxRecords is how many links a cluster can create (imports included):
-// a state holds a record by 32-bit position for each, live or not, until
-// a restore from a stream packs the live ones, and the last position is
-// kept free (a longer position would need a mark, and its key must sort
-// after every 4-byte one). Creates are refused past it (recordTable.spent).
-const MaxRecords = 1<<32 - 1
+// MaxRecords is how many links a cluster can create (imports included)
+// until it is raised to LevelPositions: a state holds a record by
+// position for each, live or not, until a restore from a stream packs the
+// live ones, and builds before that level read only positions of 4 bytes,
+// the last of which marks a longer one (positions.go). Creates are refused
+// past it (recordTable.spent).
+const MaxRecords = longPosition
 
 // inMemoryCache is the block cache of an engine kept in memory: its blocks
 // are in memory already.
@@ -103,7 +107,7 @@ func (es *engines) open() *engine {
 		options, records = inMemoryCacheSlots, inMemoryCacheSlots
 	}
 	e := newEngine(dir, opts, cmp.Or(es.cfg.OptionCache, options), cmp.Or(es.cfg.RecordCache, records))
-	e.maxRecords = cmp.Or(es.cfg.maxRecords, e.maxRecords)
+	e.maxRecords, e.firstPosition = cmp.Or(es.cfg.maxRecords, e.maxRecords), es.cfg.firstPosition
 	return e
 }
 
@@ -136,7 +140,8 @@ type engine struct {
 	val       []byte // reused by get
 	// optionCache and recordCache size the caches of the state it holds.
 	optionCache, recordCache int
-	maxRecords               uint32 // MaxRecords, or a test's
+	maxRecords               uint64 // MaxRecords, or a test's
+	firstPosition            uint64 // 0, or a test's
 	// writeBack writes what the state's pieces hold back until the end
 	// of a batch (the records a batch changed) before a commit or a view.
 	writeBack func()

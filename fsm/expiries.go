@@ -28,14 +28,14 @@ func expiryOf(r *record) int64 {
 	return r.expiresAt
 }
 
-func expiryKey(dst []byte, expiresAt int64, p uint32) []byte {
+func expiryKey(dst []byte, expiresAt int64, p uint64) []byte {
 	dst = binary.BigEndian.AppendUint64(append(dst[:0], expiryPrefix), uint64(expiresAt)^(1<<63))
-	return binary.BigEndian.AppendUint32(dst, p)
+	return appendPosition(dst, p)
 }
 
 // indexExpiry moves the link at p in the expiry index from the expiry
 // it was indexed under to the one it is now (each 0 for none).
-func (t *recordTable) indexExpiry(p uint32, was, now int64) {
+func (t *recordTable) indexExpiry(p uint64, was, now int64) {
 	if was == now {
 		return
 	}
@@ -56,7 +56,7 @@ func (t *recordTable) indexExpiry(p uint32, was, now int64) {
 // t, after the writer's changes are written back. The index names
 // candidates; each is taken only if its record agrees, so that an entry
 // left behind by damage never removes a link.
-func (lt *linkTable) expiredBefore(t int64) []uint32 {
+func (lt *linkTable) expiredBefore(t int64) []uint64 {
 	expired := lt.expired(t, 0)
 	slices.Sort(expired)
 	return expired
@@ -67,17 +67,20 @@ func (lt *linkTable) anyExpiredBefore(t int64) bool { return len(lt.expired(t, 1
 
 // expired is expiredBefore's links in expiry order, at most limit (0:
 // all of them).
-func (lt *linkTable) expired(t int64, limit int) []uint32 {
+func (lt *linkTable) expired(t int64, limit int) []uint64 {
 	lt.recs.beforeWalk()
-	var expired []uint32
+	var expired []uint64
 	lt.recs.eng.scan([]byte{expiryPrefix}, nil, func(key, _ []byte) bool {
-		if len(key) != 13 {
+		p, ok := uint64(0), len(key) > 9
+		if ok {
+			p, ok = positionFrom(key[9:])
+		}
+		if !ok {
 			panic(fmt.Sprintf("fsm: the engine holds a damaged expiry key %x", key))
 		}
 		if int64(binary.BigEndian.Uint64(key[1:])^(1<<63)) >= t {
 			return false
 		}
-		p := binary.BigEndian.Uint32(key[9:])
 		if at := expiryOf(lt.recs.walked(p)); at != 0 && at < t {
 			expired = append(expired, p)
 		}
@@ -92,9 +95,9 @@ func (lt *linkTable) expired(t int64, limit int) []uint32 {
 func (lt *linkTable) indexExpiries() {
 	type entry struct {
 		at int64
-		p  uint32
+		p  uint64
 	}
-	for from, done := uint32(0), false; !done; {
+	for from, done := lt.recs.first, false; !done; {
 		var found []entry
 		done = true
 		lt.recs.scanFrom(from, false, func(r *record) bool {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"maps"
 	"os"
@@ -44,7 +45,10 @@ func expiryWorkload() [][]byte {
 func expiriesOf(s *state) map[uint64]int64 {
 	got := map[uint64]int64{}
 	s.eng.scan([]byte{expiryPrefix}, nil, func(key, _ []byte) bool {
-		p := binary.BigEndian.Uint32(key[9:])
+		p, ok := positionFrom(key[9:])
+		if !ok {
+			panic(fmt.Sprintf("expiry key %x holds no position", key))
+		}
 		got[s.links.recs.at(p).id] = int64(binary.BigEndian.Uint64(key[1:]) ^ (1 << 63))
 		return true
 	})

@@ -314,11 +314,12 @@ func (f *FSM) Len() int {
 
 // LinkIDs is how many link ids the cluster has given (every link created
 // or imported; a restore keeps the highest) and how many it can: once
-// they are equal, creates are refused (ErrStateFull).
+// they are equal, creates are refused (ErrStateFull). The limit is
+// MaxRecords until the cluster is raised to LevelPositions.
 func (f *FSM) LinkIDs() (used, limit uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.lastID, uint64(f.s.eng.maxRecords)
+	return f.s.lastID, f.s.links.recs.limit(f.s.raised)
 }
 
 // Initialized reports whether the code key has been applied.

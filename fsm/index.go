@@ -291,7 +291,7 @@ type countedLink struct {
 
 // counted is what the counts know of the live link at p, its tags in
 // opts.
-func (lt *linkTable) counted(p uint32, opts *optionTable) countedLink {
+func (lt *linkTable) counted(p uint64, opts *optionTable) countedLink {
 	return lt.countedOf(lt.recs.at(p), opts)
 }
 

@@ -16,8 +16,6 @@ import (
 	"unsafe"
 
 	"github.com/linkraft/linkraft/fsm/store"
-
-	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // A clean stop keeps the state (Keep) and the next start resumes it
@@ -354,7 +352,9 @@ func (lt *linkTable) resume(d *decoder, layout byte) {
 	if layout == 1 {
 		positions = decodePositionSteps
 	}
-	lt.recs.n = uint32(d.uvarint())
+	if lt.recs.n = d.uvarint(); lt.recs.n < lt.recs.first || lt.recs.n > maxPosition {
+		d.fail(fmt.Errorf("kept state: %d records", lt.recs.n))
+	}
 	lt.recs.written = lt.recs.n
 	lt.recs.firstIDs = decodeUints(d)
 	lt.codes.live = int(d.uvarint())
@@ -366,7 +366,7 @@ func (lt *linkTable) resume(d *decoder, layout byte) {
 		lt.workspaces.links[i] = positions(d)
 	}
 	lt.authors.ids = decodeStrings(d)
-	lt.authors.links = make([]*roaring.Bitmap, len(lt.authors.ids))
+	lt.authors.links = make([]*positionList, len(lt.authors.ids))
 	for n, id := range lt.authors.ids {
 		lt.authors.links[n] = positions(d)
 		if id != "" {

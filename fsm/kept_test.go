@@ -14,8 +14,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/RoaringBitmap/roaring/v2"
-
 	"github.com/linkraft/linkraft/fsm/codes"
 )
 
@@ -232,20 +230,20 @@ func derivedOf(s *state) derived {
 		Newest: lt.hours.newest, Workspaces: map[string][]uint64{}, Authors: map[string][]uint64{},
 		Domains: map[string]int{}, Requests: s.requests.len(), Indexed: s.requests.index.used,
 		OldestAt: s.requests.oldestAt, Expiring: expiriesOf(s)}
-	ids := func(list *roaring.Bitmap) []uint64 {
+	ids := func(list *positionList) []uint64 {
 		var out []uint64
-		for p := range roaring.Values(list) {
+		for p := range list.values() {
 			out = append(out, lt.recs.at(p).id)
 		}
 		return out
 	}
 	for i, name := range lt.workspaces.names {
-		if !lt.workspaces.links[i].IsEmpty() {
+		if lt.workspaces.links[i].count() != 0 {
 			d.Workspaces[name] = ids(lt.workspaces.links[i])
 		}
 	}
 	for i, id := range lt.authors.ids {
-		if !lt.authors.links[i].IsEmpty() {
+		if lt.authors.links[i].count() != 0 {
 			d.Authors[id] = ids(lt.authors.links[i])
 		}
 	}

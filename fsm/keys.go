@@ -250,7 +250,7 @@ func (keys keyTable) mayAdminister(by string, now int64) bool {
 // code that keyID may write at now: ErrNotFound without one,
 // ErrUnauthorized when the key may not (mayWrite), ErrNotFound too when
 // the key is limited to its own links and another made this one.
-func (s *state) writableLink(code, keyID string, now int64) (uint32, string, error) {
+func (s *state) writableLink(code, keyID string, now int64) (uint64, string, error) {
 	p, ok := s.links.lookup(code)
 	if !ok {
 		return 0, "", ErrNotFound

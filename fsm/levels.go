@@ -95,8 +95,13 @@ const (
 	// resend with the newer record's link where the others made another
 	// (requests.go). RequiredLevel never returns it.
 	LevelRequests = 15
+	// LevelPositions: no new entry type. A build at this level reads a
+	// record position past 32 bits (positions.go); once the cluster is
+	// raised to it, creates go on past MaxRecords links, which they were
+	// refused before (recordTable.spent). RequiredLevel never returns it.
+	LevelPositions = 16
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelRequests
+	EntryLevel = LevelPositions
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // linkTable is the links and their indexes: the records and texts, the
@@ -38,7 +36,7 @@ func newLinkTable(seed maphash.Seed, eng *engine) linkTable {
 type workspaceTable struct {
 	names []string
 	ids   map[string]uint32
-	links []*roaring.Bitmap // per workspace: positions of its live links (positions.go)
+	links []*positionList // per workspace: positions of its live links (positions.go)
 }
 
 func newWorkspaceTable() workspaceTable { return workspaceTable{ids: map[string]uint32{}} }
@@ -53,7 +51,7 @@ func (w *workspaceTable) intern(name string) uint32 {
 	id := uint32(len(w.names))
 	w.names = append(w.names, name)
 	w.ids[name] = id
-	w.links = append(w.links, roaring.New())
+	w.links = append(w.links, newPositionList())
 	return id
 }
 
@@ -75,7 +73,7 @@ func (lt *linkTable) domainIndex(qualified string) string {
 }
 
 // lookup returns the position of the live link with this code.
-func (lt *linkTable) lookup(code string) (uint32, bool) {
+func (lt *linkTable) lookup(code string) (uint64, bool) {
 	r, ok := lt.find(code)
 	if !ok {
 		return 0, false
@@ -89,14 +87,13 @@ func (lt *linkTable) lookup(code string) (uint32, bool) {
 // record is live and holds this code, else the filter or the engine
 // answers.
 func (lt *linkTable) find(code string) (*record, bool) {
-	h64 := lt.codes.hash(code)
-	h := uint32(h64)
+	h := lt.codes.hash(code)
 	if p, ok := lt.codes.cache.get(h); ok && p < lt.recs.n {
 		if r := lt.recs.at(p); r.live() && r.code == code {
 			return r, true
 		}
 	}
-	if !lt.codes.filter.mayHold(h64) {
+	if !lt.codes.filter.mayHold(h) {
 		return nil, false
 	}
 	p, ok := lt.codes.position(code)
@@ -131,28 +128,28 @@ func (lt *linkTable) targetOf(r *record) string {
 
 // targetKey is the workspace, domain and canonical target of the live
 // link at p.
-func (lt *linkTable) targetKey(p uint32) (workspace uint32, domain, canonical string) {
+func (lt *linkTable) targetKey(p uint64) (workspace uint32, domain, canonical string) {
 	r := lt.recs.at(p)
 	return r.workspace, lt.domainIndex(r.code), lt.targetOf(r)
 }
 
 // withTarget lists the live links of a canonical target in a workspace
 // and domain, oldest first, each with whether it is marked indexed.
-func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq2[uint32, bool] {
+func (lt *linkTable) withTarget(workspace uint32, domain, canonical string) iter.Seq2[uint64, bool] {
 	return lt.targets.links(workspace, domain, canonical)
 }
 
 // dedupeLookup returns the position of the link that dedupe returns
 // before the cluster is raised to LevelTargets: the one dedupe link of
 // a canonical URL in a workspace and domain marked indexed.
-func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint32, bool) {
+func (lt *linkTable) dedupeLookup(workspace uint32, domain, canonical string) (uint64, bool) {
 	return lt.targets.indexedOf(workspace, domain, canonical)
 }
 
 // insert stores a new live link: r with its texts. The canonical URL is
 // stored only when it differs from the URL. It returns the position.
 // Callers keep ids increasing, so positions are in id order.
-func (lt *linkTable) insert(r record, code, url, workspace, canonical string, dedupe bool) uint32 {
+func (lt *linkTable) insert(r record, code, url, workspace, canonical string, dedupe bool) uint64 {
 	r.flags = flagLive
 	stored := ""
 	if dedupe {
@@ -166,7 +163,7 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 	p := lt.recs.append(r)
 	lt.codes.insert(r.code, p)
 	lt.addTarget(p)
-	lt.workspaces.links[r.workspace].Add(p)
+	lt.workspaces.links[r.workspace].add(p)
 	if domain := lt.domainIndex(code); domain != "" {
 		lt.domainLinks[domain]++
 	}
@@ -175,14 +172,14 @@ func (lt *linkTable) insert(r record, code, url, workspace, canonical string, de
 
 // addTarget puts the live link at p under its target, or sets its mark
 // there to its flagIndexed.
-func (lt *linkTable) addTarget(p uint32) {
+func (lt *linkTable) addTarget(p uint64) {
 	ws, domain, canonical := lt.targetKey(p)
 	lt.targets.add(p, ws, domain, canonical, lt.recs.at(p).flags&flagIndexed != 0)
 }
 
 // setIndexed marks the live link at p as its URL's dedupe link or not,
 // in its record and under its target.
-func (lt *linkTable) setIndexed(p uint32, indexed bool) {
+func (lt *linkTable) setIndexed(p uint64, indexed bool) {
 	r := lt.recs.mutable(p)
 	if indexed {
 		r.flags |= flagIndexed
@@ -192,7 +189,7 @@ func (lt *linkTable) setIndexed(p uint32, indexed bool) {
 	lt.addTarget(p)
 }
 
-func (lt *linkTable) removeTarget(p uint32) {
+func (lt *linkTable) removeTarget(p uint64) {
 	ws, domain, canonical := lt.targetKey(p)
 	lt.targets.remove(p, ws, domain, canonical)
 }
@@ -200,7 +197,7 @@ func (lt *linkTable) removeTarget(p uint32) {
 // index makes a new dedupe link the one dedupe returns, unless a live,
 // unexpired link already is (the rule before LevelTargets, kept after it
 // so that snapshots mark the same links on every node).
-func (lt *linkTable) index(p uint32, now int64) {
+func (lt *linkTable) index(p uint64, now int64) {
 	r := lt.recs.at(p)
 	if !r.dedupe() {
 		return
@@ -220,7 +217,7 @@ func (lt *linkTable) index(p uint32, now int64) {
 // now. An expiry that time reaches later is no choice of its owner's, and
 // the purge removes that link as any expired one. Only a state raised to
 // LevelDisabled calls it: older builds keep no such flag.
-func (lt *linkTable) markDisabled(p uint32, now int64) {
+func (lt *linkTable) markDisabled(p uint64, now int64) {
 	r := lt.recs.mutable(p)
 	if r.expiresAt != 0 && r.expiresAt <= now {
 		r.flags |= flagDisabled
@@ -232,21 +229,20 @@ func (lt *linkTable) markDisabled(p uint32, now int64) {
 // positionOf finds a link by id: positions are in id order (records are
 // only appended, ids only grow), dead links' records included. It reads
 // at most log2(idsEvery) records, and fills no cache with them.
-func (lt *linkTable) positionOf(id uint64) (uint32, bool) {
+func (lt *linkTable) positionOf(id uint64) (uint64, bool) {
 	t := &lt.recs
 	block := sort.Search(len(t.firstIDs), func(i int) bool { return t.firstIDs[i] > id }) - 1
 	if block < 0 {
-		return 0, false
+		return t.first, false
 	}
-	lo := block * idsEvery
-	n := min(idsEvery, int(t.n)-lo)
-	i := lo + sort.Search(n, func(i int) bool { return t.walked(uint32(lo+i)).id >= id })
-	return uint32(i), i < int(t.n) && t.walked(uint32(i)).id == id
+	lo := t.first + uint64(block)*idsEvery
+	p := lo + uint64(sort.Search(int(min(idsEvery, t.n-lo)), func(i int) bool { return t.walked(lo+uint64(i)).id >= id }))
+	return p, p < t.n && t.walked(p).id == id
 }
 
 // restoreIndexed makes the link at p the one dedupe returns for its URL.
 // That no other link is, checkIndexed checks once the links are in.
-func (lt *linkTable) restoreIndexed(p uint32) error {
+func (lt *linkTable) restoreIndexed(p uint64) error {
 	if lt.recs.at(p).flags&flagIndexed != 0 {
 		return fmt.Errorf("two links hold the dedupe entry of %q", lt.recs.at(p).canonical())
 	}
@@ -295,14 +291,14 @@ func (lt *linkTable) decodeDedupeV1(d *decoder) error {
 
 // remove takes the live link at p out of the indexes and its workspace's
 // list and returns its code. Its record and texts stay, marked dead.
-func (lt *linkTable) remove(p uint32) string {
+func (lt *linkTable) remove(p uint64) string {
 	lt.removeTarget(p)
 	lt.unauthor(p)
 	r := lt.recs.mutable(p)
 	r.flags &^= flagLive | flagIndexed
 	code := r.code
 	lt.codes.remove(code)
-	lt.workspaces.links[r.workspace].Remove(p)
+	lt.workspaces.links[r.workspace].remove(p)
 	if domain := lt.domainIndex(code); domain != "" {
 		lt.domainLinks[domain]--
 	}
@@ -326,7 +322,7 @@ func (lt *linkTable) workspaceID(name string) (uint32, bool) {
 }
 
 // workspaceOf is the workspace of the link at p.
-func (lt *linkTable) workspaceOf(p uint32) string {
+func (lt *linkTable) workspaceOf(p uint64) string {
 	return lt.workspaces.names[lt.recs.at(p).workspace]
 }
 
@@ -337,11 +333,11 @@ func (lt *linkTable) workspaceNames() []string { return slices.Clip(lt.workspace
 // workspaceLists is the live links of the named workspaces (nil: every
 // workspace), one list each, unknown names left out. The lists are the
 // table's own: callers only read them.
-func (lt *linkTable) workspaceLists(names []string) []*roaring.Bitmap {
+func (lt *linkTable) workspaceLists(names []string) []*positionList {
 	if names == nil {
 		return lt.workspaces.links
 	}
-	var lists []*roaring.Bitmap
+	var lists []*positionList
 	for _, name := range names {
 		if ws, ok := lt.workspaces.ids[name]; ok {
 			lists = append(lists, lt.workspaces.links[ws])
@@ -352,7 +348,7 @@ func (lt *linkTable) workspaceLists(names []string) []*roaring.Bitmap {
 
 // retarget points the link at p to url: it moves to the list of its new
 // target, and a dedupe link to its new canonical URL's dedupe entry.
-func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
+func (lt *linkTable) retarget(p uint64, url, canonical string, now int64) {
 	lt.removeTarget(p)
 	r := lt.recs.mutable(p)
 	r.flags &^= flagIndexed
@@ -367,13 +363,13 @@ func (lt *linkTable) retarget(p uint32, url, canonical string, now int64) {
 
 // listsOf is workspaceLists, or with an author ("": any) the one list of
 // the links it created in those workspaces: then the cost is its links'.
-func (lt *linkTable) listsOf(names []string, author string) []*roaring.Bitmap {
+func (lt *linkTable) listsOf(names []string, author string) []*positionList {
 	if author == "" {
 		return lt.workspaceLists(names)
 	}
 	list := lt.authors.linksOf(author)
 	if names == nil {
-		return []*roaring.Bitmap{list}
+		return []*positionList{list}
 	}
 	var wss []uint32
 	for _, name := range names {
@@ -381,19 +377,19 @@ func (lt *linkTable) listsOf(names []string, author string) []*roaring.Bitmap {
 			wss = append(wss, ws)
 		}
 	}
-	in := roaring.New()
-	for p := range roaring.Values(list) {
+	in := newPositionList()
+	for p := range list.values() {
 		if slices.Contains(wss, lt.recs.at(p).workspace) {
-			in.Add(p)
+			in.add(p)
 		}
 	}
-	return []*roaring.Bitmap{in}
+	return []*positionList{in}
 }
 
 // positionsNewestFirst lists the live links of the workspaces (nil: all),
 // with an author ("": any) those it created, newest first.
-func (lt *linkTable) positionsNewestFirst(workspaces []string, author string) []uint32 {
-	out := roaring.FastOr(lt.listsOf(workspaces, author)...).ToArray()
+func (lt *linkTable) positionsNewestFirst(workspaces []string, author string) []uint64 {
+	out := union(lt.listsOf(workspaces, author))
 	slices.Reverse(out) // positions are in id order
 	return out
 }
@@ -402,7 +398,7 @@ func (lt *linkTable) positionsNewestFirst(workspaces []string, author string) []
 // version 5 on.
 func writeLinks(snap *snapshot, e *encoder, version byte, flush func(bool)) {
 	e.uvarint(uint64(snap.live))
-	for p := range snap.records.n {
+	for p := snap.records.first; p < snap.records.n; p++ {
 		if r := snap.records.at(p); r.live() {
 			snap.encodeLink(e, r, version)
 			switch {
@@ -456,7 +452,7 @@ func readLinks(st *state, d *decoder, version byte) error {
 			return err
 		}
 		prevID = l.r.id
-		if st.links.recs.full() {
+		if st.links.recs.full(st.raised) {
 			return ErrStateFull
 		}
 		dedupe := l.flags&snapDedupe != 0

@@ -41,7 +41,7 @@ func optionKey(dst []byte, id uint64) []byte {
 
 // get is the Options of the link at p, nil for none. Readers call it
 // under the FSM's read lock, the writer under its write lock.
-func (o *optionTable) get(p uint32) *Options { return o.of(o.recs.at(p)) }
+func (o *optionTable) get(p uint64) *Options { return o.of(o.recs.at(p)) }
 
 // of is get of the link whose record the caller has read.
 func (o *optionTable) of(r *record) *Options {
@@ -74,7 +74,7 @@ func decodeStoredOptions(v []byte) (*Options, error) {
 
 // set stores opts, which is not empty, as the Options of the link at p;
 // the caller flags the record.
-func (o *optionTable) set(p uint32, opts *Options) {
+func (o *optionTable) set(p uint64, opts *Options) {
 	r := o.recs.at(p)
 	if r.flags&flagOptions == 0 {
 		o.n++
@@ -88,7 +88,7 @@ func (o *optionTable) set(p uint32, opts *Options) {
 }
 
 // drop forgets the Options of the link at p; the caller clears the flag.
-func (o *optionTable) drop(p uint32) {
+func (o *optionTable) drop(p uint64) {
 	r := o.recs.at(p)
 	if r.flags&flagOptions == 0 {
 		return
@@ -103,8 +103,8 @@ func (o *optionTable) len() int { return o.n }
 
 // all yields every link's Options by position, in id order, read from
 // disk (not kept in the cache). positionOf finds a link's position.
-func (o *optionTable) all(positionOf func(id uint64) (uint32, bool)) iter.Seq2[uint32, *Options] {
-	return func(yield func(uint32, *Options) bool) {
+func (o *optionTable) all(positionOf func(id uint64) (uint64, bool)) iter.Seq2[uint64, *Options] {
+	return func(yield func(uint64, *Options) bool) {
 		o.eng.scan([]byte{optionPrefix}, nil, func(key, value []byte) bool {
 			p, ok := positionOf(binary.BigEndian.Uint64(key[1:]))
 			opts, err := decodeStoredOptions(value)
@@ -124,11 +124,11 @@ func (o *optionTable) all(positionOf func(id uint64) (uint32, bool)) iter.Seq2[u
 // reader never puts back a value an edit replaced.
 type optionCache struct {
 	slots []atomic.Pointer[cachedOptions]
-	mask  uint32
+	mask  uint64
 }
 
 type cachedOptions struct {
-	p    uint32
+	p    uint64
 	opts *Options
 }
 
@@ -139,21 +139,21 @@ func newOptionCache(slots int) optionCache {
 	for n < min(slots, MaxCacheSlots) {
 		n <<= 1
 	}
-	return optionCache{slots: make([]atomic.Pointer[cachedOptions], n), mask: uint32(n - 1)}
+	return optionCache{slots: make([]atomic.Pointer[cachedOptions], n), mask: uint64(n - 1)}
 }
 
-func (c *optionCache) get(p uint32) (*Options, bool) {
+func (c *optionCache) get(p uint64) (*Options, bool) {
 	if e := c.slots[p&c.mask].Load(); e != nil && e.p == p {
 		return e.opts, true
 	}
 	return nil, false
 }
 
-func (c *optionCache) put(p uint32, opts *Options) {
+func (c *optionCache) put(p uint64, opts *Options) {
 	c.slots[p&c.mask].Store(&cachedOptions{p, opts})
 }
 
-func (c *optionCache) drop(p uint32) {
+func (c *optionCache) drop(p uint64) {
 	if e := c.slots[p&c.mask].Load(); e != nil && e.p == p {
 		c.slots[p&c.mask].Store(nil)
 	}

@@ -1,43 +1,48 @@
 package fsm
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
-
-	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // TestMergeWalk: a walk of lists below a position, after skipping k, gives
-// the positions a sort of all of them gives, largest first.
+// the positions a sort of all of them gives, largest first; lists that
+// cross 32 bits walk as the others.
 func TestMergeWalk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 300 {
 		n := rng.IntN(3000)
-		lists := make([]*roaring.Bitmap, 1+rng.IntN(4))
-		for i := range lists {
-			lists[i] = roaring.New()
+		base := uint64(0)
+		if round%3 == 1 { // the positions cross 32 bits
+			base = 1<<32 - uint64(rng.IntN(n+1))
 		}
-		var all []uint32
+		lists := make([]*positionList, 1+rng.IntN(4))
+		for i := range lists {
+			lists[i] = newPositionList()
+		}
+		var all []uint64
 		run := 0
-		for p := range n {
+		for i := range uint64(n) {
 			if rng.IntN(4) == 0 { // a hole: a removed link
 				continue
 			}
 			if rng.IntN(50) == 0 { // runs of one workspace, then another
 				run = rng.IntN(len(lists))
 			}
-			lists[run].Add(uint32(p))
-			all = append(all, uint32(p))
+			lists[run].add(base + i)
+			all = append(all, base+i)
 		}
 		if round%2 == 0 {
 			for _, list := range lists {
-				list.RunOptimize()
+				list.runOptimize()
 			}
 		}
-		below := uint32(rng.IntN(n + 2))
+		below := base + uint64(rng.IntN(n+2))
 		k := rng.IntN(len(all) + 3)
-		var want []uint32
+		var want []uint64
 		for _, p := range slices.Backward(all) {
 			if p < below {
 				want = append(want, p)
@@ -46,54 +51,120 @@ func TestMergeWalk(t *testing.T) {
 		want = want[min(k, len(want)):]
 		w := newMergeWalk(lists, below)
 		w.skip(k)
-		var got []uint32
+		var got []uint64
 		for p, ok := w.next(); ok; p, ok = w.next() {
 			got = append(got, p)
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: below %d, skip %d: walked %d positions, want %d (first %v, want %v)",
-				round, below, k, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
+			t.Fatalf("round %d: base %d, below %d, skip %d: walked %d positions, want %d (first %v, want %v)",
+				round, base, below, k, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
+		}
+		if u := union(lists); !slices.Equal(u, all) {
+			t.Fatalf("round %d: the union holds %d positions, want %d", round, len(u), len(all))
 		}
 	}
 }
 
-// TestPositionsEncoding: a list reads back as it was written, in runs;
-// the first layout's steps read back too; a damaged list is an error.
+// TestPositionList: each operation of a list whose positions cross 32
+// bits agrees with a sorted slice of them, and a removal of its last
+// position in a part leaves no empty part behind.
+func TestPositionList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	candidates := []uint64{0, 1, 1<<32 - 2, 1<<32 - 1, 1 << 32, 1<<32 + 1, 5<<32 + 9, maxPosition}
+	l := newPositionList()
+	var model []uint64
+	for range 2000 {
+		p := candidates[rng.IntN(len(candidates))]
+		i, held := slices.BinarySearch(model, p)
+		if rng.IntN(3) == 0 {
+			l.remove(p)
+			if held {
+				model = slices.Delete(model, i, i+1)
+			}
+		} else {
+			l.add(p)
+			if !held {
+				model = slices.Insert(model, i, p)
+			}
+		}
+		if got := slices.Collect(l.values()); !slices.Equal(got, model) {
+			t.Fatalf("the list holds %v, want %v", got, model)
+		}
+		for _, part := range l.parts {
+			if part.low.IsEmpty() {
+				t.Fatalf("part %d is empty", part.high)
+			}
+		}
+		if l.count() != uint64(len(model)) {
+			t.Fatalf("count %d, want %d", l.count(), len(model))
+		}
+		q := candidates[rng.IntN(len(candidates))]
+		want, j := int64(-1), sortSearch(model, q)
+		if j > 0 {
+			want = int64(model[j-1])
+		}
+		if got := l.previous(int64(q)); got != want {
+			t.Fatalf("previous(%d) = %d in %v, want %d", q, got, model, want)
+		}
+		if got, want := l.rank(q), uint64(sortSearch(model, q+1)); q != maxPosition && got != want {
+			t.Fatalf("rank(%d) = %d in %v, want %d", q, got, model, want)
+		}
+	}
+}
+
+// sortSearch is how many of sorted are below v.
+func sortSearch(sorted []uint64, v uint64) int {
+	i, _ := slices.BinarySearch(sorted, v)
+	return i
+}
+
+// TestPositionsEncoding: a list reads back as it was written, in runs,
+// past 32 bits too; the first layout's steps read back too; a damaged
+// list is an error.
 func TestPositionsEncoding(t *testing.T) {
-	cases := map[string][]uint32{
-		"empty":       nil,
-		"one":         {7},
-		"first":       {0},
-		"a run":       {3, 4, 5, 6},
-		"scattered":   {1, 5, 9, 100000, 100001, 1 << 20},
-		"the largest": {1<<32 - 2, 1<<32 - 1},
+	cases := map[string][]uint64{
+		"empty":        nil,
+		"one":          {7},
+		"first":        {0},
+		"a run":        {3, 4, 5, 6},
+		"scattered":    {1, 5, 9, 100000, 100001, 1 << 20},
+		"32 bits":      {1<<32 - 2, 1<<32 - 1},
+		"across":       {1<<32 - 2, 1<<32 - 1, 1 << 32, 1<<32 + 1},
+		"past 32 bits": {1 << 32, 7 << 40, maxPosition - 1},
 	}
 	for name, positions := range cases {
 		t.Run(name, func(t *testing.T) {
+			list := newPositionList()
+			for _, p := range positions {
+				list.add(p)
+			}
 			var e encoder
-			encodePositions(&e, roaring.BitmapOf(positions...), func(bool) {})
+			encodePositions(&e, list, func(bool) {})
 			d := &decoder{buf: e.buf}
-			got := decodePositions(d)
-			if d.err != nil || !slices.Equal(got.ToArray(), roaring.BitmapOf(positions...).ToArray()) || len(d.buf) != 0 {
-				t.Fatalf("read back %v (%v), want %v", got.ToArray(), d.err, positions)
+			got := slices.Collect(decodePositions(d).values())
+			if d.err != nil || !slices.Equal(got, positions) || len(d.buf) != 0 {
+				t.Fatalf("read back %v (%v), want %v", got, d.err, positions)
+			}
+			if positions != nil && positions[len(positions)-1] >= 1<<32 {
+				return // the first layout was written by builds of 32-bit positions
 			}
 			var steps encoder
 			steps.uvarint(uint64(len(positions)))
-			prev := uint32(0)
+			prev := uint64(0)
 			for _, p := range positions {
-				steps.uvarint(uint64(p - prev))
+				steps.uvarint(p - prev)
 				prev = p
 			}
 			d = &decoder{buf: steps.buf}
-			if got := decodePositionSteps(d); d.err != nil || !slices.Equal(got.ToArray(), roaring.BitmapOf(positions...).ToArray()) {
-				t.Fatalf("steps read back %v (%v), want %v", got.ToArray(), d.err, positions)
+			if got := slices.Collect(decodePositionSteps(d).values()); d.err != nil || !slices.Equal(got, positions) {
+				t.Fatalf("steps read back %v (%v), want %v", got, d.err, positions)
 			}
 		})
 	}
 	for name, runs := range map[string][]uint64{
-		"an empty run":      {1, 0, 0},
-		"past 32 bits":      {1, 1 << 32, 1},
-		"a truncated count": {3, 1, 1},
+		"an empty run":       {1, 0, 0},
+		"past the positions": {1, maxPosition, 2},
+		"a truncated count":  {3, 1, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var e encoder
@@ -106,5 +177,183 @@ func TestPositionsEncoding(t *testing.T) {
 				t.Fatalf("%v read as a list", runs)
 			}
 		})
+	}
+}
+
+// TestPositionKeys: a position reads back from its key form; a longer
+// key sorts after every 4-byte one and in order among the longer; what
+// no build writes is refused.
+func TestPositionKeys(t *testing.T) {
+	ordered := []uint64{0, 1, 1<<32 - 2, 1<<32 - 1, 1 << 32, 1<<40 + 3, maxPosition}
+	var prev []byte
+	for _, p := range ordered {
+		key := appendPosition([]byte{recordPrefix}, p)
+		if got, ok := positionFrom(key[1:]); !ok || got != p {
+			t.Fatalf("%d reads back as %d, %v", p, got, ok)
+		}
+		if prev != nil && string(prev) >= string(key) {
+			t.Fatalf("the key of %d (%x) does not sort after the one before (%x)", p, key, prev)
+		}
+		prev = key
+	}
+	for name, b := range map[string][]byte{
+		"the mark alone":        {0xff, 0xff, 0xff, 0xff},
+		"a short one made long": {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 7},
+		"no mark":               {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7},
+		"past the positions":    {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		"three bytes":           {0, 0, 1},
+		"empty":                 nil,
+	} {
+		if p, ok := positionFrom(b); ok {
+			t.Errorf("%s (%x) reads as position %d", name, b, p)
+		}
+	}
+}
+
+// openFrom opens an FSM in dir whose states put their first record at
+// position first.
+func openFrom(t *testing.T, dir string, first uint64) *FSM {
+	t.Helper()
+	f, err := Open(Config{Dir: dir, firstPosition: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// longRecordKeys counts the records whose key holds a long position.
+func longRecordKeys(t *testing.T, f *FSM) int {
+	t.Helper()
+	n := 0
+	f.s.eng.scan([]byte{recordPrefix}, nil, func(key, _ []byte) bool {
+		if len(key) == 13 {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// TestPositionsPast32Bits: a state whose records take the last 4-byte
+// position, the mark's and positions past 32 bits answers every workload
+// as a state whose positions start at 0, to the byte of its snapshot and
+// of every answer; its keys hold the long positions; its lists page
+// alike; each of its links is found by its code, from the engine and from
+// the code cache; it keeps and resumes, and installs on a follower as its
+// checkpoint's files, alike.
+func TestPositionsPast32Bits(t *testing.T) {
+	const first = longPosition - 1
+	for name, cmds := range keptWorkloads() {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, twin := openFrom(t, dir, first), New()
+			if a, b := applyAll(t, f, cmds...), applyAll(t, twin, cmds...); !reflect.DeepEqual(a, b) {
+				t.Fatalf("past 32 bits the commands answer\n%v\nfrom 0\n%v", a, b)
+			}
+			want := snapshotBytes(t, twin)
+			if !bytes.Equal(snapshotBytes(t, f), want) {
+				t.Fatal("past 32 bits the state's snapshot differs from the one from 0")
+			}
+			if made := f.s.links.recs.n - first; made > 1 && longRecordKeys(t, f) != int(made-1) {
+				t.Fatalf("%d of %d records have a long key, want all but the first", longRecordKeys(t, f), made)
+			}
+			checkLists(t, "past 32 bits", f)
+			for _, l := range twin.Links() {
+				l, _ = twin.Get(l.Qualified()) // with its options
+				for range 2 {                  // the engine's answer, then the code cache's
+					got, ok := f.Get(l.Qualified())
+					if !ok || !reflect.DeepEqual(got, l) {
+						t.Fatalf("%s past 32 bits: %+v, %v; want %+v", l.Qualified(), got, ok, l)
+					}
+				}
+			}
+
+			g := keepAndResumeFrom(t, f, dir, first)
+			if !bytes.Equal(snapshotBytes(t, g), want) {
+				t.Fatal("the resumed state's snapshot differs")
+			}
+			more := append(workload(), keyWorkload()...)
+			if a, b := applyAll(t, g, more...), applyAll(t, twin, more...); !reflect.DeepEqual(a, b) {
+				t.Errorf("resumed past 32 bits the same commands answer\n%v\nfrom 0\n%v", a, b)
+			}
+			want = snapshotBytes(t, twin)
+			if !bytes.Equal(snapshotBytes(t, g), want) {
+				t.Fatal("resumed past 32 bits the same commands leave another state")
+			}
+			if h := installedFrom(t, g, first); !bytes.Equal(snapshotBytes(t, h), want) {
+				t.Error("the state installed from its checkpoint's files differs")
+			}
+		})
+	}
+}
+
+// keepAndResumeFrom is keepAndResume for states whose first record is at
+// position first.
+func keepAndResumeFrom(t *testing.T, f *FSM, dir string, first uint64) *FSM {
+	t.Helper()
+	index, err := f.Keep()
+	if err != nil {
+		t.Fatalf("keep: %v", err)
+	}
+	g := openFrom(t, dir, first)
+	if got, ok, err := g.Resume(func(i, _ uint64) bool { return i == index }); err != nil || !ok || got != index {
+		t.Fatalf("resume: index %d (kept at %d), resumed %v: %v", got, index, ok, err)
+	}
+	return g
+}
+
+// installedFrom is a new FSM, its first record at position first, that
+// installed f's snapshot as a follower does: its checkpoint's files.
+func installedFrom(t *testing.T, f *FSM, first uint64) *FSM {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &dirSink{dir: t.TempDir()}
+	err = snap.Persist(sink)
+	snap.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := OpenCheckpoint(sink.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	_, err = files.WriteTo(&stream)
+	files.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := t.TempDir()
+	if _, _, err := ReceiveCheckpoint(&stream, received); err != nil {
+		t.Fatal(err)
+	}
+	g := openFrom(t, t.TempDir(), first)
+	if err := g.RestoreFrom(received); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestCodeCacheLongPositions: a slot holds a position up to 40 bits; a
+// longer one is not kept, so that the engine answers instead of a slot
+// that would name another position.
+func TestCodeCacheLongPositions(t *testing.T) {
+	c := newCodeCache(8)
+	for _, tc := range []struct {
+		h, p   uint64
+		cached bool
+	}{
+		{0x0123456789abcdef, 1<<32 + 5, true},
+		{0xfedcba9876543210, slotPositions, true},
+		{0x1111111122222222, slotPositions + 1, false},
+	} {
+		c.put(tc.h, tc.p)
+		if p, ok := c.get(tc.h); ok != tc.cached || ok && p != tc.p {
+			t.Errorf("put %d under %x: got %d, %v", tc.p, tc.h, p, ok)
+		}
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"weak"
-
-	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // Filter narrows a link list. The zero Filter keeps every link.
@@ -357,7 +355,7 @@ func (f *FSM) CrawlableCodes(domain string, limit int, now int64) []string {
 func (f *FSM) authorTagCounts(workspaces, domains []string, author string) iter.Seq2[string, ListTotal] {
 	return func(yield func(string, ListTotal) bool) {
 		for _, list := range f.s.links.listsOf(workspaces, author) {
-			for p := range roaring.Values(list) {
+			for p := range list.values() {
 				l := f.s.links.counted(p, &f.s.opts)
 				if domains != nil && !slices.Contains(domains, l.domain) {
 					continue

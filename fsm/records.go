@@ -22,13 +22,13 @@ type record struct {
 	expiresAt  int64 // 0: never
 	clicks     uint64
 	lastAccess int64  // 0: never clicked
+	pos        uint64 // its position in the table
 	code       string // qualified
 	url        string
 	canon      string // "": the canonical URL is the URL, or there is none
 	workspace  uint32 // index into workspaceTable.names
-	pos        uint32 // its position in the table
-	flags      uint8
 	author     uint16 // the key that created it: index into authorTable.ids; 0: none
+	flags      uint8
 }
 
 const (
@@ -73,12 +73,12 @@ func (r *record) setTexts(code, url, canon string) {
 }
 
 // recordPrefix is the engine's table of link records by position
-// (store/DESIGN.md, "Keys"): the key is the prefix and the position,
-// big-endian, so a walk of the table is a walk in id order.
+// (store/DESIGN.md, "Keys"): the key is the prefix and the position
+// (appendPosition), so a walk of the table is a walk in id order.
 const recordPrefix = 'l'
 
-func recordKey(dst []byte, p uint32) []byte {
-	return binary.BigEndian.AppendUint32(append(dst[:0], recordPrefix), p)
+func recordKey(dst []byte, p uint64) []byte {
+	return appendPosition(append(dst[:0], recordPrefix), p)
 }
 
 // encodeRecord appends r's value: id, created, expires, clicks, last
@@ -105,7 +105,7 @@ var errRecordValue = errors.New("damaged record value")
 
 // decodeRecord reads encodeRecord's value into r; with texts false it
 // leaves the strings empty and allocates nothing.
-func decodeRecord(v []byte, p uint32, r *record, texts bool) error {
+func decodeRecord(v []byte, p uint64, r *record, texts bool) error {
 	codeLen, urlLen, text, err := decodeFixed(v, p, r)
 	if err == nil && texts {
 		r.sliceTexts(string(text), codeLen, urlLen)
@@ -120,7 +120,7 @@ func (r *record) sliceTexts(s string, codeLen, urlLen int) {
 
 // decodeFixed reads the fixed fields of encodeRecord's value into r and
 // returns the lengths of the code and URL and the texts, back to back.
-func decodeFixed(v []byte, p uint32, r *record) (codeLen, urlLen int, text []byte, err error) {
+func decodeFixed(v []byte, p uint64, r *record) (codeLen, urlLen int, text []byte, err error) {
 	d := storedReader{b: v}
 	*r = record{id: d.uvarint(), createdAt: d.varint(), expiresAt: d.varint(), clicks: d.uvarint(),
 		lastAccess: d.varint(), workspace: uint32(d.uvarint()), author: uint16(d.uvarint()), pos: p}
@@ -156,13 +156,15 @@ const idsEvery = 1024
 // in memory that share their pages with them (orphans.go): records are
 // read from the engine's view instead.
 type recordTable struct {
-	eng       *engine
-	n         uint32 // records in use
+	eng *engine
+	// first is the first record's position and n the next one's: a test's
+	// state may start past 32 bits (Config.firstPosition), any other at 0.
+	first, n  uint64
 	firstIDs  []uint64
 	cache     recordCache
-	dirty     map[uint32]*record // the writer's changed records, by position
-	was       map[uint32]int64   // of each changed record made before, its expiry index entry if any (expiries.go)
-	written   uint32             // n at the last writeBack: positions from it on are new
+	dirty     map[uint64]*record // the writer's changed records, by position
+	was       map[uint64]int64   // of each changed record made before, its expiry index entry if any (expiries.go)
+	written   uint64             // n at the last writeBack: positions from it on are new
 	gen       uint64
 	sharing   *atomic.Int32 // snapshots still being written
 	key       []byte        // reused by the writer
@@ -171,8 +173,8 @@ type recordTable struct {
 }
 
 func newRecordTable(eng *engine) recordTable {
-	return recordTable{eng: eng, sharing: new(atomic.Int32), dirty: map[uint32]*record{}, was: map[uint32]int64{},
-		cache: newRecordCache(eng.recordCache)}
+	return recordTable{eng: eng, first: eng.firstPosition, n: eng.firstPosition, written: eng.firstPosition,
+		sharing: new(atomic.Int32), dirty: map[uint64]*record{}, was: map[uint64]int64{}, cache: newRecordCache(eng.recordCache)}
 }
 
 // at is the record at p: the writer's own change of it if it has one.
@@ -181,7 +183,7 @@ func newRecordTable(eng *engine) recordTable {
 // and fills the cache. The writer's fills no slot: a purge, a revocation
 // or a restore reads many links once, and would push out the ones
 // redirects read (writeBack places what it changed).
-func (t *recordTable) at(p uint32) *record {
+func (t *recordTable) at(p uint64) *record {
 	if len(t.dirty) > 0 {
 		if r, ok := t.dirty[p]; ok {
 			return r
@@ -201,7 +203,7 @@ func (t *recordTable) at(p uint32) *record {
 // included. A record missing or damaged is the disk's failure: serving
 // a link without it would be wrong, so the request fails (a reader's) or
 // the node stops (the writer's), as engine.read does.
-func (t *recordTable) read(p uint32) *record {
+func (t *recordTable) read(p uint64) *record {
 	v, found := t.eng.read(recordKey(nil, p))
 	r := new(record)
 	err := decodeRecord(v, p, r, true)
@@ -213,7 +215,7 @@ func (t *recordTable) read(p uint32) *record {
 
 // mutable returns the record at p for changing: a copy, which writeBack
 // writes.
-func (t *recordTable) mutable(p uint32) *record {
+func (t *recordTable) mutable(p uint64) *record {
 	if r, ok := t.dirty[p]; ok {
 		return r
 	}
@@ -225,24 +227,34 @@ func (t *recordTable) mutable(p uint32) *record {
 	return &cp
 }
 
-// full reports whether every position is taken: append must not be
-// called (the next position would wrap to 0 and overwrite a record).
-// Creates never get here (spent); a restore's snapshot could.
-func (t *recordTable) full() bool { return t.n >= t.eng.maxRecords }
+// full reports whether a state raised to raised has taken every position
+// it may (before LevelPositions, the 4-byte ones): append must not be
+// called. Creates never get here (spent); a restore's snapshot could.
+func (t *recordTable) full(raised int) bool { return t.n >= t.limit(raised) }
+
+// limit is how many positions a state raised to raised takes: only
+// builds of LevelPositions read a long one.
+func (t *recordTable) limit(raised int) uint64 {
+	if raised < LevelPositions {
+		return min(t.eng.maxRecords, longPosition)
+	}
+	return maxPosition
+}
 
 // spent reports whether a create must be refused for want of a position,
-// given the last link id. It asks the id, which every node holds alike,
-// and not this table's count: a node whose state was rebuilt from a
-// stream packed the live links into fewer positions than another holds.
-// Every record holds an id of its own, none above the last, so no node
-// holds more records than the last id; a restore keeps the highest.
-func (t *recordTable) spent(lastID uint64) bool { return lastID >= uint64(t.eng.maxRecords) }
+// given the last link id and the level the state is raised to. It asks
+// the id, which every node holds alike, and not this table's count: a
+// node whose state was rebuilt from a stream packed the live links into
+// fewer positions than another holds. Every record holds an id of its
+// own, none above the last, so no node holds more records than the last
+// id; a restore keeps the highest.
+func (t *recordTable) spent(lastID uint64, raised int) bool { return lastID >= t.limit(raised) }
 
 // append adds a record and returns its position.
-func (t *recordTable) append(r record) uint32 {
+func (t *recordTable) append(r record) uint64 {
 	t.bound()
 	p := t.n
-	if p%idsEvery == 0 {
+	if (p-t.first)%idsEvery == 0 {
 		t.firstIDs = append(t.firstIDs, r.id)
 	}
 	t.n++
@@ -288,7 +300,7 @@ func (t *recordTable) writeBack() {
 	}
 	t.written = t.n
 	if len(t.dirty) > maxDirty {
-		t.dirty, t.was = map[uint32]*record{}, map[uint32]int64{} // a batch that changed many: not kept for every later one
+		t.dirty, t.was = map[uint64]*record{}, map[uint64]int64{} // a batch that changed many: not kept for every later one
 	}
 	clear(t.dirty)
 	clear(t.was)
@@ -297,7 +309,7 @@ func (t *recordTable) writeBack() {
 // walked is at for a walk over many links (robots.txt, a tag rename, a
 // search by id): it fills no cache slot, so the walk does not push the
 // links read most out of the cache.
-func (t *recordTable) walked(p uint32) *record {
+func (t *recordTable) walked(p uint64) *record {
 	if r, ok := t.dirty[p]; ok {
 		return r
 	}
@@ -321,10 +333,10 @@ func (t *recordTable) beforeWalk() {
 // time, which it may keep; without, one record without its strings, valid
 // during the call, and the walk allocates nothing per record. The
 // writer's changes are written back first.
-func (t *recordTable) scan(texts bool, fn func(r *record) bool) { t.scanFrom(0, texts, fn) }
+func (t *recordTable) scan(texts bool, fn func(r *record) bool) { t.scanFrom(t.first, texts, fn) }
 
 // scanFrom is scan from position from on.
-func (t *recordTable) scanFrom(from uint32, texts bool, fn func(r *record) bool) {
+func (t *recordTable) scanFrom(from uint64, texts bool, fn func(r *record) bool) {
 	t.beforeWalk()
 	var reused record
 	t.eng.scan([]byte{recordPrefix}, recordKey(nil, from), func(key, value []byte) bool {
@@ -332,8 +344,8 @@ func (t *recordTable) scanFrom(from uint32, texts bool, fn func(r *record) bool)
 		if texts {
 			r = new(record)
 		}
-		p := binary.BigEndian.Uint32(key[1:])
-		if err := decodeRecord(value, p, r, texts); err != nil || len(key) != 5 {
+		p, ok := positionFrom(key[1:])
+		if err := decodeRecord(value, p, r, texts); err != nil || !ok {
 			panic(fmt.Sprintf("fsm: the engine holds a damaged record at %x: %v", key, err))
 		}
 		return fn(r)
@@ -352,7 +364,7 @@ func (t *recordTable) share(sn *store.Snapshot) (view recordView, release func()
 			t.sharing.Add(-1)
 		}
 	}
-	return recordView{sn: sn, n: t.n}, release
+	return recordView{sn: sn, first: t.first, n: t.n}, release
 }
 
 // viewWindow is how many records a view reads at once when walked in
@@ -365,22 +377,22 @@ const viewWindow = 256
 // A record it returns is valid until the next at, which may reuse it; its
 // strings stay valid.
 type recordView struct {
-	sn   *store.Snapshot
-	n    uint32
-	lo   uint32   // the window's first position
-	win  []record // the records from lo
-	ends []int    // reused by at
-	err  error    // the first failure to read the view
+	sn       *store.Snapshot
+	first, n uint64   // as the table's
+	lo       uint64   // the window's first position
+	win      []record // the records from lo
+	ends     []int    // reused by at
+	err      error    // the first failure to read the view
 }
 
-// at is the record at p < n. A failure is kept in err (the snapshot
-// fails) and a dead record stands in.
-func (v *recordView) at(p uint32) *record {
-	if p-v.lo < uint32(len(v.win)) && p >= v.lo {
+// at is the record at p, first <= p < n. A failure is kept in err (the
+// snapshot fails) and a dead record stands in.
+func (v *recordView) at(p uint64) *record {
+	if p >= v.lo && p-v.lo < uint64(len(v.win)) {
 		return &v.win[p-v.lo]
 	}
 	size := 1
-	if p == v.lo+uint32(len(v.win)) {
+	if p == v.lo+uint64(len(v.win)) {
 		size = viewWindow // the next record: a walk
 	}
 	win := v.win[:0]
@@ -393,9 +405,9 @@ func (v *recordView) at(p uint32) *record {
 		ends  = v.ends[:0]                // per record: code's and URL's lengths, end of its texts
 	)
 	err := v.sn.Scan([]byte{recordPrefix}, recordKey(nil, p), func(key, value []byte) bool {
-		q := binary.BigEndian.Uint32(key[1:])
-		if q != p+uint32(len(win)) {
-			derr = fmt.Errorf("record %d: missing", p+uint32(len(win)))
+		q, ok := positionFrom(key[1:])
+		if !ok || q != p+uint64(len(win)) {
+			derr = fmt.Errorf("record %d: missing", p+uint64(len(win)))
 			return false
 		}
 		win = append(win, record{})
@@ -431,7 +443,7 @@ func (v *recordView) at(p uint32) *record {
 // writer replaced.
 type recordCache struct {
 	slots        []atomic.Pointer[record]
-	mask         uint32
+	mask         uint64
 	hits, misses *atomic.Uint64
 }
 
@@ -442,8 +454,8 @@ type recordCache struct {
 // indexes.
 const DefaultRecordCache = 1 << 17
 
-// MaxCacheSlots bounds Config.RecordCache and Config.OptionCache: the
-// caches find a slot by a position's low bits, and positions are 32-bit.
+// MaxCacheSlots bounds Config.RecordCache and Config.OptionCache: 8 GiB
+// of slots each, and the code cache twice that.
 const MaxCacheSlots = 1 << 30
 
 // newRecordCache has at least slots slots, a power of two, at most
@@ -453,11 +465,11 @@ func newRecordCache(slots int) recordCache {
 	for n < min(slots, MaxCacheSlots) {
 		n <<= 1
 	}
-	return recordCache{slots: make([]atomic.Pointer[record], n), mask: uint32(n - 1),
+	return recordCache{slots: make([]atomic.Pointer[record], n), mask: uint64(n - 1),
 		hits: new(atomic.Uint64), misses: new(atomic.Uint64)}
 }
 
-func (c *recordCache) get(p uint32) *record {
+func (c *recordCache) get(p uint64) *record {
 	if r := c.slots[p&c.mask].Load(); r != nil && r.pos == p {
 		c.hits.Add(1)
 		return r
@@ -467,7 +479,7 @@ func (c *recordCache) get(p uint32) *record {
 }
 
 // peek is get without counting.
-func (c *recordCache) peek(p uint32) *record {
+func (c *recordCache) peek(p uint64) *record {
 	if r := c.slots[p&c.mask].Load(); r != nil && r.pos == p {
 		return r
 	}

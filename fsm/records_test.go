@@ -207,7 +207,7 @@ func TestRequestWindowPurges(t *testing.T) {
 
 // withMaxRecords is an empty FSM in memory whose states hold positions
 // for at most n links.
-func withMaxRecords(t *testing.T, n uint32) *FSM {
+func withMaxRecords(t *testing.T, n uint64) *FSM {
 	t.Helper()
 	f, err := Open(Config{maxRecords: n})
 	if err != nil {
@@ -288,5 +288,20 @@ func TestStateFullRefusesCreates(t *testing.T) {
 	}
 	if !bytes.Equal(snapshotBytes(t, small), before) {
 		t.Error("a refused restore changed the state")
+	}
+
+	// Raised to LevelPositions, a cluster creates past the 4-byte positions.
+	applyAll(t, f, RaiseCommand{To: LevelPositions}.Encode())
+	for i, tc := range refused {
+		tc.r.URL = fmt.Sprintf("https://example.com/raised/%d", i) // no dedupe finds another
+		if res := createOne(t, f, 30, tc.r); res.Err != nil || res.Existing {
+			t.Errorf("raised: %s: %+v", tc.name, res)
+		}
+	}
+	if used, limit := f.LinkIDs(); used != 3+uint64(len(refused)) || limit != maxPosition {
+		t.Errorf("raised: link ids %d used of %d", used, limit)
+	}
+	if l, ok := f.Get(first.Code); !ok || l.URL != first.URL {
+		t.Errorf("raised: the first link after the creates: %+v, %v", l, ok)
 	}
 }

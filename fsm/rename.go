@@ -101,7 +101,7 @@ func (lt *linkTable) renameRefusal(old, next string, tombstones *tombstoneSet) e
 // piece kept by position or link id (options, clicks per hour, visitors,
 // tallies) stay as they are. The texts are written anew, as retarget does: the
 // old ones stay where readers may still hold them.
-func (lt *linkTable) rename(p uint32, code string) string {
+func (lt *linkTable) rename(p uint64, code string) string {
 	r := lt.recs.mutable(p)
 	old := r.code
 	lt.codes.remove(old)

@@ -65,7 +65,7 @@ func forge(t *testing.T, f *FSM, tamper func(s *state)) *Snapshot {
 }
 
 // addLink adds a link as a forger would, past Apply's checks.
-func addLink(s *state, code, url string) uint32 {
+func addLink(s *state, code, url string) uint64 {
 	s.lastID++
 	return s.links.insert(record{id: s.lastID, createdAt: 600}, code, url, "default", "", false)
 }

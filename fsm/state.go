@@ -19,8 +19,9 @@ var (
 	ErrHashCollision      = errors.New("hash code collides with other links after every retry")
 	ErrInvalidRequest     = errors.New("invalid create request")
 	ErrRequestIDReused    = errors.New("idempotency key already used for a different request")
-	ErrStateFull          = fmt.Errorf("the cluster has created %d links, as many as the state's "+
-		"32-bit record positions hold: no more can be created", uint64(MaxRecords))
+	ErrStateFull          = fmt.Errorf("the cluster has created as many links as its record positions hold "+
+		"(%d until every node runs a build of entry level %d and the cluster is raised to it): "+
+		"no more can be created", uint64(MaxRecords), LevelPositions)
 	// ErrCodeDeleted is ErrCodeTaken for a code whose link was deleted.
 	ErrCodeDeleted = fmt.Errorf("%w: it belonged to a deleted link, and deleted codes are never reused", ErrCodeTaken)
 )
@@ -125,7 +126,7 @@ func newState(eng *engine) *state {
 }
 
 // link returns the record at position p as a Link.
-func (s *state) link(p uint32) Link {
+func (s *state) link(p uint64) Link {
 	r := s.links.recs.at(p)
 	l := s.links.linkOf(r)
 	l.Options = s.opts.of(r)
@@ -134,7 +135,7 @@ func (s *state) link(p uint32) Link {
 
 // walkedLink is state.link for a walk over many links (a filtered list,
 // the most clicked): it fills no record cache slot (recordTable.walked).
-func walkedLink(s *state, p uint32) Link {
+func walkedLink(s *state, p uint64) Link {
 	r := s.links.recs.walked(p)
 	l := s.links.linkOf(r)
 	l.Options = s.opts.of(r)
@@ -207,7 +208,7 @@ func (s *state) createNew(now int64, r CreateRequest) CreateResult {
 	if done {
 		return res
 	}
-	if s.links.recs.spent(s.lastID) { // the counter's code was checked before it was drawn
+	if s.links.recs.spent(s.lastID, s.raised) { // the counter's code was checked before it was drawn
 		return CreateResult{Err: ErrStateFull}
 	}
 
@@ -263,7 +264,7 @@ func (c *codeChoice) choose() (code string, res CreateResult, done bool) {
 
 // existing returns the live, unexpired link at p when dedupe may return
 // it instead of creating one.
-func (c *codeChoice) existing(p uint32, ok bool) (CreateResult, bool) {
+func (c *codeChoice) existing(p uint64, ok bool) (CreateResult, bool) {
 	if !ok || !c.dedupe || !c.known {
 		return CreateResult{}, false
 	}
@@ -310,7 +311,7 @@ func (c *codeChoice) counter() (string, CreateResult, bool) {
 			return "", res, true
 		}
 	}
-	if s.links.recs.spent(s.lastID) { // before the counter moves: a refusal changes nothing
+	if s.links.recs.spent(s.lastID, s.raised) { // before the counter moves: a refusal changes nothing
 		return "", CreateResult{Err: ErrStateFull}, true
 	}
 	code, err := s.counters.next(s.hasKey, s.key, r.CodeLength, r.Domain, s.taken)
@@ -412,7 +413,7 @@ func (s *state) delete(c DeleteCommand) error {
 
 // remove deletes a link and tombstones its code so it is never reused.
 // Its record and texts stay until the state is rebuilt from a snapshot.
-func (s *state) remove(p uint32) {
+func (s *state) remove(p uint64) {
 	s.counts.remove(s.links.counted(p, &s.opts))
 	s.tombstones.add(s.links.remove(p))
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {

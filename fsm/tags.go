@@ -130,7 +130,7 @@ func checkTagName(t string) error {
 // taggedLinks is the positions, in ascending order, of the links c may
 // change that carry c.Tag (at most one past MaxTagLinks, enough to refuse),
 // and whether one it may change carries c.NewName as another tag.
-func (s *state) taggedLinks(c TagsCommand) (matched []uint32, conflict bool) {
+func (s *state) taggedLinks(c TagsCommand) (matched []uint64, conflict bool) {
 	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
 	for p, o := range s.opts.all(s.links.positionOf) {
 		has, hasNew := o.HasTag(c.Tag), rename && o.HasTag(c.NewName)

@@ -48,7 +48,7 @@ type targetIndex struct {
 type indexedMemo struct {
 	valid  bool
 	target []byte // the target's prefix
-	p      uint32
+	p      uint64
 	ok     bool
 }
 
@@ -69,8 +69,8 @@ func targetPrefixKey(dst []byte, workspace uint32, domain, canonical string) []b
 	return append(binary.AppendUvarint(dst, uint64(len(canonical))), canonical...)
 }
 
-func (t *targetIndex) keyOf(p, workspace uint32, domain, canonical string) []byte {
-	t.key = binary.BigEndian.AppendUint32(targetPrefixKey(t.key[:0], workspace, domain, canonical), p)
+func (t *targetIndex) keyOf(p uint64, workspace uint32, domain, canonical string) []byte {
+	t.key = appendPosition(targetPrefixKey(t.key[:0], workspace, domain, canonical), p)
 	return t.key
 }
 
@@ -79,7 +79,7 @@ const indexedMark = 1
 
 // add puts the live link at p under its target, marked indexed or not;
 // for a link already there, it sets the mark.
-func (t *targetIndex) add(p, workspace uint32, domain, canonical string, indexed bool) {
+func (t *targetIndex) add(p uint64, workspace uint32, domain, canonical string, indexed bool) {
 	var v []byte
 	if indexed {
 		v = t.marked
@@ -91,7 +91,7 @@ func (t *targetIndex) add(p, workspace uint32, domain, canonical string, indexed
 }
 
 // remove takes the link at p from under its target.
-func (t *targetIndex) remove(p, workspace uint32, domain, canonical string) {
+func (t *targetIndex) remove(p uint64, workspace uint32, domain, canonical string) {
 	t.memo.valid = false
 	t.eng.delete(t.keyOf(p, workspace, domain, canonical))
 }
@@ -100,8 +100,8 @@ func (t *targetIndex) remove(p, workspace uint32, domain, canonical string) {
 // mark: a scan of its prefix, through the writer's batch (only the writer
 // looks targets up). The caller may read the state while it walks, but
 // not change it.
-func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq2[uint32, bool] {
-	return func(yield func(uint32, bool) bool) {
+func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq2[uint64, bool] {
+	return func(yield func(uint64, bool) bool) {
 		prefix := targetPrefixKey(nil, workspace, domain, canonical)
 		t.eng.scan(prefix, nil, func(key, value []byte) bool {
 			p, indexed := targetEntry(key, value, len(prefix))
@@ -111,7 +111,7 @@ func (t *targetIndex) links(workspace uint32, domain, canonical string) iter.Seq
 }
 
 // indexedOf is the target's link marked indexed, if any.
-func (t *targetIndex) indexedOf(workspace uint32, domain, canonical string) (uint32, bool) {
+func (t *targetIndex) indexedOf(workspace uint32, domain, canonical string) (uint64, bool) {
 	m := &t.memo
 	if t.key = targetPrefixKey(t.key[:0], workspace, domain, canonical); m.valid && bytes.Equal(m.target, t.key) {
 		return m.p, m.ok
@@ -128,35 +128,54 @@ func (t *targetIndex) indexedOf(workspace uint32, domain, canonical string) (uin
 
 // note records the target's indexed link, found by a walk of all its
 // links (or none), for indexedOf.
-func (t *targetIndex) note(workspace uint32, domain, canonical string, p uint32, ok bool) {
+func (t *targetIndex) note(workspace uint32, domain, canonical string, p uint64, ok bool) {
 	t.memo = indexedMemo{valid: true, target: targetPrefixKey(t.memo.target[:0], workspace, domain, canonical), p: p, ok: ok}
 }
 
 // targetEntry is the position and the mark of a key of the table whose
 // target prefix is n bytes long.
-func targetEntry(key, value []byte, n int) (p uint32, indexed bool) {
-	if len(key) != n+4 || len(value) > 1 || len(value) == 1 && value[0] != indexedMark {
+func targetEntry(key, value []byte, n int) (p uint64, indexed bool) {
+	p, ok := positionFrom(key[min(n, len(key)):])
+	if !ok || len(value) > 1 || len(value) == 1 && value[0] != indexedMark {
 		panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x (value %x)", key, value))
 	}
-	return binary.BigEndian.Uint32(key[n:]), len(value) == 1
+	return p, len(value) == 1
+}
+
+// targetPrefixLen is the length of the target prefix of a key of the
+// table, read from its lengths; -1 for a damaged key.
+func targetPrefixLen(key []byte) int {
+	n := 5        // the table and the workspace
+	for range 2 { // the domain, the canonical URL
+		if n > len(key) {
+			return -1
+		}
+		size, read := binary.Uvarint(key[n:])
+		if read <= 0 || size > uint64(len(key)-n-read) {
+			return -1
+		}
+		n += read + int(size)
+	}
+	return n
 }
 
 // indexedTwice is the position of a link marked indexed under the same
 // target as another, if any: a walk of the whole table, which a restore
 // makes once instead of a lookup for each indexed link.
-func (t *targetIndex) indexedTwice() (uint32, bool) {
+func (t *targetIndex) indexedTwice() (uint64, bool) {
 	var prev []byte // the last indexed key's target prefix
-	var twice uint32
+	var twice uint64
 	found := false
 	t.eng.scan([]byte{targetPrefix}, nil, func(key, value []byte) bool {
-		if len(key) < 11 { // the table, a workspace, two empty strings, a position
+		n := targetPrefixLen(key)
+		if n < 0 {
 			panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x", key))
 		}
-		p, indexed := targetEntry(key, value, len(key)-4)
+		p, indexed := targetEntry(key, value, n)
 		if !indexed {
 			return true
 		}
-		target := key[:len(key)-4]
+		target := key[:n]
 		if bytes.Equal(target, prev) {
 			twice, found = p, true
 			return false

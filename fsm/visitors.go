@@ -350,7 +350,7 @@ func compareKey(k keyCount, key string) int { return strings.Compare(k.key, key)
 func (lt *linkTable) oldestDay() uint32 { return lt.hours.oldestKept() / 24 }
 
 // visitsUsed is what a link's visit limit counts: its clicks and its bots.
-func (s *state) visitsUsed(p uint32) uint64 {
+func (s *state) visitsUsed(p uint64) uint64 {
 	r := s.links.recs.at(p)
 	used := r.clicks
 	if bots, ok := s.visits.totals(r.id); ok {

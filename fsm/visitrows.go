@@ -80,7 +80,7 @@ func (f *FSM) LinkVisitRows(code string, q RowQuery) (VisitRows, bool) {
 	if !ok {
 		return VisitRows{}, false
 	}
-	return f.s.visitRows([]uint32{p}, q), true
+	return f.s.visitRows([]uint64{p}, q), true
 }
 
 // WorkspaceVisitRows lists the visit rows of the links of the workspaces
@@ -89,7 +89,7 @@ func (f *FSM) LinkVisitRows(code string, q RowQuery) (VisitRows, bool) {
 func (f *FSM) WorkspaceVisitRows(workspaces []string, filter Filter, q RowQuery) VisitRows {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var ps []uint32
+	var ps []uint64
 	for _, p := range f.s.links.positionsNewestFirst(workspaces, filter.Author) {
 		if l := walkedLink(f.s, p); filter.keeps(&l) {
 			ps = append(ps, p)
@@ -101,7 +101,7 @@ func (f *FSM) WorkspaceVisitRows(workspaces []string, filter Filter, q RowQuery)
 // linkDay is one day of one link's visitors, or of one domain's orphan
 // visits of a kind (orphan non-nil), and its rows once expanded.
 type linkDay struct {
-	p      uint32
+	p      uint64
 	orphan *orphanKey
 	d      *dayVisits
 	plan   []segment
@@ -126,7 +126,7 @@ func hoursOf(from, to int64) (uint32, uint32) {
 // visitRows lists the rows of the links at ps (newest first), day by day
 // from the newest, expanding only the days that hold a listed row or that
 // the range cuts.
-func (s *state) visitRows(ps []uint32, q RowQuery) VisitRows {
+func (s *state) visitRows(ps []uint64, q RowQuery) VisitRows {
 	return s.links.pageRows(q, func(from, to uint32, add func(linkDay)) {
 		for _, p := range ps {
 			s.visits.days(s.links.recs.walked(p).id, from, to, false, func(d *dayVisits) bool {

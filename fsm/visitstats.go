@@ -81,7 +81,7 @@ func newVisitQuery(from, to int64, by Dimension) *visitQuery {
 }
 
 // add sums the visitors of the link at p into q.
-func (q *visitQuery) add(s *state, p uint32) {
+func (q *visitQuery) add(s *state, p uint64) {
 	r := s.links.recs.walked(p) // one link or a workspace's: no slot filled
 	q.out.Links++
 	q.out.LinkTotal += r.clicks

@@ -122,7 +122,7 @@ func (v *visitTable) days(id uint64, from, to uint32, countsOnly bool, fn func(*
 // and, with tally (a state raised to LevelVisitRows), in its hour's
 // tallies, into the command's pending changes: flush writes them. The
 // caller has already moved the newest hour. Apply only.
-func (v *visitTable) add(lt *linkTable, p uint32, who *Visitor, n uint64, now int64, tally bool) {
+func (v *visitTable) add(lt *linkTable, p uint64, who *Visitor, n uint64, now int64, tally bool) {
 	hour, timed := hourOf(now)
 	if !timed || n == 0 {
 		return
@@ -451,8 +451,8 @@ func (snap *snapshot) keptVisits(fn func(id uint64, bots [botCount]uint64, days 
 		buf   []byte   // the days' values: the scan lends them only during a call
 		id    uint64
 		bots  [botCount]uint64
-		known bool   // id has totals
-		p     uint32 // the first record whose id may be id: positions are in id order
+		known bool         // id has totals
+		p     = recs.first // the first record whose id may be id: positions are in id order
 	)
 	flush := func() {
 		for p < recs.n && recs.at(p).id < id {

@@ -38,7 +38,8 @@ var errorStatuses = [...]errorStatus{
 	// counter's next length, may be free by then.
 	{fsm.ErrHashCollision, fasthttp.StatusServiceUnavailable, ""},
 	{fsm.ErrCodeSpaceExhausted, fasthttp.StatusServiceUnavailable, ""},
-	// Not a retry: the cluster can create no more links (fsm.MaxRecords).
+	// Not a retry: the cluster can create no more links (fsm.MaxRecords
+	// before it is raised to fsm.LevelPositions).
 	{fsm.ErrStateFull, fasthttp.StatusInsufficientStorage, ""},
 	{fsm.ErrNotInitialized, fasthttp.StatusServiceUnavailable, ""},
 	{fsm.ErrRequestIDReused, fasthttp.StatusUnprocessableEntity, ""},

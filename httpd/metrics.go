@@ -193,7 +193,7 @@ var (
 	linkIDsUsed = prometheus.NewDesc("linkraft_link_ids_used",
 		"Link ids the cluster has given: every link created or imported, deleted ones included.", nil, nil)
 	linkIDsLimit = prometheus.NewDesc("linkraft_link_ids_limit",
-		"Link ids the cluster can give (32-bit record positions); at the limit creates are refused (507).", nil, nil)
+		"Link ids the cluster can give (4294967295 until it is raised to the entry level of 64-bit record positions); at the limit creates are refused (507).", nil, nil)
 )
 
 func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
