@@ -177,13 +177,14 @@ func freePort(t *testing.T, udpToo bool) int {
 
 // freePortOn returns a port of the loopback address ip that is free for
 // TCP and, when udpToo is set, also for UDP; no port is handed out twice
-// in one test run. The ports are drawn from below the kernel's ephemeral
-// range: a port a listener on :0 was given can be taken, between its close
-// and the node's bind, as the source port of an outgoing connection (the
-// tests make thousands), and the node then fails to listen.
+// in one test run. The ports are drawn from outside the kernel's
+// ephemeral range (testPorts): a port a listener on :0 was given can be
+// taken, between its close and the node's bind, as the source port of an
+// outgoing connection (the tests make thousands), and the node then fails
+// to listen.
 func freePortOn(t *testing.T, ip string, udpToo bool) int {
 	t.Helper()
-	first, end := 10000, ephemeralStart()
+	first, end := testPorts()
 	for range 500 {
 		port := first + rand.IntN(end-first)
 		portRegistry.mu.Lock()
@@ -194,7 +195,7 @@ func freePortOn(t *testing.T, ip string, udpToo bool) int {
 			return port
 		}
 	}
-	t.Fatalf("no free port on %s below %d found in 500 attempts", ip, end)
+	t.Fatalf("no free port on %s in [%d, %d) found in 500 attempts", ip, first, end)
 	return 0
 }
 
@@ -217,21 +218,27 @@ func portFree(ip string, port int, udpToo bool) bool {
 	return true
 }
 
-// ephemeralStart is the first port of the kernel's ephemeral range
-// (Linux's default when it cannot be read).
-func ephemeralStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
+// testPorts is the range test ports are drawn from, end excluded: below
+// the kernel's ephemeral range, or above it when it starts too low to
+// leave room (Linux's defaults when it cannot be read).
+func testPorts() (first, end int) {
+	low, high := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			l, errL := strconv.Atoi(f[0])
+			h, errH := strconv.Atoi(f[1])
+			if errL == nil && errH == nil && l <= h {
+				low, high = l, h
+			}
+		}
 	}
-	fields := strings.Fields(string(b))
-	if len(fields) == 0 {
-		return 32768
+	switch {
+	case low > 11000:
+		return 10000, low
+	case high < 64000:
+		return high + 1, 65536
 	}
-	if n, err := strconv.Atoi(fields[0]); err == nil && n > 11000 {
-		return n
-	}
-	return 32768
+	return 10000, 32768 // no room outside the range: a bind may still race
 }
 
 // nodeOptions configures one linkraft serve process.

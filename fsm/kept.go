@@ -363,12 +363,12 @@ func (lt *linkTable) resume(d *decoder, layout byte) {
 		lt.workspaces.intern(name)
 	}
 	for i := range lt.workspaces.links {
-		lt.workspaces.links[i] = positions(d)
+		lt.workspaces.links[i] = positions(d, lt.recs.n)
 	}
 	lt.authors.ids = decodeStrings(d)
 	lt.authors.links = make([]*positionList, len(lt.authors.ids))
 	for n, id := range lt.authors.ids {
-		lt.authors.links[n] = positions(d)
+		lt.authors.links[n] = positions(d, lt.recs.n)
 		if id != "" {
 			lt.authors.nums[id] = uint16(n)
 		}

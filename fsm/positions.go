@@ -307,13 +307,15 @@ func encodePositions(e *encoder, list *positionList, flush func(bool)) {
 	}
 }
 
-// decodePositions reads what encodePositions wrote.
-func decodePositions(d *decoder) *positionList {
+// decodePositions reads what encodePositions wrote of a table whose
+// positions are below n: a damaged run cannot make a bitmap for every
+// 2^32 positions it spans before the checksum is read.
+func decodePositions(d *decoder, n uint64) *positionList {
 	list := newPositionList()
 	end := uint64(0)
-	for n := d.count(2); n > 0 && d.err == nil; n-- {
+	for runs := d.count(2); runs > 0 && d.err == nil; runs-- {
 		gap, length := d.uvarint(), d.uvarint()
-		if gap > maxPosition-end || length > maxPosition-end-gap || length == 0 {
+		if gap > n-end || length > n-end-gap || length == 0 {
 			d.fail(errors.New("a list of positions is out of order"))
 			return list
 		}
@@ -327,15 +329,16 @@ func decodePositions(d *decoder) *positionList {
 
 // decodePositionSteps reads a list of positions as the first layout of a
 // kept state wrote it: each position as its step from the one before.
-func decodePositionSteps(d *decoder) *positionList {
+func decodePositionSteps(d *decoder, n uint64) *positionList {
 	list := newPositionList()
-	p := uint64(0)
-	for n := d.count(1); n > 0 && d.err == nil; n-- {
-		p += d.uvarint()
-		if p >= 1<<32 {
+	p, limit := uint64(0), min(n, 1<<32)
+	for steps := d.count(1); steps > 0 && d.err == nil; steps-- {
+		step := d.uvarint()
+		if step >= limit-p {
 			d.fail(errors.New("a list of positions is out of range"))
 			return list
 		}
+		p += step
 		list.add(p)
 	}
 	list.runOptimize()

@@ -141,7 +141,7 @@ func TestPositionsEncoding(t *testing.T) {
 			var e encoder
 			encodePositions(&e, list, func(bool) {})
 			d := &decoder{buf: e.buf}
-			got := slices.Collect(decodePositions(d).values())
+			got := slices.Collect(decodePositions(d, maxPosition).values())
 			if d.err != nil || !slices.Equal(got, positions) || len(d.buf) != 0 {
 				t.Fatalf("read back %v (%v), want %v", got, d.err, positions)
 			}
@@ -156,15 +156,18 @@ func TestPositionsEncoding(t *testing.T) {
 				prev = p
 			}
 			d = &decoder{buf: steps.buf}
-			if got := slices.Collect(decodePositionSteps(d).values()); d.err != nil || !slices.Equal(got, positions) {
+			if got := slices.Collect(decodePositionSteps(d, maxPosition).values()); d.err != nil || !slices.Equal(got, positions) {
 				t.Fatalf("steps read back %v (%v), want %v", got, d.err, positions)
 			}
 		})
 	}
+	// Each list of a table of 10 positions: a damaged one is refused
+	// before it makes a bitmap for positions the table has not.
 	for name, runs := range map[string][]uint64{
-		"an empty run":       {1, 0, 0},
-		"past the positions": {1, maxPosition, 2},
-		"a truncated count":  {3, 1, 1},
+		"an empty run":      {1, 0, 0},
+		"past the table":    {1, 5, 6},
+		"far past it":       {1, maxPosition, 2},
+		"a truncated count": {3, 1, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var e encoder
@@ -172,9 +175,24 @@ func TestPositionsEncoding(t *testing.T) {
 				e.uvarint(v)
 			}
 			d := &decoder{buf: e.buf}
-			decodePositions(d)
-			if d.err == nil {
-				t.Fatalf("%v read as a list", runs)
+			if list := decodePositions(d, 10); d.err == nil || list.count() > 10 {
+				t.Fatalf("%v read as a list of %d", runs, list.count())
+			}
+		})
+	}
+	for name, steps := range map[string][]uint64{
+		"past the table":    {1, 10},
+		"a step that wraps": {2, 3, 1<<64 - 2},
+		"a truncated count": {2, 1},
+	} {
+		t.Run("steps "+name, func(t *testing.T) {
+			var e encoder
+			for _, v := range steps {
+				e.uvarint(v)
+			}
+			d := &decoder{buf: e.buf}
+			if decodePositionSteps(d, 10); d.err == nil {
+				t.Fatalf("%v read as a list", steps)
 			}
 		})
 	}
@@ -235,17 +253,20 @@ func longRecordKeys(t *testing.T, f *FSM) int {
 	return n
 }
 
-// TestPositionsPast32Bits: a state whose records take the last 4-byte
-// position, the mark's and positions past 32 bits answers every workload
-// as a state whose positions start at 0, to the byte of its snapshot and
-// of every answer; its keys hold the long positions; its lists page
-// alike; each of its links is found by its code, from the engine and from
-// the code cache; it keeps and resumes, and installs on a follower as its
-// checkpoint's files, alike.
+// TestPositionsPast32Bits: a state raised to LevelPositions whose records
+// take the last 4-byte position, the mark's and positions past 32 bits
+// answers every workload as a state whose positions start at 0, to the
+// byte of its snapshot and of every answer; its keys hold the long
+// positions; its lists page alike; each of its links is found by its
+// code, from the engine and from the code cache; it keeps and resumes,
+// installs on a follower as its checkpoint's files, and restores from a
+// stream, alike.
 func TestPositionsPast32Bits(t *testing.T) {
 	const first = longPosition - 1
 	for name, cmds := range keptWorkloads() {
 		t.Run(name, func(t *testing.T) {
+			// Only a cluster raised to the level writes long positions.
+			cmds = append([][]byte{RaiseCommand{To: LevelPositions}.Encode()}, cmds...)
 			dir := t.TempDir()
 			f, twin := openFrom(t, dir, first), New()
 			if a, b := applyAll(t, f, cmds...), applyAll(t, twin, cmds...); !reflect.DeepEqual(a, b) {
@@ -283,6 +304,13 @@ func TestPositionsPast32Bits(t *testing.T) {
 			}
 			if h := installedFrom(t, g, first); !bytes.Equal(snapshotBytes(t, h), want) {
 				t.Error("the state installed from its checkpoint's files differs")
+			}
+			r := openFrom(t, t.TempDir(), first)
+			if err := r.Restore(nopCloser{bytes.NewReader(want)}); err != nil {
+				t.Fatalf("restore from a stream past 32 bits: %v", err)
+			}
+			if !bytes.Equal(snapshotBytes(t, r), want) || r.Len() > 1 && longRecordKeys(t, r) == 0 {
+				t.Errorf("the state restored from a stream past 32 bits differs (%d long keys)", longRecordKeys(t, r))
 			}
 		})
 	}
