@@ -91,12 +91,12 @@ func (x *codeIndex) position(code string) (uint64, bool) {
 // slots (the low bits of a code's hash with the state's seed choose the
 // bucket, 32 bytes, one cache line), each slot the hash's top 24 bits and
 // the position, 8 bytes and no pointer (positions past 40 bits, a
-// trillion links, are not kept: the engine answers). It is lossy (a code found later may
-// take a slot) and never cleared: a hit is only a candidate, which the
-// caller checks against the record (its code is the one asked for and it
-// is live), so a slot left by a deleted, purged or renamed link, or by a
-// code a newer link took over, falls back to the engine instead of
-// answering. Readers fill it under the FSM's read lock, concurrently,
+// trillion links, are not kept: the engine answers). It is lossy (a code
+// found later may take a slot) and never cleared: a hit is only a
+// candidate, which the caller checks against the record (its code is the
+// one asked for and it is live), so a slot left by a deleted, purged or
+// renamed link, or by a code a newer link took over, falls back to the
+// engine instead of answering. Readers fill it under the FSM's read lock, concurrently,
 // hence the atomic slots: two readers may fill two slots with one tag,
 // and get takes the first, which a fallback then overwrites.
 //

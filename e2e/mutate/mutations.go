@@ -65,7 +65,7 @@ var mutations = []mutation{
 	},
 	{
 		name:      "state-full",
-		guarantee: "no create overwrites a link: past the last record position creates are refused, by every node alike",
+		guarantee: "no create overwrites a link: below entry level 16, past the last 4-byte record position creates are refused, by every node alike",
 		file:      "fsm/records.go",
 		from:      "func (t *recordTable) spent(lastID uint64, raised int) bool { return lastID >= t.limit(raised) }",
 		to:        "func (t *recordTable) spent(lastID uint64, raised int) bool { return t.full(raised) }",
