@@ -19,6 +19,7 @@ FUZZ_TARGETS = \
 	./fsm:FuzzReadSnapshot \
 	./fsm:FuzzParseKey \
 	./fsm:FuzzPlainlyCanonical \
+	./fsm:FuzzPositions \
 	./fsm/store:FuzzDecodeStream \
 	./httpd:FuzzCredential \
 	./httpd:FuzzSignatureHeader \

@@ -385,3 +385,47 @@ func TestCodeCacheLongPositions(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPositions: a position's key form reads back only as what
+// appendPosition writes for it, and a kept list of a table of n
+// positions either is refused or holds positions below n only, and
+// writes back as it read.
+func FuzzPositions(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 7})
+	f.Add(appendPosition(nil, 1<<32+5))
+	for _, runs := range [][]uint64{{1, 3, 2}, {2, 0, 1, 1<<32 - 2, 3}, {1, 1 << 40, 1}} {
+		var e encoder
+		for _, v := range runs {
+			e.uvarint(v)
+		}
+		f.Add(e.buf)
+	}
+	const n = 1<<32 + 1<<20 // two parts at most: each input stays cheap
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if p, ok := positionFrom(b); ok && !bytes.Equal(appendPosition(nil, p), b) {
+			t.Fatalf("%x reads as %d, which is written %x", b, p, appendPosition(nil, p))
+		}
+		d := &decoder{buf: b}
+		list := decodePositions(d, n)
+		if d.err != nil {
+			return
+		}
+		var e encoder
+		encodePositions(&e, list, func(bool) {})
+		again := decodePositions(&decoder{buf: e.buf}, n)
+		runs := func(l *positionList) (out [][2]uint64) { // runs, not positions: a run may be billions
+			for start, end := range l.ranges() {
+				out = append(out, [2]uint64{start, end})
+			}
+			return out
+		}
+		if got, want := runs(again), runs(list); !slices.Equal(got, want) {
+			t.Fatalf("a list of runs %v wrote back as %v", want, got)
+		}
+		for _, pt := range list.parts {
+			if uint64(pt.high)<<32+uint64(pt.low.Maximum()) >= n {
+				t.Fatalf("a position of part %d is past the table's %d", pt.high, n)
+			}
+		}
+	})
+}
