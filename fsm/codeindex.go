@@ -96,9 +96,10 @@ func (x *codeIndex) position(code string) (uint64, bool) {
 // candidate, which the caller checks against the record (its code is the
 // one asked for and it is live), so a slot left by a deleted, purged or
 // renamed link, or by a code a newer link took over, falls back to the
-// engine instead of answering. Readers fill it under the FSM's read lock, concurrently,
-// hence the atomic slots: two readers may fill two slots with one tag,
-// and get takes the first, which a fallback then overwrites.
+// engine instead of answering. Readers fill it under the FSM's read
+// lock, concurrently, hence the atomic slots: two readers may fill two
+// slots with one tag, and get takes the first, which a fallback then
+// overwrites.
 //
 // Sized at codeSlotsPerRecord slots a record cache slot: the record cache
 // holds consecutive positions without conflict, but codes land in buckets

@@ -71,10 +71,7 @@ func (lt *linkTable) expired(t int64, limit int) []uint64 {
 	lt.recs.beforeWalk()
 	var expired []uint64
 	lt.recs.eng.scan([]byte{expiryPrefix}, nil, func(key, _ []byte) bool {
-		p, ok := uint64(0), len(key) > 9
-		if ok {
-			p, ok = positionFrom(key[9:])
-		}
+		p, ok := positionAfter(key, 9)
 		if !ok {
 			panic(fmt.Sprintf("fsm: the engine holds a damaged expiry key %x", key))
 		}

@@ -31,17 +31,7 @@ func keptWorkloads() map[string][][]byte {
 // directory, as a node's stop and start do.
 func keepAndResume(t *testing.T, f *FSM, dir string) *FSM {
 	t.Helper()
-	index, err := f.Keep()
-	if err != nil {
-		t.Fatalf("keep: %v", err)
-	}
-	g := openIn(t, dir)
-	t.Cleanup(g.Close)
-	got, ok, err := g.Resume(func(i, _ uint64) bool { return i == index })
-	if err != nil || !ok || got != index {
-		t.Fatalf("resume: index %d (kept at %d), resumed %v: %v", got, index, ok, err)
-	}
-	return g
+	return keepAndResumeFrom(t, f, dir, 0)
 }
 
 // TestKeptStateResumes: a state kept at a stop and resumed at the next

@@ -44,6 +44,10 @@ func positionFrom(b []byte) (uint64, bool) {
 	return 0, false
 }
 
+// positionAfter reads the position that ends key after its first n
+// bytes; false for anything else, a key shorter than n too.
+func positionAfter(key []byte, n int) (uint64, bool) { return positionFrom(key[min(n, len(key)):]) }
+
 // positionList is a list of positions: for each value of their high 32
 // bits in use, a roaring bitmap of their low 32 bits, so that the first
 // 4,294,967,295 positions of a cluster are one bitmap, as before positions

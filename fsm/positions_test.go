@@ -316,8 +316,9 @@ func TestPositionsPast32Bits(t *testing.T) {
 	}
 }
 
-// keepAndResumeFrom is keepAndResume for states whose first record is at
-// position first.
+// keepAndResumeFrom keeps f's state and resumes it in a new FSM of the
+// same directory whose states put their first record at position first,
+// as a node's stop and start do.
 func keepAndResumeFrom(t *testing.T, f *FSM, dir string, first uint64) *FSM {
 	t.Helper()
 	index, err := f.Keep()

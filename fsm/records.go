@@ -236,7 +236,7 @@ func (t *recordTable) full(raised int) bool { return t.n >= t.limit(raised) }
 // builds of LevelPositions read a long one.
 func (t *recordTable) limit(raised int) uint64 {
 	if raised < LevelPositions {
-		return min(t.eng.maxRecords, longPosition)
+		return t.eng.maxRecords // MaxRecords, or a test's fewer
 	}
 	return maxPosition
 }
@@ -344,7 +344,7 @@ func (t *recordTable) scanFrom(from uint64, texts bool, fn func(r *record) bool)
 		if texts {
 			r = new(record)
 		}
-		p, ok := positionFrom(key[1:])
+		p, ok := positionAfter(key, 1)
 		if err := decodeRecord(value, p, r, texts); err != nil || !ok {
 			panic(fmt.Sprintf("fsm: the engine holds a damaged record at %x: %v", key, err))
 		}
@@ -405,7 +405,7 @@ func (v *recordView) at(p uint64) *record {
 		ends  = v.ends[:0]                // per record: code's and URL's lengths, end of its texts
 	)
 	err := v.sn.Scan([]byte{recordPrefix}, recordKey(nil, p), func(key, value []byte) bool {
-		q, ok := positionFrom(key[1:])
+		q, ok := positionAfter(key, 1)
 		if !ok || q != p+uint64(len(win)) {
 			derr = fmt.Errorf("record %d: missing", p+uint64(len(win)))
 			return false

@@ -135,7 +135,7 @@ func (t *targetIndex) note(workspace uint32, domain, canonical string, p uint64,
 // targetEntry is the position and the mark of a key of the table whose
 // target prefix is n bytes long.
 func targetEntry(key, value []byte, n int) (p uint64, indexed bool) {
-	p, ok := positionFrom(key[min(n, len(key)):])
+	p, ok := positionAfter(key, n)
 	if !ok || len(value) > 1 || len(value) == 1 && value[0] != indexedMark {
 		panic(fmt.Sprintf("fsm: the engine holds a damaged target key %x (value %x)", key, value))
 	}

@@ -423,17 +423,25 @@ func (c *catchUpCounter) CatchUp(ctx context.Context) error {
 	return c.Reads.CatchUp(ctx)
 }
 
+// newCountingServer is a test server whose catch-ups with the leader
+// are counted.
+func newCountingServer(t *testing.T) (*Server, *catchUpCounter) {
+	t.Helper()
+	reads := &catchUpCounter{}
+	s := newTestServerOn(t, nil, func(n *Node) {
+		reads.Reads = n.Reads
+		n.Reads = reads
+	})
+	return s, reads
+}
+
 // TestRefusedKeysAskTheLeaderAlike: a key id the node does not know and a
 // known id with a wrong secret are refused the same way, each after
 // catching up with the leader once. A follower that asked the leader only
 // about unknown ids answered a wrong secret a round trip sooner, which
 // told anyone timing it which key ids exist.
 func TestRefusedKeysAskTheLeaderAlike(t *testing.T) {
-	reads := &catchUpCounter{}
-	s := newTestServerOn(t, nil, func(n *Node) {
-		reads.Reads = n.Reads
-		n.Reads = reads
-	})
+	s, reads := newCountingServer(t)
 	validID, valid := addKey(t, s, fsm.ScopeLinksRead, 0, fsm.AllWorkspaces)
 	_, expired := addKey(t, s, fsm.ScopeLinksRead, 1, fsm.AllWorkspaces)
 	strangerID, stranger, _, err := fsm.MintKey(rand.Reader) // never stored

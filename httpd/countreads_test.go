@@ -10,11 +10,7 @@ import (
 // node a client asks next (e2e TestCountsOnlyGoForwardAcrossNodes tries
 // it on a live cluster, where a node behind is a matter of timing).
 func TestCountReadsCatchUpFirst(t *testing.T) {
-	reads := &catchUpCounter{}
-	s := newTestServerOn(t, nil, func(n *Node) {
-		reads.Reads = n.Reads
-		n.Reads = reads
-	})
+	s, reads := newCountingServer(t)
 	code := mustCreate(t, s, `{"url":"https://example.com/counted"}`)
 	for _, read := range []struct{ name, uri string }{
 		{"link", "/api/v1/urls/" + code},
