@@ -4,11 +4,13 @@ import (
 	"testing"
 )
 
-// TestCountReadsCatchUpFirst: every read that shows a link's click count
-// first applies what the leader has acknowledged (one read-index round),
-// so that a count, once any node showed it, only goes forward whichever
-// node a client asks next (e2e TestCountsOnlyGoForwardAcrossNodes tries
-// it on a live cluster, where a node behind is a matter of timing).
+// TestCountReadsCatchUpFirst: every read that shows a link's click count,
+// and robots.txt, first applies what the leader has acknowledged (one
+// read-index round), so that a count, once any node showed it, only goes
+// forward whichever node a client asks next (e2e
+// TestCountsOnlyGoForwardAcrossNodes tries it on a live cluster, where a
+// node behind is a matter of timing), and a link made crawlable is listed
+// by every node right after (e2e TestShlinkRobots).
 func TestCountReadsCatchUpFirst(t *testing.T) {
 	s, reads := newCountingServer(t)
 	code := mustCreate(t, s, `{"url":"https://example.com/counted"}`)
@@ -18,6 +20,9 @@ func TestCountReadsCatchUpFirst(t *testing.T) {
 		{"list", "/api/v1/urls"},
 		{"YOURLS url-stats", "/yourls-api.php?action=url-stats&format=json&shorturl=" + code + "&signature=" + testToken},
 		{"Shlink short URL", "/rest/v3/short-urls/" + code},
+		// Not a count, but a list of links that Shlink's tests read right
+		// after the write that made one crawlable.
+		{"robots.txt", "/robots.txt"},
 	} {
 		before := reads.n.Load()
 		ctx := do(s, "GET", read.uri, "", "")

@@ -148,8 +148,12 @@ func listedAs(listed, name string) bool {
 const maxRobotsAllowed = 5000
 
 // handleRobots answers robots.txt as Shlink does: every path disallowed
-// but the crawlable links of the domain the Host names.
+// but the crawlable links of the domain the Host names. It lists what was
+// acknowledged anywhere before the request, as a list does: it catches up
+// first, in the one read-index round concurrent callers share, so a flood
+// of it costs the leader one round at a time, not one a request.
 func (api *tagsAPI) handleRobots(ctx *fasthttp.RequestCtx) {
+	api.lookup.catchUp(ctx)
 	var domain string
 	if d, ok := api.fsm.DomainOfHost(ctx.Request.Header.Host()); ok {
 		domain = d.Name
