@@ -14,6 +14,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -44,6 +45,7 @@ type Queue[T any] struct {
 	cfg     Config[T]
 	in      chan []T
 	forming atomic.Int64 // batches taken, waiting for a slot
+	putting atomic.Int64 // calls of Put under way
 	stopped chan struct{}
 }
 
@@ -59,6 +61,8 @@ func New[T any](cfg Config[T]) *Queue[T] {
 // ctx's error if the queue stays full until ctx ends, ErrStopped once
 // the queue has stopped.
 func (q *Queue[T]) Put(ctx context.Context, items ...T) error {
+	q.putting.Add(1) // before it looks at stopped: see drop
+	defer q.putting.Add(-1)
 	select {
 	case <-q.stopped: // before the room a stopped queue still has
 		return ErrStopped
@@ -167,15 +171,22 @@ func (q *Queue[T]) take(stop <-chan struct{}) ([]T, bool) {
 	return batch, true
 }
 
-// drop hands everything still queued to Drop.
+// drop hands everything still queued to Drop, once stopped is closed.
+// A Put that saw the queue running may still send into the room drop
+// makes, so drop goes on until no Put is under way: one that starts
+// after that sees stopped closed and sends nothing.
 func (q *Queue[T]) drop() {
 	for {
 		select {
 		case items := <-q.in:
 			q.dropBatch(items)
+			continue
 		default:
+		}
+		if q.putting.Load() == 0 && len(q.in) == 0 {
 			return
 		}
+		runtime.Gosched()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -243,4 +244,47 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatal("condition not met within a second")
+}
+
+// TestStopAccountsForEveryPut: while puts keep coming, a stop leaves
+// each one refused (ErrStopped), handled or dropped: none is accepted and
+// then left in the queue, which would leave its caller waiting for an
+// answer that never comes (a put that saw the queue running could take
+// the room Drop had just made).
+func TestStopAccountsForEveryPut(t *testing.T) {
+	for round := range 50 {
+		var mu sync.Mutex
+		handled, dropped := 0, 0
+		count := func(n *int) func([]int) {
+			return func(b []int) { mu.Lock(); *n += len(b); mu.Unlock() }
+		}
+		q := New(Config[int]{MaxBatch: 4, InFlight: 2, Capacity: 2, Handle: count(&handled), Drop: count(&dropped)})
+		stop := run(t, q)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var putters sync.WaitGroup
+		var accepted atomic.Int64
+		for range 8 {
+			putters.Go(func() {
+				for i := range 100_000 {
+					err := q.Put(ctx, i)
+					if err != nil {
+						if !errors.Is(err, ErrStopped) {
+							t.Errorf("put: %v", err)
+						}
+						return
+					}
+					accepted.Add(1)
+				}
+			})
+		}
+		time.Sleep(time.Millisecond)
+		stop()
+		putters.Wait()
+		cancel()
+		mu.Lock()
+		if got := int64(handled + dropped); got != accepted.Load() {
+			t.Fatalf("round %d: %d puts accepted, %d handled and %d dropped", round, accepted.Load(), handled, dropped)
+		}
+		mu.Unlock()
+	}
 }
