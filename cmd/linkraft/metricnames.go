@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
@@ -13,7 +14,43 @@ import (
 // seconds rather than the milliseconds go-metrics timers report. The
 // go-metrics Prometheus sink has no renaming hook, and renaming here keeps
 // every name decision in one place.
-type promNames struct{ next gometrics.MetricSink }
+//
+// Raft emits a few timings for every entry and every append, so each
+// name is worked out once and remembered: the set of names the libraries
+// emit is fixed by their code, not by input.
+type promNames struct {
+	next  gometrics.MetricSink
+	names *sync.Map // metricKey → renamed
+}
+
+func newPromNames(next gometrics.MetricSink) promNames {
+	return promNames{next: next, names: new(sync.Map)}
+}
+
+type metricKey struct {
+	kind   metricKind
+	dotted string // the key joined with dots; a label's name for labelKind
+}
+
+type renamed struct {
+	key   []string // the one-part key passed on; read only
+	scale float32
+}
+
+// labelKind names a label in the cache of names.
+const labelKind metricKind = -1
+
+// rename is promName, remembered.
+func (p promNames) rename(key []string, kind metricKind) renamed {
+	k := metricKey{kind, strings.Join(key, ".")}
+	if r, ok := p.names.Load(k); ok {
+		return r.(renamed)
+	}
+	name, scale := promName(key, kind)
+	r := renamed{[]string{name}, scale}
+	p.names.Store(k, r)
+	return r
+}
 
 // metricUnit is how a series' name ends and what its values are multiplied
 // by to be in that unit.
@@ -119,13 +156,18 @@ func snakeCase(s string) string {
 
 // snakeLabels returns labels with snake_case names (raft's transport labels
 // its timings rpcType). It copies: the caller may reuse its slice.
-func snakeLabels(labels []gometrics.Label) []gometrics.Label {
+func (p promNames) snakeLabels(labels []gometrics.Label) []gometrics.Label {
 	if len(labels) == 0 {
 		return labels
 	}
 	out := make([]gometrics.Label, len(labels))
 	for i, l := range labels {
-		out[i] = gometrics.Label{Name: snakeCase(l.Name), Value: l.Value}
+		name, ok := p.names.Load(metricKey{labelKind, l.Name})
+		if !ok {
+			name = snakeCase(l.Name)
+			p.names.Store(metricKey{labelKind, l.Name}, name)
+		}
+		out[i] = gometrics.Label{Name: name.(string), Value: l.Value}
 	}
 	return out
 }
@@ -133,8 +175,8 @@ func snakeLabels(labels []gometrics.Label) []gometrics.Label {
 func (p promNames) SetGauge(key []string, val float32) { p.SetGaugeWithLabels(key, val, nil) }
 
 func (p promNames) SetGaugeWithLabels(key []string, val float32, labels []gometrics.Label) {
-	name, scale := promName(key, gaugeKind)
-	p.next.SetGaugeWithLabels([]string{name}, val*scale, snakeLabels(labels))
+	r := p.rename(key, gaugeKind)
+	p.next.SetGaugeWithLabels(r.key, val*r.scale, p.snakeLabels(labels))
 }
 
 // EmitKey has no Prometheus equivalent (the sink drops it too).
@@ -143,13 +185,13 @@ func (p promNames) EmitKey(key []string, val float32) {}
 func (p promNames) IncrCounter(key []string, val float32) { p.IncrCounterWithLabels(key, val, nil) }
 
 func (p promNames) IncrCounterWithLabels(key []string, val float32, labels []gometrics.Label) {
-	name, scale := promName(key, counterKind)
-	p.next.IncrCounterWithLabels([]string{name}, val*scale, snakeLabels(labels))
+	r := p.rename(key, counterKind)
+	p.next.IncrCounterWithLabels(r.key, val*r.scale, p.snakeLabels(labels))
 }
 
 func (p promNames) AddSample(key []string, val float32) { p.AddSampleWithLabels(key, val, nil) }
 
 func (p promNames) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
-	name, scale := promName(key, sampleKind)
-	p.next.AddSampleWithLabels([]string{name}, val*scale, snakeLabels(labels))
+	r := p.rename(key, sampleKind)
+	p.next.AddSampleWithLabels(r.key, val*r.scale, p.snakeLabels(labels))
 }

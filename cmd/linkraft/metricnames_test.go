@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,11 +37,54 @@ func TestPromNames(t *testing.T) {
 
 func TestPromNamesLabels(t *testing.T) {
 	in := []gometrics.Label{{Name: "rpcType", Value: "AppendEntries"}, {Name: "peer_id", Value: "n1"}}
-	got := snakeLabels(in)
+	got := newPromNames(nil).snakeLabels(in)
 	if got[0].Name != "rpc_type" || got[0].Value != "AppendEntries" || got[1].Name != "peer_id" {
 		t.Errorf("snakeLabels = %v", got)
 	}
 	if in[0].Name != "rpcType" {
 		t.Errorf("snakeLabels changed its argument: %v", in)
+	}
+}
+
+// recordingSink keeps what promNames passes on.
+type recordingSink struct {
+	gometrics.BlackholeSink
+	got []string
+}
+
+func (s *recordingSink) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
+	line := strings.Join(key, ".")
+	for _, l := range labels {
+		line += " " + l.Name + "=" + l.Value
+	}
+	s.got = append(s.got, line+" "+strconv.FormatFloat(float64(val), 'g', -1, 32))
+}
+
+// TestPromNamesRemembered: a name worked out once is passed on the same
+// every time after, and a label's name is not taken for a metric's.
+func TestPromNamesRemembered(t *testing.T) {
+	sink := &recordingSink{}
+	p := newPromNames(sink)
+	labels := []gometrics.Label{{Name: "rpcType", Value: "AppendEntries"}}
+	for range 2 {
+		p.AddSampleWithLabels([]string{"raft", "commitTime"}, 2000, nil)
+		p.AddSampleWithLabels([]string{"raft", "net", "getRPCType"}, 2, labels)
+		p.AddSampleWithLabels([]string{"rpcType"}, 3, nil)
+	}
+	want := []string{"raft_commit_time_seconds 2", "raft_net_get_rpc_type_seconds rpc_type=AppendEntries 0.002",
+		"rpc_type_seconds 0.003"}
+	want = append(want, want...)
+	if !slices.Equal(sink.got, want) {
+		t.Fatalf("passed on %q, want %q", sink.got, want)
+	}
+}
+
+// BenchmarkPromNames: one raft timing with a label, renamed and passed on.
+func BenchmarkPromNames(b *testing.B) {
+	p := newPromNames(&gometrics.BlackholeSink{})
+	key := []string{"raft", "replication", "appendEntries", "rpc"}
+	labels := []gometrics.Label{{Name: "peerId", Value: "n2"}}
+	for b.Loop() {
+		p.AddSampleWithLabels(key, 1, labels)
 	}
 }

@@ -471,7 +471,7 @@ func raftMetrics(registry *prometheus.Registry) error {
 	conf.EnableHostname = false
 	conf.EnableHostnameLabel = false
 	conf.EnableRuntimeMetrics = false
-	if _, err := gometrics.NewGlobal(conf, promNames{next: sink}); err != nil {
+	if _, err := gometrics.NewGlobal(conf, newPromNames(sink)); err != nil {
 		return fmt.Errorf("raft metrics: %w", err)
 	}
 	return nil
