@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -181,6 +182,59 @@ func writeListenerCert(t *testing.T, dir string, ips ...string) (certFile, keyFi
 	return write("cert.pem", "CERTIFICATE", der), write("key.pem", "PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
 }
 
+// heldConnections is a TCP proxy that holds every connection it accepts
+// until release names where to pass them.
+type heldConnections struct {
+	released chan struct{}
+	target   string // set before released is closed
+	passed   atomic.Int32
+}
+
+// holdConnections listens on addr for the test's duration.
+func holdConnections(t *testing.T, addr string) *heldConnections {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	h := &heldConnections{released: make(chan struct{})}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go h.pass(c, done)
+		}
+	}()
+	return h
+}
+
+func (h *heldConnections) release(target string) {
+	h.target = target
+	close(h.released)
+}
+
+// pass waits for the release, then copies c to and from the target.
+func (h *heldConnections) pass(c net.Conn, done <-chan struct{}) {
+	defer c.Close()
+	select {
+	case <-h.released:
+	case <-done:
+		return
+	}
+	up, err := net.DialTimeout("tcp", h.target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	h.passed.Add(1)
+	go func() { _, _ = io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
+	_, _ = io.Copy(c, up)
+}
+
 // portOnAll is a TCP port free on every one of ips.
 func portOnAll(t *testing.T, ips ...string) int {
 	t.Helper()
@@ -224,7 +278,8 @@ func TestHTTPSWithACME(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"}
-	httpPort, httpsPort := portOnAll(t, ips...), portOnAll(t, ips...)
+	const proxyIP = "127.0.0.5" // what the CA reaches for a later name (holdConnections)
+	httpPort, httpsPort := portOnAll(t, append(ips, proxyIP)...), portOnAll(t, ips...)
 	ca := startACMECA(t, httpPort, freePort(t, false))
 	const base, later = "s.linkraft.test", "go.linkraft.test"
 	ca.resolve(t, base, ips[:3]...)
@@ -282,29 +337,28 @@ func TestHTTPSWithACME(t *testing.T) {
 	}
 
 	// A domain registered later: its order's leader is killed as soon as
-	// it placed the order; the next leader finishes it.
+	// it placed the order; the next leader finishes it. The name's DNS
+	// answers with a proxy that holds the CA's validation until the
+	// leader is dead and then passes it to a survivor (as health-checked
+	// DNS would list the survivors only): the CA, which does not pause
+	// before validating, could otherwise finish the order before the kill.
 	leader, _ := waitOneLeader(t, leaderWaitTimeout, nodes[:3]...)
-	// The name's DNS lists the survivors only, as health-checked DNS does
-	// once a node is dead: the CA validates through whichever it picks,
-	// and a dead node's address would fail validation (the order then
-	// ends, and the next leader orders once more after its backoff).
-	var alive []string
+	var survivor string
 	for i, n := range nodes[:3] {
 		if n != leader {
-			alive = append(alive, ips[i])
+			survivor = ips[i]
 		}
 	}
-	ca.resolve(t, later, alive...)
+	hold := holdConnections(t, net.JoinHostPort(proxyIP, itoa(httpPort)))
+	ca.resolve(t, later, proxyIP)
 	// Through node1: node3's plain HTTP redirects to https (admin calls go
 	// to the leader from any node).
 	if r := nodes[0].postJSON(t, "/admin/domains", map[string]any{"domain": later}); r.status != http.StatusOK && r.status != http.StatusCreated {
 		t.Fatalf("register %s: %v", later, r)
 	}
 	// The leader's log line for the order is the event it is killed on;
-	// without it the case cannot run, which fails rather than passes. It
-	// is looked for every millisecond: the CA, which does not pause before
-	// validating, can finish an order within tens of them.
-	if !eventuallyEvery(30*time.Second, time.Millisecond, func() bool { return acmeLogs(leader.out.String(), "order placed", later) > 0 }) {
+	// without it the case cannot run, which fails rather than passes.
+	if !eventually(30*time.Second, func() bool { return acmeLogs(leader.out.String(), "order placed", later) > 0 }) {
 		t.Fatalf("%s, the leader, placed no order for %s within 30 s: its death mid-order cannot be tested\n%s",
 			leader.id, later, tail(leader.out.String(), 3000))
 	}
@@ -313,10 +367,14 @@ func TestHTTPSWithACME(t *testing.T) {
 	if acmeLogs(leader.out.String(), "certificate obtained", later) > 0 {
 		t.Fatalf("%s obtained the certificate for %s before it was killed: it did not die mid-order", leader.id, later)
 	}
+	hold.release(net.JoinHostPort(survivor, itoa(httpPort)))
 	for i, n := range nodes[:3] {
 		if n != leader {
 			waitServed(i, later, 90*time.Second)
 		}
+	}
+	if hold.passed.Load() == 0 {
+		t.Fatalf("the CA validated %s without the proxy: the leader's death mid-order was not what the test made it", later)
 	}
 	orders := 0
 	for _, n := range nodes[:3] {
