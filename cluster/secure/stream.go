@@ -27,7 +27,7 @@ const maxPendingConns = 256
 // maxPendingPerSource bounds the connections one source (an IPv4 address,
 // an IPv6 /64: sourceKey) may have in that state, so one host without the key cannot fill every slot and
 // lock the peers out. A peer opens a few at once at most (Raft's pool,
-// the internal client's relays, up to 16 in flight); nodes sharing one
+// the internal client's relays, up to 4 in flight); nodes sharing one
 // host (a development cluster on 127.0.0.1) share the bound.
 const maxPendingPerSource = 32
 
