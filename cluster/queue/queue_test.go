@@ -252,7 +252,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // answer that never comes (a put that saw the queue running could take
 // the room Drop had just made).
 func TestStopAccountsForEveryPut(t *testing.T) {
-	for round := range 50 {
+	for round := range 400 {
 		var mu sync.Mutex
 		handled, dropped := 0, 0
 		count := func(n *int) func([]int) {
@@ -263,7 +263,7 @@ func TestStopAccountsForEveryPut(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var putters sync.WaitGroup
 		var accepted atomic.Int64
-		for range 8 {
+		for range 32 {
 			putters.Go(func() {
 				for i := range 100_000 {
 					err := q.Put(ctx, i)

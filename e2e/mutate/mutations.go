@@ -122,6 +122,14 @@ var mutations = []mutation{
 		pkg:       "./cluster/", run: "^TestCheckedTransportCountsOnlyTheServerAsked$",
 	},
 	{
+		name:      "stop-answers-every-put",
+		guarantee: "a create that a stopping node accepted is answered, made or refused with 503 (closed), never left to its deadline",
+		file:      "cluster/queue/queue.go",
+		from:      "if q.putting.Load() == 0 && len(q.in) == 0 {",
+		to:        "if len(q.in) == 0 {",
+		pkg:       "./cluster/queue/", run: "^TestStopAccountsForEveryPut$",
+	},
+	{
 		name:      "backup-mac",
 		guarantee: "a restore takes only a backup the cluster key authenticates, or one checked record by record",
 		file:      "cluster/backup.go",
