@@ -57,7 +57,7 @@ func TestJoinAnswersBeforeTheState(t *testing.T) {
 
 	// node4 is reached, as its --advertise says, through a link that lets
 	// the leader's questions through but holds back the state.
-	link := newHeldLink(t)
+	link := newHeldLink(t, "127.0.0.1:0", heldAfter)
 	joiner := startWaitingNode(t, "node4", leader.clusterKey, map[string]string{"advertise": link.addr()})
 	link.serve(joiner.raftAddr)
 	r = leader.postJSON(t, "/admin/join", map[string]any{"id": joiner.id, "raft_addr": link.addr(), "http_addr": joiner.httpAddr})
@@ -182,13 +182,15 @@ func snapshotAt(dataDir string) uint64 {
 	return newest
 }
 
-// heldLink is a TCP relay to a node's cluster port. Until let, each
-// connection carries at most heldAfter bytes towards the node and then
-// waits: questions and heartbeats, a few hundred bytes each, pass; a
-// snapshot's stream stops. Raft gives a snapshot's stream a second per
-// 256 KiB, so a hold of seconds does not fail it.
+// heldLink is a TCP relay to a node. Until let, each connection carries
+// at most after bytes towards the node and then waits. To a cluster port
+// with heldAfter: questions and heartbeats, a few hundred bytes each,
+// pass; a snapshot's stream stops (Raft gives a snapshot's stream a
+// second per 256 KiB, so a hold of seconds does not fail it). With 0,
+// nothing passes until let.
 type heldLink struct {
 	ln       net.Listener
+	after    int
 	released chan struct{}
 	letOnce  sync.Once
 	wg       sync.WaitGroup
@@ -200,13 +202,14 @@ type heldLink struct {
 
 const heldAfter = 1 << 20
 
-func newHeldLink(t *testing.T) *heldLink {
+// newHeldLink listens on addr.
+func newHeldLink(t *testing.T, addr string, after int) *heldLink {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &heldLink{ln: ln, released: make(chan struct{})}
+	l := &heldLink{ln: ln, after: after, released: make(chan struct{})}
 	t.Cleanup(l.close)
 	return l
 }
@@ -253,7 +256,14 @@ func (l *heldLink) track(in, out net.Conn) bool {
 	return true
 }
 
-// towardsNode copies in to out, holding at heldAfter bytes until let.
+// relayed is the number of connections relayed so far.
+func (l *heldLink) relayed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns) / 2
+}
+
+// towardsNode copies in to out, holding past l.after bytes until let.
 func (l *heldLink) towardsNode(in, out net.Conn) {
 	defer out.Close()
 	buf := make([]byte, 32<<10)
@@ -261,7 +271,7 @@ func (l *heldLink) towardsNode(in, out net.Conn) {
 	for {
 		n, err := in.Read(buf)
 		if n > 0 {
-			if carried += n; carried > heldAfter {
+			if carried += n; carried > l.after {
 				<-l.released // close lets it too
 			}
 			if _, werr := out.Write(buf[:n]); werr != nil {

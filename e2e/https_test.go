@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -182,59 +181,6 @@ func writeListenerCert(t *testing.T, dir string, ips ...string) (certFile, keyFi
 	return write("cert.pem", "CERTIFICATE", der), write("key.pem", "PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
 }
 
-// heldConnections is a TCP proxy that holds every connection it accepts
-// until release names where to pass them.
-type heldConnections struct {
-	released chan struct{}
-	target   string // set before released is closed
-	passed   atomic.Int32
-}
-
-// holdConnections listens on addr for the test's duration.
-func holdConnections(t *testing.T, addr string) *heldConnections {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("proxy: %v", err)
-	}
-	h := &heldConnections{released: make(chan struct{})}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go h.pass(c, done)
-		}
-	}()
-	return h
-}
-
-func (h *heldConnections) release(target string) {
-	h.target = target
-	close(h.released)
-}
-
-// pass waits for the release, then copies c to and from the target.
-func (h *heldConnections) pass(c net.Conn, done <-chan struct{}) {
-	defer c.Close()
-	select {
-	case <-h.released:
-	case <-done:
-		return
-	}
-	up, err := net.DialTimeout("tcp", h.target, 5*time.Second)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	h.passed.Add(1)
-	go func() { _, _ = io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
-	_, _ = io.Copy(c, up)
-}
-
 // portOnAll is a TCP port free on every one of ips.
 func portOnAll(t *testing.T, ips ...string) int {
 	t.Helper()
@@ -278,7 +224,7 @@ func TestHTTPSWithACME(t *testing.T) {
 	skipIfShort(t)
 	t.Parallel()
 	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"}
-	const proxyIP = "127.0.0.5" // what the CA reaches for a later name (holdConnections)
+	const proxyIP = "127.0.0.5" // what the CA reaches for a later name (a heldLink)
 	httpPort, httpsPort := portOnAll(t, append(ips, proxyIP)...), portOnAll(t, ips...)
 	ca := startACMECA(t, httpPort, freePort(t, false))
 	const base, later = "s.linkraft.test", "go.linkraft.test"
@@ -349,7 +295,8 @@ func TestHTTPSWithACME(t *testing.T) {
 			survivor = ips[i]
 		}
 	}
-	hold := holdConnections(t, net.JoinHostPort(proxyIP, itoa(httpPort)))
+	hold := newHeldLink(t, net.JoinHostPort(proxyIP, itoa(httpPort)), 0)
+	hold.serve(net.JoinHostPort(survivor, itoa(httpPort)))
 	ca.resolve(t, later, proxyIP)
 	// Through node1: node3's plain HTTP redirects to https (admin calls go
 	// to the leader from any node).
@@ -367,13 +314,13 @@ func TestHTTPSWithACME(t *testing.T) {
 	if acmeLogs(leader.out.String(), "certificate obtained", later) > 0 {
 		t.Fatalf("%s obtained the certificate for %s before it was killed: it did not die mid-order", leader.id, later)
 	}
-	hold.release(net.JoinHostPort(survivor, itoa(httpPort)))
+	hold.let()
 	for i, n := range nodes[:3] {
 		if n != leader {
 			waitServed(i, later, 90*time.Second)
 		}
 	}
-	if hold.passed.Load() == 0 {
+	if hold.relayed() == 0 {
 		t.Fatalf("the CA validated %s without the proxy: the leader's death mid-order was not what the test made it", later)
 	}
 	orders := 0
