@@ -15,6 +15,9 @@
 # so one clock and one summary; every row uses the same -t3 -c$CONNS. Only
 # 2xx responses count as throughput; other statuses and socket errors are
 # reported next to them.
+# Each row also reports the servers' CPU per 2xx write: the user and system
+# time (/proc/PID/stat) of the three servers of its kind over the wrk run,
+# background work included, over its 2xx answers.
 # Then, with "linkraft bench --scenario mixed" over the three nodes: a closed
 # loop at CONNS connections (its peak), and an open loop at half that peak
 # (its p99).
@@ -81,7 +84,7 @@ lk=(127.0.0.1:28081 127.0.0.1:28082 127.0.0.1:28083)
 ec=(127.0.0.1:28371 127.0.0.1:28372 127.0.0.1:28373)
 
 tmp=$(mktemp -d)
-pids=()
+pids=() lk_pids=() ec_pids=()
 cleanup() {
 	trap - EXIT INT TERM
 	[ ${#pids[@]} -gt 0 ] || { rm -rf "$tmp"; return; }
@@ -116,7 +119,7 @@ for i in 1 2 3; do
 		--raft-addr "127.0.0.1:2809$i" --gossip-addr "127.0.0.1:2807$i" \
 		--join 127.0.0.1:28071,127.0.0.1:28072,127.0.0.1:28073 --bootstrap-expect 3 \
 		--admin-token "$token" --create-rate 0 --log-level warn 2>>"$tmp/linkraft-n$i.log" &
-	pids+=($!)
+	pids+=($!) lk_pids+=($!)
 done
 
 # lk_leader prints the index (0-2) of the node every node names as leader,
@@ -167,7 +170,7 @@ for i in 1 2 3; do
 		--listen-peer-urls "http://127.0.0.1:2838$i" --initial-advertise-peer-urls "http://127.0.0.1:2838$i" \
 		--initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token linkraft-bench \
 		--logger zap --log-outputs stderr --log-level warn 2>>"$tmp/etcd-e$i.log" &
-	pids+=($!)
+	pids+=($!) ec_pids+=($!)
 done
 # etcd 3.4 serves the gateway under /v3/ (and the older /v3beta/); use the
 # first that answers a put.
@@ -228,7 +231,7 @@ settled() { # lk_leader or etcd_leader
 }
 
 rows=(lk-leader lk-follower lk-rr etcd-rr etcd-leader)
-declare -A rps note detail
+declare -A rps note detail oks ticks
 peak=() p99=() p99create=() openinfo=()
 
 # served prints how many write requests each server has counted so far, from
@@ -246,27 +249,42 @@ served() { # kind
 	done
 }
 
+# cpu_ticks prints the user and system clock ticks the three servers of a
+# kind have used so far.
+hz=$(getconf CLK_TCK)
+cpu_ticks() { # kind
+	local p s=0 list
+	if [ "$1" = linkraft ]; then list=("${lk_pids[@]}"); else list=("${ec_pids[@]}"); fi
+	for p in "${list[@]}"; do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+	echo "$s"
+}
+# us_per prints microseconds of CPU per write.
+us_per() { awk -v t="$1" -v n="$2" -v hz="$hz" 'BEGIN {if (n > 0) printf "%.1f", t * 1e6 / hz / n; else print "n/a"}'; }
+
 # wrk_row runs one wrk row and records its 2xx rate, flags and details.
 wrk_row() { # round, row, kind, targets
-	local r=$1 row=$2 kind=$3 targets=$4 first out res ok dur non2xx sock statuses before after
+	local r=$1 row=$2 kind=$3 targets=$4 first out res ok dur non2xx sock statuses before after t0
 	first=${targets%%,*}
 	out=$tmp/wrk-$row-r$r.txt
 	read -ra before <<<"$(served "$kind")"
+	t0=$(cpu_ticks "$kind")
 	WRK_KIND=$kind WRK_TARGETS=$targets WRK_PATH=$etcd_path WRK_RUN="$row-r$r-$$" LINKRAFT_KEY=$apikey \
 		wrk -t3 -c"$conns" -d"${secs}s" --timeout 5s -s bench/wrk/cluster.lua "http://$first/" >"$out" 2>&1 || true
+	ticks[$row,$r]=$(( $(cpu_ticks "$kind") - t0 ))
 	read -ra after <<<"$(served "$kind")"
 	res=$(grep '^RESULT ' "$out" || true)
 	if [ -z "$res" ]; then
 		cat "$out" >&2
-		rps[$row,$r]=0 note[$row,$r]="!" detail[$row,$r]="wrk printed no RESULT line"
+		rps[$row,$r]=0 oks[$row,$r]=0 note[$row,$r]="!" detail[$row,$r]="wrk printed no RESULT line"
 		return
 	fi
 	field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$res"; }
 	ok=$(field ok) dur=$(field duration_s) non2xx=$(field non2xx) statuses=$(field statuses)
 	sock=$(( $(field connect) + $(field read) + $(field write) + $(field timeout) ))
 	rps[$row,$r]=$(awk -v o="$ok" -v d="$dur" 'BEGIN {printf "%.0f", (d > 0 ? o / d : 0)}')
+	oks[$row,$r]=$ok
 	note[$row,$r]=""
-	detail[$row,$r]="statuses $statuses; socket errors $sock (connect $(field connect), read $(field read), write $(field write), timeout $(field timeout)); counted by server 1/2/3: $((after[0] - before[0])) / $((after[1] - before[1])) / $((after[2] - before[2]))"
+	detail[$row,$r]="server CPU $(us_per "${ticks[$row,$r]}" "$ok") us a 2xx write; statuses $statuses; socket errors $sock (connect $(field connect), read $(field read), write $(field write), timeout $(field timeout)); counted by server 1/2/3: $((after[0] - before[0])) / $((after[1] - before[1])) / $((after[2] - before[2]))"
 	if [ "$non2xx" != 0 ] || [ "$sock" != 0 ]; then note[$row,$r]="!"; fi
 	printf '  %-12s %8s 2xx/s   %s\n' "$row" "${rps[$row,$r]}" "${detail[$row,$r]}"
 }
@@ -332,6 +350,24 @@ done
 printf '| %-5s |' sum
 for row in "${rows[@]}"; do printf ' %12s |' "$(sum "$row")"; done
 printf ' %12s | %12s |\n' "$(IFS=+; echo $(( ${peak[*]} )))" ""
+echo
+echo "server CPU per 2xx write, us (user and system time of the row's three servers over its runs, background work included)"
+printf '| %-5s |' round
+for row in "${rows[@]}"; do printf ' %12s |' "$row"; done
+echo
+cpu_sum() { # row → us per write over every round
+	local t=0 n=0 r
+	for r in $(seq "$rounds"); do t=$((t + ${ticks[$1,$r]:-0})) n=$((n + ${oks[$1,$r]:-0})); done
+	us_per "$t" "$n"
+}
+for r in $(seq "$rounds"); do
+	printf '| %-5s |' "$r"
+	for row in "${rows[@]}"; do printf ' %12s |' "$(us_per "${ticks[$row,$r]:-0}" "${oks[$row,$r]:-0}")"; done
+	echo
+done
+printf '| %-5s |' all
+for row in "${rows[@]}"; do printf ' %12s |' "$(cpu_sum "$row")"; done
+echo
 echo
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}'; }

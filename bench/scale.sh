@@ -5,7 +5,10 @@
 # long a new, empty node takes to install them and serve.
 #   1. node1 starts alone; N links (~110-byte URLs, distinct 8-character
 #      custom codes) are imported through POST /admin/import;
-#   2. 15 s later: RSS (from /proc) and the Go heap (from /metrics);
+#   2. 15 s later: RSS (from /proc) and the Go heap (from /metrics), and
+#      the snapshots Raft took during the import, with their mean time
+#      (a snapshot refers to a checkpoint of the engine: its time should
+#      not grow with the links);
 #   3. node1 is stopped (SIGTERM) and started again; the time until its own
 #      state serves the last imported code (no leader is asked: a single
 #      node's miss would be a 404);
@@ -48,6 +51,20 @@ echo "machine: $(nproc) cores, $(uname -m), $(date -u '+%F %T') UTC; $links link
 
 # rss_kb: the resident set in kB, for the acceptance lines.
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+# snapshots: how many snapshots a node took, their mean time and the part
+# of it that held up applying entries (raft's summaries; their quantiles
+# cover the last 10 s only, so the means).
+snapshots() { # http address
+	curl -s -m 5 "http://$1/metrics" | awk '
+		/^raft_snapshot_take_snapshot_seconds_sum/ { s = $2 }
+		/^raft_snapshot_take_snapshot_seconds_count/ { n = $2 }
+		/^raft_fsm_snapshot_seconds_sum/ { f = $2 }
+		/^raft_fsm_snapshot_seconds_count/ { m = $2 }
+		END {
+			if (n == 0 || m == 0) { print "none taken"; exit }
+			printf "%d taken, %.0f ms each on average, of which %.0f ms held up applying", n, s * 1000 / n, f * 1000 / m
+		}'
+}
 gb() { awk -v k="$1" 'BEGIN { printf "%.2f GB", k * 1024 / 1e9 }'; }
 
 start node1 28581 28591 28571
@@ -68,6 +85,7 @@ echo "import          $took s   $(awk -v n="$links" -v s="$took" 'BEGIN { printf
 sleep 15
 rss_import=$(rss_kb "$node1")
 echo "after import    RSS $(rss_mb "$node1")   heap in use $(heap_mb "$n1") MiB"
+echo "snapshots       $(snapshots "$n1") during the import"
 
 stop "$node1" 120
 du -sh "$tmp/node1/raft.db" "$tmp/node1/snapshots" | awk '{ printf "  %s %s\n", $2, $1 }' | sed "s|$tmp/||"
