@@ -15,7 +15,7 @@ import (
 )
 
 // A snapshot that refers to a checkpoint goes to a follower as the
-// checkpoint's files while every server reads them (fsm.LevelCheckpoints),
+// checkpoint's files while every server reads them (fsm.FilesLevel),
 // as the snapshot stream otherwise (DESIGN.md, "Storage"). The follower's
 // sink writes the files into the snapshot's directory and stores a
 // reference to them, as the FSM does with a snapshot of its own, and the
@@ -34,7 +34,7 @@ func filesGate(levels *entryLevels, running *atomic.Pointer[raft.Raft], stopping
 		}
 		ctx, cancel := context.WithTimeout(stopping, filesWait)
 		defer cancel()
-		return levels.require(ctx, fsm.LevelCheckpoints) == nil
+		return levels.require(ctx, fsm.FilesLevel) == nil
 	}
 }
 

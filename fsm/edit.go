@@ -167,11 +167,16 @@ func (s *state) setOptions(p uint64, o *Options) {
 	r := s.links.recs.mutable(p)
 	if o.empty() {
 		s.opts.drop(p)
-		r.flags &^= flagOptions
+		r.flags &^= flagOptions | flagCrawlable
 		return
 	}
 	s.opts.set(p, o)
 	r.flags |= flagOptions
+	if o.Crawlable {
+		r.flags |= flagCrawlable
+	} else {
+		r.flags &^= flagCrawlable
+	}
 }
 
 // VisitCommand counts one visit to a link with a visit limit, or refuses

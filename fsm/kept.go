@@ -43,12 +43,18 @@ var keptMagic = []byte("LKKEPT")
 
 // keptVersion is the layout this build writes; it reads every layout
 // from 1 on (1: the lists of positions as steps; 2: as runs; 3: the
-// engine holds the expiry index, expiries.go), so that a snapshot's
-// checkpoint an older build wrote is read.
-const keptVersion = 3
+// engine holds the expiry index, expiries.go; 4: and the crawlable index,
+// crawlable.go), so that a snapshot's checkpoint an older build wrote is
+// read. Builds before LevelCrawlable refuse layout 4.
+const keptVersion = 4
 
-// keptExpiries is the first layout whose engine holds the expiry index.
-const keptExpiries = 3
+const (
+	// keptExpiries is the first layout whose engine holds the expiry index.
+	keptExpiries = 3
+	// keptCrawlable is the first layout whose engine holds the crawlable
+	// index.
+	keptCrawlable = 4
+)
 
 // Keep closes the FSM and keeps its state in Config.Dir for the next
 // start's Resume, returning the index it was kept at. When it cannot
@@ -174,6 +180,10 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 	s, layout, err := readKeptFile(path, eng)
 	if err == nil && layout < keptExpiries {
 		s.links.indexExpiries()
+		err = eng.settle()
+	}
+	if err == nil && layout < keptCrawlable {
+		s.links.indexCrawlable(&s.opts)
 		err = eng.settle()
 	}
 	if err == nil {

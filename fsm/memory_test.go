@@ -31,10 +31,11 @@ const (
 	keyed                    // counter codes with an idempotency key, as every create through a follower has
 	authored                 // custom codes made with an API key at LevelTargets: each records its author
 	titled                   // custom codes with a title and two tags, as a link made in the web UI
+	crawled                  // titled, and crawlable: robots.txt lists them
 )
 
 func (k linkKind) String() string {
-	return [...]string{"imported", "dedupe", "idempotency-key", "authored", "titled"}[k]
+	return [...]string{"imported", "dedupe", "idempotency-key", "authored", "titled", "crawlable"}[k]
 }
 
 // benchAuthor is the key authored links are made with.
@@ -49,6 +50,9 @@ func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 		index++
 	}
 	apply(InitCommand{Key: testKey}.Encode())
+	if kind == crawled { // crawlable Options came with LevelVisitRows
+		apply(RaiseCommand{To: EntryLevel}.Encode())
+	}
 	if kind == authored {
 		apply(RaiseCommand{To: LevelTargets}.Encode())
 		apply(KeyCreateCommand{Key: testAPIKey(benchAuthor, ScopeLinksWrite, AllWorkspaces), By: RootKeyID}.Encode())
@@ -66,9 +70,10 @@ func loadLinks(tb testing.TB, f *FSM, n int, kind linkKind) {
 				r.Dedupe = true
 			case keyed:
 				r.RequestID = fmt.Sprintf("%032x", i)
-			case titled:
+			case titled, crawled:
 				r.CustomCode = fmt.Sprintf("c%07d", i)
-				r.Options = &Options{Title: fmt.Sprintf("Autumn catalogue, item %d", i), Tags: []string{"newsletter", fmt.Sprintf("campaign-%d", i%50)}}
+				r.Options = &Options{Title: fmt.Sprintf("Autumn catalogue, item %d", i), Tags: []string{"newsletter", fmt.Sprintf("campaign-%d", i%50)},
+					Crawlable: kind == crawled}
 			}
 			items = append(items, r)
 		}

@@ -105,15 +105,21 @@ func (o *optionTable) len() int { return o.n }
 // disk (not kept in the cache). positionOf finds a link's position.
 func (o *optionTable) all(positionOf func(id uint64) (uint64, bool)) iter.Seq2[uint64, *Options] {
 	return func(yield func(uint64, *Options) bool) {
-		o.eng.scan([]byte{optionPrefix}, nil, func(key, value []byte) bool {
-			p, ok := positionOf(binary.BigEndian.Uint64(key[1:]))
-			opts, err := decodeStoredOptions(value)
-			if !ok || err != nil {
-				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link (%v) or damaged: %v", key, ok, err))
-			}
-			return yield(p, opts)
-		})
+		o.scanFrom(nil, positionOf, func(_ []byte, p uint64, opts *Options) bool { return yield(p, opts) })
 	}
+}
+
+// scanFrom calls fn with each link's Options from the engine's key from
+// (nil: the first) on, in id order, with the key, until fn returns false.
+func (o *optionTable) scanFrom(from []byte, positionOf func(id uint64) (uint64, bool), fn func(key []byte, p uint64, opts *Options) bool) {
+	o.eng.scan([]byte{optionPrefix}, from, func(key, value []byte) bool {
+		p, ok := positionOf(binary.BigEndian.Uint64(key[1:]))
+		opts, err := decodeStoredOptions(value)
+		if !ok || err != nil {
+			panic(fmt.Sprintf("fsm: the engine holds options under %x of no link (%v) or damaged: %v", key, ok, err))
+		}
+		return fn(key, p, opts)
+	})
 }
 
 // optionCache keeps decoded Options by record position in a fixed number

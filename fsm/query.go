@@ -310,7 +310,7 @@ func (f *FSM) version() StateVersion {
 type Crawlable struct {
 	Codes []string // sorted, at most the limit asked
 	// Until is when the answer may change without a write: the first
-	// expiry among the domain's crawlable links, 0 when none expires.
+	// expiry among the codes listed, 0 when none expires.
 	Until int64
 	// Version is the state the answer was read from.
 	Version StateVersion
@@ -318,30 +318,14 @@ type Crawlable struct {
 
 // Crawlable is the codes, sorted, of at most limit live, unexpired
 // crawlable links of domain ("" for the default one) at time now: what
-// robots.txt allows. It reads only the links with options, but all of
-// them: a reader serving it often keeps it (see Crawlable.Until and
-// Version).
+// robots.txt allows. It reads the crawlable index (crawlable.go) up to the
+// limit: the domain's first crawlable links in code order, whatever the
+// number of links.
 func (f *FSM) Crawlable(domain string, limit int, now int64) Crawlable {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := Crawlable{Version: f.version()}
-	for p, o := range f.s.opts.all(f.s.links.positionOf) {
-		r := f.s.links.recs.walked(p)
-		if !o.Crawlable || !r.live() || r.expired(now) {
-			continue
-		}
-		d, code := SplitCode(r.code)
-		if d != domain {
-			continue
-		}
-		out.Codes = append(out.Codes, code)
-		if r.expiresAt != 0 && (out.Until == 0 || r.expiresAt < out.Until) {
-			out.Until = r.expiresAt
-		}
-	}
-	slices.Sort(out.Codes)
-	out.Codes = out.Codes[:min(len(out.Codes), limit)]
-	return out
+	codes, until := f.s.links.crawlable(domain, limit, now)
+	return Crawlable{Codes: codes, Until: until, Version: f.version()}
 }
 
 // CrawlableCodes is Crawlable's codes.

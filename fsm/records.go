@@ -40,6 +40,7 @@ const (
 	// after it, so the link was disabled on purpose and the purge keeps
 	// it (LevelDisabled).
 	flagDisabled
+	flagCrawlable // the link's Options say robots.txt lists it (crawlable.go)
 )
 
 func (r *record) live() bool   { return r.flags&flagLive != 0 }
@@ -159,22 +160,26 @@ type recordTable struct {
 	eng *engine
 	// first is the first record's position and n the next one's: a test's
 	// state may start past 32 bits (Config.firstPosition), any other at 0.
-	first, n  uint64
-	firstIDs  []uint64
-	cache     recordCache
-	dirty     map[uint64]*record // the writer's changed records, by position
-	was       map[uint64]int64   // of each changed record made before, its expiry index entry if any (expiries.go)
-	written   uint64             // n at the last writeBack: positions from it on are new
-	gen       uint64
-	sharing   *atomic.Int32 // snapshots still being written
-	key       []byte        // reused by the writer
-	value     []byte
-	expiryKey []byte
+	first, n   uint64
+	firstIDs   []uint64
+	cache      recordCache
+	dirty      map[uint64]*record    // the writer's changed records, by position
+	was        map[uint64]int64      // of each changed record made before, its expiry index entry if any (expiries.go)
+	crawlWas   map[uint64]crawlEntry // and its crawlable index entry if any (crawlable.go)
+	written    uint64                // n at the last writeBack: positions from it on are new
+	gen        uint64
+	sharing    *atomic.Int32 // snapshots still being written
+	key        []byte        // reused by the writer
+	value      []byte
+	expiryKey  []byte
+	crawlKey   []byte
+	crawlValue []byte
 }
 
 func newRecordTable(eng *engine) recordTable {
 	return recordTable{eng: eng, first: eng.firstPosition, n: eng.firstPosition, written: eng.firstPosition,
-		sharing: new(atomic.Int32), dirty: map[uint64]*record{}, was: map[uint64]int64{}, cache: newRecordCache(eng.recordCache)}
+		sharing: new(atomic.Int32), dirty: map[uint64]*record{}, was: map[uint64]int64{},
+		crawlWas: map[uint64]crawlEntry{}, cache: newRecordCache(eng.recordCache)}
 }
 
 // at is the record at p: the writer's own change of it if it has one.
@@ -223,6 +228,9 @@ func (t *recordTable) mutable(p uint64) *record {
 	t.dirty[p] = &cp
 	if at := expiryOf(&cp); at != 0 { // most links have no index entry: a click batch writes no map
 		t.was[p] = at
+	}
+	if e := crawlEntryOf(&cp); e.ok {
+		t.crawlWas[p] = e
 	}
 	return &cp
 }
@@ -291,6 +299,7 @@ func (t *recordTable) writeBack() {
 		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
 		t.eng.set(t.key, t.value)
 		t.indexExpiry(p, t.was[p], expiryOf(r))
+		t.indexCrawlable(p, t.crawlWas[p], crawlEntryOf(r))
 		switch slot := t.cache.slots[p&t.cache.mask].Load(); {
 		case slot != nil && slot.pos == p && !r.live():
 			t.cache.slots[p&t.cache.mask].Store(nil)
@@ -300,10 +309,12 @@ func (t *recordTable) writeBack() {
 	}
 	t.written = t.n
 	if len(t.dirty) > maxDirty {
-		t.dirty, t.was = map[uint64]*record{}, map[uint64]int64{} // a batch that changed many: not kept for every later one
+		// a batch that changed many: not kept for every later one
+		t.dirty, t.was, t.crawlWas = map[uint64]*record{}, map[uint64]int64{}, map[uint64]crawlEntry{}
 	}
 	clear(t.dirty)
 	clear(t.was)
+	clear(t.crawlWas)
 }
 
 // walked is at for a walk over many links (robots.txt, a tag rename, a

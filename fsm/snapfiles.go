@@ -16,8 +16,9 @@ import (
 // as the checkpoint's files: the follower writes them and resumes them, as
 // a start resumes a checkpoint, instead of rebuilding its engine from the
 // snapshot stream, which costs a decode and a write of every key. Only
-// builds of LevelCheckpoints read it; the cluster sends it only while
-// every server does, the stream otherwise. The files stream is
+// builds of FilesLevel read what this build sends (LevelCheckpoints read
+// the files, LevelCrawlable their layout); the cluster sends it only
+// while every server does, the stream otherwise. The files stream is
 //
 //	magic, version, index, term (of the checkpoint's state), file count;
 //	per file: its name, its size, its bytes;

@@ -418,7 +418,7 @@ func (s *state) remove(p uint64) {
 	s.tombstones.add(s.links.remove(p))
 	if r := s.links.recs.mutable(p); r.flags&flagOptions != 0 {
 		s.opts.drop(p)
-		r.flags &^= flagOptions
+		r.flags &^= flagOptions | flagCrawlable
 	}
 	// A link never clicked has no hours (they add to its clicks): no scan.
 	if r := s.links.recs.at(p); r.clicks > 0 {

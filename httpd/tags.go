@@ -164,10 +164,10 @@ func (api *tagsAPI) handleRobots(ctx *fasthttp.RequestCtx) {
 
 // robotsCache keeps each domain's robots.txt with the state version and
 // the time it holds until. robots.txt is anonymous and not rate limited,
-// and making it scans every link with options: kept, a flood of it costs
-// a map lookup between writes, and a scan only after one. Scans are made
-// one at a time, so the requests that arrive together after a write wait
-// for one scan rather than each making its own.
+// and making it reads up to maxRobotsAllowed links: kept, a flood of it
+// costs a map lookup between writes, and a read only after one. Reads are
+// made one at a time, so the requests that arrive together after a write
+// wait for one read rather than each making its own.
 type robotsCache struct {
 	mu      sync.RWMutex
 	entries map[string]robotsEntry // by domain, "" for the default one

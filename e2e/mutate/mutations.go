@@ -80,6 +80,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestPositionsPast32Bits$",
 	},
 	{
+		name:      "crawlable-index",
+		guarantee: "robots.txt lists the live, unexpired crawlable links of its domain, the first 5,000 by code, on every node alike",
+		file:      "fsm/records.go",
+		from:      "\t\tt.indexCrawlable(p, t.crawlWas[p], crawlEntryOf(r))\n",
+		to:        "\n",
+		pkg:       "./fsm/", run: "^TestCrawlableIndex$",
+	},
+	{
 		name:      "clicks-once",
 		guarantee: "clicks are counted exactly once",
 		file:      "fsm/pieces.go",
