@@ -7,15 +7,16 @@ import (
 
 // The crawlable index is what robots.txt reads: a key `k` + the domain
 // (length-prefixed) + the code, for each live link whose Options say it
-// is crawlable (flagCrawlable), valued with the link's expiry (8 bytes, 0
-// for none) and its position. A domain's crawlable links are its keys in
-// code order, so robots.txt reads the first it lists and stops, and skips
-// an expired link without reading its record; before the index it decoded
-// every link's Options and read its record under the FSM's read lock,
-// which held up applying for the whole walk (45 s at 2M links with titles).
+// is crawlable (flagCrawlable) and that is not disabled on purpose
+// (flagDisabled), valued with the link's expiry (8 bytes, 0 for none) and
+// its position. A domain's crawlable links are its keys in code order, so
+// robots.txt reads the first it lists and stops, and skips an expired link
+// without reading its record; before the index it decoded every link's
+// Options and read its record under the FSM's read lock, which held up
+// applying for the whole walk (45 s at 2M links with titles).
 //
 // The record table keeps it as it keeps the expiry index: writeBack moves a
-// changed record's key where its liveness, flag, code or expiry changed,
+// changed record's key where its liveness, flags, code or expiry changed,
 // from what the record was when the batch first changed it. It is derived:
 // snapshots do not hold it, a restore writes it as it sets each link's
 // Options, and a kept state or checkpoint of a layout before it gets it at
@@ -31,9 +32,11 @@ type crawlEntry struct {
 	ok        bool
 }
 
-// crawlEntryOf is the index entry of the record.
+// crawlEntryOf is the index entry of the record. A link disabled on
+// purpose has none: it is past its expiry, and the purge keeps it, so
+// every answer would skip its entry for as long as it stays disabled.
 func crawlEntryOf(r *record) crawlEntry {
-	if !r.live() || r.flags&flagCrawlable == 0 {
+	if !r.live() || r.flags&flagCrawlable == 0 || r.flags&flagDisabled != 0 {
 		return crawlEntry{}
 	}
 	return crawlEntry{code: r.code, expiresAt: r.expiresAt, ok: true}
@@ -113,14 +116,19 @@ func (lt *linkTable) indexCrawlable(opts *optionTable) {
 	for {
 		var found []uint64
 		next := []byte(nil)
-		opts.scanFrom(from, lt.positionOf, func(key []byte, p uint64, o *Options) bool {
+		opts.scanFrom(from, func(key []byte, id uint64, o *Options) bool {
 			if len(found) == maxDirty {
 				next = append(next, key...)
 				return false
 			}
-			if o.Crawlable {
-				found = append(found, p)
+			if !o.Crawlable {
+				return true
 			}
+			p, ok := lt.positionOf(id)
+			if !ok {
+				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link", key))
+			}
+			found = append(found, p)
 			return true
 		})
 		for _, p := range found {

@@ -66,7 +66,8 @@ func crawlableWorkload() [][]byte {
 
 // crawlableByWalk is what robots.txt lists, from a walk of every link's
 // Options and record: the answer before the index, with Until the first
-// expiry among the codes listed.
+// expiry among the codes listed, and a link disabled on purpose left out
+// whatever the time asked.
 func crawlableByWalk(f *FSM, domain string, limit int, now int64) ([]string, int64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -74,7 +75,8 @@ func crawlableByWalk(f *FSM, domain string, limit int, now int64) ([]string, int
 	var codes []string
 	for p, o := range f.s.opts.all(f.s.links.positionOf) {
 		r := f.s.links.recs.walked(p)
-		if d, code := SplitCode(r.code); o.Crawlable && r.live() && !r.expired(now) && d == domain {
+		disabled := r.flags&flagDisabled != 0
+		if d, code := SplitCode(r.code); o.Crawlable && r.live() && !disabled && !r.expired(now) && d == domain {
 			codes = append(codes, code)
 			expiry[code] = r.expiresAt
 		}
@@ -160,15 +162,16 @@ func TestCrawlableIndex(t *testing.T) {
 
 // TestResumeIndexesCrawlableLinks: a state kept by a build before the
 // crawlable index (no key, no link flagged, its state file of layout 3)
-// is indexed as it is resumed.
+// is indexed as it is resumed, in more than one piece.
 func TestResumeIndexesCrawlableLinks(t *testing.T) {
 	dir := t.TempDir()
 	f := openIn(t, dir)
-	applyAll(t, f, crawlableWorkload()...)
+	loadLinks(t, f, maxDirty+500, crawled)
+	applyAll(t, f, crawlableWorkload()[1:]...)
 	want := crawlableKeys(f.s)
 	index, err := f.Keep()
-	if err != nil || len(want) == 0 {
-		t.Fatalf("keep at %d: %v; %d links indexed", index, err, len(want))
+	if err != nil || len(want) <= maxDirty {
+		t.Fatalf("keep at %d: %v; %d links indexed, want more than one piece's %d", index, err, len(want), maxDirty)
 	}
 	kept := filepath.Join(dir, keptDir)
 	eng := newEngine(kept, store.Options{NoLog: true}, 16, 16)

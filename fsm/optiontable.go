@@ -105,20 +105,26 @@ func (o *optionTable) len() int { return o.n }
 // disk (not kept in the cache). positionOf finds a link's position.
 func (o *optionTable) all(positionOf func(id uint64) (uint64, bool)) iter.Seq2[uint64, *Options] {
 	return func(yield func(uint64, *Options) bool) {
-		o.scanFrom(nil, positionOf, func(_ []byte, p uint64, opts *Options) bool { return yield(p, opts) })
+		o.scanFrom(nil, func(key []byte, id uint64, opts *Options) bool {
+			p, ok := positionOf(id)
+			if !ok {
+				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link", key))
+			}
+			return yield(p, opts)
+		})
 	}
 }
 
-// scanFrom calls fn with each link's Options from the engine's key from
-// (nil: the first) on, in id order, with the key, until fn returns false.
-func (o *optionTable) scanFrom(from []byte, positionOf func(id uint64) (uint64, bool), fn func(key []byte, p uint64, opts *Options) bool) {
+// scanFrom calls fn with each link's id and Options from the engine's key
+// from (nil: the first) on, in id order, with the key, until fn returns
+// false.
+func (o *optionTable) scanFrom(from []byte, fn func(key []byte, id uint64, opts *Options) bool) {
 	o.eng.scan([]byte{optionPrefix}, from, func(key, value []byte) bool {
-		p, ok := positionOf(binary.BigEndian.Uint64(key[1:]))
 		opts, err := decodeStoredOptions(value)
-		if !ok || err != nil {
-			panic(fmt.Sprintf("fsm: the engine holds options under %x of no link (%v) or damaged: %v", key, ok, err))
+		if len(key) != 9 || err != nil {
+			panic(fmt.Sprintf("fsm: the engine holds damaged options under %x: %v", key, err))
 		}
-		return fn(key, p, opts)
+		return fn(key, binary.BigEndian.Uint64(key[1:]), opts)
 	})
 }
 

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -429,4 +430,44 @@ func FuzzPositions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPositionOf: every id finds its link's position, or none, in a state
+// whose ids grow by one a record and in one restored from it, whose live
+// links are packed (ids skip the deleted ones, in runs and alone, across
+// blocks of idsEvery records).
+func TestPositionOf(t *testing.T) {
+	f := onDisk(t)
+	t.Cleanup(f.Close)
+	const links = 3 * idsEvery
+	loadLinks(t, f, links, imported)
+	var deletes [][]byte
+	for i := range links {
+		if i%7 == 3 || i >= 1000 && i < 1100 || i >= idsEvery-5 && i < idsEvery+5 {
+			deletes = append(deletes, DeleteCommand{Code: fmt.Sprintf("c%07d", i), Now: 9000, KeyID: RootKeyID}.Encode())
+		}
+	}
+	applyAll(t, f, deletes...)
+	for _, g := range []*FSM{f, restoredOnDisk(t, f)} {
+		g.mu.RLock()
+		live := map[uint64]uint64{}
+		g.s.links.recs.scan(false, func(r *record) bool {
+			if r.live() {
+				live[r.id] = r.pos
+			}
+			return true
+		})
+		last := g.s.lastID
+		for id := uint64(0); id <= last+1; id++ {
+			p, ok := g.s.links.positionOf(id)
+			want, isLive := live[id]
+			switch {
+			case isLive && (!ok || p != want):
+				t.Fatalf("id %d: position %d, %v; want %d", id, p, ok, want)
+			case ok && g.s.links.recs.at(p).id != id:
+				t.Fatalf("id %d: found at %d, which holds link %d", id, p, g.s.links.recs.at(p).id)
+			}
+		}
+		g.mu.RUnlock()
+	}
 }

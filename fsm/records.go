@@ -330,6 +330,23 @@ func (t *recordTable) walked(p uint64) *record {
 	return t.read(p)
 }
 
+// idAt is the id of the record at p, as walked reads it but without its
+// texts: a search by id reads ten records.
+func (t *recordTable) idAt(p uint64) uint64 {
+	if r, ok := t.dirty[p]; ok {
+		return r.id
+	}
+	if r := t.cache.peek(p); r != nil {
+		return r.id
+	}
+	v, found := t.eng.read(recordKey(nil, p))
+	var r record
+	if _, _, _, err := decodeFixed(v, p, &r); !found || err != nil {
+		panic(fmt.Sprintf("fsm: the engine lost the record at %d of %d (found %v): %v", p, t.n, found, err))
+	}
+	return r.id
+}
+
 // beforeWalk writes the writer's changes back, so that a walk of the
 // engine (the records, an index writeBack keeps) sees them.
 func (t *recordTable) beforeWalk() {
