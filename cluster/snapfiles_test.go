@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -169,5 +172,41 @@ func TestSnapshotsGoAsFiles(t *testing.T) {
 				t.Error("the restore left the received files for the next one")
 			}
 		})
+	}
+}
+
+// TestFilesGateWaitsForEveryServer: a leader sends a checkpoint's files
+// only while every server, voter or replica, reports a build that reads
+// the files this build writes: one of LevelCheckpoints reads the files but
+// refuses the state file's layout of LevelCrawlable, and gets the stream.
+func TestFilesGateWaitsForEveryServer(t *testing.T) {
+	t.Parallel()
+	running := new(atomic.Pointer[raft.Raft])
+	running.Store(new(raft.Raft))
+	for _, c := range []struct {
+		name    string
+		replica int // the level the read replica reports
+		files   bool
+	}{
+		{"every server reads them", fsm.FilesLevel, true},
+		{"a replica of the release before", fsm.LevelPositions, false},
+		{"a replica before the files", fsm.LevelCheckpoints - 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reported := map[raft.ServerID]int{"n2": fsm.EntryLevel, "r1": c.replica}
+			levels := &entryLevels{self: "n1", dir: t.TempDir(), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				servers: func() ([]raft.Server, error) {
+					return []raft.Server{{ID: "n1"}, {ID: "n2"}, {ID: "r1", Suffrage: raft.Nonvoter}}, nil
+				},
+				ask: func(_ context.Context, s raft.Server) (int, bool) { return reported[s.ID], true },
+			}
+			levels.load()
+			if got := filesGate(levels, running, context.Background())(); got != c.files {
+				t.Errorf("files sent: %v, want %v", got, c.files)
+			}
+		})
+	}
+	if filesGate(&entryLevels{}, new(atomic.Pointer[raft.Raft]), context.Background())() {
+		t.Error("files sent before Raft runs")
 	}
 }

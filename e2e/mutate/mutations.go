@@ -88,6 +88,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestCrawlableIndex$",
 	},
 	{
+		name:      "files-gate-level",
+		guarantee: "a follower is sent a snapshot its build reads: a checkpoint's files only while every server reads their layout",
+		file:      "cluster/snapfiles.go",
+		from:      "return levels.require(ctx, fsm.FilesLevel) == nil",
+		to:        "return levels.require(ctx, fsm.LevelCheckpoints) == nil",
+		pkg:       "./cluster/", run: "^TestFilesGateWaitsForEveryServer$",
+	},
+	{
 		name:      "clicks-once",
 		guarantee: "clicks are counted exactly once",
 		file:      "fsm/pieces.go",
