@@ -160,15 +160,15 @@ func TestCrawlableIndex(t *testing.T) {
 	}
 }
 
-// TestResumeIndexesCrawlableLinks: a state kept by a build before the
-// crawlable index (no key, no link flagged, its state file of layout 3)
-// is indexed as it is resumed, in more than one piece.
-func TestResumeIndexesCrawlableLinks(t *testing.T) {
+// TestResumeIndexesCrawlableAndTaggedLinks: a state kept by a build
+// before the crawlable and tag indexes (no key, no link flagged, its state
+// file of layout 3) is indexed as it is resumed, in more than one piece.
+func TestResumeIndexesCrawlableAndTaggedLinks(t *testing.T) {
 	dir := t.TempDir()
 	f := openIn(t, dir)
-	loadLinks(t, f, maxDirty+500, crawled)
+	loadLinks(t, f, maxDirty+500, crawled) // each with two tags
 	applyAll(t, f, crawlableWorkload()[1:]...)
-	want := crawlableKeys(f.s)
+	want, wantTags := crawlableKeys(f.s), tagIndexIDs(f.s)
 	index, err := f.Keep()
 	if err != nil || len(want) <= maxDirty {
 		t.Fatalf("keep at %d: %v; %d links indexed, want more than one piece's %d", index, err, len(want), maxDirty)
@@ -179,10 +179,12 @@ func TestResumeIndexesCrawlableLinks(t *testing.T) {
 		t.Fatal(eng.err)
 	}
 	var keys, records [][]byte
-	eng.scan([]byte{crawlablePrefix}, nil, func(key, _ []byte) bool {
-		keys = append(keys, slices.Clone(key))
-		return true
-	})
+	for _, prefix := range []byte{crawlablePrefix, tagPrefix} {
+		eng.scan([]byte{prefix}, nil, func(key, _ []byte) bool {
+			keys = append(keys, slices.Clone(key))
+			return true
+		})
+	}
 	eng.scan([]byte{recordPrefix}, nil, func(key, value []byte) bool {
 		var r record
 		p, _ := positionAfter(key, 1)
@@ -195,8 +197,8 @@ func TestResumeIndexesCrawlableLinks(t *testing.T) {
 		}
 		return true
 	})
-	if len(keys) != len(want) || len(records) == 0 {
-		t.Fatalf("the kept engine holds %d crawlable keys (want %d) and %d flagged records", len(keys), len(want), len(records)/2)
+	if len(keys) <= len(want) || len(records) == 0 {
+		t.Fatalf("the kept engine holds %d crawlable and tag keys (%d crawlable) and %d flagged records", len(keys), len(want), len(records)/2)
 	}
 	for _, key := range keys {
 		eng.delete(key)
@@ -216,7 +218,7 @@ func TestResumeIndexesCrawlableLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(keptMagic)] = keptExpiries
+	b[len(keptMagic)] = keptExpiries // the layout before the indexes
 	sum := crc32.New(crcTable)
 	sum.Write(b[:len(b)-4])
 	binary.BigEndian.PutUint32(b[len(b)-4:], sum.Sum32())
@@ -231,6 +233,9 @@ func TestResumeIndexesCrawlableLinks(t *testing.T) {
 	}
 	if got := crawlableKeys(g.s); !maps.Equal(got, want) {
 		t.Errorf("the resumed state indexes %q, the state kept %q", got, want)
+	}
+	if got := tagIndexIDs(g.s); !sameTagIndex(got, wantTags) {
+		t.Errorf("the resumed state indexes the tags %v, the state kept %v", got, wantTags)
 	}
 	sameCrawlable(t, g, "after the resume")
 }

@@ -43,17 +43,18 @@ var keptMagic = []byte("LKKEPT")
 
 // keptVersion is the layout this build writes; it reads every layout
 // from 1 on (1: the lists of positions as steps; 2: as runs; 3: the
-// engine holds the expiry index, expiries.go; 4: and the crawlable index,
-// crawlable.go), so that a snapshot's checkpoint an older build wrote is
-// read. Builds before LevelCrawlable refuse layout 4.
+// engine holds the expiry index, expiries.go; 4: and the crawlable and
+// tag indexes, crawlable.go and tagindex.go), so that a snapshot's
+// checkpoint an older build wrote is read. Builds before LevelCrawlable
+// refuse layout 4.
 const keptVersion = 4
 
 const (
 	// keptExpiries is the first layout whose engine holds the expiry index.
 	keptExpiries = 3
-	// keptCrawlable is the first layout whose engine holds the crawlable
-	// index.
-	keptCrawlable = 4
+	// keptLinkIndexes is the first layout whose engine holds the crawlable
+	// and tag indexes.
+	keptLinkIndexes = 4
 )
 
 // Keep closes the FSM and keeps its state in Config.Dir for the next
@@ -182,8 +183,9 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 		s.links.indexExpiries()
 		err = eng.settle()
 	}
-	if err == nil && layout < keptCrawlable {
+	if err == nil && layout < keptLinkIndexes {
 		s.links.indexCrawlable(&s.opts)
+		s.opts.indexTags(s.links.positionOf)
 		err = eng.settle()
 	}
 	if err == nil {

@@ -101,10 +101,11 @@ const (
 	// refused before (recordTable.spent). RequiredLevel never returns it.
 	LevelPositions = 16
 	// LevelCrawlable: no new entry type. A build at this level keeps the
-	// crawlable index (crawlable.go) in its engine and marks the state
-	// files of its checkpoints with layout 4, which builds before it
-	// refuse: a leader sends a checkpoint's files only while every server
-	// reports it (FilesLevel). RequiredLevel never returns it.
+	// crawlable and tag indexes (crawlable.go, tagindex.go) in its engine
+	// and marks the state files of its checkpoints with layout 4, which
+	// builds before it refuse: a leader sends a checkpoint's files only
+	// while every server reports it (FilesLevel). RequiredLevel never
+	// returns it.
 	LevelCrawlable = 17
 	// EntryLevel is the level of this build.
 	EntryLevel = LevelCrawlable

@@ -12,14 +12,16 @@ import (
 // encode them; and decoded in a cache by record position, so that a
 // redirect of a link whose Options are cached reads no disk and allocates
 // nothing. An Options value is never changed once stored (an edit stores
-// a new one), so readers may keep what get returns.
+// a new one), so readers may keep what get returns. It keeps the tag index
+// (tagindex.go) as it sets and drops Options.
 type optionTable struct {
-	eng   *engine
-	recs  *recordTable // a position's link id
-	n     int          // links with Options
-	cache optionCache
-	key   []byte // reused by the writer
-	value []byte
+	eng    *engine
+	recs   *recordTable // a position's link id
+	n      int          // links with Options
+	cache  optionCache
+	key    []byte // reused by the writer
+	value  []byte
+	tagKey []byte
 }
 
 // optionPrefix is the engine's table of links' Options (store/DESIGN.md,
@@ -72,12 +74,32 @@ func decodeStoredOptions(v []byte) (*Options, error) {
 	return opts, d.err
 }
 
+// walked is get for a walk over many links: it fills no cache slot.
+func (o *optionTable) walked(p uint64) *Options {
+	r := o.recs.walked(p)
+	if r.flags&flagOptions == 0 {
+		return nil
+	}
+	if opts, ok := o.cache.get(p); ok {
+		return opts
+	}
+	v, found := o.eng.read(optionKey(nil, r.id))
+	opts, err := decodeStoredOptions(v)
+	if !found || err != nil {
+		panic(fmt.Sprintf("fsm: the engine lost the options of link %d (found %v): %v", r.id, found, err))
+	}
+	return opts
+}
+
 // set stores opts, which is not empty, as the Options of the link at p;
 // the caller flags the record.
 func (o *optionTable) set(p uint64, opts *Options) {
 	r := o.recs.at(p)
 	if r.flags&flagOptions == 0 {
 		o.n++
+		o.retag(p, nil, opts.Tags)
+	} else {
+		o.retag(p, o.of(r).Tags, opts.Tags)
 	}
 	e := encoder{buf: o.value[:0]}
 	encodeOptionsExtended(&e, opts)
@@ -94,6 +116,7 @@ func (o *optionTable) drop(p uint64) {
 		return
 	}
 	o.n--
+	o.retag(p, o.of(r).Tags, nil)
 	o.key = optionKey(o.key, r.id)
 	o.eng.delete(o.key)
 	o.cache.drop(p)

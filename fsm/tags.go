@@ -129,27 +129,34 @@ func checkTagName(t string) error {
 
 // taggedLinks is the positions, in ascending order, of the links c may
 // change that carry c.Tag (at most one past MaxTagLinks, enough to refuse),
-// and whether one it may change carries c.NewName as another tag.
+// and whether one it may change carries c.NewName as another tag. It reads
+// the links the tag index holds under either tag (tagindex.go), each
+// checked against its Options.
 func (s *state) taggedLinks(c TagsCommand) (matched []uint64, conflict bool) {
-	rename := c.NewName != "" && !strings.EqualFold(c.NewName, c.Tag)
-	for p, o := range s.opts.all(s.links.positionOf) {
-		has, hasNew := o.HasTag(c.Tag), rename && o.HasTag(c.NewName)
-		if !has && !hasNew {
-			continue
-		}
+	mayChange := func(p uint64) bool {
 		r := s.links.recs.walked(p)
 		ws := s.links.workspaces.names[r.workspace]
-		if c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) ||
-			!s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(r.code), c.Now) ||
-			!s.keys.seesAuthor(c.KeyID, s.links.authors.ids[r.author]) {
-			continue
+		return (c.Workspaces == nil || slices.Contains(c.Workspaces, ws)) &&
+			s.keys.mayWrite(c.KeyID, ws, s.links.domainIndex(r.code), c.Now) &&
+			s.keys.seesAuthor(c.KeyID, s.links.authors.ids[r.author])
+	}
+	for p := range s.opts.tagged(c.Tag) {
+		if len(matched) > MaxTagLinks {
+			break
 		}
-		conflict = conflict || hasNew
-		if has && len(matched) <= MaxTagLinks {
+		if s.opts.walked(p).HasTag(c.Tag) && mayChange(p) {
 			matched = append(matched, p)
 		}
 	}
-	return matched, conflict
+	if c.NewName == "" || strings.EqualFold(c.NewName, c.Tag) {
+		return matched, false
+	}
+	for p := range s.opts.tagged(c.NewName) {
+		if s.opts.walked(p).HasTag(c.NewName) && mayChange(p) {
+			return matched, true
+		}
+	}
+	return matched, false
 }
 
 // retag is tags with tag (in any letter case) renamed to newName, or

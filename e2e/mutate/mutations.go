@@ -88,6 +88,14 @@ var mutations = []mutation{
 		pkg:       "./fsm/", run: "^TestCrawlableIndex$",
 	},
 	{
+		name:      "tag-index",
+		guarantee: "a tag's rename or deletion changes every link the key may write that carries the tag, in any letter case, and no other",
+		file:      "fsm/optiontable.go",
+		from:      "\t\to.n++\n\t\to.retag(p, nil, opts.Tags)\n",
+		to:        "\t\to.n++\n",
+		pkg:       "./fsm/", run: "^TestTagIndex$",
+	},
+	{
 		name:      "files-gate-level",
 		guarantee: "a follower is sent a snapshot its build reads: a checkpoint's files only while every server reads their layout",
 		file:      "cluster/snapfiles.go",
