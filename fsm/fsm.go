@@ -289,20 +289,30 @@ func (f *FSM) List(workspaces []string, before uint64, limit int) (links []Link,
 	return links, next
 }
 
-// Links returns every link, oldest first.
-func (f *FSM) Links() []Link {
+// LinksAfter returns up to limit live links with ids above after, oldest
+// first: a page of a walk of every link, such as an export, which holds
+// the state's lock for a page at a time and a page in memory, whatever the
+// number of links. next is the cursor for the following page, 0 when
+// there is none. Link ids never change, so a walk goes on across a
+// restore the node installs between pages.
+func (f *FSM) LinksAfter(after uint64, limit int) (links []Link, next uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	links := make([]Link, 0, f.s.links.live())
-	f.s.links.recs.scan(true, func(r *record) bool {
-		if r.live() {
-			l := f.s.links.linkOf(r)
-			l.Options = f.s.opts.of(r)
-			links = append(links, l)
+	from, _ := f.s.links.positionOf(after + 1)
+	f.s.links.recs.scanFrom(from, true, func(r *record) bool {
+		if !r.live() || r.id <= after {
+			return true
 		}
+		if len(links) == limit {
+			next = links[limit-1].ID
+			return false
+		}
+		l := f.s.links.linkOf(r)
+		l.Options = f.s.opts.walkedOf(r)
+		links = append(links, l)
 		return true
 	})
-	return links
+	return links, next
 }
 
 // Len is the number of live links (expired ones included until purged).

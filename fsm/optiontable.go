@@ -75,8 +75,11 @@ func decodeStoredOptions(v []byte) (*Options, error) {
 }
 
 // walked is get for a walk over many links: it fills no cache slot.
-func (o *optionTable) walked(p uint64) *Options {
-	r := o.recs.walked(p)
+func (o *optionTable) walked(p uint64) *Options { return o.walkedOf(o.recs.walked(p)) }
+
+// walkedOf is walked of the link whose record the caller has read.
+func (o *optionTable) walkedOf(r *record) *Options {
+	p := r.pos
 	if r.flags&flagOptions == 0 {
 		return nil
 	}

@@ -47,18 +47,29 @@ func (api *transferAPI) register(rt routing) {
 	rt.handle("POST", "/admin/import", "admin_import", rt.require(fsm.ScopeAdmin, imp))
 }
 
+// exportPage is how many links an export reads from the state at a time.
+const exportPage = 1024
+
 // handleExport writes every link as JSON Lines, oldest first, in the shape
-// of the single read.
+// of the single read. It reads the links a page at a time: a node holds a
+// page of them, not the state, and applies entries between pages, so an
+// export is not a snapshot of one moment (a backup is).
 func (api *transferAPI) handleExport(ctx *fasthttp.RequestCtx) {
 	ok := answerSpooled(ctx, api.admin, api.log, "export", func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		for _, l := range api.fsm.Links() {
-			if err := enc.Encode(api.views.linkReadView(ctx, &l)); err != nil {
-				return err
+		for after := uint64(0); ; {
+			links, next := api.fsm.LinksAfter(after, exportPage)
+			for i := range links {
+				if err := enc.Encode(api.views.linkReadView(ctx, &links[i])); err != nil {
+					return err
+				}
 			}
+			if next == 0 {
+				return nil
+			}
+			after = next
 		}
-		return nil
 	})
 	if ok {
 		ctx.SetContentType("application/x-ndjson")

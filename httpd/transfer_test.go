@@ -358,3 +358,37 @@ func TestImportOfItsOwnExport(t *testing.T) {
 		t.Errorf("import of its own export: %+v, want 2 skipped", report)
 	}
 }
+
+// TestExportReadsEveryPage: an export of more links than it reads at a
+// time writes each live link once, oldest first, a deleted one not at all.
+func TestExportReadsEveryPage(t *testing.T) {
+	s := newTestServer(t, nil)
+	const links = 2*exportPage + 100
+	var body strings.Builder
+	for i := range links {
+		fmt.Fprintf(&body, `{"short_code":"p%05d","original_url":"https://example.com/%d"}`+"\n", i, i)
+	}
+	if report, _ := importReportOf(t, s, body.String()); report.Created != links {
+		t.Fatalf("import: %+v", report)
+	}
+	if got := do(s, "DELETE", "/api/v1/urls/p01024", "", "").Response.StatusCode(); got != 204 {
+		t.Fatalf("delete: %d", got)
+	}
+	export := do(s, "GET", "/admin/export", "", "")
+	lines := strings.Split(strings.TrimSpace(string(export.Response.Body())), "\n")
+	if export.Response.StatusCode() != 200 || len(lines) != links-1 {
+		t.Fatalf("export: %d, %d lines, want %d", export.Response.StatusCode(), len(lines), links-1)
+	}
+	for i, line := range lines {
+		var l struct {
+			ShortCode string `json:"short_code"`
+		}
+		n := i
+		if i >= 1024 {
+			n++ // p01024 deleted
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil || l.ShortCode != fmt.Sprintf("p%05d", n) {
+			t.Fatalf("line %d: %s (%v), want link p%05d", i+1, line, err, n)
+		}
+	}
+}
