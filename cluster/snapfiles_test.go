@@ -178,7 +178,7 @@ func TestSnapshotsGoAsFiles(t *testing.T) {
 // TestFilesGateWaitsForEveryServer: a leader sends a checkpoint's files
 // only while every server, voter or replica, reports a build that reads
 // the files this build writes: one of LevelCheckpoints reads the files but
-// refuses the state file's layout of LevelCrawlable, and gets the stream.
+// refuses the state file's layout of LevelOptionIndexes, and gets the stream.
 func TestFilesGateWaitsForEveryServer(t *testing.T) {
 	t.Parallel()
 	running := new(atomic.Pointer[raft.Raft])

@@ -20,7 +20,7 @@ import (
 // from what the record was when the batch first changed it. It is derived:
 // snapshots do not hold it, a restore writes it as it sets each link's
 // Options, and a kept state or checkpoint of a layout before it gets it at
-// its resume (indexCrawlable).
+// its resume (state.indexOptions).
 
 const crawlablePrefix = 'k'
 
@@ -105,43 +105,4 @@ func (lt *linkTable) crawlable(domain string, limit int, now int64) (codes []str
 		return true
 	})
 	return codes, until
-}
-
-// indexCrawlable flags the crawlable links of a resumed state whose engine
-// a build before the index wrote, and writes their keys: a walk of the
-// links' Options in pieces of maxDirty links, each written back once the
-// walk has let go of the batch.
-func (lt *linkTable) indexCrawlable(opts *optionTable) {
-	from := []byte(nil)
-	for {
-		var found []uint64
-		next := []byte(nil)
-		opts.scanFrom(from, func(key []byte, id uint64, o *Options) bool {
-			if len(found) == maxDirty {
-				next = append(next, key...)
-				return false
-			}
-			if !o.Crawlable {
-				return true
-			}
-			p, ok := lt.positionOf(id)
-			if !ok {
-				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link", key))
-			}
-			found = append(found, p)
-			return true
-		})
-		for _, p := range found {
-			if r := lt.recs.mutable(p); r.live() {
-				r.flags |= flagCrawlable
-				// Written whatever the flag was: the index holds none.
-				delete(lt.recs.crawlWas, p)
-			}
-		}
-		lt.recs.writeBack()
-		if next == nil {
-			return
-		}
-		from = next
-	}
 }

@@ -100,18 +100,18 @@ const (
 	// raised to it, creates go on past MaxRecords links, which they were
 	// refused before (recordTable.spent). RequiredLevel never returns it.
 	LevelPositions = 16
-	// LevelCrawlable: no new entry type. A build at this level keeps the
+	// LevelOptionIndexes: no new entry type. A build at this level keeps the
 	// crawlable and tag indexes (crawlable.go, tagindex.go) in its engine
 	// and marks the state files of its checkpoints with layout 4, which
 	// builds before it refuse: a leader sends a checkpoint's files only
 	// while every server reports it (FilesLevel). RequiredLevel never
 	// returns it.
-	LevelCrawlable = 17
+	LevelOptionIndexes = 17
 	// EntryLevel is the level of this build.
-	EntryLevel = LevelCrawlable
+	EntryLevel = LevelOptionIndexes
 	// FilesLevel is the level of the builds that read the checkpoint files
 	// this build sends (snapfiles.go).
-	FilesLevel = LevelCrawlable
+	FilesLevel = LevelOptionIndexes
 )
 
 // RequiredLevel is the entry level a node must apply to apply entry. The

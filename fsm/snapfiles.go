@@ -17,7 +17,7 @@ import (
 // a start resumes a checkpoint, instead of rebuilding its engine from the
 // snapshot stream, which costs a decode and a write of every key. Only
 // builds of FilesLevel read what this build sends (LevelCheckpoints read
-// the files, LevelCrawlable their layout); the cluster sends it only
+// the files, LevelOptionIndexes their layout); the cluster sends it only
 // while every server does, the stream otherwise. The files stream is
 //
 //	magic, version, index, term (of the checkpoint's state), file count;

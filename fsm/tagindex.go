@@ -20,7 +20,7 @@ import (
 // there, which knows the tags before and after. It is derived: snapshots
 // do not hold it, a restore writes it as it sets each link's Options, and
 // a kept state or checkpoint of a layout before it gets it at its resume
-// (indexTags).
+// (state.indexOptions).
 
 const tagPrefix = 'g'
 
@@ -86,42 +86,5 @@ func (o *optionTable) tagged(tag string) iter.Seq[uint64] {
 			}
 			return yield(p)
 		})
-	}
-}
-
-// indexTags writes the tag index of a resumed state whose engine a build
-// before the index wrote: a walk of the links' Options, in pieces of
-// maxDirty tagged links, each written once the walk has let go of the
-// batch.
-func (o *optionTable) indexTags(positionOf func(id uint64) (uint64, bool)) {
-	type tagged struct {
-		p    uint64
-		tags []string
-	}
-	for from := []byte(nil); ; {
-		var found []tagged
-		var next []byte
-		o.scanFrom(from, func(key []byte, id uint64, opts *Options) bool {
-			if len(found) == maxDirty {
-				next = append(next, key...)
-				return false
-			}
-			if len(opts.Tags) == 0 {
-				return true
-			}
-			p, ok := positionOf(id)
-			if !ok {
-				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link", key))
-			}
-			found = append(found, tagged{p, opts.Tags})
-			return true
-		})
-		for _, f := range found {
-			o.retag(f.p, nil, f.tags)
-		}
-		if next == nil {
-			return
-		}
-		from = next
 	}
 }
