@@ -3,9 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -206,31 +204,7 @@ func TestResumeIndexesCrawlableAndTaggedLinks(t *testing.T) {
 	for i := 0; i < len(records); i += 2 {
 		eng.set(records[i], records[i+1])
 	}
-	if err := eng.settle(); err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.st.Flush(); err != nil { // the engine keeps no log
-		t.Fatal(err)
-	}
-	eng.release()
-	path := filepath.Join(kept, keptFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(keptMagic)] = keptExpiries // the layout before the indexes
-	sum := crc32.New(crcTable)
-	sum.Write(b[:len(b)-4])
-	binary.BigEndian.PutUint32(b[len(b)-4:], sum.Sum32())
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	g := openIn(t, dir)
-	defer g.Close()
-	if _, ok, err := g.Resume(func(i, _ uint64) bool { return i == index }); !ok || err != nil {
-		t.Fatalf("resume: %v, %v", ok, err)
-	}
+	g := resumeAsKeptBy(t, eng, dir, index, keptExpiries) // the layout before the indexes
 	if got := crawlableKeys(g.s); !maps.Equal(got, want) {
 		t.Errorf("the resumed state indexes %q, the state kept %q", got, want)
 	}

@@ -136,6 +136,18 @@ func TestResumeIndexesAnOlderLayout(t *testing.T) {
 	for _, key := range keys {
 		eng.delete(key)
 	}
+	g := resumeAsKeptBy(t, eng, dir, index, 2)
+	if got := expiriesOf(g.s); !maps.Equal(got, want) {
+		t.Errorf("the resumed state indexes %v, want %v", got, want)
+	}
+}
+
+// resumeAsKeptBy closes eng, the kept engine of the state kept in dir at
+// index that the caller changed, marks its state file with an older
+// layout, as a build of that layout would have written it, and resumes it
+// in a new FSM.
+func resumeAsKeptBy(t *testing.T, eng *engine, dir string, index uint64, layout byte) *FSM {
+	t.Helper()
 	if err := eng.settle(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,25 +155,22 @@ func TestResumeIndexesAnOlderLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng.release()
-	path := filepath.Join(kept, keptFile)
+	path := filepath.Join(dir, keptDir, keptFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(keptMagic)] = 2
+	b[len(keptMagic)] = layout
 	sum := crc32.New(crcTable)
 	sum.Write(b[:len(b)-4])
 	binary.BigEndian.PutUint32(b[len(b)-4:], sum.Sum32())
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-
 	g := openIn(t, dir)
-	defer g.Close()
+	t.Cleanup(g.Close)
 	if _, ok, err := g.Resume(func(i, _ uint64) bool { return i == index }); !ok || err != nil {
 		t.Fatalf("resume: %v, %v", ok, err)
 	}
-	if got := expiriesOf(g.s); !maps.Equal(got, want) {
-		t.Errorf("the resumed state indexes %v, want %v", got, want)
-	}
+	return g
 }

@@ -47,12 +47,21 @@ func (o *optionTable) get(p uint64) *Options { return o.of(o.recs.at(p)) }
 
 // of is get of the link whose record the caller has read.
 func (o *optionTable) of(r *record) *Options {
-	p := r.pos
-	if r.flags&flagOptions == 0 {
-		return nil
+	opts, cached := o.read(r)
+	if opts != nil && !cached {
+		o.cache.put(r.pos, opts)
 	}
-	if opts, ok := o.cache.get(p); ok {
-		return opts
+	return opts
+}
+
+// read is the Options of the link whose record the caller has read, and
+// whether they came from the cache.
+func (o *optionTable) read(r *record) (opts *Options, cached bool) {
+	if r.flags&flagOptions == 0 {
+		return nil, false
+	}
+	if opts, ok := o.cache.get(r.pos); ok {
+		return opts, true
 	}
 	v, found := o.eng.read(optionKey(nil, r.id))
 	opts, err := decodeStoredOptions(v)
@@ -61,8 +70,7 @@ func (o *optionTable) of(r *record) *Options {
 		// limit) would be wrong: the request fails, the writer stops.
 		panic(fmt.Sprintf("fsm: the engine lost the options of link %d (found %v): %v", r.id, found, err))
 	}
-	o.cache.put(p, opts)
-	return opts
+	return opts, false
 }
 
 func decodeStoredOptions(v []byte) (*Options, error) {
@@ -79,18 +87,7 @@ func (o *optionTable) walked(p uint64) *Options { return o.walkedOf(o.recs.walke
 
 // walkedOf is walked of the link whose record the caller has read.
 func (o *optionTable) walkedOf(r *record) *Options {
-	p := r.pos
-	if r.flags&flagOptions == 0 {
-		return nil
-	}
-	if opts, ok := o.cache.get(p); ok {
-		return opts
-	}
-	v, found := o.eng.read(optionKey(nil, r.id))
-	opts, err := decodeStoredOptions(v)
-	if !found || err != nil {
-		panic(fmt.Sprintf("fsm: the engine lost the options of link %d (found %v): %v", r.id, found, err))
-	}
+	opts, _ := o.read(r)
 	return opts
 }
 
