@@ -20,7 +20,7 @@ import (
 // from what the record was when the batch first changed it. It is derived:
 // snapshots do not hold it, a restore writes it as it sets each link's
 // Options, and a kept state or checkpoint of a layout before it gets it at
-// its resume (state.indexOptions).
+// its resume (optionTable.index).
 
 const crawlablePrefix = 'k'
 
@@ -105,4 +105,17 @@ func (lt *linkTable) crawlable(domain string, limit int, now int64) (codes []str
 		return true
 	})
 	return codes, until
+}
+
+// flagCrawlable marks the live link at p crawlable for a resume's index
+// (optionTable.index), its key written whatever the flag was: the index
+// of a state kept before it holds none.
+func (t *recordTable) flagCrawlable(p uint64) {
+	if r := t.mutable(p); r.live() {
+		r.flags |= flagCrawlable
+		if w, ok := t.was[p]; ok {
+			w.crawl = crawlEntry{}
+			t.was[p] = w
+		}
+	}
 }

@@ -184,7 +184,7 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 		err = eng.settle()
 	}
 	if err == nil && layout < keptOptionIndexes {
-		s.indexOptions()
+		s.opts.index(s.links.positionOf)
 		err = eng.settle()
 	}
 	if err == nil {
@@ -202,52 +202,6 @@ func readKept(eng *engine, index uint64) (s *state, err error) {
 		err = os.Remove(path)
 	}
 	return s, err
-}
-
-// indexOptions writes the crawlable and tag indexes (crawlable.go,
-// tagindex.go) of a resumed state whose engine a build before them wrote:
-// one walk of the links' Options, in pieces of maxDirty links that are
-// crawlable or tagged, each written once the walk has let go of the batch.
-func (s *state) indexOptions() {
-	type indexed struct {
-		p    uint64
-		opts *Options
-	}
-	for from := []byte(nil); ; {
-		var found []indexed
-		var next []byte
-		s.opts.scanFrom(from, func(key []byte, id uint64, o *Options) bool {
-			if len(found) == maxDirty {
-				next = append(next, key...)
-				return false
-			}
-			if !o.Crawlable && len(o.Tags) == 0 {
-				return true
-			}
-			p, ok := s.links.positionOf(id)
-			if !ok {
-				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link", key))
-			}
-			found = append(found, indexed{p, o})
-			return true
-		})
-		for _, f := range found {
-			s.opts.retag(f.p, nil, f.opts.Tags)
-			if !f.opts.Crawlable {
-				continue
-			}
-			if r := s.links.recs.mutable(f.p); r.live() {
-				r.flags |= flagCrawlable
-				// Written whatever the flag was: the index holds none.
-				delete(s.links.recs.crawlWas, f.p)
-			}
-		}
-		s.links.recs.writeBack()
-		if next == nil {
-			return
-		}
-		from = next
-	}
 }
 
 // install makes s the FSM's state, at the log position it was kept at.

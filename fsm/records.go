@@ -163,10 +163,9 @@ type recordTable struct {
 	first, n   uint64
 	firstIDs   []uint64
 	cache      recordCache
-	dirty      map[uint64]*record    // the writer's changed records, by position
-	was        map[uint64]int64      // of each changed record made before, its expiry index entry if any (expiries.go)
-	crawlWas   map[uint64]crawlEntry // and its crawlable index entry if any (crawlable.go)
-	written    uint64                // n at the last writeBack: positions from it on are new
+	dirty      map[uint64]*record   // the writer's changed records, by position
+	was        map[uint64]indexedAs // of each changed record made before, where the indexes hold it, if anywhere
+	written    uint64               // n at the last writeBack: positions from it on are new
 	gen        uint64
 	sharing    *atomic.Int32 // snapshots still being written
 	key        []byte        // reused by the writer
@@ -178,8 +177,8 @@ type recordTable struct {
 
 func newRecordTable(eng *engine) recordTable {
 	return recordTable{eng: eng, first: eng.firstPosition, n: eng.firstPosition, written: eng.firstPosition,
-		sharing: new(atomic.Int32), dirty: map[uint64]*record{}, was: map[uint64]int64{},
-		crawlWas: map[uint64]crawlEntry{}, cache: newRecordCache(eng.recordCache)}
+		sharing: new(atomic.Int32), dirty: map[uint64]*record{}, was: map[uint64]indexedAs{},
+		cache: newRecordCache(eng.recordCache)}
 }
 
 // at is the record at p: the writer's own change of it if it has one.
@@ -218,6 +217,17 @@ func (t *recordTable) read(p uint64) *record {
 	return r
 }
 
+// indexedAs is where the record indexes (expiries.go, crawlable.go) hold
+// a record: writeBack moves its keys from there to where it belongs now.
+type indexedAs struct {
+	expiry int64 // 0: none
+	crawl  crawlEntry
+}
+
+func indexedAsOf(r *record) indexedAs {
+	return indexedAs{expiry: expiryOf(r), crawl: crawlEntryOf(r)}
+}
+
 // mutable returns the record at p for changing: a copy, which writeBack
 // writes.
 func (t *recordTable) mutable(p uint64) *record {
@@ -226,11 +236,8 @@ func (t *recordTable) mutable(p uint64) *record {
 	}
 	cp := *t.at(p)
 	t.dirty[p] = &cp
-	if at := expiryOf(&cp); at != 0 { // most links have no index entry: a click batch writes no map
+	if at := indexedAsOf(&cp); at != (indexedAs{}) { // most links have no index entry: a click batch writes no map
 		t.was[p] = at
-	}
-	if e := crawlEntryOf(&cp); e.ok {
-		t.crawlWas[p] = e
 	}
 	return &cp
 }
@@ -298,8 +305,9 @@ func (t *recordTable) writeBack() {
 	for p, r := range t.dirty {
 		t.key, t.value = recordKey(t.key, p), encodeRecord(t.value[:0], r)
 		t.eng.set(t.key, t.value)
-		t.indexExpiry(p, t.was[p], expiryOf(r))
-		t.indexCrawlable(p, t.crawlWas[p], crawlEntryOf(r))
+		was := t.was[p]
+		t.indexExpiry(p, was.expiry, expiryOf(r))
+		t.indexCrawlable(p, was.crawl, crawlEntryOf(r))
 		switch slot := t.cache.slots[p&t.cache.mask].Load(); {
 		case slot != nil && slot.pos == p && !r.live():
 			t.cache.slots[p&t.cache.mask].Store(nil)
@@ -310,11 +318,10 @@ func (t *recordTable) writeBack() {
 	t.written = t.n
 	if len(t.dirty) > maxDirty {
 		// a batch that changed many: not kept for every later one
-		t.dirty, t.was, t.crawlWas = map[uint64]*record{}, map[uint64]int64{}, map[uint64]crawlEntry{}
+		t.dirty, t.was = map[uint64]*record{}, map[uint64]indexedAs{}
 	}
 	clear(t.dirty)
 	clear(t.was)
-	clear(t.crawlWas)
 }
 
 // walked is at for a walk over many links (robots.txt, a tag rename, a

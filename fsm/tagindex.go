@@ -20,7 +20,7 @@ import (
 // there, which knows the tags before and after. It is derived: snapshots
 // do not hold it, a restore writes it as it sets each link's Options, and
 // a kept state or checkpoint of a layout before it gets it at its resume
-// (state.indexOptions).
+// (optionTable.index).
 
 const tagPrefix = 'g'
 
@@ -86,5 +86,46 @@ func (o *optionTable) tagged(tag string) iter.Seq[uint64] {
 			}
 			return yield(p)
 		})
+	}
+}
+
+// index writes the crawlable and tag indexes (crawlable.go, above) of a
+// resumed state whose engine a build before them wrote: one walk of the
+// links' Options, in pieces of maxDirty links that are crawlable or
+// tagged, each written once the walk has let go of the batch.
+func (o *optionTable) index(positionOf func(id uint64) (uint64, bool)) {
+	type indexed struct {
+		p    uint64
+		opts *Options
+	}
+	for from := []byte(nil); ; {
+		var found []indexed
+		var next []byte
+		o.scanFrom(from, func(key []byte, id uint64, opts *Options) bool {
+			if len(found) == maxDirty {
+				next = append(next, key...)
+				return false
+			}
+			if !opts.Crawlable && len(opts.Tags) == 0 {
+				return true
+			}
+			p, ok := positionOf(id)
+			if !ok {
+				panic(fmt.Sprintf("fsm: the engine holds options under %x of no link", key))
+			}
+			found = append(found, indexed{p, opts})
+			return true
+		})
+		for _, f := range found {
+			o.retag(f.p, nil, f.opts.Tags)
+			if f.opts.Crawlable {
+				o.recs.flagCrawlable(f.p)
+			}
+		}
+		o.recs.writeBack()
+		if next == nil {
+			return
+		}
+		from = next
 	}
 }

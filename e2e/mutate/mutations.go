@@ -83,7 +83,7 @@ var mutations = []mutation{
 		name:      "crawlable-index",
 		guarantee: "robots.txt lists the live, unexpired crawlable links of its domain, the first 5,000 by code, on every node alike",
 		file:      "fsm/records.go",
-		from:      "\t\tt.indexCrawlable(p, t.crawlWas[p], crawlEntryOf(r))\n",
+		from:      "\t\tt.indexCrawlable(p, was.crawl, crawlEntryOf(r))\n",
 		to:        "\n",
 		pkg:       "./fsm/", run: "^TestCrawlableIndex$",
 	},
